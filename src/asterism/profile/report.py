@@ -1,0 +1,625 @@
+"""Hotspot analysis of a thread trace: totals, wave states, stall causes, hot instructions.
+
+``analyze(trace)`` builds a :class:`Report`; ``render_markdown`` and ``render_json`` print
+it. All cycle figures are summed over the traced waves.
+
+Per-instruction totals (``Report.listing``) use the decoder's definitions, so on a hardware
+capture they equal code.json's Hit/Latency/Stall/Idle columns: hits = executions, cycles =
+sum of ``duration`` (stall + issue), stall = sum of ``stall``, idle = gap between the end of
+the wave's previous instruction and this one's first issue attempt.
+
+Stall causes: every executed instruction with ``stall > 0`` puts its stall cycles in one
+bucket, chosen by the first rule that matches:
+
+1. ``s_waitcnt`` -> "vmcnt wait" if it drained vector-memory producers (see
+   :mod:`asterism.profile.waitcnt`), else "lgkmcnt wait" if it drained LDS/scalar/message
+   producers. Vector memory wins when both drained because its latency is the longest.
+   With no producer known (they completed before the trace, or scalar loads were in
+   flight so order is unknown) the counters in the text decide, vmcnt first; a wait on
+   expcnt alone is "other".
+2. ``s_barrier`` -> "barrier".
+3. "MFMA dependency": an MFMA of the same wave issued less than :data:`MFMA_WINDOW`
+   cycles before the stalled instruction first tried to issue, and the stalled instruction
+   is a VALU op (MFMA included: the matrix core shares the VALU issue port, and dependent
+   MFMAs queue), or an ``s_nop`` (compilers pad MFMA result hazards with them), or any
+   instruction that touches a register that MFMA writes.
+4. category VMEM or FLAT -> "VMEM issue" (the memory pipeline did not accept the op).
+5. category LDS -> "LDS".
+6. category SMEM -> "SMEM".
+7. everything else -> "other" (VALU/SALU dependencies, branches, plain s_nop...).
+
+These rules read the instruction text and the trace's categories; they are heuristics for
+ranking, not hardware ground truth (the trace records how long an instruction stalled,
+not why).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from asterism.profile.att import (
+    FORMAT_VERSION,
+    InstCategory,
+    Trace,
+    TraceError,
+    WaveState,
+    state_name,
+)
+from asterism.profile.isa_text import (
+    is_barrier,
+    is_mfma,
+    is_waitcnt,
+    memory_kind,
+    mnemonic,
+    operand_text,
+    unit_name,
+    vector_regs,
+    waitcnt_counts,
+    writes_first_operand,
+)
+from asterism.profile.waitcnt import wait_events
+
+STALL_CAUSES = ("vmcnt wait", "lgkmcnt wait", "barrier", "MFMA dependency", "VMEM issue",
+                "LDS", "SMEM", "other")
+
+# Cycles after an MFMA issues during which a stall next to it is blamed on it: the longest
+# single MFMA on gfx942/gfx950 takes 16 passes of 4 cycles.
+MFMA_WINDOW = 64
+
+
+@dataclass
+class InstStats:
+    """One static instruction (code row) with its totals over all traced waves."""
+
+    line: int
+    vaddr: int
+    codeobj: int
+    isa: str
+    source: str = ""
+    unit: str = ""
+    hits: int = 0
+    cycles: int = 0
+    stall: int = 0
+    idle: int = 0
+    causes: dict[str, int] = field(default_factory=dict)  # stall cycles per cause
+    is_label: bool = False
+
+    @property
+    def issue(self) -> int:
+        """Cycles spent issuing (not stalled)."""
+        return self.cycles - self.stall
+
+    @property
+    def cause(self) -> str:
+        """The stall cause with the most cycles ("" if it never stalled)."""
+        return max(self.causes, key=lambda c: self.causes[c]) if self.causes else ""
+
+
+@dataclass
+class WaveSummary:
+    """Totals of one traced wave."""
+
+    file: str
+    se: int
+    cu: int
+    simd: int
+    slot: int
+    id: int
+    begin: int
+    end: int
+    cycles: int
+    instructions: int
+    stall: int
+    states: dict[str, int]  # cycles per wave state
+
+
+@dataclass
+class ProducerRef:
+    """A memory instruction an s_waitcnt waited for."""
+
+    line: int
+    vaddr: int
+    isa: str
+    kind: str  # VMEM, FLAT, SMEM, LDS, MSG
+
+
+@dataclass
+class WaitLinkStats:
+    """An s_waitcnt and the producers it waited for on one counter, over all waves."""
+
+    line: int
+    vaddr: int
+    isa: str
+    counter: str
+    producers: list[ProducerRef]
+    occurrences: int
+    stall: int  # stall cycles of those s_waitcnt executions
+
+
+@dataclass
+class UnitStats:
+    """Totals per execution unit (category, MFMA and s_waitcnt split out)."""
+
+    unit: str
+    count: int
+    cycles: int
+    stall: int
+
+
+@dataclass
+class SourceStats:
+    """Totals per source location (capture's debug lines or a given PC map)."""
+
+    location: str
+    instructions: int
+    hits: int
+    cycles: int
+    stall: int
+
+
+@dataclass
+class Report:
+    """Everything the renderers print about one trace."""
+
+    kernels: list[str]
+    path: str | None
+    modeled: bool
+    producer: str | None
+    gfxip: int
+    format_version: str
+    waves: int
+    instructions: int
+    wave_cycles: int  # sum of wave lifetimes
+    begin: int
+    end: int
+    stall_cycles: int
+    issue_cycles: int
+    idle_cycles: int
+    clock_hz: float | None
+    states: dict[str, int]
+    per_wave: list[WaveSummary]
+    stalls: dict[str, int]
+    units: list[UnitStats]
+    listing: list[InstStats]
+    wait_links: list[WaitLinkStats]
+    sources: list[SourceStats]
+    mapped_rows: int  # executed rows that have a source location
+    executed_rows: int
+    unknown_pc_records: int = 0
+
+    @property
+    def span(self) -> int:
+        """Cycles from the first wave's start to the last wave's end."""
+        return self.end - self.begin
+
+    def hotspots(self, top: int = 10) -> list[InstStats]:
+        """The `top` executed instructions with the most cycles (then stall)."""
+        rows = [r for r in self.listing if r.hits and not r.is_label]
+        rows.sort(key=lambda r: (-r.cycles, -r.stall, r.line))
+        return rows[:max(top, 0)]
+
+    def context(self, line: int, lines: int = 3) -> list[InstStats]:
+        """The listing around `line`: `lines` rows before and after it."""
+        for i, row in enumerate(self.listing):
+            if row.line == line:
+                return self.listing[max(i - lines, 0): i + lines + 1]
+        return []
+
+    def waits_of(self, line: int) -> list[WaitLinkStats]:
+        """The producer links of the s_waitcnt at `line`."""
+        return [w for w in self.wait_links if w.line == line]
+
+
+def load_source_map(path: str | Path) -> dict[int, str]:
+    """Read a PC -> location map: a JSON object keyed by address (decimal or ``0x`` hex)."""
+    file = Path(path)
+    try:
+        data = json.loads(file.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise TraceError(f"{file}: source map file is missing") from None
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise TraceError(f"{file}: not a JSON source map: {exc}") from None
+    if not isinstance(data, dict):
+        raise TraceError(f"{file}: a source map is a JSON object {{address: location}}")
+    out: dict[int, str] = {}
+    for key, value in data.items():
+        try:
+            addr = int(key, 0)
+        except ValueError:
+            raise TraceError(f"{file}: key {key!r} is not an address") from None
+        if not isinstance(value, str):
+            raise TraceError(f"{file}: location of {key} must be a string")
+        out[addr] = value
+    return out
+
+
+def _classify(mn: str, category: int, isa: str, drained: list[str],
+              recent_mfma: bool, touches_mfma_dst: bool) -> str:
+    if is_waitcnt(mn):
+        if "vmcnt" in drained:
+            return "vmcnt wait"
+        if "lgkmcnt" in drained:
+            return "lgkmcnt wait"
+        counts = waitcnt_counts(isa)
+        if "vmcnt" in counts:
+            return "vmcnt wait"
+        if "lgkmcnt" in counts:
+            return "lgkmcnt wait"
+        return "other"
+    if is_barrier(mn):
+        return "barrier"
+    if recent_mfma and (category == InstCategory.VALU or mn.startswith("s_nop")
+                        or (category == InstCategory.NONE and mn.startswith("v_"))):
+        return "MFMA dependency"
+    if touches_mfma_dst:
+        return "MFMA dependency"
+    if category in (InstCategory.VMEM, InstCategory.FLAT):
+        return "VMEM issue"
+    if category == InstCategory.LDS:
+        return "LDS"
+    if category == InstCategory.SMEM:
+        return "SMEM"
+    return "other"
+
+
+def analyze(trace: Trace, source_map: Mapping[int, str] | None = None) -> Report:
+    """Analyze a trace; `source_map` maps PCs (code-object vaddr) to IR/Python locations."""
+    code = trace.code
+    listing = [
+        InstStats(line=r.line, vaddr=r.vaddr, codeobj=r.codeobj, isa=r.isa,
+                  source=(source_map or {}).get(r.vaddr, r.source), is_label=r.is_label)
+        for r in code.rows
+    ]
+    by_line = {s.line: s for s in listing}
+    text = {r.line: (mnemonic(r.isa), r.isa) for r in code.rows}
+    unit_counts: dict[int, dict[str, int]] = {}
+    stalls = dict.fromkeys(STALL_CAUSES, 0)
+    states: dict[str, int] = {}
+    per_wave: list[WaveSummary] = []
+    links: dict[tuple[int, str], WaitLinkStats] = {}
+    units: dict[str, UnitStats] = {}
+    n_inst = stall_total = dur_total = idle_total = unknown = 0
+
+    for wave in trace.waves:
+        events = wait_events(wave, code)
+        drained_at: dict[int, list[str]] = {}
+        for ev in events:
+            drained_at.setdefault(ev.index, []).append(ev.counter)
+        last_mfma: int | None = None
+        mfma_dst: dict[tuple[str, int], int] = {}  # register -> issue time of its MFMA
+        prev_end = wave.begin
+        wave_stall = wave_n = 0
+        for i, rec in enumerate(wave.instructions):
+            stats = by_line[rec.line]
+            if stats.is_label:
+                unknown += 1
+                continue
+            mn, isa = text[rec.line]
+            wave_n += 1
+            stats.hits += 1
+            stats.cycles += rec.duration
+            stats.stall += rec.stall
+            gap = max(rec.time - prev_end, 0)
+            stats.idle += gap
+            idle_total += gap
+            prev_end = max(prev_end, rec.time + rec.duration)
+            unit = unit_name(mn, rec.category)
+            unit_counts.setdefault(rec.line, {})[unit] = (
+                unit_counts.setdefault(rec.line, {}).get(unit, 0) + 1)
+            u = units.setdefault(unit, UnitStats(unit, 0, 0, 0))
+            u.count += 1
+            u.cycles += rec.duration
+            u.stall += rec.stall
+            if rec.stall > 0:
+                regs = vector_regs(isa[len(mn):]) if not is_waitcnt(mn) else set()
+                touches = any(r in mfma_dst and rec.time - mfma_dst[r] < MFMA_WINDOW
+                              for r in regs)
+                recent = last_mfma is not None and rec.time - last_mfma < MFMA_WINDOW
+                cause = _classify(mn, rec.category, isa, drained_at.get(i, []), recent,
+                                  touches)
+                stats.causes[cause] = stats.causes.get(cause, 0) + rec.stall
+                stalls[cause] += rec.stall
+            # Track which registers hold MFMA results that may still be in flight.
+            if is_mfma(mn):
+                last_mfma = rec.issue_time
+                ops = operand_text(isa)
+                for r in vector_regs(ops[0]) if ops else ():
+                    mfma_dst[r] = rec.issue_time
+            elif writes_first_operand(mn) and mfma_dst:
+                ops = operand_text(isa)
+                for r in vector_regs(ops[0]) if ops else ():
+                    mfma_dst.pop(r, None)
+            wave_stall += rec.stall
+            dur_total += rec.duration
+        n_inst += wave_n
+        stall_total += wave_stall
+        wave_states: dict[str, int] = {}
+        for state, cycles in sorted(wave.state_cycles().items()):
+            name = state_name(state)
+            wave_states[name] = cycles
+            states[name] = states.get(name, 0) + cycles
+        per_wave.append(WaveSummary(wave.filename, wave.se, wave.cu, wave.simd, wave.slot,
+                                    wave.id, wave.begin, wave.end, wave.duration, wave_n,
+                                    wave_stall, wave_states))
+        for ev in events:
+            key = (ev.line, ev.counter)
+            wl = links.get(key)
+            if wl is None:
+                row = by_line[ev.line]
+                wl = links[key] = WaitLinkStats(ev.line, row.vaddr, row.isa, ev.counter,
+                                                [], 0, 0)
+            wl.occurrences += 1
+            wl.stall += wave.instructions[ev.index].stall
+            have = {p.line for p in wl.producers}
+            for p in ev.producers:
+                prec = wave.instructions[p]
+                if prec.line not in have:
+                    have.add(prec.line)
+                    prow = by_line[prec.line]
+                    pmn = text[prec.line][0]
+                    wl.producers.append(ProducerRef(prow.line, prow.vaddr, prow.isa,
+                                                    memory_kind(pmn, prec.category) or "?"))
+
+    for stats in listing:
+        counts = unit_counts.get(stats.line)
+        if counts:
+            stats.unit = max(counts, key=lambda u: counts[u])
+        elif not stats.is_label:
+            mn = text[stats.line][0]
+            stats.unit = "MFMA" if is_mfma(mn) else ""
+        stats.causes = {c: stats.causes[c] for c in STALL_CAUSES if c in stats.causes}
+    for wl in links.values():
+        wl.producers.sort(key=lambda p: p.line)
+
+    sources: dict[str, SourceStats] = {}
+    executed = [s for s in listing if s.hits and not s.is_label]
+    for s in executed:
+        if not s.source:
+            continue
+        src = sources.setdefault(s.source, SourceStats(s.source, 0, 0, 0, 0))
+        src.instructions += 1
+        src.hits += s.hits
+        src.cycles += s.cycles
+        src.stall += s.stall
+
+    # Present states in enum order, then any unknown codes.
+    order = [s.name for s in WaveState]
+    states = {k: states[k] for k in sorted(states, key=lambda k: (
+        order.index(k) if k in order else len(order), k))}
+    begin = min((w.begin for w in trace.waves), default=0)
+    end = max((w.end for w in trace.waves), default=0)
+    return Report(
+        kernels=trace.kernel_names(),
+        path=str(trace.path) if trace.path is not None else None,
+        modeled=trace.modeled,
+        producer=trace.producer,
+        gfxip=trace.info.gfxip,
+        format_version=trace.info.version or FORMAT_VERSION,
+        waves=len(trace.waves),
+        instructions=n_inst,
+        wave_cycles=sum(w.duration for w in trace.waves),
+        begin=begin,
+        end=end,
+        stall_cycles=stall_total,
+        issue_cycles=dur_total - stall_total,
+        idle_cycles=idle_total,
+        clock_hz=trace.realtime.shader_clock_hz() if trace.realtime else None,
+        states=states,
+        per_wave=per_wave,
+        stalls=stalls,
+        units=sorted(units.values(), key=lambda u: (-u.cycles, u.unit)),
+        listing=listing,
+        wait_links=sorted(links.values(), key=lambda w: (-w.stall, w.line, w.counter)),
+        sources=sorted(sources.values(), key=lambda s: (-s.cycles, s.location)),
+        mapped_rows=sum(1 for s in executed if s.source),
+        executed_rows=len(executed),
+        unknown_pc_records=unknown,
+    )
+
+
+# ---------------------------------------------------------------------------- rendering
+
+
+def _pct(part: float, whole: float) -> str:
+    return f"{100.0 * part / whole:.1f}%" if whole else "-"
+
+
+def _cell(text: str) -> str:
+    # Markdown table cells cannot hold a bare pipe.
+    return text.replace("|", "\\|")
+
+
+def _provenance(report: Report) -> str:
+    if report.modeled:
+        who = f" by {report.producer}" if report.producer else ""
+        return (f"> **MODELED TRACE** — produced{who} from a timing model, not measured on "
+                "hardware. Cycle counts are the model's estimates.")
+    return (f"> Hardware capture (rocprofv3 ATT decoder output, format "
+            f"{report.format_version}, gfxip {report.gfxip}).")
+
+
+def render_markdown(report: Report, top: int = 10, context: int = 3) -> str:
+    """The report as Markdown, with the `top` hotspots and `context` lines around each."""
+    out: list[str] = []
+    title = ", ".join(report.kernels) or "(unnamed kernel)"
+    out.append(f"# Trace report: {title}")
+    out.append("")
+    out.append(_provenance(report))
+    if report.path:
+        out.append("")
+        out.append(f"Trace: `{report.path}`")
+    out.append("")
+
+    out.append("## Totals")
+    out.append("")
+    out.append("| metric | value |")
+    out.append("|---|---|")
+    out.append(f"| waves traced | {report.waves} |")
+    out.append(f"| instructions executed | {report.instructions} |")
+    out.append(f"| wave-cycles (sum of wave lifetimes) | {report.wave_cycles} |")
+    span = f"{report.span} ({report.begin}..{report.end})"
+    if report.clock_hz:
+        span += f", {report.span / report.clock_hz * 1e6:.2f} us at " \
+                f"{report.clock_hz / 1e9:.2f} GHz"
+    out.append(f"| span (cycles) | {span} |")
+    busy = report.stall_cycles + report.issue_cycles
+    out.append(f"| stall cycles | {report.stall_cycles} ({_pct(report.stall_cycles, busy)} of "
+               "instruction cycles) |")
+    out.append(f"| issue cycles | {report.issue_cycles} |")
+    out.append(f"| idle cycles (between instructions) | {report.idle_cycles} |")
+    if report.unknown_pc_records:
+        out.append(f"| records with unknown PC (skipped) | {report.unknown_pc_records} |")
+    out.append("")
+
+    out.append("## Wave states")
+    out.append("")
+    total_states = sum(report.states.values())
+    names = list(report.states)
+    out.append("| state | cycles | share |")
+    out.append("|---|---:|---:|")
+    for name, cycles in report.states.items():
+        out.append(f"| {name} | {cycles} | {_pct(cycles, total_states)} |")
+    out.append("")
+    if report.per_wave:
+        out.append("| wave | CU | begin | cycles | instructions | stall | "
+                   + " | ".join(names) + " |")
+        out.append("|---|---:|---:|---:|---:|---:|" + "---:|" * len(names))
+        for w in report.per_wave:
+            cells = " | ".join(str(w.states.get(n, 0)) for n in names)
+            out.append(f"| {w.file.removesuffix('.json')} | {w.cu} | {w.begin} | {w.cycles} | "
+                       f"{w.instructions} | {w.stall} | {cells} |")
+        out.append("")
+
+    out.append("## Stall causes")
+    out.append("")
+    out.append("| cause | stall cycles | share |")
+    out.append("|---|---:|---:|")
+    for cause, cycles in sorted(report.stalls.items(), key=lambda kv: -kv[1]):
+        out.append(f"| {cause} | {cycles} | {_pct(cycles, report.stall_cycles)} |")
+    out.append("")
+
+    out.append("## Instruction units")
+    out.append("")
+    out.append("| unit | executed | cycles | stall |")
+    out.append("|---|---:|---:|---:|")
+    for u in report.units:
+        out.append(f"| {u.unit} | {u.count} | {u.cycles} | {u.stall} |")
+    out.append("")
+
+    hot = report.hotspots(top)
+    total_cycles = report.stall_cycles + report.issue_cycles
+    out.append(f"## Top {len(hot)} hotspots (by cycles)")
+    out.append("")
+    out.append("| # | line | PC | cycles | share | stall | idle | hits | cause | instruction |")
+    out.append("|---:|---:|---|---:|---:|---:|---:|---:|---|---|")
+    for n, h in enumerate(hot, 1):
+        out.append(f"| {n} | {h.line} | 0x{h.vaddr:x} | {h.cycles} | "
+                   f"{_pct(h.cycles, total_cycles)} | {h.stall} | {h.idle} | {h.hits} | "
+                   f"{h.cause or '-'} | `{_cell(h.isa)}` |")
+    out.append("")
+    for n, h in enumerate(hot, 1):
+        out.append(f"### {n}. line {h.line}, PC 0x{h.vaddr:x}: `{h.isa}`")
+        out.append("")
+        if h.source:
+            out.append(f"Source: `{h.source}`")
+            out.append("")
+        for wl in report.waits_of(h.line):
+            prods = "; ".join(f"line {p.line} ({p.kind}) `{p.isa}`" for p in wl.producers)
+            out.append(f"Waited on ({wl.counter}): {prods}")
+            out.append("")
+        out.append("```")
+        out.append(f"   {'cycles':>7} {'stall':>7} {'hits':>5} {'line':>5}  {'pc':<8} instruction")
+        for row in report.context(h.line, context):
+            mark = ">>" if row.line == h.line else "  "
+            pc = f"0x{row.vaddr:x}"
+            out.append(f"{mark} {row.cycles:>7} {row.stall:>7} {row.hits:>5} {row.line:>5}  "
+                       f"{pc:<8} {row.isa}")
+        out.append("```")
+        out.append("")
+
+    if report.wait_links:
+        shown = report.wait_links[:max(top, 0)]
+        out.append("## s_waitcnt producers")
+        out.append("")
+        more = len(report.wait_links) - len(shown)
+        out.append(f"The {len(shown)} waits with the most stall"
+                   + (f" ({more} more in the JSON report)" if more > 0 else "") + ".")
+        out.append("")
+        out.append("| waitcnt line | PC | counter | times | stall | waited on (line: instruction) |")
+        out.append("|---:|---|---|---:|---:|---|")
+        for wl in shown:
+            prods = "<br>".join(f"{p.line}: `{_cell(p.isa)}`" for p in wl.producers)
+            out.append(f"| {wl.line} | 0x{wl.vaddr:x} | {wl.counter} | {wl.occurrences} | "
+                       f"{wl.stall} | {prods} |")
+        out.append("")
+
+    out.append("## Source mapping")
+    out.append("")
+    if not report.sources:
+        out.append(f"No source locations: 0 of {report.executed_rows} executed instructions "
+                   "map to source (the code object has no line table and no PC map was "
+                   "given).")
+    else:
+        out.append(f"{report.mapped_rows} of {report.executed_rows} executed instructions map "
+                   "to source.")
+        out.append("")
+        out.append("| location | instructions | hits | cycles | stall |")
+        out.append("|---|---:|---:|---:|---:|")
+        for s in report.sources[:max(top, 0)]:
+            out.append(f"| `{_cell(s.location)}` | {s.instructions} | {s.hits} | {s.cycles} | "
+                       f"{s.stall} |")
+    out.append("")
+    return "\n".join(out)
+
+
+def _stats_dict(s: InstStats) -> dict[str, Any]:
+    d = asdict(s)
+    d["issue"] = s.issue
+    d["cause"] = s.cause
+    return d
+
+
+def render_json(report: Report, top: int = 10, context: int = 3) -> str:
+    """The report as JSON: all figures, the full listing and the `top` hotspots."""
+    data: dict[str, Any] = {
+        "kernels": report.kernels,
+        "path": report.path,
+        "modeled": report.modeled,
+        "producer": report.producer,
+        "provenance": "model" if report.modeled else "hardware",
+        "gfxip": report.gfxip,
+        "format_version": report.format_version,
+        "totals": {
+            "waves": report.waves,
+            "instructions": report.instructions,
+            "wave_cycles": report.wave_cycles,
+            "begin": report.begin,
+            "end": report.end,
+            "span": report.span,
+            "stall_cycles": report.stall_cycles,
+            "issue_cycles": report.issue_cycles,
+            "idle_cycles": report.idle_cycles,
+            "clock_hz": report.clock_hz,
+            "unknown_pc_records": report.unknown_pc_records,
+        },
+        "states": report.states,
+        "per_wave": [asdict(w) for w in report.per_wave],
+        "stalls": report.stalls,
+        "units": [asdict(u) for u in report.units],
+        "hotspots": [
+            {**_stats_dict(h),
+             "context": [_stats_dict(c) for c in report.context(h.line, context)],
+             "waited_on": [asdict(w) for w in report.waits_of(h.line)]}
+            for h in report.hotspots(top)
+        ],
+        "wait_links": [asdict(w) for w in report.wait_links],
+        "sources": [asdict(s) for s in report.sources],
+        "mapped_rows": report.mapped_rows,
+        "executed_rows": report.executed_rows,
+        "listing": [_stats_dict(s) for s in report.listing],
+    }
+    return json.dumps(data, indent=2)
