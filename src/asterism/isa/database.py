@@ -1,0 +1,192 @@
+"""The ISA database: every instruction of a target, its encodings and operand shapes.
+
+The data is generated from LLVM 22 by `tools/gen_isa.py` and committed under `isa/data/`;
+this module only loads and indexes it (no LLVM needed). See `tools/gen_isa.py` for how each
+fact is derived.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from functools import cache
+from importlib import resources
+
+from asterism.errors import TargetError
+
+SUFFIXES = ("_e32", "_e64", "_dpp", "_sdwa")
+
+# Operand kinds (OperandSpec.kinds):
+#   v vgpr, a agpr, s sgpr (and special scalar registers), i inline constant,
+#   l 32-bit literal, k plain immediate field, off the "off" placeholder.
+KIND_NAMES = {"v": "VGPR", "a": "AGPR", "s": "SGPR", "i": "inline constant", "l": "literal",
+              "k": "immediate", "off": "off"}
+
+
+@dataclass(frozen=True)
+class OperandSpec:
+    """One operand slot of an instruction form, in assembly order."""
+
+    name: str  # the encoding field (vdst, src0, vsrc1, saddr, simm16...) or a fixed register
+    role: str  # "def" or "use"
+    kinds: tuple[str, ...]  # see KIND_NAMES
+    width: int = 0  # registers (dwords); 0 for immediates
+    align: int = 1  # register tuple alignment
+    type: str | None = None  # value type for constants: f32, i32, f16, v2f16, f64, ...
+    mods: bool = False  # accepts neg/abs (float) or sext (int) source modifiers
+    tied: bool = False  # a destination that is also read (v_fmac, DPP "old", writelane)
+    fixed: str | None = None  # an implicit register printed as an operand (vcc)
+    syntax: str | None = None  # special immediate syntax: label, waitcnt, hwreg, sendmsg...
+    optional: bool = False  # an immediate LLVM omits when zero (s_endpgm)
+
+    @property
+    def is_register(self) -> bool:
+        """True if the slot can hold a register."""
+        return bool({"v", "a", "s"} & set(self.kinds)) or self.fixed is not None
+
+
+@dataclass(frozen=True)
+class Form:
+    """One encoding of a mnemonic (e.g. v_add_f32 as VOP2 _e32, VOP3 _e64, DPP, SDWA)."""
+
+    mnemonic: str
+    enc: str  # SOP1 SOP2 SOPK SOPC SOPP SMEM VOP1 VOP2 VOPC VOP3 VOP3P MAI MAI_SCALE DS FLAT
+    #          GLOBAL SCRATCH MUBUF MTBUF DPP SDWA
+    opcode: int
+    suffix: str  # the suffix LLVM prints for this form ("_e32", "_e64", "_dpp", "_sdwa", "")
+    size: int  # bytes, without a literal
+    operands: tuple[OperandSpec, ...]
+    modifiers: tuple[str, ...]
+    counters: tuple[str, ...]
+    variant: str | None = None  # addressing variant: global_saddr, scratch_svs, lds, imm...
+    fixed: dict[str, int] = field(default_factory=dict)  # field values the variant implies
+    mc_name: str = ""  # LLVM's internal opcode name (for reference)
+    example: str = ""  # LLVM's printed text of a sample encoding
+
+    @property
+    def printed_mnemonic(self) -> str:
+        """The mnemonic as LLVM prints it for this form (with its suffix)."""
+        return self.example.split(" ", 1)[0]
+
+    @property
+    def base_encoding(self) -> str:
+        """The hardware format this form is encoded in (FLAT for GLOBAL/SCRATCH, ...)."""
+        return BASE_ENCODING.get(self.enc, self.enc)
+
+
+BASE_ENCODING = {"GLOBAL": "FLAT", "SCRATCH": "FLAT", "MAI": "VOP3P", "MAI_SCALE": "VOP3P"}
+
+
+@dataclass(frozen=True)
+class Instruction:
+    """A mnemonic of the target with every form it can be encoded in."""
+
+    mnemonic: str
+    unit: str  # salu valu trans mfma smem lds vmem branch
+    flags: frozenset[str]
+    counters: tuple[str, ...]  # vmcnt, lgkmcnt, expcnt
+    implicit_defs: tuple[str, ...]
+    implicit_uses: tuple[str, ...]
+    forms: tuple[Form, ...]
+    passes: int | None = None  # MFMA passes (4 cycles each)
+    aliases: tuple[str, ...] = ()
+
+    def forms_with_suffix(self, suffix: str) -> list[Form]:
+        """Forms whose LLVM suffix is `suffix` (VOP3 forms answer to _e64, VOP1/2/C to _e32)."""
+        return [f for f in self.forms if f.suffix == suffix]
+
+
+class IsaDatabase:
+    """All instructions of one target, indexed by mnemonic and by (encoding, opcode)."""
+
+    def __init__(self, target: str, data: dict):
+        self.target = target
+        self.llvm_version: str = data.get("llvm_version", "")
+        self.coverage: dict = data.get("coverage", {})
+        self.instructions: dict[str, Instruction] = {}
+        self.aliases: dict[str, str] = {}
+        self.by_opcode: dict[tuple[str, int], list[Form]] = {}
+        for raw in data["instructions"]:
+            inst = _instruction_from_json(raw)
+            self.instructions[inst.mnemonic] = inst
+            for alias in inst.aliases:
+                self.aliases[alias] = inst.mnemonic
+            for form in inst.forms:
+                self.by_opcode.setdefault((form.enc, form.opcode), []).append(form)
+
+    def __contains__(self, mnemonic: str) -> bool:
+        return self.resolve(mnemonic) is not None
+
+    def __len__(self) -> int:
+        return len(self.instructions)
+
+    def resolve(self, mnemonic: str) -> tuple[Instruction, str] | None:
+        """(instruction, suffix) for a mnemonic as written (with _e32/_e64/... or an alias)."""
+        name = mnemonic.lower()
+        suffix = ""
+        inst = self.instructions.get(name)
+        if inst is None:
+            for suf in SUFFIXES:
+                if name.endswith(suf):
+                    name, suffix = name[: -len(suf)], suf
+                    break
+            inst = self.instructions.get(name)
+            if inst is None and name in self.aliases:
+                inst = self.instructions[self.aliases[name]]
+            if inst is None and mnemonic.lower() in self.aliases:
+                inst, suffix = self.instructions[self.aliases[mnemonic.lower()]], ""
+        if inst is None:
+            return None
+        return inst, suffix
+
+    def get(self, mnemonic: str) -> Instruction | None:
+        """The instruction for a mnemonic (suffixes and aliases accepted), or None."""
+        found = self.resolve(mnemonic)
+        return found[0] if found else None
+
+    def similar(self, mnemonic: str, n: int = 3) -> list[str]:
+        """Known mnemonics close to `mnemonic` (for 'did you mean' messages)."""
+        import difflib
+
+        return difflib.get_close_matches(mnemonic.lower(), list(self.instructions), n=n)
+
+
+def _operand_from_json(raw: dict) -> OperandSpec:
+    return OperandSpec(
+        name=raw["name"], role=raw["role"], kinds=tuple(raw.get("kinds", ())),
+        width=raw.get("width", 0), align=raw.get("align", 1), type=raw.get("type"),
+        mods=raw.get("mods", False), tied=raw.get("tied", False), fixed=raw.get("fixed"),
+        syntax=raw.get("syntax"), optional=raw.get("optional", False))
+
+
+def _instruction_from_json(raw: dict) -> Instruction:
+    mnemonic = raw["mnemonic"]
+    forms = tuple(
+        Form(mnemonic=mnemonic, enc=f["enc"], opcode=f["opcode"], suffix=f["suffix"],
+             size=f["size"], operands=tuple(_operand_from_json(o) for o in f["operands"]),
+             modifiers=tuple(f.get("modifiers", ())), counters=tuple(f.get("counters", ())),
+             variant=f.get("variant"), fixed=dict(f.get("fixed", {})),
+             mc_name=f.get("mc_name", ""), example=f.get("example", ""))
+        for f in raw["forms"])
+    return Instruction(
+        mnemonic=mnemonic, unit=raw["unit"], flags=frozenset(raw.get("flags", ())),
+        counters=tuple(raw.get("counters", ())), implicit_defs=tuple(raw.get("implicit_defs", ())),
+        implicit_uses=tuple(raw.get("implicit_uses", ())), forms=forms,
+        passes=raw.get("passes"), aliases=tuple(raw.get("aliases", ())))
+
+
+def known_isa_targets() -> list[str]:
+    """Targets that have a generated ISA database."""
+    files = resources.files("asterism.isa").joinpath("data").iterdir()
+    return sorted(p.name[:-5] for p in files if p.name.endswith(".json"))
+
+
+@cache
+def get_isa(target: str) -> IsaDatabase:
+    """The ISA database of `target` (e.g. "gfx942"); loaded once per process."""
+    name = target.split(":")[0].split("--")[-1]
+    path = resources.files("asterism.isa").joinpath("data", f"{name}.json")
+    if not path.is_file():
+        raise TargetError(f"no ISA database for target '{target}'; known targets: "
+                          f"{', '.join(known_isa_targets())}")
+    return IsaDatabase(name, json.loads(path.read_text()))
