@@ -254,6 +254,19 @@ def test_stall_cause_rules() -> None:
                      (13, "lgkmcnt"): [10, 11], (13, "vmcnt"): [9]}
 
 
+def test_unknown_pc_and_bad_line() -> None:
+    mini = _mini_trace()
+    wave = mini.waves[0]
+    # A record on the label row is the decoder's "unknown PC": skipped, but counted.
+    wave.instructions.insert(0, InstRecord(95, InstCategory.NONE, 3, 4, 0))
+    report = analyze(mini)
+    assert report.unknown_pc_records == 1 and report.instructions == 17
+    assert report.stall_cycles == 30 + 50 + 7 + 20 + 8 + 3 + 2 + 5 + 40 + 6 + 9
+    wave.instructions.append(InstRecord(4000, InstCategory.SALU, 0, 4, 77))
+    with pytest.raises(TraceError, match="refers to line 77"):
+        analyze(mini)
+
+
 def test_reports_render(trace: Trace) -> None:
     report = analyze(trace)
     md = render_markdown(report, top=3, context=2)

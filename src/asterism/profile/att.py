@@ -188,16 +188,15 @@ class CodeListing:
     version: str = FORMAT_VERSION
     header: str = CODE_HEADER
     extra: dict[str, Any] = field(default_factory=dict)
-    _by_line: dict[int, CodeRow] = field(init=False, repr=False, compare=False)
-
-    def __post_init__(self) -> None:
-        self._by_line = {row.line: row for row in self.rows}
+    _index: tuple[int, int, dict[int, CodeRow]] | None = field(
+        default=None, init=False, repr=False, compare=False)
 
     def row(self, line: int) -> CodeRow | None:
         """The row with LineNumber `line`, or None."""
-        if len(self._by_line) != len(self.rows):
-            self._by_line = {row.line: row for row in self.rows}
-        return self._by_line.get(line)
+        # Rebuild the index when `rows` was replaced or resized since it was built.
+        if self._index is None or self._index[:2] != (id(self.rows), len(self.rows)):
+            self._index = (id(self.rows), len(self.rows), {r.line: r for r in self.rows})
+        return self._index[2].get(line)
 
     def kernel_names(self) -> list[str]:
         """Names of the kernels in the listing (from the label rows)."""

@@ -294,7 +294,10 @@ def analyze(trace: Trace, source_map: Mapping[int, str] | None = None) -> Report
         prev_end = wave.begin
         wave_stall = wave_n = 0
         for i, rec in enumerate(wave.instructions):
-            stats = by_line[rec.line]
+            stats = by_line.get(rec.line)
+            if stats is None:
+                raise TraceError(f"wave {wave.filename}: instruction #{i} refers to line "
+                                 f"{rec.line}, which the code listing does not have")
             if stats.is_label:
                 unknown += 1
                 continue
