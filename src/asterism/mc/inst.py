@@ -1,0 +1,39 @@
+"""`Inst`: one machine instruction (mnemonic, typed operands, modifiers).
+
+The MC layer's hub: the IR is lowered to it, the asm parser and the decoder produce it, the
+printer, encoder, emulator and statistics consume it.
+
+Modifiers are kept by their LLVM assembly names, with these value types:
+- flags (bool): clamp, gds, sc0, sc1, nt, glc, slc, nv, offen, idxen, lds, bound_ctrl, fi
+- integers: omod (0..3, printed mul:2 / mul:4 / div:2), offset, offset0, offset1, cbsz, abid,
+  blgp, row_mask, bank_mask, dpp_ctrl (the 9-bit DPP control), format (MTBUF dfmt|nfmt<<4)
+- bit lists (tuple[int, ...]): op_sel, op_sel_hi, neg_lo, neg_hi
+- names (str): dst_sel, dst_unused, src0_sel, src1_sel (SDWA)
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from asterism.errors import SourceLocation
+from asterism.mc.operands import Operand
+
+if TYPE_CHECKING:
+    from asterism.isa.database import Form
+
+
+@dataclass(slots=True)
+class Inst:
+    """A machine instruction: mnemonic as written, operands in assembly order, modifiers."""
+
+    mnemonic: str
+    operands: list[Operand] = field(default_factory=list)
+    modifiers: dict[str, object] = field(default_factory=dict)
+    form: Form | None = None  # the encoding form, once chosen (matcher/decoder)
+    loc: SourceLocation | None = None  # where it was written (asm file, IR, Python line)
+
+    def __str__(self) -> str:
+        from asterism.mc.printer import format_inst
+
+        return format_inst(self)

@@ -1,0 +1,202 @@
+"""Typed machine operands: registers, constants, labels and source modifiers.
+
+These are the operands of `mc.Inst`; the printer, parser, encoder, decoder and emulator all
+speak them. Printing follows LLVM's AMDGPU assembly syntax.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import struct
+from dataclasses import dataclass
+
+REGISTER_KINDS = ("v", "s", "a", "ttmp")
+
+
+@dataclass(frozen=True, slots=True)
+class Reg:
+    """A register or an aligned range of registers: v5, s[4:7], a[0:15], ttmp[2:3]."""
+
+    kind: str  # "v", "s", "a" or "ttmp"
+    index: int
+    count: int = 1
+
+    def __str__(self) -> str:
+        if self.count == 1:
+            return f"{self.kind}{self.index}"
+        return f"{self.kind}[{self.index}:{self.index + self.count - 1}]"
+
+    @property
+    def last(self) -> int:
+        """Index of the last register of the range."""
+        return self.index + self.count - 1
+
+    def overlaps(self, other: Reg) -> bool:
+        """True if both ranges share a register of the same file."""
+        return (self.kind == other.kind and self.index <= other.last
+                and other.index <= self.last)
+
+
+# Scalar special registers LLVM names, with the register count they cover.
+SPECIAL_REGISTERS: dict[str, int] = {
+    "vcc": 2, "vcc_lo": 1, "vcc_hi": 1, "exec": 2, "exec_lo": 1, "exec_hi": 1, "m0": 1,
+    "scc": 1, "flat_scratch": 2, "flat_scratch_lo": 1, "flat_scratch_hi": 1, "xnack_mask": 2,
+    "xnack_mask_lo": 1, "xnack_mask_hi": 1, "src_vccz": 1, "src_execz": 1, "src_scc": 1,
+    "vccz": 1, "execz": 1, "src_shared_base": 2, "src_shared_limit": 2,
+    "src_private_base": 2, "src_private_limit": 2, "src_pops_exiting_wave_id": 1,
+    "src_lds_direct": 1, "lds_direct": 1, "tba": 2, "tma": 2, "tba_lo": 1, "tba_hi": 1,
+    "tma_lo": 1, "tma_hi": 1, "shared_base": 2, "shared_limit": 2, "private_base": 2,
+    "private_limit": 2, "pops_exiting_wave_id": 1,
+}
+
+
+@dataclass(frozen=True, slots=True)
+class Special:
+    """A named scalar register: vcc, exec, m0, scc, flat_scratch, src_shared_base..."""
+
+    name: str
+
+    def __str__(self) -> str:
+        return self.name
+
+    @property
+    def count(self) -> int:
+        """Number of 32-bit registers covered."""
+        return SPECIAL_REGISTERS[self.name]
+
+
+@dataclass(frozen=True, slots=True)
+class Imm:
+    """An integer constant as written (inline constant, literal or immediate field)."""
+
+    value: int
+
+    def __str__(self) -> str:
+        return str(self.value)
+
+
+@dataclass(frozen=True, slots=True)
+class FloatImm:
+    """A floating-point constant as written (1.0, -0.5, 0.15915494...)."""
+
+    value: float
+
+    def __str__(self) -> str:
+        return format_float(self.value)
+
+
+@dataclass(frozen=True, slots=True)
+class Literal:
+    """A 32-bit literal given by its bits (what a decoded literal is); printed as hex."""
+
+    bits: int
+
+    def __str__(self) -> str:
+        return f"0x{self.bits:x}"
+
+
+@dataclass(frozen=True, slots=True)
+class Label:
+    """A branch target by name, resolved to a word offset when encoding."""
+
+    name: str
+
+    def __str__(self) -> str:
+        return self.name
+
+
+@dataclass(frozen=True, slots=True)
+class Off:
+    """The `off` placeholder (no SGPR base / no VGPR address)."""
+
+    def __str__(self) -> str:
+        return "off"
+
+
+OFF = Off()
+
+
+@dataclass(frozen=True, slots=True)
+class Syntax:
+    """An immediate written in a special syntax (waitcnt, hwreg, sendmsg, gpr_idx): the
+    encoded value plus the text it was written as."""
+
+    value: int
+    text: str
+
+    def __str__(self) -> str:
+        return self.text
+
+
+@dataclass(frozen=True, slots=True)
+class Mod:
+    """A source operand with input modifiers: -x, |x|, -|x|, sext(x)."""
+
+    operand: Operand
+    neg: bool = False
+    abs: bool = False
+    sext: bool = False
+
+    def __str__(self) -> str:
+        text = str(self.operand)
+        if self.sext:
+            text = f"sext({text})"
+        if self.abs:
+            text = f"|{text}|"
+        if self.neg:
+            text = f"-{text}" if self.abs or not _looks_negative(text) else f"neg({text})"
+        return text
+
+
+def _looks_negative(text: str) -> bool:
+    return text.startswith("-")
+
+
+Operand = Reg | Special | Imm | FloatImm | Literal | Label | Off | Syntax | Mod
+
+
+def strip_mods(op: Operand) -> Operand:
+    """The operand without its source modifiers."""
+    return op.operand if isinstance(op, Mod) else op
+
+
+def format_float(value: float) -> str:
+    """Format a float the way LLVM prints inline constants (1.0, -0.5, 0.15915494)."""
+    if value == 0.15915494309189535 or value == 0.15915494:
+        return "0.15915494"
+    if math.isfinite(value) and value == int(value) and abs(value) < 1e15:
+        return f"{value:.1f}"
+    return repr(value)
+
+
+_REG_RE = re.compile(r"^(v|s|a|ttmp)(\d+)$|^(v|s|a|ttmp)\[(\d+)(?::(\d+))?\]$", re.I)
+
+
+def parse_register(text: str) -> Reg | Special | None:
+    """Parse 'v5', 'v[4:7]', 's[2]', 'vcc', 'exec_lo'... or return None."""
+    t = text.strip().lower()
+    if t in SPECIAL_REGISTERS:
+        return Special(t)
+    m = _REG_RE.match(t)
+    if not m:
+        return None
+    if m.group(1):
+        return Reg(m.group(1), int(m.group(2)))
+    lo = int(m.group(4))
+    hi = int(m.group(5)) if m.group(5) is not None else lo
+    if hi < lo:
+        return None
+    return Reg(m.group(3), lo, hi - lo + 1)
+
+
+def float_bits(value: float, type_: str | None) -> int:
+    """The bits of `value` as the operand's float type (f16/bf16/f32, f64 high word)."""
+    t = (type_ or "f32").lstrip("v2")
+    if t in ("f16",):
+        return struct.unpack("<H", struct.pack("<e", value))[0]
+    if t == "bf16":
+        return struct.unpack("<I", struct.pack("<f", value))[0] >> 16
+    if t == "f64":
+        return struct.unpack("<Q", struct.pack("<d", value))[0] >> 32
+    return struct.unpack("<I", struct.pack("<f", value))[0]
