@@ -93,13 +93,13 @@ def occupancy(
         slot_wgs = target.max_waves_per_cu
     else:
         slot_wgs = min(target.max_waves_per_cu // w, target.max_workgroups_per_cu)
-    if lds_bytes:
-        lds_wgs = target.lds.bytes_per_cu // align_up(lds_bytes, target.lds.alloc_granule)
-    else:
-        lds_wgs = slot_wgs
     simds = target.simds_per_cu
     workgroup_limit = _clamp(-(-slot_wgs * w // simds), target)
-    lds_limit = _clamp(-(-lds_wgs * w // simds), target)
+    if lds_bytes:
+        lds_wgs = target.lds.bytes_per_cu // align_up(lds_bytes, target.lds.alloc_granule)
+        lds_limit = _clamp(-(-lds_wgs * w // simds), target)
+    else:
+        lds_wgs, lds_limit = slot_wgs, target.max_waves_per_simd
 
     limits = {
         "waves": wave_limit,
