@@ -15,6 +15,7 @@ from asterism.mc.codeobject.descriptor import (
     KernelCodeProperties,
     KernelDescriptor,
     amdhsa_directives,
+    descriptor_from_directives,
     make_kernel_descriptor,
 )
 from asterism.mc.codeobject.elf import Note
@@ -43,6 +44,7 @@ __all__ = [
     "Note",
     "amdhsa_directives",
     "decode_metadata",
+    "descriptor_from_directives",
     "encode_metadata",
     "find_kernel_metadata",
     "make_kernel_descriptor",

@@ -379,6 +379,79 @@ def make_kernel_descriptor(
     return kd
 
 
+# `.amdhsa_<directive>` -> (register attribute of KernelDescriptor or "" for a plain field,
+# field name). The register-count directives (next_free_vgpr, next_free_sgpr, accum_offset,
+# reserve_*) are computed, not stored, and handled separately.
+DIRECTIVE_FIELDS: dict[str, tuple[str, str]] = {
+    "group_segment_fixed_size": ("", "group_segment_fixed_size"),
+    "private_segment_fixed_size": ("", "private_segment_fixed_size"),
+    "kernarg_size": ("", "kernarg_size"),
+    "tg_split": ("compute_pgm_rsrc3", "tg_split"),
+    "float_round_mode_32": ("compute_pgm_rsrc1", "float_round_mode_32"),
+    "float_round_mode_16_64": ("compute_pgm_rsrc1", "float_round_mode_16_64"),
+    "float_denorm_mode_32": ("compute_pgm_rsrc1", "float_denorm_mode_32"),
+    "float_denorm_mode_16_64": ("compute_pgm_rsrc1", "float_denorm_mode_16_64"),
+    "dx10_clamp": ("compute_pgm_rsrc1", "enable_dx10_clamp"),
+    "ieee_mode": ("compute_pgm_rsrc1", "enable_ieee_mode"),
+    "fp16_overflow": ("compute_pgm_rsrc1", "fp16_ovfl"),
+    "enable_private_segment": ("compute_pgm_rsrc2", "enable_private_segment"),
+    "user_sgpr_count": ("compute_pgm_rsrc2", "user_sgpr_count"),
+    "system_sgpr_workgroup_id_x": ("compute_pgm_rsrc2", "enable_sgpr_workgroup_id_x"),
+    "system_sgpr_workgroup_id_y": ("compute_pgm_rsrc2", "enable_sgpr_workgroup_id_y"),
+    "system_sgpr_workgroup_id_z": ("compute_pgm_rsrc2", "enable_sgpr_workgroup_id_z"),
+    "system_sgpr_workgroup_info": ("compute_pgm_rsrc2", "enable_sgpr_workgroup_info"),
+    "system_vgpr_workitem_id": ("compute_pgm_rsrc2", "enable_vgpr_workitem_id"),
+    "exception_fp_ieee_invalid_op": (
+        "compute_pgm_rsrc2", "enable_exception_ieee_754_fp_invalid_operation"),
+    "exception_fp_denorm_src": ("compute_pgm_rsrc2", "enable_exception_fp_denormal_source"),
+    "exception_fp_ieee_div_zero": (
+        "compute_pgm_rsrc2", "enable_exception_ieee_754_fp_division_by_zero"),
+    "exception_fp_ieee_overflow": ("compute_pgm_rsrc2", "enable_exception_ieee_754_fp_overflow"),
+    "exception_fp_ieee_underflow": (
+        "compute_pgm_rsrc2", "enable_exception_ieee_754_fp_underflow"),
+    "exception_fp_ieee_inexact": ("compute_pgm_rsrc2", "enable_exception_ieee_754_fp_inexact"),
+    "exception_int_div_zero": ("compute_pgm_rsrc2", "enable_exception_int_divide_by_zero"),
+    "user_sgpr_private_segment_buffer": (
+        "kernel_code_properties", "enable_sgpr_private_segment_buffer"),
+    "user_sgpr_dispatch_ptr": ("kernel_code_properties", "enable_sgpr_dispatch_ptr"),
+    "user_sgpr_queue_ptr": ("kernel_code_properties", "enable_sgpr_queue_ptr"),
+    "user_sgpr_kernarg_segment_ptr": (
+        "kernel_code_properties", "enable_sgpr_kernarg_segment_ptr"),
+    "user_sgpr_dispatch_id": ("kernel_code_properties", "enable_sgpr_dispatch_id"),
+    "user_sgpr_flat_scratch_init": ("kernel_code_properties", "enable_sgpr_flat_scratch_init"),
+    "user_sgpr_private_segment_size": (
+        "kernel_code_properties", "enable_sgpr_private_segment_size"),
+    "uses_dynamic_stack": ("kernel_code_properties", "uses_dynamic_stack"),
+    "user_sgpr_kernarg_preload_length": ("kernarg_preload", "length"),
+    "user_sgpr_kernarg_preload_offset": ("kernarg_preload", "offset"),
+}
+
+
+def descriptor_from_directives(target: Target | str, directives: dict[str, int]
+                               ) -> KernelDescriptor:
+    """The descriptor llvm-mc assembles from `.amdhsa_<name> value` directives (names without
+    the `.amdhsa_` prefix; next_free_vgpr and next_free_sgpr are required, as in llvm-mc)."""
+    d = {k.removeprefix(".amdhsa_"): v for k, v in directives.items()}
+    missing = [k for k in ("next_free_vgpr", "next_free_sgpr") if k not in d]
+    if missing:
+        raise CodeObjectError(f"missing required directive .amdhsa_{missing[0]}")
+    counts = {
+        "next_free_vgpr": d.pop("next_free_vgpr"),
+        "next_free_sgpr": d.pop("next_free_sgpr"),
+        "accum_offset": d.pop("accum_offset", None),
+        "reserve_vcc": bool(d.pop("reserve_vcc", 1)),
+        "reserve_xnack_mask": (bool(d.pop("reserve_xnack_mask"))
+                               if "reserve_xnack_mask" in d else None),
+    }
+    d.pop("reserve_flat_scratch", None)
+    fields_: dict[str, int] = {}
+    for name, value in d.items():
+        if name not in DIRECTIVE_FIELDS:
+            raise CodeObjectError(f"unknown directive .amdhsa_{name}")
+        fields_[DIRECTIVE_FIELDS[name][1]] = value
+    return make_kernel_descriptor(target, **counts, **fields_)
+
+
 def amdhsa_directives(kd: KernelDescriptor, target: Target | str) -> dict[str, int]:
     """The `.amdhsa_*` directive values this descriptor stands for (as llvm-objdump prints).
 
@@ -387,52 +460,16 @@ def amdhsa_directives(kd: KernelDescriptor, target: Target | str) -> dict[str, i
     already inside the SGPR figure.
     """
     target = get_target(target)
-    r1, r2, r3 = kd.compute_pgm_rsrc1, kd.compute_pgm_rsrc2, kd.compute_pgm_rsrc3
-    p = kd.kernel_code_properties
     out = {
-        "group_segment_fixed_size": kd.group_segment_fixed_size,
-        "private_segment_fixed_size": kd.private_segment_fixed_size,
-        "kernarg_size": kd.kernarg_size,
         "accum_offset": kd.accum_offset(target),
-        "tg_split": r3.tg_split,
         "next_free_vgpr": kd.next_free_vgpr(target),
         "reserve_vcc": 0,
         "reserve_xnack_mask": 0,
         "next_free_sgpr": kd.sgprs(target),
-        "float_round_mode_32": r1.float_round_mode_32,
-        "float_round_mode_16_64": r1.float_round_mode_16_64,
-        "float_denorm_mode_32": r1.float_denorm_mode_32,
-        "float_denorm_mode_16_64": r1.float_denorm_mode_16_64,
-        "dx10_clamp": r1.enable_dx10_clamp,
-        "ieee_mode": r1.enable_ieee_mode,
-        "fp16_overflow": r1.fp16_ovfl,
-        "enable_private_segment": r2.enable_private_segment,
-        "user_sgpr_count": r2.user_sgpr_count,
-        "system_sgpr_workgroup_id_x": r2.enable_sgpr_workgroup_id_x,
-        "system_sgpr_workgroup_id_y": r2.enable_sgpr_workgroup_id_y,
-        "system_sgpr_workgroup_id_z": r2.enable_sgpr_workgroup_id_z,
-        "system_sgpr_workgroup_info": r2.enable_sgpr_workgroup_info,
-        "system_vgpr_workitem_id": r2.enable_vgpr_workitem_id,
-        "exception_fp_ieee_invalid_op": r2.enable_exception_ieee_754_fp_invalid_operation,
-        "exception_fp_denorm_src": r2.enable_exception_fp_denormal_source,
-        "exception_fp_ieee_div_zero": r2.enable_exception_ieee_754_fp_division_by_zero,
-        "exception_fp_ieee_overflow": r2.enable_exception_ieee_754_fp_overflow,
-        "exception_fp_ieee_underflow": r2.enable_exception_ieee_754_fp_underflow,
-        "exception_fp_ieee_inexact": r2.enable_exception_ieee_754_fp_inexact,
-        "exception_int_div_zero": r2.enable_exception_int_divide_by_zero,
-        "user_sgpr_private_segment_buffer": p.enable_sgpr_private_segment_buffer,
-        "user_sgpr_dispatch_ptr": p.enable_sgpr_dispatch_ptr,
-        "user_sgpr_queue_ptr": p.enable_sgpr_queue_ptr,
-        "user_sgpr_kernarg_segment_ptr": p.enable_sgpr_kernarg_segment_ptr,
-        "user_sgpr_dispatch_id": p.enable_sgpr_dispatch_id,
-        "user_sgpr_flat_scratch_init": p.enable_sgpr_flat_scratch_init,
-        "user_sgpr_private_segment_size": p.enable_sgpr_private_segment_size,
-        "uses_dynamic_stack": p.uses_dynamic_stack,
-        "user_sgpr_kernarg_preload_length": kd.kernarg_preload.length,
-        "user_sgpr_kernarg_preload_offset": kd.kernarg_preload.offset,
     }
-    # The SGPR figure already holds the extras; with architected flat scratch the reservation
-    # directive does not exist at all.
+    # With architected flat scratch the reservation directive does not exist at all.
     if not target.sgpr.architected_flat_scratch:
         out["reserve_flat_scratch"] = 0
+    for directive, (reg, name) in DIRECTIVE_FIELDS.items():
+        out[directive] = getattr(getattr(kd, reg) if reg else kd, name)
     return out

@@ -87,13 +87,13 @@ def make_kernel_metadata(
     args: list[dict[str, Any]] | None = None,
     **extra: Any,
 ) -> dict[str, Any]:
-    """One amdhsa.kernels entry with the keys AMDGPUUsage requires, sorted as LLVM writes them.
+    """One amdhsa.kernels entry with the keys AMDGPUUsage requires, sorted as LLVM sorts them.
 
     Extra keyword arguments add keys with a leading dot (reqd_workgroup_size=[256, 1, 1]
     becomes ".reqd_workgroup_size").
     """
     entry: dict[str, Any] = {
-        ".args": list(args or []),
+        ".args": [dict(sorted(a.items())) for a in args or []],
         ".group_segment_fixed_size": group_segment_fixed_size,
         ".kernarg_segment_align": kernarg_segment_align,
         ".kernarg_segment_size": kernarg_segment_size,
