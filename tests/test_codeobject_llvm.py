@@ -14,6 +14,7 @@ from typing import Any
 
 import pytest
 
+from asterism.errors import CodeObjectError
 from asterism.mc.codeobject import (
     CodeObject,
     ExtraSymbol,
@@ -26,6 +27,7 @@ from asterism.mc.codeobject import (
     write_code_object,
 )
 from asterism.mc.codeobject.elf import STB_LOCAL, STT_FUNC, parse_elf
+from asterism.mc.llvm_tools import find_llvm_tool
 from asterism.target import get_target
 
 pytestmark = pytest.mark.llvm
@@ -295,3 +297,25 @@ def test_descriptor_from_directives_matches_llvm_mc(llvm_mc, ld_lld, tmp_path) -
             ours = descriptor_from_directives(tid, spec.directives)
             ours.kernel_code_entry_byte_offset = k.descriptor.kernel_code_entry_byte_offset
             assert ours.to_bytes() == k.descriptor.to_bytes(), (tid, spec.name)
+
+
+def test_stripped_file_reads_through_dynsym(llvm_mc, ld_lld, tmp_path) -> None:
+    """llvm-strip removes .symtab; the kernels are still found through .dynsym."""
+    strip = find_llvm_tool("llvm-strip")
+    if strip is None:
+        pytest.skip("llvm-strip not found")
+    _, lld = _build(tmp_path, llvm_mc, ld_lld, "gfx942", 5)
+    subprocess.run([strip, str(tmp_path / "k.co"), "-o", str(tmp_path / "s.co")], check=True)
+    full, stripped = read_code_object(lld), read_code_object(tmp_path / "s.co")
+    assert parse_elf((tmp_path / "s.co").read_bytes()).section(".symtab") is None
+    assert [k.name for k in stripped.kernels] == [k.name for k in full.kernels]
+    assert [k.descriptor for k in stripped.kernels] == [k.descriptor for k in full.kernels]
+    assert stripped.text == full.text and stripped.metadata == full.metadata
+    assert stripped.symbols == []  # the local labels went with .symtab
+    assert read_code_object(write_code_object(stripped)).text == full.text
+
+
+def test_relocatable_object_is_refused(llvm_mc, ld_lld, tmp_path) -> None:
+    obj, _ = _build(tmp_path, llvm_mc, ld_lld, "gfx942", 5)
+    with pytest.raises(CodeObjectError, match="relocatable object"):
+        read_code_object(obj)

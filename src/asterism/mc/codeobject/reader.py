@@ -1,4 +1,12 @@
-"""Read an AMDGPU HSA code object (ELF64, code object v3-v6) into a CodeObject."""
+"""Read an AMDGPU HSA code object (ELF64, code object v3-v6) into a CodeObject.
+
+Kernels are found through their descriptor symbols (`<name>.kd`, OBJECT, global) in .symtab
+(or .dynsym when the file is stripped); the descriptor's kernel_code_entry_byte_offset gives
+the code address, which must lie in .text and agree with the `<name>` FUNC symbol if present.
+Everything the writer needs to reproduce the file is kept: other symbols (labels), other
+notes and the .comment text. Sections the writer does not produce (.data, .bss...) are not
+kept; their symbols are, and writing them back is refused with a CodeObjectError.
+"""
 
 from __future__ import annotations
 
@@ -8,6 +16,7 @@ from pathlib import Path
 from asterism.errors import CodeObjectError, TargetError
 from asterism.mc.codeobject.descriptor import KERNEL_DESCRIPTOR_SIZE, KernelDescriptor
 from asterism.mc.codeobject.elf import (
+    ET_REL,
     SHN_ABS,
     SHN_LORESERVE,
     SHN_UNDEF,
@@ -82,6 +91,11 @@ def _read(data: bytes) -> CodeObject:
         raise CodeObjectError(
             f"not an AMDGPU code object: e_machine is {hdr.machine}, expected {EM_AMDGPU} "
             f"(EM_AMDGPU)"
+        )
+    if hdr.type == ET_REL:
+        raise CodeObjectError(
+            "this is a relocatable object (ET_REL), not a code object: link it first "
+            "(ld.lld -shared) or write it with write_code_object"
         )
     if hdr.os_abi != ELFOSABI_AMDGPU_HSA:
         raise CodeObjectError(
