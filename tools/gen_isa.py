@@ -268,11 +268,12 @@ def enumerate_probes() -> list[Probe]:
         dict(src0=256 + V_SRC0, src1=256 + V_SRC1)])  # v_mfma_ld_scale_b32: no destination
     p += sweep("VOP3P", "mai", 128, vdst=M_DST, src0=256 + V_SRC0, src1=256 + V_SRC1,
                src2=256 + M_SRC2)
-    ds = [dict(addr=V_SRC0, data0=V_SRC1, data1=V_SRC2, vdst=V_DST), dict(data0=V_SRC1, gds=1),
-          dict(gds=1),
+    # The gds forms (ds_gws_*: data0 only, gds set) come last so that ordinary LDS ops keep
+    # their address operand.
+    ds = [dict(addr=V_SRC0, data0=V_SRC1, data1=V_SRC2, vdst=V_DST),
           dict(addr=V_SRC0, data0=V_SRC1, vdst=V_DST), dict(addr=V_SRC0, data0=V_SRC1, data1=V_SRC2),
           dict(addr=V_SRC0, data0=V_SRC1), dict(addr=V_SRC0, vdst=V_DST), dict(addr=V_SRC0),
-          dict(vdst=V_DST), dict(data0=V_SRC1), {}]
+          dict(vdst=V_DST), dict(data0=V_SRC1), {}, dict(addr=V_SRC0, gds=1), dict(gds=1)]
     p += sweep_alternatives("DS", "", 256, ds)
     p += sweep("FLAT", "flat", 128, seg=0, addr=V_SRC0, data=V_SRC1, vdst=V_DST, saddr=0)
     p += sweep("FLAT", "global_off", 128, seg=2, addr=V_SRC0, data=V_SRC1, vdst=V_DST,
@@ -512,8 +513,12 @@ IMM_SYNTAX = (("vmcnt(", "waitcnt"), ("expcnt(", "waitcnt"), ("lgkmcnt(", "waitc
 
 def imm_field(pr: Probe, tok: str) -> str | None:
     """Which field printed an immediate token."""
-    if pr.fmt in ("SOPK",) or (pr.fmt == "SOPP"):
+    if pr.fmt == "SOPK":
+        return "literal" if tok == f"0x{LITERAL:x}" else "simm16"
+    if pr.fmt == "SOPP":
         return "simm16"
+    if pr.fmt == "SOPC":
+        return "ssrc1"  # s_set_gpr_idx_on's mode immediate
     if pr.fmt == "SMEM":
         return "sdata" if tok == "16" else "offset"
     if pr.fmt == "VOP3" and pr.fields.get("src1") == 129 and tok == "1":
@@ -827,7 +832,7 @@ def slot_spec(f: dict, k: int, slot: dict, seen_src: bool) -> dict:
             d["type"] - OPERAND_FIRST_TARGET].startswith("KIMM")]
         if kimm:
             spec["type"] = dtype_of(kimm[0])
-    elif field in SOURCE_FIELDS:
+    elif field in SOURCE_FIELDS and not any(p in slot["imm"] for p, _s in IMM_SYNTAX):
         spec["role"] = "use"
         spec["width"] = 1
     else:
@@ -886,7 +891,8 @@ def build_database(target: str, forms: list[dict], coverage: dict, passes: dict)
         mods = list(f.get("modifiers", []))
         if f["enc"] in ("MUBUF", "MTBUF") and f["variant"] != "lds":
             mods = ["offen", *mods]
-        form = {"enc": f["enc"], "opcode": f["op"], "suffix": f["suffix"], "size": f["size"],
+        form = {"enc": f["enc"], "format": f["fmt"], "opcode": f["op"], "suffix": f["suffix"],
+                "size": f["size"],
                 "operands": operands, "modifiers": mods,
                 "counters": sorted(c for name, c in (("VM_CNT", "vmcnt"), ("LGKM_CNT", "lgkmcnt"),
                                                      ("EXP_CNT", "expcnt")) if ts_bit(ts, name)),

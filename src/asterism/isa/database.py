@@ -53,6 +53,8 @@ class Form:
     enc: str  # SOP1 SOP2 SOPK SOPC SOPP SMEM VOP1 VOP2 VOPC VOP3 VOP3P MAI MAI_SCALE DS FLAT
     #          GLOBAL SCRATCH MUBUF MTBUF DPP SDWA
     opcode: int
+    format: str  # the hardware format (isa/formats.py): VOP1 for a VOP1 DPP form, FLAT for
+    #              GLOBAL/SCRATCH, VOP3P for MAI...
     suffix: str  # the suffix LLVM prints for this form ("_e32", "_e64", "_dpp", "_sdwa", "")
     size: int  # bytes, without a literal
     operands: tuple[OperandSpec, ...]
@@ -68,13 +70,6 @@ class Form:
         """The mnemonic as LLVM prints it for this form (with its suffix)."""
         return self.example.split(" ", 1)[0]
 
-    @property
-    def base_encoding(self) -> str:
-        """The hardware format this form is encoded in (FLAT for GLOBAL/SCRATCH, ...)."""
-        return BASE_ENCODING.get(self.enc, self.enc)
-
-
-BASE_ENCODING = {"GLOBAL": "FLAT", "SCRATCH": "FLAT", "MAI": "VOP3P", "MAI_SCALE": "VOP3P"}
 
 
 @dataclass(frozen=True)
@@ -105,14 +100,15 @@ class IsaDatabase:
         self.coverage: dict = data.get("coverage", {})
         self.instructions: dict[str, Instruction] = {}
         self.aliases: dict[str, str] = {}
-        self.by_opcode: dict[tuple[str, int], list[Form]] = {}
+        # (format, encoding, opcode) -> forms (several for addressing variants).
+        self.by_opcode: dict[tuple[str, str, int], list[Form]] = {}
         for raw in data["instructions"]:
             inst = _instruction_from_json(raw)
             self.instructions[inst.mnemonic] = inst
             for alias in inst.aliases:
                 self.aliases[alias] = inst.mnemonic
             for form in inst.forms:
-                self.by_opcode.setdefault((form.enc, form.opcode), []).append(form)
+                self.by_opcode.setdefault((form.format, form.enc, form.opcode), []).append(form)
 
     def __contains__(self, mnemonic: str) -> bool:
         return self.resolve(mnemonic) is not None
@@ -162,7 +158,8 @@ def _operand_from_json(raw: dict) -> OperandSpec:
 def _instruction_from_json(raw: dict) -> Instruction:
     mnemonic = raw["mnemonic"]
     forms = tuple(
-        Form(mnemonic=mnemonic, enc=f["enc"], opcode=f["opcode"], suffix=f["suffix"],
+        Form(mnemonic=mnemonic, enc=f["enc"], opcode=f["opcode"], format=f["format"],
+             suffix=f["suffix"],
              size=f["size"], operands=tuple(_operand_from_json(o) for o in f["operands"]),
              modifiers=tuple(f.get("modifiers", ())), counters=tuple(f.get("counters", ())),
              variant=f.get("variant"), fixed=dict(f.get("fixed", {})),

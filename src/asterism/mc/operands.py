@@ -9,7 +9,7 @@ from __future__ import annotations
 import math
 import re
 import struct
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 REGISTER_KINDS = ("v", "s", "a", "ttmp")
 
@@ -71,8 +71,12 @@ class Imm:
     """An integer constant as written (inline constant, literal or immediate field)."""
 
     value: int
+    # Print as 0x... (SMEM offsets, SOPK immediates, as LLVM does); not part of the value.
+    hex: bool = field(default=False, compare=False)
 
     def __str__(self) -> str:
+        if self.hex:
+            return f"-0x{-self.value:x}" if self.value < 0 else f"0x{self.value:x}"
         return str(self.value)
 
 

@@ -1,0 +1,153 @@
+"""Encoded values with names in the assembly syntax (GFX9-family ISA facts).
+
+Operand encodings of scalar sources/destinations, inline constants, s_waitcnt / hwreg /
+sendmsg immediates, DPP controls, SDWA selects and MTBUF formats. Hand-written from the
+CDNA3/CDNA4 ISA references and checked against LLVM 22 by the differential tests.
+"""
+
+from __future__ import annotations
+
+# 9-bit source operand codes (SSRC/SRC): scalar registers, constants and VGPRs (256+).
+SGPR_MAX = 101
+TTMP_BASE = 108
+NAMED_SCALAR_CODES: dict[str, int] = {
+    "flat_scratch_lo": 102, "flat_scratch_hi": 103, "xnack_mask_lo": 104, "xnack_mask_hi": 105,
+    "vcc_lo": 106, "vcc_hi": 107, "m0": 124, "exec_lo": 126, "exec_hi": 127,
+    "src_shared_base": 235, "src_shared_limit": 236, "src_private_base": 237,
+    "src_private_limit": 238, "src_pops_exiting_wave_id": 239, "src_vccz": 251,
+    "src_execz": 252, "src_scc": 253, "src_lds_direct": 254,
+}
+# 64-bit pairs of named registers, by the code of their low half.
+NAMED_PAIR_CODES: dict[str, int] = {
+    "flat_scratch": 102, "xnack_mask": 104, "vcc": 106, "exec": 126,
+    "src_shared_base": 235, "src_shared_limit": 236, "src_private_base": 237,
+    "src_private_limit": 238,
+}
+# Spellings the assembler accepts for the same registers.
+SCALAR_ALIASES = {"vccz": "src_vccz", "execz": "src_execz", "scc": "src_scc",
+                  "lds_direct": "src_lds_direct", "shared_base": "src_shared_base",
+                  "shared_limit": "src_shared_limit", "private_base": "src_private_base",
+                  "private_limit": "src_private_limit",
+                  "pops_exiting_wave_id": "src_pops_exiting_wave_id"}
+
+INLINE_INT_ZERO = 128  # 128 = 0, 129..192 = 1..64, 193..208 = -1..-16
+INLINE_FLOATS: dict[int, float] = {
+    240: 0.5, 241: -0.5, 242: 1.0, 243: -1.0, 244: 2.0, 245: -2.0, 246: 4.0, 247: -4.0,
+    248: 0.15915494309189535,  # 1 / (2 * pi)
+}
+# 1/(2*pi) as the hardware delivers it for each operand type (raw bits).
+INV_2PI_BITS = {"f16": 0x3118, "bf16": 0x3E22, "f32": 0x3E22F983, "f64": 0x3FC45F306DC9C882}
+SRC_LITERAL = 255
+SRC_VGPR_BASE = 256
+
+
+def inline_int_code(value: int) -> int | None:
+    """The source code of an inline integer constant, or None if not inline."""
+    if 0 <= value <= 64:
+        return INLINE_INT_ZERO + value
+    if -16 <= value <= -1:
+        return 192 - value
+    return None
+
+
+def inline_int_value(code: int) -> int | None:
+    """The integer an inline constant code stands for, or None."""
+    if 128 <= code <= 192:
+        return code - INLINE_INT_ZERO
+    if 193 <= code <= 208:
+        return 192 - code
+    return None
+
+
+def inline_float_code(value: float) -> int | None:
+    """The source code of an inline float constant, or None."""
+    for code, v in INLINE_FLOATS.items():
+        if v == value or (code == 248 and abs(value - v) < 1e-7):
+            return code
+    return None
+
+
+# s_waitcnt simm16 layout on GFX9: vmcnt[3:0] + vmcnt_hi[15:14], expcnt[6:4], lgkmcnt[11:8].
+WAITCNT_MAX = {"vmcnt": 63, "expcnt": 7, "lgkmcnt": 15}
+
+
+def encode_waitcnt(vmcnt: int = 63, expcnt: int = 7, lgkmcnt: int = 15) -> int:
+    """simm16 of `s_waitcnt vmcnt(v) expcnt(e) lgkmcnt(l)`; absent counters = no wait."""
+    return (vmcnt & 0xF) | ((expcnt & 0x7) << 4) | ((lgkmcnt & 0xF) << 8) | ((vmcnt >> 4) << 14)
+
+
+def decode_waitcnt(simm16: int) -> dict[str, int]:
+    """The counter values of an s_waitcnt simm16."""
+    return {"vmcnt": (simm16 & 0xF) | (((simm16 >> 14) & 0x3) << 4),
+            "expcnt": (simm16 >> 4) & 0x7, "lgkmcnt": (simm16 >> 8) & 0xF}
+
+
+def format_waitcnt(simm16: int) -> str:
+    """LLVM's text for an s_waitcnt immediate: only the counters that wait are printed."""
+    counts = decode_waitcnt(simm16)
+    parts = [f"{name}({counts[name]})" for name in ("vmcnt", "expcnt", "lgkmcnt")
+             if counts[name] != WAITCNT_MAX[name]]
+    if not parts:
+        return "vmcnt(63) expcnt(7) lgkmcnt(15)"
+    return " ".join(parts)
+
+
+# hwreg(ID, offset, size): simm16 = id | offset << 6 | (size - 1) << 11.
+HWREG_NAMES: dict[int, str] = {
+    1: "HW_REG_MODE", 2: "HW_REG_STATUS", 3: "HW_REG_TRAPSTS", 4: "HW_REG_HW_ID",
+    5: "HW_REG_GPR_ALLOC", 6: "HW_REG_LDS_ALLOC", 7: "HW_REG_IB_STS", 15: "HW_REG_SH_MEM_BASES",
+    16: "HW_REG_TBA_LO", 17: "HW_REG_TBA_HI", 18: "HW_REG_TMA_LO", 19: "HW_REG_TMA_HI",
+    20: "HW_REG_XCC_ID", 21: "HW_REG_SQ_PERF_SNAPSHOT_DATA",
+    22: "HW_REG_SQ_PERF_SNAPSHOT_DATA1", 23: "HW_REG_SQ_PERF_SNAPSHOT_PC_LO",
+    24: "HW_REG_SQ_PERF_SNAPSHOT_PC_HI",
+}
+
+
+def encode_hwreg(reg: int, offset: int = 0, size: int = 32) -> int:
+    """simm16 of hwreg(reg, offset, size)."""
+    return (reg & 0x3F) | ((offset & 0x1F) << 6) | (((size - 1) & 0x1F) << 11)
+
+
+def format_hwreg(simm16: int) -> str:
+    """LLVM's text for a hwreg immediate."""
+    reg, offset, size = simm16 & 0x3F, (simm16 >> 6) & 0x1F, ((simm16 >> 11) & 0x1F) + 1
+    name = HWREG_NAMES.get(reg, str(reg))
+    if offset == 0 and size == 32:
+        return f"hwreg({name})"
+    return f"hwreg({name}, {offset}, {size})"
+
+
+# sendmsg(MSG[, OP[, STREAM]]): simm16 = id | op << 4 | stream << 8.
+SENDMSG_NAMES: dict[int, str] = {
+    1: "MSG_INTERRUPT", 2: "MSG_GS", 3: "MSG_GS_DONE", 4: "MSG_SAVEWAVE",
+    5: "MSG_STALL_WAVE_GEN", 6: "MSG_HALT_WAVES", 7: "MSG_ORDERED_PS_DONE",
+    8: "MSG_EARLY_PRIM_DEALLOC", 9: "MSG_GS_ALLOC_REQ", 10: "MSG_GET_DOORBELL",
+    15: "MSG_SYSMSG",
+}
+GS_OPS = {0: "GS_OP_NOP", 1: "GS_OP_CUT", 2: "GS_OP_EMIT", 3: "GS_OP_EMIT_CUT"}
+SYSMSG_OPS = {1: "SYSMSG_OP_ECC_ERR_INTERRUPT", 2: "SYSMSG_OP_REG_RD",
+              3: "SYSMSG_OP_HOST_TRAP_ACK", 4: "SYSMSG_OP_TTRACE_PC"}
+
+# DPP control values (dpp_ctrl, 9 bits).
+DPP_QUAD_PERM_MAX = 0xFF
+DPP_ROW_SHL, DPP_ROW_SHR, DPP_ROW_ROR = 0x100, 0x110, 0x120
+DPP_NAMED: dict[int, str] = {
+    0x130: "wave_shl:1", 0x134: "wave_rol:1", 0x138: "wave_shr:1", 0x13C: "wave_ror:1",
+    0x140: "row_mirror", 0x141: "row_half_mirror", 0x142: "row_bcast:15", 0x143: "row_bcast:31",
+}
+DPP_ROW_NEWBCAST = 0x150  # gfx90a+: row_newbcast:n = 0x150 + n
+
+SDWA_SEL = ["BYTE_0", "BYTE_1", "BYTE_2", "BYTE_3", "WORD_0", "WORD_1", "DWORD"]
+SDWA_UNUSED = ["UNUSED_PAD", "UNUSED_SEXT", "UNUSED_PRESERVE"]
+
+MTBUF_DFMT = ["BUF_DATA_FORMAT_INVALID", "BUF_DATA_FORMAT_8", "BUF_DATA_FORMAT_16",
+              "BUF_DATA_FORMAT_8_8", "BUF_DATA_FORMAT_32", "BUF_DATA_FORMAT_16_16",
+              "BUF_DATA_FORMAT_10_11_11", "BUF_DATA_FORMAT_11_11_10",
+              "BUF_DATA_FORMAT_10_10_10_2", "BUF_DATA_FORMAT_2_10_10_10",
+              "BUF_DATA_FORMAT_8_8_8_8", "BUF_DATA_FORMAT_32_32", "BUF_DATA_FORMAT_16_16_16_16",
+              "BUF_DATA_FORMAT_32_32_32", "BUF_DATA_FORMAT_32_32_32_32",
+              "BUF_DATA_FORMAT_RESERVED_15"]
+MTBUF_NFMT = ["BUF_NUM_FORMAT_UNORM", "BUF_NUM_FORMAT_SNORM", "BUF_NUM_FORMAT_USCALED",
+              "BUF_NUM_FORMAT_SSCALED", "BUF_NUM_FORMAT_UINT", "BUF_NUM_FORMAT_SINT",
+              "BUF_NUM_FORMAT_RESERVED_6", "BUF_NUM_FORMAT_FLOAT"]
+MTBUF_DEFAULT_FORMAT = 1  # dfmt 1 (8), nfmt 0 (unorm): LLVM omits it when printing
