@@ -433,3 +433,17 @@ def test_fuzz_header_fields_exhaustively() -> None:
             mutated = bytearray(data)
             mutated[pos] = value
             _read_only_code_object_errors(bytes(mutated))
+
+
+def test_kernels_without_metadata_get_an_entry_from_the_descriptor() -> None:
+    p = _pieces()
+    for k in p["kernels"]:
+        k.metadata = {}
+    p["kernels"][1].descriptor.kernarg_size = 24
+    co = read_code_object(write_code_object(**p))
+    entries = co.metadata["amdhsa.kernels"]
+    assert [e[".symbol"] for e in entries] == ["first.kd", "second.kd"]
+    assert entries[1][".kernarg_segment_size"] == 24
+    assert entries[1][".vgpr_count"] == 304  # 300 rounded to the granule of 8
+    assert entries[0][".sgpr_count"] == 16  # 8 + 6 extra, rounded to 8
+    assert co.kernels[1].metadata is entries[1]

@@ -196,7 +196,8 @@ def _group(cls: type, data: dict[str, Any], where: str) -> Any:
 
 
 @cache
-def _load(name: str) -> Target:
+def processor_facts(name: str) -> Target:
+    """The Target for a processor name from target/data (no features set; cached)."""
     where = f"target/data/{name}.json"
     raw = json.loads(resources.files(_DATA_PACKAGE).joinpath(f"{name}.json").read_text())
     elf = dict(_take(raw, "elf", where))
@@ -272,7 +273,7 @@ def get_target(name: str | Target) -> Target:
     if processor not in known_targets():
         raise _unknown(processor)
     settings = _parse_features(processor, features, text)
-    return _load(processor).with_features(
+    return processor_facts(processor).with_features(
         xnack=settings.get("xnack"), sramecc=settings.get("sramecc")
     )
 
@@ -287,4 +288,5 @@ __all__ = [
     "VgprFacts",
     "get_target",
     "known_targets",
+    "processor_facts",
 ]

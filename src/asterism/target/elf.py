@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from functools import cache
 
 from asterism.errors import TargetError
-from asterism.target.chip import Target, _load, get_target, known_targets
+from asterism.target.chip import Target, get_target, known_targets, processor_facts
 
 EM_AMDGPU = 224
 ELFOSABI_AMDGPU_HSA = 64
@@ -113,7 +113,7 @@ def encode_e_flags(
 
 @cache
 def _by_mach() -> dict[int, str]:
-    return {_load(name).elf.mach: name for name in known_targets()}
+    return {processor_facts(name).elf.mach: name for name in known_targets()}
 
 
 def target_for_mach(mach: int) -> Target:
@@ -122,9 +122,9 @@ def target_for_mach(mach: int) -> Target:
     if name is None:
         raise TargetError(
             f"unknown EF_AMDGPU_MACH 0x{mach:03x}; known targets: "
-            + ", ".join(f"{n} (0x{_load(n).elf.mach:03x})" for n in known_targets())
+            + ", ".join(f"{n} (0x{processor_facts(n).elf.mach:03x})" for n in known_targets())
         )
-    return _load(name)
+    return processor_facts(name)
 
 
 def decode_e_flags(e_flags: int, *, code_object_version: int = DEFAULT_CODE_OBJECT_VERSION

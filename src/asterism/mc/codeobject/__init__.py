@@ -23,6 +23,7 @@ from asterism.mc.codeobject.metadata import (
     decode_metadata,
     encode_metadata,
     find_kernel_metadata,
+    kernel_metadata_from_descriptor,
     make_kernel_metadata,
     make_metadata,
 )
@@ -47,6 +48,7 @@ __all__ = [
     "descriptor_from_directives",
     "encode_metadata",
     "find_kernel_metadata",
+    "kernel_metadata_from_descriptor",
     "make_kernel_descriptor",
     "make_kernel_metadata",
     "make_metadata",

@@ -377,12 +377,6 @@ class StringTable:
         self._data += name.encode() + b"\0"
         return off
 
-    def add_dedup(self, name: str, seen: dict[str, int]) -> int:
-        """Append `name` unless already added through `seen`; return its offset."""
-        if name not in seen:
-            seen[name] = self.add(name)
-        return seen[name]
-
     def bytes(self) -> bytes:
         """The table contents."""
         return bytes(self._data)

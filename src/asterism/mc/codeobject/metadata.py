@@ -13,6 +13,7 @@ from typing import Any
 import msgpack
 
 from asterism.errors import CodeObjectError
+from asterism.mc.codeobject.descriptor import KernelDescriptor
 from asterism.target import METADATA_VERSION, Target, get_target
 
 NOTE_OWNER = "AMDGPU"
@@ -110,6 +111,29 @@ def make_kernel_metadata(
     for key, value in extra.items():
         entry["." + key.lstrip(".")] = value
     return dict(sorted(entry.items()))
+
+
+def kernel_metadata_from_descriptor(
+    name: str, descriptor: KernelDescriptor, target: Target | str, **overrides: Any
+) -> dict[str, Any]:
+    """A minimal amdhsa.kernels entry derived from a kernel descriptor (no .args).
+
+    Segment sizes come from the descriptor, .vgpr_count/.sgpr_count are its granulated
+    allocations (the unified VGPR file and SGPRs with VCC/FLAT_SCRATCH/XNACK_MASK, as LLVM
+    reports them), .max_flat_workgroup_size is 1024 and .kernarg_segment_align 8 unless
+    overridden (keyword arguments as in make_kernel_metadata).
+    """
+    target = get_target(target)
+    values: dict[str, Any] = {
+        "kernarg_segment_size": descriptor.kernarg_size,
+        "group_segment_fixed_size": descriptor.group_segment_fixed_size,
+        "private_segment_fixed_size": descriptor.private_segment_fixed_size,
+        "wavefront_size": target.wave_size,
+        "sgpr_count": descriptor.sgprs(target),
+        "vgpr_count": descriptor.next_free_vgpr(target),
+    }
+    values.update(overrides)
+    return make_kernel_metadata(name, **values)
 
 
 def make_metadata(

@@ -68,7 +68,8 @@ class CodeObject:
 
     `metadata` is the whole NT_AMDGPU_METADATA map; each kernel's `metadata` is its entry in
     amdhsa.kernels (the same dict object after reading). When `metadata` is None the writer
-    builds the map from the kernels' entries (see metadata.make_metadata).
+    builds the map from the kernels' entries (see metadata.make_metadata), deriving a minimal
+    entry from the descriptor for a kernel whose `metadata` is empty.
     """
 
     target: Target

@@ -20,7 +20,7 @@ from __future__ import annotations
 import dataclasses
 import os
 import tempfile
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -91,6 +91,7 @@ from asterism.mc.codeobject.metadata import (
     NOTE_OWNER,
     NT_AMDGPU_METADATA,
     encode_metadata,
+    kernel_metadata_from_descriptor,
     make_metadata,
 )
 from asterism.mc.codeobject.model import CodeObject
@@ -114,7 +115,6 @@ class _Sym:
     type: int
     bind: int
     visibility: int
-    dynsym_index: int = field(default=0)
 
 
 def _exported(sym: _Sym) -> bool:
@@ -207,8 +207,12 @@ def write_code_object(obj: CodeObject | None = None, /, **pieces: Any) -> bytes:
 
     meta = obj.metadata
     if meta is None:
-        meta = make_metadata([k.metadata for k in obj.kernels if k.metadata], obj.target,
-                             code_object_version=obj.code_object_version)
+        # The loader needs an entry per kernel; derive the minimal one from the descriptor
+        # for kernels given without metadata.
+        meta = make_metadata(
+            [k.metadata or kernel_metadata_from_descriptor(k.name, k.descriptor, obj.target)
+             for k in obj.kernels],
+            obj.target, code_object_version=obj.code_object_version)
     notes = [Note(NOTE_OWNER, NT_AMDGPU_METADATA, encode_metadata(meta)), *obj.notes]
     note_data = b"".join(n.pack() for n in notes)
 
@@ -221,8 +225,6 @@ def write_code_object(obj: CodeObject | None = None, /, **pieces: Any) -> bytes:
     dynstr = StringTable()
     dyn_name_off = {s.name: dynstr.add(s.name) for s in exported}
     dyn_order = undefined + [defined[i] for i in order_for_gnu_hash([s.name for s in defined])]
-    for i, s in enumerate(dyn_order, start=1):
-        s.dynsym_index = i
     dynstr_data = dynstr.bytes()
     gnu_hash_data = build_gnu_hash([s.name for s in dyn_order[len(undefined):]],
                                    1 + len(undefined))
