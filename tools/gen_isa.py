@@ -899,7 +899,9 @@ def build_database(target: str, forms: list[dict], coverage: dict, passes: dict)
                 "mc_name": f["mc_name"], "example": f["text"]}
         if f["variant"] not in PLAIN_VARIANTS:
             form["variant"] = f["variant"]
-        fixed = VARIANT_FIXED.get((f["fmt"], f["variant"]))
+        # Only the variant bits this opcode's decoded word actually had set.
+        fixed = {k: v for k, v in VARIANT_FIXED.get((f["fmt"], f["variant"]), {}).items()
+                 if k in f["probe"].fields}
         if fixed:
             form["fixed"] = fixed
         if not f.get("reassembles", True):

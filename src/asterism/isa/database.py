@@ -64,6 +64,12 @@ class Form:
     fixed: dict[str, int] = field(default_factory=dict)  # field values the variant implies
     mc_name: str = ""  # LLVM's internal opcode name (for reference)
     example: str = ""  # LLVM's printed text of a sample encoding
+    target: str = ""  # the target whose database holds this form
+
+    @property
+    def instruction(self) -> Instruction:
+        """The instruction this form belongs to."""
+        return get_isa(self.target).instructions[self.mnemonic]
 
     @property
     def printed_mnemonic(self) -> str:
@@ -103,7 +109,7 @@ class IsaDatabase:
         # (format, encoding, opcode) -> forms (several for addressing variants).
         self.by_opcode: dict[tuple[str, str, int], list[Form]] = {}
         for raw in data["instructions"]:
-            inst = _instruction_from_json(raw)
+            inst = _instruction_from_json(raw, target)
             self.instructions[inst.mnemonic] = inst
             for alias in inst.aliases:
                 self.aliases[alias] = inst.mnemonic
@@ -155,7 +161,7 @@ def _operand_from_json(raw: dict) -> OperandSpec:
         syntax=raw.get("syntax"), optional=raw.get("optional", False))
 
 
-def _instruction_from_json(raw: dict) -> Instruction:
+def _instruction_from_json(raw: dict, target: str) -> Instruction:
     mnemonic = raw["mnemonic"]
     forms = tuple(
         Form(mnemonic=mnemonic, enc=f["enc"], opcode=f["opcode"], format=f["format"],
@@ -163,7 +169,7 @@ def _instruction_from_json(raw: dict) -> Instruction:
              size=f["size"], operands=tuple(_operand_from_json(o) for o in f["operands"]),
              modifiers=tuple(f.get("modifiers", ())), counters=tuple(f.get("counters", ())),
              variant=f.get("variant"), fixed=dict(f.get("fixed", {})),
-             mc_name=f.get("mc_name", ""), example=f.get("example", ""))
+             mc_name=f.get("mc_name", ""), example=f.get("example", ""), target=target)
         for f in raw["forms"])
     return Instruction(
         mnemonic=mnemonic, unit=raw["unit"], flags=frozenset(raw.get("flags", ())),

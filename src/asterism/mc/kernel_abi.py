@@ -1,0 +1,205 @@
+"""What a kernel's descriptor and metadata say, computed from its instructions and ABI request.
+
+One source for both the `.amdhsa_kernel` block the asm printer writes and the descriptor the
+HSACO writer encodes: register counts from the registers used, user/system SGPR enables from
+the `AbiRequest`, the kernarg segment layout (explicit arguments, then the code object v5
+hidden arguments), LDS size.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from asterism.errors import VerifyError
+from asterism.mc.inst import Inst
+from asterism.mc.operands import Mod, Reg, Special
+from asterism.mc.program import AbiRequest, KernelArg, LabelDef, McKernel
+from asterism.target import get_target
+
+# Code object v5 hidden kernel arguments (AMDGPUUsage "Code Object V5 Metadata"): offsets
+# relative to the start of the hidden block, which follows the explicit arguments aligned to 8.
+HIDDEN_ARGS: list[tuple[str, int, int]] = [
+    ("hidden_block_count_x", 0, 4), ("hidden_block_count_y", 4, 4),
+    ("hidden_block_count_z", 8, 4), ("hidden_group_size_x", 12, 2),
+    ("hidden_group_size_y", 14, 2), ("hidden_group_size_z", 16, 2),
+    ("hidden_remainder_x", 18, 2), ("hidden_remainder_y", 20, 2),
+    ("hidden_remainder_z", 22, 2), ("hidden_global_offset_x", 40, 8),
+    ("hidden_global_offset_y", 48, 8), ("hidden_global_offset_z", 56, 8),
+    ("hidden_grid_dims", 64, 2),
+]
+HIDDEN_BLOCK_SIZE = 256
+
+# User SGPRs in the order the hardware loads them, with their sizes (AMDGPUUsage).
+USER_SGPRS: list[tuple[str, int]] = [
+    ("private_segment_buffer", 4), ("dispatch_ptr", 2), ("queue_ptr", 2),
+    ("kernarg_ptr", 2), ("dispatch_id", 2), ("flat_scratch_init", 2),
+    ("private_segment_size", 1),
+]
+
+
+@dataclass
+class RegisterUsage:
+    """Registers an instruction stream touches."""
+
+    vgprs: int = 0  # next free ArchVGPR
+    agprs: int = 0  # next free AGPR
+    sgprs: int = 0  # next free SGPR (s0..s101)
+    vcc: bool = False
+    flat_scratch: bool = False
+
+
+def register_usage(body: list[Inst | LabelDef]) -> RegisterUsage:
+    """The highest registers used by the instructions (operands and implicit vcc)."""
+    use = RegisterUsage()
+    for item in body:
+        if not isinstance(item, Inst):
+            continue
+        for op in item.operands:
+            if isinstance(op, Mod):
+                op = op.operand
+            if isinstance(op, Reg):
+                end = op.index + op.count
+                if op.kind == "v":
+                    use.vgprs = max(use.vgprs, end)
+                elif op.kind == "a":
+                    use.agprs = max(use.agprs, end)
+                elif op.kind == "s":
+                    use.sgprs = max(use.sgprs, end)
+            elif isinstance(op, Special) and op.name.startswith("vcc"):
+                use.vcc = True
+            elif isinstance(op, Special) and op.name.startswith("flat_scratch"):
+                use.flat_scratch = True
+        if item.form is not None:
+            facts = item.form.instruction
+            if "vcc" in facts.implicit_defs or "vcc" in facts.implicit_uses:
+                use.vcc = True
+    return use
+
+
+def user_sgpr_layout(abi: AbiRequest) -> dict[str, int]:
+    """First SGPR of each enabled user SGPR input."""
+    enabled = {"kernarg_ptr": abi.kernarg_ptr, "dispatch_ptr": abi.dispatch_ptr,
+               "queue_ptr": abi.queue_ptr, "dispatch_id": abi.dispatch_id}
+    out, next_sgpr = {}, 0
+    for name, size in USER_SGPRS:
+        if enabled.get(name):
+            out[name] = next_sgpr
+            next_sgpr += size
+    out["_count"] = next_sgpr
+    return out
+
+
+def system_sgpr_layout(abi: AbiRequest) -> dict[str, int]:
+    """SGPR of each enabled workgroup id (after the user SGPRs)."""
+    base = user_sgpr_layout(abi)["_count"]
+    out = {}
+    for dim, on in zip("xyz", abi.workgroup_ids):
+        if on:
+            out[f"workgroup_id_{dim}"] = base
+            base += 1
+    out["_end"] = base
+    return out
+
+
+def kernarg_layout(args: list[KernelArg]) -> tuple[list[dict[str, Any]], int]:
+    """Metadata `.args` entries (explicit + v5 hidden) and the kernarg segment size."""
+    entries: list[dict[str, Any]] = []
+    offset = 0
+    for arg in args:
+        if arg.size <= 0:
+            raise VerifyError(f"kernel argument '{arg.name}' has size {arg.size}")
+        align = arg.align or min(8, _pow2_at_least(arg.size))
+        if arg.offset >= 0:
+            offset = arg.offset
+        else:
+            offset = -(-offset // align) * align
+            arg.offset = offset
+        entry: dict[str, Any] = {".name": arg.name, ".offset": offset, ".size": arg.size}
+        if arg.kind == "buffer":
+            entry[".value_kind"] = "global_buffer"
+            entry[".address_space"] = "global"
+            if arg.access:
+                entry[".access"] = arg.access
+        else:
+            entry[".value_kind"] = "by_value"
+        entries.append(entry)
+        offset += arg.size
+    hidden_base = -(-offset // 8) * 8
+    for name, rel, size in HIDDEN_ARGS:
+        entries.append({".offset": hidden_base + rel, ".size": size, ".value_kind": name})
+    return entries, hidden_base + HIDDEN_BLOCK_SIZE
+
+
+def _pow2_at_least(n: int) -> int:
+    p = 1
+    while p < n:
+        p *= 2
+    return p
+
+
+def kernel_directives(kernel: McKernel, target: str) -> dict[str, int]:
+    """The `.amdhsa_*` directive values (without the prefix) for a kernel."""
+    if kernel.descriptor_directives:
+        return dict(kernel.descriptor_directives)
+    t = get_target(target)
+    use = register_usage(kernel.body)
+    abi = kernel.abi
+    sys_end = system_sgpr_layout(abi)["_end"]
+    vgprs = kernel.vgpr_count if kernel.vgpr_count is not None else use.vgprs
+    agprs = kernel.agpr_count if kernel.agpr_count is not None else use.agprs
+    sgprs = kernel.sgpr_count if kernel.sgpr_count is not None else use.sgprs
+    # The dispatch writes v0 (work-item ids) and the user/system SGPRs: they count as used.
+    vgprs = max(vgprs, 1)
+    sgprs = max(sgprs, sys_end)
+    if vgprs > t.vgpr.arch or agprs > t.vgpr.acc or sgprs > t.sgpr.addressable:
+        raise VerifyError(f"kernel {kernel.name} uses {vgprs} VGPRs, {agprs} AGPRs, {sgprs} SGPRs;"
+                          f" {t.name} allows {t.vgpr.arch}, {t.vgpr.acc}, {t.sgpr.addressable}")
+    accum = -(-max(vgprs, 1) // 4) * 4
+    next_free_vgpr = accum + agprs if agprs else vgprs
+    _args, kernarg_size = kernarg_layout([KernelArg(**vars(a)) for a in kernel.args])
+    d: dict[str, int] = {
+        "group_segment_fixed_size": kernel.lds_size,
+        "private_segment_fixed_size": 0,
+        "kernarg_size": kernarg_size,
+        "user_sgpr_count": user_sgpr_layout(abi)["_count"],
+        "user_sgpr_dispatch_ptr": int(abi.dispatch_ptr),
+        "user_sgpr_queue_ptr": int(abi.queue_ptr),
+        "user_sgpr_kernarg_segment_ptr": int(abi.kernarg_ptr),
+        "user_sgpr_dispatch_id": int(abi.dispatch_id),
+        "system_sgpr_workgroup_id_x": int(abi.workgroup_ids[0]),
+        "system_sgpr_workgroup_id_y": int(abi.workgroup_ids[1]),
+        "system_sgpr_workgroup_id_z": int(abi.workgroup_ids[2]),
+        "system_vgpr_workitem_id": max(0, abi.workitem_id_dims - 1),
+        "next_free_vgpr": next_free_vgpr,
+        "next_free_sgpr": sgprs,
+        "accum_offset": accum,
+        "reserve_vcc": int(use.vcc),
+    }
+    return d
+
+
+def kernel_metadata(kernel: McKernel, target: str, directives: dict[str, int]
+                    ) -> dict[str, Any]:
+    """The amdhsa.kernels entry for a kernel (LLVM's key order)."""
+    from asterism.mc.codeobject import descriptor_from_directives, make_kernel_metadata
+
+    t = get_target(target)
+    args, kernarg_size = kernarg_layout([KernelArg(**vars(a)) for a in kernel.args])
+    kd = descriptor_from_directives(t, directives)
+    use = register_usage(kernel.body)
+    return make_kernel_metadata(
+        kernel.name,
+        kernarg_segment_size=directives.get("kernarg_size", kernarg_size),
+        group_segment_fixed_size=directives.get("group_segment_fixed_size", 0),
+        private_segment_fixed_size=directives.get("private_segment_fixed_size", 0),
+        wavefront_size=t.wave_size,
+        sgpr_count=kd.sgprs(t),
+        vgpr_count=max(directives.get("accum_offset", 4) if use.agprs else 0,
+                       directives["next_free_vgpr"] - (use.agprs if use.agprs else 0)),
+        agpr_count=use.agprs,
+        max_flat_workgroup_size=max(1, kernel.workgroup_size[0] * kernel.workgroup_size[1]
+                                    * kernel.workgroup_size[2]),
+        args=args,
+        reqd_workgroup_size=list(kernel.workgroup_size),
+    )

@@ -1,0 +1,252 @@
+"""Assembly file parser (LLVM AMDGPU syntax) -> `McModule`.
+
+Handles instructions and the directives a kernel file needs: `.amdgcn_target`, `.text`,
+`.globl`, `.p2align`, `.type`, `.size`, labels, `.set`/`.equ`, the `.amdhsa_kernel` block,
+the `.amdgpu_metadata` YAML block, `.amdhsa_code_object_version` and harmless bookkeeping
+directives. Errors carry file:line:col.
+"""
+
+from __future__ import annotations
+
+import re
+
+from asterism.errors import AsterismError, ParseError, SourceLocation, VerifyError
+from asterism.mc import yaml_subset
+from asterism.mc.asm_syntax import InstParser, eval_int
+from asterism.mc.matcher import select_form
+from asterism.mc.program import LabelDef, McKernel, McModule
+
+# Directives accepted and ignored (they do not change the code object we write).
+IGNORED_DIRECTIVES = {
+    ".file", ".ident", ".section", ".addrsig", ".addrsig_sym", ".loc", ".cfi_startproc",
+    ".cfi_endproc", ".cfi_sections", ".hidden", ".protected", ".local", ".weak", ".type",
+    ".size", ".p2align", ".align", ".balign", ".text", ".rodata", ".data", ".end",
+    ".amdhsa_code_object_version", ".amdgpu_hsa_kernel", ".globl", ".global",
+}
+TARGET_RE = re.compile(r'"?amdgcn-amd-amdhsa--(gfx[0-9a-f]+)((?::[a-z]+[+-])*)"?')
+
+
+def _strip_comment(line: str) -> str:
+    out, quote = [], False
+    i = 0
+    while i < len(line):
+        ch = line[i]
+        if ch == '"':
+            quote = not quote
+        if not quote and (ch == ";" or line.startswith("//", i)):
+            break
+        out.append(ch)
+        i += 1
+    return "".join(out)
+
+
+class AsmParser:
+    """Parses one assembly file into an McModule."""
+
+    def __init__(self, filename: str = "<asm>", target: str | None = None):
+        self.filename = filename
+        self.target = target
+        self.features = ""
+        self.symbols: dict[str, int] = {}
+        self.inst_parser = InstParser(self.symbols)
+        self.kernels: dict[str, McKernel] = {}
+        self.order: list[str] = []
+        self.current: McKernel | None = None
+        self.globals: set[str] = set()
+        self.functions: set[str] = set()
+        self.pending: list = []  # items before the first kernel label
+
+    def loc(self, line: int, col: int = 1) -> SourceLocation:
+        return SourceLocation(self.filename, line, col)
+
+    def parse(self, text: str) -> McModule:
+        """Parse the whole file."""
+        lines = text.splitlines()
+        i = 0
+        while i < len(lines):
+            raw = lines[i]
+            line_no = i + 1
+            i += 1
+            line = _strip_comment(raw).strip()
+            if not line:
+                continue
+            col = raw.find(line[0]) + 1 if line else 1
+            if line.startswith(".amdhsa_kernel"):
+                i = self._amdhsa_block(lines, i, line, line_no)
+                continue
+            if line.startswith(".amdgpu_metadata"):
+                i = self._metadata_block(lines, i, line_no)
+                continue
+            # A label: the first token ends with ':' (an instruction may follow it).
+            first = line.split(None, 1)[0]
+            if first.endswith(":") and re.fullmatch(r"[A-Za-z_.$][\w.$@]*:", first):
+                self._label(first[:-1], line_no)
+                line = line[len(first):].strip()
+                if not line:
+                    continue
+                col = raw.find(line) + 1
+            if line.startswith("."):
+                self._directive(line, line_no, col)
+                continue
+            self._instruction(line, line_no, col)
+        return self._finish()
+
+    # -------------------------------------------------------------- pieces
+
+    def _label(self, name: str, line_no: int) -> None:
+        if name in self.functions or name in self.globals and not name.startswith(".L"):
+            if name in self.kernels:
+                raise ParseError(f"kernel '{name}' defined twice", self.loc(line_no))
+            kernel = McKernel(name)
+            self.kernels[name] = kernel
+            self.order.append(name)
+            self.current = kernel
+            return
+        item = LabelDef(name)
+        item.loc = self.loc(line_no)  # type: ignore[attr-defined]
+        if self.current is None:
+            self.pending.append(item)
+        else:
+            self.current.body.append(item)
+
+    def _directive(self, line: str, line_no: int, col: int) -> None:
+        name, _, rest = line.partition(" ")
+        name = name.strip().rstrip(",")
+        rest = rest.strip()
+        if "\t" in name:
+            name, _, more = name.partition("\t")
+            rest = (more + " " + rest).strip()
+        if name == ".amdgcn_target":
+            m = TARGET_RE.fullmatch(rest.strip())
+            if not m:
+                raise ParseError(f"bad .amdgcn_target {rest} (expected "
+                                 '"amdgcn-amd-amdhsa--gfx942" or similar)', self.loc(line_no, col))
+            if self.target and self.target.split(":")[0] != m.group(1):
+                raise ParseError(f".amdgcn_target {m.group(1)} does not match the requested "
+                                 f"target {self.target}", self.loc(line_no, col))
+            self.target = m.group(1)
+            self.features = m.group(2)
+            return
+        if name in (".globl", ".global"):
+            self.globals.add(rest.strip())
+            return
+        if name == ".type":
+            sym, _, kind = rest.partition(",")
+            if "function" in kind:
+                self.functions.add(sym.strip())
+            return
+        if name in (".set", ".equ"):
+            sym, _, expr = rest.partition(",")
+            value = eval_int(expr, self.symbols)
+            if value is None:
+                raise ParseError(f"cannot evaluate '{expr.strip()}'", self.loc(line_no, col))
+            self.symbols[sym.strip()] = value
+            return
+        if name in IGNORED_DIRECTIVES:
+            return
+        raise ParseError(f"unsupported directive '{name}'", self.loc(line_no, col))
+
+    def _instruction(self, line: str, line_no: int, col: int) -> None:
+        if self.target is None:
+            raise ParseError("no target: add '.amdgcn_target \"amdgcn-amd-amdhsa--gfx942\"' or "
+                             "pass --target", self.loc(line_no, col))
+        loc = self.loc(line_no, col)
+        inst = self.inst_parser.parse(line, loc)
+        try:
+            inst.form = select_form(inst, self.target)
+        except AsterismError as err:
+            raise VerifyError(err.message, loc) from None
+        if self.current is None:
+            self.pending.append(inst)
+        else:
+            self.current.body.append(inst)
+
+    def _amdhsa_block(self, lines: list[str], i: int, head: str, line_no: int) -> int:
+        parts = head.split()
+        if len(parts) != 2:
+            raise ParseError("expected '.amdhsa_kernel NAME'", self.loc(line_no))
+        name = parts[1]
+        directives: dict[str, int] = {}
+        while i < len(lines):
+            raw = lines[i]
+            i += 1
+            text = _strip_comment(raw).strip()
+            if not text:
+                continue
+            if text == ".end_amdhsa_kernel":
+                break
+            key, _, value = text.partition(" ")
+            if not key.startswith(".amdhsa_"):
+                raise ParseError(f"expected an .amdhsa_ directive, got '{key}'",
+                                 self.loc(i, raw.find(key) + 1))
+            v = eval_int(value, self.symbols)
+            if v is None:
+                raise ParseError(f"bad value '{value.strip()}' for {key}",
+                                 self.loc(i, raw.find(key) + 1))
+            directives[key.removeprefix(".amdhsa_")] = v
+        else:
+            raise ParseError(f".amdhsa_kernel {name} has no .end_amdhsa_kernel", self.loc(line_no))
+        kernel = self.kernels.get(name)
+        if kernel is None:
+            kernel = McKernel(name)
+            self.kernels[name] = kernel
+            self.order.append(name)
+        kernel.descriptor_directives = directives
+        return i
+
+    def _metadata_block(self, lines: list[str], i: int, line_no: int) -> int:
+        start = i
+        while i < len(lines) and lines[i].strip() != ".end_amdgpu_metadata":
+            i += 1
+        if i >= len(lines):
+            raise ParseError(".amdgpu_metadata has no .end_amdgpu_metadata", self.loc(line_no))
+        text = "\n".join(lines[start:i])
+        self.metadata = yaml_subset.load(text, self.filename, start + 1)
+        return i + 1
+
+    def _finish(self) -> McModule:
+        if self.target is None:
+            raise ParseError("no target: add '.amdgcn_target \"amdgcn-amd-amdhsa--gfx942\"' or "
+                             "pass --target", self.loc(1))
+        kernels = [self.kernels[n] for n in self.order]
+        if self.pending and any(not isinstance(x, LabelDef) for x in self.pending):
+            if not kernels:
+                kernels = [McKernel("main", body=list(self.pending))]
+            else:
+                raise ParseError("instructions before the first kernel label",
+                                 getattr(self.pending[0], "loc", None) or self.loc(1))
+        meta = getattr(self, "metadata", None)
+        module = McModule(self.target, kernels, self.features)
+        if meta:
+            module.metadata = meta  # type: ignore[attr-defined]
+            _apply_metadata(module, meta)
+        return module
+
+
+def _apply_metadata(module: McModule, meta: dict) -> None:
+    """Take kernel arguments and workgroup sizes from a metadata block."""
+    from asterism.mc.program import KernelArg
+
+    for entry in meta.get("amdhsa.kernels", []) or []:
+        kernel = next((k for k in module.kernels if k.name == entry.get(".name")), None)
+        if kernel is None:
+            continue
+        kernel.metadata = entry  # type: ignore[attr-defined]
+        args = []
+        for a in entry.get(".args", []) or []:
+            kind = a.get(".value_kind", "")
+            if kind.startswith("hidden_"):
+                continue
+            args.append(KernelArg(name=a.get(".name", f"arg{len(args)}"),
+                                  kind="buffer" if kind == "global_buffer" else "value",
+                                  size=int(a.get(".size", 8)), offset=int(a.get(".offset", -1)),
+                                  access=a.get(".access")))
+        kernel.args = args
+        wg = entry.get(".reqd_workgroup_size")
+        if wg:
+            kernel.workgroup_size = tuple(int(x) for x in wg)  # type: ignore[assignment]
+
+
+def parse_asm(text: str, filename: str = "<asm>", target: str | None = None) -> McModule:
+    """Parse assembly text into an McModule (instructions with forms selected)."""
+    return AsmParser(filename, target).parse(text)
