@@ -675,6 +675,10 @@ def probe_modifiers(target: str, forms: list[dict]) -> None:
     recs = probe(target, lines)
     for (f, field, token), rec in zip(jobs, recs):
         if rec["ok"] and token in rec["text"] and rec["name"] == f["mc_name"]:
+            if field == "op_sel":
+                m = re.search(r"op_sel:\[([^\]]*)\]", rec["text"])
+                if m:
+                    f["op_sel_len"] = len(m.group(1).split(","))
             if field in ("offset0", "offset1"):
                 # Two 8-bit offsets (ds_*2*) print offset0:/offset1:; others one 16-bit offset.
                 name = field if f"{field}:" in rec["text"] else "offset"
@@ -698,6 +702,20 @@ KIND_SAMPLES = {
     "i": lambda w: "1",
     "l": lambda w: "0x12345",
 }
+
+
+MCOI_OPERAND_REGISTER = 2
+
+
+def rc_kinds(rc: str) -> set[str] | None:
+    """Register kinds a register class admits (None if it is not a pure V/A class)."""
+    if rc.startswith(("VGPR_", "VReg_")):
+        return {"v"}
+    if rc.startswith(("AGPR_", "AReg_")):
+        return {"a"}
+    if rc.startswith(("AV_", "AVDst")):
+        return {"v", "a"}
+    return None
 
 
 def probe_kinds(target: str, forms: list[dict]) -> None:
@@ -732,6 +750,12 @@ def probe_kinds(target: str, forms: list[dict]) -> None:
             slot["kinds"].append(kind)
     for f in forms:
         for slot in f["slots"]:
+            if slot.get("type") == MCOI_OPERAND_REGISTER and slot.get("rc"):
+                # A register-only operand: LLVM's assembler sometimes accepts a constant there
+                # and encodes garbage; the register class is the truth.
+                allowed = rc_kinds(slot["rc"])
+                if allowed:
+                    slot["kinds"] = [k for k in slot.get("kinds", []) if k in allowed]
             if slot.get("off"):
                 slot.setdefault("kinds", []).append("off")
             if f["fmt"] == "SMEM" and f["variant"] == "soff" and slot.get("field") == "soffset":
@@ -899,6 +923,8 @@ def build_database(target: str, forms: list[dict], coverage: dict, passes: dict)
                 "mc_name": f["mc_name"], "example": f["text"]}
         if f["variant"] not in PLAIN_VARIANTS:
             form["variant"] = f["variant"]
+        if f.get("op_sel_len"):
+            form["op_sel_len"] = f["op_sel_len"]  # how many op_sel bits LLVM prints
         # Only the variant bits this opcode's decoded word actually had set.
         fixed = {k: v for k, v in VARIANT_FIXED.get((f["fmt"], f["variant"]), {}).items()
                  if k in f["probe"].fields}

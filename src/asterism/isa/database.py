@@ -65,6 +65,7 @@ class Form:
     mc_name: str = ""  # LLVM's internal opcode name (for reference)
     example: str = ""  # LLVM's printed text of a sample encoding
     target: str = ""  # the target whose database holds this form
+    op_sel_len: int = 0  # VOP3 op_sel: how many bits LLVM prints (sources + destination)
 
     @property
     def instruction(self) -> Instruction:
@@ -169,7 +170,8 @@ def _instruction_from_json(raw: dict, target: str) -> Instruction:
              size=f["size"], operands=tuple(_operand_from_json(o) for o in f["operands"]),
              modifiers=tuple(f.get("modifiers", ())), counters=tuple(f.get("counters", ())),
              variant=f.get("variant"), fixed=dict(f.get("fixed", {})),
-             mc_name=f.get("mc_name", ""), example=f.get("example", ""), target=target)
+             mc_name=f.get("mc_name", ""), example=f.get("example", ""), target=target,
+             op_sel_len=f.get("op_sel_len", 0))
         for f in raw["forms"])
     return Instruction(
         mnemonic=mnemonic, unit=raw["unit"], flags=frozenset(raw.get("flags", ())),

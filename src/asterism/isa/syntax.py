@@ -151,3 +151,73 @@ MTBUF_NFMT = ["BUF_NUM_FORMAT_UNORM", "BUF_NUM_FORMAT_SNORM", "BUF_NUM_FORMAT_US
               "BUF_NUM_FORMAT_SSCALED", "BUF_NUM_FORMAT_UINT", "BUF_NUM_FORMAT_SINT",
               "BUF_NUM_FORMAT_RESERVED_6", "BUF_NUM_FORMAT_FLOAT"]
 MTBUF_DEFAULT_FORMAT = 1  # dfmt 1 (8), nfmt 0 (unorm): LLVM omits it when printing
+
+
+# ds_swizzle_b32 offset modes (16-bit offset field).
+SWIZZLE_QUAD_PERM = 0x8000  # 0x8000..0x80ff: four 2-bit lane selects
+SWIZZLE_ROTATE = 0xC000  # gfx9+: bit 10 direction, bits 9:5 count
+SWIZZLE_FFT = 0xE000  # gfx9+: bits 4:0
+
+
+def format_swizzle(offset: int) -> str:
+    """LLVM's text for a ds_swizzle_b32 offset (swizzle(...) or a plain number)."""
+    if offset & 0x8000:
+        if offset < 0x8100:
+            lanes = ",".join(str((offset >> (2 * k)) & 3) for k in range(4))
+            return f"swizzle(QUAD_PERM,{lanes})"
+        if offset >= SWIZZLE_FFT:
+            return f"swizzle(FFT,{offset & 0x1F})"
+        if offset >= SWIZZLE_ROTATE:
+            return f"swizzle(ROTATE,{(offset >> 10) & 1},{(offset >> 5) & 0x1F})"
+        return str(offset)
+    and_mask, or_mask, xor_mask = offset & 0x1F, (offset >> 5) & 0x1F, (offset >> 10) & 0x1F
+    if and_mask == 0x1F and or_mask == 0:
+        if xor_mask and xor_mask & (xor_mask - 1) == 0:
+            return f"swizzle(SWAP,{xor_mask})"
+        if xor_mask in (3, 7, 15, 31):
+            return f"swizzle(REVERSE,{xor_mask + 1})"
+    if xor_mask == 0:
+        for group in (2, 4, 8, 16, 32):
+            if and_mask == (0x1F & ~(group - 1)) and or_mask < group:
+                return f"swizzle(BROADCAST,{group},{or_mask})"
+    chars = []
+    for bit in range(4, -1, -1):
+        a, o, x = (and_mask >> bit) & 1, (or_mask >> bit) & 1, (xor_mask >> bit) & 1
+        if a and not o:
+            chars.append("i" if x else "p")
+        else:
+            chars.append(str(o ^ x))
+    return f'swizzle(BITMASK_PERM,"{"".join(chars)}")'
+
+
+def parse_swizzle(args: list[str]) -> int:
+    """The offset of `swizzle(MODE, ...)` (args without the parentheses); ValueError if bad."""
+    mode, rest = args[0].strip().upper(), [a.strip() for a in args[1:]]
+    nums = [int(a, 0) for a in rest] if mode != "BITMASK_PERM" else []
+    if mode == "QUAD_PERM" and len(nums) == 4 and all(0 <= n <= 3 for n in nums):
+        return SWIZZLE_QUAD_PERM | sum(n << (2 * k) for k, n in enumerate(nums))
+    if mode == "SWAP" and len(nums) == 1 and nums[0] in (1, 2, 4, 8, 16):
+        return 0x1F | (nums[0] << 10)
+    if mode == "REVERSE" and len(nums) == 1 and nums[0] in (2, 4, 8, 16, 32):
+        return 0x1F | ((nums[0] - 1) << 10)
+    if mode == "BROADCAST" and len(nums) == 2 and nums[0] in (2, 4, 8, 16, 32) \
+            and 0 <= nums[1] < nums[0]:
+        return (0x1F & ~(nums[0] - 1)) | (nums[1] << 5)
+    if mode == "ROTATE" and len(nums) == 2 and nums[0] in (0, 1) and 0 <= nums[1] < 32:
+        return SWIZZLE_ROTATE | (nums[0] << 10) | (nums[1] << 5)
+    if mode == "FFT" and len(nums) == 1 and 0 <= nums[0] < 32:
+        return SWIZZLE_FFT | nums[0]
+    if mode == "BITMASK_PERM" and len(rest) == 1:
+        pattern = rest[0].strip('"')
+        if len(pattern) != 5 or any(c not in "01pi" for c in pattern):
+            raise ValueError(f"bad BITMASK_PERM pattern {rest[0]}")
+        and_m = or_m = xor_m = 0
+        for k, c in enumerate(reversed(pattern)):
+            if c in "pi":
+                and_m |= 1 << k
+            if c == "1":
+                or_m |= 1 << k
+            if c == "i":
+                xor_m |= 1 << k
+        return and_m | (or_m << 5) | (xor_m << 10)
+    raise ValueError(f"bad swizzle({', '.join(args)})")

@@ -185,7 +185,7 @@ class InstParser:
             return FloatImm(float(t))
         value = eval_int(t, self.symbols)
         if value is not None:
-            return Imm(value, hex="0x" in low)
+            return Imm(value, fmt="hex" if "0x" in low else "dec")
         for prefix, handler in (("hwreg(", self._hwreg), ("sendmsg(", self._sendmsg),
                                 ("gpr_idx(", self._gpr_idx)):
             if low.startswith(prefix) and t.endswith(")"):
@@ -302,6 +302,13 @@ class InstParser:
             return
         if name in ("dst_sel", "dst_unused", "src0_sel", "src1_sel"):
             m[name] = value.upper()
+            return
+        if name == "offset" and value.lower().startswith("swizzle(") and value.endswith(")"):
+            try:
+                off = syntax.parse_swizzle(value[8:-1].split(","))
+            except ValueError as err:
+                raise ParseError(str(err), loc) from None
+            m["offset"] = Syntax(off, syntax.format_swizzle(off))
             return
         v = eval_int(value, self.symbols)
         if v is None:

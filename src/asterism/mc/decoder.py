@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from asterism.errors import DecodeError
 from asterism.isa import Form, OperandSpec, get_isa
 from asterism.isa.formats import DPP, FORMATS, SDWA, SRC_DPP, SRC_LITERAL, SRC_SDWA, format_of
-from asterism.isa.syntax import SDWA_SEL, SDWA_UNUSED
+from asterism.isa.syntax import SDWA_SEL, SDWA_UNUSED, format_swizzle
 from asterism.mc.inst import Inst
 from asterism.mc.operand_codes import decode_scalar_reg, decode_src
 from asterism.mc.operands import OFF, Imm, Literal, Mod, Operand, Reg, Special, Syntax
@@ -210,7 +210,7 @@ class Decoder:
         if enc in ("DPP", "SDWA") and name == "src0":
             return self._extra_src0(form, spec, word, width)
         if enc == "SDWA" and name == "vsrc1" and SDWA["s1"].get(word.extra):
-            return decode_scalar_reg(word["vsrc1"], width) or Imm(word["vsrc1"])
+            return decode_src(word["vsrc1"], width, type_=spec.type)
         if enc == "SMEM":
             return self._smem_operand(spec, word, width)
         if enc in ("MUBUF", "MTBUF"):
@@ -237,8 +237,6 @@ class Decoder:
                               agpr=self._agpr(form, spec, word))
         if name in ("sdst", "sdata"):
             return decode_scalar_reg(code, width) or Imm(code)
-        if name == "sbase":
-            return Reg("s", code * 2, width)
         if "v" in spec.kinds or "a" in spec.kinds:
             return Reg("a" if self._agpr(form, spec, word) else "v", code, width)
         if "s" in spec.kinds:
@@ -254,13 +252,14 @@ class Decoder:
     def _smem_operand(self, spec: OperandSpec, word: _Word, width: int) -> Operand:
         name = spec.name
         if name == "sbase":
-            return Reg("s", word["sbase"] * 2, width)
+            code = word["sbase"] * 2
+            return decode_scalar_reg(code, width) or Reg("s", code, width)
         if name == "sdata":
             if "k" in spec.kinds:  # s_atc_probe*: the field holds an immediate
-                return Imm(word["sdata"])
+                return Imm(word["sdata"], fmt="auto")
             return decode_scalar_reg(word["sdata"], width) or Imm(word["sdata"])
         if name == "offset":
-            return Imm(_signed(word["offset"], 21), hex=True)
+            return Imm(_signed(word["offset"], 21), fmt="hex")
         if name == "soffset":
             code = word["soffset"] if word["imm"] else word["offset"] & 0x7F
             return decode_scalar_reg(code, 1) or Imm(code)
@@ -278,15 +277,13 @@ class Decoder:
         if spec.syntax == "gpr_idx":
             return Syntax(value, _format_gpr_idx(value))
         if spec.syntax == "label":
-            return Imm(_signed(value, 16))
+            return Imm(value)  # LLVM prints branch offsets as unsigned 16-bit words
         if form.enc == "SOPK":
             if form.mnemonic in ("s_cbranch_i_fork", "s_call_b64"):
-                return Imm(_signed(value, 16))
-            return Imm(value, hex=True)
-        if form.mnemonic in ("s_setprio", "s_nop", "s_sleep", "s_trap", "s_sethalt",
-                             "s_setkill", "s_incperflevel", "s_decperflevel", "s_endpgm"):
-            return Imm(value)
-        return Imm(value)
+                return Imm(value)
+            return Imm(value, fmt="hex")
+        # SOPP immediates print in hex unless small, except s_endpgm's (decimal).
+        return Imm(value, fmt="dec" if form.mnemonic == "s_endpgm" else "auto")
 
     # -------------------------------------------------------------- modifiers
 
@@ -310,16 +307,23 @@ class Decoder:
             if "op_sel" in form.modifiers and not has_sdst:
                 bits = word["op_sel"]
                 if bits:
-                    n = len(srcs)
-                    mods["op_sel"] = tuple((bits >> k) & 1 for k in range(n)) + ((bits >> 3) & 1,)
+                    mods["op_sel"] = tuple((bits >> k) & 1 for k in op_sel_positions(form))
         elif enc == "VOP3P":
             n = len(srcs)
+            if "_mix" in form.mnemonic:
+                # v_fma_mix*: NEG_HI holds abs, NEG the negation of each source.
+                for i in srcs:
+                    k = int(form.operands[i].name[-1])
+                    ng, ab = (word["neg"] >> k) & 1, (word["neg_hi"] >> k) & 1
+                    if ng or ab:
+                        operands[i] = Mod(operands[i], neg=bool(ng), abs=bool(ab))
             op_sel = word["op_sel"]
             op_sel_hi = word["op_sel_hi"] | (word["op_sel_hi2"] << 2)
             mods["op_sel"] = tuple((op_sel >> k) & 1 for k in range(n))
             mods["op_sel_hi"] = tuple((op_sel_hi >> k) & 1 for k in range(n))
-            mods["neg_lo"] = tuple((word["neg"] >> k) & 1 for k in range(n))
-            mods["neg_hi"] = tuple((word["neg_hi"] >> k) & 1 for k in range(n))
+            if "_mix" not in form.mnemonic:
+                mods["neg_lo"] = tuple((word["neg"] >> k) & 1 for k in range(n))
+                mods["neg_hi"] = tuple((word["neg_hi"] >> k) & 1 for k in range(n))
             if word["clamp"]:
                 mods["clamp"] = True
         elif enc in ("MAI", "MAI_SCALE"):
@@ -335,7 +339,11 @@ class Decoder:
                 mods["op_sel_hi"] = (prefix["op_sel_hi"] & 1, (prefix["op_sel_hi"] >> 1) & 1, 0)
                 mods["op_sel_hi_default"] = (1, 1, 1)
         elif enc == "DS":
-            if "offset0" in form.modifiers or "offset1" in form.modifiers:
+            if form.mnemonic == "ds_swizzle_b32":
+                off = word["offset0"] | (word["offset1"] << 8)
+                if off:
+                    mods["offset"] = Syntax(off, format_swizzle(off))
+            elif "offset0" in form.modifiers or "offset1" in form.modifiers:
                 mods["offset0"] = word["offset0"]
                 mods["offset1"] = word["offset1"]
             else:
@@ -406,6 +414,16 @@ class Decoder:
             mods["src0_sel"] = SDWA_SEL[min(SDWA["src0_sel"].get(x), 6)]
             if any(s.name == "vsrc1" for s in form.operands):
                 mods["src1_sel"] = SDWA_SEL[min(SDWA["src1_sel"].get(x), 6)]
+
+
+def op_sel_positions(form: Form) -> list[int]:
+    """The op_sel field bit of each printed op_sel element of a VOP3 form: the sources, then
+    the destination (bit 3); 4-element forms map one to one."""
+    n = sum(1 for s in form.operands if s.name in VOP_SRC_FIELDS)
+    length = form.op_sel_len or n + 1
+    if length == n + 1:
+        return list(range(n)) + [3]
+    return list(range(length))
 
 
 def _signed(value: int, bits: int) -> int:

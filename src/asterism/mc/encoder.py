@@ -11,6 +11,7 @@ from asterism.errors import EncodeError
 from asterism.isa import Form, OperandSpec
 from asterism.isa.formats import DPP, FORMATS, SDWA, SRC_DPP, SRC_SDWA, Format
 from asterism.isa.syntax import SDWA_SEL, SDWA_UNUSED
+from asterism.mc.decoder import op_sel_positions
 from asterism.mc.inst import Inst
 from asterism.mc.operand_codes import scalar_code, src_code
 from asterism.mc.operands import (
@@ -234,7 +235,10 @@ class Encoder:
     def _smem_operand(spec: OperandSpec, op: Operand, w: _Fields, inst: Inst) -> None:
         name = spec.name
         if name == "sbase":
-            w.set("sbase", _aligned(op, 2, "sbase") // 2)
+            code = _scalar(op, "sbase")
+            if code % 2:
+                raise EncodeError(f"sbase: {op} must start at an even SGPR")
+            w.set("sbase", code // 2)
         elif name == "sdata":
             if isinstance(op, Imm):
                 w.set("sdata", op.value)
@@ -271,6 +275,9 @@ class Encoder:
         if isinstance(op, Syntax):
             return op.value & 0xFFFF
         value = _int_value(op, spec.name)
+        if spec.syntax == "label":
+            _check_range(value, -(1 << 15), (1 << 16) - 1, "branch offset")
+            return value & 0xFFFF
         width = FORMATS[form.format].fields[spec.name].width
         lo = -(1 << (width - 1)) if spec.syntax == "label" or value < 0 else 0
         hi = (1 << width) - 1 if value >= 0 else (1 << (width - 1)) - 1
@@ -300,11 +307,11 @@ class Encoder:
             w.set("omod", _check_range(int(m.get("omod", 0)), 0, 3, "omod"))
             if m.get("op_sel") and not has_sdst:
                 bits = list(m["op_sel"])
-                n = len(srcs)
-                value = sum(int(b) << k for k, b in enumerate(bits[:n]))
-                if len(bits) > n:
-                    value |= int(bits[n]) << 3
-                w.set("op_sel", value)
+                positions = op_sel_positions(form)
+                if len(bits) > len(positions):
+                    raise EncodeError(f"op_sel has {len(bits)} elements, {form.mnemonic} takes "
+                                      f"{len(positions)}")
+                w.set("op_sel", sum(int(b) << pos for b, pos in zip(bits, positions)))
         elif enc == "VOP3P":
             n = len(srcs)
             default_hi = (0,) * n if "_mix" in form.mnemonic else (1,) * n
@@ -315,8 +322,18 @@ class Encoder:
             w.set("op_sel", op_sel)
             w.set("op_sel_hi", op_sel_hi & 3)
             w.set("op_sel_hi2", (op_sel_hi >> 2) & 1)
-            w.set("neg", _bits_of(m.get("neg_lo"), n, "neg_lo"))
-            w.set("neg_hi", _bits_of(m.get("neg_hi"), n, "neg_hi"))
+            neg = _bits_of(m.get("neg_lo"), n, "neg_lo")
+            neg_hi = _bits_of(m.get("neg_hi"), n, "neg_hi")
+            if "_mix" in form.mnemonic:
+                # v_fma_mix*: source modifiers -x / |x| live in NEG / NEG_HI.
+                for i, s in srcs:
+                    op = inst.operands[i] if i < len(inst.operands) else None
+                    if isinstance(op, Mod):
+                        k = int(s.name[-1])
+                        neg |= int(op.neg) << k
+                        neg_hi |= int(op.abs) << k
+            w.set("neg", neg)
+            w.set("neg_hi", neg_hi)
             w.set("clamp", int(bool(m.get("clamp"))))
         elif enc == "MAI" and not {"cbsz", "abid", "blgp"} & set(form.modifiers):
             # v_accvgpr_read/write: encoded like VOP3P with op_sel_hi at its default (1s).
@@ -336,7 +353,9 @@ class Encoder:
                 w.set("offset0", _check_range(int(m.get("offset0", 0)), 0, 255, "offset0"))
                 w.set("offset1", _check_range(int(m.get("offset1", 0)), 0, 255, "offset1"))
             else:
-                off = _check_range(int(m.get("offset", 0)), 0, 65535, "DS offset")
+                off = _check_range(_int_value(m.get("offset", Imm(0)), "offset")
+                                   if not isinstance(m.get("offset", 0), int)
+                                   else m.get("offset", 0), 0, 65535, "DS offset")
                 w.set("offset0", off & 0xFF)
                 w.set("offset1", off >> 8)
             w.set("gds", int(bool(m.get("gds"))))

@@ -71,11 +71,12 @@ class Imm:
     """An integer constant as written (inline constant, literal or immediate field)."""
 
     value: int
-    # Print as 0x... (SMEM offsets, SOPK immediates, as LLVM does); not part of the value.
-    hex: bool = field(default=False, compare=False)
+    # How LLVM prints it (not part of the value): "dec", "hex" (SOPK immediates, SMEM
+    # offsets) or "auto" (hex unless it is inline-constant sized, as SOPP immediates).
+    fmt: str = field(default="dec", compare=False)
 
     def __str__(self) -> str:
-        if self.hex:
+        if self.fmt == "hex" or (self.fmt == "auto" and not -16 <= self.value <= 64):
             return f"-0x{-self.value:x}" if self.value < 0 else f"0x{self.value:x}"
         return str(self.value)
 

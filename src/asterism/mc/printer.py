@@ -71,10 +71,10 @@ def format_modifiers(inst: Inst) -> list[str]:
     if enc in ("MUBUF", "MTBUF"):
         if enc == "MTBUF":
             fmt = m.get("format", 1)
-            if fmt != 1:
-                dfmt, nfmt = fmt & 0xF, (fmt >> 4) & 0x7
-                out.append(f"format:[{MTBUF_DFMT[dfmt]},{MTBUF_NFMT[nfmt]}]"
-                           if nfmt else f"format:[{MTBUF_DFMT[dfmt]}]")
+            dfmt, nfmt = fmt & 0xF, (fmt >> 4) & 0x7
+            names = ([MTBUF_DFMT[dfmt]] if dfmt != 1 else []) + ([MTBUF_NFMT[nfmt]] if nfmt else [])
+            if names:
+                out.append(f"format:[{','.join(names)}]")
         flag("idxen")
         flag("offen")
         if m.get("offset"):
@@ -86,7 +86,7 @@ def format_modifiers(inst: Inst) -> list[str]:
     if enc == "SMEM":
         if m.get("offset") is not None and "offset" in m:
             off = m["offset"]
-            out.append(f"offset:{Imm(off, hex=True)}")
+            out.append(f"offset:{Imm(off, fmt='hex')}")
         flag("glc")
         flag("nv")
         return out

@@ -1,0 +1,206 @@
+"""Random instructions for differential testing against LLVM.
+
+`random_inst(form, rng)` builds an `Inst` for a database form with random operands (register
+numbers and classes, inline constants, literals, special immediates) and random modifiers
+within the encodable ranges. Some combinations are rejected by LLVM (e.g. two SGPRs on the
+constant bus); the differential tests compare only what LLVM accepts and report the rest.
+"""
+
+from __future__ import annotations
+
+import random
+
+from asterism.isa import Form, OperandSpec, syntax
+from asterism.mc.inst import Inst
+from asterism.mc.operands import (
+    OFF,
+    FloatImm,
+    Imm,
+    Literal,
+    Mod,
+    Operand,
+    Reg,
+    Special,
+    Syntax,
+)
+
+SCALAR_SPECIALS_32 = ["vcc_lo", "vcc_hi", "exec_lo", "exec_hi", "m0"]
+SCALAR_SPECIALS_64 = ["vcc", "exec"]
+INLINE_FLOATS = [0.5, -0.5, 1.0, -1.0, 2.0, -2.0, 4.0, -4.0]
+
+
+def _reg(rng: random.Random, kind: str, width: int, align: int, limit: int) -> Reg:
+    step = max(align, 1)
+    if kind == "s" and width >= 2:
+        step = 2 if width == 2 else 4
+    top = limit - width
+    index = rng.randrange(0, top // step + 1) * step
+    return Reg(kind, index, width)
+
+
+def _scalar(rng: random.Random, width: int) -> Operand:
+    if rng.random() < 0.15:
+        if width == 1:
+            return Special(rng.choice(SCALAR_SPECIALS_32))
+        if width == 2:
+            return Special(rng.choice(SCALAR_SPECIALS_64))
+    return _reg(rng, "s", width, 1, 102)
+
+
+def _constant(rng: random.Random, kind: str, type_: str | None) -> Operand:
+    if kind == "i":
+        if rng.random() < 0.3 and type_ not in ("i16", "v2i16"):
+            return FloatImm(rng.choice(INLINE_FLOATS))
+        return Imm(rng.randint(-16, 64))
+    # A literal that is not an inline constant.
+    if type_ in ("f16", "bf16", "i16", "v2f16", "v2i16", "v2bf16"):
+        value = rng.randrange(0x41, 0x10000)
+    else:
+        value = rng.randrange(0x41, 1 << 32)
+    while syntax.inline_int_code(value) is not None:
+        value += 100
+    return Literal(value)
+
+
+def random_operand(form: Form, spec: OperandSpec, rng: random.Random) -> Operand:
+    """A random value for one operand slot."""
+    if spec.fixed:
+        return Special(spec.fixed)
+    kinds = [k for k in spec.kinds if k != "k"]
+    if spec.syntax == "waitcnt":
+        value = syntax.encode_waitcnt(rng.randint(0, 63), rng.randint(0, 7), rng.randint(0, 15))
+        return Syntax(value, syntax.format_waitcnt(value))
+    if spec.syntax == "hwreg":
+        reg = rng.choice(list(syntax.HWREG_NAMES))
+        offset, size = rng.randint(0, 31), rng.randint(1, 32)
+        value = syntax.encode_hwreg(reg, offset, size)
+        return Syntax(value, syntax.format_hwreg(value))
+    if spec.syntax in ("sendmsg", "gpr_idx"):
+        return Syntax(1, "sendmsg(MSG_INTERRUPT)" if spec.syntax == "sendmsg" else "gpr_idx(SRC0)")
+    if spec.syntax == "label":
+        return Imm(rng.randint(-32768, 32767))
+    if not kinds:
+        return _immediate_field(form, spec, rng)
+    kind = rng.choice(kinds)
+    if kind in ("v", "a"):
+        op: Operand = _reg(rng, kind, spec.width or 1, spec.align, 256)
+    elif kind == "s":
+        op = _scalar(rng, spec.width or 1)
+    elif kind == "off":
+        op = OFF
+    else:
+        op = _constant(rng, kind, spec.type)
+    packed_sdwa = form.enc == "SDWA" and "_pk_" in form.mnemonic  # LLVM does not print them
+    if spec.mods and spec.role == "use" and rng.random() < 0.3 and kind in ("v", "s", "a") \
+            and not packed_sdwa:
+        if form.enc == "SDWA" and spec.type and spec.type.lstrip("v2").startswith("i"):
+            op = Mod(op, sext=True)
+        elif spec.type is None or not spec.type.lstrip("v2").startswith("i"):
+            op = Mod(op, neg=rng.random() < 0.5, abs=rng.random() < 0.5)
+    return op
+
+
+def _immediate_field(form: Form, spec: OperandSpec, rng: random.Random) -> Operand:
+    if form.enc == "SMEM" and spec.name == "offset":
+        return Imm(rng.randint(-(1 << 20), (1 << 20) - 1), fmt="hex")
+    if form.enc == "SMEM" and spec.name == "sdata":
+        return Imm(rng.randint(0, 127))
+    if form.enc == "SOPK":
+        return Imm(rng.randint(0, 0xFFFF), fmt="hex")
+    return Imm(rng.randint(0, 0xFFFF))
+
+
+def random_modifiers(form: Form, rng: random.Random, operands: list[Operand]) -> dict:
+    """Random modifiers for a form, within their encodable ranges."""
+    m: dict[str, object] = {}
+    enc = form.enc
+    n_src = sum(1 for s in form.operands if s.name in ("src0", "src1", "src2"))
+    if enc == "VOP3":
+        if "clamp" in form.modifiers and rng.random() < 0.3:
+            m["clamp"] = True
+        if "omod" in form.modifiers and rng.random() < 0.3:
+            m["omod"] = rng.randint(1, 3)
+        if "op_sel" in form.modifiers and rng.random() < 0.4:
+            m["op_sel"] = tuple(rng.randint(0, 1) for _ in range(n_src + 1))
+    elif enc == "VOP3P":
+        for name in ("op_sel", "op_sel_hi", "neg_lo", "neg_hi"):
+            if rng.random() < 0.4:
+                m[name] = tuple(rng.randint(0, 1) for _ in range(n_src))
+        if "clamp" in form.modifiers and rng.random() < 0.3:
+            m["clamp"] = True
+    elif enc == "MAI":
+        for name, hi in (("cbsz", 7), ("abid", 15), ("blgp", 7)):
+            if name in form.modifiers and rng.random() < 0.3:
+                m[name] = rng.randint(0, hi)
+    elif enc == "DS":
+        if "offset0" in form.modifiers or "offset1" in form.modifiers:
+            m["offset0"], m["offset1"] = rng.randint(0, 255), rng.randint(0, 255)
+        elif "offset" in form.modifiers:
+            m["offset"] = rng.choice([0, rng.randint(0, 65535)])
+        if "gds" in form.modifiers and rng.random() < 0.2:
+            m["gds"] = True
+    elif enc in ("FLAT", "GLOBAL", "SCRATCH"):
+        lo = 0 if enc == "FLAT" else -4096
+        if "offset" in form.modifiers:
+            m["offset"] = rng.choice([0, rng.randint(lo, 4095)])
+        for name in ("sc0", "sc1", "nt"):
+            if name in form.modifiers and rng.random() < 0.3:
+                m[name] = True
+    elif enc in ("MUBUF", "MTBUF"):
+        if form.variant == "lds":
+            m["lds"] = True
+        vaddr = next((op for s, op in zip(form.operands, operands) if s.name == "vaddr"), None)
+        if isinstance(vaddr, Reg):
+            if vaddr.count == 2:
+                m["idxen"] = m["offen"] = True
+            elif rng.random() < 0.5:
+                m["offen"] = True
+            else:
+                m["idxen"] = True
+        m["offset"] = rng.choice([0, rng.randint(0, 4095)])
+        for name in ("sc0", "sc1", "nt"):
+            if name in form.modifiers and rng.random() < 0.3:
+                m[name] = True
+        if enc == "MTBUF":
+            m["format"] = rng.randint(1, 15) | (rng.randint(0, 7) << 4)
+    elif enc == "SMEM":
+        if "glc" in form.modifiers and rng.random() < 0.3:
+            m["glc"] = True
+    elif enc == "DPP":
+        ctrl = rng.choice([rng.randint(0, 255), 0x100 + rng.randint(1, 15),
+                           0x110 + rng.randint(1, 15), 0x120 + rng.randint(1, 15), 0x130, 0x134,
+                           0x138, 0x13C, 0x140, 0x141, 0x142, 0x143])
+        if any(s.width == 2 for s in form.operands if s.name == "src0"):
+            ctrl = 0x150 + rng.randint(0, 15)
+        m["dpp_ctrl"] = ctrl
+        m["row_mask"], m["bank_mask"] = rng.randint(0, 15), rng.randint(0, 15)
+        if rng.random() < 0.3:
+            m["bound_ctrl"] = True
+    elif enc == "SDWA":
+        sels = syntax.SDWA_SEL
+        if form.format != "VOPC":
+            m["dst_sel"] = rng.choice(sels)
+            m["dst_unused"] = rng.choice(syntax.SDWA_UNUSED)
+            if "clamp" in form.modifiers and rng.random() < 0.2:
+                m["clamp"] = True
+            if "omod" in form.modifiers and rng.random() < 0.2:
+                m["omod"] = rng.randint(1, 3)
+        m["src0_sel"] = rng.choice(sels)
+        if any(s.name == "vsrc1" for s in form.operands):
+            m["src1_sel"] = rng.choice(sels)
+    return m
+
+
+def random_inst(form: Form, rng: random.Random) -> Inst:
+    """A random instruction of `form` (printed mnemonic, random operands and modifiers)."""
+    ops = [random_operand(form, spec, rng) for spec in form.operands]
+    if form.enc in ("MUBUF", "MTBUF"):
+        for k, spec in enumerate(form.operands):
+            if spec.name == "vaddr" and rng.random() < 0.2:
+                ops[k] = Reg("v", rng.randrange(0, 127) * 2, 2)  # idxen + offen
+    if form.enc == "VOP3" and any(s.name == "sdst" for s in form.operands):
+        # VOP3b has no abs field (LLVM silently drops |x| there; asterism rejects it).
+        ops = [Mod(o.operand, neg=o.neg) if isinstance(o, Mod) else o for o in ops]
+    inst = Inst(form.printed_mnemonic, ops, form=form)
+    inst.modifiers = random_modifiers(form, rng, ops)
+    return inst
