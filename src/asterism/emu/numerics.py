@@ -262,8 +262,9 @@ def scale_from_f32(scale: np.ndarray) -> np.ndarray:
 
 def f16_to_f32(bits: np.ndarray) -> np.ndarray:
     """f16 codes (low 16 bits) to float32 (exact, NaN payload kept)."""
-    return (np.asarray(bits).astype(np.uint32) & 0xFFFF).astype(np.uint16).view(
-        np.float16).astype(np.float32)
+    half = (np.asarray(bits).astype(np.uint32) & 0xFFFF).astype(np.uint16).view(np.float16)
+    with np.errstate(invalid="ignore"):  # signaling NaNs warn when widened; they stay NaN
+        return half.astype(np.float32)
 
 
 def bf16_to_f32(bits: np.ndarray) -> np.ndarray:
