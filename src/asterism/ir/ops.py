@@ -1,0 +1,843 @@
+"""Operations of the `amdgcn` dialect.
+
+Instruction ops (one per encoding family of the ISA database) are destination-passing: the
+destination registers are operands and the op returns them, as new SSA values of the same
+types, followed by a `!amdgcn.token` for memory instructions. Operands follow the database
+form's assembly order; which mnemonics and operand shapes an op accepts is checked against
+the ISA database of the module's target by `asterism.ir.verify`, not here.
+
+Custom assembly format of an instruction op::
+
+    %r = amdgcn.vop2 v_add_u32 %dst, %c1, %src : (!amdgcn.vgpr<1>, i32, !amdgcn.vgpr<0>)
+           -> !amdgcn.vgpr<1>
+    %d, %t = amdgcn.global global_load_dword %dst, %addr, %base offset = 16 sc0 : (...) -> (...)
+    amdgcn.sopp s_waitcnt vmcnt = 0 lgkmcnt = 0
+
+Modifiers follow the operands as `name` (flags) or `name = value` (integers, `[0, 1]` bit
+lists, names); their names are the MC layer's (see `asterism.mc.inst`) plus `neg`/`abs`/
+`sext` (per-source input modifiers, bit lists by source position) and the s_waitcnt counters
+`vmcnt`/`expcnt`/`lgkmcnt`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import ClassVar
+
+from xdsl.dialects.builtin import (
+    ArrayAttr,
+    DenseArrayBase,
+    DictionaryAttr,
+    IntAttr,
+    IntegerAttr,
+    IntegerType,
+    StringAttr,
+    UnitAttr,
+    i32,
+)
+from xdsl.ir import Attribute, Block, Region, SSAValue
+from xdsl.irdl import (
+    IRDLOperation,
+    irdl_op_definition,
+    opt_prop_def,
+    prop_def,
+    region_def,
+    result_def,
+    successor_def,
+    traits_def,
+    var_operand_def,
+    var_result_def,
+    var_successor_def,
+)
+from xdsl.parser import Parser, UnresolvedOperand
+from xdsl.printer import Printer
+from xdsl.traits import (
+    IsolatedFromAbove,
+    IsTerminator,
+    NoTerminator,
+    SymbolOpInterface,
+    SymbolTable,
+)
+from xdsl.utils.exceptions import VerifyException
+from xdsl.utils.mlir_lexer import MLIRTokenKind
+
+from asterism.ir.types import (
+    KernelArgAttr,
+    OffType,
+    RegisterType,
+    SGPRType,
+    SpecialRegType,
+    TokenType,
+    VGPRType,
+    kernel_arg_text,
+    parse_kernel_arg,
+)
+
+# --- modifiers ------------------------------------------------------------------------------
+
+FLAG_MODIFIERS = frozenset({
+    "clamp", "gds", "sc0", "sc1", "nt", "glc", "slc", "nv", "offen", "idxen", "lds",
+    "bound_ctrl", "fi"})
+INT_MODIFIERS = frozenset({
+    "omod", "offset", "offset0", "offset1", "cbsz", "abid", "blgp", "row_mask", "bank_mask",
+    "dpp_ctrl", "format", "vmcnt", "expcnt", "lgkmcnt"})
+LIST_MODIFIERS = frozenset({"op_sel", "op_sel_hi", "neg_lo", "neg_hi", "neg", "abs", "sext"})
+NAME_MODIFIERS = frozenset({"dst_sel", "dst_unused", "src0_sel", "src1_sel"})
+MODIFIER_NAMES = FLAG_MODIFIERS | INT_MODIFIERS | LIST_MODIFIERS | NAME_MODIFIERS
+
+ModValue = bool | int | tuple[int, ...] | str
+
+
+def modifiers_to_attr(mods: Mapping[str, ModValue]) -> DictionaryAttr:
+    """Encode Python modifier values (flag True, int, bit tuple, name) as a dictionary."""
+    out: dict[str, Attribute] = {}
+    for name, value in mods.items():
+        if value is True:
+            out[name] = UnitAttr()
+        elif value is False or value is None:
+            continue
+        elif isinstance(value, int):
+            out[name] = IntegerAttr(value, i32)
+        elif isinstance(value, str):
+            out[name] = StringAttr(value)
+        else:
+            out[name] = ArrayAttr([IntegerAttr(int(v), i32) for v in value])
+    return DictionaryAttr(out)
+
+
+def attr_to_modifiers(attr: DictionaryAttr | None) -> dict[str, ModValue]:
+    """Decode a modifier dictionary into Python values (see `modifiers_to_attr`)."""
+    if attr is None:
+        return {}
+    out: dict[str, ModValue] = {}
+    for name, value in attr.data.items():
+        if isinstance(value, UnitAttr):
+            out[name] = True
+        elif isinstance(value, IntegerAttr):
+            out[name] = value.value.data
+        elif isinstance(value, StringAttr):
+            out[name] = value.data
+        elif isinstance(value, ArrayAttr):
+            out[name] = tuple(
+                v.value.data if isinstance(v, IntegerAttr) else int(getattr(v, "data", 0))
+                for v in value.data)
+        elif isinstance(value, IntAttr):
+            out[name] = value.data
+        else:
+            # An attribute of a kind no modifier uses: keep it visible to the verifier.
+            out[name] = f"<{value}>"
+    return out
+
+
+def _current(parser: Parser):
+    return parser._current_token
+
+
+def _parse_modifiers(parser: Parser) -> dict[str, ModValue]:
+    """Parse `name` / `name = value` pairs until something that is not a modifier."""
+    mods: dict[str, ModValue] = {}
+    while True:
+        tok = _current(parser)
+        if tok.kind != MLIRTokenKind.BARE_IDENT or "." in tok.text:
+            return mods
+        name = tok.text
+        if name not in MODIFIER_NAMES:
+            parser.raise_error(
+                f"unknown modifier '{name}'; modifiers are: {', '.join(sorted(MODIFIER_NAMES))}")
+        parser.parse_identifier()
+        if name in mods:
+            parser.raise_error(f"modifier '{name}' given twice")
+        if parser.parse_optional_punctuation("=") is None:
+            if name not in FLAG_MODIFIERS:
+                parser.raise_error(f"modifier '{name}' needs a value: {name} = ...")
+            mods[name] = True
+            continue
+        if parser.parse_optional_punctuation("[") is not None:
+            values: list[int] = []
+            if parser.parse_optional_punctuation("]") is None:
+                values.append(parser.parse_integer())
+                while parser.parse_optional_punctuation(",") is not None:
+                    values.append(parser.parse_integer())
+                parser.parse_punctuation("]")
+            mods[name] = tuple(values)
+            continue
+        if (b := parser.parse_optional_boolean()) is not None:
+            mods[name] = b
+            continue
+        if (i := parser.parse_optional_integer(allow_boolean=False)) is not None:
+            mods[name] = i
+            continue
+        mods[name] = parser.parse_identifier_or_str_literal(f" (value of modifier '{name}')")
+
+
+def _print_modifiers(printer: Printer, mods: Mapping[str, ModValue]) -> None:
+    for name, value in mods.items():
+        printer.print_string(" ")
+        if value is True:
+            printer.print_string(name)
+        elif isinstance(value, bool):
+            printer.print_string(f"{name} = {'true' if value else 'false'}")
+        elif isinstance(value, int):
+            printer.print_string(f"{name} = {value}")
+        elif isinstance(value, tuple):
+            printer.print_string(f"{name} = [{', '.join(str(v) for v in value)}]")
+        else:
+            printer.print_string(f"{name} = ")
+            printer.print_identifier_or_string_literal(str(value))
+
+
+def _parse_type_signature(parser: Parser, n_operands: int) -> tuple[list[Attribute],
+                                                                      list[Attribute]]:
+    """`: (types) -> type | (types)`, optional when there are no operands and no results."""
+    if parser.parse_optional_punctuation(":") is None:
+        if n_operands:
+            parser.raise_error("expected ':' and the operand types")
+        return [], []
+    ftype = parser.parse_function_type()
+    return list(ftype.inputs.data), list(ftype.outputs.data)
+
+
+def _print_type_signature(printer: Printer, inputs: Sequence[Attribute],
+                          outputs: Sequence[Attribute]) -> None:
+    if not inputs and not outputs:
+        return
+    printer.print_string(" : ")
+    printer.print_function_type(inputs, outputs)
+
+
+# --- instruction ops ------------------------------------------------------------------------
+
+
+class InstructionOp(IRDLOperation):
+    """Base of the instruction ops: a mnemonic, operands in database order, modifiers."""
+
+    FAMILY: ClassVar[str] = ""
+    ENCODINGS: ClassVar[tuple[str, ...]] = ()
+
+    mnemonic = prop_def(StringAttr)
+    modifiers = opt_prop_def(DictionaryAttr)
+    args = var_operand_def()
+    outs = var_result_def()
+
+    def __init__(self, mnemonic: str, operands: Sequence[SSAValue],
+                 result_types: Sequence[Attribute],
+                 modifiers: Mapping[str, ModValue] | None = None,
+                 attributes: Mapping[str, Attribute] | None = None):
+        props: dict[str, Attribute] = {"mnemonic": StringAttr(mnemonic)}
+        if modifiers:
+            props["modifiers"] = modifiers_to_attr(modifiers)
+        super().__init__(operands=[list(operands)], result_types=[list(result_types)],
+                         properties=props, attributes=dict(attributes or {}))
+
+    @property
+    def mnemonic_text(self) -> str:
+        """The mnemonic as written (with its suffix, if any)."""
+        return self.mnemonic.data
+
+    @property
+    def mods(self) -> dict[str, ModValue]:
+        """The modifiers as Python values."""
+        return attr_to_modifiers(self.modifiers)
+
+    @property
+    def token(self) -> SSAValue | None:
+        """The completion token result, if the instruction returns one."""
+        if self.outs and isinstance(self.outs[-1].type, TokenType):
+            return self.outs[-1]
+        return None
+
+    @classmethod
+    def parse(cls, parser: Parser):
+        mnemonic = parser.parse_identifier(" (instruction mnemonic)")
+        pos = parser.pos
+        unresolved: list[UnresolvedOperand] = []
+        first = parser.parse_optional_unresolved_operand()
+        if first is not None:
+            unresolved.append(first)
+            while parser.parse_optional_punctuation(",") is not None:
+                unresolved.append(parser.parse_unresolved_operand())
+        mods = _parse_modifiers(parser)
+        attrs = parser.parse_optional_attr_dict()
+        inputs, outputs = _parse_type_signature(parser, len(unresolved))
+        operands = parser.resolve_operands(unresolved, inputs, pos)
+        return cls(mnemonic, operands, outputs, mods, attrs)
+
+    def print(self, printer: Printer) -> None:
+        printer.print_string(f" {self.mnemonic.data}")
+        if self.args:
+            printer.print_string(" ")
+            printer.print_list(self.args, printer.print_operand)
+        _print_modifiers(printer, self.mods)
+        if self.attributes:
+            printer.print_op_attributes(self.attributes)
+        _print_type_signature(printer, [a.type for a in self.args],
+                              [r.type for r in self.outs])
+
+
+def _family(name: str, encodings: tuple[str, ...], doc: str) -> type[InstructionOp]:
+    cls = type(f"{name.upper()}Op", (InstructionOp,), {
+        "name": f"amdgcn.{name}", "FAMILY": name, "ENCODINGS": encodings, "__doc__": doc,
+        "__module__": __name__,
+        "__annotations__": {"FAMILY": ClassVar[str], "ENCODINGS": ClassVar[tuple[str, ...]]}})
+    return irdl_op_definition(cls)
+
+
+SOP1Op = _family("sop1", ("SOP1",), "Scalar ALU, one source (s_mov_b32, s_getpc_b64...).")
+SOP2Op = _family("sop2", ("SOP2",), "Scalar ALU, two sources (s_add_u32, s_lshl_b32...).")
+SOPKOp = _family("sopk", ("SOPK",), "Scalar ALU with a 16-bit immediate (s_movk_i32...).")
+SOPCOp = _family("sopc", ("SOPC",), "Scalar compare writing SCC (s_cmp_eq_u32...).")
+SOPPOp = _family("sopp", ("SOPP",), "Scalar program control (s_waitcnt, s_nop, s_barrier...).")
+SMEMOp = _family("smem", ("SMEM",), "Scalar memory (s_load_dword*, s_store_dword*...).")
+VOP1Op = _family("vop1", ("VOP1",), "Vector ALU, one source, 32-bit encoding (_e32).")
+VOP2Op = _family("vop2", ("VOP2",), "Vector ALU, two sources, 32-bit encoding (_e32).")
+VOPCOp = _family("vopc", ("VOPC",), "Vector compare writing VCC, 32-bit encoding (_e32).")
+VOP3Op = _family("vop3", ("VOP3",), "Vector ALU, 64-bit encoding (_e64 and VOP3-only ops).")
+VOP3POp = _family("vop3p", ("VOP3P",), "Packed vector ALU (v_pk_*, dot products).")
+MAIOp = _family("mai", ("MAI", "MAI_SCALE"), "Matrix instructions (v_mfma_*, v_accvgpr_*).")
+DSOp = _family("ds", ("DS",), "LDS / GDS instructions (ds_read_*, ds_write_*...).")
+FLATOp = _family("flat", ("FLAT",), "FLAT (generic address) memory instructions.")
+GLOBALOp = _family("global", ("GLOBAL",), "GLOBAL memory instructions.")
+SCRATCHOp = _family("scratch", ("SCRATCH",), "SCRATCH (private) memory instructions.")
+MUBUFOp = _family("mubuf", ("MUBUF",), "Untyped buffer memory instructions (buffer_*).")
+MTBUFOp = _family("mtbuf", ("MTBUF",), "Typed buffer memory instructions (tbuffer_*).")
+DPPOp = _family("dpp", ("DPP",), "VOP1/VOP2 with data-parallel primitives (_dpp).")
+SDWAOp = _family("sdwa", ("SDWA",), "VOP1/VOP2/VOPC with sub-dword addressing (_sdwa).")
+
+INSTRUCTION_OPS: tuple[type[InstructionOp], ...] = (
+    SOP1Op, SOP2Op, SOPKOp, SOPCOp, SOPPOp, SMEMOp, VOP1Op, VOP2Op, VOPCOp, VOP3Op, VOP3POp,
+    MAIOp, DSOp, FLATOp, GLOBALOp, SCRATCHOp, MUBUFOp, MTBUFOp, DPPOp, SDWAOp)
+OP_FOR_ENCODING: dict[str, type[InstructionOp]] = {
+    enc: cls for cls in INSTRUCTION_OPS for enc in cls.ENCODINGS}
+
+
+@irdl_op_definition
+class BranchOp(IRDLOperation):
+    """A branch instruction (s_branch, s_cbranch_*): `amdgcn.branch s_branch ^target` or
+    `amdgcn.branch s_cbranch_scc1 ^target fallthrough ^next` (the fall-through block must be
+    the next block)."""
+
+    name = "amdgcn.branch"
+
+    mnemonic = prop_def(StringAttr)
+    targets = var_successor_def()
+
+    traits = traits_def(IsTerminator())
+
+    def __init__(self, mnemonic: str, target: Block, fallthrough: Block | None = None):
+        succ = [target] if fallthrough is None else [target, fallthrough]
+        super().__init__(properties={"mnemonic": StringAttr(mnemonic)}, successors=[succ])
+
+    @property
+    def mnemonic_text(self) -> str:
+        """The mnemonic as written."""
+        return self.mnemonic.data
+
+    @property
+    def target(self) -> Block:
+        """The block jumped to."""
+        return self.targets[0]
+
+    @property
+    def fallthrough(self) -> Block | None:
+        """The block reached when a conditional branch is not taken."""
+        return self.targets[1] if len(self.targets) > 1 else None
+
+    @classmethod
+    def parse(cls, parser: Parser) -> BranchOp:
+        mnemonic = parser.parse_identifier(" (branch mnemonic)")
+        target = parser.parse_successor()
+        fallthrough = None
+        if parser.parse_optional_keyword("fallthrough") is not None:
+            fallthrough = parser.parse_successor()
+        op = cls(mnemonic, target, fallthrough)
+        if attrs := parser.parse_optional_attr_dict():
+            op.attributes.update(attrs)
+        return op
+
+    def print(self, printer: Printer) -> None:
+        printer.print_string(f" {self.mnemonic.data} ")
+        printer.print_block_name(self.target)
+        if self.fallthrough is not None:
+            printer.print_string(" fallthrough ")
+            printer.print_block_name(self.fallthrough)
+        if self.attributes:
+            printer.print_op_attributes(self.attributes)
+
+    def verify_(self) -> None:
+        if len(self.targets) not in (1, 2):
+            raise VerifyException("amdgcn.branch takes a target and an optional fall-through")
+
+
+@irdl_op_definition
+class FallthroughOp(IRDLOperation):
+    """Ends a block that falls through into the next one; emits no instruction."""
+
+    name = "amdgcn.fallthrough"
+
+    dest = successor_def()
+
+    traits = traits_def(IsTerminator())
+    assembly_format = "$dest attr-dict"
+
+    def __init__(self, dest: Block):
+        super().__init__(successors=[dest])
+
+
+@irdl_op_definition
+class EndKernelOp(IRDLOperation):
+    """`s_endpgm` as a block terminator (needed when the kernel has several blocks)."""
+
+    name = "amdgcn.end_kernel"
+
+    traits = traits_def(IsTerminator())
+    assembly_format = "attr-dict"
+
+    def __init__(self):
+        super().__init__()
+
+
+# --- values ---------------------------------------------------------------------------------
+
+
+@irdl_op_definition
+class AllocaOp(IRDLOperation):
+    """Introduces a register value (fixed or relocatable) to be used as a destination:
+    `%r = amdgcn.alloca : !amdgcn.vgpr<[? + 4]>`."""
+
+    name = "amdgcn.alloca"
+
+    result = result_def()
+    assembly_format = "attr-dict `:` type($result)"
+
+    def __init__(self, type_: Attribute):
+        super().__init__(result_types=[type_])
+
+    def verify_(self) -> None:
+        if not isinstance(self.result.type, RegisterType | SpecialRegType):
+            raise VerifyException("amdgcn.alloca makes register values (vgpr, agpr, sgpr, "
+                                  "special)")
+
+
+@irdl_op_definition
+class OffOp(IRDLOperation):
+    """The `off` operand placeholder: `%off = amdgcn.off`."""
+
+    name = "amdgcn.off"
+
+    result = result_def(OffType)
+    assembly_format = "attr-dict"
+
+    def __init__(self):
+        super().__init__(result_types=[OffType()])
+
+
+@irdl_op_definition
+class LiteralOp(IRDLOperation):
+    """A 32-bit literal given by its bits (printed in hex in the assembly):
+    `%l = amdgcn.literal 0x3f800000`."""
+
+    name = "amdgcn.literal"
+
+    bits = prop_def(IntegerAttr)
+    result = result_def(IntegerType)
+
+    def __init__(self, bits: int):
+        super().__init__(properties={"bits": IntegerAttr(bits & 0xFFFFFFFF, IntegerType(64))},
+                         result_types=[i32])
+
+    @property
+    def value(self) -> int:
+        """The literal's bits."""
+        return self.bits.value.data
+
+    @classmethod
+    def parse(cls, parser: Parser) -> LiteralOp:
+        pos = parser.pos
+        bits = parser.parse_integer(allow_negative=False, context_msg=" (literal bits)")
+        if bits > 0xFFFFFFFF:
+            parser.raise_error("a literal is 32 bits", pos, parser.pos)
+        return cls(bits)
+
+    def print(self, printer: Printer) -> None:
+        printer.print_string(f" 0x{self.value:x}")
+
+
+class _AbiValueOp(IRDLOperation):
+    """Base of the ops naming a dispatch-ABI input register."""
+
+    ABI_NAME: ClassVar[str] = ""
+    result = result_def()
+    assembly_format = "attr-dict `:` type($result)"
+
+    def __init__(self, type_: Attribute):
+        super().__init__(result_types=[type_])
+
+    def verify_(self) -> None:
+        if not isinstance(self.result.type, SGPRType):
+            raise VerifyException(f"{self.name} is an SGPR value")
+
+
+@irdl_op_definition
+class KernargPtrOp(_AbiValueOp):
+    """The kernel argument segment pointer (user SGPR pair)."""
+
+    name = "amdgcn.kernarg_ptr"
+    ABI_NAME: ClassVar[str] = "kernarg_ptr"
+
+
+@irdl_op_definition
+class DispatchPtrOp(_AbiValueOp):
+    """The dispatch packet pointer (user SGPR pair)."""
+
+    name = "amdgcn.dispatch_ptr"
+    ABI_NAME: ClassVar[str] = "dispatch_ptr"
+
+
+@irdl_op_definition
+class QueuePtrOp(_AbiValueOp):
+    """The queue pointer (user SGPR pair)."""
+
+    name = "amdgcn.queue_ptr"
+    ABI_NAME: ClassVar[str] = "queue_ptr"
+
+
+@irdl_op_definition
+class DispatchIdOp(_AbiValueOp):
+    """The 64-bit dispatch id (user SGPR pair)."""
+
+    name = "amdgcn.dispatch_id"
+    ABI_NAME: ClassVar[str] = "dispatch_id"
+
+
+DIMS = ("x", "y", "z")
+
+
+class _DimValueOp(IRDLOperation):
+    dim = prop_def(StringAttr)
+    result = result_def()
+
+    def __init__(self, dim: str, type_: Attribute):
+        super().__init__(properties={"dim": StringAttr(dim)}, result_types=[type_])
+
+    @property
+    def dim_index(self) -> int:
+        """0, 1, 2 for x, y, z."""
+        return DIMS.index(self.dim.data)
+
+    @classmethod
+    def parse(cls, parser: Parser):
+        pos = parser.pos
+        dim = parser.parse_identifier(" (x, y or z)")
+        if dim not in DIMS:
+            parser.raise_error(f"expected x, y or z, got '{dim}'", pos, parser.pos)
+        parser.parse_punctuation(":")
+        return cls(dim, parser.parse_type())
+
+    def print(self, printer: Printer) -> None:
+        printer.print_string(f" {self.dim.data} : ")
+        printer.print_attribute(self.result.type)
+
+    def verify_(self) -> None:
+        if self.dim.data not in DIMS:
+            raise VerifyException(f"{self.name}: dimension must be x, y or z")
+
+
+@irdl_op_definition
+class WorkgroupIdOp(_DimValueOp):
+    """The workgroup id in one dimension (a system SGPR)."""
+
+    name = "amdgcn.workgroup_id"
+
+    def verify_(self) -> None:
+        super().verify_()
+        if not isinstance(self.result.type, SGPRType):
+            raise VerifyException("amdgcn.workgroup_id is an SGPR value")
+
+
+@irdl_op_definition
+class WorkitemIdOp(_DimValueOp):
+    """The work-item id register: v0 on gfx942/gfx950, where x, y and z are packed as
+    v0[9:0], v0[19:10] and v0[29:20] (only x is present when the kernel asks for x only)."""
+
+    name = "amdgcn.workitem_id"
+
+    def verify_(self) -> None:
+        super().verify_()
+        if not isinstance(self.result.type, VGPRType):
+            raise VerifyException("amdgcn.workitem_id is a VGPR value")
+
+
+@irdl_op_definition
+class KernargOffsetOp(IRDLOperation):
+    """The byte offset of a kernel argument in the kernarg segment, as an immediate:
+    `%o = amdgcn.kernarg_offset out`."""
+
+    name = "amdgcn.kernarg_offset"
+
+    arg = prop_def(StringAttr)
+    result = result_def(IntegerType)
+
+    def __init__(self, arg: str):
+        super().__init__(properties={"arg": StringAttr(arg)}, result_types=[i32])
+
+    @classmethod
+    def parse(cls, parser: Parser) -> KernargOffsetOp:
+        return cls(parser.parse_identifier_or_str_literal(" (kernel argument name)"))
+
+    def print(self, printer: Printer) -> None:
+        printer.print_string(" ")
+        printer.print_identifier_or_string_literal(self.arg.data)
+
+
+@irdl_op_definition
+class LdsAllocOp(IRDLOperation):
+    """A named static LDS allocation; its result is the byte offset (an immediate):
+    `%a = amdgcn.lds_alloc tile size 4096 align 16`."""
+
+    name = "amdgcn.lds_alloc"
+
+    sym = prop_def(StringAttr)
+    size = prop_def(IntAttr)
+    alignment = prop_def(IntAttr)
+    result = result_def(IntegerType)
+
+    def __init__(self, sym: str, size: int, align: int = 4):
+        super().__init__(properties={"sym": StringAttr(sym), "size": IntAttr(size),
+                                     "alignment": IntAttr(align)}, result_types=[i32])
+
+    @classmethod
+    def parse(cls, parser: Parser) -> LdsAllocOp:
+        sym = parser.parse_identifier_or_str_literal(" (LDS allocation name)")
+        parser.parse_keyword("size")
+        size = parser.parse_integer(allow_negative=False)
+        align = 4
+        if parser.parse_optional_keyword("align") is not None:
+            align = parser.parse_integer(allow_negative=False)
+        return cls(sym, size, align)
+
+    def print(self, printer: Printer) -> None:
+        printer.print_string(" ")
+        printer.print_identifier_or_string_literal(self.sym.data)
+        printer.print_string(f" size {self.size.data} align {self.alignment.data}")
+
+    def verify_(self) -> None:
+        a = self.alignment.data
+        if a < 1 or a & (a - 1):
+            raise VerifyException(f"LDS alignment {a} is not a power of two")
+        if self.size.data < 0:
+            raise VerifyException("LDS allocation size must be >= 0")
+
+
+# --- structure ------------------------------------------------------------------------------
+
+
+class _KernelRegionTerminators(NoTerminator):
+    """A single-block kernel may end without a terminator op (e.g. `amdgcn.sopp s_endpgm`);
+    blocks of multi-block kernels must end with branch/fallthrough/end_kernel (checked by
+    xDSL for multi-block regions)."""
+
+    def verify(self, op) -> None:  # multi-block regions are fine, unlike NoTerminator
+        return None
+
+
+@irdl_op_definition
+class ModuleOp(IRDLOperation):
+    """A set of kernels (and reusable func.func fragments) for one target."""
+
+    name = "amdgcn.module"
+
+    sym_name = prop_def(StringAttr)
+    target = prop_def(StringAttr)
+    features = opt_prop_def(StringAttr)
+    body = region_def("single_block")
+
+    traits = traits_def(NoTerminator(), SymbolTable(), SymbolOpInterface(),
+                        IsolatedFromAbove())
+
+    def __init__(self, sym_name: str, target: str, ops: Sequence | Region | None = None,
+                 features: str | None = None):
+        props: dict[str, Attribute] = {"sym_name": StringAttr(sym_name),
+                                       "target": StringAttr(target)}
+        if features:
+            props["features"] = StringAttr(features)
+        body = ops if isinstance(ops, Region) else Region(Block(list(ops or [])))
+        super().__init__(properties=props, regions=[body])
+
+    @property
+    def target_name(self) -> str:
+        """The target processor, e.g. "gfx942"."""
+        return self.target.data
+
+    @classmethod
+    def parse(cls, parser: Parser) -> ModuleOp:
+        sym = parser.parse_symbol_name()
+        parser.parse_keyword("target")
+        parser.parse_punctuation("=")
+        target = parser.parse_str_literal(" (target, e.g. \"gfx942\")")
+        features = None
+        if parser.parse_optional_keyword("features") is not None:
+            parser.parse_punctuation("=")
+            features = parser.parse_str_literal()
+        attrs = parser.parse_optional_attr_dict_with_keyword()
+        region = parser.parse_region()
+        if not region.blocks:
+            region.add_block(Block())
+        op = cls(sym.data, target, region, features)
+        if attrs is not None:
+            op.attributes.update(attrs.data)
+        return op
+
+    def print(self, printer: Printer) -> None:
+        printer.print_string(" ")
+        printer.print_symbol_name(self.sym_name.data)
+        printer.print_string(f' target = "{self.target.data}"')
+        if self.features is not None:
+            printer.print_string(f' features = "{self.features.data}"')
+        if self.attributes:
+            printer.print_op_attributes(self.attributes, print_keyword=True)
+        printer.print_string(" ")
+        printer.print_region(self.body, print_empty_block=False)
+
+
+@irdl_op_definition
+class KernelOp(IRDLOperation):
+    """A kernel: arguments, launch properties and a body of instruction ops.
+
+    `amdgcn.kernel @k args(out: buffer<f32, write_only>, n: i32) workgroup_size(64, 1, 1)
+    lds_size(0) reserved(S = !amdgcn.vgpr<[32:96]>) { ... }`
+    """
+
+    name = "amdgcn.kernel"
+
+    sym_name = prop_def(StringAttr)
+    arguments = prop_def(ArrayAttr[KernelArgAttr])
+    workgroup_size = prop_def(DenseArrayBase)
+    lds_size = opt_prop_def(IntegerAttr)
+    reserved = opt_prop_def(DictionaryAttr)
+    body = region_def()
+
+    traits = traits_def(_KernelRegionTerminators(), SymbolOpInterface(), IsolatedFromAbove())
+
+    def __init__(self, sym_name: str, args: Sequence[KernelArgAttr] = (),
+                 workgroup_size: Sequence[int] = (64, 1, 1), lds_size: int | None = None,
+                 reserved: Mapping[str, RegisterType] | None = None,
+                 body: Region | None = None):
+        props: dict[str, Attribute] = {
+            "sym_name": StringAttr(sym_name), "arguments": ArrayAttr(list(args)),
+            "workgroup_size": DenseArrayBase.from_list(i32, list(workgroup_size))}
+        if lds_size is not None:
+            props["lds_size"] = IntegerAttr(lds_size, i32)
+        if reserved:
+            props["reserved"] = DictionaryAttr(dict(reserved))
+        super().__init__(properties=props, regions=[body or Region(Block())])
+
+    @property
+    def kernel_name(self) -> str:
+        """The kernel's symbol name."""
+        return self.sym_name.data
+
+    @property
+    def args(self) -> list[KernelArgAttr]:
+        """The explicit kernel arguments in order."""
+        return list(self.arguments.data)
+
+    @property
+    def launch_size(self) -> tuple[int, int, int]:
+        """The workgroup size (x, y, z)."""
+        values = tuple(self.workgroup_size.get_values())
+        return (tuple(values) + (1, 1, 1))[:3]  # type: ignore[return-value]
+
+    @property
+    def reserved_regions(self) -> dict[str, RegisterType]:
+        """Named reserved register regions."""
+        if self.reserved is None:
+            return {}
+        return {k: v for k, v in self.reserved.data.items() if isinstance(v, RegisterType)}
+
+    @classmethod
+    def parse(cls, parser: Parser) -> KernelOp:
+        sym = parser.parse_symbol_name()
+        args: list[KernelArgAttr] = []
+        wg: list[int] = [64, 1, 1]
+        lds: int | None = None
+        reserved: dict[str, RegisterType] = {}
+        while True:
+            pos = parser.pos
+            word = parser.parse_optional_keyword_in(
+                ("args", "workgroup_size", "lds_size", "reserved"))
+            if word is None:
+                break
+            if word == "args":
+                args = parser.parse_comma_separated_list(
+                    parser.Delimiter.PAREN, lambda: parse_kernel_arg(parser))
+            elif word == "workgroup_size":
+                wg = parser.parse_comma_separated_list(
+                    parser.Delimiter.PAREN, lambda: parser.parse_integer(allow_negative=False))
+                if not 1 <= len(wg) <= 3:
+                    parser.raise_error("workgroup_size takes 1 to 3 sizes", pos, parser.pos)
+                wg = (wg + [1, 1])[:3]
+            elif word == "lds_size":
+                with parser.in_parens():
+                    lds = parser.parse_integer(allow_negative=False)
+            else:
+                def entry() -> None:
+                    name = parser.parse_identifier_or_str_literal(" (region name)")
+                    parser.parse_punctuation("=")
+                    tpos = parser.pos
+                    t = parser.parse_type()
+                    if not isinstance(t, RegisterType) or not t.is_fixed:
+                        parser.raise_error("a reserved region is a fixed register range",
+                                           tpos, parser.pos)
+                    reserved[name] = t
+                parser.parse_comma_separated_list(parser.Delimiter.PAREN, entry)
+        attrs = parser.parse_optional_attr_dict_with_keyword()
+        region = parser.parse_region()
+        op = cls(sym.data, args, wg, lds, reserved, region)
+        if attrs is not None:
+            op.attributes.update(attrs.data)
+        return op
+
+    def print(self, printer: Printer) -> None:
+        printer.print_string(" ")
+        printer.print_symbol_name(self.sym_name.data)
+        printer.print_string(f" args({', '.join(kernel_arg_text(a) for a in self.args)})")
+        printer.print_string(f" workgroup_size({', '.join(map(str, self.launch_size))})")
+        if self.lds_size is not None:
+            printer.print_string(f" lds_size({self.lds_size.value.data})")
+        if self.reserved_regions:
+            printer.print_string(" reserved(")
+            for i, (name, t) in enumerate(self.reserved_regions.items()):
+                if i:
+                    printer.print_string(", ")
+                printer.print_identifier_or_string_literal(name)
+                printer.print_string(" = ")
+                printer.print_attribute(t)
+            printer.print_string(")")
+        if self.attributes:
+            printer.print_op_attributes(self.attributes, print_keyword=True)
+        printer.print_string(" ")
+        printer.print_region(self.body)
+
+    def verify_(self) -> None:
+        names = [a.arg_name.data for a in self.args]
+        dup = {n for n in names if names.count(n) > 1}
+        if dup:
+            raise VerifyException(f"kernel @{self.kernel_name}: duplicate argument names "
+                                  f"{sorted(dup)}")
+        if self.body.blocks and self.body.blocks[0].args:
+            raise VerifyException(f"kernel @{self.kernel_name}: the entry block takes no "
+                                  "arguments (inputs come from the ABI value ops)")
+
+
+AMDGCN_OPS: tuple[type[IRDLOperation], ...] = (
+    *INSTRUCTION_OPS, BranchOp, FallthroughOp, EndKernelOp, AllocaOp, OffOp, LiteralOp,
+    KernargPtrOp, DispatchPtrOp, QueuePtrOp, DispatchIdOp, WorkgroupIdOp, WorkitemIdOp,
+    KernargOffsetOp, LdsAllocOp, ModuleOp, KernelOp)
+
+ABI_VALUE_OPS: tuple[type[IRDLOperation], ...] = (
+    KernargPtrOp, DispatchPtrOp, QueuePtrOp, DispatchIdOp, WorkgroupIdOp, WorkitemIdOp)
+
+__all__ = [c.__name__ for c in AMDGCN_OPS] + [
+    "InstructionOp", "INSTRUCTION_OPS", "OP_FOR_ENCODING", "ABI_VALUE_OPS", "AMDGCN_OPS",
+    "MODIFIER_NAMES", "FLAG_MODIFIERS", "INT_MODIFIERS", "LIST_MODIFIERS", "NAME_MODIFIERS",
+    "modifiers_to_attr", "attr_to_modifiers"]

@@ -1,0 +1,299 @@
+"""Verification of amdgcn IR against the ISA database and the target description.
+
+`verify_module` runs xDSL's structural checks, then checks every instruction op against the
+database form of the module's target (mnemonic, availability, operands, immediates,
+modifiers, destination passing), the ABI value ops against the registers the ABI assigns,
+LDS and kernel-argument declarations, and register numbers against the target's register
+files. The first problem is raised as a `VerifyError` naming the op, the operand (by its
+database name) and what was expected, at the op's source location.
+"""
+
+from __future__ import annotations
+
+from xdsl.dialects import arith, func
+from xdsl.dialects.builtin import (
+    FileLineColLoc,
+    FloatAttr,
+    IntegerAttr,
+)
+from xdsl.dialects.builtin import ModuleOp as BuiltinModuleOp
+from xdsl.ir import Block, Operation
+from xdsl.utils.exceptions import VerifyException
+
+from asterism.errors import SourceLocation, TargetError, VerifyError
+from asterism.ir.abi import USER_SGPR_OPS, KernelLayout, compute_layout, lds_size
+from asterism.ir.match import (
+    Match,
+    MatchError,
+    check_modifiers,
+    check_results,
+    match_op,
+    resolve,
+    shape_of,
+)
+from asterism.ir.ops import (
+    ABI_VALUE_OPS,
+    AllocaOp,
+    BranchOp,
+    EndKernelOp,
+    FallthroughOp,
+    InstructionOp,
+    KernargOffsetOp,
+    KernelOp,
+    LdsAllocOp,
+    LiteralOp,
+    ModuleOp,
+    OffOp,
+    WorkgroupIdOp,
+    WorkitemIdOp,
+)
+from asterism.ir.types import AGPRType, RegisterType, SGPRType, VGPRType, type_text
+from asterism.isa import IsaDatabase, get_isa
+from asterism.target import Target, get_target
+
+
+def op_location(op: Operation) -> SourceLocation | None:
+    """The source location recorded on `op` (IR file or Python builder line), if any."""
+    loc = op.location
+    if isinstance(loc, FileLineColLoc):
+        return SourceLocation(loc.filename.data, loc.line.data, loc.column.data)
+    return None
+
+
+def op_title(op: Operation) -> str:
+    """`amdgcn.vop2 v_add_u32` style name of an op for messages."""
+    mnemonic = getattr(op, "mnemonic", None)
+    if mnemonic is not None and hasattr(mnemonic, "data"):
+        return f"{op.name} {mnemonic.data}"
+    return op.name
+
+
+def error_at(op: Operation, message: str) -> VerifyError:
+    """A VerifyError for `op` with its location and name."""
+    return VerifyError(f"{op_title(op)}: {message}", op_location(op))
+
+
+def amdgcn_modules(module: Operation) -> list[ModuleOp]:
+    """The amdgcn.module ops of a parsed file (the op itself if it is one)."""
+    if isinstance(module, ModuleOp):
+        return [module]
+    if isinstance(module, BuiltinModuleOp):
+        out: list[ModuleOp] = []
+        for op in module.ops:
+            if isinstance(op, ModuleOp):
+                out.append(op)
+            elif isinstance(op, BuiltinModuleOp):
+                out.extend(amdgcn_modules(op))
+            else:
+                raise error_at(op, "expected amdgcn.module at the top level")
+        return out
+    raise VerifyError(f"expected a module, got {module.name}", op_location(module))
+
+
+def verify_structure(module: Operation) -> None:
+    """xDSL's structural verification, reported at the offending op."""
+    for op in module.walk():
+        try:
+            op.verify(verify_nested_ops=False)
+        except VerifyException as err:
+            message = str(err).split("\n\n")[0].strip()
+            raise error_at(op, message) from None
+
+
+def verify_module(module: Operation) -> None:
+    """Verify a parsed or built module; raises VerifyError on the first problem."""
+    verify_structure(module)
+    for amod in amdgcn_modules(module):
+        try:
+            isa = get_isa(amod.target_name)
+            target = get_target(amod.target_name)
+        except TargetError as err:
+            raise error_at(amod, err.message) from None
+        for op in amod.body.ops:
+            if isinstance(op, KernelOp):
+                verify_kernel(op, isa, target)
+            elif isinstance(op, func.FuncOp):
+                verify_fragment(op, isa, target)
+            else:
+                raise error_at(op, "an amdgcn.module holds amdgcn.kernel and func.func ops")
+
+
+class _Checker:
+    """Checks the ops of one kernel or func body."""
+
+    def __init__(self, isa: IsaDatabase, target: Target, layout: KernelLayout | None,
+                 kernel: KernelOp | None):
+        self.isa = isa
+        self.target = target
+        self.layout = layout
+        self.kernel = kernel
+
+    def check_region_ops(self, parent: Operation) -> None:
+        for region in parent.regions:
+            for block in region.blocks:
+                for arg in block.args:
+                    self.check_register_bounds(parent, arg.type)
+                for op in block.ops:
+                    self.check_op(op)
+
+    def check_register_bounds(self, op: Operation, t) -> None:
+        if not isinstance(t, RegisterType) or not t.is_fixed:
+            return
+        limit = {VGPRType: self.target.vgpr.arch, AGPRType: self.target.vgpr.acc,
+                 SGPRType: self.target.sgpr.addressable}[type(t)]
+        if t.first + t.width > limit:
+            raise error_at(op, f"{t.asm()} is past the last {t.FILE_NAME} "
+                               f"({t.KIND}{limit - 1}) of {self.target.name}")
+
+    def check_op(self, op: Operation) -> None:
+        for res in op.results:
+            self.check_register_bounds(op, res.type)
+        if isinstance(op, InstructionOp):
+            check_instruction(op, self.isa, self.layout)
+        elif isinstance(op, BranchOp):
+            check_branch(op, self.isa)
+        elif isinstance(op, FallthroughOp):
+            check_next_block(op, op.dest, "fall-through block")
+        elif isinstance(op, EndKernelOp | AllocaOp | OffOp | LiteralOp):
+            pass
+        elif isinstance(op, arith.ConstantOp):
+            if not isinstance(op.value, IntegerAttr | FloatAttr):
+                raise error_at(op, "immediates are integer or float scalars")
+        elif isinstance(op, KernargOffsetOp):
+            if self.layout is None:
+                raise error_at(op, "kernel argument offsets exist only inside a kernel")
+            if op.arg.data not in self.layout.arg_offsets:
+                names = ", ".join(self.layout.arg_offsets) or "none"
+                raise error_at(op, f"no kernel argument named '{op.arg.data}' "
+                                   f"(arguments: {names})")
+        elif isinstance(op, LdsAllocOp):
+            if self.kernel is None:
+                raise error_at(op, "LDS is allocated by kernels (not inside func.func)")
+        elif isinstance(op, ABI_VALUE_OPS):
+            if self.layout is None:
+                raise error_at(op, "ABI inputs exist only inside a kernel")
+            check_abi_value(op, self.layout)
+        elif isinstance(op, func.CallOp | func.ReturnOp):
+            pass  # calls are inlined by the inline pass; lowering rejects them
+        else:
+            raise error_at(op, "not allowed in a kernel body (amdgcn ops, arith.constant "
+                               "and func.call only)")
+
+
+def verify_kernel(kernel: KernelOp, isa: IsaDatabase, target: Target) -> None:
+    """Check one kernel (declarations, then every op of its body)."""
+    layout = compute_layout(kernel)
+    wg = kernel.launch_size
+    if any(n < 1 for n in wg) or wg[0] * wg[1] * wg[2] > target.max_workgroup_size:
+        raise error_at(kernel, f"workgroup size {wg} must have sizes >= 1 and at most "
+                               f"{target.max_workgroup_size} work-items")
+    seen: dict[str, LdsAllocOp] = {}
+    for op in layout.lds_ops:
+        if op.sym.data in seen:
+            raise error_at(op, f"LDS allocation '{op.sym.data}' is declared twice")
+        seen[op.sym.data] = op
+    total = lds_size(kernel, layout)
+    if total < layout.lds_used:
+        raise error_at(kernel, f"lds_size({total}) is smaller than the {layout.lds_used} bytes "
+                               "the amdgcn.lds_alloc ops need")
+    if total > target.lds.bytes_per_workgroup:
+        raise error_at(kernel, f"{total} bytes of LDS exceed the {target.lds.bytes_per_workgroup}"
+                               f" bytes a workgroup may use on {target.name}")
+    regions = list(kernel.reserved_regions.items())
+    checker = _Checker(isa, target, layout, kernel)
+    for k, (name, t) in enumerate(regions):
+        checker.check_register_bounds(kernel, t)
+        for other, u in regions[:k]:
+            if type(t) is type(u) and t.first < u.first + u.width and u.first < t.first + t.width:
+                raise error_at(kernel, f"reserved regions '{other}' ({u.asm()}) and '{name}' "
+                                       f"({t.asm()}) overlap")
+    checker.check_region_ops(kernel)
+
+
+def verify_fragment(fn: func.FuncOp, isa: IsaDatabase, target: Target) -> None:
+    """Check a func.func fragment's instruction ops against the module target."""
+    _Checker(isa, target, None, None).check_region_ops(fn)
+
+
+def match_instruction(op: InstructionOp, isa: IsaDatabase,
+                      layout: KernelLayout | None = None) -> Match:
+    """Select the database form of an instruction op (raises VerifyError)."""
+    shapes = [shape_of(v, layout) for v in op.args]
+    mods = op.mods
+    try:
+        match = match_op(isa, type(op).ENCODINGS, op.mnemonic_text, shapes, mods)
+        check_modifiers(match, mods, shapes)
+    except MatchError as err:
+        raise error_at(op, err.message) from None
+    return match
+
+
+def check_instruction(op: InstructionOp, isa: IsaDatabase,
+                      layout: KernelLayout | None = None) -> Match:
+    """Full check of an instruction op: form, operands, modifiers, results."""
+    match = match_instruction(op, isa, layout)
+    try:
+        check_results(match, [a.type for a in op.args], [r.type for r in op.outs])
+    except MatchError as err:
+        raise error_at(op, err.message) from None
+    return match
+
+
+def check_branch(op: BranchOp, isa: IsaDatabase) -> None:
+    """A branch names a label-taking instruction; conditional ones also name the next block."""
+    try:
+        inst, _suffix = resolve(isa, op.mnemonic_text)
+    except MatchError as err:
+        raise error_at(op, err.message) from None
+    if not any(s.syntax == "label" for f in inst.forms for s in f.operands):
+        raise error_at(op, f"{inst.mnemonic} does not take a branch target; write it as an "
+                           "instruction op (e.g. amdgcn.sopp)")
+    conditional = "cond_branch" in inst.flags
+    if conditional and op.fallthrough is None:
+        raise error_at(op, "a conditional branch names its fall-through block: "
+                           f"amdgcn.branch {op.mnemonic_text} ^target fallthrough ^next")
+    if not conditional and op.fallthrough is not None:
+        raise error_at(op, f"{inst.mnemonic} is unconditional: it has no fall-through block")
+    if op.fallthrough is not None:
+        check_next_block(op, op.fallthrough, "fall-through block")
+
+
+def check_next_block(op: Operation, dest: Block, what: str) -> None:
+    """`dest` must be the block right after the op's block (code falls through into it)."""
+    block = op.parent_block()
+    if block is None or block.next_block is not dest:
+        raise error_at(op, f"the {what} must be the next block: execution continues with the "
+                           "next instruction in memory")
+
+
+_ABI_WIDTH = {WorkgroupIdOp: 1, WorkitemIdOp: 1}
+
+
+def check_abi_value(op: Operation, layout: KernelLayout) -> None:
+    """An ABI value's type is its ABI register (or a relocatable value of that shape)."""
+    t = op.results[0].type
+    want = layout.abi_register(op)
+    assert want is not None
+    if not isinstance(t, RegisterType) or t.width != want.width or type(t) is not type(want):
+        raise error_at(op, f"the ABI delivers this input in {want.asm()}: the type must be "
+                           f"{type_text(want)}, got {type_text(t)}")
+    if t.is_fixed and t.first != want.first:
+        enabled = [n for n in ("dispatch_ptr", "queue_ptr", "kernarg_ptr", "dispatch_id")
+                   if getattr(layout.abi, n)]
+        wg = [d for d, on in zip("xyz", layout.abi.workgroup_ids) if on]
+        raise error_at(op, f"the ABI delivers this input in {want.asm()} (user SGPRs: "
+                           f"{', '.join(enabled) or 'none'}; workgroup ids: "
+                           f"{', '.join(wg) or 'none'}), but the type says {t.asm()}")
+
+
+__all__ = [
+    "USER_SGPR_OPS",
+    "amdgcn_modules",
+    "check_instruction",
+    "error_at",
+    "match_instruction",
+    "op_location",
+    "verify_fragment",
+    "verify_kernel",
+    "verify_module",
+]
