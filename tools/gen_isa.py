@@ -718,6 +718,18 @@ def rc_kinds(rc: str) -> set[str] | None:
     return None
 
 
+def rc_excludes(rc: str) -> list[str]:
+    """Special registers a scalar register class leaves out (SReg_32_XM0_XEXEC...)."""
+    out = []
+    if "XM0" in rc:
+        out.append("m0")
+    if "XEXEC_HI" in rc:
+        out.append("exec_hi")
+    elif "XEXEC" in rc:
+        out += ["exec", "exec_lo", "exec_hi"]
+    return out
+
+
 def probe_kinds(target: str, forms: list[dict]) -> None:
     """Record, per operand slot, which operand kinds llvm-mc accepts."""
     lines: list[str] = []
@@ -763,6 +775,8 @@ def probe_kinds(target: str, forms: list[dict]) -> None:
                 slot["kinds"] = ["s"]
             if f["variant"] == "scratch_saddr" and slot.get("field") == "addr":
                 slot["kinds"] = ["off"]  # a VGPR there selects the scratch_svs variant
+            if f["variant"] in ("scratch_vaddr", "global_off") and slot.get("field") == "saddr":
+                slot["kinds"] = ["off"]  # an SGPR there selects another variant
 
 
 # ----------------------------------------------------------------------------- database
@@ -847,6 +861,11 @@ def slot_spec(f: dict, k: int, slot: dict, seen_src: bool) -> dict:
             spec["type"] = t
         if slot.get("mods"):
             spec["mods"] = True
+        # (VOP3 carry-in/mask sources have XEXEC classes too, yet LLVM takes exec there.)
+        excludes = rc_excludes(slot.get("rc", "")) if field in (
+            "sdata", "sbase", "saddr", "soffset") else []
+        if excludes:
+            spec["excludes"] = excludes
     elif slot.get("off"):
         spec["role"] = "use"
     elif field == "literal":

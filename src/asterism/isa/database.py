@@ -38,6 +38,7 @@ class OperandSpec:
     fixed: str | None = None  # an implicit register printed as an operand (vcc)
     syntax: str | None = None  # special immediate syntax: label, waitcnt, hwreg, sendmsg...
     optional: bool = False  # an immediate LLVM omits when zero (s_endpgm)
+    excludes: tuple[str, ...] = ()  # special registers the slot's class leaves out (m0, exec)
 
     @property
     def is_register(self) -> bool:
@@ -159,7 +160,8 @@ def _operand_from_json(raw: dict) -> OperandSpec:
         name=raw["name"], role=raw["role"], kinds=tuple(raw.get("kinds", ())),
         width=raw.get("width", 0), align=raw.get("align", 1), type=raw.get("type"),
         mods=raw.get("mods", False), tied=raw.get("tied", False), fixed=raw.get("fixed"),
-        syntax=raw.get("syntax"), optional=raw.get("optional", False))
+        syntax=raw.get("syntax"), optional=raw.get("optional", False),
+        excludes=tuple(raw.get("excludes", ())))
 
 
 def _instruction_from_json(raw: dict, target: str) -> Instruction:

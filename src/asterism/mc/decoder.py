@@ -186,9 +186,9 @@ class Decoder:
     def _width(self, form: Form, spec: OperandSpec, word: _Word) -> int:
         if form.enc in ("MAI", "MAI_SCALE") and "f8f6f4" in form.mnemonic:
             if spec.name == "src0":
-                return F8F6F4_REGS.get(word["cbsz"], spec.width)
+                return F8F6F4_REGS.get(word["cbsz"], 8)
             if spec.name == "src1":
-                return F8F6F4_REGS.get(word["blgp"], spec.width)
+                return F8F6F4_REGS.get(word["blgp"], 8)
         if form.enc in ("MUBUF", "MTBUF") and spec.name == "vaddr":
             return 2 if (word["offen"] and word["idxen"]) else 1
         return spec.width

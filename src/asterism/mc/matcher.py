@@ -114,6 +114,9 @@ def check_operand(inst: Inst, form: Form, pos: int, spec: OperandSpec, op: Opera
         kind = "l"
     if kind not in kinds:
         raise MatchError(pos, f"{where}: expected {_expected(spec)}, got {_describe(op)}")
+    base = op.operand if isinstance(op, Mod) else op
+    if isinstance(base, Special) and base.name in spec.excludes:
+        raise MatchError(pos, f"{where}: {base.name} is not allowed here")
     if kind in ("v", "a", "s") and spec.width:
         count = _reg_count(op)
         if count != spec.width and not _width_flexible(form, spec, count):
@@ -144,7 +147,7 @@ def _width_flexible(form: Form, spec: OperandSpec, count: int) -> bool:
 
 def check_constant_bus(inst: Inst, form: Form) -> None:
     """gfx9 VALU instructions read at most one distinct SGPR or literal."""
-    if form.enc not in VALU_ENCS or form.enc in ("SDWA",):
+    if form.enc not in VALU_ENCS:
         return
     scalars: set[str] = set()
     for spec, op in zip(form.operands, inst.operands):
@@ -245,3 +248,58 @@ def match_form(inst: Inst, form: Form) -> None:
     for pos, (spec, op) in enumerate(zip(specs, ops)):
         check_operand(inst, form, pos, spec, op)
     check_constant_bus(inst, form)
+    check_form_rules(inst, form)
+
+
+# Modifiers every form of an encoding takes (beyond the probed form.modifiers).
+FAMILY_MODIFIERS = {
+    "VOP3P": {"op_sel", "op_sel_hi", "neg_lo", "neg_hi"},
+    "MAI_SCALE": {"op_sel", "op_sel_hi", "cbsz", "blgp"},
+    "DPP": DPP_MODIFIERS,
+    "SDWA": SDWA_MODIFIERS | {"clamp", "omod"},
+    "MUBUF": {"offen", "idxen", "lds"},
+    "MTBUF": {"offen", "idxen", "format"},
+    "SMEM": {"offset"},
+}
+
+
+def check_form_rules(inst: Inst, form: Form) -> None:
+    """Per-form rules beyond operand kinds: allowed modifiers, gds, DPP64, MFMA overlap."""
+    allowed = set(form.modifiers) | FAMILY_MODIFIERS.get(form.enc, set())
+    if form.enc == "DS" and "offset" in allowed | {"offset0", "offset1"}:
+        allowed |= {"offset0", "offset1"} if "offset0" in form.modifiers else {"offset"}
+    for name in inst.modifiers:
+        if name not in allowed:
+            raise MatchError(50, f"modifier '{name}' is not valid for {form.printed_mnemonic}")
+    if form.enc == "DS" and " gds" in form.example and not inst.modifiers.get("gds"):
+        raise MatchError(50, "needs the gds modifier")
+    if form.enc == "DPP" and any(s.width == 2 for s in form.operands if not s.fixed):
+        ctrl = int(inst.modifiers.get("dpp_ctrl", 0xE4))
+        if not 0x150 <= ctrl <= 0x15F:
+            raise MatchError(50, "64-bit DPP only supports row_newbcast")
+    if form.enc == "VOP3P" and "_mix" not in form.mnemonic:
+        if any(isinstance(op, Mod) for op in inst.operands):
+            raise MatchError(50, "packed instructions take neg_lo/neg_hi, not -x or |x|")
+    if "f8f6f4" in form.mnemonic:
+        from asterism.mc.decoder import F8F6F4_REGS
+
+        for spec, op in zip(form.operands, inst.operands):
+            if spec.name in ("src0", "src1") and isinstance(op, Reg):
+                sel = "cbsz" if spec.name == "src0" else "blgp"
+                want = F8F6F4_REGS.get(int(inst.modifiers.get(sel, 0)), 8)
+                if op.count != want:
+                    raise MatchError(50, f"{spec.name} {op}: {sel}:{inst.modifiers.get(sel, 0)}"
+                                         f" needs {want} registers")
+    if form.enc == "MAI" and not form.mnemonic.startswith("v_smfmac"):
+        names = [s.name for s in form.operands]
+        if "vdst" in names and "src2" in names and len(inst.operands) == len(names):
+            dst = inst.operands[names.index("vdst")]
+            c = inst.operands[names.index("src2")]
+            # (the rule applies to accumulators wider than 4 registers, as in LLVM)
+            if isinstance(dst, Reg) and isinstance(c, Reg) and dst.count > 4 \
+                    and dst.overlaps(c) and dst != c:
+                raise MatchError(50, f"src2 {c} must not partially overlap the destination {dst}")
+    if form.enc == "SMEM" and form.mnemonic.startswith(("s_buffer_", "s_atc_probe_buffer")):
+        for spec, op in zip(form.operands, inst.operands):
+            if spec.name == "offset" and isinstance(op, Imm) and not 0 <= op.value < (1 << 20):
+                raise MatchError(50, f"offset {op.value}: expected a 20-bit unsigned offset")

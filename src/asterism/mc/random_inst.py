@@ -91,6 +91,7 @@ def random_operand(form: Form, spec: OperandSpec, rng: random.Random) -> Operand
     else:
         op = _constant(rng, kind, spec.type)
     packed_sdwa = form.enc == "SDWA" and "_pk_" in form.mnemonic  # LLVM does not print them
+    packed_sdwa |= form.enc == "VOP3P" and "_mix" not in form.mnemonic  # neg_lo/neg_hi there
     if spec.mods and spec.role == "use" and rng.random() < 0.3 and kind in ("v", "s", "a") \
             and not packed_sdwa:
         if form.enc == "SDWA" and spec.type and spec.type.lstrip("v2").startswith("i"):
@@ -170,8 +171,8 @@ def random_modifiers(form: Form, rng: random.Random, operands: list[Operand]) ->
         ctrl = rng.choice([rng.randint(0, 255), 0x100 + rng.randint(1, 15),
                            0x110 + rng.randint(1, 15), 0x120 + rng.randint(1, 15), 0x130, 0x134,
                            0x138, 0x13C, 0x140, 0x141, 0x142, 0x143])
-        if any(s.width == 2 for s in form.operands if s.name == "src0"):
-            ctrl = 0x150 + rng.randint(0, 15)
+        if any(s.width == 2 for s in form.operands if not s.fixed):
+            ctrl = 0x150 + rng.randint(0, 15)  # 64-bit DPP only has row_newbcast
         m["dpp_ctrl"] = ctrl
         m["row_mask"], m["bank_mask"] = rng.randint(0, 15), rng.randint(0, 15)
         if rng.random() < 0.3:
