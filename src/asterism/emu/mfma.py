@@ -236,6 +236,7 @@ _BLGP = (
 
 def _format_code(fmt: int | str | nm.FloatFormat | None, default: int) -> int:
     if fmt is None:
+        nm.f8f6f4_format(default)  # range check: CBSZ/BLGP code 0-4
         return default
     if isinstance(fmt, nm.FloatFormat):
         if fmt not in nm.F8F6F4_FORMATS:
