@@ -388,13 +388,21 @@ def check_operand(form: Form, spec: OperandSpec, shape: Shape,
     return f"expects {describe_spec(spec)}, {got}"
 
 
+INV_2PI = syntax.INLINE_FLOATS[248]
+
+
+def canonical_float(value: float) -> float:
+    """1/(2*pi) at any precision (an f16 constant rounds it) as the inline constant's value."""
+    return INV_2PI if abs(value - INV_2PI) < 1e-4 else value
+
+
 def is_inline(value: float) -> bool:
     """True if `value` is an inline constant (no literal needed)."""
     if isinstance(value, bool):
         return False
     if isinstance(value, int):
         return syntax.inline_int_code(value) is not None
-    return value == 0.0 or syntax.inline_float_code(value) is not None
+    return value == 0.0 or syntax.inline_float_code(canonical_float(value)) is not None
 
 
 INLINE_TEXT = "integers -16..64; 0.5, 1.0, 2.0, 4.0, their negatives; 1/(2*pi)"

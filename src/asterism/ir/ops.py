@@ -829,6 +829,28 @@ class KernelOp(IRDLOperation):
                                   "arguments (inputs come from the ABI value ops)")
 
 
+def close_blocks(region: Region, where: str) -> None:
+    """Give every block of a multi-block kernel body its terminator: a trailing
+    `amdgcn.sopp s_endpgm` becomes `amdgcn.end_kernel`, a block that runs into the next one
+    gets `amdgcn.fallthrough`. Raises ValueError if the last block has neither."""
+    blocks = list(region.blocks)
+    if len(blocks) < 2:
+        return
+    for block in blocks:
+        last = block.last_op
+        if last is not None and last.has_trait(IsTerminator):
+            continue
+        if isinstance(last, SOPPOp) and last.mnemonic_text == "s_endpgm" and not last.args:
+            end = EndKernelOp()
+            end.location = last.location
+            block.insert_op_before(end, last)
+            block.erase_op(last)
+        elif block.next_block is not None:
+            block.add_op(FallthroughOp(block.next_block))
+        else:
+            raise ValueError(f"{where}: the code ends without s_endpgm or a branch")
+
+
 AMDGCN_OPS: tuple[type[IRDLOperation], ...] = (
     *INSTRUCTION_OPS, BranchOp, FallthroughOp, EndKernelOp, AllocaOp, OffOp, LiteralOp,
     KernargPtrOp, DispatchPtrOp, QueuePtrOp, DispatchIdOp, WorkgroupIdOp, WorkitemIdOp,
@@ -840,4 +862,4 @@ ABI_VALUE_OPS: tuple[type[IRDLOperation], ...] = (
 __all__ = [c.__name__ for c in AMDGCN_OPS] + [
     "InstructionOp", "INSTRUCTION_OPS", "OP_FOR_ENCODING", "ABI_VALUE_OPS", "AMDGCN_OPS",
     "MODIFIER_NAMES", "FLAG_MODIFIERS", "INT_MODIFIERS", "LIST_MODIFIERS", "NAME_MODIFIERS",
-    "modifiers_to_attr", "attr_to_modifiers"]
+    "modifiers_to_attr", "attr_to_modifiers", "close_blocks"]

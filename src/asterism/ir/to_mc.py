@@ -1,0 +1,235 @@
+"""Lowering: amdgcn IR (all registers fixed) -> MC layer (`McModule` of `mc.Inst`).
+
+Each instruction op becomes one `Inst` with its operands in database order (registers,
+named registers, immediates, `off`, wait counters as `Syntax`), its modifiers under the MC
+names, the matched database form and the op's source location. Blocks become labels (for
+branch targets and named blocks), `amdgcn.branch` becomes the branch instruction with a
+`Label`, `amdgcn.end_kernel` becomes `s_endpgm`; everything else (allocas, constants, ABI
+values, LDS allocations) emits nothing. Nothing is added, removed or reordered.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+
+from xdsl.dialects import func
+from xdsl.ir import Block, Operation, SSAValue
+
+from asterism.errors import VerifyError
+from asterism.ir.abi import KernelLayout, compute_layout, lds_size, mc_kernel_args
+from asterism.ir.match import WAITCNT_COUNTERS, canonical_float, immediate_of
+from asterism.ir.ops import (
+    ABI_VALUE_OPS,
+    BranchOp,
+    EndKernelOp,
+    FallthroughOp,
+    InstructionOp,
+    KernelOp,
+)
+from asterism.ir.types import OffType, RegisterType, SpecialRegType, type_text
+from asterism.ir.verify import (
+    amdgcn_modules,
+    check_instruction,
+    error_at,
+    op_location,
+    verify_module,
+)
+from asterism.isa import Form, IsaDatabase, OperandSpec, get_isa, syntax
+from asterism.mc.inst import Inst
+from asterism.mc.matcher import MatchError as McMatchError
+from asterism.mc.matcher import match_form, select_form
+from asterism.mc.operands import (
+    OFF,
+    FloatImm,
+    Imm,
+    Label,
+    Literal,
+    Mod,
+    Operand,
+    Reg,
+    Special,
+    Syntax,
+)
+from asterism.mc.program import LabelDef, McKernel, McModule
+
+REGALLOC_HINT = "run the register allocation pass (--pipeline regalloc) or give it a fixed " \
+                "register"
+
+
+def lower_module(module: Operation) -> McModule:
+    """Lower a verified module (one amdgcn.module) to the MC layer."""
+    verify_module(module)
+    amods = amdgcn_modules(module)
+    if len(amods) != 1:
+        raise VerifyError(f"expected exactly one amdgcn.module, found {len(amods)}",
+                          op_location(module))
+    amod = amods[0]
+    isa = get_isa(amod.target_name)
+    kernels = [op for op in amod.body.ops if isinstance(op, KernelOp)]
+    hints = Counter(b.name_hint for k in kernels for b in k.body.blocks if b.name_hint)
+    out = McModule(target=amod.target_name,
+                   features=amod.features.data if amod.features is not None else "")
+    for kernel in kernels:
+        out.kernels.append(_KernelLowering(kernel, isa, hints).run())
+    return out
+
+
+class _KernelLowering:
+    def __init__(self, kernel: KernelOp, isa: IsaDatabase, hint_counts: Counter):
+        self.kernel = kernel
+        self.isa = isa
+        self.layout: KernelLayout = compute_layout(kernel)
+        self.hint_counts = hint_counts
+        self.labels: dict[Block, str] = {}
+
+    def label(self, block: Block) -> str:
+        """The assembly label of a block (its name if unique in the module)."""
+        if block not in self.labels:
+            name = self.kernel.kernel_name
+            hint = block.name_hint
+            if hint and self.hint_counts[hint] == 1:
+                self.labels[block] = hint
+            elif hint:
+                self.labels[block] = f"{name}_{hint}"
+            else:
+                index = list(self.kernel.body.blocks).index(block)
+                self.labels[block] = f".L{name}_bb{index}"
+        return self.labels[block]
+
+    def run(self) -> McKernel:
+        kernel = self.kernel
+        blocks = list(kernel.body.blocks)
+        targets = {t for op in kernel.walk() if isinstance(op, BranchOp) for t in op.targets[:1]}
+        body: list[Inst | LabelDef] = []
+        for index, block in enumerate(blocks):
+            if index and (block in targets or block.name_hint):
+                body.append(LabelDef(self.label(block)))
+            for op in block.ops:
+                inst = self.lower_op(op)
+                if inst is not None:
+                    body.append(inst)
+        return McKernel(name=kernel.kernel_name, body=body, args=mc_kernel_args(kernel.args),
+                        workgroup_size=kernel.launch_size, lds_size=lds_size(kernel, self.layout),
+                        abi=self.layout.abi)
+
+    def lower_op(self, op: Operation) -> Inst | None:
+        if isinstance(op, InstructionOp):
+            return self.lower_instruction(op)
+        if isinstance(op, BranchOp):
+            inst_def, _suffix = self.isa.resolve(op.mnemonic_text)  # verified
+            form = next(f for f in inst_def.forms
+                        if any(s.syntax == "label" for s in f.operands))
+            return Inst(op.mnemonic_text, [Label(self.label(op.target))], {}, form,
+                        op_location(op))
+        if isinstance(op, EndKernelOp):
+            form = self.isa.instructions["s_endpgm"].forms[0]
+            return Inst("s_endpgm", [], {}, form, op_location(op))
+        if isinstance(op, func.CallOp):
+            raise error_at(op, f"calls to @{op.callee.root_reference.data} are not lowered: run "
+                               "the inline pass (--pipeline inline) first")
+        if isinstance(op, FallthroughOp):
+            return None
+        return None  # declarations: allocas, constants, ABI values, LDS allocations
+
+    def lower_instruction(self, op: InstructionOp) -> Inst:
+        match = check_instruction(op, self.isa, self.layout)
+        form = match.form
+        mods = op.mods
+        sources = match.source_positions
+        src_mods = {name: mods.get(name, ()) for name in ("neg", "abs", "sext")}
+        operands: list[Operand] = []
+        k = 0
+        for spec in form.operands:
+            if spec.syntax == "waitcnt":
+                counts = {c: mods[c] for c in WAITCNT_COUNTERS if c in mods}
+                value = syntax.encode_waitcnt(**counts)
+                operands.append(Syntax(value, syntax.format_waitcnt(value)))
+                continue
+            if k >= len(op.args):
+                break  # an omitted optional operand
+            operand = self.operand(op, k, spec, op.args[k])
+            if k in sources:
+                s = sources.index(k)
+                neg, abs_, sext = (_bit(src_mods[n], s) for n in ("neg", "abs", "sext"))
+                if neg or abs_ or sext:
+                    operand = Mod(operand, neg=neg, abs=abs_, sext=sext)
+            operands.append(operand)
+            k += 1
+        inst_mods = {name: value for name, value in mods.items()
+                     if name not in ("neg", "abs", "sext", *WAITCNT_COUNTERS)}
+        inst = Inst(op.mnemonic_text, operands, inst_mods, form, op_location(op))
+        inst.mnemonic = self.printed_mnemonic(inst, form)
+        try:
+            match_form(inst, form)
+        except McMatchError as err:
+            raise error_at(op, f"the MC layer rejects this instruction: {err.message}") from None
+        return inst
+
+    def printed_mnemonic(self, inst: Inst, form: Form) -> str:
+        """The mnemonic as written, plus the form's suffix when the text would otherwise
+        assemble to another encoding (so the asm says exactly which encoding was written)."""
+        written = inst.mnemonic
+        found = self.isa.resolve(written)
+        if found is None or found[1] or not form.suffix:
+            return written
+        probe = Inst(written, inst.operands, inst.modifiers)
+        try:
+            chosen = select_form(probe, self.isa.target)
+        except VerifyError:
+            chosen = None
+        if chosen is not None and chosen.enc == form.enc and chosen.variant == form.variant:
+            return written
+        return written + form.suffix
+
+    def operand(self, op: InstructionOp, k: int, spec: OperandSpec, value: SSAValue) -> Operand:
+        t = value.type
+        if isinstance(t, RegisterType):
+            if not t.is_fixed:
+                owner = value.owner
+                if isinstance(owner, ABI_VALUE_OPS):
+                    t = self.layout.abi_register(owner) or t
+                else:
+                    name = f"%{value.name_hint} " if value.name_hint else ""
+                    raise error_at(op, f"operand #{k} ({spec.name}) {name}has the relocatable "
+                                       f"type {type_text(t)}: {REGALLOC_HINT}")
+            return Reg(t.KIND, t.first, t.width)
+        if isinstance(t, SpecialRegType):
+            return Special(t.reg_name)
+        if isinstance(t, OffType):
+            return OFF
+        imm, _type, literal = immediate_of(value, self.layout)
+        if imm is None:
+            raise error_at(op, f"operand #{k} ({spec.name}) is not an immediate or register")
+        if literal:
+            return Literal(int(imm))
+        if spec.syntax:
+            return _syntax_operand(spec.syntax, int(imm))
+        if isinstance(imm, float):
+            return FloatImm(canonical_float(imm))
+        return Imm(imm)
+
+
+def _bit(bits, index: int) -> bool:
+    return bool(bits[index]) if index < len(bits) else False
+
+
+def _syntax_operand(kind: str, value: int) -> Operand:
+    """An immediate written in a special syntax (hwreg, sendmsg, gpr_idx)."""
+    formatter = getattr(syntax, f"format_{kind}", None)
+    if formatter is None:
+        from asterism.mc import decoder
+
+        formatter = getattr(decoder, f"_format_{kind}", None)
+    if formatter is None:
+        return Imm(value)
+    return Syntax(value, formatter(value))
+
+
+def lower_ir_text(text: str, filename: str = "<input>") -> McModule:
+    """Parse, verify and lower IR text in one step."""
+    from asterism.ir.text import parse_ir
+
+    return lower_module(parse_ir(text, filename))
+
+
+__all__ = ["lower_ir_text", "lower_module"]
