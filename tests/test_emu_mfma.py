@@ -466,6 +466,20 @@ def test_f64_negate_bits(case: tuple[str, str]) -> None:
         run_dense(*case, blgp=neg)
 
 
+def test_f64_neg_argument_is_the_blgp_field() -> None:
+    t, m = "gfx942", "v_mfma_f64_16x16x4_f64"
+    rng = _rng("neg")
+    ra = mf.pack_a(t, m, random_operand(rng, "f64", (16, 4)))
+    rb = mf.pack_b(t, m, random_operand(rng, "f64", (4, 16)))
+    rc = mf.pack_c(t, m, rng.standard_normal((16, 16)))
+    for bits in ((1, 0, 1), (0, 1, 1), (1, 1, 0)):
+        mask = bits[0] | bits[1] << 1 | bits[2] << 2
+        np.testing.assert_array_equal(mf.execute_mfma(t, m, ra, rb, rc, neg=bits),
+                                      mf.execute_mfma(t, m, ra, rb, rc, blgp=mask))
+    with pytest.raises(ValueError, match="NEG"):
+        mf.execute_mfma(t, "v_mfma_f32_16x16x16_f16", ra, rb, rc[..., :4], neg=1)
+
+
 @pytest.mark.parametrize("case", F8F6F4, ids=_ids)
 def test_f8f6f4_every_format_pair(case: tuple[str, str]) -> None:
     for a_code in range(5):

@@ -24,7 +24,8 @@ Register layouts (sources)
   (calculator README: "CBSZ=1, ABID=1: block 1 in place of blocks 0 and 1, block 3 in place
   of 2 and 3"). BLGP (B lanes): 0 identity, 1 lanes 0-31 to 32-63, 2 lanes 32-63 to 0-31,
   3 rotate down by 16, 4..7 broadcast lanes 0-15/16-31/32-47/48-63 to all groups.
-* f64 MFMAs (CDNA3/4): the BLGP field negates A (bit 0), B (bit 1) and C (bit 2).
+* f64 MFMAs (CDNA3/4): the BLGP field (LLVM prints it as neg:[a,b,c]) negates A (bit 0),
+  B (bit 1) and C (bit 2) (calculator README, "BLGP modifier to negate FP64 inputs").
 * f8f6f4 (gfx950): CBSZ/BLGP select the A/B formats (0 fp8 E4M3FN, 1 bf8 E5M2, 2 fp6 E2M3,
   3 bf6 E3M2, 4 fp4 E2M1), which sets the register count (8/8/6/6/4).
 * v_mfma_scale_*: E8M0 scales, one per 32 K elements: A's scale of (row i, k-block kb) is in
@@ -112,6 +113,11 @@ class OperandLayout:
     nregs: int  # dwords per lane the operand uses
     lane: np.ndarray
     bit: np.ndarray  # bit offset in the lane's concatenated dwords (dword = bit // 32)
+
+    def __post_init__(self) -> None:
+        # Layouts are cached and shared: keep their tables immutable.
+        self.lane.setflags(write=False)
+        self.bit.setflags(write=False)
 
     @property
     def shape(self) -> tuple[int, ...]:
@@ -434,12 +440,20 @@ def execute_mfma(target: str, mnemonic: str, a: np.ndarray, b: np.ndarray,
                  c: np.ndarray | None, *, cbsz: int = 0, abid: int = 0, blgp: int = 0,
                  scale_a: np.ndarray | None = None, scale_b: np.ndarray | None = None,
                  op_sel: tuple[int, int] = (0, 0), op_sel_hi: tuple[int, int] = (0, 0),
-                 sparse_idx: np.ndarray | None = None) -> np.ndarray:
+                 sparse_idx: np.ndarray | None = None,
+                 neg: int | tuple[int, int, int] = 0) -> np.ndarray:
     """D of one MFMA/SMFMAC from raw registers: a, b, c uint32 (waves, 64, nregs) (or
     (64, nregs)); returns D shaped like C. SMFMAC: c is the old D, sparse_idx the index VGPR
     (waves, 64[, 1]); v_mfma_scale_*: scale_a/scale_b the scale VGPRs (waves, 64[, 1]) with
-    op_sel/op_sel_hi picking their bytes. c=None means zeros."""
+    op_sel/op_sel_hi picking their bytes; f64: neg (LLVM's neg:[a,b,c], the BLGP field)
+    negates A/B/C. c=None means zeros."""
     info = mfma_info(target, mnemonic)
+    if not isinstance(neg, int):
+        neg = sum((int(bit) & 1) << i for i, bit in enumerate(neg))
+    if neg:
+        if info.out_type != "f64":
+            raise ValueError(f"{info.mnemonic}: only the f64 MFMAs have NEG modifiers")
+        blgp |= neg  # the same encoding field (bits 61-63) as BLGP
     lay = mfma_layout(info.target, info.mnemonic, cbsz=cbsz, abid=abid, blgp=blgp,
                       op_sel=tuple(op_sel), op_sel_hi=tuple(op_sel_hi))
     name = info.mnemonic
@@ -528,6 +542,8 @@ def _codes(x: np.ndarray, fmt: str) -> np.ndarray:
         return np.asarray(x).astype(np.int64).astype(np.uint64)
     if np.issubdtype(x.dtype, np.unsignedinteger):
         return x.astype(np.uint64)
+    if fmt == "f16" and x.dtype == np.float16:
+        return x.view(np.uint16).astype(np.uint64)
     if fmt == "f64":
         return x.astype(np.float64).view(np.uint64)
     if fmt in ("f32", "xf32"):
