@@ -1,0 +1,714 @@
+"""`KernelBuilder` / `ModuleBuilder`: write amdgcn IR from Python.
+
+    kb = KernelBuilder("add_one", target="gfx942")
+    out = kb.arg_buffer("out", "i32", access="write_only")
+    kb.s_load_dwordx2(kb.s[2:4], kb.kernarg_ptr(), out)      # s[2:3] = out pointer
+    kb.v_lshlrev_b32(kb.v(1), 2, kb.workitem_id("x"))       # v1 = tid * 4
+    kb.v_add_u32(kb.v(2), 1, kb.v(0))                       # v2 = tid + 1
+    kb.s_waitcnt(lgkmcnt=0)
+    kb.global_store_dword(kb.v(1), kb.v(2), kb.s[2:4])
+    kb.s_endpgm()
+    module = kb.finish()
+
+Every ISA instruction of the target is a method (generated from the database; see
+`help(kb.v_add_u32)`). Registers: `kb.v(10)` / `kb.v[8:12]` (half-open, 4 registers) /
+`kb.s(4)` / `kb.a[0:4]` name fixed registers and return their current value (the last
+instruction that wrote them, in this block); `kb.vreg()`, `kb.vregs(4, align=2)` make
+relocatable ones; `kb.reserve("S", "v32-v95")` names a region. Python ints and floats become
+`arith.constant`s, Python loops unroll, `kb.label()` starts a block for loops.
+"""
+
+from __future__ import annotations
+
+import re
+import sys
+from collections.abc import Sequence
+from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
+
+from xdsl.dialects import arith
+from xdsl.dialects.builtin import (
+    DictionaryAttr,
+    FileLineColLoc,
+    FloatAttr,
+    IntAttr,
+    IntegerAttr,
+    StringAttr,
+    bf16,
+    f16,
+    f32,
+    f64,
+    i32,
+    i64,
+)
+from xdsl.dialects.builtin import ModuleOp as BuiltinModuleOp
+from xdsl.ir import Attribute, Block, Operation, SSAValue
+from xdsl.rewriter import Rewriter
+from xdsl.traits import IsTerminator
+
+from asterism.builder.methods import instruction_methods
+from asterism.errors import SourceLocation, VerifyError
+from asterism.ir.abi import compute_layout
+from asterism.ir.from_mc import constant_hint
+from asterism.ir.match import (
+    ENCODING_MODIFIERS,
+    MatchError,
+    Shape,
+    _match_form,
+    check_modifiers,
+    ir_specs,
+    resolve,
+    shape_of,
+)
+from asterism.ir.ops import (
+    INSTRUCTION_OPS,
+    OP_FOR_ENCODING,
+    AllocaOp,
+    BranchOp,
+    DispatchIdOp,
+    DispatchPtrOp,
+    FallthroughOp,
+    InstructionOp,
+    KernargOffsetOp,
+    KernargPtrOp,
+    KernelOp,
+    LdsAllocOp,
+    ModuleOp,
+    OffOp,
+    QueuePtrOp,
+    WorkgroupIdOp,
+    WorkitemIdOp,
+    close_blocks,
+)
+from asterism.ir.types import (
+    REGISTER_TYPES,
+    SCALAR_SIZES,
+    KernelArgAttr,
+    RegisterType,
+    SpecialRegType,
+    type_text,
+)
+from asterism.ir.verify import match_instruction, verify_module
+from asterism.isa import Form, get_isa
+from asterism.mc.operands import SPECIAL_REGISTERS
+
+FAMILIES = {cls.FAMILY: cls for cls in INSTRUCTION_OPS}
+_BUILDER_DIR = str(Path(__file__).resolve().parent)
+_FLOAT_TYPES = {"f16": f16, "bf16": bf16, "f64": f64}
+_ENC_PREFERENCE = {"VOP3": 1, "VOP3P": 1, "MAI": 1, "MAI_SCALE": 1, "DPP": 2, "SDWA": 2}
+
+
+def _caller_location() -> FileLineColLoc | None:
+    """The first stack frame outside the builder package (the user's line)."""
+    frame = sys._getframe(1)
+    while frame is not None and frame.f_code.co_filename.startswith(_BUILDER_DIR):
+        frame = frame.f_back
+    if frame is None:
+        return None
+    return FileLineColLoc(StringAttr(frame.f_code.co_filename), IntAttr(frame.f_lineno),
+                          IntAttr(1))
+
+
+def _source_location(loc: FileLineColLoc | None) -> SourceLocation | None:
+    if loc is None:
+        return None
+    return SourceLocation(loc.filename.data, loc.line.data, loc.column.data)
+
+
+@dataclass
+class Label:
+    """A block: a branch target. Placed with `kb.place(label)` (or at `kb.label()`)."""
+
+    block: Block
+    name: str
+
+
+@dataclass(frozen=True)
+class KernelArgument:
+    """A declared kernel argument; pass it as an operand to mean its kernarg offset."""
+
+    name: str
+    kind: str
+    dtype: str
+    offset: int
+
+
+@dataclass(frozen=True)
+class LdsAllocation:
+    """A named LDS allocation; pass it (or `.value`) as an operand to mean its offset."""
+
+    name: str
+    size: int
+    align: int
+    offset: int
+    value: SSAValue
+
+
+class RegisterFile:
+    """`kb.v(10)`, `kb.v(8, 4)`, `kb.v[8:12]`: current values of fixed registers."""
+
+    def __init__(self, kb: KernelBuilder, kind: str):
+        self._kb = kb
+        self._kind = kind
+
+    def __call__(self, index: int, count: int = 1) -> SSAValue:
+        return self._kb.register(self._kind, index, count)
+
+    def __getitem__(self, key: int | slice) -> SSAValue:
+        if isinstance(key, slice):
+            if key.start is None or key.stop is None or key.step not in (None, 1):
+                raise VerifyError(f"register ranges are {self._kind}[first:end] (half-open), "
+                                  f"got {key}", _source_location(_caller_location()))
+            return self._kb.register(self._kind, key.start, key.stop - key.start)
+        return self._kb.register(self._kind, key)
+
+
+@dataclass
+class ReservedRegion:
+    """A named fixed register region; `S[0]`, `S[0:4]` index it from its first register."""
+
+    kb: KernelBuilder
+    name: str
+    type: RegisterType
+
+    def __len__(self) -> int:
+        return self.type.width
+
+    def __getitem__(self, key: int | slice) -> SSAValue:
+        first, width = self.type.first, self.type.width
+        if isinstance(key, slice):
+            start, stop, step = key.indices(width)
+            if step != 1 or stop <= start:
+                raise VerifyError(f"region {self.name}: bad slice {key}",
+                                  _source_location(_caller_location()))
+            return self.kb.register(self.type.KIND, first + start, stop - start)
+        if not -width <= key < width:
+            raise VerifyError(f"region {self.name} has {width} registers; index {key} is "
+                              "outside it", _source_location(_caller_location()))
+        return self.kb.register(self.type.KIND, first + (key % width))
+
+
+_RANGE_RE = re.compile(r"^([vsa])(\d+)(?:\s*-\s*\1?(\d+))?$|^([vsa])\[(\d+):(\d+)\]$")
+
+
+def parse_register_range(text: str) -> RegisterType:
+    """`v32-v95`, `v[32:95]` (inclusive, as in assembly) or `s63` -> a fixed range type."""
+    m = _RANGE_RE.match(text.strip().lower())
+    if not m:
+        raise VerifyError(f"expected a register range such as v32-v95 or s[4:7], got '{text}'")
+    if m.group(1):
+        kind, lo = m.group(1), int(m.group(2))
+        hi = int(m.group(3)) if m.group(3) else lo
+    else:
+        kind, lo, hi = m.group(4), int(m.group(5)), int(m.group(6))
+    if hi < lo:
+        raise VerifyError(f"empty register range '{text}'")
+    return REGISTER_TYPES[kind](lo, hi - lo + 1)
+
+
+@cache
+def _builder_class(target: str) -> type:
+    """A KernelBuilder subclass with one method per instruction of `target`."""
+    return type(f"KernelBuilder_{target}", (KernelBuilder,),
+                {**instruction_methods(target), "__module__": __name__,
+                 "__doc__": f"KernelBuilder for {target} (one method per instruction)."})
+
+
+class KernelBuilder:
+    """Builds one `amdgcn.kernel` (see the module docstring for a tour)."""
+
+    def __new__(cls, name: str = "kernel", target: str = "gfx942", **_kwargs):
+        concrete = _builder_class(get_isa(target).target) if cls is KernelBuilder else cls
+        return super().__new__(concrete)
+
+    def __init__(self, name: str = "kernel", target: str = "gfx942", *,
+                 workgroup_size: Sequence[int] = (64, 1, 1), lds_size: int | None = None,
+                 module: ModuleBuilder | None = None):
+        self.isa = get_isa(target)
+        self.target = self.isa.target
+        self.name = name
+        self.kernel = KernelOp(name, [], tuple(workgroup_size), lds_size)
+        self.entry = self.kernel.body.blocks[0]
+        self.block = self.entry
+        self._body_start: Operation | None = None  # first non-prologue op of the entry block
+        self._entry_values: dict[tuple, SSAValue] = {}
+        self._local: dict[tuple, SSAValue] = {}
+        self._consts: dict[tuple, SSAValue] = {}
+        self._abi: dict[tuple, Operation] = {}
+        self._args: list[KernelArgAttr] = []
+        self._reserved: dict[str, RegisterType] = {}
+        self._block_names: set[str] = set()
+        self._off: SSAValue | None = None
+        self._module = module
+        self._finished = False
+        self.last_token: SSAValue | None = None
+        self.v = RegisterFile(self, "v")
+        self.s = RegisterFile(self, "s")
+        self.a = RegisterFile(self, "a")
+
+    # --- attribute access for suffixed names and aliases ----------------------------------
+
+    def __getattr__(self, name: str):
+        if name.startswith("_") or "isa" not in self.__dict__:
+            raise AttributeError(name)
+        if self.isa.resolve(name) is not None:
+            def method(*operands, enc=None, **modifiers):
+                return self.emit(name, *operands, enc=enc, **modifiers)
+            method.__name__ = name
+            return method
+        raise AttributeError(f"'{type(self).__name__}' has no attribute '{name}' (and "
+                             f"{self.target} has no instruction of that name)")
+
+    # --- insertion ------------------------------------------------------------------------
+
+    def _prologue(self, op: Operation) -> Operation:
+        """Add an op to the top of the entry block (declarations dominate everything)."""
+        if self._body_start is None:
+            self.entry.add_op(op)
+        else:
+            self.entry.insert_op_before(op, self._body_start)
+        return op
+
+    def _insert(self, op: Operation, loc: FileLineColLoc | None = None) -> Operation:
+        if self._finished:
+            raise VerifyError(f"kernel {self.name} is finished; no more instructions",
+                              _source_location(loc))
+        last = self.block.last_op
+        if last is not None and last.has_trait(IsTerminator):
+            self._start(Block())  # code after a branch starts a new (unlabeled) block
+        if loc is not None:
+            op.location = loc
+        self.block.add_op(op)
+        if self.block is self.entry and self._body_start is None:
+            self._body_start = op
+        return op
+
+    def _start(self, block: Block) -> None:
+        last = self.block.last_op
+        if last is None or not last.has_trait(IsTerminator):
+            self._insert(FallthroughOp(block))
+        self.kernel.body.add_block(block)
+        self.block = block
+        self._local = {}
+
+    # --- registers ------------------------------------------------------------------------
+
+    def register(self, kind: str, index: int, count: int = 1) -> SSAValue:
+        """The current value of a fixed register (range) of file `kind` (v, s, a)."""
+        key = (kind, index, count)
+        if key in self._local:
+            return self._local[key]
+        if key not in self._entry_values:
+            t = REGISTER_TYPES[kind](index, count)
+            op = self._prologue(AllocaOp(t))
+            op.results[0].name_hint = (f"{kind}{index}" if count == 1
+                                       else f"{kind}{index}_{kind}{index + count - 1}")
+            self._entry_values[key] = op.results[0]
+        return self._entry_values[key]
+
+    def special(self, name: str) -> SSAValue:
+        """The current value of a named register (vcc, exec, m0, scc, ...)."""
+        if name not in SPECIAL_REGISTERS:
+            raise VerifyError(f"unknown special register '{name}'",
+                              _source_location(_caller_location()))
+        key = ("special", name)
+        if key in self._local:
+            return self._local[key]
+        if key not in self._entry_values:
+            op = self._prologue(AllocaOp(SpecialRegType(name)))
+            op.results[0].name_hint = name
+            self._entry_values[key] = op.results[0]
+        return self._entry_values[key]
+
+    vcc = property(lambda self: self.special("vcc"), doc="The vcc register pair.")
+    vcc_lo = property(lambda self: self.special("vcc_lo"), doc="vcc_lo.")
+    vcc_hi = property(lambda self: self.special("vcc_hi"), doc="vcc_hi.")
+    exec = property(lambda self: self.special("exec"), doc="The exec mask.")
+    exec_lo = property(lambda self: self.special("exec_lo"), doc="exec_lo.")
+    exec_hi = property(lambda self: self.special("exec_hi"), doc="exec_hi.")
+    m0 = property(lambda self: self.special("m0"), doc="The m0 register.")
+    scc = property(lambda self: self.special("scc"), doc="The scc bit.")
+
+    @property
+    def off(self) -> SSAValue:
+        """The `off` operand."""
+        if self._off is None:
+            op = self._prologue(OffOp())
+            op.results[0].name_hint = "off"
+            self._off = op.results[0]
+        return self._off
+
+    def _relocatable(self, kind: str, count: int, align: int, hint: str) -> SSAValue:
+        op = self._insert(AllocaOp(REGISTER_TYPES[kind].relocatable(count, align)),
+                          _caller_location())
+        op.results[0].name_hint = hint
+        return op.results[0]
+
+    def vreg(self) -> SSAValue:
+        """A new relocatable VGPR."""
+        return self._relocatable("v", 1, 1, "v")
+
+    def vregs(self, count: int, align: int = 1) -> SSAValue:
+        """`count` new relocatable VGPRs (one range) aligned to `align`."""
+        return self._relocatable("v", count, align, "v")
+
+    def sreg(self) -> SSAValue:
+        """A new relocatable SGPR."""
+        return self._relocatable("s", 1, 1, "s")
+
+    def sregs(self, count: int, align: int = 1) -> SSAValue:
+        """`count` new relocatable SGPRs aligned to `align`."""
+        return self._relocatable("s", count, align, "s")
+
+    def areg(self) -> SSAValue:
+        """A new relocatable AGPR."""
+        return self._relocatable("a", 1, 1, "a")
+
+    def aregs(self, count: int, align: int = 1) -> SSAValue:
+        """`count` new relocatable AGPRs aligned to `align`."""
+        return self._relocatable("a", count, align, "a")
+
+    def reserve(self, name: str, registers: str | RegisterType) -> ReservedRegion:
+        """Name a fixed region ("v32-v95", "s[63:67]"); the allocator will not use it."""
+        t = parse_register_range(registers) if isinstance(registers, str) else registers
+        if name in self._reserved:
+            raise VerifyError(f"region '{name}' is already reserved",
+                              _source_location(_caller_location()))
+        self._reserved[name] = t
+        return ReservedRegion(self, name, t)
+
+    # --- constants, arguments, LDS, ABI ---------------------------------------------------
+
+    def const(self, value: float, type_: str | Attribute | None = None) -> SSAValue:
+        """An arith.constant (cached per block): ints are i32 (i64 if needed), floats f32."""
+        if isinstance(type_, str):
+            type_ = {"i32": i32, "i64": i64, "f32": f32, **_FLOAT_TYPES}[type_]
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            raise VerifyError(f"a constant is an int or a float, got {value!r}",
+                              _source_location(_caller_location()))
+        if type_ is None:
+            if isinstance(value, float):
+                type_ = f32
+            else:
+                type_ = i32 if -(1 << 31) <= value < (1 << 31) else i64
+        attr = FloatAttr(float(value), type_) if isinstance(value, float) or type_ in (
+            f32, f16, bf16, f64) else IntegerAttr(value, type_)
+        key = (id(self.block), type(value), value, str(attr))
+        if key not in self._consts:
+            op = self._insert(arith.ConstantOp(attr), _caller_location())
+            op.results[0].name_hint = constant_hint(value)
+            self._consts[key] = op.results[0]
+        return self._consts[key]
+
+    def _add_arg(self, attr: KernelArgAttr) -> KernelArgument:
+        if any(a.arg_name.data == attr.arg_name.data for a in self._args):
+            raise VerifyError(f"kernel argument '{attr.arg_name.data}' is declared twice",
+                              _source_location(_caller_location()))
+        self._args.append(attr)
+        self.kernel.properties["arguments"] = type(self.kernel.arguments)(list(self._args))
+        offset = compute_layout(self.kernel).arg_offsets[attr.arg_name.data]
+        return KernelArgument(attr.arg_name.data, attr.kind.data, attr.dtype.data, offset)
+
+    def arg_buffer(self, name: str, dtype: str = "", access: str = "") -> KernelArgument:
+        """Declare a global-buffer argument (a 64-bit pointer in the kernarg segment)."""
+        return self._add_arg(KernelArgAttr(name, "buffer", dtype, access))
+
+    def arg_value(self, name: str, dtype: str = "i32") -> KernelArgument:
+        """Declare a by-value scalar argument (i32, f32, i64, ...)."""
+        if dtype not in SCALAR_SIZES:
+            raise VerifyError(f"unknown argument type '{dtype}' (one of "
+                              f"{', '.join(SCALAR_SIZES)})", _source_location(_caller_location()))
+        return self._add_arg(KernelArgAttr(name, "value", dtype))
+
+    def lds_alloc(self, name: str, size: int, align: int = 4) -> LdsAllocation:
+        """A named static LDS allocation; its offset is an immediate operand."""
+        op = self._prologue(LdsAllocOp(name, size, align))
+        op.location = _caller_location() or op.location
+        op.results[0].name_hint = name
+        offset = compute_layout(self.kernel).lds_offsets[name]
+        return LdsAllocation(name, size, align, offset, op.results[0])
+
+    def _abi_value(self, key: tuple, make) -> SSAValue:
+        if key not in self._abi:
+            op = self._prologue(make())
+            op.location = _caller_location() or op.location
+            op.results[0].name_hint = key[0] if len(key) == 1 else f"{key[0]}_{key[1]}"
+            self._abi[key] = op
+            self._place_abi_values()
+        return self._abi[key].results[0]
+
+    def _place_abi_values(self) -> None:
+        """Give every ABI value the register the ABI assigns for the current request set."""
+        layout = compute_layout(self.kernel)
+        for key, op in list(self._abi.items()):
+            want = layout.abi_register(op)
+            value = op.results[0]
+            if want is None or value.type == want:
+                continue
+            old_key = (value.type.KIND, value.type.first, value.type.width) \
+                if isinstance(value.type, RegisterType) and value.type.is_fixed else None
+            if old_key is not None and self._entry_values.get(old_key) is value:
+                del self._entry_values[old_key]
+            new_value = self._retype(value, want)
+            self._entry_values[(want.KIND, want.first, want.width)] = new_value
+
+    def _retype(self, value: SSAValue, new_type: RegisterType) -> SSAValue:
+        """Change a value's register and that of the destination-passing chain it starts."""
+        old_type = value.type
+        new_value = Rewriter.replace_value_with_new_type(value, new_type)
+        for use in list(new_value.uses):
+            op = use.operation
+            if isinstance(op, InstructionOp):
+                match = match_instruction(op, self.isa)
+                if use.index in match.def_positions:
+                    res = op.outs[match.def_positions.index(use.index)]
+                    if res.type == old_type:
+                        self._retype(res, new_type)
+        for key, v in list(self._local.items()):
+            if v is value:
+                self._local[key] = new_value
+        return new_value
+
+    def kernarg_ptr(self) -> SSAValue:
+        """The kernarg segment pointer (SGPR pair, placed by the ABI)."""
+        return self._abi_value(("kernarg_ptr",), lambda: KernargPtrOp(
+            REGISTER_TYPES["s"].relocatable(2)))
+
+    def dispatch_ptr(self) -> SSAValue:
+        """The dispatch packet pointer (SGPR pair)."""
+        return self._abi_value(("dispatch_ptr",), lambda: DispatchPtrOp(
+            REGISTER_TYPES["s"].relocatable(2)))
+
+    def queue_ptr(self) -> SSAValue:
+        """The queue pointer (SGPR pair)."""
+        return self._abi_value(("queue_ptr",), lambda: QueuePtrOp(
+            REGISTER_TYPES["s"].relocatable(2)))
+
+    def dispatch_id(self) -> SSAValue:
+        """The 64-bit dispatch id (SGPR pair)."""
+        return self._abi_value(("dispatch_id",), lambda: DispatchIdOp(
+            REGISTER_TYPES["s"].relocatable(2)))
+
+    def workgroup_id(self, dim: str = "x") -> SSAValue:
+        """The workgroup id in `dim` (a system SGPR after the user SGPRs)."""
+        return self._abi_value(("workgroup_id", dim), lambda: WorkgroupIdOp(
+            dim, REGISTER_TYPES["s"].relocatable()))
+
+    def workitem_id(self, dim: str = "x") -> SSAValue:
+        """The work-item id register v0 (x in bits 0-9, y 10-19, z 20-29 when requested)."""
+        return self._abi_value(("workitem_id", dim), lambda: WorkitemIdOp(
+            dim, REGISTER_TYPES["v"].relocatable()))
+
+    # --- blocks ---------------------------------------------------------------------------
+
+    def _block_name(self, name: str | None) -> str | None:
+        if name is None:
+            return None
+        base, k = name, 1
+        while name in self._block_names:
+            name = f"{base}{k}"
+            k += 1
+        self._block_names.add(name)
+        return name
+
+    def new_label(self, name: str | None = None) -> Label:
+        """A block not placed yet (for forward branches); place it with `kb.place`."""
+        block = Block()
+        hint = self._block_name(name)
+        if hint:
+            block.name_hint = hint
+        return Label(block, hint or "")
+
+    def place(self, label: Label) -> Label:
+        """Continue emitting in `label`'s block (the current block falls through to it)."""
+        if label.block.parent is not None:
+            raise VerifyError(f"label {label.name or '?'} is already placed",
+                              _source_location(_caller_location()))
+        self._start(label.block)
+        return label
+
+    def label(self, name: str | None = None) -> Label:
+        """Start a new block here (e.g. a loop head) and return it."""
+        return self.place(self.new_label(name))
+
+    def _branch(self, mnemonic: str, operands: tuple, fallthrough: Label | None,
+                loc: FileLineColLoc | None) -> None:
+        inst, _suffix = resolve(self.isa, mnemonic)
+        if len(operands) != 1 or not isinstance(operands[0], Label):
+            raise VerifyError(f"{mnemonic} takes one operand, the target label "
+                              "(kb.label() / kb.new_label())", _source_location(loc))
+        target = operands[0]
+        if "cond_branch" in inst.flags:
+            nxt = fallthrough or self.new_label()
+            op = BranchOp(mnemonic, target.block, nxt.block)
+            self._insert(op, loc)
+            self.place(nxt)
+        else:
+            self._insert(BranchOp(mnemonic, target.block), loc)
+
+    # --- instructions ---------------------------------------------------------------------
+
+    def emit(self, mnemonic: str, *operands, enc: str | None = None, **modifiers):
+        """Emit `mnemonic` with assembly-order operands; returns its destination value(s)."""
+        loc = _caller_location()
+        try:
+            inst, suffix = resolve(self.isa, mnemonic)
+        except MatchError as err:
+            raise VerifyError(err.message, _source_location(loc)) from None
+        if any(s.syntax == "label" for f in inst.forms for s in f.operands):
+            return self._branch(mnemonic, operands, modifiers.pop("fallthrough", None), loc)
+        mods = {k: (tuple(int(b) for b in v) if isinstance(v, list | tuple) else v)
+                for k, v in modifiers.items() if v is not False and v is not None}
+        forms = self._candidate_forms(inst, suffix, enc, mods, loc)
+        errors: list[tuple[Form, MatchError]] = []
+        for form in forms:
+            shapes = [self._shape(o, spec) for o, spec in
+                      zip(operands, ir_specs(form) + (None,) * len(operands))]
+            try:
+                match = _match_form(inst, form, suffix, shapes, mods)
+                check_modifiers(match, mods, shapes)
+            except MatchError as err:
+                errors.append((form, err))
+                continue
+            return self._build(mnemonic, match, operands, mods, loc)
+        best_form, best = max(errors, key=lambda e: e[1].score)
+        where = f" ({best_form.enc})" if len(forms) > 1 else ""
+        raise VerifyError(f"{mnemonic}{where}: {best.message}", _source_location(loc))
+
+    def _candidate_forms(self, inst, suffix: str, enc: str | None, mods: dict,
+                         loc) -> list[Form]:
+        if enc is not None:
+            cls = FAMILIES.get(enc.lower().removeprefix("amdgcn."))
+            if cls is None:
+                raise VerifyError(f"unknown encoding '{enc}' (one of {', '.join(FAMILIES)})",
+                                  _source_location(loc))
+            forms = [f for f in inst.forms if f.enc in cls.ENCODINGS]
+        else:
+            forms = list(inst.forms)
+        if suffix:
+            forms = [f for f in forms if f.suffix == suffix
+                     or (suffix == "_e64" and f.enc == "VOP3")]
+        if enc is None and not suffix:
+            # DPP/SDWA only when their controls are given (as the assembler decides).
+            forms = [f for f in forms if f.enc not in ENCODING_MODIFIERS or f.enc not in (
+                "DPP", "SDWA") or set(mods) & ENCODING_MODIFIERS[f.enc]]
+            forms.sort(key=lambda f: _ENC_PREFERENCE.get(f.enc, 0))
+        if not forms:
+            raise VerifyError(f"{inst.mnemonic} has no form for enc={enc!r} suffix={suffix!r}",
+                              _source_location(loc))
+        return forms
+
+    def _shape(self, operand, spec) -> Shape:
+        if isinstance(operand, SSAValue):
+            return shape_of(operand)
+        if isinstance(operand, LdsAllocation):
+            return Shape("imm", imm=operand.offset, imm_type="i32", text=str(operand.offset))
+        if isinstance(operand, KernelArgument):
+            return Shape("imm", imm=operand.offset, imm_type="i32", text=str(operand.offset))
+        if isinstance(operand, bool):
+            return Shape("other", text=repr(operand))
+        if isinstance(operand, int | float):
+            return Shape("imm", imm=operand, text=repr(operand))
+        if operand is None and spec is not None:
+            kind = next((k for k in spec.kinds if k in REGISTER_TYPES), "v")
+            return Shape(kind, count=max(1, spec.width), text=f"a new {kind} register")
+        return Shape("other", text=type(operand).__name__)
+
+    def _value(self, operand, spec) -> SSAValue:
+        if isinstance(operand, SSAValue):
+            return operand
+        if isinstance(operand, LdsAllocation):
+            return operand.value
+        if isinstance(operand, KernelArgument):
+            op = self._insert(KernargOffsetOp(operand.name), _caller_location())
+            op.results[0].name_hint = f"{operand.name}_offset"
+            return op.results[0]
+        if isinstance(operand, float):
+            base = (spec.type or "f32").removeprefix("v2")
+            return self.const(operand, _FLOAT_TYPES.get(base, f32))
+        if isinstance(operand, int):
+            return self.const(operand)
+        kind = next((k for k in spec.kinds if k in REGISTER_TYPES), "v")
+        return self._relocatable(kind, max(1, spec.width), max(1, spec.align), kind)
+
+    def _build(self, mnemonic: str, match, operands: tuple, mods: dict,
+               loc: FileLineColLoc | None):
+        args = [self._value(o, spec) for o, spec in zip(operands, match.specs)]
+        result_types = match.result_types([a.type for a in args])
+        op = OP_FOR_ENCODING[match.form.enc](mnemonic, args, result_types, mods)
+        self._insert(op, loc)
+        defs = []
+        for res, pos in zip(op.outs, match.def_positions):
+            res.name_hint = args[pos].name_hint
+            t = res.type
+            if isinstance(t, RegisterType) and t.is_fixed:
+                self._local[(t.KIND, t.first, t.width)] = res
+            elif isinstance(t, SpecialRegType):
+                self._local[("special", t.reg_name)] = res
+            defs.append(res)
+        self.last_token = op.token
+        if op.token is not None:
+            op.token.name_hint = "tok"
+        if len(defs) == 1:
+            return defs[0]
+        if not defs:
+            return op.token
+        return tuple(defs)
+
+    # --- finishing ------------------------------------------------------------------------
+
+    def _finalize(self) -> KernelOp:
+        if not self._finished:
+            self._place_abi_values()
+            if self._reserved:
+                self.kernel.properties["reserved"] = DictionaryAttr(dict(self._reserved))
+            try:
+                close_blocks(self.kernel.body, f"kernel {self.name}")
+            except ValueError as err:
+                raise VerifyError(str(err)) from None
+            self._finished = True
+        return self.kernel
+
+    def finish(self) -> BuiltinModuleOp:
+        """Complete the kernel and return the verified module holding it."""
+        if self._module is not None:
+            return self._module.finish()
+        kernel = self._finalize()
+        if kernel.parent is None:
+            self._top = BuiltinModuleOp([ModuleOp(self.name, self.target, [kernel])])
+        verify_module(self._top)
+        return self._top
+
+
+class ModuleBuilder:
+    """Builds an `amdgcn.module` with several kernels: `mb.kernel("k")` -> KernelBuilder."""
+
+    def __init__(self, name: str = "module", target: str = "gfx942", features: str | None = None):
+        self.name = name
+        self.target = get_isa(target).target
+        self.features = features
+        self.kernels: list[KernelBuilder] = []
+        self._top: BuiltinModuleOp | None = None
+
+    def kernel(self, name: str, **kwargs) -> KernelBuilder:
+        """A new kernel builder in this module."""
+        if any(k.name == name for k in self.kernels):
+            raise VerifyError(f"kernel '{name}' is already defined",
+                              _source_location(_caller_location()))
+        kb = KernelBuilder(name, self.target, module=self, **kwargs)
+        self.kernels.append(kb)
+        return kb
+
+    def finish(self) -> BuiltinModuleOp:
+        """Complete every kernel and return the verified module."""
+        if self._top is None:
+            kernels = [kb._finalize() for kb in self.kernels]
+            self._top = BuiltinModuleOp([ModuleOp(self.name, self.target, kernels,
+                                                  self.features)])
+        verify_module(self._top)
+        return self._top
+
+
+__all__ = ["KernelArgument", "KernelBuilder", "Label", "LdsAllocation", "ModuleBuilder",
+           "ReservedRegion", "parse_register_range", "type_text"]
