@@ -290,6 +290,21 @@ def enumerate_probes() -> list[Probe]:
         dict(offen=1, vaddr=V_SRC0, vdata=V_SRC1, srsrc=1, soffset=8), {}])
     p += sweep("MUBUF", "lds", 128, offen=1, lds=1, vaddr=V_SRC0, vdata=V_SRC1, srsrc=1,
                soffset=8)
+    # Scalar atomics that return the old value are selected by glc.
+    for pr in [q for q in p if q.fmt == "SMEM" and q.variant in ("imm", "soff")
+               and "sdata" in q.fields]:
+        p.append(Probe("SMEM", pr.variant + "+rtn", pr.op, FORMATS["SMEM"].fields["glc"].put(
+            pr.value, 1), pr.size, dict(pr.fields, glc=1)))
+    # Atomics that return the old value are other instructions (..._RTN) selected by sc0.
+    for variant in ("flat", "global_off", "global_saddr", "scratch_vaddr", "scratch_saddr",
+                    "scratch_svs"):
+        for pr in [q for q in p if q.fmt == "FLAT" and q.variant == variant]:
+            rtn = Probe("FLAT", variant + "+rtn", pr.op, FORMATS["FLAT"].fields["sc0"].put(
+                pr.value, 1), pr.size, dict(pr.fields, sc0=1))
+            p.append(rtn)
+    for pr in [q for q in p if q.fmt == "MUBUF" and q.variant == "offen" and q.fields]:
+        p.append(Probe("MUBUF", "offen+rtn", pr.op, FORMATS["MUBUF"].fields["sc0"].put(
+            pr.value, 1), pr.size, dict(pr.fields, sc0=1)))
     p += sweep("MTBUF", "offen", 16, offen=1, dfmt=4, nfmt=7, vaddr=V_SRC0, vdata=V_SRC1,
                srsrc=1, soffset=8)
     # DPP and SDWA: the e32 formats with src0 selecting the extra dword.
@@ -428,7 +443,7 @@ def form_encoding(pr: Probe, rec: dict, suffix: str) -> str:
     if pr.fmt == "FLAT":
         return {"flat": "FLAT", "global_off": "GLOBAL", "global_saddr": "GLOBAL",
                 "scratch_vaddr": "SCRATCH", "scratch_saddr": "SCRATCH",
-                "scratch_svs": "SCRATCH"}[pr.variant]
+                "scratch_svs": "SCRATCH"}[pr.variant.split("+")[0]]
     if pr.fmt == "VOP3" and suffix == "_e64":
         return "VOP3"
     return pr.fmt
@@ -567,7 +582,7 @@ def analyse(target: str, pr: Probe, rec: dict) -> dict | None:
             slot["fixed"] = tok.lower()
         elif tok == "off":
             slot["off"] = True
-            slot["field"] = OFF_FIELD.get((pr.fmt, pr.variant), "vaddr")
+            slot["field"] = OFF_FIELD.get((pr.fmt, pr.variant.split("+")[0]), "vaddr")
         else:
             slot["imm"] = tok
             slot["field"] = imm_field(pr, tok)
@@ -597,6 +612,8 @@ def decode_all(target: str) -> list[dict]:
             continue
         if pr.variant == "mai_scale" and rec["size"] != 16:
             continue
+        if pr.variant.endswith("+rtn") and "_RTN" not in rec["name"]:
+            continue  # not an atomic: sc0 is just a cache bit
         cands[(pr.fmt, pr.variant, pr.op)].append((pr, rec))
     texts = sorted({rec["text"] for lst in cands.values() for _pr, rec in lst})
     ok = dict(zip(texts, llvm_mc_accepts(target, texts)))
@@ -623,9 +640,14 @@ MODIFIER_PROBES: list[tuple[tuple[str, ...], str, int, str]] = [
     (("VOP3",), "omod", 1, "mul:2"),
     (("VOP3",), "op_sel", 1, "op_sel:"),
     (("VOP3P",), "clamp", 1, "clamp"),
+    (("VOP3P",), "op_sel", 1, "op_sel:"),
+    (("VOP3P",), "op_sel_hi", 0, "op_sel_hi:"),
+    (("VOP3P",), "neg", 1, "neg_lo:"),
+    (("VOP3P",), "neg_hi", 1, "neg_hi:"),
     (("MAI",), "cbsz", 1, "cbsz:1"),
     (("MAI",), "abid", 1, "abid:1"),
     (("MAI",), "blgp", 1, "blgp:1"),
+    (("MAI",), "blgp", 1, "neg:["),  # f64 MFMA: the BLGP field negates A/B/C
     (("MAI_SCALE",), "cbsz", 1, "cbsz:1"),
     (("MAI_SCALE",), "blgp", 1, "blgp:1"),
     (("DS",), "offset0", 1, "offset"),
@@ -637,13 +659,59 @@ MODIFIER_PROBES: list[tuple[tuple[str, ...], str, int, str]] = [
     (("FLAT", "GLOBAL", "SCRATCH"), "nt", 1, "nt"),
     (("MUBUF", "MTBUF"), "offset", 16, "offset:16"),
     (("MUBUF", "MTBUF"), "sc0", 1, "sc0"),
-    (("MUBUF",), "sc1", 1, "sc1"),
+    (("MUBUF", "MTBUF"), "sc1", 1, "sc1"),
     (("MUBUF", "MTBUF"), "nt", 1, "nt"),
     (("MUBUF", "MTBUF"), "idxen", 1, "idxen"),
     (("SMEM",), "glc", 1, "glc"),
     (("SMEM",), "nv", 1, "nv"),
 ]
 SDWA_PROBES = [("clamp", 1, "clamp"), ("omod", 1, "mul:2"), ("src0_sext", 1, "sext(")]
+
+
+# Per encoding: (operand field, (bit field, layout) that negates it) for input-modifier probing.
+NEG_BITS = {
+    "VOP3": {"src0": ("neg", 1), "src1": ("neg", 2), "src2": ("neg", 4)},
+    "VOP3P": {"src0": ("neg", 1), "src1": ("neg", 2), "src2": ("neg", 4)},
+}
+
+
+def probe_input_mods(target: str, forms: list[dict]) -> None:
+    """Mark the source slots whose negate bit LLVM prints (-x, neg(x), sext(x)): these take
+    input modifiers. Decoding is the ground truth: some LLVM descriptors carry modifier
+    operands that the printer ignores."""
+    jobs: list[tuple[dict, int]] = []
+    lines: list[str] = []
+    for f in forms:
+        pr: Probe = f["probe"]
+        for k, slot in enumerate(f["slots"]):
+            slot["mods"] = False
+            field = slot.get("field")
+            if field not in ("src0", "src1", "src2", "vsrc1") or "reg" not in slot:
+                continue
+            if f["enc"] in ("VOP3", "VOP3P") and field in NEG_BITS[f["enc"]]:
+                name, bit = NEG_BITS[f["enc"]][field]
+                fmt = FORMATS[pr.fmt]
+                val = fmt.fields[name].put(pr.value, bit)
+                data = val.to_bytes(pr.size, "little")
+            elif f["enc"] in ("DPP", "SDWA"):
+                layout = DPP if f["enc"] == "DPP" else SDWA
+                which = "src0" if field == "src0" else "src1"
+                for bit in ("neg", "sext") if f["enc"] == "SDWA" else ("neg",):
+                    extra = layout[f"{which}_{bit}"].put(pr.extra, 1)
+                    data = pr.value.to_bytes(pr.size, "little") + extra.to_bytes(4, "little")
+                    jobs.append((f, k))
+                    lines.append((data + TAIL).hex())
+                continue
+            else:
+                continue
+            jobs.append((f, k))
+            lines.append((data + TAIL).hex())
+    for (f, k), rec in zip(jobs, probe(target, lines)):
+        if not rec["ok"] or rec["name"] != f["mc_name"]:
+            continue
+        _m, ops, _mods = split_text(rec["text"])
+        if k < len(ops) and (ops[k].startswith(("-", "neg(", "sext(")) or "|" in ops[k]):
+            f["slots"][k]["mods"] = True
 
 
 def probe_modifiers(target: str, forms: list[dict]) -> None:
@@ -679,10 +747,16 @@ def probe_modifiers(target: str, forms: list[dict]) -> None:
                 m = re.search(r"op_sel:\[([^\]]*)\]", rec["text"])
                 if m:
                     f["op_sel_len"] = len(m.group(1).split(","))
-            if field in ("offset0", "offset1"):
+            if field in ("neg", "neg_hi"):
+                name = {"neg": "neg_lo", "neg_hi": "neg_hi"}[field]
+                if f"{name}:" not in rec["text"]:
+                    continue  # v_fma_mix*: these bits are printed as source modifiers
+            elif field in ("offset0", "offset1"):
                 # Two 8-bit offsets (ds_*2*) print offset0:/offset1:; others one 16-bit offset.
                 name = field if f"{field}:" in rec["text"] else "offset"
-            else:
+            elif field == "blgp" and token == "neg:[":
+                name = "neg"
+            elif field not in ("neg", "neg_hi"):
                 name = field
             if name not in f["modifiers"]:
                 f["modifiers"].append(name)
@@ -730,6 +804,9 @@ def rc_excludes(rc: str) -> list[str]:
     return out
 
 
+JOINT_AGPR_FIELDS = {"vdst", "data", "data0", "data1", "vdata", "src2"}
+
+
 def probe_kinds(target: str, forms: list[dict]) -> None:
     """Record, per operand slot, which operand kinds llvm-mc accepts."""
     lines: list[str] = []
@@ -752,30 +829,48 @@ def probe_kinds(target: str, forms: list[dict]) -> None:
                 text = mnem + " " + ", ".join(new_ops) + (" " + " ".join(mods) if mods else "")
                 lines.append(text)
                 jobs.append((f, k, kind))
+        # Data and destination registers of memory ops (and MFMA's C/D) switch to AGPRs
+        # together, with one bit: probe them jointly.
+        group = [k for k, slot in enumerate(f["slots"]) if slot.get("field") in JOINT_AGPR_FIELDS
+                 and "reg" in slot and slot["reg"][0] == "v"
+                 and (f["enc"] in ("MAI", "MAI_SCALE") or f["fmt"] in (
+                     "DS", "FLAT", "MUBUF", "MTBUF"))]
+        if f["enc"] in ("MAI", "MAI_SCALE"):
+            group = [k for k in group if f["slots"][k]["field"] in ("vdst", "src2")]
+        if group:
+            new_ops = list(ops)
+            for k in group:
+                _kind, start, width = f["slots"][k]["reg"]
+                new_ops[k] = reg_token("a", start, width)
+            lines.append(mnem + " " + ", ".join(new_ops) + (" " + " ".join(mods) if mods else ""))
+            jobs.append((f, tuple(group), "a"))
     ok = llvm_mc_accepts(target, lines)
     for (f, k, kind), accepted in zip(jobs, ok):
         if k is None:
             continue
-        slot = f["slots"][k]
-        slot.setdefault("kinds", [])
-        if accepted:
-            slot["kinds"].append(kind)
+        for j in (k if isinstance(k, tuple) else (k,)):
+            slot = f["slots"][j]
+            slot.setdefault("kinds", [])
+            if accepted and kind not in slot["kinds"]:
+                slot["kinds"].append(kind)
     for f in forms:
         for slot in f["slots"]:
             if slot.get("type") == MCOI_OPERAND_REGISTER and slot.get("rc"):
                 # A register-only operand: LLVM's assembler sometimes accepts a constant there
                 # and encodes garbage; the register class is the truth.
-                allowed = rc_kinds(slot["rc"])
-                if allowed:
-                    slot["kinds"] = [k for k in slot.get("kinds", []) if k in allowed]
+                # (Only scalar/constant kinds are dropped: the AGPR form of an operand is
+                # another LLVM opcode whose class is not the one decoded here.)
+                if rc_kinds(slot["rc"]):
+                    slot["kinds"] = [k for k in slot.get("kinds", []) if k in ("v", "a")]
             if slot.get("off"):
                 slot.setdefault("kinds", []).append("off")
             if f["fmt"] == "SMEM" and f["variant"] == "soff" and slot.get("field") == "soffset":
                 # Immediates written there select the "imm" variant instead.
                 slot["kinds"] = ["s"]
-            if f["variant"] == "scratch_saddr" and slot.get("field") == "addr":
+            variant = f["variant"].split("+")[0]
+            if variant == "scratch_saddr" and slot.get("field") == "addr":
                 slot["kinds"] = ["off"]  # a VGPR there selects the scratch_svs variant
-            if f["variant"] in ("scratch_vaddr", "global_off") and slot.get("field") == "saddr":
+            if variant in ("scratch_vaddr", "global_off") and slot.get("field") == "saddr":
                 slot["kinds"] = ["off"]  # an SGPR there selects another variant
 
 
@@ -932,6 +1027,9 @@ def build_database(target: str, forms: list[dict], coverage: dict, passes: dict)
                     spec["tied"] = True  # the destination is also read
                     break
         mods = list(f.get("modifiers", []))
+        for name in ("op_sel", "op_sel_hi", "neg_lo", "neg_hi"):
+            if f"{name}:" in f["text"] and name not in mods:  # printed at the sweep's defaults
+                mods.append(name)
         if f["enc"] in ("MUBUF", "MTBUF") and f["variant"] != "lds":
             mods = ["offen", *mods]
         form = {"enc": f["enc"], "format": f["fmt"], "opcode": f["op"], "suffix": f["suffix"],
@@ -940,13 +1038,19 @@ def build_database(target: str, forms: list[dict], coverage: dict, passes: dict)
                 "counters": sorted(c for name, c in (("VM_CNT", "vmcnt"), ("LGKM_CNT", "lgkmcnt"),
                                                      ("EXP_CNT", "expcnt")) if ts_bit(ts, name)),
                 "mc_name": f["mc_name"], "example": f["text"]}
-        if f["variant"] not in PLAIN_VARIANTS:
-            form["variant"] = f["variant"]
+        base_variant, _, rtn = f["variant"].partition("+")
+        if base_variant not in PLAIN_VARIANTS:
+            form["variant"] = base_variant + ("+rtn" if rtn else "")
+        elif rtn:
+            form["variant"] = "rtn"
         if f.get("op_sel_len"):
             form["op_sel_len"] = f["op_sel_len"]  # how many op_sel bits LLVM prints
         # Only the variant bits this opcode's decoded word actually had set.
-        fixed = {k: v for k, v in VARIANT_FIXED.get((f["fmt"], f["variant"]), {}).items()
-                 if k in f["probe"].fields}
+        fixed = {k: v for k, v in VARIANT_FIXED.get((f["fmt"], f["variant"].split("+")[0]),
+                                                    {}).items() if k in f["probe"].fields}
+        if f["variant"].endswith("+rtn"):
+            # the returning atomic is selected by sc0 (glc for scalar atomics)
+            fixed["glc" if f["fmt"] == "SMEM" else "sc0"] = 1
         if fixed:
             form["fixed"] = fixed
         if not f.get("reassembles", True):
@@ -1085,6 +1189,7 @@ def generate(target: str) -> dict:
     forms = decode_all(target)
     print(f"[{target}] {len(forms)} forms; probing modifiers ...", file=sys.stderr)
     probe_modifiers(target, forms)
+    probe_input_mods(target, forms)
     print(f"[{target}] probing operand kinds with llvm-mc ...", file=sys.stderr)
     probe_kinds(target, forms)
     print(f"[{target}] MFMA passes (llvm-mca) and coverage ...", file=sys.stderr)

@@ -69,6 +69,16 @@ class Form:
     op_sel_len: int = 0  # VOP3 op_sel: how many bits LLVM prints (sources + destination)
 
     @property
+    def base_variant(self) -> str | None:
+        """The addressing variant without "+rtn" (the returning-atomic marker)."""
+        return self.variant.split("+")[0] if self.variant else None
+
+    @property
+    def returns(self) -> bool:
+        """True for the returning form of an atomic (selected by sc0 / glc)."""
+        return bool(self.variant) and self.variant.endswith("rtn")
+
+    @property
     def instruction(self) -> Instruction:
         """The instruction this form belongs to."""
         return get_isa(self.target).instructions[self.mnemonic]

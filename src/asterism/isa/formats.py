@@ -104,7 +104,7 @@ FORMATS: dict[str, Format] = {
             "MTBUF", 8, (26, 6, 0b111010),
             _f(nfmt=(23, 3), dfmt=(19, 4), op=(15, 4), sc0=(14, 1), idxen=(13, 1),
                offen=(12, 1), offset=(0, 12), vaddr=(32, 8), vdata=(40, 8), srsrc=(48, 5),
-               nt=(54, 1), acc=(55, 1), soffset=(56, 8)),
+               sc1=(53, 1), nt=(54, 1), acc=(55, 1), soffset=(56, 8)),
         ),
     ]
 }

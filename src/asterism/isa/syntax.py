@@ -15,6 +15,7 @@ NAMED_SCALAR_CODES: dict[str, int] = {
     "vcc_lo": 106, "vcc_hi": 107, "m0": 124, "exec_lo": 126, "exec_hi": 127,
     "src_shared_base": 235, "src_shared_limit": 236, "src_private_base": 237,
     "src_private_limit": 238, "src_pops_exiting_wave_id": 239, "src_vccz": 251,
+    "src_flat_scratch_base_lo": 230, "src_flat_scratch_base_hi": 231, "null": 125,
     "src_execz": 252, "src_scc": 253, "src_lds_direct": 254,
 }
 # 64-bit pairs of named registers, by the code of their low half.
@@ -221,3 +222,25 @@ def parse_swizzle(args: list[str]) -> int:
                 xor_m |= 1 << k
         return and_m | (or_m << 5) | (xor_m << 10)
     raise ValueError(f"bad swizzle({', '.join(args)})")
+
+
+# Bit patterns of the inline float constants per operand type (0.5, -0.5, 1, -1, 2, -2, 4,
+# -4, 1/(2pi)); a literal with one of these values would be re-read as the inline constant.
+INLINE_FLOAT_BITS: dict[str, tuple[int, ...]] = {
+    "f32": (0x3F000000, 0xBF000000, 0x3F800000, 0xBF800000, 0x40000000, 0xC0000000,
+            0x40800000, 0xC0800000, 0x3E22F983),
+    "f16": (0x3800, 0xB800, 0x3C00, 0xBC00, 0x4000, 0xC000, 0x4400, 0xC400, 0x3118),
+    "bf16": (0x3F00, 0xBF00, 0x3F80, 0xBF80, 0x4000, 0xC000, 0x4080, 0xC080, 0x3E22),
+}
+SIXTEEN_BIT_TYPES = {"f16", "bf16", "i16"}
+
+
+def is_inline_bits(bits: int, type_: str | None) -> bool:
+    """True if a literal with these bits equals an inline constant of the operand type."""
+    if type_ in SIXTEEN_BIT_TYPES:
+        v = bits & 0xFFFF
+        if v <= 64 or v >= 0xFFF0:
+            return True
+        return type_ != "i16" and v in INLINE_FLOAT_BITS[type_]
+    v = bits & 0xFFFFFFFF
+    return v <= 64 or v >= 0xFFFFFFF0 or v in INLINE_FLOAT_BITS["f32"]

@@ -132,13 +132,16 @@ class Decoder:
             score = 0
             ok = True
             for name, value in form.fixed.items():
+                if form.enc == "SMEM" and name == "imm":
+                    continue  # decided with soe below
                 if word.fmt.fields[name].get(word.value) != value:
                     ok = False
                     break
                 score += 1
-            if form.enc == "SMEM" and form.variant == "soff" and word["imm"] == 1:
-                ok = ok or word["soe"] == 1  # soffset + offset: the "soff" form with offset:
-                ok = ok and word["soe"] == 1
+            if form.enc == "SMEM" and form.base_variant in ("imm", "soff"):
+                # imm=1, soe=0: immediate offset; otherwise an SGPR offset (in SOFFSET when
+                # soe=1, else in OFFSET[6:0]), plus the immediate as offset: when imm=1.
+                ok = (form.base_variant == "imm") == (word["imm"] == 1 and word["soe"] == 0)
             if ok and score > best_score:
                 best, best_score = form, score
         return best
@@ -148,8 +151,12 @@ class Decoder:
         for spec in form.operands:
             if spec.name == "literal":
                 return True
-            if "l" in spec.kinds and spec.name in ("src0", "src1", "src2", "ssrc0", "ssrc1"):
+            if spec.name in ("src0", "src1", "src2", "ssrc0", "ssrc1") and (
+                    spec.is_register or spec.kinds):
                 if form.enc in ("DPP", "SDWA") and spec.name == "src0":
+                    continue
+                if word.fmt.fields[spec.name].width != 9 and form.enc not in (
+                        "SOP1", "SOP2", "SOPC", "SOPK"):
                     continue
                 if word.fmt.fields[spec.name].get(word.value) == SRC_LITERAL:
                     return True
@@ -217,7 +224,8 @@ class Decoder:
             if name == "vaddr":
                 return Reg("v", word["vaddr"], width) if (word["offen"] or word["idxen"]) else OFF
             if name == "srsrc":
-                return Reg("s", word["srsrc"] * 4, width)
+                code = word["srsrc"] * 4
+                return decode_scalar_reg(code, width) or Reg("s", code, width)
             if name == "soffset":
                 return decode_src(word["soffset"], 1)
             if name == "vdata":
@@ -226,7 +234,7 @@ class Decoder:
             if name == "saddr":
                 code = word["saddr"]
                 return OFF if code == 0x7F else (decode_scalar_reg(code, width) or Imm(code))
-            if name == "addr" and form.variant == "scratch_saddr":
+            if name == "addr" and form.base_variant == "scratch_saddr":
                 return OFF
         code = word.fmt.fields[name].get(word.value)
         if name in ("src0", "src1", "src2", "ssrc0", "ssrc1"):
@@ -261,7 +269,7 @@ class Decoder:
         if name == "offset":
             return Imm(_signed(word["offset"], 21), fmt="hex")
         if name == "soffset":
-            code = word["soffset"] if word["imm"] else word["offset"] & 0x7F
+            code = word["soffset"] if word["soe"] else word["offset"] & 0x7F
             return decode_scalar_reg(code, 1) or Imm(code)
         raise DecodeError(f"unexpected SMEM operand {name}")
 
@@ -291,6 +299,14 @@ class Decoder:
                    operands: list[Operand], mods: dict[str, object]) -> None:
         enc = form.enc
         srcs = [i for i, s in enumerate(form.operands) if s.name in VOP_SRC_FIELDS]
+        if enc == "VOP3" and form.mnemonic.startswith("v_bitop3"):
+            # gfx950 v_bitop3: the 8-bit truth table is spread over NEG, ABS and OMOD.
+            table = word["neg"] | (word["abs"] << 3) | (word["omod"] << 6)
+            if table:
+                mods["bitop3"] = table
+            if "op_sel" in form.modifiers and word["op_sel"]:
+                mods["op_sel"] = tuple((word["op_sel"] >> k) & 1 for k in op_sel_positions(form))
+            return
         if enc == "VOP3":
             has_sdst = any(s.name == "sdst" for s in form.operands)
             neg = word["neg"]
@@ -319,14 +335,19 @@ class Decoder:
                         operands[i] = Mod(operands[i], neg=bool(ng), abs=bool(ab))
             op_sel = word["op_sel"]
             op_sel_hi = word["op_sel_hi"] | (word["op_sel_hi2"] << 2)
-            mods["op_sel"] = tuple((op_sel >> k) & 1 for k in range(n))
-            mods["op_sel_hi"] = tuple((op_sel_hi >> k) & 1 for k in range(n))
-            if "_mix" not in form.mnemonic:
+            if "op_sel" in form.modifiers:
+                mods["op_sel"] = tuple((op_sel >> k) & 1 for k in range(n))
+            if "op_sel_hi" in form.modifiers:
+                mods["op_sel_hi"] = tuple((op_sel_hi >> k) & 1 for k in range(n))
+            if "neg_lo" in form.modifiers:
                 mods["neg_lo"] = tuple((word["neg"] >> k) & 1 for k in range(n))
+            if "neg_hi" in form.modifiers:
                 mods["neg_hi"] = tuple((word["neg_hi"] >> k) & 1 for k in range(n))
-            if word["clamp"]:
+            if word["clamp"] and "clamp" in form.modifiers:
                 mods["clamp"] = True
         elif enc in ("MAI", "MAI_SCALE"):
+            if "neg" in form.modifiers and word["blgp"]:
+                mods["neg"] = tuple((word["blgp"] >> k) & 1 for k in range(3))
             for name in ("cbsz", "abid", "blgp"):
                 if name in form.modifiers:
                     value = word[name]
@@ -348,7 +369,7 @@ class Decoder:
                 mods["offset1"] = word["offset1"]
             else:
                 mods["offset"] = word["offset0"] | (word["offset1"] << 8)
-            if word["gds"]:
+            if word["gds"] and "gds" in form.modifiers:  # gfx940+ has no GDS otherwise
                 mods["gds"] = True
         elif enc in ("FLAT", "GLOBAL", "SCRATCH"):
             off = word["offset"]
@@ -365,17 +386,19 @@ class Decoder:
                 mods["offen"] = True
             mods["offset"] = word["offset"]
             for name in ("sc0", "nt", "sc1"):
-                if name in word.fmt.fields and word[name]:
+                if name in word.fmt.fields and word[name] and not (
+                        name == "sc0" and form.fixed.get("sc0")):
                     mods[name] = True
-            if form.variant == "lds":
+            if form.fixed.get("sc0"):
+                mods["sc0"] = True  # the returning atomic
+            if form.base_variant == "lds":
                 mods["lds"] = True
         elif enc == "SMEM":
-            if form.variant == "soff" and word["imm"]:
+            if form.base_variant == "soff" and word["imm"]:
                 mods["offset"] = _signed(word["offset"], 21)
-            if word["glc"]:
-                mods["glc"] = True
-            if word["nv"]:
-                mods["nv"] = True
+            for name in ("glc", "nv"):
+                if word[name] and (name in form.modifiers or form.fixed.get(name)):
+                    mods[name] = True
         elif enc == "DPP":
             x = word.extra
             for i in srcs + [i for i, s in enumerate(form.operands) if s.name == "vsrc1"]:
@@ -405,9 +428,10 @@ class Decoder:
                 if SDWA["omod"].get(x):
                     mods["omod"] = SDWA["omod"].get(x)
                 mods["dst_sel"] = SDWA_SEL[min(SDWA["dst_sel"].get(x), 6)]
-                mods["dst_unused"] = SDWA_UNUSED[min(SDWA["dst_unused"].get(x), 2)]
+                unused = SDWA["dst_unused"].get(x)
+                mods["dst_unused"] = SDWA_UNUSED[unused] if unused < 3 else "UNUSED_PAD"
             else:
-                if SDWA["clamp"].get(x):
+                if SDWA["clamp"].get(x) and "clamp" in form.modifiers:
                     mods["clamp"] = True
                 if SDWA["sd"].get(x):
                     operands[0] = decode_scalar_reg(SDWA["sdst"].get(x), 2) or operands[0]
@@ -435,19 +459,26 @@ def _format_sendmsg(value: int) -> str:
 
     msg, op, stream = value & 0xF, (value >> 4) & 0x7, (value >> 8) & 0x3
     name = syntax.SENDMSG_NAMES.get(msg)
+    # LLVM prints the symbolic form only for valid (message, operation, stream) triples.
     if name is None:
-        return f"sendmsg({msg}, {op}, {stream})"
+        return str(value)
     if msg in (2, 3):
-        text = f"sendmsg({name}, {syntax.GS_OPS.get(op & 3, op)}"
-        if (op & 3) != 0:
-            text += f", {stream}"
-        return text + ")"
+        if op > 3 or (op == 0 and stream):
+            return str(value)
+        text = f"sendmsg({name}, {syntax.GS_OPS[op]}"
+        return text + (f", {stream})" if op else ")")
     if msg == 15:
-        return f"sendmsg({name}, {syntax.SYSMSG_OPS.get(op, op)})"
+        if op not in syntax.SYSMSG_OPS or stream:
+            return str(value)
+        return f"sendmsg({name}, {syntax.SYSMSG_OPS[op]})"
+    if op or stream:
+        return str(value)
     return f"sendmsg({name})"
 
 
 def _format_gpr_idx(value: int) -> str:
+    if value > 15:
+        return f"0x{value:x}"
     names = ["SRC0", "SRC1", "SRC2", "DST"]
     on = [n for k, n in enumerate(names) if (value >> k) & 1]
     return f"gpr_idx({','.join(on)})"

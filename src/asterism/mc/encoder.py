@@ -289,7 +289,15 @@ class Encoder:
     def _modifiers(self, form: Form, inst: Inst, st: _State) -> None:
         enc, m, w = form.enc, inst.modifiers, st.w
         srcs = [(i, s) for i, s in enumerate(form.operands) if s.name in VOP_SRCS]
-        if enc == "VOP3":
+        if enc == "VOP3" and form.mnemonic.startswith("v_bitop3"):
+            table = _check_range(int(m.get("bitop3", 0)), 0, 255, "bitop3")
+            w.set("neg", table & 7)
+            w.set("abs", (table >> 3) & 7)
+            w.set("omod", table >> 6)
+            if m.get("op_sel"):
+                positions = op_sel_positions(form)
+                w.set("op_sel", sum(int(b) << pos for b, pos in zip(m["op_sel"], positions)))
+        elif enc == "VOP3":
             neg = absm = 0
             for i, s in srcs:
                 op = inst.operands[i] if i < len(inst.operands) else None
@@ -343,6 +351,8 @@ class Encoder:
             for name in ("cbsz", "abid", "blgp"):
                 if name in m:
                     w.set(name, int(m[name]))
+            if m.get("neg"):  # f64 MFMA: neg:[a,b,c] lives in the BLGP field
+                w.set("blgp", _bits_of(m["neg"], 3, "neg"))
             if enc == "MAI_SCALE":
                 w.value |= SCALE_MFMA_MARK
                 p = st.prefix
@@ -381,7 +391,7 @@ class Encoder:
                 w.set("dfmt", fmt & 0xF)
                 w.set("nfmt", (fmt >> 4) & 0x7)
         elif enc == "SMEM":
-            w.set("glc", int(bool(m.get("glc"))))
+            w.set("glc", int(bool(m.get("glc")) or bool(form.fixed.get("glc"))))
             w.set("nv", int(bool(m.get("nv"))))
         elif enc == "DPP":
             x = st.extra

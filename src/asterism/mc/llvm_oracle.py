@@ -38,11 +38,36 @@ def llvm_encode(lines: list[str], target: str) -> list[bytes | str]:
     return out
 
 
+SLOT = 32  # bytes per blob: the longest instruction (16) + literal, padded with s_nop 0
+S_NOP_0 = (0xBF800000).to_bytes(4, "little")
+
+
 def llvm_disassemble(blobs: list[bytes], target: str) -> list[str]:
-    """llvm-objdump's text for each instruction blob (placed one after another)."""
+    """llvm-objdump's text for each instruction blob.
+
+    Each blob sits in its own 32-byte slot padded with `s_nop 0`, so a blob LLVM reads with
+    another length cannot shift the others. A batch that crashes llvm-objdump is split until
+    the crashing blob is isolated (its text is then "<objdump crashed>").
+    """
     if not blobs:
         return []
-    body = "\n".join(".byte " + ",".join(f"0x{b:02x}" for b in blob) for blob in blobs)
+    try:
+        return _disassemble_slots(blobs, target)
+    except subprocess.CalledProcessError:
+        if len(blobs) == 1:
+            return ["<objdump crashed>"]
+        mid = len(blobs) // 2
+        return llvm_disassemble(blobs[:mid], target) + llvm_disassemble(blobs[mid:], target)
+
+
+def _disassemble_slots(blobs: list[bytes], target: str) -> list[str]:
+    data = bytearray()
+    for blob in blobs:
+        if len(blob) > SLOT - 4:
+            raise ValueError(f"instruction blob of {len(blob)} bytes is too long")
+        data += blob + S_NOP_0 * ((SLOT - len(blob)) // 4)
+    body = "\n".join(".byte " + ",".join(f"0x{b:02x}" for b in data[i:i + 64])
+                     for i in range(0, len(data), 64))
     with tempfile.TemporaryDirectory() as tmp:
         src, obj = os.path.join(tmp, "in.s"), os.path.join(tmp, "in.o")
         with open(src, "w") as f:
@@ -51,15 +76,9 @@ def llvm_disassemble(blobs: list[bytes], target: str) -> list[str]:
                         "-filetype=obj", src, "-o", obj], check=True, capture_output=True)
         dump = subprocess.run([require_llvm_tool("llvm-objdump"), "-d", f"--mcpu={target}",
                                obj], capture_output=True, text=True, check=True).stdout
-    rows: list[tuple[int, str]] = []
+    by_addr: dict[int, str] = {}
     for line in dump.splitlines():
         m = _OBJDUMP_RE.match(line)
         if m:
-            rows.append((int(m.group(2), 16), m.group(1).strip()))
-    by_addr = dict(rows)
-    out = []
-    addr = 0
-    for blob in blobs:
-        out.append(by_addr.get(addr, "<no instruction>"))
-        addr += len(blob)
-    return out
+            by_addr[int(m.group(2), 16)] = m.group(1).strip()
+    return [by_addr.get(k * SLOT, "<no instruction>") for k in range(len(blobs))]

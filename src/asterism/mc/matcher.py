@@ -178,9 +178,9 @@ def _modifier_fits(form: Form, inst: Inst) -> str | None:
         return "DPP controls need the _dpp form"
     if names & SDWA_MODIFIERS and form.enc != "SDWA":
         return "SDWA selects need the _sdwa form"
-    if "lds" in names and form.enc in ("MUBUF", "MTBUF") and form.variant != "lds":
+    if "lds" in names and form.enc in ("MUBUF", "MTBUF") and form.base_variant != "lds":
         return "lds"
-    if form.variant == "lds" and "lds" not in names:
+    if form.base_variant == "lds" and "lds" not in names:
         return "not lds"
     for name in ("clamp", "omod"):
         if name in names and form.enc in ("VOP1", "VOP2", "VOPC"):
@@ -253,19 +253,27 @@ def match_form(inst: Inst, form: Form) -> None:
 
 # Modifiers every form of an encoding takes (beyond the probed form.modifiers).
 FAMILY_MODIFIERS = {
-    "VOP3P": {"op_sel", "op_sel_hi", "neg_lo", "neg_hi"},
     "MAI_SCALE": {"op_sel", "op_sel_hi", "cbsz", "blgp"},
     "DPP": DPP_MODIFIERS,
     "SDWA": SDWA_MODIFIERS | {"clamp", "omod"},
     "MUBUF": {"offen", "idxen", "lds"},
     "MTBUF": {"offen", "idxen", "format"},
-    "SMEM": {"offset"},
+    "SMEM": {"offset", "glc"},
 }
+
+
+# Operands that one AGPR-select bit switches together (memory data/destination, MFMA C/D).
+_MEM_JOINT = {"vdst", "data", "data0", "data1", "vdata"}
+JOINT_AGPR = {"DS": _MEM_JOINT, "FLAT": _MEM_JOINT, "GLOBAL": _MEM_JOINT, "SCRATCH": _MEM_JOINT,
+              "MUBUF": _MEM_JOINT, "MTBUF": _MEM_JOINT, "MAI": {"vdst", "src2"},
+              "MAI_SCALE": {"vdst", "src2"}}
 
 
 def check_form_rules(inst: Inst, form: Form) -> None:
     """Per-form rules beyond operand kinds: allowed modifiers, gds, DPP64, MFMA overlap."""
     allowed = set(form.modifiers) | FAMILY_MODIFIERS.get(form.enc, set())
+    if form.mnemonic.startswith("v_bitop3"):
+        allowed.add("bitop3")
     if form.enc == "DS" and "offset" in allowed | {"offset0", "offset1"}:
         allowed |= {"offset0", "offset1"} if "offset0" in form.modifiers else {"offset"}
     for name in inst.modifiers:
@@ -277,6 +285,13 @@ def check_form_rules(inst: Inst, form: Form) -> None:
         ctrl = int(inst.modifiers.get("dpp_ctrl", 0xE4))
         if not 0x150 <= ctrl <= 0x15F:
             raise MatchError(50, "64-bit DPP only supports row_newbcast")
+    joint = JOINT_AGPR.get(form.enc)
+    if joint and not form.mnemonic.startswith("v_smfmac"):  # smfmac's src2 is an index
+        kinds = {op.kind for spec, op in zip(form.operands, inst.operands)
+                 if spec.name in joint and isinstance(op, Reg) and op.kind in ("v", "a")}
+        if len(kinds) > 1:
+            raise MatchError(50, f"{', '.join(sorted(joint & {s.name for s in form.operands}))}"
+                                 " must all be VGPRs or all AGPRs")
     if form.enc == "VOP3P" and "_mix" not in form.mnemonic:
         if any(isinstance(op, Mod) for op in inst.operands):
             raise MatchError(50, "packed instructions take neg_lo/neg_hi, not -x or |x|")

@@ -51,9 +51,9 @@ def decode_src(code: int, width: int, *, type_: str | None = None,
     if value is not None:
         return Imm(value)
     if code in syntax.INLINE_FLOATS:
-        return FloatImm(syntax.INLINE_FLOATS[code])
+        return FloatImm(syntax.INLINE_FLOATS[code], type_)
     if code == syntax.SRC_LITERAL:
-        return Literal(literal if literal is not None else 0)
+        return Literal(literal if literal is not None else 0, type_)
     return Imm(code)  # reserved code: keep the raw value
 
 

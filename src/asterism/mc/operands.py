@@ -47,7 +47,8 @@ SPECIAL_REGISTERS: dict[str, int] = {
     "src_private_base": 2, "src_private_limit": 2, "src_pops_exiting_wave_id": 1,
     "src_lds_direct": 1, "lds_direct": 1, "tba": 2, "tma": 2, "tba_lo": 1, "tba_hi": 1,
     "tma_lo": 1, "tma_hi": 1, "shared_base": 2, "shared_limit": 2, "private_base": 2,
-    "private_limit": 2, "pops_exiting_wave_id": 1,
+    "private_limit": 2, "pops_exiting_wave_id": 1, "src_flat_scratch_base_lo": 1,
+    "src_flat_scratch_base_hi": 1, "null": 1,
 }
 
 
@@ -86,8 +87,16 @@ class FloatImm:
     """A floating-point constant as written (1.0, -0.5, 0.15915494...)."""
 
     value: float
+    # The operand type it was decoded for (printing only): LLVM shows 1/(2pi) with double
+    # precision for 64-bit operands and 16-bit integer operands' float constants as f16 bits.
+    type: str | None = field(default=None, compare=False)
 
     def __str__(self) -> str:
+        if self.type == "i16":
+            return f"0x{float_bits(self.value, 'f16'):x}" if self.value != 0.15915494309189535 \
+                else "0x3118"
+        if self.type in ("f64", "i64") and abs(self.value - 0.15915494309189535) < 1e-9:
+            return "0.15915494309189532"
         return format_float(self.value)
 
 
@@ -96,8 +105,17 @@ class Literal:
     """A 32-bit literal given by its bits (what a decoded literal is); printed as hex."""
 
     bits: int
+    type: str | None = field(default=None, compare=False)  # operand type (printing only)
 
     def __str__(self) -> str:
+        from asterism.isa.syntax import SIXTEEN_BIT_TYPES, is_inline_bits
+
+        # As LLVM: a literal that would read back as an inline constant is marked lit(...);
+        # 16-bit operands show their 16 bits.
+        if is_inline_bits(self.bits, self.type):
+            return f"lit(0x{self.bits:x})"
+        if self.type in SIXTEEN_BIT_TYPES:
+            return f"0x{self.bits & 0xFFFF:x}"
         return f"0x{self.bits:x}"
 
 
@@ -150,12 +168,10 @@ class Mod:
         if self.abs:
             text = f"|{text}|"
         if self.neg:
-            text = f"-{text}" if self.abs or not _looks_negative(text) else f"neg({text})"
+            # "-1" would read back as the constant -1: constants are negated as neg(...).
+            constant = isinstance(self.operand, (Imm, FloatImm, Literal))
+            text = f"neg({text})" if constant and not self.abs else f"-{text}"
         return text
-
-
-def _looks_negative(text: str) -> bool:
-    return text.startswith("-")
 
 
 Operand = Reg | Special | Imm | FloatImm | Literal | Label | Off | Syntax | Mod

@@ -91,7 +91,7 @@ def format_modifiers(inst: Inst) -> list[str]:
         flag("nv")
         return out
     if enc == "VOP3P":
-        n = len(m.get("op_sel", ()))
+        n = len(m.get("op_sel", m.get("op_sel_hi", ())))
         default_hi = (0,) * n if _mix(inst) else (1,) * n
         if any(m.get("op_sel", ())):
             out.append(f"op_sel:{_bits(m['op_sel'])}")
@@ -111,6 +111,8 @@ def format_modifiers(inst: Inst) -> list[str]:
         for name in ("cbsz", "abid", "blgp"):
             if m.get(name):
                 out.append(f"{name}:{m[name]}")
+        if any(m.get("neg", ())):
+            out.append(f"neg:{_bits(m['neg'])}")
         return out
     if enc == "DPP":
         out.append(format_dpp_ctrl(m.get("dpp_ctrl", 0xE4)))
@@ -127,6 +129,9 @@ def format_modifiers(inst: Inst) -> list[str]:
                 out.append(f"{name}:{m[name]}")
         return out
     # VOP3 and anything else with generic modifiers
+    if m.get("bitop3"):
+        table = int(m["bitop3"])
+        out.append(f"bitop3:{table}" if table <= 10 else f"bitop3:0x{table:x}")
     if m.get("op_sel"):
         out.append(f"op_sel:{_bits(m['op_sel'])}")
     flag("clamp")

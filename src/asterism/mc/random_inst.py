@@ -116,7 +116,9 @@ def random_modifiers(form: Form, rng: random.Random, operands: list[Operand]) ->
     m: dict[str, object] = {}
     enc = form.enc
     n_src = sum(1 for s in form.operands if s.name in ("src0", "src1", "src2"))
-    if enc == "VOP3":
+    if enc == "VOP3" and form.mnemonic.startswith("v_bitop3"):
+        m["bitop3"] = rng.randint(0, 255)
+    elif enc == "VOP3":
         if "clamp" in form.modifiers and rng.random() < 0.3:
             m["clamp"] = True
         if "omod" in form.modifiers and rng.random() < 0.3:
@@ -125,7 +127,7 @@ def random_modifiers(form: Form, rng: random.Random, operands: list[Operand]) ->
             m["op_sel"] = tuple(rng.randint(0, 1) for _ in range(n_src + 1))
     elif enc == "VOP3P":
         for name in ("op_sel", "op_sel_hi", "neg_lo", "neg_hi"):
-            if rng.random() < 0.4:
+            if name in form.modifiers and rng.random() < 0.4:
                 m[name] = tuple(rng.randint(0, 1) for _ in range(n_src))
         if "clamp" in form.modifiers and rng.random() < 0.3:
             m["clamp"] = True
@@ -133,6 +135,9 @@ def random_modifiers(form: Form, rng: random.Random, operands: list[Operand]) ->
         for name, hi in (("cbsz", 7), ("abid", 15), ("blgp", 7)):
             if name in form.modifiers and rng.random() < 0.3:
                 m[name] = rng.randint(0, hi)
+    elif enc == "DS" and form.mnemonic == "ds_swizzle_b32":
+        off = rng.randint(0, 0xFFFF)
+        m["offset"] = Syntax(off, syntax.format_swizzle(off))
     elif enc == "DS":
         if "offset0" in form.modifiers or "offset1" in form.modifiers:
             m["offset0"], m["offset1"] = rng.randint(0, 255), rng.randint(0, 255)
@@ -147,8 +152,10 @@ def random_modifiers(form: Form, rng: random.Random, operands: list[Operand]) ->
         for name in ("sc0", "sc1", "nt"):
             if name in form.modifiers and rng.random() < 0.3:
                 m[name] = True
+        if form.fixed.get("sc0"):
+            m["sc0"] = True  # a returning atomic
     elif enc in ("MUBUF", "MTBUF"):
-        if form.variant == "lds":
+        if form.base_variant == "lds":
             m["lds"] = True
         vaddr = next((op for s, op in zip(form.operands, operands) if s.name == "vaddr"), None)
         if isinstance(vaddr, Reg):
@@ -162,6 +169,8 @@ def random_modifiers(form: Form, rng: random.Random, operands: list[Operand]) ->
         for name in ("sc0", "sc1", "nt"):
             if name in form.modifiers and rng.random() < 0.3:
                 m[name] = True
+        if form.fixed.get("sc0"):
+            m["sc0"] = True
         if enc == "MTBUF":
             m["format"] = rng.randint(1, 15) | (rng.randint(0, 7) << 4)
     elif enc == "SMEM":
@@ -192,9 +201,20 @@ def random_modifiers(form: Form, rng: random.Random, operands: list[Operand]) ->
     return m
 
 
+JOINT = {"vdst", "data", "data0", "data1", "vdata", "src2"}
+
+
 def random_inst(form: Form, rng: random.Random) -> Inst:
     """A random instruction of `form` (printed mnemonic, random operands and modifiers)."""
     ops = [random_operand(form, spec, rng) for spec in form.operands]
+    # Memory data/destination and MFMA C/D switch between VGPRs and AGPRs together.
+    if form.enc in ("DS", "FLAT", "GLOBAL", "SCRATCH", "MUBUF", "MTBUF", "MAI", "MAI_SCALE") \
+            and not form.mnemonic.startswith("v_smfmac"):
+        kind = rng.choice(["v", "a"])
+        for k, spec in enumerate(form.operands):
+            if spec.name in JOINT and isinstance(ops[k], Reg) and kind in spec.kinds \
+                    and (form.enc.startswith("MAI") or spec.name != "src2"):
+                ops[k] = Reg(kind, ops[k].index, ops[k].count)
     if form.enc in ("MUBUF", "MTBUF"):
         for k, spec in enumerate(form.operands):
             if spec.name == "vaddr" and rng.random() < 0.2:
