@@ -305,7 +305,12 @@ def _match_form(inst: Instruction, form: Form, suffix: str, shapes: Sequence[Sha
             raise MatchError(f"operand #{pos} ({spec.name}) {problem}", pos, pos)
     _check_literals(form, specs, shapes)
     _check_constant_bus(form, specs, shapes)
-    return Match(inst, form, suffix, specs)
+    match = Match(inst, form, suffix, specs)
+    try:
+        check_modifiers(match, mods, shapes)
+    except MatchError as err:
+        raise MatchError(err.message, err.operand, len(specs)) from None
+    return match
 
 
 def describe_spec(spec: OperandSpec, width: int | None = None) -> str:
@@ -541,6 +546,19 @@ def check_modifiers(match: Match, mods: Mapping[str, ModValue],
         problem = _check_modifier_value(match, name, value)
         if problem:
             raise MatchError(f"modifier {name}: {problem}")
+    for name, value in form.fixed.items():
+        # A variant implied by a modifier (returning atomics: sc0/glc; LDS loads: lds).
+        if name in FLAG_MODIFIERS and value and not mods.get(name):
+            what = "returns the old value" if "rtn" in (form.variant or "") else form.variant
+            raise MatchError(f"this form ({what}) needs the {name} modifier")
+    if form.enc == "DS" and form.mnemonic.startswith("ds_gws") and not mods.get("gds"):
+        raise MatchError("GWS instructions need the gds modifier")  # as mc.matcher / LLVM
+    if form.enc == "DPP" and any(s.width == 2 for s in match.specs):
+        ctrl = mods.get("dpp_ctrl")
+        lo = syntax.DPP_ROW_NEWBCAST
+        if not isinstance(ctrl, int) or not lo <= ctrl <= lo + 15:
+            raise MatchError(f"64-bit DPP supports only row_newbcast: dpp_ctrl = {lo:#x} + n "
+                             "(0..15)")
     if form.enc in ("MUBUF", "MTBUF"):
         _check_buffer_addressing(match, mods, shapes)
 
@@ -593,9 +611,6 @@ def _check_buffer_addressing(match: Match, mods: Mapping[str, ModValue],
         if shapes[pos].kind != "off" and not addressed:
             raise MatchError("vaddr is a VGPR but neither offen nor idxen is set (pass off "
                              "as vaddr for an offset-only access)", pos)
-    if form.variant == "lds" and not mods.get("lds"):
-        raise MatchError("this form has no vdata operand (the data goes to LDS): it needs "
-                         "the lds modifier")
     if form.variant != "lds" and mods.get("lds"):
         raise MatchError("lds loads take no vdata operand (vaddr, srsrc, soffset)")
 

@@ -129,6 +129,9 @@ def attr_to_modifiers(attr: DictionaryAttr | None) -> dict[str, ModValue]:
     return out
 
 
+_AFTER_OPERANDS = (MLIRTokenKind.BARE_IDENT, MLIRTokenKind.L_BRACE, MLIRTokenKind.COLON)
+
+
 def _current(parser: Parser):
     return parser._current_token
 
@@ -256,6 +259,11 @@ class InstructionOp(IRDLOperation):
             unresolved.append(first)
             while parser.parse_optional_punctuation(",") is not None:
                 unresolved.append(parser.parse_unresolved_operand())
+            if _current(parser).kind not in _AFTER_OPERANDS:
+                # Operands are always followed by modifiers, attributes or ':' types; what we
+                # read were the results of the next op (`%a = ...`): this op has no operands.
+                parser._resume_from(pos)  # noqa: SLF001 - xDSL has no public backtracking
+                unresolved = []
         mods = _parse_modifiers(parser)
         attrs = parser.parse_optional_attr_dict()
         inputs, outputs = _parse_type_signature(parser, len(unresolved))
