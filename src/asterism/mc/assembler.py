@@ -1,0 +1,102 @@
+"""Assembler: `McModule` -> HSA code object, with no external tool.
+
+Lays the kernels out in .text (256-byte aligned, padded with `s_nop 0` like llvm-mc),
+resolves labels, encodes every instruction, builds each kernel's descriptor from its
+`.amdhsa_*` values (written or computed, see kernel_abi) and its metadata entry, and hands
+the pieces to the code object writer.
+"""
+
+from __future__ import annotations
+
+from asterism.errors import AsterismError, EncodeError, VerifyError
+from asterism.mc.codeobject import (
+    CodeObject,
+    KernelSymbol,
+    descriptor_from_directives,
+    make_metadata,
+    write_code_object,
+)
+from asterism.mc.encoder import ENCODER
+from asterism.mc.inst import Inst
+from asterism.mc.kernel_abi import kernel_directives, kernel_metadata
+from asterism.mc.program import LabelDef, McKernel, McModule
+from asterism.target import get_target
+
+KERNEL_ALIGN = 256
+S_NOP_0 = (0xBF800000).to_bytes(4, "little")
+
+
+def layout(module: McModule) -> tuple[dict[str, int], list[tuple[McKernel, int]]]:
+    """Label addresses and kernel offsets in .text (sizes do not depend on label values)."""
+    labels: dict[str, int] = {}
+    starts: list[tuple[McKernel, int]] = []
+    pc = 0
+    for kernel in module.kernels:
+        pc = -(-pc // KERNEL_ALIGN) * KERNEL_ALIGN
+        starts.append((kernel, pc))
+        for item in kernel.body:
+            if isinstance(item, LabelDef):
+                if item.name in labels:
+                    raise VerifyError(f"label '{item.name}' is defined more than once",
+                                      getattr(item, "loc", None))
+                labels[item.name] = pc
+            else:
+                pc += _size(item)
+    return labels, starts
+
+
+def _size(inst: Inst) -> int:
+    try:
+        return len(ENCODER.encode(inst, 0, _SizingLabels()))
+    except EncodeError as err:
+        raise EncodeError(err.message, err.location or inst.loc) from None
+
+
+class _SizingLabels(dict):
+    def __contains__(self, key) -> bool:
+        return True
+
+    def __getitem__(self, key) -> int:
+        return 4
+
+
+def encode_text(module: McModule) -> tuple[bytes, list[tuple[McKernel, int, int]]]:
+    """The .text bytes and (kernel, offset, size) of every kernel."""
+    labels, starts = layout(module)
+    text = bytearray()
+    placed = []
+    for kernel, start in starts:
+        text += S_NOP_0 * ((start - len(text)) // 4)
+        for item in kernel.body:
+            if isinstance(item, Inst):
+                text += ENCODER.encode(item, len(text), labels)
+        placed.append((kernel, start, len(text) - start))
+    return bytes(text), placed
+
+
+def assemble_module(module: McModule) -> CodeObject:
+    """Encode a module into a CodeObject (descriptors, metadata, code)."""
+    target = get_target(module.target + (module.features or ""))
+    if not module.kernels:
+        raise VerifyError("nothing to assemble: the module has no kernel")
+    text, placed = encode_text(module)
+    symbols = []
+    entries = []
+    for kernel, offset, size in placed:
+        try:
+            directives = kernel_directives(kernel, target.name)
+            kd = descriptor_from_directives(target, directives)
+        except AsterismError as err:
+            raise VerifyError(f"kernel {kernel.name}: {err.message}") from None
+        meta = getattr(kernel, "metadata", None) or kernel_metadata(kernel, target.name,
+                                                                    directives)
+        entries.append(meta)
+        symbols.append(KernelSymbol(kernel.name, offset, kd, size=size, metadata=meta))
+    raw_meta = getattr(module, "metadata", None)
+    metadata = raw_meta if raw_meta else make_metadata(entries, target)
+    return CodeObject(target, text, symbols, metadata=metadata)
+
+
+def assemble(module: McModule) -> bytes:
+    """The HSACO bytes of a module."""
+    return write_code_object(assemble_module(module))
