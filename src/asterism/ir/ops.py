@@ -262,7 +262,7 @@ class InstructionOp(IRDLOperation):
             if _current(parser).kind not in _AFTER_OPERANDS:
                 # Operands are always followed by modifiers, attributes or ':' types; what we
                 # read were the results of the next op (`%a = ...`): this op has no operands.
-                parser._resume_from(pos)  # noqa: SLF001 - xDSL has no public backtracking
+                parser._resume_from(pos)
                 unresolved = []
         mods = _parse_modifiers(parser)
         attrs = parser.parse_optional_attr_dict()
