@@ -1,0 +1,122 @@
+"""One-call functions behind the CLI verbs, for scripts:
+
+    mod = kb.finish()                       # or asterism.parse(open("k.mlir").read())
+    asm = asterism.translate(mod)           # LLVM-syntax assembly
+    hsaco = asterism.compile(mod)           # code object bytes, no external tool
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+
+from asterism.errors import AsterismError
+
+
+def _read(source: str | os.PathLike[str] | bytes, what: str) -> tuple[str, str]:
+    """(text, filename) from text or a path."""
+    if isinstance(source, bytes):
+        return source.decode(), "<input>"
+    text = str(source)
+    if "\n" not in text and os.path.exists(text):
+        with open(text) as f:
+            return f.read(), text
+    return text, "<input>"
+
+
+def parse(source, filename: str | None = None):
+    """Parse amdgcn IR text (or a path) into a verified module."""
+    from asterism.ir import parse_ir
+
+    text, name = _read(source, "IR")
+    return parse_ir(text, filename or name)
+
+
+def retarget(module, target: str) -> None:
+    """Set the target of every amdgcn.module in `module` and verify it again."""
+    from xdsl.dialects.builtin import StringAttr
+
+    from asterism.ir import verify_module
+    from asterism.target import get_target
+
+    name = get_target(target).name
+    for op in module.walk():
+        if op.name == "amdgcn.module":
+            op.properties["target"] = StringAttr(name)
+    verify_module(module)
+
+
+def _module(source, filename: str | None = None):
+    if isinstance(source, (str, bytes, os.PathLike)):
+        return parse(source, filename)
+    return source
+
+
+def optimize(source, pipeline: str = "", *, print_after_all=None, timings=None):
+    """Run a pass pipeline on IR (the empty pipeline is the identity)."""
+    from asterism.passes.pipeline import run_pipeline
+
+    return run_pipeline(_module(source), pipeline, print_after_all=print_after_all,
+                        timings=timings)
+
+
+def lower(source, pipeline: str = ""):
+    """IR (module or text) -> McModule, after the pipeline."""
+    from asterism.ir import lower_module
+
+    module = optimize(source, pipeline) if pipeline else _module(source)
+    return lower_module(module)
+
+
+def translate(source, pipeline: str = "") -> str:
+    """IR -> LLVM-syntax assembly with the .amdhsa_kernel and metadata directives."""
+    from asterism.mc.asm_writer import print_module
+
+    return print_module(lower(source, pipeline))
+
+
+def compile(source, pipeline: str = "") -> bytes:  # noqa: A001 - the verb users expect
+    """IR -> HSACO bytes (no external tool)."""
+    from asterism.mc.assembler import assemble as assemble_mc
+
+    return assemble_mc(lower(source, pipeline))
+
+
+def assemble(source, target: str | None = None, filename: str | None = None) -> bytes:
+    """LLVM-syntax assembly text (or a path) -> HSACO bytes (no external tool)."""
+    from asterism.mc.assembler import assemble as assemble_mc
+    from asterism.mc.parser import parse_asm
+
+    text, name = _read(source, "assembly")
+    return assemble_mc(parse_asm(text, filename or name, target))
+
+
+@dataclass
+class DisassembledKernel:
+    """The instructions of one kernel of a code object."""
+
+    name: str
+    address: int
+    lines: list
+
+
+def disassemble(source) -> tuple[object, list]:
+    """Decode every kernel of a code object: (CodeObject, [DecodedInst or undecodable])."""
+    from asterism.mc.codeobject import read_code_object
+    from asterism.mc.decoder import get_decoder
+
+    obj = read_code_object(source)
+    dec = get_decoder(obj.target.name)
+    text = obj.text
+    items = []
+    pos = 0
+    while pos < len(text):
+        try:
+            d = dec.decode(text, pos, obj.text_address + pos)
+            items.append(d)
+            pos += d.size
+        except AsterismError:
+            word = int.from_bytes(text[pos:pos + 4].ljust(4, b"\0"), "little")
+            items.append((obj.text_address + pos, word))
+            pos += 4
+    return obj, items

@@ -1,0 +1,91 @@
+"""Disassembly listings in llvm-objdump's layout (and as JSON)."""
+
+from __future__ import annotations
+
+import bisect
+import copy
+
+from asterism.mc.decoder import DecodedInst
+from asterism.mc.operands import Imm, Label
+from asterism.mc.printer import format_inst
+
+TEXT_COLUMN = 59  # llvm-objdump pads the instruction text to this width before "//"
+
+
+def text_symbols(obj) -> dict[int, str]:
+    """Address -> name of the kernels and labels that live in .text."""
+    syms = {k.address or (obj.text_address + k.offset): k.name for k in obj.kernels}
+    for s in getattr(obj, "symbols", []):
+        if s.section == ".text":
+            syms.setdefault(obj.text_address + s.offset, s.name)
+    return syms
+
+
+def branch_target(d: DecodedInst) -> int | None:
+    """The address a branch jumps to (None for other instructions)."""
+    form = d.inst.form
+    if form is None:
+        return None
+    for spec, op in zip(form.operands, d.inst.operands):
+        if spec.syntax == "label" and isinstance(op, Imm):
+            simm = op.value - 0x10000 if op.value & 0x8000 else op.value
+            return d.address + 4 + 4 * simm
+    return None
+
+
+def format_line(d: DecodedInst, symbols: dict[int, str] | None = None) -> str:
+    """One instruction like llvm-objdump -d prints it (text, address, raw dwords), with
+    branch targets named by the symbol there or annotated as <symbol+offset>."""
+    inst, note = d.inst, ""
+    target = branch_target(d)
+    if target is not None and symbols:
+        if target in symbols:
+            inst = copy.copy(inst)
+            inst.operands = [Label(symbols[target]) if s.syntax == "label" else o
+                             for s, o in zip(inst.form.operands, inst.operands)]
+        else:
+            addrs = sorted(symbols)
+            k = bisect.bisect_right(addrs, target) - 1
+            if k >= 0:
+                note = f" <{symbols[addrs[k]]}+0x{target - addrs[k]:x}>"
+    text = format_inst(inst)
+    words = " ".join(f"{w:08X}" for w in d.words)
+    pad = text.ljust(TEXT_COLUMN)  # (longer text runs straight into the comment, as in objdump)
+    return f"\t{pad}// {d.address:012X}: {words}{note}"
+
+
+def listing(obj, items: list, filename: str = "") -> str:
+    """The whole .text of a code object with kernel labels, objdump style."""
+    starts = text_symbols(obj)
+    out = [f"{filename}:\tfile format elf64-amdgpu", "", "Disassembly of section .text:"]
+    for item in items:
+        addr = item.address if isinstance(item, DecodedInst) else item[0]
+        if addr in starts:
+            out += ["", f"{addr:016x} <{starts[addr]}>:"]
+        if isinstance(item, DecodedInst):
+            out.append(format_line(item, starts))
+        else:
+            _a, word = item
+            out.append(f"\t{'.long 0x%08x' % word:<{TEXT_COLUMN}}// {addr:012X}: {word:08X}")
+    return "\n".join(out) + "\n"
+
+
+def listing_json(obj, items: list) -> dict:
+    """A JSON-ready description: target, kernels, and every instruction."""
+    insts = []
+    for item in items:
+        if isinstance(item, DecodedInst):
+            insts.append({"address": item.address, "size": item.size, "words": item.words,
+                          "text": format_inst(item.inst), "mnemonic": item.inst.mnemonic,
+                          "encoding": item.inst.form.enc if item.inst.form else None})
+        else:
+            addr, word = item
+            insts.append({"address": addr, "size": 4, "words": [word], "text": None,
+                          "error": "undecodable"})
+    return {
+        "target": obj.target.target_id,
+        "text_address": obj.text_address,
+        "kernels": [{"name": k.name, "address": k.address or obj.text_address + k.offset,
+                     "size": k.size} for k in obj.kernels],
+        "instructions": insts,
+    }
