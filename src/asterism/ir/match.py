@@ -275,9 +275,12 @@ def match_op(isa: IsaDatabase, encodings: Sequence[str], mnemonic: str,
     raise best
 
 
+_HINT_ORDER = {"VOP3": 0, "VOP3P": 0, "DPP": 2, "SDWA": 2}
+
+
 def _other_family_hint(inst: Instruction, suffix: str, encodings: Sequence[str],
                        shapes: Sequence[Shape], mods: Mapping[str, ModValue]) -> str:
-    for form in inst.forms:
+    for form in sorted(inst.forms, key=lambda f: _HINT_ORDER.get(f.enc, 1)):
         if form.enc in encodings:
             continue
         try:

@@ -482,7 +482,8 @@ class _AbiValueOp(IRDLOperation):
 
     def verify_(self) -> None:
         if not isinstance(self.result.type, SGPRType):
-            raise VerifyException(f"{self.name} is an SGPR value")
+            raise VerifyException(f"{self.name} arrives in an SGPR pair: its type is "
+                                  "!amdgcn.sgpr<[N:N+2]> (or !amdgcn.sgpr<[? + 2]>)")
 
 
 @irdl_op_definition
@@ -559,7 +560,8 @@ class WorkgroupIdOp(_DimValueOp):
     def verify_(self) -> None:
         super().verify_()
         if not isinstance(self.result.type, SGPRType):
-            raise VerifyException("amdgcn.workgroup_id is an SGPR value")
+            raise VerifyException("a workgroup id arrives in an SGPR: its type is "
+                                  "!amdgcn.sgpr<N> (or a relocatable !amdgcn.sgpr)")
 
 
 @irdl_op_definition
@@ -572,7 +574,8 @@ class WorkitemIdOp(_DimValueOp):
     def verify_(self) -> None:
         super().verify_()
         if not isinstance(self.result.type, VGPRType):
-            raise VerifyException("amdgcn.workitem_id is a VGPR value")
+            raise VerifyException("the work-item ids arrive in v0: the type is "
+                                  "!amdgcn.vgpr<0> (or a relocatable !amdgcn.vgpr)")
 
 
 @irdl_op_definition

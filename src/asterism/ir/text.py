@@ -46,6 +46,15 @@ def parse_ir(text: str, filename: str = "<input>", verify: bool = True) -> Built
     try:
         module = parser.parse_module()
     except XdslParseError as err:
+        if parser.forward_ssa_references and err.msg.startswith("values used but not defined"):
+            # xDSL reports these at the end of the file; point at the first use instead.
+            name, refs = next(iter(parser.forward_ssa_references.items()))
+            for value in refs.values():
+                for use in value.uses:
+                    loc = use.operation.location
+                    if isinstance(loc, FileLineColLoc):
+                        raise ParseError(f"%{name} is used but never defined", SourceLocation(
+                            loc.filename.data, loc.line.data, loc.column.data)) from None
         raise ParseError(err.msg, parser.location(err.span.start)) from None
     except VerifyException as err:
         # A type or attribute that fails its own checks while being parsed.

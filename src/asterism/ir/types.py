@@ -93,6 +93,7 @@ class RegisterType(ParametrizedAttribute, TypeAttribute):
     def parse_parameters(cls, parser: AttrParser) -> Sequence[Attribute]:
         if parser.parse_optional_punctuation("<") is None:
             return (IntAttr(RELOCATABLE), IntAttr(1), IntAttr(1))
+        start = parser.pos
         if parser.parse_optional_punctuation("[") is not None:
             if parser.parse_optional_punctuation("?") is not None:
                 parser.parse_punctuation("+", " in a relocatable range '[? + N]'")
@@ -103,13 +104,12 @@ class RegisterType(ParametrizedAttribute, TypeAttribute):
                 index = parser.parse_integer(allow_negative=False,
                                              context_msg=" (first register)")
                 parser.parse_punctuation(":", " in a register range '[first:end]'")
-                pos = parser.pos
                 end = parser.parse_integer(allow_negative=False, context_msg=" (end register)")
                 if end <= index:
                     parser.raise_error(
                         f"register range [{index}:{end}] is empty: ranges are half-open "
                         f"[first:end), e.g. [8:12] is 4 registers {cls.KIND}8..{cls.KIND}11",
-                        pos, parser.pos)
+                        start, parser.pos)
                 count = end - index
             parser.parse_punctuation("]")
         elif parser.parse_optional_punctuation("?") is not None:
@@ -121,8 +121,24 @@ class RegisterType(ParametrizedAttribute, TypeAttribute):
         if parser.parse_optional_punctuation(",") is not None:
             parser.parse_keyword("align")
             align = parser.parse_integer(allow_negative=False, context_msg=" (alignment)")
+        problem = cls.shape_problem(index, count, align)
+        if problem:
+            parser.raise_error(f"{cls.name}: {problem}", start, parser.pos)
         parser.parse_punctuation(">")
         return (IntAttr(index), IntAttr(count), IntAttr(align))
+
+    @classmethod
+    def shape_problem(cls, index: int, count: int, align: int) -> str | None:
+        """Why (index, count, align) is not a valid register range (None if it is)."""
+        if count < 1:
+            return "a register range needs at least 1 register"
+        if align < 1 or align & (align - 1):
+            return f"alignment {align} is not a power of two"
+        if index < RELOCATABLE:
+            return f"negative register index {index}"
+        if index != RELOCATABLE and index % align:
+            return f"register range starting at {cls.KIND}{index} is not aligned to {align}"
+        return None
 
     def print_parameters(self, printer: Printer) -> None:
         index, count, align = self.first, self.width, self.alignment
@@ -139,17 +155,9 @@ class RegisterType(ParametrizedAttribute, TypeAttribute):
         printer.print_string(f"<{body}>")
 
     def verify(self) -> None:
-        index, count, align = self.first, self.width, self.alignment
-        if count < 1:
-            raise VerifyException(f"{self.name}: a register range needs at least 1 register")
-        if align < 1 or align & (align - 1):
-            raise VerifyException(f"{self.name}: alignment {align} is not a power of two")
-        if index < RELOCATABLE:
-            raise VerifyException(f"{self.name}: negative register index {index}")
-        if index != RELOCATABLE and index % align:
-            raise VerifyException(
-                f"{self.name}: register range starting at {self.KIND}{index} is not aligned "
-                f"to {align}")
+        problem = self.shape_problem(self.first, self.width, self.alignment)
+        if problem:
+            raise VerifyException(f"{self.name}: {problem}")
 
 
 @irdl_attr_definition
