@@ -742,7 +742,9 @@ def probe_modifiers(target: str, forms: list[dict]) -> None:
             lines.append((val.to_bytes(pr.size, "little") + TAIL).hex())
     recs = probe(target, lines)
     for (f, field, token), rec in zip(jobs, recs):
-        if rec["ok"] and token in rec["text"] and rec["name"] == f["mc_name"]:
+        # (whole-token match: "nv" must not match inside "s_dcache_inv")
+        if rec["ok"] and re.search(r"(?:^|\s)" + re.escape(token), rec["text"]) \
+                and rec["name"] == f["mc_name"]:
             if field == "op_sel":
                 m = re.search(r"op_sel:\[([^\]]*)\]", rec["text"])
                 if m:

@@ -148,6 +148,8 @@ class Decoder:
 
     @staticmethod
     def _needs_literal(form: Form, word: _Word) -> bool:
+        if form.enc in ("MUBUF", "MTBUF") and word["soffset"] == SRC_LITERAL:
+            return True
         for spec in form.operands:
             if spec.name == "literal":
                 return True
@@ -227,7 +229,7 @@ class Decoder:
                 code = word["srsrc"] * 4
                 return decode_scalar_reg(code, width) or Reg("s", code, width)
             if name == "soffset":
-                return decode_src(word["soffset"], 1)
+                return decode_src(word["soffset"], 1, type_="i32", literal=word.literal)
             if name == "vdata":
                 return Reg("a" if self._agpr(form, spec, word) else "v", word["vdata"], width)
         if enc in ("FLAT", "GLOBAL", "SCRATCH"):
