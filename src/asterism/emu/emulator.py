@@ -1,0 +1,572 @@
+"""The emulator: dispatch ABI, scheduling of wave groups, barriers, budget and sanitizer.
+
+`Emulator.run` executes a decoded program for a grid of workgroups. Waves start as one group
+per batch of workgroups (all at pc 0) and run as NumPy arrays of shape (waves, 64). The
+scheduler always runs the group with the lowest program counter, until it passes the next
+group's counter, reaches a barrier, ends, or its waves disagree on a branch (then the group
+splits by target). Groups that meet at the same counter with the same state merge again, so
+divergent loops reconverge.
+
+The dispatch ABI follows AMDGPUUsage "Initial Kernel Execution State" for GFX9 (gfx942/950):
+user SGPRs from s0 in order (private segment buffer 4, dispatch ptr 2, queue ptr 2, kernarg
+segment ptr 2, dispatch id 2, flat scratch init 2, private segment size 1, then preloaded
+kernargs), then system SGPRs at USER_SGPR_COUNT (workgroup id x, y, z, workgroup info,
+private segment wave offset, each if enabled); v0 holds the work-item ids packed as
+x | y << 10 | z << 20 (GFX90A+), EXEC the lanes of the wave that hold work-items, MODE the
+descriptor's float modes.
+"""
+
+from __future__ import annotations
+
+import struct
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from asterism.emu import sanitizer as san
+from asterism.emu.compiler import (
+    OpInfo,
+    ProgramInst,
+    build_op,
+    make_infos,
+)
+from asterism.emu.core import (
+    BARRIER,
+    END,
+    EXEC,
+    KEY_AGPR,
+    KEY_SGPR,
+    SGPR_FILE,
+    SPLIT,
+    Group,
+    LaunchInfo,
+    bits_to_mask,
+)
+from asterism.emu.errors import (
+    BudgetExceeded,
+    DeadlockError,
+    EmulatorError,
+    EmulatorFault,
+    SanitizerError,
+)
+from asterism.emu.hazard_check import HazardChecker, HazardState
+from asterism.emu.memory import DeviceMemory
+from asterism.mc.codeobject.descriptor import KernelDescriptor
+from asterism.target import Target, get_target
+
+SHARED_APERTURE = 1 << 48  # flat address of LDS byte 0 (src_shared_base)
+PRIVATE_APERTURE = 2 << 48  # flat address of scratch byte 0 (src_private_base)
+DEFAULT_CODE_BASE = 0x7F00_0000_0000
+
+
+@dataclass
+class RunStats:
+    """What one dispatch did."""
+
+    kernel: str
+    workgroups: int
+    waves: int
+    wave_instructions: int = 0  # instructions executed, counted once per wave
+    group_steps: int = 0  # instructions executed, counted once per group of waves
+    seconds: float = 0.0
+    splits: int = 0
+    merges: int = 0
+    max_wave_instructions: int = 0
+
+    @property
+    def wave_instructions_per_second(self) -> float:
+        """Throughput of the run (wave-instructions per wall-clock second)."""
+        return self.wave_instructions / self.seconds if self.seconds > 0 else 0.0
+
+
+@dataclass
+class Compiled:
+    """A program prepared for execution (ops, infos and register layout)."""
+
+    ops: list
+    infos: list[OpInfo]
+    vgprs: int  # rows of VGPRs
+    agprs: int  # rows of AGPRs (after the VGPRs)
+    code_base: int
+    max_v: int = -1
+    max_a: int = -1
+    first_use: dict = field(default_factory=dict)
+
+
+class Emulator:
+    """Runs decoded AMDGPU kernels on NumPy (see the module docstring)."""
+
+    def __init__(self, target: str | Target = "gfx942", memory: DeviceMemory | None = None, *,
+                 sanitizer: bool = True, hazards: bool | None = None,
+                 strict_store_data: bool = False, instruction_budget: int = 10_000_000,
+                 max_batch_waves: int = 4096):
+        self.target = get_target(target)
+        self.memory = memory if memory is not None else DeviceMemory()
+        self.sanitizer = sanitizer
+        self.hazards = sanitizer if hazards is None else hazards
+        self.strict_store_data = strict_store_data
+        self.instruction_budget = instruction_budget
+        self.max_batch_waves = max_batch_waves
+        self._cache: dict = {}
+        self._checker = HazardChecker(self.target.name) if self.hazards else None
+
+    # ------------------------------------------------------------------ compile
+
+    def compile(self, program: Sequence[ProgramInst], *, code_base: int | None = None,
+                kernel: str = "kernel") -> Compiled:
+        """Pre-decode a program into ops (cached per program object and code base)."""
+        base = code_base if code_base is not None else (
+            program[0].address if program and program[0].address else DEFAULT_CODE_BASE)
+        key = (id(program), len(program), base, kernel)
+        hit = self._cache.get(key)
+        if hit is not None and hit[0] is program:
+            return hit[1]
+        max_v, max_a, first_use = _register_usage(program)
+        nv = max(max_v + 1, 3)
+        na = max(max_a + 1, 0)
+        infos = make_infos(program, self.target.name, base, agpr_base=nv)
+        ops = [build_op(info) for info in infos]
+        if self.sanitizer or self.hazards:
+            ops = [self._wrap(op, info, kernel) for op, info in zip(ops, infos, strict=True)]
+        ops.append(_fall_off(infos, base, kernel))
+        comp = Compiled(ops, infos, nv, na, base, max_v, max_a, first_use)
+        self._cache[key] = (program, comp)
+        return comp
+
+    def _wrap(self, op, info: OpInfo, kernel: str):
+        mc = san.classify(info) if self.sanitizer else None
+        prep = self._checker.prepare(info) if self._checker is not None else None
+        checker = self._checker
+        strict = self.strict_store_data
+        is_wait = info.mnemonic == "s_waitcnt"
+        simm = info.op("simm16").value if is_wait else 0
+        sanitize = self.sanitizer
+        ds_read = info.isa is not None and info.isa.unit == "lds" and \
+            "may_load" in info.isa.flags and info.has("addr")
+        dma = mc is not None and mc.lds_dma
+
+        def run(g: Group) -> int:
+            tr = g.tracker
+            if sanitize and (tr.dst or tr.locked):
+                san.check(tr, info, mc, g, kernel)
+            if prep is not None:
+                checker.check(g.hz, prep, info, g, kernel)
+            if ds_read and g.ctx.sanitizer["dma"]:
+                _check_lds_dma(info, g, kernel)
+            r = op(g)
+            if mc is not None:
+                p = tr.issue(info, mc, strict)
+                if dma:
+                    rng = san.lds_dma_ranges(info, g)
+                    if rng is not None:
+                        g.ctx.sanitizer["dma"].append(
+                            (frozenset(int(x) for x in g.lds_rows), rng, p, tr))
+            if is_wait and sanitize:
+                tr.retire(simm)
+            if prep is not None:
+                checker.record(g.hz, prep, info)
+            return r
+        return run
+
+    # ------------------------------------------------------------------ run
+
+    def run(self, program: Sequence[ProgramInst] | Compiled, descriptor: KernelDescriptor, *,
+            grid: tuple[int, ...] | int, block: tuple[int, ...] | int,
+            kernarg_address: int = 0, kernel: str = "kernel", dynamic_lds: int = 0,
+            code_base: int | None = None, dispatch_ptr: int | None = None,
+            queue_ptr: int = 0, dispatch_id: int = 0) -> RunStats:
+        """Execute a kernel: `grid` counts workgroups (x, y, z), `block` work-items per
+        workgroup (x, y, z). Memory effects land in `self.memory`; returns RunStats."""
+        grid3 = _dim3(grid, "grid")
+        block3 = _dim3(block, "block")
+        comp = program if isinstance(program, Compiled) else self.compile(
+            program, code_base=code_base, kernel=kernel)
+        tpw = block3[0] * block3[1] * block3[2]
+        if tpw > self.target.max_workgroup_size:
+            raise EmulatorError(f"workgroup of {tpw} work-items exceeds the "
+                                f"{self.target.max_workgroup_size} of {self.target.name}",
+                                kernel=kernel)
+        if descriptor.kernel_code_properties.enable_wavefront_size32:
+            raise EmulatorError("wave32 kernels are not supported on gfx9 targets",
+                                kernel=kernel)
+        self._check_registers(comp, descriptor, kernel)
+        lds_size = descriptor.group_segment_fixed_size + dynamic_lds
+        if lds_size > self.target.lds.bytes_per_workgroup:
+            raise EmulatorError(f"the kernel needs {lds_size} bytes of LDS per workgroup; "
+                                f"{self.target.name} has {self.target.lds.bytes_per_workgroup}",
+                                kernel=kernel)
+        waves_per_wg = -(-tpw // 64)
+        n_wg = grid3[0] * grid3[1] * grid3[2]
+        stats = RunStats(kernel, n_wg, n_wg * waves_per_wg)
+        if dispatch_ptr is None and descriptor.kernel_code_properties.enable_sgpr_dispatch_ptr:
+            dispatch_ptr = self._make_dispatch_packet(grid3, block3, descriptor,
+                                                      kernarg_address, lds_size)
+        start = time.perf_counter()
+        per_batch = max(1, self.max_batch_waves // waves_per_wg)
+        for first in range(0, n_wg, per_batch):
+            wgs = np.arange(first, min(n_wg, first + per_batch))
+            self._run_batch(comp, descriptor, grid3, block3, wgs, kernarg_address,
+                            kernel, lds_size, dispatch_ptr or 0, queue_ptr, dispatch_id,
+                            stats)
+        stats.seconds = time.perf_counter() - start
+        return stats
+
+    def _check_registers(self, comp: Compiled, kd: KernelDescriptor, kernel: str) -> None:
+        if not self.sanitizer:
+            return
+        total = kd.next_free_vgpr(self.target)
+        acc = kd.accum_offset(self.target)
+        arch = min(total, acc) if comp.max_a >= 0 else total
+        if comp.max_v >= arch and comp.max_v >= 0:
+            info = comp.first_use.get(("v", comp.max_v))
+            raise SanitizerError(
+                f"v{comp.max_v} is used but the kernel descriptor allocates {arch} VGPRs "
+                f"(next_free_vgpr {total}, accum_offset {acc})",
+                kernel=kernel, pc=info[0] if info else None, inst=info[1] if info else "")
+        if comp.max_a >= 0 and acc + comp.max_a >= total:
+            info = comp.first_use.get(("a", comp.max_a))
+            raise SanitizerError(
+                f"a{comp.max_a} is used but the kernel descriptor allocates "
+                f"{max(0, total - acc)} AGPRs (next_free_vgpr {total}, accum_offset {acc})",
+                kernel=kernel, pc=info[0] if info else None, inst=info[1] if info else "")
+
+    def _make_dispatch_packet(self, grid3, block3, kd: KernelDescriptor, kernarg: int,
+                              lds: int) -> int:
+        # hsa_kernel_dispatch_packet_t (64 bytes): grid_size is in work-items.
+        pkt = struct.pack("<HHHHHHIIIIIQQQQ", 0, 3, block3[0], block3[1], block3[2], 0,
+                          grid3[0] * block3[0], grid3[1] * block3[1], grid3[2] * block3[2],
+                          kd.private_segment_fixed_size, lds, 0, kernarg, 0, 0)
+        return self.memory.upload(np.frombuffer(pkt, np.uint8), align=64,
+                                  name="dispatch packet")
+
+    # ------------------------------------------------------------------ batch
+
+    def _run_batch(self, comp: Compiled, kd: KernelDescriptor, grid3, block3,
+                   wgs: np.ndarray, kernarg: int, kernel: str, lds_size: int,
+                   dispatch_ptr: int, queue_ptr: int, dispatch_id: int,
+                   stats: RunStats) -> None:
+        tpw = block3[0] * block3[1] * block3[2]
+        wpw = -(-tpw // 64)
+        n_wg = wgs.size
+        n = n_wg * wpw
+        wg_of_wave = np.repeat(np.arange(n_wg), wpw)
+        wave_in_wg = np.tile(np.arange(wpw), n_wg)
+        lin = wgs[wg_of_wave]
+        wg_ids = np.stack([lin % grid3[0], (lin // grid3[0]) % grid3[1],
+                           lin // (grid3[0] * grid3[1])], axis=1).astype(np.int64)
+        priv = kd.private_segment_fixed_size
+        ctx = LaunchInfo(
+            kernel=kernel, target=self.target.name, memory=self.memory,
+            lds=np.zeros((n_wg, max(lds_size, 16) + 16), np.uint8), lds_size=lds_size,
+            private=np.zeros((n, 64, priv + (-priv % 4)), np.uint8) if priv else None,
+            private_size=priv, wg_ids=wg_ids, wave_in_wg=wave_in_wg, wg_slot=wg_of_wave,
+            code_base=comp.code_base, shared_base=SHARED_APERTURE,
+            private_base=PRIVATE_APERTURE, dispatch_ptr=dispatch_ptr)
+        ctx.sanitizer = {"dma": []}
+        ctx.stats = {"wave_insts": stats.wave_instructions}
+        v, s, exec_mask = self._initial_state(comp, kd, block3, wg_ids, wave_in_wg, n,
+                                              kernarg, dispatch_ptr, queue_ptr, dispatch_id)
+        mode = _initial_mode(kd)
+        g0 = Group(ctx, np.arange(n), v, s, np.zeros(n, bool), exec_mask, 0, comp.vgprs, mode)
+        if self.sanitizer:
+            g0.tracker = san.Tracker()
+        if self._checker is not None:
+            g0.hz = HazardState()
+        self._schedule(comp, [g0], ctx, wg_of_wave, n_wg, kernel, stats)
+
+    def _initial_state(self, comp: Compiled, kd: KernelDescriptor, block3, wg_ids,
+                       wave_in_wg, n: int, kernarg: int, dispatch_ptr: int, queue_ptr: int,
+                       dispatch_id: int):
+        rows = comp.vgprs + comp.agprs
+        v = np.zeros((rows, n, 64), np.uint32)
+        s = np.zeros((n, SGPR_FILE), np.uint32)
+        props = kd.kernel_code_properties
+        r2 = kd.compute_pgm_rsrc2
+        i = 0
+
+        def put64(value: int) -> None:
+            nonlocal i
+            s[:, i] = value & 0xFFFFFFFF
+            s[:, i + 1] = (value >> 32) & 0xFFFFFFFF
+            i += 2
+        if props.enable_sgpr_private_segment_buffer:
+            # Scratch is modeled per lane; MUBUF access through this V# is not (base 0 faults).
+            s[:, i:i + 4] = 0
+            i += 4
+        if props.enable_sgpr_dispatch_ptr:
+            put64(dispatch_ptr)
+        if props.enable_sgpr_queue_ptr:
+            put64(queue_ptr)
+        if props.enable_sgpr_kernarg_segment_ptr:
+            put64(kernarg)
+        if props.enable_sgpr_dispatch_id:
+            put64(dispatch_id)
+        if props.enable_sgpr_flat_scratch_init:
+            put64(PRIVATE_APERTURE)
+        if props.enable_sgpr_private_segment_size:
+            s[:, i] = kd.private_segment_fixed_size
+            i += 1
+        pre = kd.kernarg_preload
+        if pre.length:
+            words = self.memory.load_dwords(np.array([kernarg + 4 * pre.offset], np.uint64),
+                                            pre.length)[0]
+            s[:, i:i + pre.length] = words
+            i += pre.length
+        j = r2.user_sgpr_count
+        for enabled, col in ((r2.enable_sgpr_workgroup_id_x, 0),
+                             (r2.enable_sgpr_workgroup_id_y, 1),
+                             (r2.enable_sgpr_workgroup_id_z, 2)):
+            if enabled:
+                s[:, j] = wg_ids[:, col]
+                j += 1
+        if r2.enable_sgpr_workgroup_info:
+            s[:, j] = 0
+            j += 1
+        if r2.enable_private_segment:
+            s[:, j] = 0  # private segment wave byte offset: scratch is per-lane here
+            j += 1
+        tpw = block3[0] * block3[1] * block3[2]
+        tid = wave_in_wg[:, None] * 64 + np.arange(64)[None, :]
+        active = tid < tpw
+        x = tid % block3[0]
+        y = (tid // block3[0]) % block3[1]
+        z = tid // (block3[0] * block3[1])
+        dims = r2.enable_vgpr_workitem_id
+        packed = x.copy()
+        if dims >= 1:
+            packed |= y << 10
+        if dims >= 2:
+            packed |= z << 20
+        v[0] = np.where(active, packed, 0).astype(np.uint32)
+        exec_bits = np.packbits(active, axis=1, bitorder="little").view(np.uint64)[:, 0]
+        s.view(np.uint64)[:, EXEC // 2] = exec_bits
+        return v, s, bits_to_mask(exec_bits)
+
+    # ------------------------------------------------------------------ scheduling
+
+    def _schedule(self, comp: Compiled, groups: list[Group], ctx: LaunchInfo,
+                  wg_of_wave: np.ndarray, n_wg: int, kernel: str, stats: RunStats) -> None:
+        alive = np.bincount(wg_of_wave, minlength=n_wg).astype(np.int64)
+        arrived = np.zeros(n_wg, np.int64)
+        ops = comp.ops
+        budget = self.instruction_budget
+        while groups:
+            runnable = [g for g in groups if g.status == "run"]
+            if not runnable:
+                raise self._deadlock(groups, alive, arrived, comp, kernel)
+            g = min(runnable, key=lambda h: h.idx)
+            stop = min((h.idx for h in runnable if h is not g and h.idx >= g.idx),
+                       default=len(ops) + 1)
+            limit = budget - g.steps
+            if limit <= 0:
+                raise self._budget(g, comp, kernel)
+            i = g.idx
+            count = 0
+            try:
+                while True:
+                    i = ops[i](g)
+                    count += 1
+                    if i < 0 or i >= stop or count >= limit:
+                        break
+            except EmulatorError as exc:
+                raise _with_context(exc, kernel, g) from None
+            except (FloatingPointError, ValueError, IndexError, TypeError) as exc:
+                info = comp.infos[g.idx] if g.idx < len(comp.infos) else None
+                raise EmulatorFault(f"internal error while executing: {exc!r}", kernel=kernel,
+                                    pc=info.address if info else None,
+                                    inst=info.text if info else "") from exc
+            g.steps += count
+            stats.group_steps += count
+            stats.wave_instructions += count * g.n
+            ctx.stats["wave_insts"] = stats.wave_instructions
+            stats.max_wave_instructions = max(stats.max_wave_instructions, g.steps)
+            if i >= 0:
+                g.idx = i
+                if count >= limit and i < stop:
+                    raise self._budget(g, comp, kernel)
+                continue
+            if i == END:
+                groups.remove(g)
+                np.add.at(alive, g.lds_rows, -1)
+                self._release(groups, alive, arrived, stats)
+                self._merge(groups, stats)
+            elif i == BARRIER:
+                g.status = "barrier"
+                np.add.at(arrived, g.lds_rows, 1)
+                self._release(groups, alive, arrived, stats)
+                self._merge(groups, stats)
+            elif i == SPLIT:
+                targets = g.split_to
+                g.split_to = None
+                groups.remove(g)
+                for t in np.unique(targets):
+                    part = g.take(np.flatnonzero(targets == t))
+                    part.idx = int(t)
+                    groups.append(part)
+                stats.splits += 1
+                self._merge(groups, stats)
+
+    def _release(self, groups: list[Group], alive, arrived, stats: RunStats) -> None:
+        done = (arrived > 0) & (arrived >= alive)
+        if not done.any():
+            return
+        arrived[done] = 0
+        for g in list(groups):
+            if g.status != "barrier":
+                continue
+            r = done[g.lds_rows]
+            if r.all():
+                g.status = "run"
+            elif r.any():
+                groups.remove(g)
+                go, stay = g.take(np.flatnonzero(r)), g.take(np.flatnonzero(~r))
+                go.status, stay.status = "run", "barrier"
+                groups.extend([go, stay])
+                stats.splits += 1
+
+    def _merge(self, groups: list[Group], stats: RunStats) -> None:
+        if len(groups) < 2:
+            return
+        buckets: dict[tuple, Group] = {}
+        for g in list(groups):
+            key = (g.idx, g.status, g.mode,
+                   g.tracker.signature() if g.tracker is not None else ())
+            other = buckets.get(key)
+            if other is None:
+                buckets[key] = g
+                continue
+            other.absorb(g)
+            if other.tracker is not None and g.tracker is not None:
+                _merge_trackers(other.tracker, g.tracker)
+            groups.remove(g)
+            stats.merges += 1
+
+    def _budget(self, g: Group, comp: Compiled, kernel: str) -> EmulatorError:
+        info = comp.infos[g.idx] if g.idx < len(comp.infos) else None
+        wave = int(g.waves[0])
+        return BudgetExceeded(
+            f"wave executed {g.steps} instructions without finishing (instruction_budget="
+            f"{self.instruction_budget}): a loop that never exits, or raise the budget",
+            kernel=kernel, pc=info.address if info else None, inst=info.text if info else "",
+            workgroup=tuple(int(x) for x in g.ctx.wg_ids[wave]),
+            wave=int(g.ctx.wave_in_wg[wave]))
+
+    def _deadlock(self, groups, alive, arrived, comp: Compiled, kernel: str) -> EmulatorError:
+        g = groups[0]
+        wave = int(g.waves[0])
+        slot = int(g.lds_rows[0])
+        info = comp.infos[g.idx - 1] if 0 < g.idx <= len(comp.infos) else None
+        return DeadlockError(
+            f"waves wait at s_barrier but the other waves of their workgroup can never "
+            f"arrive ({int(arrived[slot])} of {int(alive[slot])} arrived)",
+            kernel=kernel, pc=info.address if info else None, inst=info.text if info else "",
+            workgroup=tuple(int(x) for x in g.ctx.wg_ids[wave]),
+            wave=int(g.ctx.wave_in_wg[wave]))
+
+
+# ---------------------------------------------------------------------------- helpers
+
+def _dim3(value, what: str) -> tuple[int, int, int]:
+    if isinstance(value, int):
+        value = (value,)
+    vals = tuple(int(x) for x in value) + (1,) * (3 - len(tuple(value)))
+    if len(vals) != 3 or any(x < 1 for x in vals):
+        raise EmulatorError(f"{what} must be 1 to 3 positive sizes, got {value!r}")
+    return vals
+
+
+def _initial_mode(kd: KernelDescriptor) -> int:
+    r1 = kd.compute_pgm_rsrc1
+    if r1.float_round_mode_32 or r1.float_round_mode_16_64:
+        raise EmulatorError("the kernel descriptor selects a non-default float rounding mode; "
+                            "the emulator only models round-to-nearest-even")
+    return (r1.float_round_mode_32 | (r1.float_round_mode_16_64 << 2)
+            | (r1.float_denorm_mode_32 << 4) | (r1.float_denorm_mode_16_64 << 6)
+            | (r1.enable_dx10_clamp << 8) | (r1.enable_ieee_mode << 9)
+            | (r1.fp16_ovfl << 23))
+
+
+def _register_usage(program: Sequence[ProgramInst]):
+    from asterism.mc.operands import Mod, Reg
+
+    max_v = max_a = -1
+    first: dict = {}
+    for p in program:
+        for op in p.inst.operands:
+            if isinstance(op, Mod):
+                op = op.operand
+            if isinstance(op, Reg) and op.kind in ("v", "a"):
+                last = op.index + op.count - 1
+                if op.kind == "v" and last > max_v:
+                    max_v = last
+                    first[("v", last)] = (p.address, p.inst.mnemonic)
+                if op.kind == "a" and last > max_a:
+                    max_a = last
+                    first[("a", last)] = (p.address, p.inst.mnemonic)
+        # wide MFMA operands whose width the form fixes (f8f6f4 ranges are explicit already)
+    return max_v, max_a, first
+
+
+def _fall_off(infos: list[OpInfo], base: int, kernel: str):
+    end = base + (infos[-1].offset + infos[-1].size if infos else 0)
+
+    def run(g: Group) -> int:
+        raise EmulatorFault("execution ran past the last instruction of the program (missing "
+                            "s_endpgm?)", kernel=kernel, pc=end)
+    return run
+
+
+def _with_context(exc: EmulatorError, kernel: str, g: Group) -> EmulatorError:
+    if exc.kernel and exc.workgroup is not None:
+        return exc
+    wave = int(g.waves[0])
+    kw = {"kernel": exc.kernel or kernel, "pc": exc.pc, "inst": exc.inst,
+              "workgroup": exc.workgroup if exc.workgroup is not None else
+              tuple(int(x) for x in g.ctx.wg_ids[wave]),
+              "wave": exc.wave if exc.wave is not None else int(g.ctx.wave_in_wg[wave]),
+              "lane": exc.lane, "address": exc.address}
+    if isinstance(exc, SanitizerError):
+        new = SanitizerError(exc.reason, needed=exc.needed, **kw)
+    else:
+        new = type(exc)(exc.reason, **kw)
+    return new
+
+
+def _merge_trackers(a: san.Tracker, b: san.Tracker) -> None:
+    # Same signature: the same instructions are pending; keep a's records.
+    return None
+
+
+def _check_lds_dma(info: OpInfo, g: Group, kernel: str) -> None:
+    """A DS read of LDS that an LDS DMA (buffer/global load ... lds) may not have written yet."""
+    entries = g.ctx.sanitizer["dma"]
+    live = [e for e in entries if any(e[2] is p for p in e[3].ops)]
+    g.ctx.sanitizer["dma"] = live
+    if not live:
+        return
+    rows = {int(x) for x in g.lds_rows}
+    from asterism.emu.vops import vreg_row
+
+    addr = g.v[vreg_row(info, info.op("addr"))][g.exec]
+    if addr.size == 0:
+        return
+    off = int(info.mods.get("offset", info.mods.get("offset0", 0)))
+    lo, hi = int(addr.min()) + off, int(addr.max()) + off + 16
+    for slots, (dlo, dhi), p, tr in live:
+        if slots & rows and lo < dhi and dlo < hi:
+            need = tr.needed_wait(p)
+            own = tr is g.tracker
+            where = "" if own else " (issued by another wave of the workgroup, which needs " \
+                                   f"{need} before its s_barrier)"
+            wave = int(g.waves[0])
+            raise SanitizerError(
+                f"LDS bytes [{dlo}, {dhi}) written by `{p.info.text}` (pc 0x{p.info.address:x}) "
+                f"are read before the load is guaranteed to have landed{where}: needs {need} "
+                f"before pc 0x{info.address:x}", needed=need, kernel=kernel, pc=info.address,
+                inst=info.text, workgroup=tuple(int(x) for x in g.ctx.wg_ids[wave]),
+                wave=int(g.ctx.wave_in_wg[wave]))
+
+
+_unused = (KEY_AGPR, KEY_SGPR)

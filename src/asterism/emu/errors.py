@@ -1,0 +1,72 @@
+"""Errors the emulator raises: faults, sanitizer reports, budget exhaustion, gaps.
+
+Every one is an `AsterismError`, so the CLI prints the message and exits 1. Each carries the
+facts a person needs to find the problem (kernel, PC, the instruction as disassembled text,
+workgroup, wave, lane, address) both in the message and as attributes for tools and tests.
+"""
+
+from __future__ import annotations
+
+from asterism.errors import AsterismError
+
+
+class EmulatorError(AsterismError):
+    """Base of everything the emulator raises while running a kernel."""
+
+    def __init__(self, message: str, *, kernel: str = "", pc: int | None = None,
+                 inst: str = "", workgroup: tuple[int, int, int] | None = None,
+                 wave: int | None = None, lane: int | None = None,
+                 address: int | None = None):
+        self.kernel = kernel
+        self.pc = pc
+        self.inst = inst
+        self.workgroup = workgroup
+        self.wave = wave
+        self.lane = lane
+        self.address = address
+        self.reason = message
+        super().__init__(self._compose(message))
+
+    def _compose(self, message: str) -> str:
+        where = []
+        if self.kernel:
+            where.append(f"kernel {self.kernel}")
+        if self.pc is not None:
+            where.append(f"pc 0x{self.pc:x}")
+        if self.inst:
+            where.append(f"`{self.inst}`")
+        if self.workgroup is not None:
+            where.append("workgroup ({}, {}, {})".format(*self.workgroup))
+        if self.wave is not None:
+            where.append(f"wave {self.wave}")
+        if self.lane is not None:
+            where.append(f"lane {self.lane}")
+        if self.address is not None:
+            where.append(f"address 0x{self.address:x}")
+        return f"{message} [{', '.join(where)}]" if where else message
+
+
+class EmulatorFault(EmulatorError):
+    """The program did something the hardware would fault on (bad address, s_trap...)."""
+
+
+class SanitizerError(EmulatorError):
+    """A missing s_waitcnt or s_nop: the result would depend on timing on real hardware.
+
+    `needed` is the fix the sanitizer proposes, e.g. "s_waitcnt vmcnt(0)" or "s_nop 3"."""
+
+    def __init__(self, message: str, *, needed: str = "", **where):
+        self.needed = needed
+        super().__init__(message, **where)
+
+
+class BudgetExceeded(EmulatorError):
+    """The instruction budget ran out (a runaway loop, or a budget set too low)."""
+
+
+class UnsupportedInstruction(EmulatorError):
+    """An instruction the emulator does not implement (never executed as a silent no-op)."""
+
+
+class DeadlockError(EmulatorError):
+    """Waves wait at a barrier that can never complete."""

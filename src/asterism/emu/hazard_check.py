@@ -1,0 +1,291 @@
+"""Checks the wait-state rules of target/hazards.py while the emulator runs.
+
+Each group keeps a clock of wait states (one per instruction, N+1 for `s_nop N`) and, per
+register, the most recent instruction that wrote it (and that read it as MFMA SrcC or as
+store data). Before an instruction executes, every rule it is a consumer of looks up the
+producer of the registers that link them and raises a `SanitizerError` if they are too close,
+naming both instructions, the rule and the `s_nop` that would fix it.
+
+Only the most recent producer of a register counts (an older write that was overwritten
+cannot be observed), so the checker is slightly less conservative than LLVM's hazard
+recognizer, which never misses a hazard but also reports ones that cannot happen.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from asterism.emu.compiler import OpInfo, operand_keys
+from asterism.emu.core import EXEC, KEY_AGPR, KEY_SGPR, M0, VCC, Group
+from asterism.emu.errors import SanitizerError
+from asterism.mc.operands import Imm, Mod, Reg, Special
+from asterism.target.hazards import HazardRule, InstFacts, instruction_classes, rules_for
+
+KEY_HWREG = 2000
+_EXEC_KEYS = (KEY_SGPR + EXEC, KEY_SGPR + EXEC + 1)
+_VCC_KEYS = (KEY_SGPR + VCC, KEY_SGPR + VCC + 1)
+_M0_KEYS = (KEY_SGPR + M0,)
+
+
+@dataclass(slots=True)
+class Event:
+    """An instruction that produced (or read) a register at a given clock."""
+
+    clock: int
+    facts: InstFacts
+    role: str
+    rng: tuple[int, int]  # first key and count of the producing operand
+    info: OpInfo
+
+
+class HazardState:
+    """Per-group history for the checker."""
+
+    __slots__ = ("clock", "events", "last_class", "pruned")
+
+    def __init__(self) -> None:
+        self.clock = 0
+        self.events: dict[int, dict[str, Event]] = {}
+        self.last_class: dict[str, Event] = {}
+        self.pruned = 0
+
+    def copy(self) -> HazardState:
+        """An independent copy (for a group split)."""
+        h = HazardState()
+        h.clock = self.clock
+        h.events = {k: dict(v) for k, v in self.events.items()}
+        h.last_class = dict(self.last_class)
+        h.pruned = self.pruned
+        return h
+
+    def merge(self, other: HazardState) -> None:
+        """Union with another group's history (the most recent producer wins)."""
+        shift = self.clock - other.clock
+        for k, roles in other.events.items():
+            mine = self.events.setdefault(k, {})
+            for role, ev in roles.items():
+                moved = Event(ev.clock + shift, ev.facts, ev.role, ev.rng, ev.info)
+                if role not in mine or mine[role].clock < moved.clock:
+                    mine[role] = moved
+        for c, ev in other.last_class.items():
+            moved = Event(ev.clock + shift, ev.facts, ev.role, ev.rng, ev.info)
+            if c not in self.last_class or self.last_class[c].clock < moved.clock:
+                self.last_class[c] = moved
+
+    def prune(self, horizon: int = 24) -> None:
+        """Forget events too old to matter for any rule."""
+        limit = self.clock - horizon
+        self.events = {k: kept for k, v in self.events.items()
+                       if (kept := {r: e for r, e in v.items() if e.clock >= limit})}
+        self.last_class = {c: e for c, e in self.last_class.items() if e.clock >= limit}
+        self.pruned = self.clock
+
+
+@dataclass
+class Prepared:
+    """What the checker needs of one instruction, computed once."""
+
+    facts: InstFacts
+    checks: list[tuple[HazardRule, tuple[int, ...], tuple[int, int]]]
+    records: list[tuple[str, tuple[int, ...], tuple[int, int]]]
+    class_records: tuple[str, ...]
+
+
+def _rng(keys: list[int]) -> tuple[int, int]:
+    return (min(keys), len(keys)) if keys else (0, 0)
+
+
+def facts_of(info: OpInfo) -> tuple[InstFacts, dict[str, list[int]]]:
+    """Hazard classes and the register keys of each operand role of an instruction."""
+    isa = info.isa
+    form = info.form
+    roles: dict[str, list[int]] = {}
+    if isa is None or form is None:
+        return InstFacts(frozenset(), {}, None, info.mnemonic), roles
+
+    def add(role: str, keys) -> None:
+        roles.setdefault(role, []).extend(keys)
+
+    data_bits = 0
+    soffset_reg = False
+    for spec, op in zip(form.operands, info.inst.operands, strict=False):
+        keys = operand_keys(op)
+        if spec.role == "def":
+            add("def", keys)
+            if spec.tied:
+                add("use", keys)
+        else:
+            add("use", keys)
+        name = spec.name
+        if name in ("data", "data0", "data1", "vdata") and spec.role == "use":
+            add("data", keys)
+            data_bits += 32 * len(keys)
+        if name == "soffset" and isinstance(op, Reg | Special):
+            soffset_reg = True
+        if name in ("src0", "src1") and spec.role == "use":
+            add("src01", keys)
+        if name == "src0":
+            add("src0", keys)
+        base = op.operand if isinstance(op, Mod) else op
+        if spec.role == "use" and name in ("src0", "src1", "src2", "vsrc1", "ssrc0", "ssrc1"):
+            # SGPRs read as values (not the lane-mask operand of cndmask/addc/subb/div_fmas).
+            lane_mask = name == "src2" and (spec.width == 2 and "v" not in spec.kinds)
+            if not lane_mask:
+                sg = [k for k in keys if KEY_SGPR <= k < KEY_SGPR + 128]
+                add("sgpr_const", [k for k in sg if k not in _VCC_KEYS])
+                add("vcc_const", [k for k in sg if k in _VCC_KEYS])
+                if isinstance(base, Special) and base.name.startswith("exec"):
+                    add("exec_read", keys)
+    mnem = info.mnemonic
+    classes = instruction_classes(mnem, isa.unit, isa.flags, form.enc, info.mods, data_bits,
+                                  soffset_reg)
+    if "mfma" in classes:
+        if mnem.startswith("v_smfmac"):
+            add("srcC", roles.get("def", []))
+        else:
+            add("srcC", operand_keys(info.op("src2")))
+        add("srcAB", operand_keys(info.op("src0")) + operand_keys(info.op("src1")))
+    if mnem in ("v_readlane_b32", "v_writelane_b32"):
+        add("lane_select", operand_keys(info.op("src1")))
+    defs = set(info.defs)
+    add("exec_def", [k for k in _EXEC_KEYS if k in defs])
+    add("vcc_def", [k for k in _VCC_KEYS if k in defs])
+    add("m0_def", [k for k in _M0_KEYS if k in defs])
+    if mnem.startswith(("s_setreg", "s_getreg")):
+        simm = info.op("simm16")
+        reg = (simm.value if hasattr(simm, "value") else 0) & 0x3F
+        add("hwreg", [KEY_HWREG + reg])
+    ws = 1
+    if mnem == "s_nop":
+        simm = info.op("simm16")
+        ws = ((simm.value if isinstance(simm, Imm) else 0) & 0xF) + 1
+    facts = InstFacts(classes, {}, isa.passes, mnem, ws)
+    return facts, roles
+
+
+def _file_keys(regs: str, keys: list[int]) -> tuple[int, ...]:
+    if regs == "vgpr":
+        return tuple(k for k in keys if k < KEY_SGPR)
+    if regs == "sgpr":
+        return tuple(k for k in keys if KEY_SGPR <= k < KEY_SGPR + 128)
+    if regs == "vcc":
+        return tuple(k for k in keys if k in _VCC_KEYS)
+    if regs == "exec":
+        return tuple(k for k in keys if k in _EXEC_KEYS)
+    if regs == "m0":
+        return tuple(k for k in keys if k in _M0_KEYS)
+    if regs == "hwreg":
+        return tuple(k for k in keys if k >= KEY_HWREG)
+    return ()
+
+
+_LINK_KEYS = {"exec": _EXEC_KEYS, "vcc": _VCC_KEYS, "m0": _M0_KEYS}
+
+
+class HazardChecker:
+    """Compiles the rules of a target against instructions and checks them at run time."""
+
+    def __init__(self, target: str):
+        self.target = target
+        self.rules = rules_for(target)
+        self.producer_roles = {(r.producer, r.produces) for r in self.rules}
+
+    def prepare(self, info: OpInfo) -> Prepared:
+        """Per-instruction checks and records."""
+        facts, roles = facts_of(info)
+        checks = []
+        for rule in self.rules:
+            if rule.consumer not in facts.classes or facts.classes & set(rule.consumer_not):
+                continue
+            if rule.regs == "none":
+                checks.append((rule, (), (0, 0)))
+                continue
+            if rule.consumes == "none":
+                keys = _LINK_KEYS.get(rule.regs, ())
+            else:
+                keys = _file_keys(rule.regs, roles.get(rule.consumes, []))
+            if keys:
+                checks.append((rule, tuple(keys), _rng(list(keys))))
+        records = []
+        seen = set()
+        # Every write is recorded, whatever the class, so only the latest writer counts.
+        for role in ("def", "exec_def", "vcc_def", "m0_def"):
+            keys = roles.get(role, [])
+            if keys:
+                seen.add(role)
+                records.append((role, tuple(keys), _rng(keys)))
+        for cls, role in self.producer_roles:
+            if cls in facts.classes and role not in seen and role != "none":
+                keys = roles.get(role, [])
+                if keys:
+                    seen.add(role)
+                    records.append((role, tuple(keys), _rng(keys)))
+        class_records = tuple(sorted(c for c, role in self.producer_roles
+                                     if role == "none" and c in facts.classes))
+        return Prepared(facts, checks, records, class_records)
+
+    def check(self, st: HazardState, prep: Prepared, info: OpInfo, g: Group,
+              kernel: str) -> None:
+        """Raise SanitizerError if `info` comes too soon after a producer."""
+        now = st.clock
+        for rule, keys, rng in prep.checks:
+            if rule.regs == "none":
+                ev = st.last_class.get(rule.producer)
+                if ev is not None:
+                    self._test(rule, ev, now, prep, info, g, kernel, rng)
+                continue
+            for k in keys:
+                roles = st.events.get(k)
+                if not roles:
+                    continue
+                ev = roles.get(rule.produces)
+                if ev is not None:
+                    self._test(rule, ev, now, prep, info, g, kernel, rng)
+
+    def _test(self, rule: HazardRule, ev: Event, now: int, prep: Prepared, info: OpInfo,
+              g: Group, kernel: str, rng: tuple[int, int]) -> None:
+        pc = ev.facts.classes
+        if rule.producer not in pc or pc & set(rule.producer_not):
+            return
+        if rule.same_opcode is not None and \
+                (ev.facts.mnemonic == prep.facts.mnemonic) != rule.same_opcode:
+            return
+        if rule.overlap != "any":
+            exact = ev.rng == rng
+            if (rule.overlap == "exact") != exact:
+                return
+        need = rule.waits_for(ev.facts.passes)
+        have = now - ev.clock - 1
+        if have >= need:
+            return
+        missing = need - have
+        nop = f"s_nop {min(missing, 16) - 1}" + ("" if missing <= 16 else
+                                                   f" (and {missing - 16} more)")
+        wave = int(g.waves[0])
+        wg = tuple(int(x) for x in g.ctx.wg_ids[wave])
+        raise SanitizerError(
+            f"`{info.text}` at pc 0x{info.address:x} comes {have} wait states after "
+            f"`{ev.info.text}` at pc 0x{ev.info.address:x}, but needs {need} "
+            f"({rule.name}: {rule.doc}) - insert {nop} before pc 0x{info.address:x}",
+            needed=nop, kernel=kernel, pc=info.address, inst=info.text, workgroup=wg,
+            wave=int(g.ctx.wave_in_wg[wave]))
+
+    def record(self, st: HazardState, prep: Prepared, info: OpInfo) -> None:
+        """Note this instruction as a producer, then advance the clock."""
+        now = st.clock
+        for role, keys, rng in prep.records:
+            ev = Event(now, prep.facts, role, rng, info)
+            for k in keys:
+                roles = st.events.get(k)
+                if roles is None:
+                    st.events[k] = {role: ev}
+                else:
+                    roles[role] = ev
+        for c in prep.class_records:
+            st.last_class[c] = Event(now, prep.facts, "none", (0, 0), info)
+        st.clock = now + prep.facts.wait_states
+        if st.clock - st.pruned > 256:
+            st.prune()
+
+
+_unused = (KEY_AGPR,)

@@ -1,0 +1,234 @@
+"""The sanitizer's model of asynchronous memory results (s_waitcnt).
+
+The emulator performs every memory access when the instruction issues, so a program that
+forgets an `s_waitcnt` would still compute the right answer here while it reads stale
+registers on hardware. The `Tracker` of each group therefore keeps the memory instructions in
+flight, per counter:
+
+* vmcnt: VMEM and FLAT loads, stores and atomics, returned in issue order (GFX9);
+* lgkmcnt: LDS instructions in issue order, SMEM (and the LDS side of FLAT) out of order;
+* expcnt is not used by compute VMEM on GFX9 (only exports and GDS).
+
+`s_waitcnt vmcnt(N)` retires every operation the hardware guarantees to be complete: an
+in-order operation with at least N later operations of its counter, an out-of-order one only
+when N is 0. Reading a register a pending operation will write, or writing it (unless the
+write comes from a later operation of the same in-order counter), raises a `SanitizerError`
+naming the smallest wait that fixes it. With `strict_store_data`, the data registers of a
+store stay locked until its counter retires it (a stricter discipline than GFX9 needs; see
+target/hazards.py for the real wait-state rule on store data).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from asterism.emu.compiler import OpInfo
+from asterism.emu.core import KEY_SGPR, Group, keys_text
+from asterism.emu.errors import SanitizerError
+from asterism.isa.syntax import decode_waitcnt
+
+VM, LGKM, EXP = "vmcnt", "lgkmcnt", "expcnt"
+
+
+@dataclass
+class Pending:
+    """One memory instruction in flight."""
+
+    index: int
+    info: OpInfo
+    streams: tuple[tuple[str, bool], ...]  # (counter, in_order)
+    dsts: frozenset[int]
+    srcs: frozenset[int] = frozenset()
+    lds_range: tuple[int, int] | None = None
+
+
+@dataclass
+class MemClass:
+    """How an instruction participates in the counters (computed once per instruction)."""
+
+    streams: tuple[tuple[str, bool], ...]
+    async_defs: frozenset[int]
+    data_uses: frozenset[int]
+    lds_dma: bool = False
+
+
+def classify(info: OpInfo) -> MemClass | None:
+    """The counter streams of a memory instruction, or None for other instructions."""
+    isa = info.isa
+    if isa is None:
+        return None
+    counters = set(info.counters)
+    if not counters & {VM, LGKM}:
+        return None
+    unit = isa.unit
+    streams: list[tuple[str, bool]] = []
+    lds_dma = "lds_dma" in isa.flags or bool(info.mods.get("lds"))
+    if unit == "smem":
+        streams.append((LGKM, False))
+    elif unit == "lds":
+        streams.append((LGKM, True))
+    else:  # vmem: FLAT/GLOBAL/SCRATCH/MUBUF/MTBUF
+        if VM in counters:
+            streams.append((VM, True))
+        if LGKM in counters:
+            streams.append((LGKM, False))
+    data_uses = frozenset()
+    if "may_store" in isa.flags and not lds_dma:
+        data_uses = frozenset(k for k in info.uses if _is_data_key(info, k))
+    return MemClass(tuple(streams), info.defs - _sync_defs(info), data_uses, lds_dma)
+
+
+def _is_data_key(info: OpInfo, key: int) -> bool:
+    # The data registers of a store: uses that are VGPR/AGPR keys of data operands.
+    form = info.form
+    if form is None:
+        return False
+    from asterism.emu.compiler import operand_keys
+
+    for spec, op in zip(form.operands, info.inst.operands, strict=False):
+        if spec.name in ("data", "data0", "data1", "vdata", "sdata") and key in operand_keys(op):
+            return True
+    return False
+
+
+def _sync_defs(info: OpInfo) -> frozenset[int]:
+    # Defs written at issue, not on return: none for memory instructions except M0/EXEC/SCC
+    # implicit state, which memory instructions never write.
+    return frozenset(k for k in info.defs if k >= KEY_SGPR + 126 and k <= KEY_SGPR + 127)
+
+
+@dataclass
+class Tracker:
+    """The in-flight memory operations of one group of waves."""
+
+    ops: list[Pending] = field(default_factory=list)
+    dst: dict[int, Pending] = field(default_factory=dict)
+    locked: dict[int, Pending] = field(default_factory=dict)
+
+    def copy(self) -> Tracker:
+        """An independent copy (for a group split)."""
+        return Tracker(list(self.ops), dict(self.dst), dict(self.locked))
+
+    def signature(self) -> tuple[int, ...]:
+        """Instruction indices of the pending operations (groups merge only if equal)."""
+        return tuple(p.index for p in self.ops)
+
+    # ------------------------------------------------------------------ queries
+
+    def needed_wait(self, p: Pending) -> str:
+        """The smallest s_waitcnt that guarantees `p` has completed."""
+        best = None
+        for ctr, ordered in p.streams:
+            if ordered:
+                later = sum(1 for q in self.ops[self.ops.index(p) + 1:]
+                            if (ctr, True) in q.streams)
+                n = later
+            else:
+                n = 0
+            if best is None or n > best[1]:
+                best = (ctr, n)
+        return f"s_waitcnt {best[0]}({best[1]})" if best else "s_waitcnt 0"
+
+    # ------------------------------------------------------------------ events
+
+    def retire(self, simm16: int) -> None:
+        """Apply `s_waitcnt simm16`: drop every operation it guarantees complete."""
+        limits = decode_waitcnt(simm16)
+        done: set[int] = set()
+        for ctr in (VM, LGKM):
+            limit = limits[ctr]
+            members = [p for p in self.ops if any(c == ctr for c, _ in p.streams)]
+            in_order = [p for p in members if (ctr, True) in p.streams]
+            for pos, p in enumerate(in_order):
+                if len(in_order) - pos - 1 >= limit:
+                    done.add(id(p))
+            if limit == 0:
+                done.update(id(p) for p in members)
+        if done:
+            self.ops = [p for p in self.ops if id(p) not in done]
+            self.dst = {k: p for k, p in self.dst.items() if id(p) not in done}
+            self.locked = {k: p for k, p in self.locked.items() if id(p) not in done}
+
+    def issue(self, info: OpInfo, mc: MemClass, strict_store: bool) -> Pending:
+        """Record a memory instruction that just issued."""
+        p = Pending(info.index, info, mc.streams, mc.async_defs,
+                    mc.data_uses if strict_store else frozenset())
+        self.ops.append(p)
+        for k in mc.async_defs:
+            self.dst[k] = p
+        for k in p.srcs:
+            self.locked[k] = p
+        return p
+
+
+def check(tracker: Tracker, info: OpInfo, mc: MemClass | None, g: Group,
+          kernel: str) -> None:
+    """Raise SanitizerError if `info` reads or overwrites registers with results in flight."""
+    if tracker.dst:
+        hits = [k for k in info.uses if k in tracker.dst]
+        if hits:
+            p = tracker.dst[hits[0]]
+            regs = keys_text(k for k in hits if tracker.dst[k] is p)
+            need = tracker.needed_wait(p)
+            raise _error(
+                f"{regs} is read before the result of `{p.info.text}` (pc 0x{p.info.address:x}) "
+                f"is guaranteed to have arrived: needs {need} before pc 0x{info.address:x}",
+                need, info, g, kernel)
+        clobber = [k for k in info.defs if k in tracker.dst]
+        if clobber:
+            for k in clobber:
+                p = tracker.dst[k]
+                if mc is not None and _same_ordered_stream(p, mc):
+                    continue  # a later load of the same in-order counter lands after it
+                regs = keys_text(j for j in clobber if tracker.dst[j] is p)
+                need = tracker.needed_wait(p)
+                raise _error(
+                    f"{regs} is overwritten while `{p.info.text}` (pc 0x{p.info.address:x}) "
+                    f"may still write it: needs {need} before pc 0x{info.address:x}",
+                    need, info, g, kernel)
+    if tracker.locked:
+        clobber = [k for k in info.defs if k in tracker.locked]
+        if clobber:
+            p = tracker.locked[clobber[0]]
+            need = tracker.needed_wait(p)
+            raise _error(
+                f"{keys_text(clobber)} is overwritten while the store `{p.info.text}` "
+                f"(pc 0x{p.info.address:x}) may still be reading it: needs {need} before pc "
+                f"0x{info.address:x}", need, info, g, kernel)
+
+
+def _same_ordered_stream(p: Pending, mc: MemClass) -> bool:
+    return any(s in mc.streams and s[1] for s in p.streams)
+
+
+def _error(msg: str, need: str, info: OpInfo, g: Group, kernel: str) -> SanitizerError:
+    wave = int(g.waves[0])
+    wg = tuple(int(x) for x in g.ctx.wg_ids[wave])
+    return SanitizerError(msg, needed=need, kernel=kernel, pc=info.address, inst=info.text,
+                          workgroup=wg, wave=int(g.ctx.wave_in_wg[wave]))
+
+
+def lds_dma_ranges(info: OpInfo, g: Group) -> tuple[int, int] | None:
+    """[lo, hi) LDS bytes an LDS-DMA instruction of this group writes (union over waves)."""
+    from asterism.emu.core import M0
+
+    if not g.exec.any():
+        return None
+    size = _dma_size(info)
+    m0 = g.s[:, M0].astype(np.int64)
+    off = int(info.mods.get("offset", 0)) if info.enc == "MUBUF" else 0
+    lanes = np.nonzero(g.exec.any(axis=0))[0]
+    lo = int(m0.min()) + off + int(lanes.min()) * size
+    hi = int(m0.max()) + off + (int(lanes.max()) + 1) * size
+    return lo, hi
+
+
+def _dma_size(info: OpInfo) -> int:
+    m = info.mnemonic
+    if m.endswith("dwordx4"):
+        return 16
+    if m.endswith("dwordx3"):
+        return 12
+    return 4

@@ -1,0 +1,378 @@
+"""Required wait states between dependent instructions ("manually inserted wait states").
+
+The hardware does not interlock some dependencies: the program must separate the producer and
+the consumer by enough wait states (independent instructions, or `s_nop N` = N+1 states).
+This module holds those rules as data, per target, for two users: the emulator's sanitizer
+checks them while it runs (emu/hazard_check.py) and the hazard pass inserts `s_nop` from
+them. Each rule names the producer and consumer instruction classes, which operand of each
+links them, the register file, and the wait states (for MFMA producers, per pass count).
+
+Sources: LLVM 22 GCNHazardRecognizer.cpp (checkVMEMHazards, checkDPPHazards,
+checkDivFMasHazards, checkRWLaneHazards, checkReadM0Hazards, checkGetRegHazards,
+checkSetRegHazards, checkVALUHazards with hasTransForwardingHazard /
+hasDstSelForwardingHazard / hasVDecCoExecHazard / has12DWordStoreHazard, checkMAIHazards90A,
+checkMAIVALUHazards with the GFX940 XDL/SMFMA formulas and the GFX950 "+1" adjustments), the
+CDNA3 ISA "Manually Inserted Wait States" table, and ROCm rocRoller's wait-state observers
+(which quote the CDNA3/CDNA4 tables: VALU write SGPR read by VALU = 2, VCC = 1, readlane of a
+VALU-written VGPR = 1, gfx950 permlane of a VALU-written VGPR = 2, v_cmpx write EXEC read by
+readlane/permlane = 4).
+
+A distance of d wait states means d instructions (s_nop N counting N+1) between the producer
+and the consumer; a rule of W wait states is met when d >= W.
+
+Instruction classes (see `instruction_classes`): valu (non-MFMA vector ALU, incl. trans,
+dot, lane ops, v_accvgpr_*), trans, dot, mfma, xdl (MFMA on the XDL path: everything but the
+f32-input SGEMM and f64 DGEMM ones on CDNA3/4), smfma (f32-input MFMA), dgemm (f64 MFMA),
+salu, smem, vmem (MUBUF/MTBUF/FLAT/GLOBAL/SCRATCH), ds, lds_dma, vcmpx, readlane (v_readlane,
+v_readfirstlane), writelane, rwlane (v_readlane, v_writelane), permlane (gfx950 swaps), dpp,
+div_fmas, movrel, addtid (ds_*_addtid), sendmsg, setreg, getreg, sel16 (VALU writing 16 bits
+through SDWA dst_sel or VOP3 op_sel[3]), store_wide (VMEM store of more than 64 bits of data,
+for MUBUF/MTBUF only with a constant soffset), fma64 (v_fma_f64, v_fmac_f64).
+
+Operand roles (see `operand_roles`): def (written registers), use (read registers, explicit
+operands only), srcC (MFMA C; the accumulator for SMFMAC), srcAB (MFMA A and B),
+lane_select (src1 of v_readlane/v_writelane), src0, data (store data), sgpr_const (SGPRs read
+as a 32/64-bit value, not as a lane mask), exec_read (EXEC read as an explicit operand),
+exec_def, vcc_def, m0_def, hwreg (s_setreg/s_getreg hardware register), none.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+ALL = ("gfx942", "gfx950")
+
+
+@dataclass(frozen=True)
+class HazardRule:
+    """One required-wait-states rule: `consumer` needs `wait_states` after `producer`."""
+
+    name: str
+    doc: str
+    producer: str  # instruction class of the earlier instruction
+    produces: str  # its operand role that links the two (def, srcC, data, exec_def...)
+    consumer: str  # instruction class of the later instruction
+    consumes: str  # its operand role (use, def, srcC, srcAB, lane_select, src0, ...)
+    regs: str  # register file of the link: vgpr (incl. AGPRs), sgpr, vcc, exec, m0, hwreg, none
+    wait_states: int = 0
+    by_passes: tuple[tuple[int, int], ...] = ()  # MFMA producer passes -> wait states
+    overlap: str = "any"  # any, exact (same register range) or partial (overlapping, not same)
+    producer_not: tuple[str, ...] = ()  # classes excluded from the producer
+    consumer_not: tuple[str, ...] = ()  # classes excluded from the consumer
+    same_opcode: bool | None = None  # True/False: only when the mnemonics are equal/differ
+    targets: tuple[str, ...] = ALL
+
+    def waits_for(self, passes: int | None) -> int:
+        """Wait states needed after a producer with `passes` MFMA passes."""
+        if self.by_passes:
+            table = dict(self.by_passes)
+            if passes in table:
+                return table[passes]
+            return max(table.values())
+        return self.wait_states
+
+
+def _xdl(plus: int, gfx950: bool = False) -> tuple[tuple[int, int], ...]:
+    """Pass table NumPasses + plus (+1 more on gfx950 for 4/8/16 passes)."""
+    return tuple((p, p + plus + (1 if gfx950 and p != 2 else 0)) for p in (2, 4, 8, 16))
+
+
+def _passes(base: int, gfx950_all: bool = False) -> tuple[tuple[int, int], ...]:
+    return tuple((p, p + base + (1 if gfx950_all else 0)) for p in (2, 4, 8, 16))
+
+
+RULES: tuple[HazardRule, ...] = (
+    # ---------------------------------------------------------------- SGPR / EXEC / M0
+    HazardRule("valu_sgpr_vmem",
+               "A VALU write of an SGPR (incl. VCC) read by a VMEM instruction (address, "
+               "resource, offset) needs 5 wait states.",
+               "valu", "def", "vmem", "use", "sgpr", 5),
+    HazardRule("valu_vcc_div_fmas",
+               "v_div_fmas reads VCC as its scale select: 4 wait states after a VALU writes VCC.",
+               "valu", "vcc_def", "div_fmas", "none", "vcc", 4),
+    HazardRule("valu_sgpr_lane_select",
+               "A VALU-written SGPR used as the lane select of v_readlane/v_writelane needs 4 "
+               "wait states.",
+               "valu", "def", "rwlane", "lane_select", "sgpr", 4),
+    HazardRule("valu_exec_dpp",
+               "A VALU write of EXEC (v_cmpx) before a DPP instruction needs 5 wait states.",
+               "valu", "exec_def", "dpp", "none", "exec", 5),
+    HazardRule("valu_vgpr_dpp",
+               "A VALU-written VGPR read by a DPP instruction needs 2 wait states.",
+               "valu", "def", "dpp", "use", "vgpr", 2),
+    HazardRule("salu_m0_lds_dma",
+               "An SALU write of M0 before an LDS DMA (buffer/global load with lds) that reads "
+               "M0 as the LDS address needs 1 wait state.",
+               "salu", "m0_def", "lds_dma", "none", "m0", 1),
+    HazardRule("salu_m0_movrel",
+               "An SALU write of M0 before s_movrel* needs 1 wait state.",
+               "salu", "m0_def", "movrel", "none", "m0", 1),
+    HazardRule("salu_m0_addtid",
+               "An SALU write of M0 before ds_read/ds_write_addtid_b32 needs 1 wait state.",
+               "salu", "m0_def", "addtid", "none", "m0", 1),
+    HazardRule("salu_m0_sendmsg",
+               "An SALU write of M0 before s_sendmsg/s_ttracedata needs 1 wait state.",
+               "salu", "m0_def", "sendmsg", "none", "m0", 1),
+    HazardRule("setreg_getreg",
+               "s_getreg of a hardware register written by s_setreg needs 2 wait states.",
+               "setreg", "hwreg", "getreg", "hwreg", "hwreg", 2),
+    HazardRule("setreg_setreg",
+               "Two s_setreg of the same hardware register need 2 wait states between them.",
+               "setreg", "hwreg", "setreg", "hwreg", "hwreg", 2),
+    # ---------------------------------------------------------------- VALU forwarding (GFX940+)
+    HazardRule("valu_sgpr_valu",
+               "CDNA3/4: a VALU write of an SGPR read by a VALU as a value operand (not as a "
+               "carry/lane mask) needs 2 wait states.",
+               "valu", "def", "valu", "sgpr_const", "sgpr", 2),
+    HazardRule("valu_vcc_valu",
+               "CDNA3/4: a VALU write of VCC read by a VALU as a value operand needs 1 wait "
+               "state.",
+               "valu", "vcc_def", "valu", "vcc_const", "vcc", 1),
+    HazardRule("valu_vgpr_readlane",
+               "CDNA3/4: v_readlane/v_readfirstlane of a VGPR written by a VALU needs 1 wait "
+               "state.",
+               "valu", "def", "readlane", "src0", "vgpr", 1),
+    HazardRule("valu_exec_rwlane",
+               "CDNA3/4: a VALU write of EXEC (v_cmpx) before v_readlane/v_readfirstlane/"
+               "v_writelane needs 4 wait states.",
+               "valu", "exec_def", "lane_op", "none", "exec", 4),
+    HazardRule("vcmpx_exec_read",
+               "CDNA3/4: v_cmpx writing EXEC then a VALU reading EXEC as an operand needs 2 "
+               "wait states.",
+               "vcmpx", "exec_def", "valu", "exec_read", "exec", 2),
+    HazardRule("valu_vgpr_permlane",
+               "CDNA4: v_permlane*_swap of a VGPR written by a VALU needs 2 wait states.",
+               "valu", "def", "permlane", "use", "vgpr", 2, targets=("gfx950",)),
+    HazardRule("vcmpx_exec_permlane",
+               "CDNA4: v_cmpx writing EXEC before v_permlane*_swap needs 4 wait states.",
+               "vcmpx", "exec_def", "permlane", "none", "exec", 4, targets=("gfx950",)),
+    HazardRule("trans_forward",
+               "CDNA3/4: a transcendental (v_exp, v_log, v_rcp, v_rsq, v_sqrt, v_sin, v_cos) "
+               "result read by a non-transcendental VALU needs 1 wait state.",
+               "trans", "def", "valu", "use", "vgpr", 1, consumer_not=("trans",)),
+    HazardRule("sel16_forward",
+               "CDNA3/4: a VALU writing 16 bits of a VGPR (SDWA dst_sel other than DWORD, or "
+               "op_sel[3]) read by a VALU needs 1 wait state.",
+               "sel16", "def", "valu", "use", "vgpr", 1),
+    HazardRule("store_data_valu_write",
+               "A VMEM store of more than 64 bits of data (MUBUF/MTBUF with a constant "
+               "soffset, or FLAT/GLOBAL/SCRATCH) whose data VGPRs a VALU overwrites: 2 wait "
+               "states on CDNA3/4 (the store reads its data after issue).",
+               "store_wide", "data", "valu", "def", "vgpr", 2),
+    HazardRule("dot_write_read",
+               "A v_dot* result read by a different VALU opcode needs 3 wait states.",
+               "dot", "def", "valu", "use", "vgpr", 3, same_opcode=False),
+    HazardRule("dot_write_same_srcab",
+               "A v_dot* result read by the same opcode as source A/B needs 3 wait states "
+               "(as the accumulator it needs none).",
+               "dot", "def", "dot", "src01", "vgpr", 3, same_opcode=True),
+    HazardRule("dot_write_write",
+               "A v_dot* result overwritten by a different VALU opcode needs 3 wait states.",
+               "dot", "def", "valu", "def", "vgpr", 3, same_opcode=False),
+    # ---------------------------------------------------------------- VALU -> MFMA
+    HazardRule("valu_exec_mfma",
+               "A VALU write of EXEC before an MFMA needs 4 wait states.",
+               "valu", "exec_def", "mfma", "none", "exec", 4),
+    HazardRule("valu_vgpr_mfma",
+               "A VGPR written by a (non-MFMA, non-dot) VALU and read by an MFMA needs 2 wait "
+               "states.",
+               "valu", "def", "mfma", "use", "vgpr", 2, producer_not=("dot",)),
+    # ---------------------------------------------------------------- MFMA -> MFMA
+    HazardRule("xdl_srcc_overlap",
+               "An XDL MFMA result read as SrcC by an MFMA through a register range that "
+               "overlaps but differs: NumPasses + 1 wait states (+1 on CDNA4).",
+               "xdl", "def", "mfma", "srcC", "vgpr", by_passes=_passes(1), overlap="partial",
+               targets=("gfx942",)),
+    HazardRule("xdl_srcc_overlap_950",
+               "CDNA4: an XDL MFMA result read as SrcC through an overlapping, different "
+               "range: NumPasses + 2 wait states.",
+               "xdl", "def", "mfma", "srcC", "vgpr", by_passes=_passes(1, True),
+               overlap="partial", targets=("gfx950",)),
+    HazardRule("smfma_srcc_overlap",
+               "An SGEMM (f32-input) MFMA result read as SrcC by a non-XDL MFMA through an "
+               "overlapping, different range: NumPasses wait states.",
+               "smfma", "def", "mfma", "srcC", "vgpr", by_passes=_passes(0),
+               overlap="partial", consumer_not=("xdl",)),
+    HazardRule("mfma2_srcc_same",
+               "A 2-pass (4x4) MFMA result read as SrcC through the same range by the next MFMA "
+               "needs 2 wait states.",
+               "mfma", "def", "mfma", "srcC", "vgpr", by_passes=((2, 2),), overlap="exact",
+               producer_not=("dgemm",)),
+    HazardRule("dgemm4_srcc_same",
+               "v_mfma_f64_4x4x4 result read as SrcC (same range) by v_mfma_f64_4x4x4: 4 wait "
+               "states.",
+               "dgemm4", "def", "dgemm4", "srcC", "vgpr", 4, overlap="exact"),
+    HazardRule("dgemm_srcc_overlap",
+               "A DGEMM result read as SrcC by a DGEMM through an overlapping, different range: "
+               "9 wait states (16x16) or 4 (4x4).",
+               "dgemm", "def", "dgemm", "srcC", "vgpr", by_passes=((4, 4), (8, 9), (16, 9)),
+               overlap="partial"),
+    HazardRule("xdl_srcab",
+               "An XDL MFMA result read as SrcA/B by an MFMA: NumPasses + 3 wait states (CDNA4: "
+               "+1 more for 4/8/16 passes).",
+               "xdl", "def", "mfma", "srcAB", "vgpr", by_passes=_xdl(3),
+               targets=("gfx942",)),
+    HazardRule("xdl_srcab_950",
+               "CDNA4: an XDL MFMA result read as SrcA/B by an MFMA.",
+               "xdl", "def", "mfma", "srcAB", "vgpr", by_passes=_xdl(3, True),
+               targets=("gfx950",)),
+    HazardRule("smfma_srcab",
+               "An SGEMM (f32-input) MFMA result read as SrcA/B by an MFMA: NumPasses + 2.",
+               "smfma", "def", "mfma", "srcAB", "vgpr", by_passes=_passes(2)),
+    HazardRule("dgemm_srcab",
+               "A DGEMM result read as SrcA/B by an MFMA: 11 wait states (16x16) or 6 (4x4).",
+               "dgemm", "def", "mfma", "srcAB", "vgpr", by_passes=((4, 6), (8, 11), (16, 11))),
+    # ---------------------------------------------------------------- MFMA -> VALU / memory
+    HazardRule("xdl_valu_read",
+               "An XDL MFMA result read by a VALU, VMEM or DS instruction: NumPasses + 3 wait "
+               "states.",
+               "xdl", "def", "valu_mem", "use", "vgpr", by_passes=_xdl(3),
+               targets=("gfx942",)),
+    HazardRule("xdl_valu_read_950",
+               "CDNA4: an XDL MFMA result read by a VALU, VMEM or DS instruction: NumPasses + 3, "
+               "+1 for 4/8/16 passes.",
+               "xdl", "def", "valu_mem", "use", "vgpr", by_passes=_xdl(3, True),
+               targets=("gfx950",)),
+    HazardRule("smfma_valu_read",
+               "An SGEMM (f32-input) MFMA result read by a VALU, VMEM or DS instruction: "
+               "NumPasses + 2 wait states.",
+               "smfma", "def", "valu_mem", "use", "vgpr", by_passes=_passes(2)),
+    HazardRule("dgemm_valu_read",
+               "A DGEMM result read by a VALU: 6 wait states (4x4) or 11 (16x16; 19 on CDNA4).",
+               "dgemm", "def", "valu", "use", "vgpr", by_passes=((4, 6), (8, 11), (16, 11)),
+               targets=("gfx942",)),
+    HazardRule("dgemm_valu_read_950",
+               "CDNA4: a DGEMM result read by a VALU: 6 wait states (4x4) or 19 (16x16).",
+               "dgemm", "def", "valu", "use", "vgpr", by_passes=((4, 6), (8, 19), (16, 19)),
+               targets=("gfx950",)),
+    HazardRule("dgemm_mem_read",
+               "A DGEMM result read by a VMEM or DS instruction: 9 wait states (4x4) or 18 "
+               "(16x16).",
+               "dgemm", "def", "mem", "use", "vgpr", by_passes=((4, 9), (8, 18), (16, 18))),
+    HazardRule("xdl_valu_write",
+               "A VALU/VMEM/DS write of a register an XDL MFMA writes (WAW): NumPasses + 3.",
+               "xdl", "def", "valu_mem", "def", "vgpr", by_passes=_xdl(3),
+               targets=("gfx942",)),
+    HazardRule("xdl_valu_write_950",
+               "CDNA4: a VALU/VMEM/DS write of a register an XDL MFMA writes (WAW).",
+               "xdl", "def", "valu_mem", "def", "vgpr", by_passes=_xdl(3, True),
+               targets=("gfx950",)),
+    HazardRule("smfma_valu_write",
+               "A VALU/VMEM/DS write of a register an SGEMM MFMA writes (WAW): NumPasses + 2.",
+               "smfma", "def", "valu_mem", "def", "vgpr", by_passes=_passes(2)),
+    HazardRule("dgemm_valu_write",
+               "A VALU/VMEM/DS write of a register a DGEMM writes (WAW): 6 (4x4) or 11 (16x16).",
+               "dgemm", "def", "valu_mem", "def", "vgpr", by_passes=((4, 6), (8, 11), (16, 11))),
+    HazardRule("xdl_srcc_war",
+               "A VALU/VMEM/DS write of a register an XDL MFMA reads as SrcC (WAR): 1, 3, 7 or "
+               "15 wait states for 2, 4, 8, 16 passes.",
+               "xdl", "srcC", "valu_mem", "def", "vgpr",
+               by_passes=((2, 1), (4, 3), (8, 7), (16, 15))),
+    HazardRule("dgemm_fma64",
+               "v_fma_f64/v_fmac_f64 within 2 wait states of any DGEMM.",
+               "dgemm", "none", "fma64", "none", "none", 2),
+)
+
+
+def rules_for(target: str) -> tuple[HazardRule, ...]:
+    """The rules that apply to `target` (e.g. "gfx942")."""
+    name = target.split(":")[0]
+    return tuple(r for r in RULES if name in r.targets)
+
+
+# ---------------------------------------------------------------------------- classification
+
+_TRANS = {"v_exp_f32", "v_log_f32", "v_rcp_f32", "v_rcp_iflag_f32", "v_rsq_f32", "v_rcp_f64",
+          "v_rsq_f64", "v_sqrt_f32", "v_sqrt_f64", "v_sin_f32", "v_cos_f32", "v_rcp_f16",
+          "v_sqrt_f16", "v_rsq_f16", "v_log_f16", "v_exp_f16", "v_sin_f16", "v_cos_f16",
+          "v_exp_legacy_f32", "v_log_legacy_f32"}
+
+
+def mfma_kind(mnemonic: str) -> str | None:
+    """"dgemm", "smfma" (f32-input SGEMM) or "xdl" for an MFMA/SMFMAC mnemonic, else None."""
+    m = mnemonic
+    if not (m.startswith(("v_mfma_", "v_smfmac_"))):
+        return None
+    if m.startswith("v_mfma_f64"):
+        return "dgemm"
+    if m.startswith("v_mfma_f32_") and m.endswith("f32") and "xf32" not in m:
+        return "smfma"
+    return "xdl"
+
+
+@dataclass
+class InstFacts:
+    """Hazard-relevant facts of one instruction: classes, register keys per role, passes."""
+
+    classes: frozenset[str]
+    roles: dict[str, tuple[tuple[int, int], ...]] = field(default_factory=dict)
+    passes: int | None = None
+    mnemonic: str = ""
+    wait_states: int = 1  # how many wait states this instruction itself provides
+
+
+def instruction_classes(mnemonic: str, unit: str, flags: frozenset[str], enc: str,
+                        modifiers: dict, data_bits: int = 0,
+                        soffset_is_reg: bool = False) -> frozenset[str]:
+    """The hazard classes of an instruction (see the module docstring)."""
+    m = mnemonic
+    c: set[str] = set()
+    mk = mfma_kind(m)
+    if mk:
+        c.update(("mfma", mk))
+        if m.startswith("v_mfma_f64_4x4"):
+            c.add("dgemm4")
+    elif unit in ("valu", "trans") or m.startswith("v_accvgpr_"):
+        c.add("valu")
+    if m in _TRANS:
+        c.add("trans")
+    if "dot" in flags or m.startswith("v_dot"):
+        c.add("dot")
+    if unit == "salu" or (unit == "branch" and m != "s_endpgm"):
+        c.add("salu")
+    if unit == "smem":
+        c.add("smem")
+    if unit == "vmem":
+        c.add("vmem")
+    if unit == "lds":
+        c.add("ds")
+    if "lds_dma" in flags or modifiers.get("lds"):
+        c.add("lds_dma")
+    if m.startswith("v_cmpx_"):
+        c.add("vcmpx")
+    if m in ("v_readlane_b32", "v_readfirstlane_b32"):
+        c.update(("readlane", "lane_op"))
+    if m == "v_writelane_b32":
+        c.update(("writelane", "lane_op"))
+    if m in ("v_readlane_b32", "v_writelane_b32"):
+        c.add("rwlane")
+    if m.startswith("v_permlane"):
+        c.add("permlane")
+    if enc == "DPP":
+        c.add("dpp")
+    if m.startswith("v_div_fmas"):
+        c.add("div_fmas")
+    if m.startswith("s_movrel"):
+        c.add("movrel")
+    if m in ("ds_read_addtid_b32", "ds_write_addtid_b32"):
+        c.add("addtid")
+    if m in ("s_sendmsg", "s_sendmsghalt", "s_ttracedata"):
+        c.add("sendmsg")
+    if m.startswith("s_setreg"):
+        c.add("setreg")
+    if m == "s_getreg_b32":
+        c.add("getreg")
+    if m in ("v_fma_f64", "v_fmac_f64"):
+        c.add("fma64")
+    if "valu" in c and ((enc == "SDWA" and modifiers.get("dst_sel", "DWORD") != "DWORD")
+                        or (enc == "VOP3" and modifiers.get("op_sel")
+                            and tuple(modifiers["op_sel"])[-1])):
+        c.add("sel16")
+    if unit == "vmem" and "may_store" in flags and data_bits > 64 and \
+            not (enc in ("MUBUF", "MTBUF") and soffset_is_reg):
+        c.add("store_wide")
+    if "valu" in c or "vmem" in c or "ds" in c:
+        c.add("valu_mem")
+    if "vmem" in c or "ds" in c:
+        c.add("mem")
+    return frozenset(c)
