@@ -70,7 +70,8 @@ def abi_ops(kernel: KernelOp) -> list[Operation]:
 def compute_layout(kernel: KernelOp) -> KernelLayout:
     """The layout facts of `kernel` (no checking; see ir.verify for the errors)."""
     layout = KernelLayout()
-    layout.arg_offsets = {a.name: a.offset for a in mc_kernel_args(kernel.args)}
+    for arg in mc_kernel_args(kernel.args):
+        layout.arg_offsets.setdefault(arg.name, arg.offset)  # first of duplicate names
     wg = [False, False, False]
     dims = 1
     req = layout.abi

@@ -39,6 +39,7 @@ from xdsl.ir import Attribute, Block, Region, SSAValue
 from xdsl.irdl import (
     IRDLOperation,
     irdl_op_definition,
+    opt_operand_def,
     opt_prop_def,
     prop_def,
     region_def,
@@ -393,15 +394,17 @@ class FallthroughOp(IRDLOperation):
 
 @irdl_op_definition
 class EndKernelOp(IRDLOperation):
-    """`s_endpgm` as a block terminator (needed when the kernel has several blocks)."""
+    """`s_endpgm` as a block terminator (needed when the kernel has several blocks); takes
+    the instruction's optional immediate as an optional operand."""
 
     name = "amdgcn.end_kernel"
 
+    imm = opt_operand_def(IntegerType)
     traits = traits_def(IsTerminator())
-    assembly_format = "attr-dict"
+    assembly_format = "($imm^ `:` type($imm))? attr-dict"
 
-    def __init__(self):
-        super().__init__()
+    def __init__(self, imm: SSAValue | None = None):
+        super().__init__(operands=[imm])
 
 
 # --- values ---------------------------------------------------------------------------------
@@ -830,11 +833,6 @@ class KernelOp(IRDLOperation):
         printer.print_region(self.body)
 
     def verify_(self) -> None:
-        names = [a.arg_name.data for a in self.args]
-        dup = {n for n in names if names.count(n) > 1}
-        if dup:
-            raise VerifyException(f"kernel @{self.kernel_name}: duplicate argument names "
-                                  f"{sorted(dup)}")
         if self.body.blocks and self.body.blocks[0].args:
             raise VerifyException(f"kernel @{self.kernel_name}: the entry block takes no "
                                   "arguments (inputs come from the ABI value ops)")
@@ -851,8 +849,8 @@ def close_blocks(region: Region, where: str) -> None:
         last = block.last_op
         if last is not None and last.has_trait(IsTerminator):
             continue
-        if isinstance(last, SOPPOp) and last.mnemonic_text == "s_endpgm" and not last.args:
-            end = EndKernelOp()
+        if isinstance(last, SOPPOp) and last.mnemonic_text == "s_endpgm" and len(last.args) < 2:
+            end = EndKernelOp(last.args[0] if last.args else None)
             end.location = last.location
             block.insert_op_before(end, last)
             block.erase_op(last)

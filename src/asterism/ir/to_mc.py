@@ -123,7 +123,14 @@ class _KernelLowering:
                         op_location(op))
         if isinstance(op, EndKernelOp):
             form = self.isa.instructions["s_endpgm"].forms[0]
-            return Inst("s_endpgm", [], {}, form, op_location(op))
+            operands: list[Operand] = []
+            if op.imm is not None:
+                value, _type, _literal = immediate_of(op.imm, self.layout)
+                if not isinstance(value, int) or not 0 <= value <= 0xFFFF:
+                    raise error_at(op, f"the s_endpgm immediate is a 16-bit integer, got "
+                                       f"{value!r}")
+                operands.append(Imm(value))
+            return Inst("s_endpgm", operands, {}, form, op_location(op))
         if isinstance(op, func.CallOp):
             raise error_at(op, f"calls to @{op.callee.root_reference.data} are not lowered: run "
                                "the inline pass (--pipeline inline) first")

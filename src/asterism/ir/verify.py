@@ -162,10 +162,14 @@ class _Checker:
         elif isinstance(op, KernargOffsetOp):
             if self.layout is None:
                 raise error_at(op, "kernel argument offsets exist only inside a kernel")
-            if op.arg.data not in self.layout.arg_offsets:
-                names = ", ".join(self.layout.arg_offsets) or "none"
+            names = [a.arg_name.data for a in self.kernel.args] if self.kernel else []
+            if op.arg.data not in names:
+                listed = ", ".join(dict.fromkeys(names)) or "none"
                 raise error_at(op, f"no kernel argument named '{op.arg.data}' "
-                                   f"(arguments: {names})")
+                                   f"(arguments: {listed})")
+            if names.count(op.arg.data) > 1:
+                raise error_at(op, f"{names.count(op.arg.data)} kernel arguments are named "
+                                   f"'{op.arg.data}': the offset is ambiguous")
         elif isinstance(op, LdsAllocOp):
             if self.kernel is None:
                 raise error_at(op, "LDS is allocated by kernels (not inside func.func)")
