@@ -44,7 +44,6 @@ from xdsl.dialects.builtin import (
 )
 from xdsl.dialects.builtin import ModuleOp as BuiltinModuleOp
 from xdsl.ir import Attribute, Block, Operation, SSAValue
-from xdsl.rewriter import Rewriter
 from xdsl.traits import IsTerminator
 
 from asterism.builder.methods import instruction_methods
@@ -441,7 +440,7 @@ class KernelBuilder:
     def _place_abi_values(self) -> None:
         """Give every ABI value the register the ABI assigns for the current request set."""
         layout = compute_layout(self.kernel)
-        for key, op in list(self._abi.items()):
+        for op in list(self._abi.values()):
             want = layout.abi_register(op)
             value = op.results[0]
             if want is None or value.type == want:
@@ -454,10 +453,11 @@ class KernelBuilder:
             self._entry_values[(want.KIND, want.first, want.width)] = new_value
 
     def _retype(self, value: SSAValue, new_type: RegisterType) -> SSAValue:
-        """Change a value's register and that of the destination-passing chain it starts."""
+        """Change a value's register in place (Python handles to it stay valid), and that of
+        the destination-passing chain it starts."""
         old_type = value.type
-        new_value = Rewriter.replace_value_with_new_type(value, new_type)
-        for use in list(new_value.uses):
+        value._type = new_type  # xDSL values have no public type setter
+        for use in list(value.uses):
             op = use.operation
             if isinstance(op, InstructionOp):
                 match = match_instruction(op, self.isa)
@@ -465,10 +465,7 @@ class KernelBuilder:
                     res = op.outs[match.def_positions.index(use.index)]
                     if res.type == old_type:
                         self._retype(res, new_type)
-        for key, v in list(self._local.items()):
-            if v is value:
-                self._local[key] = new_value
-        return new_value
+        return value
 
     def kernarg_ptr(self) -> SSAValue:
         """The kernarg segment pointer (SGPR pair, placed by the ABI)."""
