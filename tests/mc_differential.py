@@ -33,7 +33,7 @@ def our_encoding(line: str, target: str) -> bytes | str:
         inst = InstParser().parse(line)
         inst.form = select_form(inst, target)
         return encode_inst(inst)
-    except Exception as err:  # noqa: BLE001 - reported as a mismatch
+    except Exception as err:
         return f"{type(err).__name__}: {err}"
 
 
@@ -41,7 +41,7 @@ def our_text(data: bytes, target: str) -> str:
     """Our printed text for one instruction's bytes, or the error text."""
     try:
         return format_inst(get_decoder(target).decode(data, 0, 0).inst)
-    except Exception as err:  # noqa: BLE001
+    except Exception as err:
         return f"{type(err).__name__}: {err}"
 
 
@@ -52,7 +52,7 @@ def family_of(line_or_bytes, target: str) -> str:
             return get_decoder(target).decode(line_or_bytes, 0, 0).inst.form.enc
         inst = InstParser().parse(line_or_bytes)
         return select_form(inst, target).enc
-    except Exception:  # noqa: BLE001
+    except Exception:
         return "?"
 
 

@@ -35,7 +35,6 @@ import subprocess
 import sys
 import tempfile
 from collections import defaultdict
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
@@ -161,8 +160,9 @@ def mca_passes(target: str, lines: list[str]) -> list[float | None]:
         path = f.name
     try:
         res = subprocess.run([str(LLVM_BIN / "llvm-mca"), "-mtriple=amdgcn", f"-mcpu={target}",
-                              "-instruction-info", "-iterations=1", "-skip-unsupported-instructions=any",
-                              path], capture_output=True, text=True)
+                              "-instruction-info", "-iterations=1",
+                              "-skip-unsupported-instructions=any", path],
+                             capture_output=True, text=True)
     finally:
         os.unlink(path)
     rows = []
@@ -271,7 +271,8 @@ def enumerate_probes() -> list[Probe]:
     # The gds forms (ds_gws_*: data0 only, gds set) come last so that ordinary LDS ops keep
     # their address operand.
     ds = [dict(addr=V_SRC0, data0=V_SRC1, data1=V_SRC2, vdst=V_DST),
-          dict(addr=V_SRC0, data0=V_SRC1, vdst=V_DST), dict(addr=V_SRC0, data0=V_SRC1, data1=V_SRC2),
+          dict(addr=V_SRC0, data0=V_SRC1, vdst=V_DST),
+          dict(addr=V_SRC0, data0=V_SRC1, data1=V_SRC2),
           dict(addr=V_SRC0, data0=V_SRC1), dict(addr=V_SRC0, vdst=V_DST), dict(addr=V_SRC0),
           dict(vdst=V_DST), dict(data0=V_SRC1), {}, dict(addr=V_SRC0, gds=1), dict(gds=1)]
     p += sweep_alternatives("DS", "", 256, ds)
@@ -385,11 +386,9 @@ def split_text(text: str) -> tuple[str, list[str], list[str]]:
         tok = rest[i]
         is_mod = tok in BARE_MODIFIERS or (":" in tok and not REG_RE.match(tok)
                                            and not tok.startswith(("v[", "s[", "a[", "ttmp[")))
-        if ops or not is_mod:
-            # The token after the last comma is always an operand.
-            if ops or not is_mod:
-                ops.append(tok)
-                i += 1
+        if ops or not is_mod:  # the token after the last comma is always an operand
+            ops.append(tok)
+            i += 1
     mods = rest[i:]
     return mnem, ops, mods
 
@@ -560,7 +559,7 @@ def analyse(target: str, pr: Probe, rec: dict) -> dict | None:
     desc = rec["desc"]
     ndefs = rec["ndefs"]
     slots = []
-    for pos, tok in enumerate(ops):
+    for tok in ops:
         slot: dict = {"tok": tok}
         r = parse_reg(tok.strip("-|"))
         if r:
@@ -993,12 +992,8 @@ def slot_spec(f: dict, k: int, slot: dict, seen_src: bool) -> dict:
 
 
 def tied_use(f: dict) -> bool:
-    """True if LLVM ties an unprinted source to the destination (v_mac/v_fmac style)."""
-    printed = {mc_reg_to_tok(op["reg"]) for op in f["mc_ops"] if "reg" in op}
-    for k, d in enumerate(f["desc"]):
-        if k >= f["ndefs"] and 0 <= d["tied"] < f["ndefs"]:
-            return True
-    return False and printed
+    """True if LLVM ties a source to the destination (v_mac/v_fmac, DPP's old value)."""
+    return any(k >= f["ndefs"] and 0 <= d["tied"] < f["ndefs"] for k, d in enumerate(f["desc"]))
 
 
 def build_database(target: str, forms: list[dict], coverage: dict, passes: dict) -> dict:

@@ -75,7 +75,7 @@ def translate(source, pipeline: str = "") -> str:
     return print_module(lower(source, pipeline))
 
 
-def compile(source, pipeline: str = "") -> bytes:  # noqa: A001 - the verb users expect
+def compile(source, pipeline: str = "") -> bytes:
     """IR -> HSACO bytes (no external tool)."""
     from asterism.mc.assembler import assemble as assemble_mc
 

@@ -8,7 +8,7 @@ the pieces to the code object writer.
 
 from __future__ import annotations
 
-from asterism.errors import AsterismError, EncodeError, VerifyError
+from asterism.errors import AsterismError, VerifyError
 from asterism.mc.codeobject import (
     CodeObject,
     KernelSymbol,
@@ -16,7 +16,7 @@ from asterism.mc.codeobject import (
     make_metadata,
     write_code_object,
 )
-from asterism.mc.encoder import ENCODER
+from asterism.mc.encoder import ENCODER, inst_size
 from asterism.mc.inst import Inst
 from asterism.mc.kernel_abi import kernel_directives, kernel_metadata
 from asterism.mc.program import LabelDef, McKernel, McModule
@@ -34,6 +34,7 @@ def layout(module: McModule) -> tuple[dict[str, int], list[tuple[McKernel, int]]
     for kernel in module.kernels:
         pc = -(-pc // KERNEL_ALIGN) * KERNEL_ALIGN
         starts.append((kernel, pc))
+        labels[kernel.name] = pc
         for item in kernel.body:
             if isinstance(item, LabelDef):
                 if item.name in labels:
@@ -41,23 +42,8 @@ def layout(module: McModule) -> tuple[dict[str, int], list[tuple[McKernel, int]]
                                       getattr(item, "loc", None))
                 labels[item.name] = pc
             else:
-                pc += _size(item)
+                pc += inst_size(item)
     return labels, starts
-
-
-def _size(inst: Inst) -> int:
-    try:
-        return len(ENCODER.encode(inst, 0, _SizingLabels()))
-    except EncodeError as err:
-        raise EncodeError(err.message, err.location or inst.loc) from None
-
-
-class _SizingLabels(dict):
-    def __contains__(self, key) -> bool:
-        return True
-
-    def __getitem__(self, key) -> int:
-        return 4
 
 
 def encode_text(module: McModule) -> tuple[bytes, list[tuple[McKernel, int, int]]]:

@@ -77,7 +77,7 @@ class Encoder:
         if form is None:
             raise EncodeError(f"{inst.mnemonic}: no encoding form selected")
         try:
-            return self._encode(inst, form, address, labels or {})
+            return self._encode(inst, form, address, labels if labels is not None else {})
         except EncodeError as err:
             if err.location is None and inst.loc is not None:
                 raise EncodeError(f"{inst.mnemonic}: {err.message}", inst.loc) from None

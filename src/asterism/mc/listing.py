@@ -66,7 +66,8 @@ def listing(obj, items: list, filename: str = "") -> str:
             out.append(format_line(item, starts))
         else:
             _a, word = item
-            out.append(f"\t{'.long 0x%08x' % word:<{TEXT_COLUMN}}// {addr:012X}: {word:08X}")
+            text = f".long 0x{word:08x}"
+            out.append(f"\t{text:<{TEXT_COLUMN}}// {addr:012X}: {word:08X}")
     return "\n".join(out) + "\n"
 
 

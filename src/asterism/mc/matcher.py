@@ -9,22 +9,21 @@ database name) and what was expected.
 from __future__ import annotations
 
 from asterism.errors import VerifyError
-from asterism.isa import Form, IsaDatabase, OperandSpec, get_isa
+from asterism.isa import Form, IsaDatabase, OperandSpec, get_isa, syntax
 from asterism.isa.database import KIND_NAMES
 from asterism.mc.inst import Inst
 from asterism.mc.operands import (
-    Off,
     FloatImm,
     Imm,
     Label,
     Literal,
     Mod,
+    Off,
     Operand,
     Reg,
     Special,
     Syntax,
 )
-from asterism.isa import syntax
 
 DPP_MODIFIERS = {"dpp_ctrl", "row_mask", "bank_mask", "bound_ctrl"}
 SDWA_MODIFIERS = {"dst_sel", "dst_unused", "src0_sel", "src1_sel"}
@@ -243,8 +242,8 @@ def match_form(inst: Inst, form: Form) -> None:
     n_required = len(specs) - (1 if specs and specs[-1].optional else 0)
     if not n_required <= len(ops) <= len(specs):
         want = f"{n_required}" if n_required == len(specs) else f"{n_required}-{len(specs)}"
-        raise MatchError(-1, f"expected {want} operands, got {len(ops)}"
-                             f" (form: {form.example.split(' ', 1)[-1] or 'none'})")
+        names = ", ".join(s.name for s in specs) or "none"
+        raise MatchError(-1, f"expected {want} operands ({names}), got {len(ops)}")
     for pos, (spec, op) in enumerate(zip(specs, ops)):
         check_operand(inst, form, pos, spec, op)
     check_constant_bus(inst, form)
