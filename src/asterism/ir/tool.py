@@ -4,6 +4,7 @@ back. A small driver for lit tests and quick looks (the `asterism` command is th
     python -m asterism.ir kernel.mlir             # verified IR, custom syntax
     python -m asterism.ir --generic kernel.mlir   # generic syntax
     python -m asterism.ir --lower kernel.mlir     # the instructions, one per line
+    python -m asterism.ir --asm kernel.mlir       # the full assembly file (mc printer)
     python -m asterism.ir --roundtrip-mc k.mlir   # lower to MC, raise back, print IR
 
 Errors are printed as `file:line:col: error: message` with exit status 1.
@@ -37,6 +38,8 @@ def main(argv: list[str] | None = None) -> int:
     mode = parser.add_mutually_exclusive_group()
     mode.add_argument("--generic", action="store_true", help="print the generic syntax")
     mode.add_argument("--lower", action="store_true", help="print the lowered instructions")
+    mode.add_argument("--asm", action="store_true",
+                      help="print the assembly file (.amdhsa_kernel and metadata included)")
     mode.add_argument("--roundtrip-mc", action="store_true",
                       help="lower to the MC layer, raise back and print the IR")
     args = parser.parse_args(argv)
@@ -56,6 +59,10 @@ def main(argv: list[str] | None = None) -> int:
         module = parse_ir(text, name)
         if args.lower:
             out = asm_listing(lower_module(module))
+        elif args.asm:
+            from asterism.mc.asm_writer import print_module
+
+            out = print_module(lower_module(module))
         elif args.roundtrip_mc:
             out = print_ir(raise_module(lower_module(module)))
         else:
