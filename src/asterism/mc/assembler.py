@@ -16,8 +16,9 @@ from asterism.mc.codeobject import (
     make_metadata,
     write_code_object,
 )
-from asterism.mc.encoder import ENCODER, inst_size
+from asterism.mc.encoder import ENCODER, _AnyLabel
 from asterism.mc.inst import Inst
+from asterism.mc.operands import Label
 from asterism.mc.kernel_abi import kernel_directives, kernel_metadata
 from asterism.mc.program import LabelDef, McKernel, McModule
 from asterism.target import get_target
@@ -26,37 +27,37 @@ KERNEL_ALIGN = 256
 S_NOP_0 = (0xBF800000).to_bytes(4, "little")
 
 
-def layout(module: McModule) -> tuple[dict[str, int], list[tuple[McKernel, int]]]:
-    """Label addresses and kernel offsets in .text (sizes do not depend on label values)."""
+def encode_text(module: McModule) -> tuple[bytes, list[tuple[McKernel, int, int]]]:
+    """The .text bytes and (kernel, offset, size) of every kernel.
+
+    One encoding pass: instruction sizes do not depend on label values, so branches are
+    encoded with a placeholder target first and re-encoded once the labels are placed.
+    """
     labels: dict[str, int] = {}
-    starts: list[tuple[McKernel, int]] = []
-    pc = 0
+    text = bytearray()
+    placed: list[tuple[McKernel, int, int]] = []
+    fixups: list[tuple[Inst, int, int]] = []
+    any_label = _AnyLabel()
     for kernel in module.kernels:
-        pc = -(-pc // KERNEL_ALIGN) * KERNEL_ALIGN
-        starts.append((kernel, pc))
-        labels[kernel.name] = pc
+        start = -(-len(text) // KERNEL_ALIGN) * KERNEL_ALIGN
+        text += S_NOP_0 * ((start - len(text)) // 4)
+        labels[kernel.name] = start
         for item in kernel.body:
             if isinstance(item, LabelDef):
                 if item.name in labels:
                     raise VerifyError(f"label '{item.name}' is defined more than once",
                                       getattr(item, "loc", None))
-                labels[item.name] = pc
+                labels[item.name] = len(text)
+                continue
+            if any(type(op) is Label for op in item.operands):
+                data = ENCODER.encode(item, len(text), any_label)
+                fixups.append((item, len(text), len(data)))
             else:
-                pc += inst_size(item)
-    return labels, starts
-
-
-def encode_text(module: McModule) -> tuple[bytes, list[tuple[McKernel, int, int]]]:
-    """The .text bytes and (kernel, offset, size) of every kernel."""
-    labels, starts = layout(module)
-    text = bytearray()
-    placed = []
-    for kernel, start in starts:
-        text += S_NOP_0 * ((start - len(text)) // 4)
-        for item in kernel.body:
-            if isinstance(item, Inst):
-                text += ENCODER.encode(item, len(text), labels)
+                data = ENCODER.encode(item, len(text))
+            text += data
         placed.append((kernel, start, len(text) - start))
+    for item, pos, size in fixups:
+        text[pos:pos + size] = ENCODER.encode(item, pos, labels)
     return bytes(text), placed
 
 

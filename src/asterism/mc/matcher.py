@@ -193,7 +193,18 @@ def _modifier_fits(form: Form, inst: Inst) -> str | None:
 
 def candidate_forms(isa: IsaDatabase, inst: Inst) -> list[Form]:
     """Forms that could encode `inst`, in preference order."""
-    found = isa.resolve(inst.mnemonic)
+    key = (isa.target, inst.mnemonic)
+    cached = _CANDIDATES.get(key)
+    if cached is None:
+        cached = _CANDIDATES[key] = _candidate_forms(isa, inst.mnemonic)
+    return cached
+
+
+_CANDIDATES: dict[tuple[str, str], list[Form]] = {}
+
+
+def _candidate_forms(isa: IsaDatabase, mnemonic: str) -> list[Form]:
+    found = isa.resolve(mnemonic)
     if found is None:
         return []
     instr, suffix = found

@@ -27,6 +27,8 @@ TARGET_RE = re.compile(r'"?amdgcn-amd-amdhsa--(gfx[0-9a-f]+)((?::[a-z]+[+-])*)"?
 
 
 def _strip_comment(line: str) -> str:
+    if ";" not in line and "/" not in line:
+        return line  # the common case: nothing to strip
     out, quote = [], False
     i = 0
     while i < len(line):
