@@ -315,3 +315,16 @@ def test_fragments_are_checked_against_the_module_target():
 """
     err = error_of(text)
     assert "operand #2 (vsrc1) expects VGPR" in err.message and err.location.line == 3
+
+
+def test_kernel_blocks_take_no_arguments():
+    text = """amdgcn.module @m target = "gfx942" {
+  amdgcn.kernel @k args() workgroup_size(64, 1, 1) {
+    amdgcn.fallthrough ^a
+  ^a(%x : !amdgcn.vgpr<1>):
+    amdgcn.end_kernel
+  }
+}
+"""
+    err = error_of(text)
+    assert "kernel blocks take no arguments" in err.message and err.location.line == 5

@@ -173,6 +173,7 @@ class _KernelRaising:
 
     def constant(self, value: float, spec_type: str | None,
                  loc: FileLineColLoc | None) -> SSAValue:
+        """An arith.constant for an immediate (one per value and block)."""
         if isinstance(value, float):
             base = (spec_type or "f32").removeprefix("v2")
             t = _FLOAT_TYPES.get(base, f32)
@@ -195,6 +196,7 @@ class _KernelRaising:
     # --- blocks ---------------------------------------------------------------------------
 
     def label_block(self, name: str) -> Block:
+        """The block of a label (created on first reference)."""
         if name not in self.labels:
             block = Block()
             try:
@@ -205,6 +207,7 @@ class _KernelRaising:
         return self.labels[name]
 
     def start(self, block: Block) -> None:
+        """Append `block` to the kernel and continue in it."""
         if block in self.placed:
             raise VerifyError(f"kernel {self.mc.name}: label {block.name_hint} defined twice")
         self.region.add_block(block)
@@ -214,12 +217,14 @@ class _KernelRaising:
         self.constants = {}
 
     def terminated(self) -> bool:
+        """True if the current block already ends with a terminator."""
         last = self.block.last_op
         return last is not None and last.has_trait(IsTerminator)
 
     # --- instructions ---------------------------------------------------------------------
 
     def run(self) -> KernelOp:
+        """Raise the whole kernel."""
         self._abi_prologue()
         body = self.mc.body
         pending: Block | None = None
@@ -260,6 +265,7 @@ class _KernelRaising:
 
     def branch(self, inst: Inst, form: Form, label: Label, body: list, index: int
                ) -> Block | None:
+        """Emit an amdgcn.branch; returns the fall-through block of a conditional one."""
         target = self.label_block(label.name)
         conditional = "cond_branch" in form.instruction.flags
         nxt = None
@@ -274,6 +280,7 @@ class _KernelRaising:
         return nxt
 
     def instruction(self, inst: Inst, form: Form) -> Operation:
+        """The instruction op of an mc.Inst (destinations threaded through)."""
         loc = _loc(inst)
         specs = ir_specs(form)
         sources = [i for i, s in enumerate(specs) if s.role == "use" and not s.fixed]
@@ -322,6 +329,7 @@ class _KernelRaising:
         return (op.kind, op.index, op.count) if isinstance(op, Reg) else ("special", op.name)
 
     def value(self, operand: Operand, spec, loc: FileLineColLoc | None) -> SSAValue:
+        """The SSA value of one MC operand."""
         if isinstance(operand, Reg | Special):
             return self.register(operand)
         if isinstance(operand, Off):

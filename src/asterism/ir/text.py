@@ -31,6 +31,7 @@ class _LocatingParser(Parser):
         return SourceLocation(self.filename, line, offset - self._line_starts[line - 1] + 1)
 
     def parse_operation(self) -> Operation:
+        """Parse an op and record where it was written."""
         start = self._current_token.span.start
         op = super().parse_operation()
         if isinstance(op.location, UnknownLoc):

@@ -97,6 +97,7 @@ class _KernelLowering:
         return self.labels[block]
 
     def run(self) -> McKernel:
+        """Lower the whole kernel."""
         kernel = self.kernel
         blocks = list(kernel.body.blocks)
         targets = {t for op in kernel.walk() if isinstance(op, BranchOp) for t in op.targets[:1]}
@@ -113,6 +114,7 @@ class _KernelLowering:
                         abi=self.layout.abi)
 
     def lower_op(self, op: Operation) -> Inst | None:
+        """The instruction an op stands for (None for declarations)."""
         if isinstance(op, InstructionOp):
             return self.lower_instruction(op)
         if isinstance(op, BranchOp):
@@ -139,6 +141,7 @@ class _KernelLowering:
         return None  # declarations: allocas, constants, ABI values, LDS allocations
 
     def lower_instruction(self, op: InstructionOp) -> Inst:
+        """An instruction op as an mc.Inst (operands in database order)."""
         match = check_instruction(op, self.isa, self.layout)
         form = match.form
         mods = op.mods
@@ -189,6 +192,7 @@ class _KernelLowering:
         return written + form.suffix
 
     def operand(self, op: InstructionOp, k: int, spec: OperandSpec, value: SSAValue) -> Operand:
+        """The MC operand for IR operand `k` of `op`."""
         t = value.type
         if isinstance(t, RegisterType):
             if not t.is_fixed:

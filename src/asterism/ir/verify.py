@@ -129,6 +129,7 @@ class _Checker:
         self.kernel = kernel
 
     def check_region_ops(self, parent: Operation) -> None:
+        """Check every op (and block argument) of the regions of `parent`."""
         for region in parent.regions:
             for block in region.blocks:
                 for arg in block.args:
@@ -137,6 +138,7 @@ class _Checker:
                     self.check_op(op)
 
     def check_register_bounds(self, op: Operation, t) -> None:
+        """Fixed registers must exist in the target's register files."""
         if not isinstance(t, RegisterType) or not t.is_fixed:
             return
         limit = {VGPRType: self.target.vgpr.arch, AGPRType: self.target.vgpr.acc,
@@ -146,6 +148,7 @@ class _Checker:
                                f"({t.KIND}{limit - 1}) of {self.target.name}")
 
     def check_op(self, op: Operation) -> None:
+        """Check one op of a kernel or fragment body."""
         for res in op.results:
             self.check_register_bounds(op, res.type)
         if isinstance(op, InstructionOp):
@@ -203,6 +206,11 @@ def verify_kernel(kernel: KernelOp, isa: IsaDatabase, target: Target) -> None:
     if total > target.lds.bytes_per_workgroup:
         raise error_at(kernel, f"{total} bytes of LDS exceed the {target.lds.bytes_per_workgroup}"
                                f" bytes a workgroup may use on {target.name}")
+    for block in kernel.body.blocks:
+        if block.args:
+            first = block.first_op or kernel
+            raise error_at(first, "kernel blocks take no arguments: values cross blocks in "
+                                  "their registers")
     regions = list(kernel.reserved_regions.items())
     checker = _Checker(isa, target, layout, kernel)
     for k, (name, t) in enumerate(regions):
