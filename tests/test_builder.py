@@ -271,3 +271,14 @@ amdgcn.module @k target = "gfx942" {
     assert any(isinstance(op, VOP2Op) for op in built.walk())
     assert lower_module(built).kernels[0].body[1].operands == [Reg("v", 3), Reg("v", 2),
                                                                Reg("v", 2)]
+
+
+def test_implicit_named_registers_can_be_left_out():
+    kb = KernelBuilder("k")
+    cmp = kb.v_cmp_gt_u32(kb.v(1), kb.v(2))  # VOPC: vcc, src0, vsrc1
+    assert cmp.type == kb.vcc.type and kb.vcc is cmp
+    kb.v_cndmask_b32(kb.v(3), kb.v(4), kb.v(5))  # ... and reads it
+    kb.v_addc_co_u32(kb.v(6), 0, kb.v(7))  # writes and reads vcc
+    kb.s_endpgm()
+    assert asm(kb.finish()) == ["v_cmp_gt_u32 vcc, v1, v2", "v_cndmask_b32 v3, v4, v5, vcc",
+                                "v_addc_co_u32 v6, vcc, 0, v7, vcc", "s_endpgm"]

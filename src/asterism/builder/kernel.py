@@ -560,18 +560,29 @@ class KernelBuilder:
         forms = self._candidate_forms(inst, suffix, enc, mods, loc)
         errors: list[tuple[Form, MatchError]] = []
         for form in forms:
+            specs = ir_specs(form)
+            given = self._with_fixed_operands(specs, operands)
             shapes = [self._shape(o, spec) for o, spec in
-                      zip(operands, ir_specs(form) + (None,) * len(operands))]
+                      zip(given, specs + (None,) * len(given))]
             try:
                 match = _match_form(inst, form, suffix, shapes, mods)
                 check_modifiers(match, mods, shapes)
             except MatchError as err:
                 errors.append((form, err))
                 continue
-            return self._build(mnemonic, match, operands, mods, loc)
+            return self._build(mnemonic, match, given, mods, loc)
         best_form, best = max(errors, key=lambda e: e[1].score)
         where = f" ({best_form.enc})" if len(forms) > 1 else ""
         raise VerifyError(f"{mnemonic}{where}: {best.message}", _source_location(loc))
+
+    def _with_fixed_operands(self, specs, operands: tuple) -> tuple:
+        """The operands with the implicit named registers (vcc of VOPC/VOP2 carries) filled
+        in when the caller left them out."""
+        fixed = [k for k, spec in enumerate(specs) if spec.fixed]
+        if not fixed or len(operands) != len(specs) - len(fixed):
+            return operands
+        it = iter(operands)
+        return tuple(self.special(spec.fixed) if spec.fixed else next(it) for spec in specs)
 
     def _candidate_forms(self, inst, suffix: str, enc: str | None, mods: dict,
                          loc) -> list[Form]:

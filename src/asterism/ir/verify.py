@@ -97,6 +97,9 @@ def verify_structure(module: Operation) -> None:
             op.verify(verify_nested_ops=False)
         except VerifyException as err:
             message = str(err).split("\n\n")[0].strip()
+            if "is not a terminator" in message:
+                message += (" (end each block of a multi-block kernel with amdgcn.branch, "
+                            "amdgcn.fallthrough or amdgcn.end_kernel)")
             raise error_at(op, message) from None
 
 
