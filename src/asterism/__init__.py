@@ -1,3 +1,27 @@
-"""asterism: AMD GPU assembly with the rigor of a compiler and the control of hand-written code."""
+"""asterism: AMD GPU assembly with the rigor of a compiler and the control of hand-written code.
+
+One-call functions (loaded on first use, so `import asterism` stays cheap):
+    asterism.parse(text)        amdgcn IR text -> module
+    asterism.translate(module)  IR -> LLVM-syntax assembly
+    asterism.compile(module)    IR -> code object bytes (no external tool)
+    asterism.assemble(asm)      assembly -> code object bytes
+    asterism.disassemble(co)    code object -> decoded instructions
+    asterism.launch(co, "kernel", grid=..., block=..., args=[...])   run it (emulator / HIP)
+"""
 
 __version__ = "0.1.0"
+
+_API = {"parse", "translate", "compile", "assemble", "disassemble", "optimize", "lower",
+        "retarget"}
+
+
+def __getattr__(name: str):
+    if name in _API:
+        from asterism import api
+
+        return getattr(api, name)
+    if name == "launch":
+        from asterism.runtime import launch
+
+        return launch
+    raise AttributeError(f"module 'asterism' has no attribute {name!r}")

@@ -24,8 +24,173 @@ def cmd_trace_plot(args) -> int:
     return 0
 
 
+def _dims(text: str, what: str) -> tuple[int, ...]:
+    from asterism.errors import AsterismError
+
+    try:
+        dims = tuple(int(x) for x in text.replace("x", ",").split(",") if x)
+    except ValueError:
+        raise AsterismError(f"bad {what} '{text}': expected e.g. 4 or 4,2,1") from None
+    if not 1 <= len(dims) <= 3 or min(dims) < 1:
+        raise AsterismError(f"bad {what} '{text}': 1 to 3 positive integers")
+    return dims
+
+
+ARRAY_MAKERS = ("zeros", "ones", "arange", "rand", "full")
+
+
+def make_arg(spec: str, param: dict | None, seed: int):
+    """A NumPy array or scalar from an --arg spec (see `asterism run --help`)."""
+    import numpy as np
+
+    from asterism.errors import AsterismError
+    from asterism.runtime.kernargs import TYPE_NAME_DTYPES
+
+    name = (param or {}).get(".name", "?")
+    tname = str((param or {}).get(".type_name", "")).rstrip("*")
+    default = TYPE_NAME_DTYPES.get(tname, "float32")
+    parts = spec.split(":")
+    if parts[0] in ARRAY_MAKERS:
+        if len(parts) < 2:
+            raise AsterismError(f"--arg {name}: '{spec}' needs a shape, e.g. {parts[0]}:256")
+        try:
+            shape = tuple(int(x) for x in parts[1].split("x"))
+            dtype = np.dtype(_DTYPE_ALIASES.get(parts[2], parts[2]) if len(parts) > 2
+                             else default)
+        except (ValueError, TypeError):
+            raise AsterismError(f"--arg {name}: bad shape or dtype in '{spec}'") from None
+        n = int(np.prod(shape))
+        if parts[0] == "zeros":
+            return np.zeros(shape, dtype)
+        if parts[0] == "ones":
+            return np.ones(shape, dtype)
+        if parts[0] == "arange":
+            return np.arange(n).astype(dtype).reshape(shape)
+        if parts[0] == "full":
+            if len(parts) < 4:
+                raise AsterismError(f"--arg {name}: full needs a value: full:N:dtype:VALUE")
+            return np.full(shape, float(parts[3]) if "." in parts[3] else int(parts[3]), dtype)
+        rng = np.random.default_rng(seed)
+        if np.issubdtype(dtype, np.integer):
+            return rng.integers(-100, 100, size=shape).astype(dtype)
+        return rng.standard_normal(shape).astype(dtype)
+    if spec.endswith(".npy"):
+        try:
+            return np.load(spec)
+        except OSError as err:
+            raise AsterismError(f"--arg {name}: cannot read {spec}: {err}") from None
+    try:
+        return float(spec) if any(c in spec for c in ".eE") and not spec.startswith("0x") \
+            else int(spec, 0)
+    except ValueError:
+        raise AsterismError(f"--arg {name}: cannot understand '{spec}' (expected a number, a "
+                            f"file.npy or one of {', '.join(ARRAY_MAKERS)}:SHAPE[:DTYPE])") from None
+
+
+_DTYPE_ALIASES = {"f32": "float32", "f16": "float16", "f64": "float64", "i32": "int32",
+                  "u32": "uint32", "i64": "int64", "u64": "uint64", "i16": "int16",
+                  "u16": "uint16", "i8": "int8", "u8": "uint8", "bf16": "uint16"}
+
+
+def cmd_run(args) -> int:
+    """Compile (if needed) and launch a kernel; print and save its outputs."""
+    import json
+    import os
+
+    import numpy as np
+
+    from asterism.errors import AsterismError
+    from asterism.runtime import launch, load_code_object
+    from asterism.runtime.kernargs import describe_signature, explicit_args
+
+    obj, data = load_code_object(args.input)
+    names = [k.name for k in obj.kernels]
+    kernel = args.kernel or (names[0] if len(names) == 1 else None)
+    if kernel is None:
+        raise AsterismError(f"{args.input} has several kernels ({', '.join(names)}): "
+                            "choose one with --kernel")
+    entry = next((k for k in obj.kernels if k.name == kernel), None)
+    if entry is None:
+        raise AsterismError(f"no kernel '{kernel}' in {args.input} (kernels: {', '.join(names)})")
+    params = explicit_args(entry.metadata or {})
+    by_name = {p.get(".name"): p for p in params}
+    values: dict[str, object] = {}
+    positional = [a for a in args.arg if "=" not in a]
+    for k, spec in enumerate(positional):
+        if k >= len(params):
+            raise AsterismError(f"too many --arg values: {kernel} takes "
+                                f"{describe_signature(entry.metadata or {})}")
+        values[params[k].get(".name")] = make_arg(spec, params[k], args.seed + k)
+    for k, item in enumerate(a for a in args.arg if "=" in a):
+        name, _, spec = item.partition("=")
+        if name not in by_name:
+            raise AsterismError(f"{kernel} has no argument '{name}'; it takes "
+                                f"{describe_signature(entry.metadata or {})}")
+        values[name] = make_arg(spec, by_name[name], args.seed + 100 + k)
+    reqd = (entry.metadata or {}).get(".reqd_workgroup_size")
+    block = _dims(args.block, "--block") if args.block else tuple(reqd or (64,))
+    grid = _dims(args.grid, "--grid")
+    result = launch((obj), kernel, grid=grid, block=block, args=values,
+                    backend=args.backend, iterations=args.iterations)
+    arrays = {n: v for n, v in values.items() if isinstance(v, np.ndarray)}
+    if args.save_dir:
+        os.makedirs(args.save_dir, exist_ok=True)
+        for n in result.outputs:
+            np.save(os.path.join(args.save_dir, f"{n}.npy"), arrays[n])
+    if args.json:
+        print(json.dumps({"kernel": kernel, "backend": result.backend, "device": result.device,
+                          "times": result.times, "grid": grid, "block": block,
+                          "outputs": {n: arrays[n].tolist() for n in result.outputs}}))
+        return 0
+    wall = " ".join(f"{t * 1e3:.3f}" for t in result.times)
+    print(f"ran {kernel} on {result.device}: grid {grid} x block {block}, "
+          f"{len(result.times)} launch(es), wall time per launch (ms): {wall}")
+    if result.stats is not None:
+        s = result.stats
+        print(f"  {s.waves} waves, {s.wave_instructions} wave-instructions "
+              f"({s.wave_instructions_per_second:,.0f}/s on the emulator; not a GPU timing)")
+    with np.printoptions(threshold=16, edgeitems=8, linewidth=100):
+        for n in result.outputs:
+            arr = arrays[n]
+            print(f"{n} ({arr.dtype}, shape {arr.shape}): {arr}")
+            if args.save_dir:
+                print(f"  saved to {os.path.join(args.save_dir, n + '.npy')}")
+    return 0
+
+
+RUN_EPILOG = """\
+argument specs (--arg [NAME=]SPEC, positional in argument order or by name):
+  zeros:256[:i32]  ones:64x4:f32  arange:256:i32  rand:1024:f16  full:16:f32:1.5
+  input.npy        a NumPy file
+  42, 0x10, 1.5    a by-value scalar
+The dtype defaults to the argument's type in the kernel metadata (else float32).
+
+examples:
+  asterism run examples/demo/add_10.mlir --grid 4 --arg out=zeros:256:i32
+  asterism run k.hsaco --kernel gemm --grid 2,2 --block 256 --arg a.npy b.npy zeros:4096:f32
+"""
+
+
 def register(sub, verb) -> None:
     """Add the verbs of this module to the `asterism` parser."""
+    p = verb("run", cmd_run, "compile if needed and run a kernel (emulator or GPU)",
+             "Launch a kernel from a .mlir, .s or .hsaco file with NumPy arguments; prints "
+             "(and optionally saves) the arrays it writes.")
+    p.epilog = RUN_EPILOG
+    p.add_argument("input", help="kernel file: .mlir, .s or .hsaco")
+    p.add_argument("--kernel", help="kernel name (default: the only kernel)")
+    p.add_argument("--grid", default="1", help="workgroups, e.g. 304 or 8,8,1 (default 1)")
+    p.add_argument("--block", help="work-items per workgroup (default: the kernel's "
+                                   "required size, else 64)")
+    p.add_argument("--arg", action="append", default=[], metavar="[NAME=]SPEC",
+                   help="an argument (see below); repeat in order or name them")
+    p.add_argument("--backend", default="auto", choices=("auto", "emu", "hip"),
+                   help="auto = a matching GPU through HIP if present, else the emulator")
+    p.add_argument("--iterations", type=int, default=1, help="launches (default 1)")
+    p.add_argument("--save-dir", help="save output arrays there as NAME.npy")
+    p.add_argument("--seed", type=int, default=0, help="seed for rand: arguments")
+    p.add_argument("--json", action="store_true", help="machine-readable output")
+
     p = verb("trace", None, "thread-trace (ATT) analysis: report, plot",
              "Read a folder in rocprofv3's ATT decoder layout (a real capture or a modeled "
              "emulator run) and report or draw it.")

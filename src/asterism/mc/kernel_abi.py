@@ -102,6 +102,13 @@ def system_sgpr_layout(abi: AbiRequest) -> dict[str, int]:
     return out
 
 
+# Element types <-> the C type names LLVM writes in `.type_name` (buffers get a '*').
+TYPE_NAMES = {"f32": "float", "f16": "half", "bf16": "__bf16", "f64": "double", "i8": "char",
+              "u8": "uchar", "i16": "short", "u16": "ushort", "i32": "int", "u32": "uint",
+              "i64": "long", "u64": "ulong"}
+DTYPE_OF_TYPE_NAME = {v: k for k, v in TYPE_NAMES.items()}
+
+
 def kernarg_layout(args: list[KernelArg]) -> tuple[list[dict[str, Any]], int]:
     """Metadata `.args` entries (explicit + v5 hidden) and the kernarg segment size."""
     entries: list[dict[str, Any]] = []
@@ -116,6 +123,8 @@ def kernarg_layout(args: list[KernelArg]) -> tuple[list[dict[str, Any]], int]:
             offset = -(-offset // align) * align
             arg.offset = offset
         entry: dict[str, Any] = {".name": arg.name, ".offset": offset, ".size": arg.size}
+        if arg.dtype in TYPE_NAMES:
+            entry[".type_name"] = TYPE_NAMES[arg.dtype] + ("*" if arg.kind == "buffer" else "")
         if arg.kind == "buffer":
             entry[".value_kind"] = "global_buffer"
             entry[".address_space"] = "global"

@@ -1,0 +1,77 @@
+"""The emulator backend: runs a code object's kernel on the built-in emulator (no GPU)."""
+
+from __future__ import annotations
+
+from asterism.emu import DeviceMemory, Emulator
+from asterism.mc.codeobject import CodeObject
+from asterism.mc.decoder import decode_code
+from asterism.runtime.kernargs import PackedArgs
+
+
+class EmuBackend:
+    """Executes kernels with asterism's emulator; device memory is the emulator's."""
+
+    name = "emu"
+
+    def __init__(self, *, sanitizer: bool = True, instruction_budget: int = 10_000_000):
+        self.sanitizer = sanitizer
+        self.instruction_budget = instruction_budget
+        self._emulators: dict[str, Emulator] = {}
+        self._programs: dict[tuple[int, str], list] = {}
+        self.memory = DeviceMemory()
+
+    def device_name(self) -> str:
+        """What runs the kernels."""
+        return "asterism emulator (NumPy)"
+
+    def _emulator(self, target: str) -> Emulator:
+        emu = self._emulators.get(target)
+        if emu is None:
+            emu = Emulator(target, self.memory, sanitizer=self.sanitizer,
+                           instruction_budget=self.instruction_budget)
+            self._emulators[target] = emu
+        return emu
+
+    def _program(self, obj: CodeObject, kernel) -> list:
+        key = (id(obj), kernel.name)
+        program = self._programs.get(key)
+        if program is None:
+            start = kernel.offset
+            end = start + (kernel.size or len(obj.text) - start)
+            program = decode_code(obj.text[start:end], obj.target.name,
+                                  base=obj.text_address + start)
+            self._programs[key] = program
+        return program
+
+    def launch(self, obj: CodeObject, kernel, packed: PackedArgs, grid, block,
+               iterations: int) -> tuple[list[float], object]:
+        """Run `iterations` launches; returns (seconds per launch, stats of the last)."""
+        emu = self._emulator(obj.target.name)
+        program = self._program(obj, kernel)
+        mem = self.memory
+        addresses = []
+        try:
+            for buf in packed.buffers:
+                addr = mem.alloc(max(1, buf.array.nbytes), name=buf.name)
+                addresses.append(addr)
+                if buf.copy_in:
+                    mem.write(addr, buf.array.tobytes())
+                else:
+                    mem.write(addr, bytes(buf.array.nbytes))
+                packed.set_pointer(buf, addr)
+            kernarg = mem.alloc(max(16, len(packed.segment)), name="kernarg")
+            addresses.append(kernarg)
+            mem.write(kernarg, bytes(packed.segment))
+            times, stats = [], None
+            for _ in range(iterations):
+                stats = emu.run(program, kernel.descriptor, grid=grid, block=block,
+                                kernarg_address=kernarg, kernel=kernel.name)
+                times.append(stats.seconds)
+            for buf, addr in zip(packed.buffers, addresses):
+                if buf.copy_out and buf.array.nbytes:
+                    data = mem.read(addr, buf.array.nbytes)
+                    buf.array.reshape(-1).view("u1")[:] = memoryview(data)
+            return times, stats
+        finally:
+            for addr in addresses:
+                mem.free(addr)
