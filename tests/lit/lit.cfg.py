@@ -3,6 +3,7 @@
 import os
 import shlex
 import sys
+import tempfile
 
 import lit.formats
 
@@ -11,6 +12,8 @@ config.test_format = lit.formats.ShTest(execute_external=False)  # noqa: F821
 config.suffixes = [".mlir"]  # noqa: F821
 config.test_source_root = os.path.dirname(__file__)  # noqa: F821
 config.excludes = ["Inputs"]  # noqa: F821
+# Outputs (and lit's timing file) go outside the source tree.
+config.test_exec_root = os.path.join(tempfile.gettempdir(), "asterism-lit")  # noqa: F821
 
 python = shlex.quote(sys.executable)
 repo = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
