@@ -75,3 +75,15 @@ def test_command_lines():
     bad = subprocess.run([sys.executable, str(DEMO / "generate_mfma_10.py"), "--num-mfma",
                           "-1"], capture_output=True, text=True, check=False)
     assert bad.returncode == 2 and "--num-mfma must be >= 0" in bad.stderr
+
+
+@pytest.mark.parametrize("n", [10, 3])
+def test_add_kernel_computes_i_plus_n_on_the_emulator(n):
+    np = pytest.importorskip("numpy")
+    from asterism.mc.assembler import assemble
+    from asterism.runtime import launch
+
+    hsaco = assemble(lower_module(add_gen.build(n)))
+    out = np.zeros(256, dtype=np.int32)
+    launch(hsaco, f"add_{n}", grid=(4, 1, 1), block=(64, 1, 1), args=[out], backend="emu")
+    assert (out == np.arange(256, dtype=np.int32) + n).all()
