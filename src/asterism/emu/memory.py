@@ -170,8 +170,10 @@ class DeviceMemory:
         i = bisect.bisect_right(self._bases, address) - 1
         if i >= 0:
             a = self._allocs[i]
-            return (f"address is not in any allocation ({address - a.end} bytes past the end "
-                    f"of [0x{a.base:x}, 0x{a.end:x}))")
+            gap = address - a.end
+            where = f"{gap} bytes past the end" if gap else "just past the end"
+            return (f"address is not in any allocation ({where} of [0x{a.base:x}, "
+                    f"0x{a.end:x}))")
         return "address is not in any allocation"
 
     # ------------------------------------------------------------------ lane access

@@ -19,13 +19,19 @@ def _simm(info: OpInfo) -> int:
     return op.value if isinstance(op, Imm | Syntax) else 0
 
 
+def _offset(info: OpInfo) -> int:
+    """The branch offset in words (simm16 is signed whether the decoder sign-extends or not)."""
+    v = _simm(info) & 0xFFFF
+    return v - 0x10000 if v & 0x8000 else v
+
+
 def _target(info: OpInfo) -> int | None:
-    return info.branch_index(_simm(info))
+    return info.branch_index(_offset(info))
 
 
 def _bad_target(info: OpInfo):
     def run(g: Group) -> int:
-        tgt = info.offset + 4 + 4 * _simm(info)
+        tgt = info.offset + 4 + 4 * _offset(info)
         raise info.fault(f"branch target offset 0x{tgt:x} is not an instruction of the program")
     return run
 

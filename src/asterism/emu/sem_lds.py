@@ -29,7 +29,8 @@ def _addr(info: OpInfo):
 
 def _offset(info: OpInfo) -> int:
     if "offset" in info.mods:
-        return int(info.mods["offset"])
+        off = info.mods["offset"]
+        return int(getattr(off, "value", off))   # ds_swizzle offsets may come as Syntax
     return int(info.mods.get("offset0", 0)) | (int(info.mods.get("offset1", 0)) << 8)
 
 
