@@ -228,10 +228,6 @@ def _syntax_operand(kind: str, value: int) -> Operand:
     """An immediate written in a special syntax (hwreg, sendmsg, gpr_idx)."""
     formatter = getattr(syntax, f"format_{kind}", None)
     if formatter is None:
-        from asterism.mc import decoder
-
-        formatter = getattr(decoder, f"_format_{kind}", None)
-    if formatter is None:
         return Imm(value)
     return Syntax(value, formatter(value))
 

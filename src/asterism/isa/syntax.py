@@ -244,3 +244,33 @@ def is_inline_bits(bits: int, type_: str | None) -> bool:
         return type_ != "i16" and v in INLINE_FLOAT_BITS[type_]
     v = bits & 0xFFFFFFFF
     return v <= 64 or v >= 0xFFFFFFF0 or v in INLINE_FLOAT_BITS["f32"]
+
+
+def format_sendmsg(value: int) -> str:
+    """LLVM's text for an s_sendmsg immediate (symbolic only for valid triples)."""
+    msg, op, stream = value & 0xF, (value >> 4) & 0x7, (value >> 8) & 0x3
+    name = SENDMSG_NAMES.get(msg)
+    # LLVM prints the symbolic form only for valid (message, operation, stream) triples.
+    if name is None:
+        return str(value)
+    if msg in (2, 3):
+        if op > 3 or (op == 0 and stream):
+            return str(value)
+        text = f"sendmsg({name}, {GS_OPS[op]}"
+        return text + (f", {stream})" if op else ")")
+    if msg == 15:
+        if op not in SYSMSG_OPS or stream:
+            return str(value)
+        return f"sendmsg({name}, {SYSMSG_OPS[op]})"
+    if op or stream:
+        return str(value)
+    return f"sendmsg({name})"
+
+
+def format_gpr_idx(value: int) -> str:
+    """LLVM's text for an s_set_gpr_idx_on mode immediate."""
+    if value > 15:
+        return f"0x{value:x}"
+    names = ["SRC0", "SRC1", "SRC2", "DST"]
+    on = [n for k, n in enumerate(names) if (value >> k) & 1]
+    return f"gpr_idx({','.join(on)})"

@@ -242,8 +242,6 @@ class InstParser:
         return Syntax(value, syntax.format_hwreg(value))
 
     def _sendmsg(self, text: str, loc) -> Syntax:
-        from asterism.mc.decoder import _format_sendmsg
-
         args = self._args(text)
         msgs = {v: k for k, v in syntax.SENDMSG_NAMES.items()}
         ops = {v: k for k, v in {**syntax.GS_OPS, **syntax.SYSMSG_OPS}.items()}
@@ -255,7 +253,7 @@ class InstParser:
         if msg is None or op is None or stream is None:
             raise ParseError(f"bad sendmsg '{text}'", loc)
         value = (msg & 0xF) | ((op & 0x7) << 4) | ((stream & 0x3) << 8)
-        return Syntax(value, _format_sendmsg(value))
+        return Syntax(value, syntax.format_sendmsg(value))
 
     def _gpr_idx(self, text: str, loc) -> Syntax:
         names = ["SRC0", "SRC1", "SRC2", "DST"]

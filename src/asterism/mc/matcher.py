@@ -181,6 +181,12 @@ def _modifier_fits(form: Form, inst: Inst) -> str | None:
         return "lds"
     if form.base_variant == "lds" and "lds" not in names:
         return "not lds"
+    # Atomics: sc0 (glc for scalar atomics) selects the form that returns the old value.
+    bit = "glc" if form.enc == "SMEM" else "sc0"
+    if form.returns and not inst.modifiers.get(bit):
+        return f"the returning atomic needs {bit}"
+    if not form.returns and inst.modifiers.get(bit) and "atomic" in form.instruction.flags:
+        return f"{bit} selects the returning form of the atomic (with a destination)"
     for name in ("clamp", "omod"):
         if name in names and form.enc in ("VOP1", "VOP2", "VOPC"):
             return f"{name} needs the _e64 form"

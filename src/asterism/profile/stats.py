@@ -1,0 +1,233 @@
+"""ISA statistics of a code object: registers, LDS, occupancy, instruction mix, waits.
+
+Works on any HSACO (ours, LLVM's, hand-written ones) and on .mlir/.s inputs (compiled or
+assembled first). Instruction classes come from the ISA database (unit, flags), never from
+mnemonic patterns.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from dataclasses import asdict, dataclass, field
+
+from asterism.isa.syntax import WAITCNT_MAX, decode_waitcnt
+from asterism.mc.decoder import DecodedInst, get_decoder
+from asterism.mc.operands import Mod, Reg, Syntax
+from asterism.target import get_target, occupancy
+
+
+@dataclass
+class KernelStats:
+    """Everything `asterism stats` reports about one kernel."""
+
+    name: str
+    target: str
+    code_bytes: int
+    instructions: int
+    # Registers as the descriptor allocates them, and as the code actually uses them.
+    vgprs: int
+    agprs: int
+    sgprs: int
+    accum_offset: int
+    used_vgprs: int
+    used_agprs: int
+    used_sgprs: int
+    lds_bytes: int
+    scratch_bytes: int
+    kernarg_bytes: int
+    workgroup_size: list[int]
+    waves_per_simd: int
+    occupancy_limited_by: list[str]
+    mix: dict[str, int] = field(default_factory=dict)
+    mfma: dict[str, int] = field(default_factory=dict)
+    waitcnt: dict[str, int] = field(default_factory=dict)
+    metadata: dict = field(default_factory=dict)
+
+
+def classify(d: DecodedInst) -> str:
+    """The mix category of one instruction (from the ISA database facts)."""
+    inst = d.inst
+    facts = inst.form.instruction
+    unit, flags = facts.unit, facts.flags
+    m = facts.mnemonic
+    if m == "s_waitcnt":
+        return "s_waitcnt"
+    if m == "s_nop":
+        return "s_nop"
+    if "workgroup_barrier" in flags:
+        return "barrier"
+    if unit == "mfma":
+        return "mfma"
+    if unit == "vmem":
+        if "atomic" in flags:
+            return "vmem_atomic"
+        if "lds_dma" in flags or inst.modifiers.get("lds"):
+            return "vmem_load_lds"
+        return "vmem_store" if "may_store" in flags and "may_load" not in flags else "vmem_load"
+    if unit == "lds":
+        if "may_store" in flags and "may_load" not in flags:
+            return "ds_write"
+        return "ds_read" if "may_load" in flags else "ds_other"
+    if unit == "smem":
+        return "smem_store" if "may_store" in flags and "may_load" not in flags else "smem"
+    if unit == "branch":
+        return "branch" if "branch" in flags else "program_end"
+    if unit in ("valu", "trans"):
+        return "valu"
+    return "salu"
+
+
+def _used_registers(items: list[DecodedInst]) -> tuple[int, int, int]:
+    v = a = s = 0
+    for d in items:
+        for op in d.inst.operands:
+            if isinstance(op, Mod):
+                op = op.operand
+            if isinstance(op, Reg):
+                end = op.index + op.count
+                if op.kind == "v":
+                    v = max(v, end)
+                elif op.kind == "a":
+                    a = max(a, end)
+                elif op.kind == "s":
+                    s = max(s, end)
+    return v, a, s
+
+
+def _waitcnt_label(simm: int) -> str:
+    counts = decode_waitcnt(simm)
+    parts = [f"{n}({counts[n]})" for n in ("vmcnt", "expcnt", "lgkmcnt")
+             if counts[n] != WAITCNT_MAX[n]]
+    return " ".join(parts) or "none"
+
+
+def kernel_stats(obj, kernel, items: list[DecodedInst]) -> KernelStats:
+    """Statistics of one kernel whose decoded instructions are `items`."""
+    t = get_target(obj.target.name)
+    kd = kernel.descriptor
+    total = kd.next_free_vgpr(t)
+    accum = kd.accum_offset(t)
+    used_v, used_a, used_s = _used_registers(items)
+    agprs = max(0, total - accum) if used_a or total > accum else 0
+    vgprs = accum if agprs else total
+    extra = kd.sgprs(t) - max(0, kd.sgprs(t) - 6)
+    sgprs = max(0, kd.sgprs(t) - extra)
+    meta = kernel.metadata or {}
+    wg = list(meta.get(".reqd_workgroup_size") or [meta.get(".max_flat_workgroup_size", 64), 1, 1])
+    waves_per_wg = max(1, -(-(wg[0] * wg[1] * wg[2]) // t.wave_size))
+    occ = occupancy(t, vgprs=min(vgprs, t.vgpr.arch), agprs=min(agprs, t.vgpr.acc),
+                    sgprs=min(sgprs, t.sgpr.addressable),
+                    lds_bytes=min(kd.group_segment_fixed_size, t.lds.bytes_per_workgroup),
+                    waves_per_workgroup=min(waves_per_wg, t.max_waves_per_workgroup))
+    mix, mfma, waits = Counter(), Counter(), Counter()
+    for d in items:
+        cat = classify(d)
+        mix[cat] += 1
+        if cat == "mfma":
+            mfma[d.inst.form.mnemonic] += 1
+        if cat == "s_waitcnt":
+            op = d.inst.operands[0] if d.inst.operands else None
+            waits[_waitcnt_label(op.value if isinstance(op, Syntax) else 0)] += 1
+    code = sum(d.size for d in items)
+    return KernelStats(
+        name=kernel.name, target=t.target_id, code_bytes=code, instructions=len(items),
+        vgprs=vgprs, agprs=agprs, sgprs=sgprs, accum_offset=accum, used_vgprs=used_v,
+        used_agprs=used_a, used_sgprs=used_s, lds_bytes=kd.group_segment_fixed_size,
+        scratch_bytes=kd.private_segment_fixed_size, kernarg_bytes=kd.kernarg_size,
+        workgroup_size=wg, waves_per_simd=occ.waves_per_simd,
+        occupancy_limited_by=list(occ.limited_by), mix=dict(sorted(mix.items())),
+        mfma=dict(sorted(mfma.items())), waitcnt=dict(waits.most_common()),
+        metadata={k: v for k, v in meta.items() if k != ".args"})
+
+
+def code_object_stats(source) -> list[KernelStats]:
+    """Statistics of every kernel of a code object (bytes, path, .mlir, .s)."""
+    from asterism.runtime import load_code_object
+
+    obj, _data = load_code_object(source)
+    dec = get_decoder(obj.target.name)
+    starts = sorted((k.offset, k) for k in obj.kernels)
+    out = []
+    for n, (start, kernel) in enumerate(starts):
+        end = start + kernel.size if kernel.size else (
+            starts[n + 1][0] if n + 1 < len(starts) else len(obj.text))
+        items, pos = [], start
+        while pos < end:
+            try:
+                d = dec.decode(obj.text, pos, obj.text_address + pos)
+            except Exception:  # noqa: BLE001 - padding or data: skip a dword
+                pos += 4
+                continue
+            if d.inst.mnemonic == "s_code_end":
+                break  # padding after the kernel
+            items.append(d)
+            pos += d.size
+            if d.inst.form.instruction.unit == "branch" and "ends_program" in \
+                    d.inst.form.instruction.flags and not kernel.size and _only_padding(
+                        obj.text, pos, end):
+                break
+        out.append(kernel_stats(obj, kernel, items))
+    return out
+
+
+def _only_padding(text: bytes, pos: int, end: int) -> bool:
+    """True if the rest of the range is s_nop 0 / s_code_end padding."""
+    pads = {0xBF800000, 0xBF9F0000}
+    return all(int.from_bytes(text[p:p + 4], "little") in pads for p in range(pos, end - 3, 4))
+
+
+def render_stats(stats: list[KernelStats]) -> str:
+    """Human-readable report."""
+    lines = []
+    for s in stats:
+        lines.append(f"kernel {s.name} ({s.target})")
+        lines.append(f"  code: {s.instructions} instructions, {s.code_bytes} bytes")
+        lines.append(f"  registers: {s.vgprs} VGPRs, {s.agprs} AGPRs (accum_offset "
+                     f"{s.accum_offset}), {s.sgprs} SGPRs allocated; used v{s.used_vgprs} "
+                     f"a{s.used_agprs} s{s.used_sgprs}")
+        lines.append(f"  memory: LDS {s.lds_bytes} B, scratch {s.scratch_bytes} B, kernargs "
+                     f"{s.kernarg_bytes} B; workgroup {tuple(s.workgroup_size)}")
+        lines.append(f"  occupancy: {s.waves_per_simd} waves/SIMD (limited by "
+                     f"{', '.join(s.occupancy_limited_by)})")
+        lines.append("  mix: " + ", ".join(f"{k} {v}" for k, v in s.mix.items()))
+        if s.mfma:
+            lines.append("  mfma: " + ", ".join(f"{k} x{v}" for k, v in s.mfma.items()))
+        if s.waitcnt:
+            lines.append("  s_waitcnt: " + ", ".join(f"{k} x{v}" for k, v in s.waitcnt.items()))
+    return "\n".join(lines) + "\n"
+
+
+def render_diff(a: list[KernelStats], b: list[KernelStats], name_a: str, name_b: str) -> str:
+    """Side-by-side numbers of the matching kernels of two code objects."""
+    pairs = [(x, next((y for y in b if y.name == x.name), None)) for x in a]
+    if all(y is None for _x, y in pairs) and a and b:
+        pairs = [(a[0], b[0])]  # different names: compare the first kernels
+    lines = []
+    for x, y in pairs:
+        if y is None:
+            lines.append(f"kernel {x.name}: only in {name_a}")
+            continue
+        lines.append(f"kernel {x.name} vs {y.name}   ({name_a} -> {name_b})")
+        for key in ("target", "instructions", "code_bytes", "vgprs", "agprs", "sgprs",
+                    "lds_bytes", "scratch_bytes", "waves_per_simd"):
+            va, vb = getattr(x, key), getattr(y, key)
+            mark = "" if va == vb else "   *"
+            lines.append(f"  {key:<16} {va!s:>26} {vb!s:>26}{mark}")
+        for cat in sorted(set(x.mix) | set(y.mix)):
+            va, vb = x.mix.get(cat, 0), y.mix.get(cat, 0)
+            lines.append(f"  mix.{cat:<12} {va:>26} {vb:>26}{'' if va == vb else '   *'}")
+        for m in sorted(set(x.mfma) | set(y.mfma)):
+            lines.append(f"  {m:<28} {x.mfma.get(m, 0):>14} {y.mfma.get(m, 0):>26}")
+    return "\n".join(lines) + "\n"
+
+
+def stats_json(stats: list[KernelStats]) -> str:
+    """JSON for tools."""
+    return json.dumps([asdict(s) for s in stats], indent=1) + "\n"
+
+
+def _decoded_items(obj) -> list[DecodedInst]:  # pragma: no cover - helper for callers
+    from asterism.mc.decoder import decode_code
+
+    return decode_code(obj.text, obj.target.name, obj.text_address)
