@@ -117,19 +117,29 @@ class Tracker:
 
     # ------------------------------------------------------------------ queries
 
-    def needed_wait(self, p: Pending) -> str:
-        """The smallest s_waitcnt that guarantees `p` has completed."""
+    def _wait_for(self, p: Pending) -> tuple[str, int] | None:
+        """(counter, N): the cheapest `counter(N)` wait that guarantees `p` completed."""
         best = None
         for ctr, ordered in p.streams:
             if ordered:
-                later = sum(1 for q in self.ops[self.ops.index(p) + 1:]
-                            if (ctr, True) in q.streams)
-                n = later
+                n = sum(1 for q in self.ops[self.ops.index(p) + 1:] if (ctr, True) in q.streams)
             else:
                 n = 0
             if best is None or n > best[1]:
                 best = (ctr, n)
-        return f"s_waitcnt {best[0]}({best[1]})" if best else "s_waitcnt 0"
+        return best
+
+    def needed_wait(self, *ps: Pending) -> str:
+        """The smallest s_waitcnt that guarantees every one of `ps` has completed."""
+        need: dict[str, int] = {}
+        for p in ps:
+            w = self._wait_for(p)
+            if w is not None:
+                need[w[0]] = min(need.get(w[0], w[1]), w[1])
+        if not need:
+            return "s_waitcnt 0"
+        order = (VM, EXP, LGKM)
+        return "s_waitcnt " + " ".join(f"{c}({need[c]})" for c in order if c in need)
 
     # ------------------------------------------------------------------ events
 
@@ -171,7 +181,9 @@ def check(tracker: Tracker, info: OpInfo, mc: MemClass | None, g: Group,
         if hits:
             p = tracker.dst[hits[0]]
             regs = keys_text(k for k in hits if tracker.dst[k] is p)
-            need = tracker.needed_wait(p)
+            # One wait must cover every pending result this instruction reads.
+            need = tracker.needed_wait(*{id(q): q for q in (tracker.dst[k] for k in hits)}
+                                       .values())
             raise _error(
                 f"{regs} is read before the result of `{p.info.text}` (pc 0x{p.info.address:x}) "
                 f"is guaranteed to have arrived: needs {need} before pc 0x{info.address:x}",
