@@ -15,6 +15,7 @@ from asterism.isa.syntax import WAITCNT_MAX, decode_waitcnt
 from asterism.mc.decoder import DecodedInst, get_decoder
 from asterism.mc.operands import Mod, Reg, Syntax
 from asterism.target import get_target, occupancy
+from asterism.target.registers import extra_sgprs
 
 
 @dataclass
@@ -109,10 +110,12 @@ def kernel_stats(obj, kernel, items: list[DecodedInst]) -> KernelStats:
     total = kd.next_free_vgpr(t)
     accum = kd.accum_offset(t)
     used_v, used_a, used_s = _used_registers(items)
-    agprs = max(0, total - accum) if used_a or total > accum else 0
+    # The descriptor gives the unified-file allocation; it splits at accum_offset only when
+    # the code uses AGPRs (otherwise every entry is an ArchVGPR).
+    agprs = max(0, total - accum) if used_a else 0
     vgprs = accum if agprs else total
-    extra = kd.sgprs(t) - max(0, kd.sgprs(t) - 6)
-    sgprs = max(0, kd.sgprs(t) - extra)
+    # The descriptor's SGPR figure includes the reserved VCC/XNACK/FLAT_SCRATCH registers.
+    sgprs = max(0, kd.sgprs(t) - extra_sgprs(t))
     meta = kernel.metadata or {}
     wg = list(meta.get(".reqd_workgroup_size") or [meta.get(".max_flat_workgroup_size", 64), 1, 1])
     waves_per_wg = max(1, -(-(wg[0] * wg[1] * wg[2]) // t.wave_size))
@@ -134,7 +137,8 @@ def kernel_stats(obj, kernel, items: list[DecodedInst]) -> KernelStats:
         name=kernel.name, target=t.target_id, code_bytes=code, instructions=len(items),
         vgprs=vgprs, agprs=agprs, sgprs=sgprs, accum_offset=accum, used_vgprs=used_v,
         used_agprs=used_a, used_sgprs=used_s, lds_bytes=kd.group_segment_fixed_size,
-        scratch_bytes=kd.private_segment_fixed_size, kernarg_bytes=kd.kernarg_size,
+        scratch_bytes=kd.private_segment_fixed_size,
+        kernarg_bytes=max(kd.kernarg_size, int(meta.get(".kernarg_segment_size", 0))),
         workgroup_size=wg, waves_per_simd=occ.waves_per_simd,
         occupancy_limited_by=list(occ.limited_by), mix=dict(sorted(mix.items())),
         mfma=dict(sorted(mfma.items())), waitcnt=dict(waits.most_common()),
@@ -225,9 +229,3 @@ def render_diff(a: list[KernelStats], b: list[KernelStats], name_a: str, name_b:
 def stats_json(stats: list[KernelStats]) -> str:
     """JSON for tools."""
     return json.dumps([asdict(s) for s in stats], indent=1) + "\n"
-
-
-def _decoded_items(obj) -> list[DecodedInst]:  # pragma: no cover - helper for callers
-    from asterism.mc.decoder import decode_code
-
-    return decode_code(obj.text, obj.target.name, obj.text_address)
