@@ -38,20 +38,28 @@ OMOD_NAMES = {"mul:2": 1, "mul:4": 2, "div:2": 3}
 
 
 def split_top(text: str, sep: str) -> list[str]:
-    """Split on `sep` outside brackets, parentheses and |...|."""
-    parts, cur, depth = [], "", 0
-    for ch in text:
+    """Split on `sep` (one character) outside brackets and parentheses."""
+    if "[" not in text and "(" not in text and "]" not in text and ")" not in text:
+        return text.split(sep)  # nothing nests: a plain split is the same
+    marks = _SPLIT_MARKS.get(sep)
+    if marks is None:
+        marks = _SPLIT_MARKS[sep] = re.compile(f"[][()]|{re.escape(sep)}")
+    # Visit only the characters that matter (brackets and separators), not every character.
+    parts, start, depth = [], 0, 0
+    for m in marks.finditer(text):
+        ch = m.group()
         if ch in "[(":
             depth += 1
         elif ch in "])":
             depth -= 1
-        if ch == sep and depth == 0:
-            parts.append(cur)
-            cur = ""
-        else:
-            cur += ch
-    parts.append(cur)
+        elif depth == 0:
+            parts.append(text[start:m.start()])
+            start = m.end()
+    parts.append(text[start:])
     return parts
+
+
+_SPLIT_MARKS: dict[str, re.Pattern] = {}
 
 
 def eval_int(text: str, symbols: dict[str, int] | None = None) -> int | None:
@@ -109,9 +117,12 @@ class InstParser:
         """Parse `mnemonic operands modifiers` into an Inst (form not yet selected)."""
         text = text.strip()
         mnemonic, _, rest = text.partition(" ")
-        if not re.fullmatch(r"[A-Za-z_][\w]*", mnemonic):
-            raise ParseError(f"expected an instruction mnemonic, got '{mnemonic}'", loc)
-        mnemonic = mnemonic.lower()
+        lowered = _MNEMONICS.get(mnemonic)
+        if lowered is None:
+            if not _MNEMONIC_RE.fullmatch(mnemonic):
+                raise ParseError(f"expected an instruction mnemonic, got '{mnemonic}'", loc)
+            lowered = _remember(_MNEMONICS, mnemonic, mnemonic.lower())
+        mnemonic = lowered
         rest = rest.strip()
         inst = Inst(mnemonic, loc=loc)
         if not rest:
@@ -120,12 +131,21 @@ class InstParser:
             inst.operands.append(self._waitcnt(rest, loc))
             return inst
         op_text, mod_tokens = self._split_operands(rest)
+        operands = inst.operands
         for k, piece in enumerate(op_text):
-            if not piece.strip():
-                raise ParseError(f"operand {k + 1} is empty", loc)
-            inst.operands.append(self.operand(piece.strip(), loc))
+            piece = piece.strip()
+            op = _OPERANDS.get(piece)
+            if op is None:
+                if not piece:
+                    raise ParseError(f"operand {k + 1} is empty", loc)
+                op = self.operand(piece, loc)
+            operands.append(op)
+        modifiers = inst.modifiers
         for tok in mod_tokens:
-            self._modifier(tok, inst, loc)
+            item = _MODIFIERS.get(tok)
+            if item is None:
+                item = self._modifier_item(tok, loc)
+            modifiers[item[0]] = item[1]
         return inst
 
     # -------------------------------------------------------------- splitting
@@ -152,6 +172,13 @@ class InstParser:
 
     @staticmethod
     def _is_modifier(tok: str) -> bool:
+        known = _IS_MODIFIER.get(tok)
+        if known is None:
+            known = _remember(_IS_MODIFIER, tok, InstParser._modifier_shaped(tok))
+        return known
+
+    @staticmethod
+    def _modifier_shaped(tok: str) -> bool:
         name = tok.split(":", 1)[0].lower()
         if tok.lower() in FLAG_MODIFIERS or tok.lower() in OMOD_NAMES:
             return True
@@ -163,26 +190,44 @@ class InstParser:
 
     def operand(self, text: str, loc: SourceLocation | None = None) -> Operand:
         """Parse one operand."""
+        op = _OPERANDS.get(text)
+        if op is None:
+            op, fixed = self._operand(text, loc)
+            if fixed:
+                _remember(_OPERANDS, text, op)
+        return op
+
+    def _operand(self, text: str, loc: SourceLocation | None) -> tuple[Operand, bool]:
+        """(operand, fixed): `fixed` when the text's meaning cannot depend on `.set` symbols
+        (registers and plain numbers), so the operand may be reused for the same text."""
         t = text.strip()
         low = t.lower()
         for fn in ("neg", "abs", "sext"):
             if low.startswith(fn + "(") and t.endswith(")"):
-                inner = self.operand(t[len(fn) + 1:-1], loc)
-                return _with_mod(inner, **{fn: True})
+                inner, fixed = self._operand(t[len(fn) + 1:-1], loc)
+                return _with_mod(inner, **{fn: True}), fixed
         if t.startswith("-") and len(t) > 1 and (t[1] == "|" or not _is_number(t)):
-            inner = self.operand(t[1:], loc)
+            inner, fixed = self._operand(t[1:], loc)
             if isinstance(inner, (Imm, FloatImm)) and not isinstance(inner, Mod):
                 raise ParseError(f"bad operand '{t}'", loc)
-            return _with_mod(inner, neg=True)
+            return _with_mod(inner, neg=True), fixed
         if t.startswith("|") and t.endswith("|") and len(t) > 2:
-            return _with_mod(self.operand(t[1:-1], loc), abs=True)
+            inner, fixed = self._operand(t[1:-1], loc)
+            return _with_mod(inner, abs=True), fixed
         reg = parse_register(t)
         if reg is not None:
-            return reg
+            return reg, True
         if low == "off":
-            return OFF
+            return OFF, True
         if _FLOAT_RE.match(t):
-            return FloatImm(float(t))
+            return FloatImm(float(t)), True
+        if _INT_RE.match(t):  # a plain number: no symbol can change it
+            return Imm(_int_literal(t), fmt="hex" if "0x" in low else "dec"), True
+        return self._symbolic_operand(t, low, loc), False
+
+    def _symbolic_operand(self, t: str, low: str, loc: SourceLocation | None) -> Operand:
+        """Operands whose value may involve `.set` symbols: expressions, special immediates,
+        labels."""
         value = eval_int(t, self.symbols)
         if value is not None:
             return Imm(value, fmt="hex" if "0x" in low else "dec")
@@ -267,18 +312,22 @@ class InstParser:
 
     # -------------------------------------------------------------- modifiers
 
-    def _modifier(self, tok: str, inst: Inst, loc) -> None:
-        m = inst.modifiers
+    def _modifier_item(self, tok: str, loc) -> tuple[str, object]:
+        """(modifier name, value) of one modifier token; remembered when no `.set` symbol
+        can change it."""
+        item, fixed = self._parse_modifier(tok, loc)
+        if fixed:
+            _remember(_MODIFIERS, tok, item)
+        return item
+
+    def _parse_modifier(self, tok: str, loc) -> tuple[tuple[str, object], bool]:
         low = tok.lower()
         if low in OMOD_NAMES:
-            m["omod"] = OMOD_NAMES[low]
-            return
+            return ("omod", OMOD_NAMES[low]), True
         if low in ("row_mirror", "row_half_mirror"):
-            m["dpp_ctrl"] = 0x140 if low == "row_mirror" else 0x141
-            return
+            return ("dpp_ctrl", 0x140 if low == "row_mirror" else 0x141), True
         if low in FLAG_MODIFIERS:
-            m[low] = True
-            return
+            return (low, True), True
         name, _, value = tok.partition(":")
         name = name.lower()
         if not value:
@@ -286,53 +335,63 @@ class InstParser:
         if value.startswith("["):
             items = [v.strip() for v in value.strip("[]").split(",")]
             if name == "format":
-                m["format"] = _mtbuf_format(items, tok, loc)
-                return
+                return ("format", _mtbuf_format(items, tok, loc)), True
             ints = [eval_int(v, self.symbols) for v in items]
             if any(v is None for v in ints):
                 raise ParseError(f"bad list in modifier '{tok}'", loc)
+            fixed = all(_INT_RE.match(v) for v in items)
             if name == "quad_perm":
                 if len(ints) != 4 or any(not 0 <= v <= 3 for v in ints):
                     raise ParseError(f"quad_perm needs four values 0..3, got '{value}'", loc)
-                m["dpp_ctrl"] = sum(v << (2 * k) for k, v in enumerate(ints))
-                return
-            m[name] = tuple(ints)
-            return
+                return ("dpp_ctrl", sum(v << (2 * k) for k, v in enumerate(ints))), fixed
+            return (name, tuple(ints)), fixed
         if name in ("dst_sel", "dst_unused", "src0_sel", "src1_sel"):
-            m[name] = value.upper()
-            return
+            return (name, value.upper()), True
         if name == "offset" and value.lower().startswith("swizzle(") and value.endswith(")"):
             try:
                 off = syntax.parse_swizzle(value[8:-1].split(","))
             except ValueError as err:
                 raise ParseError(str(err), loc) from None
-            m["offset"] = Syntax(off, syntax.format_swizzle(off))
-            return
+            return ("offset", Syntax(off, syntax.format_swizzle(off))), True
         v = eval_int(value, self.symbols)
         if v is None:
             raise ParseError(f"bad value in modifier '{tok}'", loc)
+        fixed = bool(_INT_RE.match(value.strip()))
         dpp = {"row_shl": 0x100, "row_shr": 0x110, "row_ror": 0x120, "row_newbcast": 0x150}
         if name in dpp:
             if not 1 <= v <= 15 and not (name == "row_newbcast" and 0 <= v <= 15):
                 raise ParseError(f"{name}:{v} is out of range (1..15)", loc)
-            m["dpp_ctrl"] = dpp[name] + v
-            return
+            return ("dpp_ctrl", dpp[name] + v), fixed
         if name in ("wave_shl", "wave_rol", "wave_shr", "wave_ror"):
-            m["dpp_ctrl"] = {"wave_shl": 0x130, "wave_rol": 0x134, "wave_shr": 0x138,
-                             "wave_ror": 0x13C}[name]
-            return
+            return ("dpp_ctrl", {"wave_shl": 0x130, "wave_rol": 0x134, "wave_shr": 0x138,
+                                 "wave_ror": 0x13C}[name]), fixed
         if name == "row_bcast":
             if v not in (15, 31):
                 raise ParseError(f"row_bcast must be 15 or 31, got {v}", loc)
-            m["dpp_ctrl"] = 0x142 if v == 15 else 0x143
-            return
+            return ("dpp_ctrl", 0x142 if v == 15 else 0x143), fixed
         if name == "bound_ctrl":
-            m["bound_ctrl"] = True  # LLVM: bound_ctrl:0 and bound_ctrl:1 both set the bit
-            return
-        if name == "format":
-            m["format"] = v
-            return
-        m[name] = v
+            # LLVM: bound_ctrl:0 and bound_ctrl:1 both set the bit
+            return ("bound_ctrl", True), fixed
+        return (name, v), fixed
+
+
+# Parse results reused by text. Only results no `.set` symbol can change are kept (see
+# InstParser._operand / _parse_modifier), so they are shared by every parser; the values are
+# immutable. Each table is emptied when it reaches _TABLE_LIMIT entries to bound memory.
+_MNEMONIC_RE = re.compile(r"[A-Za-z_][\w]*")
+_MNEMONICS: dict[str, str] = {}  # mnemonic as written -> lower case (valid ones only)
+_OPERANDS: dict[str, Operand] = {}  # stripped operand text -> operand
+_MODIFIERS: dict[str, tuple[str, object]] = {}  # modifier token -> (name, value)
+_IS_MODIFIER: dict[str, bool] = {}  # token -> InstParser._modifier_shaped(token)
+_TABLE_LIMIT = 1 << 16
+
+
+def _remember(table: dict, key: str, value):
+    """Store `value` under `key` in one of the reuse tables above; returns `value`."""
+    if len(table) >= _TABLE_LIMIT:
+        table.clear()
+    table[key] = value
+    return value
 
 
 def _mtbuf_format(items: list[str], tok: str, loc) -> int:

@@ -18,8 +18,8 @@ from asterism.mc.codeobject import (
 )
 from asterism.mc.encoder import ENCODER, _AnyLabel
 from asterism.mc.inst import Inst
-from asterism.mc.operands import Label
 from asterism.mc.kernel_abi import kernel_directives, kernel_metadata
+from asterism.mc.operands import Label
 from asterism.mc.program import LabelDef, McKernel, McModule
 from asterism.target import get_target
 
