@@ -193,8 +193,41 @@ def cmd_stats(args) -> int:
     return 0
 
 
+def cmd_profile(args) -> int:
+    """Capture a thread trace on a real GPU with rocprofv3, then report on it."""
+    from asterism.cli import _write_output
+    from asterism.profile import trace_report
+    from asterism.profile.rocprof import ProfileRequest, profile
+
+    req = ProfileRequest(args.input, args.kernel, args.grid, args.block, args.arg,
+                         args.iterations, args.capture, args.output_dir, args.target_cu)
+    captures = profile(req)
+    sys.stderr.write(f"captured {len(captures)} ATT folder(s); reporting on {captures[-1]}\n")
+    _write_output(args.output, trace_report(captures[-1], top=args.top, as_json=args.json))
+    return 0
+
+
 def register(sub, verb) -> None:
     """Add the verbs of this module to the `asterism` parser."""
+    p = verb("profile", cmd_profile, "thread-trace a kernel on a real GPU (rocprofv3 --att)",
+             "Run a kernel under rocprofv3 with ATT thread tracing, capturing one launch "
+             "(the 3rd of 5 by default, after the instruction cache is warm), then print the "
+             "trace report. Needs ROCm's rocprofv3 and a matching GPU.")
+    p.add_argument("input", help="kernel file: .mlir, .s or .hsaco")
+    p.add_argument("--kernel", required=True, help="kernel name to trace")
+    p.add_argument("--grid", default="1", help="workgroups (as for `asterism run`)")
+    p.add_argument("--block", help="work-items per workgroup")
+    p.add_argument("--arg", action="append", default=[], metavar="[NAME=]SPEC",
+                   help="arguments as for `asterism run`")
+    p.add_argument("--iterations", type=int, default=5, help="launches (default 5)")
+    p.add_argument("--capture", type=int, default=3, help="which launch to trace (default 3)")
+    p.add_argument("-d", "--output-dir", default="asterism-profile",
+                   help="where rocprofv3 writes (default ./asterism-profile)")
+    p.add_argument("--target-cu", type=int, help="CU to trace in detail (rocprofv3 default)")
+    p.add_argument("--top", type=int, default=10, help="hotspots in the report")
+    p.add_argument("--json", action="store_true", help="JSON report")
+    p.add_argument("-o", "--output", help="report file (default: stdout)")
+
     p = verb("stats", cmd_stats, "ISA statistics: registers, LDS, occupancy, instruction mix",
              "Per kernel: VGPR/AGPR/SGPR (allocated and used), LDS, scratch, occupancy and what "
              "limits it, instruction mix (MFMA by shape, VALU, SALU, VMEM loads/stores, DS "
