@@ -111,6 +111,7 @@ v_lshlrev_b32 v1, 2, v0
 v_mov_b32 v2, s4
 v_mov_b32 v3, s5
 v_add_co_u32 v2, vcc, v2, v1
+s_nop 1
 v_addc_co_u32 v3, vcc, 0, v3, vcc
 flat_load_dword v4, v[2:3]
 s_waitcnt vmcnt(0) lgkmcnt(0)

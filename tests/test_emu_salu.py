@@ -46,7 +46,7 @@ def sgprs(body: str, names, **kw) -> dict[str, int]:
     ("s_mov_b32 s4, 0x0F0F\ns_bcnt1_i32_b32 s5, s4", {"s5": 8, "scc": 1}),
     ("s_mov_b32 s4, 0x80\ns_sext_i32_i8 s5, s4", {"s5": 0xFFFFFF80}),
     ("s_mov_b32 s4, 0x1\ns_brev_b32 s5, s4", {"s5": 0x80000000}),
-    ("s_mov_b32 s4, 0xFFFFFFFF\ns_mul_hi_u32 s5, s4, s4", {"s5": 0xFFFFFFFE}),
+    ("s_mov_b32 s4, -1\ns_mul_hi_u32 s5, s4, s4", {"s5": 0xFFFFFFFE}),
     ("s_mov_b32 s4, -2\ns_mul_hi_i32 s5, s4, 3", {"s5": 0xFFFFFFFF}),
     ("s_mov_b32 s4, 100000\ns_mul_i32 s5, s4, s4", {"s5": (100000 * 100000) % 2 ** 32}),
     ("s_mov_b32 s4, 3\ns_lshl2_add_u32 s5, s4, 10", {"s5": 22, "scc": 0}),

@@ -270,7 +270,8 @@ def test_fract_frexp_ldexp_and_class():
     x = np.concatenate([np.array([-1.25, 3.75, np.inf, -np.inf, np.nan, 0.0, -0.0, 1e-45],
                                  np.float32), rng.normal(size=56).astype(np.float32) * 100])
     body = ("v_fract_f32 v3, v1\nv_frexp_mant_f32 v4, v1\nv_frexp_exp_i32_f32 v5, v1\n"
-            "v_ldexp_f32 v6, v1, 3\nv_cmp_class_f32 vcc, v1, v2\nv_cndmask_b32 v7, 0, 1, vcc")
+            "v_ldexp_f32 v6, v1, 3\nv_cmp_class_f32 vcc, v1, v2\ns_nop 1\n"
+            "v_cndmask_b32 v7, 0, 1, vcc")
     cls = np.full(64, 0x3FF, np.uint32)   # every class: always true
     cls[:8] = [0x008, 0x100, 0x200, 0x200, 0x003, 0x020, 0x020, 0x080]
     out = vrun(body, {"v1": x, "v2": cls}, ("v3", "v4", "v5", "v6", "v7"))

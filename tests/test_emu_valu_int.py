@@ -12,7 +12,7 @@ EDGE = np.array([0, 1, 2, 0x7FFFFFFF, 0x80000000, 0xFFFFFFFF, 0xFFFF, 0x10000, 3
 A = np.concatenate([EDGE, EDGE[::-1], rng.integers(0, 2 ** 32, 32, dtype=np.uint32)])
 B = np.concatenate([EDGE[::-1], EDGE, rng.integers(0, 2 ** 32, 32, dtype=np.uint32)])
 C = rng.integers(0, 2 ** 32, 64, dtype=np.uint32)
-I = A.view(np.int32)
+IA = A.view(np.int32)
 J = B.view(np.int32)
 M = np.uint64(0xFFFFFFFF)
 
@@ -30,7 +30,7 @@ def w(x) -> np.ndarray:
      lambda: ((A.astype(np.uint64) * B) & M).astype(np.uint32)),
     ("v_mul_hi_u32 v3, v1, v2", lambda: ((A.astype(np.uint64) * B) >> 32).astype(np.uint32)),
     ("v_mul_hi_i32 v3, v1, v2",
-     lambda: w((I.astype(object) * J.astype(object) >> 32).astype(np.int64))),
+     lambda: w((IA.astype(object) * J.astype(object) >> 32).astype(np.int64))),
     ("v_mul_u32_u24 v3, v1, v2", lambda: w((A & 0xFFFFFF).astype(np.int64) * (B & 0xFFFFFF))),
     ("v_lshlrev_b32 v3, v1, v2", lambda: w(B.astype(np.uint64) << (A & 31).astype(np.uint64))),
     ("v_lshrrev_b32 v3, v1, v2", lambda: B >> (A & 31)),
@@ -39,7 +39,7 @@ def w(x) -> np.ndarray:
     ("v_or_b32 v3, v1, v2", lambda: A | B),
     ("v_xor_b32 v3, v1, v2", lambda: A ^ B),
     ("v_not_b32 v3, v1", lambda: ~A),
-    ("v_min_i32 v3, v1, v2", lambda: np.minimum(I, J).view(np.uint32)),
+    ("v_min_i32 v3, v1, v2", lambda: np.minimum(IA, J).view(np.uint32)),
     ("v_max_u32 v3, v1, v2", lambda: np.maximum(A, B)),
     ("v_bfrev_b32 v3, v1",
      lambda: np.array([int(f"{x:032b}"[::-1], 2) for x in A], np.uint32)),
@@ -66,7 +66,7 @@ def w(x) -> np.ndarray:
      lambda: (((A.astype(np.uint64) << 32) | B) >> (C & 31).astype(np.uint64)).astype(
          np.uint64).__and__(M).astype(np.uint32)),
     ("v_med3_i32 v3, v1, v2, v4",
-     lambda: np.median(np.stack([I, J, C.view(np.int32)]), axis=0).astype(np.int32).view(
+     lambda: np.median(np.stack([IA, J, C.view(np.int32)]), axis=0).astype(np.int32).view(
          np.uint32)),
     ("v_sad_u32 v3, v1, v2, v4",
      lambda: w(np.abs(A.astype(np.int64) - B) + C)),
@@ -98,7 +98,7 @@ def test_saturating_and_clamped_int_adds():
     assert np.array_equal(out["v3"], np.minimum(A.astype(np.int64) + B, 0xFFFFFFFF))
     assert np.array_equal(out["v4"], np.maximum(A.astype(np.int64) - B, 0))
     assert np.array_equal(out["v5"].view(np.int32),
-                          np.clip(I.astype(np.int64) + J, -2 ** 31, 2 ** 31 - 1))
+                          np.clip(IA.astype(np.int64) + J, -2 ** 31, 2 ** 31 - 1))
     assert np.array_equal(out["v6"] & 0xFFFF,
                           np.minimum((A & 0xFFFF).astype(np.int64) + (B & 0xFFFF), 0xFFFF))
 
@@ -108,9 +108,11 @@ def test_carry_chain_adds_64_bit_values():
                         rng.integers(0, 2 ** 63, 60, dtype=np.uint64) * 2])
     y = np.concatenate([np.array([1, 1, 0, 2 ** 64 - 1], np.uint64),
                         rng.integers(0, 2 ** 63, 60, dtype=np.uint64)])
-    body = ("v_add_co_u32 v6, vcc, v2, v4\nv_addc_co_u32 v7, vcc, v3, v5, vcc\n"
-            "v_cndmask_b32 v8, 0, 1, vcc\n"
-            "v_sub_co_u32 v10, s[4:5], v2, v4\nv_subb_co_u32 v11, s[4:5], v3, v5, s[4:5]\n"
+    # A VALU-written VCC/SGPR read by the next VALU needs 2 wait states on CDNA3 (s_nop 1).
+    body = ("v_add_co_u32 v6, vcc, v2, v4\ns_nop 1\nv_addc_co_u32 v7, vcc, v3, v5, vcc\n"
+            "s_nop 1\nv_cndmask_b32 v8, 0, 1, vcc\n"
+            "v_sub_co_u32 v10, s[4:5], v2, v4\ns_nop 1\n"
+            "v_subb_co_u32 v11, s[4:5], v3, v5, s[4:5]\ns_nop 1\n"
             "v_cndmask_b32 v12, 0, 1, s[4:5]")
     out = vrun(body, {"v[2:3]": x, "v[4:5]": y}, ("v[6:7]", "v8", "v[10:11]", "v12"))
     with np.errstate(over="ignore"):
@@ -123,7 +125,8 @@ def test_carry_chain_adds_64_bit_values():
 
 
 def test_mad_u64_u32_and_64_bit_shifts():
-    body = ("v_mad_u64_u32 v[6:7], s[4:5], v1, v2, v[8:9]\nv_cndmask_b32 v10, 0, 1, s[4:5]\n"
+    body = ("v_mad_u64_u32 v[6:7], s[4:5], v1, v2, v[8:9]\ns_nop 1\n"
+            "v_cndmask_b32 v10, 0, 1, s[4:5]\n"
             "v_lshlrev_b64 v[12:13], 7, v[8:9]\nv_ashrrev_i64 v[14:15], 9, v[8:9]")
     c64 = np.concatenate([np.array([2 ** 64 - 1] * 4, np.uint64),
                           rng.integers(0, 2 ** 64, 60, dtype=np.uint64)])

@@ -98,7 +98,7 @@ class OpInfo:
         if self._text is None:
             try:
                 self._text = str(self.inst)
-            except Exception:  # noqa: BLE001 - the printer may not know a hand-built instruction
+            except Exception:
                 ops = ", ".join(str(o) for o in self.inst.operands)
                 self._text = f"{self.inst.mnemonic} {ops}".strip()
         return self._text
@@ -359,9 +359,9 @@ def error_op(info: OpInfo, exc: Exception) -> Op:
 
 def _load_semantics() -> None:
     # The sem_* modules register their builders on import.
-    from asterism.emu import sem_branch, sem_lds, sem_mem, sem_mfma, sem_salu, sem_valu
+    from asterism.emu import sem_branch, sem_cvt, sem_lds, sem_mem, sem_mfma, sem_salu, sem_valu
 
-    del sem_branch, sem_lds, sem_mem, sem_mfma, sem_salu, sem_valu
+    del sem_branch, sem_cvt, sem_lds, sem_mem, sem_mfma, sem_salu, sem_valu
 
 
 def make_infos(insts: Sequence[ProgramInst], target: str, code_base: int = 0,

@@ -127,15 +127,13 @@ def facts_of(info: OpInfo) -> tuple[InstFacts, dict[str, list[int]]]:
         if name == "src0":
             add("src0", keys)
         base = op.operand if isinstance(op, Mod) else op
-        if spec.role == "use" and name in ("src0", "src1", "src2", "vsrc1", "ssrc0", "ssrc1"):
-            # SGPRs read as values (not the lane-mask operand of cndmask/addc/subb/div_fmas).
-            lane_mask = name == "src2" and (spec.width == 2 and "v" not in spec.kinds)
-            if not lane_mask:
-                sg = [k for k in keys if KEY_SGPR <= k < KEY_SGPR + 128]
-                add("sgpr_const", [k for k in sg if k not in _VCC_KEYS])
-                add("vcc_const", [k for k in sg if k in _VCC_KEYS])
-                if isinstance(base, Special) and base.name.startswith("exec"):
-                    add("exec_read", keys)
+        if spec.role == "use" and isinstance(base, Special) and base.name.startswith("exec"):
+            add("exec_read", keys)
+    add("touch", roles.get("use", []) + roles.get("def", []))
+    sgpr_use = [k for k in roles.get("use", []) if KEY_SGPR <= k < KEY_SGPR + 128]
+    if isa.implicit_uses and "vcc" in isa.implicit_uses:
+        sgpr_use += list(_VCC_KEYS)
+    add("sgpr_use", sgpr_use)
     mnem = info.mnemonic
     classes = instruction_classes(mnem, isa.unit, isa.flags, form.enc, info.mods, data_bits,
                                   soffset_reg)

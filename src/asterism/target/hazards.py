@@ -13,9 +13,10 @@ checkSetRegHazards, checkVALUHazards with hasTransForwardingHazard /
 hasDstSelForwardingHazard / hasVDecCoExecHazard / has12DWordStoreHazard, checkMAIHazards90A,
 checkMAIVALUHazards with the GFX940 XDL/SMFMA formulas and the GFX950 "+1" adjustments), the
 CDNA3 ISA "Manually Inserted Wait States" table, and ROCm rocRoller's wait-state observers
-(which quote the CDNA3/CDNA4 tables: VALU write SGPR read by VALU = 2, VCC = 1, readlane of a
-VALU-written VGPR = 1, gfx950 permlane of a VALU-written VGPR = 2, v_cmpx write EXEC read by
-readlane/permlane = 4).
+(which quote the CDNA3/CDNA4 tables: readlane of a VALU-written VGPR = 1, gfx950 permlane of a
+VALU-written VGPR = 2, v_cmpx write EXEC read by readlane/permlane = 4). Where the sources
+differ, LLVM wins (it is what the hazard pass must reproduce): e.g. a VALU-written VCC read by
+a VALU needs 2 wait states (hasVDecCoExecHazard), not the 1 rocRoller uses.
 
 A distance of d wait states means d instructions (s_nop N counting N+1) between the producer
 and the consumer; a rule of W wait states is met when d >= W.
@@ -25,15 +26,16 @@ dot, lane ops, v_accvgpr_*), trans, dot, mfma, xdl (MFMA on the XDL path: everyt
 f32-input SGEMM and f64 DGEMM ones on CDNA3/4), smfma (f32-input MFMA), dgemm (f64 MFMA),
 salu, smem, vmem (MUBUF/MTBUF/FLAT/GLOBAL/SCRATCH), ds, lds_dma, vcmpx, readlane (v_readlane,
 v_readfirstlane), writelane, rwlane (v_readlane, v_writelane), permlane (gfx950 swaps), dpp,
-div_fmas, movrel, addtid (ds_*_addtid), sendmsg, setreg, getreg, sel16 (VALU writing 16 bits
-through SDWA dst_sel or VOP3 op_sel[3]), store_wide (VMEM store of more than 64 bits of data,
-for MUBUF/MTBUF only with a constant soffset), fma64 (v_fma_f64, v_fmac_f64).
+div_fmas, movrel, addtid (ds_*_addtid), sendmsg, setreg, getreg, sel16 (VALU writing part of
+a VGPR through a shift: SDWA dst_sel, VOP3 op_sel[3], fp8/fp4 destination selects),
+store_wide (VMEM store of more than 64 bits of data, for MUBUF/MTBUF only with a constant
+soffset), fma64 (v_fma_f64, v_fmac_f64).
 
 Operand roles (see `operand_roles`): def (written registers), use (read registers, explicit
-operands only), srcC (MFMA C; the accumulator for SMFMAC), srcAB (MFMA A and B),
-lane_select (src1 of v_readlane/v_writelane), src0, data (store data), sgpr_const (SGPRs read
-as a 32/64-bit value, not as a lane mask), exec_read (EXEC read as an explicit operand),
-exec_def, vcc_def, m0_def, hwreg (s_setreg/s_getreg hardware register), none.
+operands only), touch (use or def), sgpr_use (SGPRs read: explicit operands and implicit
+VCC), srcC (MFMA C; the accumulator for SMFMAC), srcAB (MFMA A and B),
+lane_select (src1 of v_readlane/v_writelane), src0, data (store data), exec_read (EXEC read as
+an explicit operand), exec_def, vcc_def, m0_def, hwreg (s_setreg/s_getreg hardware register), none.
 """
 
 from __future__ import annotations
@@ -121,13 +123,10 @@ RULES: tuple[HazardRule, ...] = (
                "setreg", "hwreg", "setreg", "hwreg", "hwreg", 2),
     # ---------------------------------------------------------------- VALU forwarding (GFX940+)
     HazardRule("valu_sgpr_valu",
-               "CDNA3/4: a VALU write of an SGPR read by a VALU as a value operand (not as a "
-               "carry/lane mask) needs 2 wait states.",
-               "valu", "def", "valu", "sgpr_const", "sgpr", 2),
-    HazardRule("valu_vcc_valu",
-               "CDNA3/4: a VALU write of VCC read by a VALU as a value operand needs 1 wait "
-               "state.",
-               "valu", "vcc_def", "valu", "vcc_const", "vcc", 1),
+               "CDNA3/4 (no VALU co-issue interlock): an SGPR or VCC written by a VALU and "
+               "read by a VALU (any explicit SGPR operand, lane masks and carries included, "
+               "and VCC read implicitly) needs 2 wait states.",
+               "valu", "def", "valu", "sgpr_use", "sgpr", 2),
     HazardRule("valu_vgpr_readlane",
                "CDNA3/4: v_readlane/v_readfirstlane of a VGPR written by a VALU needs 1 wait "
                "state.",
@@ -151,9 +150,11 @@ RULES: tuple[HazardRule, ...] = (
                "result read by a non-transcendental VALU needs 1 wait state.",
                "trans", "def", "valu", "use", "vgpr", 1, consumer_not=("trans",)),
     HazardRule("sel16_forward",
-               "CDNA3/4: a VALU writing 16 bits of a VGPR (SDWA dst_sel other than DWORD, or "
-               "op_sel[3]) read by a VALU needs 1 wait state.",
-               "sel16", "def", "valu", "use", "vgpr", 1),
+               "CDNA3/4: a VALU that writes part of a VGPR through a shifted result (SDWA "
+               "dst_sel other than DWORD, VOP3 op_sel[3], an fp8 byte-select conversion with "
+               "op_sel[2] or [3] set, any fp4-result cvt_scalef32) followed by a VALU that "
+               "reads or writes that VGPR needs 1 wait state.",
+               "sel16", "def", "valu", "touch", "vgpr", 1),
     HazardRule("store_data_valu_write",
                "A VMEM store of more than 64 bits of data (MUBUF/MTBUF with a constant "
                "soffset, or FLAT/GLOBAL/SCRATCH) whose data VGPRs a VALU overwrites: 2 wait "
@@ -311,6 +312,23 @@ class InstFacts:
     wait_states: int = 1  # how many wait states this instruction itself provides
 
 
+def _shifted_write(m: str, enc: str, modifiers: dict) -> bool:
+    """True if a VALU writes its result into part of the VGPR through a shift (LLVM's
+    getDstSelForwardingOperand): SDWA dst_sel != DWORD, VOP3 op_sel[3] (the destination bit),
+    fp8 byte-select conversions with op_sel[2] or [3], and every fp4-result cvt_scalef32."""
+    if enc == "SDWA":
+        return modifiers.get("dst_sel", "DWORD") != "DWORD"
+    sel = tuple(modifiers.get("op_sel") or ())
+    if m.startswith(("v_cvt_scalef32_pk_fp4_", "v_cvt_scalef32_sr_pk_fp4_")):
+        return True
+    if not sel:
+        return False
+    if m.startswith(("v_cvt_sr_fp8_", "v_cvt_sr_bf8_", "v_cvt_scalef32_sr_fp8_",
+                     "v_cvt_scalef32_sr_bf8_")) and len(sel) >= 4 and sel[2]:
+        return True
+    return bool(sel[-1])
+
+
 def instruction_classes(mnemonic: str, unit: str, flags: frozenset[str], enc: str,
                         modifiers: dict, data_bits: int = 0,
                         soffset_is_reg: bool = False) -> frozenset[str]:
@@ -364,9 +382,7 @@ def instruction_classes(mnemonic: str, unit: str, flags: frozenset[str], enc: st
         c.add("getreg")
     if m in ("v_fma_f64", "v_fmac_f64"):
         c.add("fma64")
-    if "valu" in c and ((enc == "SDWA" and modifiers.get("dst_sel", "DWORD") != "DWORD")
-                        or (enc == "VOP3" and modifiers.get("op_sel")
-                            and tuple(modifiers["op_sel"])[-1])):
+    if "valu" in c and _shifted_write(m, enc, modifiers):
         c.add("sel16")
     if unit == "vmem" and "may_store" in flags and data_bits > 64 and \
             not (enc in ("MUBUF", "MTBUF") and soffset_is_reg):
