@@ -8,11 +8,15 @@ database name) and what was expected.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from dataclasses import dataclass
+
 from asterism.errors import VerifyError
 from asterism.isa import Form, IsaDatabase, OperandSpec, get_isa, syntax
 from asterism.isa.database import KIND_NAMES
 from asterism.mc.inst import Inst
 from asterism.mc.operands import (
+    SPECIAL_REGISTERS,
     FloatImm,
     Imm,
     Label,
@@ -24,6 +28,7 @@ from asterism.mc.operands import (
     Special,
     Syntax,
 )
+from asterism.mc.per_form import PerForm
 
 DPP_MODIFIERS = {"dpp_ctrl", "row_mask", "bank_mask", "bound_ctrl"}
 SDWA_MODIFIERS = {"dst_sel", "dst_unused", "src0_sel", "src1_sel"}
@@ -146,24 +151,40 @@ def _width_flexible(form: Form, spec: OperandSpec, count: int) -> bool:
 
 def check_constant_bus(inst: Inst, form: Form) -> None:
     """gfx9 VALU instructions read at most one distinct SGPR or literal."""
-    if form.enc not in VALU_ENCS:
+    bus = _BUS(form)
+    if bus is None:
         return
+    positions, reads_vcc = bus
+    ops = inst.operands
     scalars: set[str] = set()
-    for spec, op in zip(form.operands, inst.operands):
-        if spec.name not in SRC_FIELDS or spec.role != "use":
-            continue
+    for pos in positions:
+        if pos >= len(ops):
+            break
+        op = ops[pos]
         base = op.operand if isinstance(op, Mod) else op
         kind = operand_kind(base)
         if kind == "s":
             scalars.add(str(base))
         elif kind == "l":
             scalars.add(f"literal {base}")
-    if any(spec.fixed == "vcc" and spec.role == "use" for spec in form.operands):
+    if reads_vcc:
         scalars.add("vcc")
     if len(scalars) > 1:
         raise MatchError(99, "reads more than one SGPR or literal "
                              f"({', '.join(sorted(scalars))}); gfx9 VALU instructions have one "
                              "constant-bus read")
+
+
+def _bus_sources(form: Form) -> tuple[tuple[int, ...], bool] | None:
+    """(positions of the source operands, reads vcc implicitly) of a VALU form, else None."""
+    if form.enc not in VALU_ENCS:
+        return None
+    positions = tuple(pos for pos, spec in enumerate(form.operands)
+                      if spec.name in SRC_FIELDS and spec.role == "use")
+    return positions, any(spec.fixed == "vcc" and spec.role == "use" for spec in form.operands)
+
+
+_BUS = PerForm(_bus_sources)
 
 
 def _modifier_fits(form: Form, inst: Inst) -> str | None:
@@ -224,6 +245,28 @@ def _candidate_forms(isa: IsaDatabase, mnemonic: str) -> list[Form]:
 
 def select_form(inst: Inst, target: str) -> Form:
     """Choose the form that encodes `inst` as written; raises VerifyError if none fits."""
+    forms = _RESOLVED.get((target, inst.mnemonic))
+    if forms is None:
+        forms = _resolve_forms(inst, target)
+    errors: list[MatchError] = []
+    for form in forms:
+        if _QUICK(form).fits(inst):
+            return form
+        try:
+            match_form(inst, form)  # the authority: decides and explains
+            return form
+        except MatchError as err:
+            errors.append(err)
+    best = max(errors, key=lambda e: e.score)
+    raise VerifyError(f"{inst.mnemonic}: {best.message}", inst.loc)
+
+
+# (target, mnemonic as written) -> candidate forms, for mnemonics that have some.
+_RESOLVED: dict[tuple[str, str], list[Form]] = {}
+
+
+def _resolve_forms(inst: Inst, target: str) -> list[Form]:
+    """The candidate forms of `inst`'s mnemonic; raises VerifyError if there are none."""
     isa = get_isa(target)
     found = isa.resolve(inst.mnemonic)
     if found is None:
@@ -238,15 +281,8 @@ def select_form(inst: Inst, target: str) -> Form:
     forms = candidate_forms(isa, inst)
     if not forms:
         raise VerifyError(f"{inst.mnemonic}: no such encoding on {isa.target}", inst.loc)
-    errors: list[MatchError] = []
-    for form in forms:
-        try:
-            match_form(inst, form)
-            return form
-        except MatchError as err:
-            errors.append(err)
-    best = max(errors, key=lambda e: e.score)
-    raise VerifyError(f"{inst.mnemonic}: {best.message}", inst.loc)
+    _RESOLVED[(target, inst.mnemonic)] = forms
+    return forms
 
 
 def match_form(inst: Inst, form: Form) -> None:
@@ -265,6 +301,143 @@ def match_form(inst: Inst, form: Form) -> None:
         check_operand(inst, form, pos, spec, op)
     check_constant_bus(inst, form)
     check_form_rules(inst, form)
+
+
+# ---------------------------------------------------------------- the quick path
+#
+# Most instructions fit their first candidate form. `_QuickMatch.fits` answers "certainly
+# fits" with tests specialised per form and operand slot; any other answer falls through to
+# match_form, which stays the one authority on rejections and their messages. The quick tests
+# therefore only need to be exact when they accept.
+
+
+class _QuickMatch:
+    """Per-form tests that accept instructions match_form would accept."""
+
+    def __init__(self, form: Form):
+        specs = form.operands
+        self.form = form
+        self.n_max = len(specs)
+        self.n_min = len(specs) - (1 if specs and specs[-1].optional else 0)
+        self.tests = tuple(_operand_test(form, spec) for spec in specs)
+        self.bus = _BUS(form)
+        self.rules = _RULES(form)
+        self.modifier_fits: dict[tuple[str, tuple[str, ...]], str | None] = {}
+
+    def fits(self, inst: Inst) -> bool:
+        """True if `inst` fits the form; False if match_form must decide."""
+        mods = inst.modifiers
+        key = (inst.mnemonic, tuple(mods))
+        why = self.modifier_fits.get(key, _UNKNOWN)
+        if why is _UNKNOWN:
+            if len(self.modifier_fits) > 4096:
+                self.modifier_fits.clear()
+            why = self.modifier_fits[key] = _modifier_fits(self.form, inst)
+        if why:
+            return False
+        ops = inst.operands
+        if not self.n_min <= len(ops) <= self.n_max:
+            return False
+        for test, op in zip(self.tests, ops):
+            if not test(op):
+                return False
+        if self.bus is not None and _bus_reads(ops, *self.bus) > 1:
+            return False  # maybe the same register twice: match_form compares them
+        allowed = self.rules.allowed
+        for name in mods:
+            if name not in allowed:
+                return False
+        try:
+            for rule in self.rules.checks:
+                rule(inst, self.form)
+        except MatchError:
+            return False
+        return True
+
+
+_UNKNOWN = object()
+_QUICK = PerForm(_QuickMatch)
+
+
+def _bus_reads(ops: list[Operand], positions: tuple[int, ...], reads_vcc: bool) -> int:
+    """How many source operands are SGPRs or literals, counting repeats (an upper bound of
+    check_constant_bus's distinct reads); 2 for anything unusual."""
+    reads = 1 if reads_vcc else 0
+    n = len(ops)
+    for pos in positions:
+        if pos >= n:
+            break
+        op = ops[pos]
+        if type(op) is Mod:
+            op = op.operand
+        t = type(op)
+        if t is Reg:
+            if op.kind == "s" or op.kind == "ttmp":
+                reads += 1
+        elif t is Imm:
+            if not -16 <= op.value <= 64:
+                reads += 1
+        elif t is Special or t is Literal:
+            reads += 1
+        elif t is FloatImm:
+            if syntax.inline_float_code(op.value) is None:
+                reads += 1
+        elif not (t is Syntax or t is Label or t is Off):
+            return 2
+    return reads
+
+
+def _operand_test(form: Form, spec: OperandSpec) -> Callable[[Operand], bool]:
+    """A test accepting the operands check_operand accepts in this slot (and maybe not all
+    of them: a rejection is re-checked by check_operand)."""
+    if spec.fixed:
+        fixed = spec.fixed
+        return lambda op: type(op) is Special and op.name == fixed
+    kinds = set(spec.kinds)
+    allow_mods, excludes, width, align = spec.mods, spec.excludes, spec.width, spec.align
+    reg_kinds = {"v": "v", "a": "a", "s": "s", "ttmp": "s"}
+    any_imm = "k" in kinds  # a plain immediate field takes inline and literal values alike
+    inline_ok = any_imm or "i" in kinds or "l" in kinds
+    literal_ok = any_imm or "l" in kinds
+    syntax_ok = bool(spec.syntax) or "k" in kinds
+    label_ok = spec.syntax == "label"
+    off_ok = "off" in kinds
+
+    def test(op: Operand) -> bool:
+        t = type(op)
+        if t is Mod:
+            if not allow_mods:
+                return False
+            op = op.operand
+            t = type(op)
+        if t is Reg:
+            if reg_kinds.get(op.kind) not in kinds:
+                return False
+            if not width:
+                return True
+            if op.count != width:
+                return False  # (maybe a flexible width: check_operand knows)
+            if op.kind == "s":
+                return op.count == 1 or not op.index % (2 if op.count == 2 else 4)
+            return align <= 1 or op.kind == "ttmp" or not op.index % align
+        if t is Special:
+            return "s" in kinds and op.name not in excludes and (
+                not width or SPECIAL_REGISTERS.get(op.name) == width)
+        if t is Imm:
+            return inline_ok if -16 <= op.value <= 64 else literal_ok
+        if t is FloatImm:
+            return inline_ok if syntax.inline_float_code(op.value) is not None else literal_ok
+        if t is Literal:
+            return literal_ok
+        if t is Syntax:
+            return syntax_ok
+        if t is Label:
+            return label_ok
+        if t is Off:
+            return off_ok
+        return False
+
+    return test
 
 
 # Modifiers every form of an encoding takes (beyond the probed form.modifiers).
@@ -287,51 +460,99 @@ JOINT_AGPR = {"DS": _MEM_JOINT, "FLAT": _MEM_JOINT, "GLOBAL": _MEM_JOINT, "SCRAT
 
 def check_form_rules(inst: Inst, form: Form) -> None:
     """Per-form rules beyond operand kinds: allowed modifiers, gds, DPP64, MFMA overlap."""
+    rules = _RULES(form)
+    for name in inst.modifiers:
+        if name not in rules.allowed:
+            raise MatchError(50, f"modifier '{name}' is not valid for {form.printed_mnemonic}")
+    for rule in rules.checks:
+        rule(inst, form)
+
+
+@dataclass(frozen=True)
+class _FormRules:
+    """The modifiers a form allows and the rules (in checking order) that concern it."""
+
+    allowed: frozenset[str]
+    checks: tuple[Callable[[Inst, Form], None], ...]
+
+
+def _form_rules(form: Form) -> _FormRules:
     allowed = set(form.modifiers) | FAMILY_MODIFIERS.get(form.enc, set())
     if form.mnemonic.startswith("v_bitop3"):
         allowed.add("bitop3")
     if form.enc == "DS" and "offset" in allowed | {"offset0", "offset1"}:
         allowed |= {"offset0", "offset1"} if "offset0" in form.modifiers else {"offset"}
-    for name in inst.modifiers:
-        if name not in allowed:
-            raise MatchError(50, f"modifier '{name}' is not valid for {form.printed_mnemonic}")
-    if form.enc == "DS" and " gds" in form.example and not inst.modifiers.get("gds"):
-        raise MatchError(50, "needs the gds modifier")
+    checks = []
+    if form.enc == "DS" and " gds" in form.example:
+        checks.append(_rule_gds)
     if form.enc == "DPP" and any(s.width == 2 for s in form.operands if not s.fixed):
-        ctrl = int(inst.modifiers.get("dpp_ctrl", 0xE4))
-        if not 0x150 <= ctrl <= 0x15F:
-            raise MatchError(50, "64-bit DPP only supports row_newbcast")
-    joint = JOINT_AGPR.get(form.enc)
-    if joint and not form.mnemonic.startswith("v_smfmac"):  # smfmac's src2 is an index
-        kinds = {op.kind for spec, op in zip(form.operands, inst.operands)
-                 if spec.name in joint and isinstance(op, Reg) and op.kind in ("v", "a")}
-        if len(kinds) > 1:
-            raise MatchError(50, f"{', '.join(sorted(joint & {s.name for s in form.operands}))}"
-                                 " must all be VGPRs or all AGPRs")
+        checks.append(_rule_dpp64)
+    if JOINT_AGPR.get(form.enc) and not form.mnemonic.startswith("v_smfmac"):
+        checks.append(_rule_joint_agpr)  # (smfmac's src2 is an index)
     if form.enc == "VOP3P" and "_mix" not in form.mnemonic:
-        if any(isinstance(op, Mod) for op in inst.operands):
-            raise MatchError(50, "packed instructions take neg_lo/neg_hi, not -x or |x|")
+        checks.append(_rule_packed_mods)
     if "f8f6f4" in form.mnemonic:
-        from asterism.mc.decoder import F8F6F4_REGS
-
-        for spec, op in zip(form.operands, inst.operands):
-            if spec.name in ("src0", "src1") and isinstance(op, Reg):
-                sel = "cbsz" if spec.name == "src0" else "blgp"
-                want = F8F6F4_REGS.get(int(inst.modifiers.get(sel, 0)), 8)
-                if op.count != want:
-                    raise MatchError(50, f"{spec.name} {op}: {sel}:{inst.modifiers.get(sel, 0)}"
-                                         f" needs {want} registers")
+        checks.append(_rule_f8f6f4_sizes)
     if form.enc == "MAI" and not form.mnemonic.startswith("v_smfmac") \
             and "f8f6f4" not in form.mnemonic:  # (LLVM checks neither)
-        names = [s.name for s in form.operands]
-        if "vdst" in names and "src2" in names and len(inst.operands) == len(names):
-            dst = inst.operands[names.index("vdst")]
-            c = inst.operands[names.index("src2")]
-            # (the rule applies to accumulators wider than 4 registers, as in LLVM)
-            if isinstance(dst, Reg) and isinstance(c, Reg) and dst.count > 4 \
-                    and dst.overlaps(c) and dst != c:
-                raise MatchError(50, f"src2 {c} must not partially overlap the destination {dst}")
+        checks.append(_rule_mfma_overlap)
     if form.enc == "SMEM" and form.mnemonic.startswith(("s_buffer_", "s_atc_probe_buffer")):
-        for spec, op in zip(form.operands, inst.operands):
-            if spec.name == "offset" and isinstance(op, Imm) and not 0 <= op.value < (1 << 20):
-                raise MatchError(50, f"offset {op.value}: expected a 20-bit unsigned offset")
+        checks.append(_rule_smem_buffer_offset)
+    return _FormRules(frozenset(allowed), tuple(checks))
+
+
+_RULES = PerForm(_form_rules)
+
+
+def _rule_gds(inst: Inst, form: Form) -> None:
+    if not inst.modifiers.get("gds"):
+        raise MatchError(50, "needs the gds modifier")
+
+
+def _rule_dpp64(inst: Inst, form: Form) -> None:
+    ctrl = int(inst.modifiers.get("dpp_ctrl", 0xE4))
+    if not 0x150 <= ctrl <= 0x15F:
+        raise MatchError(50, "64-bit DPP only supports row_newbcast")
+
+
+def _rule_joint_agpr(inst: Inst, form: Form) -> None:
+    joint = JOINT_AGPR[form.enc]
+    kinds = {op.kind for spec, op in zip(form.operands, inst.operands)
+             if spec.name in joint and isinstance(op, Reg) and op.kind in ("v", "a")}
+    if len(kinds) > 1:
+        raise MatchError(50, f"{', '.join(sorted(joint & {s.name for s in form.operands}))}"
+                             " must all be VGPRs or all AGPRs")
+
+
+def _rule_packed_mods(inst: Inst, form: Form) -> None:
+    if any(isinstance(op, Mod) for op in inst.operands):
+        raise MatchError(50, "packed instructions take neg_lo/neg_hi, not -x or |x|")
+
+
+def _rule_f8f6f4_sizes(inst: Inst, form: Form) -> None:
+    from asterism.mc.decoder import F8F6F4_REGS
+
+    for spec, op in zip(form.operands, inst.operands):
+        if spec.name in ("src0", "src1") and isinstance(op, Reg):
+            sel = "cbsz" if spec.name == "src0" else "blgp"
+            want = F8F6F4_REGS.get(int(inst.modifiers.get(sel, 0)), 8)
+            if op.count != want:
+                raise MatchError(50, f"{spec.name} {op}: {sel}:{inst.modifiers.get(sel, 0)}"
+                                     f" needs {want} registers")
+
+
+def _rule_mfma_overlap(inst: Inst, form: Form) -> None:
+    names = [s.name for s in form.operands]
+    if "vdst" in names and "src2" in names and len(inst.operands) == len(names):
+        dst = inst.operands[names.index("vdst")]
+        c = inst.operands[names.index("src2")]
+        # (the rule applies to accumulators wider than 4 registers, as in LLVM)
+        if isinstance(dst, Reg) and isinstance(c, Reg) and dst.count > 4 \
+                and dst.overlaps(c) and dst != c:
+            raise MatchError(50, f"src2 {c} must not partially overlap the destination {dst}")
+
+
+def _rule_smem_buffer_offset(inst: Inst, form: Form) -> None:
+    for spec, op in zip(form.operands, inst.operands):
+        if spec.name == "offset" and isinstance(op, Imm) and not 0 <= op.value < (1 << 20):
+            raise MatchError(50, f"offset {op.value}: expected a 20-bit unsigned offset")
