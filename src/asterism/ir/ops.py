@@ -12,6 +12,7 @@ Custom assembly format of an instruction op::
            -> !amdgcn.vgpr<1>
     %d, %t = amdgcn.global global_load_dword %dst, %addr, %base offset = 16 sc0 : (...) -> (...)
     amdgcn.sopp s_waitcnt vmcnt = 0 lgkmcnt = 0
+    amdgcn.wait %t                      // resolved into s_waitcnt by the waits pass
 
 Modifiers follow the operands as `name` (flags) or `name = value` (integers, `[0, 1]` bit
 lists, names); their names are the MC layer's (see `asterism.mc.inst`) plus `neg`/`abs`/
@@ -405,6 +406,51 @@ class EndKernelOp(IRDLOperation):
 
     def __init__(self, imm: SSAValue | None = None):
         super().__init__(operands=[imm])
+
+
+@irdl_op_definition
+class WaitOp(IRDLOperation):
+    """`amdgcn.wait %t1, %t2`: the results of the memory instructions that returned these
+    tokens must be available here (and their stores complete).
+
+    The op says *what* to wait for, not how: the waits pass (`--pipeline waits`) replaces it
+    by the minimal `s_waitcnt` for the operations still in flight at this point (or by
+    nothing when they are all complete). Lowering an unresolved wait is an error.
+    """
+
+    name = "amdgcn.wait"
+
+    tokens = var_operand_def(TokenType)
+
+    def __init__(self, tokens: Sequence[SSAValue]):
+        super().__init__(operands=[list(tokens)])
+
+    @classmethod
+    def parse(cls, parser: Parser) -> WaitOp:
+        pos = parser.pos
+        first = parser.parse_optional_unresolved_operand()
+        if first is None:
+            parser.raise_error("amdgcn.wait names the tokens to wait for: amdgcn.wait %tok, ...")
+        unresolved = [first]
+        while parser.parse_optional_punctuation(",") is not None:
+            unresolved.append(parser.parse_unresolved_operand())
+        # Every operand is a token: the types are implied and not written.
+        operands = parser.resolve_operands(unresolved, [TokenType()] * len(unresolved), pos)
+        op = cls(operands)
+        if attrs := parser.parse_optional_attr_dict():
+            op.attributes.update(attrs)
+        return op
+
+    def print(self, printer: Printer) -> None:
+        printer.print_string(" ")
+        printer.print_list(self.tokens, printer.print_operand)
+        if self.attributes:
+            printer.print_op_attributes(self.attributes)
+
+    def verify_(self) -> None:
+        if not self.tokens:
+            raise VerifyException("amdgcn.wait names at least one token (the result of a "
+                                  "memory instruction)")
 
 
 # --- values ---------------------------------------------------------------------------------
@@ -861,7 +907,7 @@ def close_blocks(region: Region, where: str) -> None:
 
 
 AMDGCN_OPS: tuple[type[IRDLOperation], ...] = (
-    *INSTRUCTION_OPS, BranchOp, FallthroughOp, EndKernelOp, AllocaOp, OffOp, LiteralOp,
+    *INSTRUCTION_OPS, BranchOp, FallthroughOp, EndKernelOp, WaitOp, AllocaOp, OffOp, LiteralOp,
     KernargPtrOp, DispatchPtrOp, QueuePtrOp, DispatchIdOp, WorkgroupIdOp, WorkitemIdOp,
     KernargOffsetOp, LdsAllocOp, ModuleOp, KernelOp)
 

@@ -4,7 +4,8 @@ Each instruction op becomes one `Inst` with its operands in database order (regi
 named registers, immediates, `off`, wait counters as `Syntax`), its modifiers under the MC
 names, the matched database form and the op's source location. Blocks become labels (for
 branch targets and named blocks), `amdgcn.branch` becomes the branch instruction with a
-`Label`, `amdgcn.end_kernel` becomes `s_endpgm`; everything else (allocas, constants, ABI
+`Label`, `amdgcn.end_kernel` becomes `s_endpgm`, an `amdgcn.wait` left unresolved by the
+waits pass is an error; everything else (allocas, constants, ABI
 values, LDS allocations) emits nothing. Nothing is added, removed or reordered.
 """
 
@@ -25,6 +26,7 @@ from asterism.ir.ops import (
     FallthroughOp,
     InstructionOp,
     KernelOp,
+    WaitOp,
 )
 from asterism.ir.types import OffType, RegisterType, SpecialRegType, type_text
 from asterism.ir.verify import (
@@ -136,6 +138,10 @@ class _KernelLowering:
         if isinstance(op, func.CallOp):
             raise error_at(op, f"calls to @{op.callee.root_reference.data} are not lowered: run "
                                "the inline pass (--pipeline inline) first")
+        if isinstance(op, WaitOp):
+            raise error_at(op, "unresolved: the waits pass turns this wait into s_waitcnt; "
+                               "run it first (--pipeline waits, or a pipeline that includes "
+                               "it such as auto)")
         if isinstance(op, FallthroughOp):
             return None
         return None  # declarations: allocas, constants, ABI values, LDS allocations

@@ -44,6 +44,7 @@ from asterism.ir.ops import (
     LiteralOp,
     ModuleOp,
     OffOp,
+    WaitOp,
     WorkgroupIdOp,
     WorkitemIdOp,
 )
@@ -162,6 +163,8 @@ class _Checker:
             check_next_block(op, op.dest, "fall-through block")
         elif isinstance(op, EndKernelOp | AllocaOp | OffOp | LiteralOp):
             pass
+        elif isinstance(op, WaitOp):
+            check_wait(op)
         elif isinstance(op, arith.ConstantOp):
             if not isinstance(op.value, IntegerAttr | FloatAttr):
                 raise error_at(op, "immediates are integer or float scalars")
@@ -281,6 +284,14 @@ def check_next_block(op: Operation, dest: Block, what: str) -> None:
                            "next instruction in memory")
 
 
+def check_wait(op: WaitOp) -> None:
+    """Every token of an amdgcn.wait comes from a memory instruction."""
+    for k, tok in enumerate(op.tokens):
+        owner = tok.owner
+        if not isinstance(owner, InstructionOp) or owner.token is not tok:
+            raise error_at(op, f"operand #{k} is not the token result of a memory instruction")
+
+
 _ABI_WIDTH = {WorkgroupIdOp: 1, WorkitemIdOp: 1}
 
 
@@ -305,6 +316,7 @@ __all__ = [
     "USER_SGPR_OPS",
     "amdgcn_modules",
     "check_instruction",
+    "check_wait",
     "error_at",
     "match_instruction",
     "op_location",
