@@ -15,7 +15,9 @@ Every ISA instruction of the target is a method (generated from the database; se
 `kb.s(4)` / `kb.a[0:4]` name fixed registers and return their current value (the last
 instruction that wrote them, in this block); `kb.vreg()`, `kb.vregs(4, align=2)` make
 relocatable ones; `kb.reserve("S", "v32-v95")` names a region. Python ints and floats become
-`arith.constant`s, Python loops unroll, `kb.label()` starts a block for loops.
+`arith.constant`s, Python loops unroll, `kb.label()` starts a block for loops. Memory
+instructions return (or set `kb.last_token` to) a token; `kb.wait(tok, ...)` asks the waits
+pass for the minimal s_waitcnt that makes their results available.
 """
 
 from __future__ import annotations
@@ -76,6 +78,7 @@ from asterism.ir.ops import (
     ModuleOp,
     OffOp,
     QueuePtrOp,
+    WaitOp,
     WorkgroupIdOp,
     WorkitemIdOp,
     close_blocks,
@@ -86,6 +89,7 @@ from asterism.ir.types import (
     KernelArgAttr,
     RegisterType,
     SpecialRegType,
+    TokenType,
     type_text,
 )
 from asterism.ir.verify import match_instruction, verify_module
@@ -574,6 +578,25 @@ class KernelBuilder:
         best_form, best = max(errors, key=lambda e: e[1].score)
         where = f" ({best_form.enc})" if len(forms) > 1 else ""
         raise VerifyError(f"{mnemonic}{where}: {best.message}", _source_location(loc))
+
+    def wait(self, *tokens: SSAValue) -> WaitOp:
+        """`amdgcn.wait` on these tokens (default: the last memory instruction's token); the
+        waits pass turns it into the minimal s_waitcnt."""
+        loc = _caller_location()
+        if not tokens:
+            if self.last_token is None:
+                raise VerifyError("kb.wait() without tokens waits for the last memory "
+                                  "instruction, but none was emitted yet",
+                                  _source_location(loc))
+            tokens = (self.last_token,)
+        for k, tok in enumerate(tokens):
+            if not isinstance(tok, SSAValue) or not isinstance(tok.type, TokenType):
+                raise VerifyError(f"kb.wait: argument #{k} is not a token (memory "
+                                  "instructions return one; see kb.last_token)",
+                                  _source_location(loc))
+        op = WaitOp(list(tokens))
+        self._insert(op, loc)
+        return op
 
     def _with_fixed_operands(self, specs, operands: tuple) -> tuple:
         """The operands with the implicit named registers (vcc of VOPC/VOP2 carries) filled
