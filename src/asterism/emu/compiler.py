@@ -389,6 +389,23 @@ def make_infos(insts: Sequence[ProgramInst], target: str, code_base: int = 0,
     return infos
 
 
+def implicit_names(info: OpInfo) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """The implicit uses and defs of this instruction's form.
+
+    The ISA database lists them per instruction (the union over its forms), so VCC is dropped
+    when some form names it as a fixed operand: then the forms that read or write VCC show it
+    among their operands, and the VOP3 forms (v_cmp_*_e64, v_addc_co_u32_e64...) use an
+    explicit SGPR pair instead."""
+    isa = info.isa
+    if isa is None:
+        return (), ()
+    explicit_vcc = any(o.fixed == "vcc" for f in isa.forms for o in f.operands)
+    if not explicit_vcc:
+        return tuple(isa.implicit_uses), tuple(isa.implicit_defs)
+    return (tuple(n for n in isa.implicit_uses if n != "vcc"),
+            tuple(n for n in isa.implicit_defs if n != "vcc"))
+
+
 def _fill_keys(info: OpInfo) -> None:
     uses: set[int] = set()
     defs: set[int] = set()
@@ -403,9 +420,10 @@ def _fill_keys(info: OpInfo) -> None:
             else:
                 uses.update(keys)
     if info.isa is not None:
-        for name in info.isa.implicit_uses:
+        imp_uses, imp_defs = implicit_names(info)
+        for name in imp_uses:
             uses.update(IMPLICIT_KEYS.get(name, ()))
-        for name in info.isa.implicit_defs:
+        for name in imp_defs:
             defs.update(IMPLICIT_KEYS.get(name, ()))
         counters = (form.counters if form is not None and form.counters else info.isa.counters)
         info.counters = tuple(counters)

@@ -65,12 +65,13 @@ class HazardRule:
     targets: tuple[str, ...] = ALL
 
     def waits_for(self, passes: int | None) -> int:
-        """Wait states needed after a producer with `passes` MFMA passes."""
+        """Wait states needed after a producer with `passes` MFMA passes (a pass count the
+        table does not list needs none; an unknown one the table's maximum)."""
         if self.by_passes:
             table = dict(self.by_passes)
-            if passes in table:
-                return table[passes]
-            return max(table.values())
+            if passes is None:
+                return max(table.values())
+            return table.get(passes, 0)
         return self.wait_states
 
 
