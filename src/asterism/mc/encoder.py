@@ -3,9 +3,15 @@
 Table-driven, the inverse of mc/decoder.py: the form gives the format, opcode, fixed
 variant bits and which field each operand slot lives in; this module turns operand values and
 modifiers into field values.
+
+What does not depend on the operands is worked out once per form (`_Plan`): the word with
+the format, opcode and variant bits set, the handler of each operand slot and the handler of
+the modifiers. Encoding an instruction runs those handlers.
 """
 
 from __future__ import annotations
+
+from collections.abc import Callable
 
 from asterism.errors import EncodeError
 from asterism.isa import Form, OperandSpec
@@ -27,6 +33,7 @@ from asterism.mc.operands import (
     Syntax,
     float_bits,
 )
+from asterism.mc.per_form import PerForm
 
 VOP_SRCS = ("src0", "src1", "src2")
 SCALE_MFMA_MARK = 1 << 11  # bit 11 of the MFMA word of a scaled MFMA pair (as LLVM encodes)
@@ -56,15 +63,52 @@ def _check_range(value: int, lo: int, hi: int, what: str) -> int:
 class _Fields:
     """Mutable instruction integer with named field setters."""
 
-    def __init__(self, fmt: Format):
+    __slots__ = ("fmt", "value", "_table")
+
+    def __init__(self, fmt: Format, value: int | None = None):
         self.fmt = fmt
-        self.value = fmt.base()
+        self.value = fmt.base() if value is None else value
+        self._table = _field_table(fmt)
 
     def set(self, name: str, value: int) -> None:
-        f = self.fmt.fields[name]
-        if value < 0 or value > f.mask:
-            raise EncodeError(f"field {name} value {value} does not fit {f.width} bits")
-        self.value = f.put(self.value, value)
+        lo, mask, width = self._table[name]
+        if value < 0 or value > mask:
+            raise EncodeError(f"field {name} value {value} does not fit {width} bits")
+        self.value = (self.value & ~(mask << lo)) | ((value & mask) << lo)
+
+
+_FIELD_TABLES: dict[str, dict[str, tuple[int, int, int]]] = {}
+
+
+def _field_table(fmt: Format) -> dict[str, tuple[int, int, int]]:
+    """name -> (lo, mask, width) of a format's fields (Field.mask is computed on each use)."""
+    table = _FIELD_TABLES.get(fmt.name)
+    if table is None:
+        table = _FIELD_TABLES[fmt.name] = {
+            name: (f.lo, f.mask, f.width) for name, f in fmt.fields.items()}
+    return table
+
+
+class _State:
+    """Encoding in progress: the instruction and where it goes, the main word, the DPP/SDWA
+    dword, the literal and the scaled-MFMA prefix."""
+
+    __slots__ = ("inst", "address", "labels", "w", "extra", "literal", "prefix")
+
+    def __init__(self, inst: Inst, address: int, labels: dict[str, int], w: _Fields,
+                 extra: int | None, prefix: _Fields | None):
+        self.inst = inst
+        self.address = address
+        self.labels = labels
+        self.w = w
+        self.extra = extra
+        self.literal: int | None = None
+        self.prefix = prefix
+
+    def set_literal(self, bits: int) -> None:
+        if self.literal is not None and self.literal != bits:
+            raise EncodeError("only one literal constant per instruction")
+        self.literal = bits
 
 
 class Encoder:
@@ -84,368 +128,505 @@ class Encoder:
             raise
 
     def _encode(self, inst: Inst, form: Form, address: int, labels: dict[str, int]) -> bytes:
-        fmt = FORMATS[form.format]
+        plan = _PLANS(form)
+        w = _Fields(plan.fmt, plan.word)
+        prefix = None
+        if plan.prefix_word is not None:
+            prefix = _Fields(FORMATS["VOP3P"], plan.prefix_word)
+        st = _State(inst, address, labels, w, plan.extra, prefix)
+        for (spec, handler), op in zip(plan.slots, inst.operands):
+            if handler is not None:
+                handler(plan, spec, op.operand if isinstance(op, Mod) else op, op, st)
+        if plan.modifiers is not None:
+            plan.modifiers(plan, inst, st)
+        data = w.value.to_bytes(plan.size, "little")
+        if prefix is not None:
+            data = prefix.value.to_bytes(8, "little") + data
+        if st.extra is not None:
+            data += st.extra.to_bytes(4, "little")
+        if st.literal is not None:
+            data += (st.literal & 0xFFFFFFFF).to_bytes(4, "little")
+        return data
+
+
+class _Plan:
+    """How to encode one form: its word before operands, slot and modifier handlers."""
+
+    def __init__(self, form: Form):
+        self.form = form
+        self.fmt = fmt = FORMATS[form.format]
+        self.size = fmt.size
         w = _Fields(fmt)
         w.set("op", form.opcode)
         for name, value in form.fixed.items():
             w.set(name, value)
-        extra: int | None = None
+        self.extra: int | None = None
         if form.enc == "DPP":
             w.set("src0", SRC_DPP)
-            extra = 0
+            self.extra = 0
         elif form.enc == "SDWA":
             w.set("src0", SRC_SDWA)
-            extra = 0
-        state = _State(w, extra)
-        prefix: _Fields | None = None
+            self.extra = 0
+        self.prefix_word: int | None = None
         if form.enc == "MAI_SCALE":
             prefix = _Fields(FORMATS["VOP3P"])
             prefix.set("op", _scale_prefix_opcode(form))
+            self.prefix_word = prefix.value
             w.value |= SCALE_MFMA_MARK
-        state.prefix = prefix
-        for spec, op in zip(form.operands, inst.operands):
-            self._operand(form, spec, op, state, address, labels, inst)
-        self._modifiers(form, inst, state)
-        data = b""
-        if prefix is not None:
-            data += prefix.value.to_bytes(8, "little")
-        data += w.value.to_bytes(fmt.size, "little")
-        if state.extra is not None:
-            data += state.extra.to_bytes(4, "little")
-        if state.literal is not None:
-            data += (state.literal & 0xFFFFFFFF).to_bytes(4, "little")
-        return data
+        self.word = w.value
+        self.slots = tuple((spec, _slot_handler(form, spec, fmt)) for spec in form.operands)
+        # Facts of the form the modifier handlers use.
+        self.srcs = [(i, s) for i, s in enumerate(form.operands) if s.name in VOP_SRCS]
+        self.src_bits = [(i, int(s.name[-1])) for i, s in self.srcs]  # (position, neg bit)
+        self.has_sdst = any(s.name == "sdst" for s in form.operands)
+        self.op_sel_positions = op_sel_positions(form)
+        self.mix = "_mix" in form.mnemonic
+        self.modifiers = _modifier_handler(form)
 
-    # ------------------------------------------------------------------ operands
 
-    def _operand(self, form: Form, spec: OperandSpec, op: Operand, st: _State, address: int,
-                 labels: dict[str, int], inst: Inst) -> None:
-        name, enc = spec.name, form.enc
-        w = st.w
-        base = op.operand if isinstance(op, Mod) else op
-        if spec.fixed:
+_PLANS = PerForm(_Plan)
+
+# ---------------------------------------------------------------------- operand slots
+#
+# A slot handler gets (plan, spec, operand without source modifiers, operand as written,
+# state) and sets the operand's fields.
+
+SlotHandler = Callable[[_Plan, OperandSpec, Operand, Operand, _State], None]
+
+
+def _slot_handler(form: Form, spec: OperandSpec, fmt: Format) -> SlotHandler | None:
+    """The handler that encodes the operands of this slot (None: nothing to encode)."""
+    name, enc = spec.name, form.enc
+    if spec.fixed:
+        return None
+    if name == "literal":
+        return _op_literal
+    if name in ("scale_src0", "scale_src1"):
+        return _op_scale_src
+    if name == "simm16" or spec.syntax:
+        return _op_simm16
+    if enc in ("DPP", "SDWA") and name == "src0":
+        return _op_extra_src0
+    if enc == "SDWA" and name == "vsrc1":
+        return _op_sdwa_vsrc1
+    if enc == "SMEM":
+        return _op_smem
+    if enc in ("MUBUF", "MTBUF") and name in ("vaddr", "srsrc", "soffset"):
+        return {"vaddr": _op_buffer_vaddr, "srsrc": _op_buffer_srsrc,
+                "soffset": _op_buffer_soffset}[name]
+    if enc in ("FLAT", "GLOBAL", "SCRATCH"):
+        if name == "saddr":
+            return _op_flat_saddr
+        if name == "addr":
+            return _op_flat_addr
+    return _field_handler(form, spec, fmt)
+
+
+def _field_handler(form: Form, spec: OperandSpec, fmt: Format) -> SlotHandler:
+    """The handler of an operand that is one field of the word."""
+    name = spec.name
+    fld = fmt.fields.get(name)
+    if fld is None:
+        return _op_no_field
+    if name in VOP_SRCS or name in ("ssrc0", "ssrc1"):
+        if fld.width == 8 and form.enc not in ("SOP1", "SOP2", "SOPC", "SOPK"):
+            return _op_vgpr_src
+        return _op_src
+    return _op_register
+
+
+def _op_literal(plan: _Plan, spec: OperandSpec, base: Operand, op: Operand,
+                st: _State) -> None:
+    st.set_literal(_literal_bits(base, spec.type))
+
+
+def _op_scale_src(plan: _Plan, spec: OperandSpec, base: Operand, op: Operand,
+                  st: _State) -> None:
+    code, lit = src_code(base, spec.type)
+    if lit is not None:
+        raise EncodeError(f"{spec.name}: literals are not allowed")
+    st.prefix.set("src0" if spec.name == "scale_src0" else "src1", code)
+
+
+def _op_simm16(plan: _Plan, spec: OperandSpec, base: Operand, op: Operand,
+               st: _State) -> None:
+    st.w.set(spec.name, _simm16(plan.form, spec, base, st.address, st.labels))
+
+
+def _op_extra_src0(plan: _Plan, spec: OperandSpec, base: Operand, op: Operand,
+                   st: _State) -> None:
+    """DPP/SDWA src0 lives in the extra dword."""
+    enc = plan.form.enc
+    layout = DPP if enc == "DPP" else SDWA
+    if isinstance(base, Reg) and base.kind == "v":
+        st.extra = layout["src0"].put(st.extra, base.index)
+        return
+    if enc == "SDWA":
+        code, lit = src_code(base, spec.type)
+        if lit is None and code < 256:
+            st.extra = SDWA["src0"].put(st.extra, code)
+            st.extra = SDWA["s0"].put(st.extra, 1)
             return
-        if name == "literal":
-            st.set_literal(_literal_bits(base, spec.type))
-            return
-        if name in ("scale_src0", "scale_src1"):
-            code, lit = src_code(base, spec.type)
-            if lit is not None:
-                raise EncodeError(f"{name}: literals are not allowed")
-            st.prefix.set("src0" if name == "scale_src0" else "src1", code)
-            return
-        if name == "simm16" or spec.syntax:
-            w.set(name, self._simm16(form, spec, base, address, labels))
-            return
-        if enc in ("DPP", "SDWA") and name == "src0":
-            self._extra_src0(form, spec, base, st)
-            return
-        if enc == "SDWA" and name == "vsrc1" and not (isinstance(base, Reg) and base.kind == "v"):
-            code, lit = src_code(base, spec.type)
-            if lit is not None or code > 255:
-                raise EncodeError("vsrc1: SDWA accepts a VGPR, SGPR or inline constant")
-            st.extra = SDWA["s1"].put(st.extra, 1)
-            w.set("vsrc1", code)
-            return
-        if enc == "SMEM":
-            self._smem_operand(spec, base, w, inst)
-            return
-        if enc in ("MUBUF", "MTBUF") and name in ("vaddr", "srsrc", "soffset"):
-            if name == "vaddr":
-                if isinstance(base, Reg):
-                    w.set("vaddr", base.index)
-                return
-            if name == "srsrc":
-                w.set("srsrc", _aligned(base, 4, "srsrc") // 4)
-                return
-            code, lit = src_code(base, "i32")
-            if lit is not None:
-                raise EncodeError("soffset: expected an SGPR or an inline constant")
+    raise EncodeError(f"src0: {enc} needs a VGPR, got {base}")
+
+
+def _op_sdwa_vsrc1(plan: _Plan, spec: OperandSpec, base: Operand, op: Operand,
+                   st: _State) -> None:
+    """SDWA vsrc1: a VGPR in the field, or (with the S1 bit) an SGPR/inline constant."""
+    if isinstance(base, Reg) and base.kind == "v":
+        _field_handler(plan.form, spec, plan.fmt)(plan, spec, base, op, st)
+        return
+    code, lit = src_code(base, spec.type)
+    if lit is not None or code > 255:
+        raise EncodeError("vsrc1: SDWA accepts a VGPR, SGPR or inline constant")
+    st.extra = SDWA["s1"].put(st.extra, 1)
+    st.w.set("vsrc1", code)
+
+
+def _op_smem(plan: _Plan, spec: OperandSpec, op: Operand, written: Operand,
+             st: _State) -> None:
+    name, w = spec.name, st.w
+    if name == "sbase":
+        code = _scalar(op, "sbase")
+        if code % 2:
+            raise EncodeError(f"sbase: {op} must start at an even SGPR")
+        w.set("sbase", code // 2)
+    elif name == "sdata":
+        if isinstance(op, Imm):
+            w.set("sdata", op.value)
+        else:
+            w.set("sdata", _scalar(op, "sdata"))
+    elif name == "offset":
+        value = _int_value(op, "offset")
+        _check_range(value, -(1 << 20), (1 << 20) - 1, "SMEM offset")
+        w.set("offset", value & 0x1FFFFF)
+    elif name == "soffset":
+        code = _scalar(op, "soffset")
+        modifiers = st.inst.modifiers
+        if "offset" in modifiers:
+            w.set("imm", 1)
+            w.set("soe", 1)
             w.set("soffset", code)
-            return
-        if enc in ("FLAT", "GLOBAL", "SCRATCH"):
-            if name == "saddr":
-                if isinstance(base, Off):
-                    w.set("saddr", 0x7F)
-                else:
-                    w.set("saddr", _scalar(base, "saddr"))
-                return
-            if name == "addr" and isinstance(base, Off):
-                return
-        fld = w.fmt.fields.get(name)
-        if fld is None:
-            raise EncodeError(f"{form.mnemonic}: no field for operand {name}")
-        if name in VOP_SRCS or name in ("ssrc0", "ssrc1"):
-            if fld.width == 8 and enc not in ("SOP1", "SOP2", "SOPC", "SOPK"):
-                w.set(name, _vreg(base, name))
-                self._acc(form, spec, base, st)
-                return
-            code, lit = src_code(base, spec.type)
-            if isinstance(base, Reg) and base.kind == "a":
-                self._acc(form, spec, base, st)
-            if lit is not None:
-                st.set_literal(lit)
-            w.set(name, code)
-            return
-        if isinstance(base, Reg) and base.kind in ("v", "a") and "s" not in spec.kinds:
-            w.set(name, base.index)
-            self._acc(form, spec, base, st)
-            return
-        if isinstance(base, Reg) and base.kind in ("v", "a"):
-            w.set(name, base.index)
-            return
-        code = scalar_code(base)
-        if code is None:
-            if isinstance(base, Imm) and "k" in spec.kinds:
-                w.set(name, base.value)
-                return
-            raise EncodeError(f"operand {name}: cannot encode {op}")
-        w.set(name, code)
-
-    @staticmethod
-    def _acc(form: Form, spec: OperandSpec, reg: Operand, st: _State) -> None:
-        """Set the AGPR-select bit of the operand's family when it names an AGPR."""
-        if not (isinstance(reg, Reg) and reg.kind == "a") or "v" not in spec.kinds:
-            return
-        enc, w = form.enc, st.w
-        if enc in ("MAI", "MAI_SCALE"):
-            if spec.name in ("vdst", "src2"):
-                w.set("acc_cd", 1)
-            elif spec.name == "src0":
-                w.set("acc", w.fmt.fields["acc"].get(w.value) | 1)
-            elif spec.name == "src1":
-                w.set("acc", w.fmt.fields["acc"].get(w.value) | 2)
-        elif enc in ("DS", "FLAT", "GLOBAL", "SCRATCH", "MUBUF", "MTBUF"):
-            w.set("acc", 1)
-
-    def _extra_src0(self, form: Form, spec: OperandSpec, op: Operand, st: _State) -> None:
-        layout = DPP if form.enc == "DPP" else SDWA
-        if isinstance(op, Reg) and op.kind == "v":
-            st.extra = layout["src0"].put(st.extra, op.index)
-            return
-        if form.enc == "SDWA":
-            code, lit = src_code(op, spec.type)
-            if lit is None and code < 256:
-                st.extra = SDWA["src0"].put(st.extra, code)
-                st.extra = SDWA["s0"].put(st.extra, 1)
-                return
-        raise EncodeError(f"src0: {form.enc} needs a VGPR, got {op}")
-
-    @staticmethod
-    def _smem_operand(spec: OperandSpec, op: Operand, w: _Fields, inst: Inst) -> None:
-        name = spec.name
-        if name == "sbase":
-            code = _scalar(op, "sbase")
-            if code % 2:
-                raise EncodeError(f"sbase: {op} must start at an even SGPR")
-            w.set("sbase", code // 2)
-        elif name == "sdata":
-            if isinstance(op, Imm):
-                w.set("sdata", op.value)
-            else:
-                w.set("sdata", _scalar(op, "sdata"))
-        elif name == "offset":
-            value = _int_value(op, "offset")
+            value = int(modifiers["offset"])
             _check_range(value, -(1 << 20), (1 << 20) - 1, "SMEM offset")
             w.set("offset", value & 0x1FFFFF)
-        elif name == "soffset":
-            code = _scalar(op, "soffset")
-            if "offset" in inst.modifiers:
-                w.set("imm", 1)
-                w.set("soe", 1)
-                w.set("soffset", code)
-                value = int(inst.modifiers["offset"])
-                _check_range(value, -(1 << 20), (1 << 20) - 1, "SMEM offset")
-                w.set("offset", value & 0x1FFFFF)
-            else:
-                w.set("offset", code)
-
-    @staticmethod
-    def _simm16(form: Form, spec: OperandSpec, op: Operand, address: int,
-                labels: dict[str, int]) -> int:
-        if isinstance(op, Label):
-            if op.name not in labels:
-                raise EncodeError(f"undefined label '{op.name}'")
-            delta = labels[op.name] - (address + 4)
-            if delta % 4:
-                raise EncodeError(f"branch target '{op.name}' is not 4-byte aligned")
-            delta //= 4
-            _check_range(delta, -(1 << 15), (1 << 15) - 1, "branch offset (words)")
-            return delta & 0xFFFF
-        if isinstance(op, Syntax):
-            return op.value & 0xFFFF
-        value = _int_value(op, spec.name)
-        if spec.syntax == "label":
-            _check_range(value, -(1 << 15), (1 << 16) - 1, "branch offset")
-            return value & 0xFFFF
-        width = FORMATS[form.format].fields[spec.name].width
-        lo = -(1 << (width - 1)) if spec.syntax == "label" or value < 0 else 0
-        hi = (1 << width) - 1 if value >= 0 else (1 << (width - 1)) - 1
-        _check_range(value, lo, hi, f"{spec.name}")
-        return value & ((1 << width) - 1)
-
-    # ------------------------------------------------------------------ modifiers
-
-    def _modifiers(self, form: Form, inst: Inst, st: _State) -> None:
-        enc, m, w = form.enc, inst.modifiers, st.w
-        srcs = [(i, s) for i, s in enumerate(form.operands) if s.name in VOP_SRCS]
-        if enc == "VOP3" and form.mnemonic.startswith("v_bitop3"):
-            table = _check_range(int(m.get("bitop3", 0)), 0, 255, "bitop3")
-            w.set("neg", table & 7)
-            w.set("abs", (table >> 3) & 7)
-            w.set("omod", table >> 6)
-            if m.get("op_sel"):
-                positions = op_sel_positions(form)
-                w.set("op_sel", sum(int(b) << pos for b, pos in zip(m["op_sel"], positions)))
-        elif enc == "VOP3":
-            neg = absm = 0
-            for i, s in srcs:
-                op = inst.operands[i] if i < len(inst.operands) else None
-                if isinstance(op, Mod):
-                    k = int(s.name[-1])
-                    neg |= int(op.neg) << k
-                    absm |= int(op.abs) << k
-            w.set("neg", neg)
-            has_sdst = any(s.name == "sdst" for s in form.operands)
-            if absm:
-                if has_sdst:
-                    raise EncodeError("abs is not available with a scalar carry-out")
-                w.set("abs", absm)
-            w.set("clamp", int(bool(m.get("clamp"))))
-            w.set("omod", _check_range(int(m.get("omod", 0)), 0, 3, "omod"))
-            if m.get("op_sel") and not has_sdst:
-                bits = list(m["op_sel"])
-                positions = op_sel_positions(form)
-                if len(bits) > len(positions):
-                    raise EncodeError(f"op_sel has {len(bits)} elements, {form.mnemonic} takes "
-                                      f"{len(positions)}")
-                w.set("op_sel", sum(int(b) << pos for b, pos in zip(bits, positions)))
-        elif enc == "VOP3P":
-            n = len(srcs)
-            default_hi = (0,) * n if "_mix" in form.mnemonic else (1,) * n
-            op_sel = _bits_of(m.get("op_sel"), n, "op_sel")
-            op_sel_hi = _bits_of(m.get("op_sel_hi", default_hi), n, "op_sel_hi")
-            if n < 3 and "_mix" not in form.mnemonic:
-                op_sel_hi |= 1 << 2  # LLVM sets the unused src2 bit to its default too
-            w.set("op_sel", op_sel)
-            w.set("op_sel_hi", op_sel_hi & 3)
-            w.set("op_sel_hi2", (op_sel_hi >> 2) & 1)
-            neg = _bits_of(m.get("neg_lo"), n, "neg_lo")
-            neg_hi = _bits_of(m.get("neg_hi"), n, "neg_hi")
-            if "_mix" in form.mnemonic:
-                # v_fma_mix*: source modifiers -x / |x| live in NEG / NEG_HI.
-                for i, s in srcs:
-                    op = inst.operands[i] if i < len(inst.operands) else None
-                    if isinstance(op, Mod):
-                        k = int(s.name[-1])
-                        neg |= int(op.neg) << k
-                        neg_hi |= int(op.abs) << k
-            w.set("neg", neg)
-            w.set("neg_hi", neg_hi)
-            w.set("clamp", int(bool(m.get("clamp"))))
-        elif enc == "MAI" and not {"cbsz", "abid", "blgp"} & set(form.modifiers):
-            # v_accvgpr_read/write: encoded like VOP3P with op_sel_hi at its default (1s).
-            w.set("op_sel_hi", 3)
-            w.set("op_sel_hi2", 1)
-        elif enc in ("MAI", "MAI_SCALE"):
-            for name in ("cbsz", "abid", "blgp"):
-                if name in m:
-                    w.set(name, int(m[name]))
-            if m.get("neg"):  # f64 MFMA: neg:[a,b,c] lives in the BLGP field
-                w.set("blgp", _bits_of(m["neg"], 3, "neg"))
-            if enc == "MAI_SCALE":
-                w.value |= SCALE_MFMA_MARK
-                p = st.prefix
-                p.set("op_sel", _bits_of(m.get("op_sel"), 3, "op_sel") & 3)
-                p.set("op_sel_hi", _bits_of(m.get("op_sel_hi"), 3, "op_sel_hi") & 3)
-        elif enc == "DS":
-            if "offset0" in m or "offset1" in m:
-                w.set("offset0", _check_range(int(m.get("offset0", 0)), 0, 255, "offset0"))
-                w.set("offset1", _check_range(int(m.get("offset1", 0)), 0, 255, "offset1"))
-            else:
-                off = _check_range(_int_value(m.get("offset", Imm(0)), "offset")
-                                   if not isinstance(m.get("offset", 0), int)
-                                   else m.get("offset", 0), 0, 65535, "DS offset")
-                w.set("offset0", off & 0xFF)
-                w.set("offset1", off >> 8)
-            w.set("gds", int(bool(m.get("gds"))))
-        elif enc in ("FLAT", "GLOBAL", "SCRATCH"):
-            off = int(m.get("offset", 0))
-            if enc == "FLAT":
-                w.set("offset", _check_range(off, 0, 4095, "FLAT offset"))
-            else:
-                w.set("offset", _check_range(off, -4096, 4095, f"{enc} offset") & 0x1FFF)
-            for name in ("sc0", "sc1", "nt"):
-                w.set(name, int(bool(m.get(name))))
-        elif enc in ("MUBUF", "MTBUF"):
-            w.set("offset", _check_range(int(m.get("offset", 0)), 0, 4095, "buffer offset"))
-            w.set("offen", int(bool(m.get("offen"))))
-            w.set("idxen", int(bool(m.get("idxen"))))
-            for name in ("sc0", "sc1", "nt"):
-                if name in w.fmt.fields:
-                    w.set(name, int(bool(m.get(name))))
-                elif m.get(name):
-                    raise EncodeError(f"{name} is not available for {enc}")
-            if enc == "MTBUF":
-                fmt = int(m.get("format", 1))
-                w.set("dfmt", fmt & 0xF)
-                w.set("nfmt", (fmt >> 4) & 0x7)
-        elif enc == "SMEM":
-            w.set("glc", int(bool(m.get("glc")) or bool(form.fixed.get("glc"))))
-            w.set("nv", int(bool(m.get("nv"))))
-        elif enc == "DPP":
-            x = st.extra
-            x = DPP["dpp_ctrl"].put(x, int(m.get("dpp_ctrl", 0xE4)))
-            x = DPP["row_mask"].put(x, _check_range(int(m.get("row_mask", 0xF)), 0, 15,
-                                                    "row_mask"))
-            x = DPP["bank_mask"].put(x, _check_range(int(m.get("bank_mask", 0xF)), 0, 15,
-                                                     "bank_mask"))
-            x = DPP["bound_ctrl"].put(x, int(bool(m.get("bound_ctrl"))))
-            for i, s in enumerate(form.operands):
-                op = inst.operands[i] if i < len(inst.operands) else None
-                if isinstance(op, Mod) and s.name in ("src0", "vsrc1"):
-                    k = 0 if s.name == "src0" else 1
-                    x = DPP[f"src{k}_neg"].put(x, int(op.neg))
-                    x = DPP[f"src{k}_abs"].put(x, int(op.abs))
-            st.extra = x
-        elif enc == "SDWA":
-            x = st.extra
-            if form.format != "VOPC":
-                x = SDWA["dst_sel"].put(x, _sel(m.get("dst_sel", "DWORD"), SDWA_SEL, "dst_sel"))
-                x = SDWA["dst_unused"].put(x, _sel(m.get("dst_unused", "UNUSED_PRESERVE"),
-                                                   SDWA_UNUSED, "dst_unused"))
-                x = SDWA["omod"].put(x, int(m.get("omod", 0)))
-            else:
-                dst = inst.operands[0] if inst.operands else None
-                if not (isinstance(dst, Special) and dst.name == "vcc"):
-                    x = SDWA["sd"].put(x, 1)
-                    x = SDWA["sdst"].put(x, _scalar(dst, "sdst"))
-            x = SDWA["clamp"].put(x, int(bool(m.get("clamp"))))
-            x = SDWA["src0_sel"].put(x, _sel(m.get("src0_sel", "DWORD"), SDWA_SEL, "src0_sel"))
-            x = SDWA["src1_sel"].put(x, _sel(m.get("src1_sel", "DWORD"), SDWA_SEL, "src1_sel"))
-            for i, s in enumerate(form.operands):
-                op = inst.operands[i] if i < len(inst.operands) else None
-                if isinstance(op, Mod) and s.name in ("src0", "vsrc1"):
-                    k = 0 if s.name == "src0" else 1
-                    x = SDWA[f"src{k}_neg"].put(x, int(op.neg))
-                    x = SDWA[f"src{k}_abs"].put(x, int(op.abs))
-                    x = SDWA[f"src{k}_sext"].put(x, int(op.sext))
-            st.extra = x
+        else:
+            w.set("offset", code)
 
 
-class _State:
-    """Encoding in progress: the main word, the DPP/SDWA dword, the literal, a prefix."""
+def _op_buffer_vaddr(plan: _Plan, spec: OperandSpec, base: Operand, op: Operand,
+                     st: _State) -> None:
+    if isinstance(base, Reg):
+        st.w.set("vaddr", base.index)
 
-    def __init__(self, w: _Fields, extra: int | None):
-        self.w = w
-        self.extra = extra
-        self.literal: int | None = None
-        self.prefix: _Fields | None = None
 
-    def set_literal(self, bits: int) -> None:
-        if self.literal is not None and self.literal != bits:
-            raise EncodeError("only one literal constant per instruction")
-        self.literal = bits
+def _op_buffer_srsrc(plan: _Plan, spec: OperandSpec, base: Operand, op: Operand,
+                     st: _State) -> None:
+    st.w.set("srsrc", _aligned(base, 4, "srsrc") // 4)
+
+
+def _op_buffer_soffset(plan: _Plan, spec: OperandSpec, base: Operand, op: Operand,
+                       st: _State) -> None:
+    code, lit = src_code(base, "i32")
+    if lit is not None:
+        raise EncodeError("soffset: expected an SGPR or an inline constant")
+    st.w.set("soffset", code)
+
+
+def _op_flat_saddr(plan: _Plan, spec: OperandSpec, base: Operand, op: Operand,
+                   st: _State) -> None:
+    if isinstance(base, Off):
+        st.w.set("saddr", 0x7F)
+    else:
+        st.w.set("saddr", _scalar(base, "saddr"))
+
+
+def _op_flat_addr(plan: _Plan, spec: OperandSpec, base: Operand, op: Operand,
+                  st: _State) -> None:
+    if not isinstance(base, Off):
+        _field_handler(plan.form, spec, plan.fmt)(plan, spec, base, op, st)
+
+
+def _op_no_field(plan: _Plan, spec: OperandSpec, base: Operand, op: Operand,
+                 st: _State) -> None:
+    raise EncodeError(f"{plan.form.mnemonic}: no field for operand {spec.name}")
+
+
+def _op_vgpr_src(plan: _Plan, spec: OperandSpec, base: Operand, op: Operand,
+                 st: _State) -> None:
+    """An 8-bit source field (VOP2 vsrc1-like): VGPRs/AGPRs only."""
+    st.w.set(spec.name, _vreg(base, spec.name))
+    _acc(plan.form, spec, base, st)
+
+
+def _op_src(plan: _Plan, spec: OperandSpec, base: Operand, op: Operand, st: _State) -> None:
+    """A 9-bit (or SOP) source: a register, an inline constant or a literal."""
+    code, lit = src_code(base, spec.type)
+    if isinstance(base, Reg) and base.kind == "a":
+        _acc(plan.form, spec, base, st)
+    if lit is not None:
+        st.set_literal(lit)
+    st.w.set(spec.name, code)
+
+
+def _op_register(plan: _Plan, spec: OperandSpec, base: Operand, op: Operand,
+                 st: _State) -> None:
+    """Any other field: a VGPR/AGPR index, a scalar register code or a plain immediate."""
+    name, w = spec.name, st.w
+    if isinstance(base, Reg) and base.kind in ("v", "a") and "s" not in spec.kinds:
+        w.set(name, base.index)
+        _acc(plan.form, spec, base, st)
+        return
+    if isinstance(base, Reg) and base.kind in ("v", "a"):
+        w.set(name, base.index)
+        return
+    code = scalar_code(base)
+    if code is None:
+        if isinstance(base, Imm) and "k" in spec.kinds:
+            w.set(name, base.value)
+            return
+        raise EncodeError(f"operand {name}: cannot encode {op}")
+    w.set(name, code)
+
+
+def _acc(form: Form, spec: OperandSpec, reg: Operand, st: _State) -> None:
+    """Set the AGPR-select bit of the operand's family when it names an AGPR."""
+    if not (isinstance(reg, Reg) and reg.kind == "a") or "v" not in spec.kinds:
+        return
+    enc, w = form.enc, st.w
+    if enc in ("MAI", "MAI_SCALE"):
+        if spec.name in ("vdst", "src2"):
+            w.set("acc_cd", 1)
+        elif spec.name == "src0":
+            w.set("acc", w.fmt.fields["acc"].get(w.value) | 1)
+        elif spec.name == "src1":
+            w.set("acc", w.fmt.fields["acc"].get(w.value) | 2)
+    elif enc in ("DS", "FLAT", "GLOBAL", "SCRATCH", "MUBUF", "MTBUF"):
+        w.set("acc", 1)
+
+
+def _simm16(form: Form, spec: OperandSpec, op: Operand, address: int,
+            labels: dict[str, int]) -> int:
+    if isinstance(op, Label):
+        if op.name not in labels:
+            raise EncodeError(f"undefined label '{op.name}'")
+        delta = labels[op.name] - (address + 4)
+        if delta % 4:
+            raise EncodeError(f"branch target '{op.name}' is not 4-byte aligned")
+        delta //= 4
+        _check_range(delta, -(1 << 15), (1 << 15) - 1, "branch offset (words)")
+        return delta & 0xFFFF
+    if isinstance(op, Syntax):
+        return op.value & 0xFFFF
+    value = _int_value(op, spec.name)
+    if spec.syntax == "label":
+        _check_range(value, -(1 << 15), (1 << 16) - 1, "branch offset")
+        return value & 0xFFFF
+    width = FORMATS[form.format].fields[spec.name].width
+    lo = -(1 << (width - 1)) if spec.syntax == "label" or value < 0 else 0
+    hi = (1 << width) - 1 if value >= 0 else (1 << (width - 1)) - 1
+    _check_range(value, lo, hi, f"{spec.name}")
+    return value & ((1 << width) - 1)
+
+
+# ---------------------------------------------------------------------- modifiers
+#
+# One handler per encoding family: (plan, inst, state).
+
+ModifierHandler = Callable[[_Plan, Inst, _State], None]
+
+
+def _modifier_handler(form: Form) -> ModifierHandler | None:
+    """The handler that encodes the modifiers of this form (None: it has none)."""
+    enc = form.enc
+    if enc == "VOP3" and form.mnemonic.startswith("v_bitop3"):
+        return _mods_bitop3
+    if enc == "MAI" and not {"cbsz", "abid", "blgp"} & set(form.modifiers):
+        return _mods_accvgpr
+    return {"VOP3": _mods_vop3, "VOP3P": _mods_vop3p, "MAI": _mods_mfma,
+            "MAI_SCALE": _mods_mfma, "DS": _mods_ds, "FLAT": _mods_flat,
+            "GLOBAL": _mods_flat, "SCRATCH": _mods_flat, "MUBUF": _mods_buffer,
+            "MTBUF": _mods_buffer, "SMEM": _mods_smem, "DPP": _mods_dpp,
+            "SDWA": _mods_sdwa}.get(enc)
+
+
+def _mods_bitop3(plan: _Plan, inst: Inst, st: _State) -> None:
+    m, w = inst.modifiers, st.w
+    table = _check_range(int(m.get("bitop3", 0)), 0, 255, "bitop3")
+    w.set("neg", table & 7)
+    w.set("abs", (table >> 3) & 7)
+    w.set("omod", table >> 6)
+    if m.get("op_sel"):
+        positions = plan.op_sel_positions
+        w.set("op_sel", sum(int(b) << pos for b, pos in zip(m["op_sel"], positions)))
+
+
+def _mods_vop3(plan: _Plan, inst: Inst, st: _State) -> None:
+    m, w = inst.modifiers, st.w
+    ops = inst.operands
+    neg = absm = 0
+    for i, k in plan.src_bits:
+        op = ops[i] if i < len(ops) else None
+        if isinstance(op, Mod):
+            neg |= int(op.neg) << k
+            absm |= int(op.abs) << k
+    w.set("neg", neg)
+    has_sdst = plan.has_sdst
+    if absm:
+        if has_sdst:
+            raise EncodeError("abs is not available with a scalar carry-out")
+        w.set("abs", absm)
+    w.set("clamp", int(bool(m.get("clamp"))))
+    w.set("omod", _check_range(int(m.get("omod", 0)), 0, 3, "omod"))
+    if m.get("op_sel") and not has_sdst:
+        bits = list(m["op_sel"])
+        positions = plan.op_sel_positions
+        if len(bits) > len(positions):
+            raise EncodeError(f"op_sel has {len(bits)} elements, {plan.form.mnemonic} takes "
+                              f"{len(positions)}")
+        w.set("op_sel", sum(int(b) << pos for b, pos in zip(bits, positions)))
+
+
+def _mods_vop3p(plan: _Plan, inst: Inst, st: _State) -> None:
+    m, w = inst.modifiers, st.w
+    n = len(plan.srcs)
+    mix = plan.mix
+    default_hi = (0,) * n if mix else (1,) * n
+    op_sel = _bits_of(m.get("op_sel"), n, "op_sel")
+    op_sel_hi = _bits_of(m.get("op_sel_hi", default_hi), n, "op_sel_hi")
+    if n < 3 and not mix:
+        op_sel_hi |= 1 << 2  # LLVM sets the unused src2 bit to its default too
+    w.set("op_sel", op_sel)
+    w.set("op_sel_hi", op_sel_hi & 3)
+    w.set("op_sel_hi2", (op_sel_hi >> 2) & 1)
+    neg = _bits_of(m.get("neg_lo"), n, "neg_lo")
+    neg_hi = _bits_of(m.get("neg_hi"), n, "neg_hi")
+    if mix:
+        # v_fma_mix*: source modifiers -x / |x| live in NEG / NEG_HI.
+        ops = inst.operands
+        for i, k in plan.src_bits:
+            op = ops[i] if i < len(ops) else None
+            if isinstance(op, Mod):
+                neg |= int(op.neg) << k
+                neg_hi |= int(op.abs) << k
+    w.set("neg", neg)
+    w.set("neg_hi", neg_hi)
+    w.set("clamp", int(bool(m.get("clamp"))))
+
+
+def _mods_accvgpr(plan: _Plan, inst: Inst, st: _State) -> None:
+    # v_accvgpr_read/write: encoded like VOP3P with op_sel_hi at its default (1s).
+    st.w.set("op_sel_hi", 3)
+    st.w.set("op_sel_hi2", 1)
+
+
+def _mods_mfma(plan: _Plan, inst: Inst, st: _State) -> None:
+    m, w = inst.modifiers, st.w
+    for name in ("cbsz", "abid", "blgp"):
+        if name in m:
+            w.set(name, int(m[name]))
+    if m.get("neg"):  # f64 MFMA: neg:[a,b,c] lives in the BLGP field
+        w.set("blgp", _bits_of(m["neg"], 3, "neg"))
+    if plan.form.enc == "MAI_SCALE":
+        w.value |= SCALE_MFMA_MARK
+        p = st.prefix
+        p.set("op_sel", _bits_of(m.get("op_sel"), 3, "op_sel") & 3)
+        p.set("op_sel_hi", _bits_of(m.get("op_sel_hi"), 3, "op_sel_hi") & 3)
+
+
+def _mods_ds(plan: _Plan, inst: Inst, st: _State) -> None:
+    m, w = inst.modifiers, st.w
+    if "offset0" in m or "offset1" in m:
+        w.set("offset0", _check_range(int(m.get("offset0", 0)), 0, 255, "offset0"))
+        w.set("offset1", _check_range(int(m.get("offset1", 0)), 0, 255, "offset1"))
+    else:
+        off = _check_range(_int_value(m.get("offset", Imm(0)), "offset")
+                           if not isinstance(m.get("offset", 0), int)
+                           else m.get("offset", 0), 0, 65535, "DS offset")
+        w.set("offset0", off & 0xFF)
+        w.set("offset1", off >> 8)
+    w.set("gds", int(bool(m.get("gds"))))
+
+
+def _mods_flat(plan: _Plan, inst: Inst, st: _State) -> None:
+    m, w, enc = inst.modifiers, st.w, plan.form.enc
+    off = int(m.get("offset", 0))
+    if enc == "FLAT":
+        w.set("offset", _check_range(off, 0, 4095, "FLAT offset"))
+    else:
+        w.set("offset", _check_range(off, -4096, 4095, f"{enc} offset") & 0x1FFF)
+    for name in ("sc0", "sc1", "nt"):
+        w.set(name, int(bool(m.get(name))))
+
+
+def _mods_buffer(plan: _Plan, inst: Inst, st: _State) -> None:
+    m, w, enc = inst.modifiers, st.w, plan.form.enc
+    w.set("offset", _check_range(int(m.get("offset", 0)), 0, 4095, "buffer offset"))
+    w.set("offen", int(bool(m.get("offen"))))
+    w.set("idxen", int(bool(m.get("idxen"))))
+    for name in ("sc0", "sc1", "nt"):
+        if name in w.fmt.fields:
+            w.set(name, int(bool(m.get(name))))
+        elif m.get(name):
+            raise EncodeError(f"{name} is not available for {enc}")
+    if enc == "MTBUF":
+        fmt = int(m.get("format", 1))
+        w.set("dfmt", fmt & 0xF)
+        w.set("nfmt", (fmt >> 4) & 0x7)
+
+
+def _mods_smem(plan: _Plan, inst: Inst, st: _State) -> None:
+    m, w = inst.modifiers, st.w
+    w.set("glc", int(bool(m.get("glc")) or bool(plan.form.fixed.get("glc"))))
+    w.set("nv", int(bool(m.get("nv"))))
+
+
+def _mods_dpp(plan: _Plan, inst: Inst, st: _State) -> None:
+    m = inst.modifiers
+    x = st.extra
+    x = DPP["dpp_ctrl"].put(x, int(m.get("dpp_ctrl", 0xE4)))
+    x = DPP["row_mask"].put(x, _check_range(int(m.get("row_mask", 0xF)), 0, 15, "row_mask"))
+    x = DPP["bank_mask"].put(x, _check_range(int(m.get("bank_mask", 0xF)), 0, 15,
+                                             "bank_mask"))
+    x = DPP["bound_ctrl"].put(x, int(bool(m.get("bound_ctrl"))))
+    ops = inst.operands
+    for i, s in enumerate(plan.form.operands):
+        op = ops[i] if i < len(ops) else None
+        if isinstance(op, Mod) and s.name in ("src0", "vsrc1"):
+            k = 0 if s.name == "src0" else 1
+            x = DPP[f"src{k}_neg"].put(x, int(op.neg))
+            x = DPP[f"src{k}_abs"].put(x, int(op.abs))
+    st.extra = x
+
+
+def _mods_sdwa(plan: _Plan, inst: Inst, st: _State) -> None:
+    m = inst.modifiers
+    ops = inst.operands
+    x = st.extra
+    if plan.form.format != "VOPC":
+        x = SDWA["dst_sel"].put(x, _sel(m.get("dst_sel", "DWORD"), SDWA_SEL, "dst_sel"))
+        x = SDWA["dst_unused"].put(x, _sel(m.get("dst_unused", "UNUSED_PRESERVE"),
+                                           SDWA_UNUSED, "dst_unused"))
+        x = SDWA["omod"].put(x, int(m.get("omod", 0)))
+    else:
+        dst = ops[0] if ops else None
+        if not (isinstance(dst, Special) and dst.name == "vcc"):
+            x = SDWA["sd"].put(x, 1)
+            x = SDWA["sdst"].put(x, _scalar(dst, "sdst"))
+    x = SDWA["clamp"].put(x, int(bool(m.get("clamp"))))
+    x = SDWA["src0_sel"].put(x, _sel(m.get("src0_sel", "DWORD"), SDWA_SEL, "src0_sel"))
+    x = SDWA["src1_sel"].put(x, _sel(m.get("src1_sel", "DWORD"), SDWA_SEL, "src1_sel"))
+    for i, s in enumerate(plan.form.operands):
+        op = ops[i] if i < len(ops) else None
+        if isinstance(op, Mod) and s.name in ("src0", "vsrc1"):
+            k = 0 if s.name == "src0" else 1
+            x = SDWA[f"src{k}_neg"].put(x, int(op.neg))
+            x = SDWA[f"src{k}_abs"].put(x, int(op.abs))
+            x = SDWA[f"src{k}_sext"].put(x, int(op.sext))
+    st.extra = x
+
+
+# ---------------------------------------------------------------------- values
 
 
 def _sel(value, names: list[str], what: str) -> int:
@@ -494,9 +675,6 @@ def _aligned(op: Operand, align: int, what: str) -> int:
     if op.index % align:
         raise EncodeError(f"{what}: {op} must start at a multiple of {align}")
     return op.index
-
-
-_PREFIX_CACHE: dict[str, int] = {}
 
 
 def _scale_prefix_opcode(form: Form) -> int:
