@@ -159,3 +159,57 @@ def test_chained_mfma_and_valu_read(target):
             want[ln, r] = d[4 * (ln // 16) + r, ln % 16]
     want[:, 0] *= 2
     np.testing.assert_allclose(out, want, rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_buffers_atomics_lds_atomics_and_dynamic_scratch(target):
+    a = rng.integers(0, 1000, 64, dtype=np.uint32)
+    cnt = np.zeros(4, np.uint32)
+    out = np.zeros((64, 8), np.uint32)
+    launch(code_object("memory", target), "memory", grid=1, block=64,
+           args=[out, a, cnt, 100], backend="emu")
+    ids = np.arange(64)
+    ext = np.concatenate([a, np.zeros(2, np.uint32)])
+    # num_records = 100 bytes: dword k of a lane is in range if its offset (soffset excluded)
+    # is below 100.
+    assert np.array_equal(out[:, 0], np.where(4 * ids < 100, a, 0))
+    assert np.array_equal(out[:, 1], np.where(4 * ids < 100, ext[ids + 1], 0))
+    assert np.array_equal(out[:, 2], np.where(4 * ids + 4 < 100, ext[ids + 2], 0))
+    assert np.array_equal(out[:, 3], ids)                    # atomic add, lane order
+    assert np.array_equal(out[:, 4], (ids >= 2).astype(np.uint32))   # cmpswap 0 -> id
+    assert np.array_equal(out[:, 5], ids * (ids - 1) // 2)   # LDS atomic add (prefix sums)
+    assert np.array_equal(out[:, 6], (ids & 15) * ids)       # private array
+    loaded = np.where(4 * ids < 100, a, 0)
+    assert np.array_equal(out[:, 7], np.concatenate([[0], np.maximum.accumulate(loaded)[:-1]]))
+    assert list(cnt[:3]) == [64, loaded.max(), 1]
+
+
+@pytest.mark.filterwarnings("ignore::RuntimeWarning")   # f16 data read as f64/i8 too
+@pytest.mark.parametrize("target", TARGETS)
+def test_mixed_mfma_shapes_pass_the_hazard_checks(target):
+    a = rng.normal(size=512).astype(np.float16)
+    out = np.zeros((64, 16), np.float32)
+    res = launch(code_object("mfma_mix", target), "mfma_mix", grid=1, block=64,
+                 args=[out, a], backend="emu")
+    assert res.stats.wave_instructions > 20
+
+
+def test_cdna4_lane_swaps_and_scaled_conversions():
+    x = rng.integers(0, 100, 64, dtype=np.uint32)
+    y = x + 1000
+    out = np.zeros((64, 16), np.uint32)
+    launch(code_object("cdna4", "gfx950"), "cdna4", grid=1, block=64, args=[out, x],
+           backend="emu")
+    assert np.array_equal(out[:, 0], np.concatenate([x[:32], y[:32]]))
+    assert np.array_equal(out[:, 1], np.concatenate([x[32:], y[32:]]))
+    rows = [slice(0, 16), slice(16, 32), slice(32, 48), slice(48, 64)]
+    want16 = np.concatenate([x[rows[0]], y[rows[0]], x[rows[2]], y[rows[2]]])
+    assert np.array_equal(out[:, 2], want16)
+    fx = x.astype(np.float32)
+    from asterism.emu import numerics as nx
+
+    lo = nx.encode(fx / 4, nx.E4M3FN).astype(np.uint32)
+    hi = nx.encode(-fx / 4, nx.E4M3FN).astype(np.uint32)
+    assert np.array_equal(out[:, 3], (lo | hi << 8) << 16)
+    back = nx.decode(lo, nx.E4M3FN).astype(np.float32) * 4
+    assert np.array_equal(out[:, 4].view(np.float32), back)

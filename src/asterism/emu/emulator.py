@@ -101,7 +101,7 @@ class Emulator:
     def __init__(self, target: str | Target = "gfx942", memory: DeviceMemory | None = None, *,
                  sanitizer: bool = True, hazards: bool | None = None,
                  strict_store_data: bool = False, instruction_budget: int = 10_000_000,
-                 max_batch_waves: int = 4096):
+                 max_batch_waves: int = 4096, dynamic_stack: int = 1024):
         self.target = get_target(target)
         self.memory = memory if memory is not None else DeviceMemory()
         self.sanitizer = sanitizer
@@ -109,6 +109,7 @@ class Emulator:
         self.strict_store_data = strict_store_data
         self.instruction_budget = instruction_budget
         self.max_batch_waves = max_batch_waves
+        self.dynamic_stack = dynamic_stack
         self._cache: dict = {}
         self._checker = HazardChecker(self.target.name) if self.hazards else None
 
@@ -257,6 +258,9 @@ class Emulator:
         wg_ids = np.stack([lin % grid3[0], (lin // grid3[0]) % grid3[1],
                            lin // (grid3[0] * grid3[1])], axis=1).astype(np.int64)
         priv = kd.private_segment_fixed_size
+        if kd.kernel_code_properties.uses_dynamic_stack:
+            # Dynamic allocas / recursion: the runtime gives each lane more than the fixed size.
+            priv += self.dynamic_stack
         ctx = LaunchInfo(
             kernel=kernel, target=self.target.name, memory=self.memory,
             lds=np.zeros((n_wg, max(lds_size, 16) + 16), np.uint8), lds_size=lds_size,
