@@ -213,3 +213,21 @@ def test_cdna4_lane_swaps_and_scaled_conversions():
     assert np.array_equal(out[:, 3], (lo | hi << 8) << 16)
     back = nx.decode(lo, nx.E4M3FN).astype(np.float32) * 4
     assert np.array_equal(out[:, 4].view(np.float32), back)
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_direct_to_lds_loads(target):
+    a = rng.integers(0, 2 ** 32, 256, dtype=np.uint32)
+    out = np.zeros((64, 2), np.uint32)
+    launch(code_object("lds_dma", target), "lds_dma", grid=1, block=64, args=[out, a],
+           backend="emu")
+    assert np.array_equal(out[:, 0], a[:64][::-1])
+    assert np.array_equal(out[:, 1], a[:64][::-1])
+
+
+def test_direct_to_lds_loads_128_bit_gfx950():
+    a = rng.integers(0, 2 ** 31, (64, 4), dtype=np.uint32)
+    out = np.zeros((64, 4), np.uint32)
+    launch(code_object("lds_dma_x4", "gfx950"), "lds_dma_x4", grid=1, block=64,
+           args=[out, a], backend="emu")
+    assert np.array_equal(out, 2 * a)
