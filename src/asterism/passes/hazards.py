@@ -1,0 +1,525 @@
+"""The hazards pass: the minimal `s_nop`s the target's wait-state rules require.
+
+Some dependencies are not interlocked by the hardware: the consumer must come enough *wait
+states* after the producer (each instruction in between provides one, `s_nop N` provides
+N + 1). The rules are data, per target, in `asterism.target.hazards` (LLVM 22's
+GCNHazardRecognizer and the CDNA3/CDNA4 ISA tables); the emulator's sanitizer checks the same
+table at run time, with the same operand roles and register numbering, so a kernel this pass
+fixed runs clean under the sanitizer.
+
+For every instruction the pass finds, per rule, the most recent producer of each linked
+register (and the most recent instruction of a producer class, for rules with no register)
+and counts the wait states already in between; if some rule lacks wait states it inserts
+`s_nop`s right before the consumer (16 wait states at most per s_nop), which also move every
+later consumer further away. Across blocks it runs a forward fixpoint over the CFG: at a
+join every producer that reaches it on some path counts, at the smallest distance
+(conservative), so loops get the nops their back edges need. Inserted nops only grow, so the
+outer loop (analysis, then nops) terminates.
+
+`hazards{check-only=1}` (also `asterism hazards FILE`) inserts nothing and reports every
+violation of hand-written code with its PC, the producer and the rule; the pass then fails
+(exit code 1 on the command line).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from xdsl.dialects.builtin import IntegerAttr
+from xdsl.ir import Block, Operation
+
+from asterism.errors import AsterismError, VerifyError
+from asterism.ir.match import immediate_of
+from asterism.ir.ops import BranchOp, EndKernelOp, InstructionOp, KernelOp, SOPPOp
+from asterism.ir.types import RegisterType, SpecialRegType
+from asterism.ir.verify import error_at, op_location
+from asterism.isa import get_isa
+from asterism.passes.machine import (
+    KEY_SGPR,
+    Key,
+    MachineKernel,
+    implicit_names,
+    is_fixed_register,
+    kernel_cfg,
+    kernels_of,
+    module_target,
+    special_keys,
+)
+from asterism.passes.pipeline import register_pass
+from asterism.target.hazards import HazardRule, InstFacts, instruction_classes, rules_for
+
+KEY_HWREG = 2000  # hardware registers of s_setreg/s_getreg (as the emulator numbers them)
+_EXEC_KEYS = special_keys("exec")
+_VCC_KEYS = special_keys("vcc")
+_M0_KEYS = special_keys("m0")
+_LINK_KEYS = {"exec": _EXEC_KEYS, "vcc": _VCC_KEYS, "m0": _M0_KEYS}
+NOP_MAX = 16  # wait states of the largest s_nop (s_nop 15)
+
+
+def _rng(keys: list[Key] | tuple[Key, ...]) -> tuple[int, int]:
+    return (min(keys), len(keys)) if keys else (0, 0)  # type: ignore[type-var]
+
+
+def _file_keys(regs: str, keys: list[Key]) -> tuple[Key, ...]:
+    if regs == "vgpr":
+        return tuple(k for k in keys if k < KEY_SGPR)
+    if regs == "sgpr":
+        return tuple(k for k in keys if KEY_SGPR <= k < KEY_SGPR + 128)
+    if regs in _LINK_KEYS:
+        return tuple(k for k in keys if k in _LINK_KEYS[regs])
+    if regs == "hwreg":
+        return tuple(k for k in keys if k >= KEY_HWREG)
+    return ()
+
+
+def hazard_facts(mk: MachineKernel, op: Operation) -> tuple[InstFacts, dict[str, list[Key]]]:
+    """Hazard classes of an instruction and the register keys of each operand role (the
+    roles of `asterism.target.hazards`, computed as the emulator's checker does)."""
+    roles: dict[str, list[Key]] = {}
+    inst = mk.instruction(op)
+    if inst is None:
+        return InstFacts(frozenset(), {}, None, "", 0), roles
+
+    def add(role: str, keys) -> None:
+        roles.setdefault(role, []).extend(keys)
+
+    if isinstance(op, InstructionOp):
+        match = mk.match(op)
+        form, specs, args, mods = match.form, match.specs, list(op.args), op.mods
+    else:
+        form = next(f for f in inst.forms)
+        specs, args, mods = (), [], {}
+    by_name: dict[str, list[Key]] = {}
+    data_bits = 0
+    soffset_reg = False
+    for spec, arg in zip(specs, args):
+        keys = mk.keys(arg)
+        by_name[spec.name] = list(keys)
+        if spec.role == "def":
+            add("def", keys)
+            if spec.tied:
+                add("use", keys)
+        else:
+            add("use", keys)
+        name = spec.name
+        if name in ("data", "data0", "data1", "vdata") and spec.role == "use":
+            add("data", keys)
+            data_bits += 32 * len(keys)
+        if name == "soffset" and isinstance(arg.type, RegisterType | SpecialRegType):
+            soffset_reg = True
+        if name in ("src0", "src1") and spec.role == "use":
+            add("src01", keys)
+        if name == "src0":
+            add("src0", keys)
+        t = arg.type
+        if spec.role == "use" and isinstance(t, SpecialRegType) and \
+                t.reg_name.startswith("exec"):
+            add("exec_read", keys)
+    add("touch", roles.get("use", []) + roles.get("def", []))
+    imp_uses, imp_defs = implicit_names(inst)
+    sgpr_use = [k for k in roles.get("use", []) if not isinstance(k, tuple)
+                and KEY_SGPR <= k < KEY_SGPR + 128]
+    if "vcc" in imp_uses:
+        sgpr_use += list(_VCC_KEYS)
+    add("sgpr_use", sgpr_use)
+    mnem = inst.mnemonic
+    classes = instruction_classes(mnem, inst.unit, inst.flags, form.enc, mods, data_bits,
+                                  soffset_reg)
+    if "mfma" in classes:
+        if mnem.startswith("v_smfmac"):
+            add("srcC", roles.get("def", []))
+        else:
+            add("srcC", by_name.get("src2", []))
+        add("srcAB", by_name.get("src0", []) + by_name.get("src1", []))
+    if mnem in ("v_readlane_b32", "v_writelane_b32"):
+        add("lane_select", by_name.get("src1", []))
+    defs = set(roles.get("def", []))
+    for name in imp_defs:
+        defs.update(special_keys(name))
+    add("exec_def", [k for k in _EXEC_KEYS if k in defs])
+    add("vcc_def", [k for k in _VCC_KEYS if k in defs])
+    add("m0_def", [k for k in _M0_KEYS if k in defs])
+    if mnem.startswith(("s_setreg", "s_getreg")):
+        add("hwreg", [KEY_HWREG + (_simm16(op, specs) & 0x3F)])
+    ws = 1
+    if mnem == "s_nop":
+        ws = (_simm16(op, specs) & 0xF) + 1
+    return InstFacts(classes, {}, inst.passes, mnem, ws), roles
+
+
+def _simm16(op: Operation, specs) -> int:
+    if not isinstance(op, InstructionOp):
+        return 0
+    for spec, arg in zip(specs, op.args):
+        if spec.name == "simm16":
+            value, _t, _lit = immediate_of(arg)
+            return int(value or 0)
+    return 0
+
+
+# ---------------------------------------------------------------------------- per op
+
+
+@dataclass
+class _Prepared:
+    """What the pass needs of one op, computed once (mirrors the emulator's checker)."""
+
+    op: Operation
+    index: int
+    facts: InstFacts
+    checks: list[tuple[HazardRule, tuple[Key, ...], tuple[int, int]]]
+    records: list[tuple[str, tuple[Key, ...], tuple[int, int]]]
+    class_records: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class Event:
+    """A producer: its clock (wait states from the block start), op index and range."""
+
+    clock: int
+    index: int
+    rng: tuple[int, int]
+
+
+@dataclass
+class HazardState:
+    """The producers that may reach a point: per register key and role, and per class."""
+
+    events: dict[Key, dict[str, frozenset[Event]]] = field(default_factory=dict)
+    last_class: dict[str, frozenset[Event]] = field(default_factory=dict)
+
+    def shifted(self, delta: int, horizon: int) -> HazardState:
+        """The state with every clock moved by `delta`, without events older than
+        `horizon` wait states (no rule can see them)."""
+        out = HazardState()
+        for key, roles in self.events.items():
+            kept: dict[str, frozenset[Event]] = {}
+            for role, evs in roles.items():
+                moved = frozenset(Event(e.clock + delta, e.index, e.rng) for e in evs
+                                  if -(e.clock + delta) <= horizon)
+                if moved:
+                    kept[role] = moved
+            if kept:
+                out.events[key] = kept
+        for c, evs in self.last_class.items():
+            moved = frozenset(Event(e.clock + delta, e.index, e.rng) for e in evs
+                              if -(e.clock + delta) <= horizon)
+            if moved:
+                out.last_class[c] = moved
+        return out
+
+    def join(self, other: HazardState) -> bool:
+        """Union with `other` (same clock origin); True if this state grew."""
+        changed = False
+        for key, roles in other.events.items():
+            mine = self.events.setdefault(key, {})
+            for role, evs in roles.items():
+                cur = mine.get(role)
+                if cur is None or not evs <= cur:
+                    mine[role] = evs if cur is None else cur | evs
+                    changed = True
+        for c, evs in other.last_class.items():
+            cur = self.last_class.get(c)
+            if cur is None or not evs <= cur:
+                self.last_class[c] = evs if cur is None else cur | evs
+                changed = True
+        return changed
+
+    def copy(self) -> HazardState:
+        """An independent copy."""
+        return HazardState({k: dict(v) for k, v in self.events.items()}, dict(self.last_class))
+
+
+@dataclass
+class Violation:
+    """A consumer that comes too soon after a producer."""
+
+    consumer: Operation
+    producer: Operation
+    rule: HazardRule
+    have: int
+    need: int
+    pc: int | None = None
+    kernel: str = ""
+    consumer_text: str = ""
+    producer_text: str = ""
+    producer_pc: int | None = None
+
+    def message(self) -> str:
+        """One line for people: where, what, which rule, the s_nop that fixes it."""
+        missing = self.need - self.have
+        nops = ", ".join(f"s_nop {n - 1}" for n in _nop_chunks(missing))
+        where = f"pc 0x{self.pc:x}" if self.pc is not None else "?"
+        loc = op_location(self.consumer)
+        src = f"{loc}: " if loc else ""
+        prod = f"`{self.producer_text}`" + (f" (pc 0x{self.producer_pc:x})"
+                                            if self.producer_pc is not None else "")
+        return (f"{src}{self.kernel} {where}: `{self.consumer_text}` comes {self.have} wait "
+                f"states after {prod} but needs {self.need} ({self.rule.name}: "
+                f"{self.rule.doc}) - insert {nops}")
+
+
+class HazardViolations(AsterismError):
+    """Raised by `hazards{check-only=1}`: the hand-written code misses wait states."""
+
+    def __init__(self, violations: list[Violation]):
+        self.violations = violations
+        lines = [v.message() for v in violations]
+        super().__init__(f"{len(violations)} hazard violation"
+                         f"{'s' if len(violations) != 1 else ''}:\n" + "\n".join(lines))
+
+
+def _nop_chunks(states: int) -> list[int]:
+    """Wait states per s_nop to provide `states` (16 at most each)."""
+    out = []
+    while states > 0:
+        out.append(min(states, NOP_MAX))
+        states -= out[-1]
+    return out
+
+
+class _KernelHazards:
+    """The hazards pass on one kernel."""
+
+    def __init__(self, kernel: KernelOp):
+        self.kernel = kernel
+        target = module_target(kernel)
+        self.mk = MachineKernel(kernel, get_isa(target))
+        self.rules = rules_for(target)
+        self.producer_roles = {(r.producer, r.produces) for r in self.rules}
+        self.horizon = max(max([r.wait_states, *(w for _p, w in r.by_passes)])
+                           for r in self.rules) + 1
+        self.cfg = kernel_cfg(kernel)
+        self.prepared: dict[Block, list[_Prepared]] = {}
+        self.ops: list[Operation] = []
+        self.facts: list[InstFacts] = []
+        for block in self.cfg.blocks:
+            items = []
+            for op in block.ops:
+                if isinstance(op, InstructionOp | BranchOp | EndKernelOp):
+                    for value in (*op.operands, *op.results):
+                        if not is_fixed_register(value):
+                            raise error_at(op, "the hazards pass needs fixed registers: run "
+                                               "register allocation first (--pipeline "
+                                               "regalloc,hazards)")
+                    items.append(self._prepare(op))
+            self.prepared[block] = items
+        self.nops: dict[int, int] = {}
+
+    def _prepare(self, op: Operation) -> _Prepared:
+        facts, roles = hazard_facts(self.mk, op)
+        index = len(self.ops)
+        self.ops.append(op)
+        self.facts.append(facts)
+        checks = []
+        for rule in self.rules:
+            if rule.consumer not in facts.classes or facts.classes & set(rule.consumer_not):
+                continue
+            if rule.regs == "none":
+                checks.append((rule, (), (0, 0)))
+                continue
+            if rule.consumes == "none":
+                keys = _LINK_KEYS.get(rule.regs, ())
+            else:
+                keys = _file_keys(rule.regs, roles.get(rule.consumes, []))
+            if keys:
+                checks.append((rule, tuple(keys), _rng(keys)))
+        records = []
+        seen = set()
+        # Every write is recorded, whatever the class, so only the latest writer counts.
+        for role in ("def", "exec_def", "vcc_def", "m0_def"):
+            keys = roles.get(role, [])
+            if keys:
+                seen.add(role)
+                records.append((role, tuple(keys), _rng(keys)))
+        for cls, role in sorted(self.producer_roles):
+            if cls in facts.classes and role not in seen and role != "none":
+                keys = roles.get(role, [])
+                if keys:
+                    seen.add(role)
+                    records.append((role, tuple(keys), _rng(keys)))
+        class_records = tuple(sorted(c for c, role in self.producer_roles
+                                     if role == "none" and c in facts.classes))
+        return _Prepared(op, index, facts, checks, records, class_records)
+
+    # ------------------------------------------------------------------ transfer
+
+    def _missing(self, st: HazardState, p: _Prepared, now: int,
+                 worst: list | None = None) -> int:
+        """Wait states `p` lacks at clock `now` (0 if none); `worst` collects violations."""
+        need_max = 0
+        for rule, keys, rng in p.checks:
+            if rule.regs == "none":
+                candidates = st.last_class.get(rule.producer, frozenset())
+            else:
+                candidates = frozenset().union(*(st.events.get(k, {}).get(rule.produces,
+                                                                          frozenset())
+                                                 for k in keys))
+            for ev in candidates:
+                pf = self.facts[ev.index]
+                if rule.producer not in pf.classes or pf.classes & set(rule.producer_not):
+                    continue
+                if rule.same_opcode is not None and \
+                        (pf.mnemonic == p.facts.mnemonic) != rule.same_opcode:
+                    continue
+                if rule.overlap != "any" and (rule.overlap == "exact") != (ev.rng == rng):
+                    continue
+                need = rule.waits_for(pf.passes)
+                have = now - ev.clock - 1
+                if have < need:
+                    need_max = max(need_max, need - have)
+                    if worst is not None:
+                        worst.append(Violation(p.op, self.ops[ev.index], rule, have, need))
+        return need_max
+
+    def _record(self, st: HazardState, p: _Prepared, now: int) -> None:
+        for role, keys, rng in p.records:
+            ev = frozenset((Event(now, p.index, rng),))
+            for k in keys:
+                roles = st.events.get(k)
+                if roles is None:
+                    st.events[k] = {role: ev}
+                else:
+                    roles[role] = ev
+        for c in p.class_records:
+            st.last_class[c] = frozenset((Event(now, p.index, (0, 0)),))
+
+    def transfer(self, block: Block, st: HazardState, needs: dict[int, int] | None = None,
+                 violations: list | None = None) -> tuple[HazardState, int]:
+        """Walk `block` from state `st` (clock 0 at its start) with the current nops;
+        `needs` collects the wait states each op lacks. Returns (state, end clock)."""
+        now = 0
+        for p in self.prepared[block]:
+            now += self.nops.get(p.index, 0)
+            if p.checks and (needs is not None or violations is not None):
+                missing = self._missing(st, p, now, violations)
+                if missing and needs is not None:
+                    needs[p.index] = missing
+            self._record(st, p, now)
+            now += p.facts.wait_states
+        return st, now
+
+    def fixpoint(self) -> dict[Block, HazardState]:
+        """Entry states of every block for the current nops."""
+        order = self.cfg.rpo()
+        rank = {b: i for i, b in enumerate(order)}
+        entry = {b: HazardState() for b in order}
+        pending = set(order[:1])
+        while pending:
+            block = min(pending, key=rank.__getitem__)
+            pending.discard(block)
+            st, end = self.transfer(block, entry[block].copy())
+            out = st.shifted(-end, self.horizon)
+            for succ in self.cfg.succs[block]:
+                if entry[succ].join(out):
+                    pending.add(succ)
+        return entry
+
+    # ------------------------------------------------------------------ run
+
+    def insert(self) -> int:
+        """Insert the nops; returns the wait states added."""
+        for _round in range(64):
+            entry = self.fixpoint()
+            needs: dict[int, int] = {}
+            for block in self.cfg.blocks:
+                self.transfer(block, entry[block].copy(), needs)
+            if not needs:
+                break
+            for index, missing in needs.items():
+                self.nops[index] = self.nops.get(index, 0) + missing
+        total = 0
+        for index, states in self.nops.items():
+            op = self.ops[index]
+            block = op.parent_block()
+            assert block is not None
+            for chunk in _nop_chunks(states):
+                nop = _s_nop(chunk - 1, op)
+                block.insert_op_before(nop, op)
+            total += states
+        return total
+
+    def check(self) -> list[Violation]:
+        """Violations of the code as written (nothing inserted)."""
+        entry = self.fixpoint()
+        found: list[Violation] = []
+        for block in self.cfg.blocks:
+            self.transfer(block, entry[block].copy(), None, found)
+        # One report per consumer and rule: the closest producer.
+        best: dict[tuple[int, str], Violation] = {}
+        for v in found:
+            key = (id(v.consumer), v.rule.name)
+            if key not in best or v.need - v.have > best[key].need - best[key].have:
+                best[key] = v
+        return list(best.values())
+
+
+def _s_nop(n: int, where: Operation) -> SOPPOp:
+    from xdsl.dialects.arith import ConstantOp
+    from xdsl.dialects.builtin import i32
+
+    const = ConstantOp(IntegerAttr(n, i32))
+    block = where.parent_block()
+    assert block is not None
+    block.insert_op_before(const, where)
+    op = SOPPOp("s_nop", [const.result], [])
+    op.location = where.location
+    return op
+
+
+# ---------------------------------------------------------------------------- entry points
+
+
+def insert_nops(module: Operation) -> int:
+    """Insert the s_nops every kernel of `module` needs (in place); returns wait states."""
+    return sum(_KernelHazards(k).insert() for k in kernels_of(module))
+
+
+def check_hazards(module: Operation) -> list[Violation]:
+    """The hazard violations of `module` as written, with PCs (kernel-relative)."""
+    from asterism.ir.to_mc import lower_module
+    from asterism.mc.encoder import inst_size
+
+    out: list[Violation] = []
+    kernels = kernels_of(module)
+    per_kernel = [(k, _KernelHazards(k).check()) for k in kernels]
+    if not any(v for _k, v in per_kernel):
+        return []
+    mc = lower_module(module)
+    for (kernel, violations), mck in zip(per_kernel, mc.kernels):
+        pcs: dict[Operation, tuple[int, str]] = {}
+        insts = [item for item in mck.body if hasattr(item, "mnemonic")]
+        ops = [op for block in kernel.body.blocks for op in block.ops
+               if isinstance(op, InstructionOp | BranchOp | EndKernelOp)]
+        pc = 0
+        for op, inst in zip(ops, insts):
+            pcs[op] = (pc, str(inst))
+            pc += inst_size(inst)
+        for v in violations:
+            v.kernel = kernel.kernel_name
+            v.pc, v.consumer_text = pcs.get(v.consumer, (None, v.consumer.name))
+            v.producer_pc, v.producer_text = pcs.get(v.producer, (None, v.producer.name))
+        out += sorted(violations, key=lambda v: (v.pc or 0, v.rule.name))
+    return out
+
+
+@register_pass("hazards", "insert the minimal s_nops the target's wait-state rules need "
+                          "(check-only=1: report violations instead)")
+def hazards_pass(module: Operation, **options: str) -> None:
+    """Pipeline entry of the hazards pass."""
+    check_only = False
+    for key, value in options.items():
+        if key.replace("_", "-") == "check-only" and value in ("0", "1", "true", "false"):
+            check_only = value in ("1", "true")
+        else:
+            raise VerifyError(f"hazards: bad option {key}={value} (options: check-only=0|1)")
+    if check_only:
+        violations = check_hazards(module)
+        if violations:
+            raise HazardViolations(violations)
+        return
+    insert_nops(module)
+
+
+__all__ = ["Event", "HazardState", "HazardViolations", "Violation", "check_hazards",
+           "hazard_facts", "hazards_pass", "insert_nops"]

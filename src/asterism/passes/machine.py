@@ -1,0 +1,276 @@
+"""Machine-level view of a kernel for the waits and hazards passes: CFG and register keys.
+
+Registers are named by integer keys, the same numbering as the emulator's sanitizer
+(`v`N -> N, `a`N -> 256 + N, `s`N -> 1024 + N with the named scalar registers at their
+encoding (vcc 1130/1131, m0 1148, exec 1150/1151), scc -> 1200). A relocatable register
+(before register allocation) has no number: its keys are `(root, i)` tuples, where `root`
+identifies the chain of destination-passing values that share the register (an
+`amdgcn.alloca` and every result that returns it).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+
+from xdsl.ir import Block, Operation, SSAValue
+
+from asterism.ir.abi import KernelLayout, compute_layout
+from asterism.ir.match import Match
+from asterism.ir.ops import (
+    ABI_VALUE_OPS,
+    BranchOp,
+    EndKernelOp,
+    FallthroughOp,
+    InstructionOp,
+    KernelOp,
+    SOPPOp,
+)
+from asterism.ir.types import RegisterType, SpecialRegType
+from asterism.ir.verify import match_instruction
+from asterism.isa import Instruction, IsaDatabase
+from asterism.isa.syntax import NAMED_PAIR_CODES, NAMED_SCALAR_CODES
+
+KEY_AGPR = 256
+KEY_SGPR = 1024
+KEY_SCC = 1200
+Key = int | tuple
+
+# Named registers the register keys track (implicit operands of the ISA database included).
+_SPECIAL_ALIASES = {"src_vccz": "vcc", "vccz": "vcc", "src_execz": "exec", "execz": "exec",
+                    "src_scc": "scc", "flat_scr": "flat_scratch"}
+
+
+def special_keys(name: str) -> tuple[int, ...]:
+    """Keys of a named scalar register (vcc, exec_lo, m0, scc...); () for constants."""
+    name = _SPECIAL_ALIASES.get(name, name)
+    if name == "scc":
+        return (KEY_SCC,)
+    if name in NAMED_PAIR_CODES and NAMED_PAIR_CODES[name] < 128:
+        base = KEY_SGPR + NAMED_PAIR_CODES[name]
+        return (base, base + 1)
+    code = NAMED_SCALAR_CODES.get(name)
+    if code is not None and code < 128 and name != "null":
+        return (KEY_SGPR + code,)
+    return ()
+
+
+def key_name(key: Key) -> str:
+    """Assembly-like name of a key (v5, a3, s7, vcc_lo, m0, scc, or %reg[i])."""
+    if isinstance(key, tuple):
+        return f"%{key[0].split('#')[0]}[{key[1]}]"
+    if key < KEY_AGPR:
+        return f"v{key}"
+    if key < KEY_SGPR:
+        return f"a{key - KEY_AGPR}"
+    if key == KEY_SCC:
+        return "scc"
+    s = key - KEY_SGPR
+    for name, code in NAMED_SCALAR_CODES.items():
+        if code == s and code < 128:
+            return name
+    return f"s{s}"
+
+
+# ---------------------------------------------------------------------------- CFG
+
+
+@dataclass
+class KernelCfg:
+    """The blocks of a kernel with their successors and predecessors."""
+
+    blocks: list[Block]
+    succs: dict[Block, list[Block]]
+    preds: dict[Block, list[Block]]
+
+    def rpo(self) -> list[Block]:
+        """Blocks in reverse post-order from the entry (unreachable blocks appended)."""
+        seen: set[Block] = set()
+        order: list[Block] = []
+
+        def visit(b: Block) -> None:
+            stack: list[tuple[Block, Iterator[Block]]] = [(b, iter(self.succs[b]))]
+            seen.add(b)
+            while stack:
+                node, it = stack[-1]
+                nxt = next(it, None)
+                if nxt is None:
+                    order.append(node)
+                    stack.pop()
+                elif nxt not in seen:
+                    seen.add(nxt)
+                    stack.append((nxt, iter(self.succs[nxt])))
+
+        if self.blocks:
+            visit(self.blocks[0])
+        out = order[::-1]
+        out += [b for b in self.blocks if b not in seen]
+        return out
+
+
+def kernel_cfg(kernel: KernelOp) -> KernelCfg:
+    """Control flow between the blocks of a kernel (branches, fall-through, end)."""
+    blocks = list(kernel.body.blocks)
+    succs: dict[Block, list[Block]] = {}
+    for i, block in enumerate(blocks):
+        last = block.last_op
+        if isinstance(last, BranchOp):
+            out = list(last.targets)
+        elif isinstance(last, FallthroughOp):
+            out = [last.dest]
+        elif isinstance(last, EndKernelOp) or (
+                isinstance(last, SOPPOp) and last.mnemonic_text == "s_endpgm"):
+            out = []
+        else:
+            out = [blocks[i + 1]] if i + 1 < len(blocks) else []
+        succs[block] = list(dict.fromkeys(out))
+    preds: dict[Block, list[Block]] = {b: [] for b in blocks}
+    for b, out in succs.items():
+        for s in out:
+            preds[s].append(b)
+    return KernelCfg(blocks, succs, preds)
+
+
+# ---------------------------------------------------------------------------- registers
+
+
+@dataclass
+class OpRegs:
+    """Registers an instruction op reads and writes (explicit and implicit operands)."""
+
+    uses: tuple[Key, ...]
+    defs: tuple[Key, ...]
+    explicit_defs: tuple[Key, ...]
+
+
+@dataclass
+class MachineKernel:
+    """A kernel with its layout, ISA, matched forms and register keys (computed lazily)."""
+
+    kernel: KernelOp
+    isa: IsaDatabase
+    layout: KernelLayout = field(init=False)
+    _matches: dict[Operation, Match] = field(default_factory=dict, init=False)
+    _roots: dict[SSAValue, SSAValue] = field(default_factory=dict, init=False)
+
+    def __post_init__(self) -> None:
+        self.layout = compute_layout(self.kernel)
+
+    def match(self, op: InstructionOp) -> Match:
+        """The database form of an instruction op (cached)."""
+        m = self._matches.get(op)
+        if m is None:
+            m = match_instruction(op, self.isa, self.layout)
+            self._matches[op] = m
+        return m
+
+    def instruction(self, op: Operation) -> Instruction | None:
+        """The ISA instruction of an instruction or branch op."""
+        if isinstance(op, InstructionOp):
+            return self.match(op).instruction
+        if isinstance(op, BranchOp):
+            found = self.isa.resolve(op.mnemonic_text)
+            return found[0] if found else None
+        if isinstance(op, EndKernelOp):
+            return self.isa.instructions.get("s_endpgm")
+        return None
+
+    def root(self, value: SSAValue) -> SSAValue:
+        """The first value of the destination-passing chain `value` belongs to."""
+        seen = []
+        v = value
+        while True:
+            if v in self._roots:
+                v = self._roots[v]
+                break
+            owner = v.owner
+            if isinstance(owner, InstructionOp) and v in owner.outs and v is not owner.token:
+                m = self.match(owner)
+                idx = list(owner.outs).index(v)
+                pos = m.def_positions[idx]
+                seen.append(v)
+                v = owner.args[pos]
+                continue
+            break
+        for s in seen:
+            self._roots[s] = v
+        return v
+
+    def keys(self, value: SSAValue) -> tuple[Key, ...]:
+        """Register keys of an operand value (() for immediates, tokens, off)."""
+        t = value.type
+        if isinstance(t, SpecialRegType):
+            return special_keys(t.reg_name)
+        if not isinstance(t, RegisterType):
+            return ()
+        if not t.is_fixed:
+            owner = value.owner
+            if isinstance(owner, ABI_VALUE_OPS):
+                fixed = self.layout.abi_register(owner)
+                if fixed is not None:
+                    t = fixed
+            if not t.is_fixed:
+                root = self.root(value)
+                label = f"{root.name_hint or t.KIND}#{id(root)}"
+                return tuple((label, i) for i in range(t.width))
+        base = {"v": 0, "a": KEY_AGPR, "s": KEY_SGPR}[t.KIND]
+        return tuple(range(base + t.first, base + t.first + t.width))
+
+    def regs(self, op: Operation) -> OpRegs:
+        """The registers `op` reads and writes (tied destinations are read too)."""
+        uses: list[Key] = []
+        defs: list[Key] = []
+        if isinstance(op, InstructionOp):
+            m = self.match(op)
+            for spec, arg in zip(m.specs, op.args):
+                ks = self.keys(arg)
+                if spec.role == "def":
+                    defs += ks
+                    if spec.tied:
+                        uses += ks
+                else:
+                    uses += ks
+        explicit = tuple(defs)
+        inst = self.instruction(op)
+        if inst is not None:
+            imp_uses, imp_defs = implicit_names(inst)
+            for name in imp_uses:
+                uses += special_keys(name)
+            for name in imp_defs:
+                defs += special_keys(name)
+        return OpRegs(tuple(dict.fromkeys(uses)), tuple(dict.fromkeys(defs)), explicit)
+
+
+def implicit_names(inst: Instruction) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """The implicit uses and defs of an instruction, as the emulator counts them.
+
+    The ISA database lists them per instruction (the union over its forms); when some form
+    names VCC as a fixed operand, VCC is dropped: the forms that read or write VCC show it
+    among their operands, and the VOP3 forms use an explicit SGPR pair instead."""
+    if not any(o.fixed == "vcc" for f in inst.forms for o in f.operands):
+        return tuple(inst.implicit_uses), tuple(inst.implicit_defs)
+    return (tuple(n for n in inst.implicit_uses if n != "vcc"),
+            tuple(n for n in inst.implicit_defs if n != "vcc"))
+
+
+def is_fixed_register(value: SSAValue) -> bool:
+    """True unless `value` is a relocatable register that is not an ABI input."""
+    t = value.type
+    if isinstance(t, RegisterType) and not t.is_fixed:
+        return isinstance(value.owner, ABI_VALUE_OPS)
+    return True
+
+
+def kernels_of(module: Operation) -> list[KernelOp]:
+    """Every amdgcn.kernel of a module, in order."""
+    return [op for op in module.walk() if isinstance(op, KernelOp)]
+
+
+def module_target(kernel: KernelOp) -> str:
+    """The target name of the amdgcn.module holding `kernel`."""
+    parent = kernel.parent_op()
+    while parent is not None and getattr(parent, "name", "") != "amdgcn.module":
+        parent = parent.parent_op()
+    if parent is None:
+        raise ValueError("kernel outside an amdgcn.module")
+    return parent.target_name  # type: ignore[attr-defined]
