@@ -207,6 +207,38 @@ def cmd_profile(args) -> int:
     return 0
 
 
+def cmd_hazards(args) -> int:
+    """Check hand-written code against the target's wait-state rules (exit 1 on violations)."""
+    from asterism import api
+    from asterism.cli import _read_text, _write_output
+    from asterism.passes.hazards import check_hazards
+
+    if args.input.endswith(".s"):
+        from asterism.ir import raise_module
+        from asterism.mc.parser import parse_asm
+
+        mc = parse_asm(_read_text(args.input), args.input, args.target)
+        for kernel in mc.kernels:
+            while kernel.body and not hasattr(kernel.body[-1], "mnemonic"):
+                kernel.body.pop()  # end labels (.Lfunc_end0) after s_endpgm
+        module = raise_module(mc)
+    else:
+        module = api.parse(_read_text(args.input), args.input)
+        if args.target:
+            api.retarget(module, args.target)
+    if args.pipeline:
+        module = api.optimize(module, args.pipeline)
+    violations = check_hazards(module)
+    text = "".join(v.message() + "\n" for v in violations)
+    _write_output(args.output, text)
+    if violations:
+        sys.stderr.write(f"{len(violations)} hazard violation"
+                         f"{'s' if len(violations) != 1 else ''}\n")
+        return 1
+    sys.stderr.write("no hazard violations\n")
+    return 0
+
+
 def register(sub, verb) -> None:
     """Add the verbs of this module to the `asterism` parser."""
     p = verb("profile", cmd_profile, "thread-trace a kernel on a real GPU (rocprofv3 --att)",
@@ -255,6 +287,18 @@ def register(sub, verb) -> None:
     p.add_argument("--save-dir", help="save output arrays there as NAME.npy")
     p.add_argument("--seed", type=int, default=0, help="seed for rand: arguments")
     p.add_argument("--json", action="store_true", help="machine-readable output")
+
+    p = verb("hazards", cmd_hazards, "report missing wait states (s_nop) in a kernel",
+             "Check every instruction against the target's required wait states "
+             "(asterism.target.hazards, the table the emulator's sanitizer uses) and list the "
+             "violations with their PC, the producing instruction, the rule and the s_nop that "
+             "fixes them; exit code 1 when there are any. The same check runs as the pipeline "
+             "pass hazards{check-only=1}; the pass without the option inserts the nops.")
+    p.add_argument("input", help="IR (.mlir) or assembly (.s) file")
+    p.add_argument("--target", help="override the target (gfx942, gfx950)")
+    p.add_argument("--pipeline", default="", help="passes to run before checking, e.g. "
+                                                  "'regalloc,waits'")
+    p.add_argument("-o", "--output", help="report file (default: stdout)")
 
     p = verb("trace", None, "thread-trace (ATT) analysis: report, plot",
              "Read a folder in rocprofv3's ATT decoder layout (a real capture or a modeled "
