@@ -1,0 +1,186 @@
+"""Instruction timing of one wave per target, from `target/data/timing.toml`.
+
+The data file documents every parameter and its source; this module only loads it and
+answers the questions a scheduler or a timing model asks:
+
+    tm = get_timing("gfx942")
+    cls = timing_class(isa.get("v_mfma_f32_16x16x16_f16"))      # "mfma"
+    tm.latency_of(inst)            # cycles until a dependent instruction may issue (16 + 4)
+    tm.occupancy_of(inst)          # cycles its execution unit stays busy (16)
+    tm.unit_of(cls)                # "xdl"
+
+Timing classes: salu, smem, valu, trans, mfma, ds_read, ds_write, vmem_read, vmem_write,
+branch (see `timing_class`). Execution units: salu, smem, valu (VALU and transcendentals),
+xdl (MFMA), lds, vmem, branch.
+"""
+
+from __future__ import annotations
+
+import tomllib
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from functools import cache
+from importlib import resources
+from typing import Any
+
+from asterism.errors import TargetError
+from asterism.isa import Instruction
+
+TIMING_CLASSES = ("salu", "smem", "valu", "trans", "mfma", "ds_read", "ds_write", "vmem_read",
+                  "vmem_write", "branch")
+# Which execution unit each class occupies (trans runs on the VALU at quarter rate).
+UNIT_OF_CLASS: dict[str, str] = {
+    "salu": "salu", "smem": "smem", "valu": "valu", "trans": "valu", "mfma": "xdl",
+    "ds_read": "lds", "ds_write": "lds", "vmem_read": "vmem", "vmem_write": "vmem",
+    "branch": "branch"}
+_FILE = "timing.toml"
+_TOP_KEYS = {"base", "issue_cycles", "clock_mhz", "latency", "occupancy", "mfma", "lds"}
+_MFMA_KEYS = {"cycles_per_pass", "dependent_extra", "result_extra"}
+_LDS_KEYS = {"bytes_per_cycle"}
+
+
+@dataclass(frozen=True)
+class MfmaTiming:
+    """MFMA timing: clocks per pass and the extra latency to dependent instructions."""
+
+    cycles_per_pass: int
+    dependent_extra: int  # MFMA reading the result as SrcC through the same registers
+    result_extra: int  # any other reader (VALU, DS, VMEM, MFMA SrcA/B)
+
+
+@dataclass(frozen=True)
+class TimingModel:
+    """Timing parameters of one target (all in shader-clock cycles of one wave)."""
+
+    target: str
+    issue_cycles: int
+    clock_mhz: int
+    latency: Mapping[str, int] = field(default_factory=dict)
+    occupancy: Mapping[str, int] = field(default_factory=dict)
+    mfma: MfmaTiming = MfmaTiming(4, 0, 4)
+    lds_bytes_per_cycle: int = 128
+
+    def unit_of(self, timing_cls: str) -> str:
+        """The execution unit a timing class occupies."""
+        return UNIT_OF_CLASS[timing_cls]
+
+    def mfma_cycles(self, inst: Instruction) -> int:
+        """Cycles an MFMA keeps the matrix core busy (passes * cycles_per_pass)."""
+        return (inst.passes or 1) * self.mfma.cycles_per_pass
+
+    def latency_of(self, inst: Instruction, *, srcc_forward: bool = False) -> int:
+        """Cycles from issuing `inst` until an instruction reading its result may issue;
+        `srcc_forward`: the reader is an MFMA taking the result as SrcC (same registers)."""
+        cls = timing_class(inst)
+        if cls == "mfma":
+            extra = self.mfma.dependent_extra if srcc_forward else self.mfma.result_extra
+            return self.mfma_cycles(inst) + extra
+        return self.latency[cls]
+
+    def occupancy_of(self, inst: Instruction, data_dwords: int = 1) -> int:
+        """Cycles `inst` keeps its execution unit busy; `data_dwords`: dwords per lane moved
+        by a DS instruction (wide LDS accesses are bandwidth bound)."""
+        cls = timing_class(inst)
+        if cls == "mfma":
+            return self.mfma_cycles(inst)
+        busy = self.occupancy[cls]
+        if cls in ("ds_read", "ds_write"):
+            # A wave64 moves 64 lanes * 4 bytes per dword through the LDS.
+            busy = max(busy, -(-64 * 4 * data_dwords // self.lds_bytes_per_cycle))
+        return busy
+
+    def nanoseconds(self, cycles: float) -> float:
+        """Cycles at the target's peak engine clock, in ns."""
+        return cycles * 1000.0 / self.clock_mhz
+
+
+def timing_class(inst: Instruction) -> str:
+    """The timing class of an instruction (see TIMING_CLASSES), from its ISA database unit,
+    flags and MFMA pass count."""
+    if inst.passes is not None:
+        return "mfma"
+    unit, flags = inst.unit, inst.flags
+    if unit == "trans":
+        return "trans"
+    if unit in ("valu", "mfma"):  # v_accvgpr_read/write/mov: VALU moves in the mfma unit
+        return "valu"
+    if unit in ("salu", "smem", "branch"):
+        return unit
+    if unit == "lds":
+        return "ds_write" if "may_store" in flags and "may_load" not in flags else "ds_read"
+    if unit == "vmem":
+        return "vmem_read" if "may_load" in flags or "lds_dma" in flags else "vmem_write"
+    raise TargetError(f"{inst.mnemonic}: no timing class for unit '{unit}'")
+
+
+def _merge(base: dict[str, Any], over: Mapping[str, Any]) -> dict[str, Any]:
+    out = dict(base)
+    for key, value in over.items():
+        if isinstance(value, Mapping) and isinstance(out.get(key), Mapping):
+            out[key] = _merge(dict(out[key]), value)
+        else:
+            out[key] = value
+    return out
+
+
+def _section(raw: dict[str, Any], name: str, seen: tuple[str, ...] = ()) -> dict[str, Any]:
+    if name not in raw or not isinstance(raw[name], dict):
+        raise TargetError(f"target/data/{_FILE}: no section [{name}] (targets: "
+                          f"{', '.join(k for k in raw if isinstance(raw[k], dict))})")
+    if name in seen:
+        raise TargetError(f"target/data/{_FILE}: [{name}] inherits from itself")
+    sec = dict(raw[name])
+    base = sec.pop("base", None)
+    if base is None:
+        return sec
+    return _merge(_section(raw, base, seen + (name,)), sec)
+
+
+def _check_keys(where: str, got: Mapping[str, Any], allowed: set[str]) -> None:
+    unknown = set(got) - allowed
+    if unknown:
+        raise TargetError(f"target/data/{_FILE} [{where}]: unknown keys {sorted(unknown)}")
+
+
+@cache
+def _raw() -> dict[str, Any]:
+    text = resources.files("asterism.target.data").joinpath(_FILE).read_text()
+    return tomllib.loads(text)
+
+
+def get_timing(target: str) -> TimingModel:
+    """The timing model of `target` ("gfx942", "gfx950", or a target ID with features)."""
+    from asterism.target import get_target
+
+    return _timing(get_target(target).name)
+
+
+@cache
+def _timing(name: str) -> TimingModel:
+    raw = _raw()
+    sec = _section(raw, name)
+    _check_keys(name, sec, _TOP_KEYS - {"base"})
+    where = f"{name}"
+    try:
+        latency = dict(sec["latency"])
+        occupancy = dict(sec["occupancy"])
+        mfma_raw = dict(sec["mfma"])
+        lds_raw = dict(sec["lds"])
+        issue, clock = int(sec["issue_cycles"]), int(sec["clock_mhz"])
+    except KeyError as err:
+        raise TargetError(f"target/data/{_FILE} [{where}]: missing key {err}") from None
+    _check_keys(f"{where}.mfma", mfma_raw, _MFMA_KEYS)
+    _check_keys(f"{where}.lds", lds_raw, _LDS_KEYS)
+    want = set(TIMING_CLASSES) - {"mfma"}
+    for table, what in ((latency, "latency"), (occupancy, "occupancy")):
+        _check_keys(f"{where}.{what}", table, want)
+        missing = want - set(table)
+        if missing:
+            raise TargetError(f"target/data/{_FILE} [{where}.{what}]: missing "
+                              f"{sorted(missing)}")
+    return TimingModel(name, issue, clock, latency, occupancy, MfmaTiming(**mfma_raw),
+                       int(lds_raw["bytes_per_cycle"]))
+
+
+__all__ = ["TIMING_CLASSES", "UNIT_OF_CLASS", "MfmaTiming", "TimingModel", "get_timing",
+           "timing_class"]
