@@ -213,3 +213,37 @@ def test_exec_masked_lanes_keep_their_values():
     want = np.arange(64, dtype=np.uint32)
     want[:8] += 1
     assert np.array_equal(out["v3"], want)
+
+
+def test_legacy_sad_and_cube_ops():
+    a = rng.integers(0, 2 ** 32, 64, dtype=np.uint32)
+    b = rng.integers(0, 2 ** 32, 64, dtype=np.uint32)
+    c = rng.integers(0, 2 ** 16, (64, 2), dtype=np.uint32)
+    out = vrun("v_qsad_pk_u16_u8 v[10:11], v[2:3], v4, v[6:7]\n"
+               "v_mqsad_u32_u8 v[12:15], v[2:3], v4, v[16:19]\n"
+               "v_mov_b32 v8, 0x11223344\nv_cvt_pkaccum_u8_f32 v8, v9, 2\n"
+               "v_cubeid_f32 v20, v21, v22, v23",
+               {"v[2:3]": np.stack([a, b], 1), "v4": b, "v[6:7]": c,
+                "v[16:19]": np.zeros((64, 4), np.uint32), "v9": np.float32(200.4),
+                "v21": np.float32(-3.0), "v22": np.float32(1.0), "v23": np.float32(2.0)},
+               ("v[10:11]", "v[12:15]", "v8", "v20"))
+    s0 = a.astype(np.uint64) | (b.astype(np.uint64) << np.uint64(32))
+
+    def sad(x, y, acc, masked):
+        t = int(acc)
+        for k in range(4):
+            p, q = (int(x) >> 8 * k) & 255, (int(y) >> 8 * k) & 255
+            if not (masked and q == 0):
+                t += abs(p - q)
+        return t
+
+    for ln in range(0, 64, 7):
+        fields = [sad((int(s0[ln]) >> 8 * k) & 0xFFFFFFFF, b[ln],
+                      (int(c[ln, k // 2]) >> 16 * (k % 2)) & 0xFFFF, False) & 0xFFFF
+                  for k in range(4)]
+        got = [int(out["v[10:11]"][ln, k // 2]) >> 16 * (k % 2) & 0xFFFF for k in range(4)]
+        assert got == fields
+        m = [sad((int(s0[ln]) >> 8 * k) & 0xFFFFFFFF, b[ln], 0, True) for k in range(4)]
+        assert list(out["v[12:15]"][ln]) == m
+    assert (out["v8"] == 0x11C83344).all()       # byte 2 <- round(200.4) = 200 = 0xC8
+    assert (f32(out["v20"]) == 1.0).all()        # |x| = 3 is the major axis and x < 0

@@ -16,7 +16,7 @@ import numpy as np
 
 from asterism.emu import fp
 from asterism.emu.compiler import CompileError, OpInfo, builder, sread, swrite, unsupported_op
-from asterism.emu.core import EXEC, LANE_IDS, VCC, Group, mask_to_bits
+from asterism.emu.core import LANE_IDS, Group
 from asterism.emu.vops import (
     FLOAT_KINDS,
     KIND_BITS,
@@ -1589,12 +1589,94 @@ for _name, _kind, _fn, _acc in (
     builder(_name)(_dot(_kind, _fn, _acc))
 
 
+# ---------------------------------------------------------------------------- legacy graphics
+
+def _cube(which: str):
+    """v_cube{id,sc,tc,ma}_f32 on the (x, y, z) direction (CDNA pseudo-code)."""
+    def fn(x, y, z):
+        ax, ay, az = np.abs(x), np.abs(y), np.abs(z)
+        zmaj = (az >= ax) & (az >= ay)
+        ymaj = ~zmaj & (ay >= ax)
+        if which == "id":
+            r = np.where(zmaj, np.where(z < 0, 5.0, 4.0),
+                         np.where(ymaj, np.where(y < 0, 3.0, 2.0), np.where(x < 0, 1.0, 0.0)))
+        elif which == "sc":
+            r = np.where(zmaj, np.where(z < 0, -x, x), np.where(ymaj, x, np.where(x < 0, z, -z)))
+        elif which == "tc":
+            r = np.where(zmaj, -y, np.where(ymaj, np.where(y < 0, -z, z), -y))
+        else:
+            r = np.where(zmaj, z * 2, np.where(ymaj, y * 2, x * 2))
+        return np.asarray(r, F32)
+    return fn
+
+
+for _w in ("id", "sc", "tc", "ma"):
+    builder(f"v_cube{_w}_f32")(valu("f32", ("f32", "f32", "f32"), _cube(_w)))
+
+
+@builder("v_cvt_pkaccum_u8_f32")
+def _pkaccum(info: OpInfo):
+    """D.u8[S1[1:0]] = f32_to_u8(S0); the other bytes of D are kept."""
+    a, sel = _sources(info, ("f32", "u32"))
+    row = vreg_row(info, info.op("vdst"))
+    nxt = info.next_index
+
+    def run(g: Group) -> int:
+        with np.errstate(all="ignore"):
+            x = np.asarray(a(g), F32)
+            u8 = np.where(np.isnan(x), 0, np.clip(np.rint(x), 0, 255)).astype(U32)
+        shift = (np.asarray(sel(g), U32) & U32(3)) * U32(8)
+        old = g.v[row]
+        new = (old & ~(U32(0xFF) << shift)) | (u8 << shift)
+        store(g, g.v[row], np.asarray(new, U32), None)
+        return nxt
+    return run
+
+
+def _qsad(masked: bool, wide: bool):
+    """v_qsad_pk_u16_u8 / v_mqsad_pk_u16_u8 (four 16-bit SADs of S0 byte windows against
+    S1, accumulated onto S2's fields) and v_mqsad_u32_u8 (four 32-bit masked SADs)."""
+    sad = _msad_u8 if masked else _sad_u8
+
+    def build(info: OpInfo):
+        s0 = make_src(info, "src0", "u64", 0)
+        s1 = make_src(info, "src1", "u32", 1)
+        nout = 4 if wide else 2
+        src2 = info.op("src2")
+        r2 = vreg_row(info, src2) if isinstance(src2, Reg) else None
+        c2 = make_src(info, "src2", "u64", 2) if not wide else None
+        row = vreg_row(info, info.op("vdst"))
+        nxt = info.next_index
+
+        def run(g: Group) -> int:
+            a = np.broadcast_to(np.asarray(s0(g), U64), (g.n, 64))
+            b = np.broadcast_to(np.asarray(s1(g), U32), (g.n, 64))
+            outs = []
+            for k in range(4):
+                win = ((a >> U64(8 * k)) & U64(0xFFFFFFFF)).astype(U32)
+                if wide:
+                    acc = g.v[r2 + k] if r2 is not None else np.zeros((g.n, 64), U32)
+                    outs.append(sad(win, b, acc))
+                else:
+                    c = np.broadcast_to(np.asarray(c2(g), U64), (g.n, 64))
+                    acc = ((c >> U64(16 * k)) & U64(0xFFFF)).astype(U32)
+                    outs.append(sad(win, b, acc) & U32(0xFFFF))
+            if wide:
+                words = outs
+            else:
+                words = [outs[0] | (outs[1] << U32(16)), outs[2] | (outs[3] << U32(16))]
+            for k in range(nout):
+                store(g, g.v[row + k], np.asarray(words[k], U32), None)
+            return nxt
+        return run
+    return build
+
+
+builder("v_qsad_pk_u16_u8")(_qsad(False, False))
+builder("v_mqsad_pk_u16_u8")(_qsad(True, False))
+builder("v_mqsad_u32_u8")(_qsad(True, True))
+
 # ---------------------------------------------------------------------------- not modeled
 
-for _m in ("v_cubeid_f32", "v_cubesc_f32", "v_cubetc_f32", "v_cubema_f32",
-           "v_screen_partition_4se_b32", "v_cvt_pkaccum_u8_f32", "v_qsad_pk_u16_u8",
-           "v_mqsad_pk_u16_u8", "v_mqsad_u32_u8"):
-    builder(_m)(lambda info: unsupported_op(info, "graphics/legacy op not modeled"))
-
-__all__ = ["pk_op", "valu"]
-_unused = (EXEC, VCC, mask_to_bits)
+builder("v_screen_partition_4se_b32")(
+    lambda info: unsupported_op(info, "graphics screen partitioning is not modeled"))
