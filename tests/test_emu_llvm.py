@@ -231,3 +231,16 @@ def test_direct_to_lds_loads_128_bit_gfx950():
     launch(code_object("lds_dma_x4", "gfx950"), "lds_dma_x4", grid=1, block=64,
            args=[out, a], backend="emu")
     assert np.array_equal(out, 2 * a)
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_mfma_gemm_256(target):
+    m = n = k = 256
+    a = rng.normal(size=(m, k)).astype(np.float16)
+    b = rng.normal(size=(k, n)).astype(np.float16)
+    c = np.zeros((m, n), np.float32)
+    res = launch(code_object("gemm", target), "gemm", grid=(n // 32, m // 32), block=64,
+                 args=[c, a, np.ascontiguousarray(b.T), n, k], backend="emu")
+    want = a.astype(np.float64) @ b.astype(np.float64)
+    np.testing.assert_allclose(c, want, rtol=1e-4, atol=1e-3)
+    assert res.stats.waves == 64

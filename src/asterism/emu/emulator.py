@@ -201,16 +201,21 @@ class Emulator:
         waves_per_wg = -(-tpw // 64)
         n_wg = grid3[0] * grid3[1] * grid3[2]
         stats = RunStats(kernel, n_wg, n_wg * waves_per_wg)
+        packet = None
         if dispatch_ptr is None and descriptor.kernel_code_properties.enable_sgpr_dispatch_ptr:
-            dispatch_ptr = self._make_dispatch_packet(grid3, block3, descriptor,
-                                                      kernarg_address, lds_size)
+            packet = dispatch_ptr = self._make_dispatch_packet(grid3, block3, descriptor,
+                                                               kernarg_address, lds_size)
         start = time.perf_counter()
         per_batch = max(1, self.max_batch_waves // waves_per_wg)
-        for first in range(0, n_wg, per_batch):
-            wgs = np.arange(first, min(n_wg, first + per_batch))
-            self._run_batch(comp, descriptor, grid3, block3, wgs, kernarg_address,
-                            kernel, lds_size, dispatch_ptr or 0, queue_ptr, dispatch_id,
-                            stats)
+        try:
+            for first in range(0, n_wg, per_batch):
+                wgs = np.arange(first, min(n_wg, first + per_batch))
+                self._run_batch(comp, descriptor, grid3, block3, wgs, kernarg_address,
+                                kernel, lds_size, dispatch_ptr or 0, queue_ptr, dispatch_id,
+                                stats)
+        finally:
+            if packet is not None:
+                self.memory.free(packet)
         stats.seconds = time.perf_counter() - start
         return stats
 
