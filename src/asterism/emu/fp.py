@@ -1,6 +1,6 @@
 """Floating-point helpers with the hardware's rounding, vectorized over NumPy arrays.
 
-Assumptions (documented in the emulator's README section of emu/__init__.py):
+Assumptions (summarized with the rest of the execution model in emu/__init__.py):
 * Basic operations (+, -, *, /, sqrt) round to nearest even, as IEEE 754 and the hardware do;
   NumPy's float16/float32/float64 arithmetic is exact-then-rounded for these.
 * Fused multiply-add is computed in float64 and rounded once: for f16 and f32 the float64 sum
