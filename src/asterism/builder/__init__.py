@@ -10,6 +10,20 @@ from asterism.builder.kernel import (
     ReservedRegion,
     parse_register_range,
 )
+from asterism.builder.schedule import (
+    Capture,
+    Group,
+    I,
+    Inst,
+    Rule,
+    ScheduleError,
+    Stream,
+    after,
+    before,
+    unit_sequence,
+    unroll,
+)
 
-__all__ = ["KernelArgument", "KernelBuilder", "Label", "LdsAllocation", "ModuleBuilder",
-           "ReservedRegion", "parse_register_range"]
+__all__ = ["Capture", "Group", "I", "Inst", "KernelArgument", "KernelBuilder", "Label",
+           "LdsAllocation", "ModuleBuilder", "ReservedRegion", "Rule", "ScheduleError",
+           "Stream", "after", "before", "parse_register_range", "unit_sequence", "unroll"]

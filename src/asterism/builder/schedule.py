@@ -1,0 +1,772 @@
+"""Declarative instruction interleaving for the builder: streams, modular patterns, groups,
+keep-order regions and checks of the final order.
+
+A GEMM inner loop as three *streams* merged by a *pattern*: "after every MFMA one DS read of
+the next k-slice; after every 2nd MFMA one global load", checked as groups of exactly
+1 MFMA + 1 DS read (+ 1 VMEM load on odd steps), kept in that order by later passes::
+
+    from asterism.builder import Group, I, KernelBuilder, Stream, after, unroll
+
+    kb = KernelBuilder("gemm_tile", "gfx942")
+    A = [kb.v[8 + 2 * i:10 + 2 * i] for i in range(2)]          # this k-slice's fragments
+    B = [kb.v[12 + 2 * j:14 + 2 * j] for j in range(2)]
+    C = [[kb.a[16 * i + 4 * j:16 * i + 4 * j + 4] for j in range(2)] for i in range(2)]
+
+    # One MFMA per (i, j) of a 2x2 tile; j is the inner dimension.
+    mfma = Stream.over("mfma", unroll(2, 2), lambda kb, i, j:
+                       kb.v_mfma_f32_16x16x16_f16(C[i][j], A[i], B[j], C[i][j]))
+    # The next k-slice's fragments from LDS (callables run when they are placed) ...
+    ds = Stream.over("ds_read", range(4), lambda kb, k:
+                     kb.ds_read_b64(kb.v[20 + 2 * k:22 + 2 * k], kb.v(1), offset=512 * k))
+    # ... and the next tile from global memory, as recorded instructions.
+    gl = Stream("vmem_read", [I.global_load_dwordx4(f"v[{40 + 4 * k}:{43 + 4 * k}]", "v2",
+                                                    "s[4:5]", offset=64 * k)
+                              for k in range(2)])
+    kb.interleave(mfma, after(ds), after(gl, every=2),
+                  expect=[Group(mfma=1, ds_read=1), Group(mfma=1, ds_read=1, vmem_read=1)])
+    kb.assert_counts(mfma=4, ds_read=4, vmem_read=2)
+    kb.assert_order("(mfma ds_read mfma ds_read vmem_read){2}")
+
+emits::
+
+    v_mfma  ds_read  v_mfma  ds_read  global_load  v_mfma  ds_read  v_mfma  ds_read  global_load
+
+Pieces:
+
+* `unroll(4, 2)` iterates (i, j) with the last dimension innermost (`order=` changes the
+  nesting); plain Python loops unroll too.
+* `Stream(name, items, kind=)` is an ordered, consumable list of emitters: callables taking
+  the builder (`Stream.over(name, space, fn)` maps `fn(kb, *index)` over an index space) or
+  recorded instruction specs (`I.ds_read_b64("v[4:5]", "v1", offset=8)`: register operands
+  as assembly text, resolved when placed).
+* `kb.interleave(driver, *rules)`: emits the driver's items in order; a rule
+  `after(stream, every=n, phase=p, count=m, when=...)` places m items of its stream after
+  driver step k when k % n == p (`phase` defaults to the last step of each group of n: "every
+  4th"), `before(...)` places them before it. `every`/`phase` may be tuples, one per dimension
+  of the driver's index (`every=(1, 2)`: odd j of every i), `when(*index)` adds any other
+  condition. A stream that runs dry, or items left over at the end, are errors unless
+  `exhausted="stop"` / `leftover="append"` or `"keep"` say otherwise. `expect=` checks each
+  step's window (its before-items, the driver item, its after-items) against a `Group` (a
+  list cycles).
+* `kb.emit_groups([Group(mfma=1, ds_read=2), Group(mfma=1, vmem_read=1)] * 4, *streams)` is
+  the sched_group_barrier style: each group pulls its counts from the streams of those kinds
+  and must come out exactly so.
+* `Group(mfma=1, valu=2, ds_read=1)` means exactly that many instructions of each kind and
+  nothing else (`exact=False` allows others). Kinds: salu, smem, valu, trans (alias exp),
+  mfma, ds_read, ds_write, vmem_read, vmem_write, branch, wait (s_waitcnt), nop (s_nop),
+  barrier (s_barrier); umbrella keys ds, vmem and valu (valu + trans) count whatever a more
+  specific key of the group does not. A group that cannot be met raises `ScheduleError`
+  naming the group, what is missing and what is extra. `with kb.group(mfma=1, ds_read=2):`
+  checks hand-written code the same way.
+* `with kb.keep_order():` marks what is emitted inside with the `sched.keep_order`
+  attribute: the `schedule` pass neither moves those instructions nor interleaves anything
+  into the span (lowering ignores the attribute). `interleave`, `emit_groups` and `group`
+  keep their order by default (`keep=False` lets the scheduler move them).
+* Checks: `kb.units()` (kinds of the kernel so far, in order), `kb.assert_counts(mfma=16,
+  ds_read=8)`, `kb.assert_order("(mfma ds_read){4} vmem_read")` (words are kinds, umbrella
+  keys or mnemonic globs such as `v_mfma*`; `( )`, `|`, `.`, `{n}`, `{n,m}`, `+`, `?`, and `*`
+  after `)`); `with kb.capture() as cap:` collects a region's instructions for the same
+  checks; `unit_sequence(module)` gives the kinds of a finished (or pass-scheduled) kernel.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import itertools
+import re
+from collections import Counter
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from xdsl.dialects.builtin import StringAttr
+from xdsl.ir import Block, Operation, SSAValue
+
+from asterism.errors import SourceLocation, VerifyError
+from asterism.ir.ops import BranchOp, EndKernelOp, InstructionOp, KernelOp, ModuleOp
+from asterism.isa import IsaDatabase, get_isa
+from asterism.target.timing import timing_class
+
+if TYPE_CHECKING:
+    from asterism.builder.kernel import KernelBuilder
+
+# Must equal asterism.passes.schedule.KEEP_ORDER_ATTR (the builder may not import passes;
+# tests/test_schedule_builder.py checks that they agree).
+KEEP_ORDER_ATTR = "sched.keep_order"
+
+KINDS = ("salu", "smem", "valu", "trans", "mfma", "ds_read", "ds_write", "vmem_read",
+         "vmem_write", "branch", "wait", "nop", "barrier")
+# Keys that stand for several kinds (a group counts an instruction under its own kind when
+# the group names it, else under the umbrella).
+UMBRELLAS: dict[str, tuple[str, ...]] = {
+    "ds": ("ds_read", "ds_write"), "lds": ("ds_read", "ds_write"),
+    "vmem": ("vmem_read", "vmem_write"), "valu": ("valu", "trans"), "exp": ("trans",)}
+_CONTROL_KINDS = {"s_waitcnt": "wait", "s_nop": "nop", "s_barrier": "barrier"}
+
+
+class ScheduleError(VerifyError):
+    """An interleaving pattern, group or order check that the emitted code does not meet."""
+
+
+def _where() -> SourceLocation | None:
+    from asterism.builder.kernel import _caller_location, _source_location
+
+    return _source_location(_caller_location())
+
+
+# --------------------------------------------------------------------------- kinds
+
+
+def instruction_kind(op: Operation, isa: IsaDatabase) -> str | None:
+    """The kind of an op as groups and order checks count it (None if it emits nothing)."""
+    if isinstance(op, InstructionOp):
+        mnemonic = op.mnemonic_text
+    elif isinstance(op, BranchOp):
+        return "branch"
+    elif isinstance(op, EndKernelOp):
+        return "branch"
+    else:
+        return None
+    inst = isa.get(mnemonic)
+    if inst is None:
+        return None
+    return _CONTROL_KINDS.get(inst.mnemonic) or timing_class(inst)
+
+
+def _mnemonic(op: Operation) -> str:
+    if isinstance(op, InstructionOp | BranchOp):
+        return op.mnemonic_text
+    return "s_endpgm" if isinstance(op, EndKernelOp) else op.name
+
+
+def _key_kinds(key: str) -> tuple[str, ...]:
+    if key in UMBRELLAS:
+        return UMBRELLAS[key]
+    if key in KINDS:
+        return (key,)
+    known = ", ".join(list(KINDS) + list(UMBRELLAS))
+    raise ScheduleError(f"unknown instruction kind '{key}' (kinds: {known})", _where())
+
+
+# --------------------------------------------------------------------------- index spaces
+
+
+@dataclass(frozen=True)
+class Unroll:
+    """A multi-dimensional index space, iterated with the last dimension innermost unless
+    `order` (outermost first) says otherwise; 1-D spaces yield ints."""
+
+    extents: tuple[int, ...]
+    order: tuple[int, ...]
+
+    def __iter__(self) -> Iterator:
+        ranges = [range(self.extents[d]) for d in self.order]
+        for combo in itertools.product(*ranges):
+            idx = [0] * len(self.extents)
+            for d, v in zip(self.order, combo):
+                idx[d] = v
+            yield idx[0] if len(idx) == 1 else tuple(idx)
+
+    def __len__(self) -> int:
+        n = 1
+        for e in self.extents:
+            n *= e
+        return n
+
+
+def unroll(*extents: int, order: Sequence[int] | None = None) -> Unroll:
+    """The index space of `extents` (e.g. unroll(4, 2) -> (0,0), (0,1), (1,0), ...)."""
+    if not extents or any(not isinstance(e, int) or e < 0 for e in extents):
+        raise ScheduleError(f"unroll takes non-negative sizes, got {extents}", _where())
+    nest = tuple(order) if order is not None else tuple(range(len(extents)))
+    if sorted(nest) != list(range(len(extents))):
+        raise ScheduleError(f"unroll order {nest} must be a permutation of the "
+                            f"{len(extents)} dimensions", _where())
+    return Unroll(tuple(extents), nest)
+
+
+# --------------------------------------------------------------------------- streams
+
+
+@dataclass(frozen=True)
+class Inst:
+    """A recorded instruction: mnemonic, operands (registers as assembly text such as
+    "v[4:5]", "s2", "vcc", "off", resolved when placed; or any builder operand) and
+    modifiers. Calling it with a builder emits it."""
+
+    mnemonic: str
+    operands: tuple = ()
+    modifiers: tuple[tuple[str, Any], ...] = ()
+
+    def __call__(self, kb: KernelBuilder):
+        """Emit the instruction into `kb`; returns what the builder method returns."""
+        ops = [_operand(kb, o) for o in self.operands]
+        return kb.emit(self.mnemonic, *ops, **dict(self.modifiers))
+
+    def __str__(self) -> str:
+        parts = [str(o) for o in self.operands]
+        parts += [k if v is True else f"{k}:{v}" for k, v in self.modifiers]
+        return f"{self.mnemonic} {', '.join(parts)}".rstrip()
+
+
+def _operand(kb: KernelBuilder, operand: Any) -> Any:
+    if not isinstance(operand, str):
+        return operand(kb) if callable(operand) and not isinstance(operand, SSAValue) \
+            else operand
+    from asterism.builder.kernel import parse_register_range
+    from asterism.mc.operands import SPECIAL_REGISTERS
+
+    text = operand.strip().lower()
+    if text == "off":
+        return kb.off
+    if text in SPECIAL_REGISTERS:
+        return kb.special(text)
+    t = parse_register_range(text)
+    return kb.register(t.KIND, t.first, t.width)
+
+
+class _InstSpecs:
+    """`I.ds_read_b64("v[4:5]", "v1", offset=8)` -> Inst (a recorded instruction)."""
+
+    def __getattr__(self, mnemonic: str) -> Callable[..., Inst]:
+        if mnemonic.startswith("_"):
+            raise AttributeError(mnemonic)
+
+        def make(*operands: Any, **modifiers: Any) -> Inst:
+            return Inst(mnemonic, tuple(operands), tuple(modifiers.items()))
+
+        make.__name__ = mnemonic
+        return make
+
+
+I = _InstSpecs()  # noqa: E741 (the short name is the point)
+
+Emitter = Callable[["KernelBuilder"], Any]
+
+
+@dataclass
+class Stream:
+    """An ordered list of emitters, consumed front to back by patterns and groups."""
+
+    name: str
+    items: list[Emitter]
+    kind: str | None = None  # what emit_groups pulls it for (default: the name if a kind)
+    index: list[tuple] = field(default_factory=list)  # the index of each item
+    pos: int = 0  # items consumed
+
+    def __post_init__(self) -> None:
+        self.items = list(self.items)
+        if not self.index:
+            self.index = [(k,) for k in range(len(self.items))]
+        for k, item in enumerate(self.items):
+            if not callable(item):
+                raise ScheduleError(f"stream '{self.name}': item {k} is {type(item).__name__}"
+                                    ", not a callable taking the builder or an Inst",
+                                    _where())
+
+    @classmethod
+    def over(cls, name: str, space: Iterable, fn: Callable[..., Any],
+             kind: str | None = None) -> Stream:
+        """A stream of `fn(kb, *index)` for every index of `space` (unroll(...) or a range)."""
+        idx = [i if isinstance(i, tuple) else (i,) for i in space]
+        items = [(lambda kb, _i=i: fn(kb, *_i)) for i in idx]
+        return cls(name, items, kind, idx)
+
+    def __len__(self) -> int:
+        return len(self.items)
+
+    @property
+    def left(self) -> int:
+        """Items not consumed yet."""
+        return len(self.items) - self.pos
+
+    @property
+    def group_kind(self) -> str | None:
+        """The instruction kind emit_groups pulls this stream for."""
+        if self.kind is not None:
+            return self.kind
+        return self.name if self.name in KINDS or self.name in UMBRELLAS else None
+
+    def take(self, n: int) -> list[Emitter]:
+        """The next `n` items (fewer if the stream runs out), consumed."""
+        out = self.items[self.pos:self.pos + n]
+        self.pos += len(out)
+        return out
+
+    def reset(self) -> None:
+        """Make every item available again."""
+        self.pos = 0
+
+
+@dataclass(frozen=True)
+class Rule:
+    """Place `count` items of `stream` before/after the driver steps the rule selects."""
+
+    stream: Stream
+    every: int | tuple[int, ...] = 1
+    phase: int | tuple[int, ...] | None = None
+    count: int = 1
+    when: Callable[..., bool] | None = None
+    place: str = "after"
+    exhausted: str = "error"  # or "stop": a dry stream simply stops contributing
+
+    def fires(self, k: int, index: tuple) -> bool:
+        """True if the rule places items at driver step k (with that index)."""
+        if isinstance(self.every, int):
+            n = max(1, self.every)
+            default = n - 1 if self.place == "after" else 0
+            p = default if self.phase is None else self.phase
+            if not isinstance(p, int) or k % n != p % n:
+                return False
+        else:
+            every = self.every
+            if len(every) != len(index):
+                raise ScheduleError(f"rule for stream '{self.stream.name}': every={every} "
+                                    f"has {len(every)} dimensions, the driver index "
+                                    f"{index} has {len(index)}", _where())
+            phases = self.phase if isinstance(self.phase, tuple) else tuple(
+                (e - 1 if self.place == "after" else 0) if self.phase is None else self.phase
+                for e in every)
+            if any(i % max(1, e) != p % max(1, e) for i, e, p in zip(index, every, phases)):
+                return False
+        return self.when is None or bool(self.when(*index))
+
+    def describe(self) -> str:
+        """`after(ds, every=4, phase=3)` for messages."""
+        args = [self.stream.name]
+        if self.every != 1:
+            args.append(f"every={self.every}")
+        if self.phase is not None:
+            args.append(f"phase={self.phase}")
+        if self.count != 1:
+            args.append(f"count={self.count}")
+        if self.when is not None:
+            args.append("when=...")
+        return f"{self.place}({', '.join(args)})"
+
+
+def after(stream: Stream, every: int | tuple[int, ...] = 1,
+          phase: int | tuple[int, ...] | None = None, count: int = 1,
+          when: Callable[..., bool] | None = None, exhausted: str = "error") -> Rule:
+    """A rule placing `count` items of `stream` after every `every`-th driver step."""
+    return Rule(stream, every, phase, count, when, "after", exhausted)
+
+
+def before(stream: Stream, every: int | tuple[int, ...] = 1,
+           phase: int | tuple[int, ...] | None = None, count: int = 1,
+           when: Callable[..., bool] | None = None, exhausted: str = "error") -> Rule:
+    """A rule placing `count` items of `stream` before every `every`-th driver step."""
+    return Rule(stream, every, phase, count, when, "before", exhausted)
+
+
+# --------------------------------------------------------------------------- groups
+
+
+class Group:
+    """Exactly these numbers of instructions per kind (and nothing else unless
+    exact=False): `Group(mfma=1, ds_read=2)`, `Group("g3", mfma=1, valu=2, exact=False)`."""
+
+    def __init__(self, name: str | None = None, *, exact: bool = True, **counts: int):
+        if not counts:
+            raise ScheduleError("a Group names at least one kind, e.g. Group(mfma=1, "
+                                "ds_read=2)", _where())
+        for key, n in counts.items():
+            _key_kinds(key)
+            if not isinstance(n, int) or n < 0:
+                raise ScheduleError(f"Group: {key}={n!r} is not a count", _where())
+        self.name = name
+        self.exact = exact
+        self.counts: dict[str, int] = dict(counts)
+
+    def __repr__(self) -> str:
+        body = ", ".join(f"{k}={v}" for k, v in self.counts.items())
+        name = f"{self.name!r}, " if self.name else ""
+        return f"Group({name}{body}{'' if self.exact else ', exact=False'})"
+
+    def describe(self) -> str:
+        """`exactly 1 mfma + 2 ds_read` for messages."""
+        body = " + ".join(f"{v} {k}" for k, v in self.counts.items())
+        return f"{'exactly' if self.exact else 'at least'} {body}"
+
+    def key_for(self, kind: str) -> str | None:
+        """Which of the group's keys an instruction of `kind` counts under."""
+        if kind in self.counts:
+            return kind
+        for key in self.counts:
+            if kind in UMBRELLAS.get(key, ()):
+                return key
+        return None
+
+    def check(self, items: Sequence[tuple[str, str]], label: str) -> None:
+        """Raise ScheduleError unless (kind, mnemonic) items meet the group."""
+        got: Counter[str] = Counter()
+        extra: list[str] = []
+        for kind, mnemonic in items:
+            key = self.key_for(kind)
+            if key is None:
+                extra.append(f"{kind} ({mnemonic})")
+            else:
+                got[key] += 1
+        problems = []
+        missing = [f"{n - got[k]} {k}" for k, n in self.counts.items() if got[k] < n]
+        over = [f"{got[k] - n} {k}" for k, n in self.counts.items()
+                if got[k] > n and self.exact]
+        if missing:
+            problems.append("missing " + ", ".join(missing))
+        if over:
+            problems.append("too many: " + ", ".join(over))
+        if extra and self.exact:
+            problems.append("not allowed: " + ", ".join(extra))
+        if problems:
+            seq = " ".join(m for _k, m in items) or "nothing"
+            raise ScheduleError(f"{label} ({self.describe()}): {'; '.join(problems)} "
+                                f"(emitted: {seq})", _where())
+
+
+# --------------------------------------------------------------------------- order checks
+
+
+_TOKEN_RE = re.compile(r"\s*(?:(\{\d+(?:,\d*)?\})|([()|+?.])|(\*)|([A-Za-z_][\w*]*))")
+
+
+def _word_regex(word: str) -> str:
+    if word in KINDS or word in UMBRELLAS:
+        kinds = "|".join(_key_kinds(word))
+        return rf"(?:{kinds})/\S+ "
+    glob = re.escape(word).replace(r"\*", r"[^ /]*")
+    return rf"[a-z_]+/{glob} "
+
+
+def order_regex(pattern: str) -> re.Pattern[str]:
+    """Compile an order pattern ("(mfma ds_read){4} vmem_read") to a regex over
+    "kind/mnemonic " words."""
+    out: list[str] = []
+    pos = 0
+    prev_close = False
+    while pos < len(pattern):
+        m = _TOKEN_RE.match(pattern, pos)
+        if not m or m.end() == pos:
+            if pattern[pos:].strip() == "":
+                break
+            raise ScheduleError(f"bad order pattern at '{pattern[pos:]}' (words are kinds, "
+                                "umbrella keys or mnemonic globs; ( ) | . {n} + ? and * "
+                                "after ')')", _where())
+        quant, punct, star, word = m.groups()
+        if quant:
+            out.append(quant)
+        elif punct:
+            out.append({"(": "(?:", ")": ")", "|": "|", "+": "+", "?": "?",
+                        ".": r"\S+ "}[punct])
+        elif star:
+            if not prev_close:
+                raise ScheduleError("'*' repeats a parenthesized group only ('(mfma ds)*'); "
+                                    "inside a word it is a mnemonic glob ('v_mfma*')",
+                                    _where())
+            out.append("*")
+        else:
+            out.append(_word_regex(word))
+        prev_close = punct == ")"
+        pos = m.end()
+    try:
+        return re.compile("".join(out))
+    except re.error as err:
+        raise ScheduleError(f"bad order pattern '{pattern}': {err}", _where()) from None
+
+
+def _sequence_text(items: Sequence[tuple[str, str]]) -> str:
+    return "".join(f"{k}/{m} " for k, m in items)
+
+
+def check_order(items: Sequence[tuple[str, str]], pattern: str, label: str = "order") -> None:
+    """Raise ScheduleError unless the (kind, mnemonic) sequence matches `pattern` entirely."""
+    rx = order_regex(pattern)
+    if rx.fullmatch(_sequence_text(items)):
+        return
+    shown = " ".join(k for k, _m in items[:48]) + (" ..." if len(items) > 48 else "")
+    raise ScheduleError(f"{label}: the order does not match '{pattern}': got "
+                        f"{shown or 'nothing'} ({len(items)} instructions)", _where())
+
+
+@dataclass
+class Capture:
+    """The instruction ops of a region of the kernel, for checks."""
+
+    ops: list[Operation]
+    isa: IsaDatabase
+
+    def items(self) -> list[tuple[str, str]]:
+        """(kind, mnemonic) of every instruction, in order."""
+        out = []
+        for op in self.ops:
+            kind = instruction_kind(op, self.isa)
+            if kind is not None:
+                out.append((kind, _mnemonic(op)))
+        return out
+
+    def units(self) -> list[str]:
+        """The kinds, in order."""
+        return [k for k, _m in self.items()]
+
+    def mnemonics(self) -> list[str]:
+        """The mnemonics, in order."""
+        return [m for _k, m in self.items()]
+
+    def counts(self) -> Counter[str]:
+        """Instructions per kind."""
+        return Counter(self.units())
+
+    def assert_counts(self, **counts: int) -> None:
+        """Each named kind (or umbrella key) occurs exactly that many times."""
+        assert_counts(self.items(), counts)
+
+    def assert_order(self, pattern: str) -> None:
+        """The whole sequence matches the order pattern."""
+        check_order(self.items(), pattern)
+
+
+def assert_counts(items: Sequence[tuple[str, str]], counts: dict[str, int],
+                  label: str = "counts") -> None:
+    """Raise ScheduleError unless each named kind/umbrella key has exactly its count."""
+    have = Counter(k for k, _m in items)
+    wrong = []
+    for key, want in counts.items():
+        n = sum(have[k] for k in _key_kinds(key))
+        if n != want:
+            wrong.append(f"{key}: {n} (expected {want})")
+    if wrong:
+        raise ScheduleError(f"{label}: {', '.join(wrong)}", _where())
+
+
+def unit_sequence(source: Operation | Block | Sequence[Operation],
+                  kernel: str | None = None, *, mnemonics: bool = False) -> list[str]:
+    """The kinds (or mnemonics) of a kernel's instructions in emission order: `source` is a
+    module (its only kernel, or `kernel=`), a KernelOp, a Block or a list of ops."""
+    ops, isa = _ops_of(source, kernel)
+    cap = Capture(ops, isa)
+    return cap.mnemonics() if mnemonics else cap.units()
+
+
+def _ops_of(source, kernel: str | None) -> tuple[list[Operation], IsaDatabase]:
+    if isinstance(source, Block):
+        return list(source.ops), _isa_of(source.parent_op())
+    if isinstance(source, list | tuple):
+        ops = list(source)
+        return ops, _isa_of(ops[0] if ops else None)
+    kernels = [op for op in source.walk() if isinstance(op, KernelOp)]
+    if kernel is not None:
+        kernels = [k for k in kernels if k.kernel_name == kernel]
+    if len(kernels) != 1:
+        names = ", ".join(k.kernel_name for k in source.walk() if isinstance(k, KernelOp))
+        raise ScheduleError(f"unit_sequence: {'no' if not kernels else 'more than one'} "
+                            f"kernel{f' named {kernel!r}' if kernel else ''} (kernels: "
+                            f"{names or 'none'}); pass kernel=")
+    k = kernels[0]
+    return [op for b in k.body.blocks for op in b.ops], _isa_of(k)
+
+
+def _isa_of(op: Operation | None) -> IsaDatabase:
+    while op is not None and not isinstance(op, ModuleOp):
+        op = op.parent_op()
+    return get_isa(op.target_name if op is not None else "gfx942")
+
+
+# --------------------------------------------------------------------------- the mixin
+
+
+@dataclass
+class _Mark:
+    block: Block
+    last: Operation | None
+
+
+class ScheduleMixin:
+    """KernelBuilder methods for interleaving, groups, keep-order spans and checks."""
+
+    _keep_depth: int = 0
+    _keep_name: str | None = None
+    _keep_count: int = 0
+
+    # --- positions ------------------------------------------------------------------------
+
+    def _mark(self: KernelBuilder) -> _Mark:
+        return _Mark(self.block, self.block.last_op)
+
+    def _ops_since(self: KernelBuilder, mark: _Mark) -> list[Operation]:
+        """The ops emitted since `mark` (instructions only are of interest to callers)."""
+        out: list[Operation] = []
+        block: Block | None = mark.block
+        op = mark.last.next_op if mark.last is not None else mark.block.first_op
+        while block is not None:
+            while op is not None:
+                out.append(op)
+                op = op.next_op
+            if block is self.block:
+                break
+            block = block.next_block
+            op = block.first_op if block is not None else None
+        return [o for o in out if isinstance(o, InstructionOp | BranchOp | EndKernelOp)]
+
+    def _items(self: KernelBuilder, ops: Sequence[Operation]) -> list[tuple[str, str]]:
+        return Capture(list(ops), self.isa).items()
+
+    # --- keep order -----------------------------------------------------------------------
+
+    @contextlib.contextmanager
+    def keep_order(self: KernelBuilder, name: str | None = None) -> Iterator[Capture]:
+        """Mark the instructions emitted inside as one span the scheduler keeps as written
+        (nothing moves out of it or into it)."""
+        outer = self._keep_depth > 0
+        if not outer:
+            label = name or f"keep{self._keep_count}"
+            self._keep_count += 1
+            self._keep_name = label
+        self._keep_depth += 1
+        mark = self._mark()
+        cap = Capture([], self.isa)
+        try:
+            yield cap
+        finally:
+            self._keep_depth -= 1
+            ops = self._ops_since(mark)
+            for op in ops:
+                op.attributes[KEEP_ORDER_ATTR] = StringAttr(self._keep_name or "keep")
+            cap.ops = ops
+
+    def _maybe_keep(self: KernelBuilder, keep: bool):
+        return self.keep_order() if keep else contextlib.nullcontext(None)
+
+    # --- groups and captures --------------------------------------------------------------
+
+    @contextlib.contextmanager
+    def group(self: KernelBuilder, name: str | None = None, *, exact: bool = True,
+              keep: bool = True, **counts: int) -> Iterator[Capture]:
+        """Check that the code emitted inside is exactly `counts` (see Group); kept in
+        order by the scheduler unless keep=False."""
+        g = Group(name, exact=exact, **counts)
+        mark = self._mark()
+        cap = Capture([], self.isa)
+        with self._maybe_keep(keep):
+            yield cap
+        cap.ops = self._ops_since(mark)
+        g.check(cap.items(), f"group {name!r}" if name else "group")
+
+    @contextlib.contextmanager
+    def capture(self: KernelBuilder) -> Iterator[Capture]:
+        """Collect the instructions emitted inside (for assert_counts / assert_order)."""
+        mark = self._mark()
+        cap = Capture([], self.isa)
+        yield cap
+        cap.ops = self._ops_since(mark)
+
+    def units(self: KernelBuilder) -> list[str]:
+        """The kinds of the kernel's instructions so far, in order."""
+        return Capture(self._all_ops(), self.isa).units()
+
+    def _all_ops(self: KernelBuilder) -> list[Operation]:
+        return [op for b in self.kernel.body.blocks for op in b.ops]
+
+    def assert_counts(self: KernelBuilder, **counts: int) -> None:
+        """The kernel so far has exactly these numbers of instructions per kind."""
+        assert_counts(Capture(self._all_ops(), self.isa).items(), counts,
+                      f"kernel {self.name}")
+
+    def assert_order(self: KernelBuilder, pattern: str) -> None:
+        """The kernel's instruction kinds so far match the order pattern entirely."""
+        check_order(Capture(self._all_ops(), self.isa).items(), pattern,
+                    f"kernel {self.name}")
+
+    # --- interleaving ---------------------------------------------------------------------
+
+    def interleave(self: KernelBuilder, driver: Stream, *rules: Rule,
+                   leftover: str = "error", expect: Group | Sequence[Group] | None = None,
+                   keep: bool = True) -> Capture:
+        """Emit `driver`'s items in order with the rules' items placed around them (see the
+        module docstring); returns a Capture of everything emitted."""
+        if leftover not in ("error", "append", "keep"):
+            raise ScheduleError(f"interleave: leftover must be error, append or keep, got "
+                                f"{leftover!r}", _where())
+        groups = [expect] if isinstance(expect, Group) else list(expect or [])
+        start = self._mark()
+        first = driver.pos
+        with self._maybe_keep(keep):
+            for k, item in enumerate(driver.take(driver.left)):
+                index = driver.index[first + k]
+                window = self._mark()
+                self._apply(rules, "before", k, index, driver)
+                item(self)
+                self._apply(rules, "after", k, index, driver)
+                if groups:
+                    g = groups[k % len(groups)]
+                    g.check(self._items(self._ops_since(window)),
+                            f"interleave step {k} (driver '{driver.name}' index "
+                            f"{index if len(index) > 1 else index[0]})"
+                            + (f", group {g.name!r}" if g.name else ""))
+            for rule in rules:
+                s = rule.stream
+                if s.left and leftover == "append":
+                    for it in s.take(s.left):
+                        it(self)
+                elif s.left and leftover == "error":
+                    raise ScheduleError(
+                        f"interleave: stream '{s.name}' has {s.left} item(s) left after "
+                        f"the driver '{driver.name}' ended ({s.pos} of {len(s)} used); "
+                        "change the rules, or pass leftover='append' or 'keep'", _where())
+        return Capture(self._ops_since(start), self.isa)
+
+    def _apply(self: KernelBuilder, rules: Sequence[Rule], place: str, k: int, index: tuple,
+               driver: Stream) -> None:
+        for rule in rules:
+            if rule.place != place or not rule.fires(k, index):
+                continue
+            items = rule.stream.take(rule.count)
+            if len(items) < rule.count and rule.exhausted == "error":
+                s = rule.stream
+                shown = index if len(index) > 1 else index[0]
+                raise ScheduleError(
+                    f"interleave: {rule.describe()} wants {rule.count} item(s) at "
+                    f"'{driver.name}' step {k} (index {shown}), but stream '{s.name}' has "
+                    f"{len(items)} left ({len(s)} in all); use fewer items per step, a "
+                    "larger every=, or exhausted='stop'", _where())
+            for it in items:
+                it(self)
+
+    def emit_groups(self: KernelBuilder, groups: Sequence[Group], *streams: Stream,
+                    keep: bool = True) -> Capture:
+        """Emit groups in order, each pulling its counts from the streams of those kinds
+        (`Stream.kind`, or a stream named after a kind), then checking what came out."""
+        by_kind: dict[str, list[Stream]] = {}
+        for s in streams:
+            kind = s.group_kind
+            if kind is None:
+                raise ScheduleError(f"emit_groups: stream '{s.name}' has no kind (name it "
+                                    f"after a kind or pass kind=)", _where())
+            _key_kinds(kind)
+            by_kind.setdefault(kind, []).append(s)
+        start = self._mark()
+        with self._maybe_keep(keep):
+            for n, g in enumerate(groups):
+                label = f"group {n}" + (f" {g.name!r}" if g.name else "")
+                window = self._mark()
+                for key, count in g.counts.items():
+                    sources = by_kind.get(key, [])
+                    need = count
+                    for s in sources:
+                        got = s.take(need)
+                        for it in got:
+                            it(self)
+                        need -= len(got)
+                        if not need:
+                            break
+                    if need and sources:
+                        names = ", ".join(f"'{s.name}' ({len(s)} items)" for s in sources)
+                        raise ScheduleError(f"{label} ({g.describe()}): needs {count} {key} "
+                                            f"but stream {names} ran out: missing {need} "
+                                            f"{key}", _where())
+                g.check(self._items(self._ops_since(window)), label)
+        return Capture(self._ops_since(start), self.isa)
+
+
+__all__ = ["KEEP_ORDER_ATTR", "KINDS", "UMBRELLAS", "Capture", "Group", "I", "Inst", "Rule",
+           "ScheduleError", "ScheduleMixin", "Stream", "Unroll", "after", "assert_counts",
+           "before", "check_order", "instruction_kind", "order_regex", "unit_sequence",
+           "unroll"]
