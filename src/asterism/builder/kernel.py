@@ -49,6 +49,7 @@ from xdsl.ir import Attribute, Block, Operation, SSAValue
 from xdsl.traits import IsTerminator
 
 from asterism.builder.methods import instruction_methods
+from asterism.builder.schedule import ScheduleMixin
 from asterism.errors import SourceLocation, VerifyError
 from asterism.ir.abi import compute_layout
 from asterism.ir.from_mc import constant_hint
@@ -218,8 +219,9 @@ def _builder_class(target: str) -> type:
                  "__doc__": f"KernelBuilder for {target} (one method per instruction)."})
 
 
-class KernelBuilder:
-    """Builds one `amdgcn.kernel` (see the module docstring for a tour)."""
+class KernelBuilder(ScheduleMixin):
+    """Builds one `amdgcn.kernel` (see the module docstring for a tour; interleaving,
+    groups and keep-order spans: asterism.builder.schedule)."""
 
     def __new__(cls, name: str = "kernel", target: str = "gfx942", **_kwargs):
         concrete = _builder_class(get_isa(target).target) if cls is KernelBuilder else cls
@@ -580,9 +582,15 @@ class KernelBuilder:
         raise VerifyError(f"{mnemonic}{where}: {best.message}", _source_location(loc))
 
     def wait(self, *tokens: SSAValue) -> WaitOp:
-        """`amdgcn.wait` on these tokens (default: the last memory instruction's token); the
-        waits pass turns it into the minimal s_waitcnt."""
+        """`amdgcn.wait` on these tokens (default: the token of the last memory instruction of
+        the current block); the waits pass turns it into the minimal s_waitcnt."""
         loc = _caller_location()
+        if not tokens:
+            for op in reversed(list(self.block.ops)):
+                token = op.token if isinstance(op, InstructionOp) else None
+                if token is not None:
+                    tokens = (token,)
+                    break
         if not tokens:
             if self.last_token is None:
                 raise VerifyError("kb.wait() without tokens waits for the last memory "
