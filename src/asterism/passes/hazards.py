@@ -384,31 +384,35 @@ class _KernelHazards:
         for c in p.class_records:
             st.last_class[c] = frozenset((Event(now, p.index, (0, 0)),))
 
-    def transfer(self, block: Block, st: HazardState, needs: dict[int, int] | None = None,
-                 violations: list | None = None) -> tuple[HazardState, int]:
-        """Walk `block` from state `st` (clock 0 at its start) with the current nops;
-        `needs` collects the wait states each op lacks. Returns (state, end clock)."""
+    def transfer(self, block: Block, st: HazardState, fix: bool = False,
+                 violations: list | None = None) -> tuple[HazardState, int, bool]:
+        """Walk `block` from state `st` (clock 0 at its start) with the current nops. With
+        `fix`, an op that lacks wait states gets them right away (which also moves every
+        later op further from its producers). Returns (state, end clock, nops added)."""
         now = 0
+        added = False
         for p in self.prepared[block]:
             now += self.nops.get(p.index, 0)
-            if p.checks and (needs is not None or violations is not None):
+            if p.checks and (fix or violations is not None):
                 missing = self._missing(st, p, now, violations)
-                if missing and needs is not None:
-                    needs[p.index] = missing
+                if missing and fix:
+                    self.nops[p.index] = self.nops.get(p.index, 0) + missing
+                    now += missing
+                    added = True
             self._record(st, p, now)
             now += p.facts.wait_states
-        return st, now
+        return st, now, added
 
     def fixpoint(self) -> dict[Block, HazardState]:
         """Entry states of every block for the current nops."""
         order = self.cfg.rpo()
         rank = {b: i for i, b in enumerate(order)}
         entry = {b: HazardState() for b in order}
-        pending = set(order[:1])
+        pending = set(order)  # every block at least once, then what changed
         while pending:
             block = min(pending, key=rank.__getitem__)
             pending.discard(block)
-            st, end = self.transfer(block, entry[block].copy())
+            st, end, _added = self.transfer(block, entry[block].copy())
             out = st.shifted(-end, self.horizon)
             for succ in self.cfg.succs[block]:
                 if entry[succ].join(out):
@@ -419,15 +423,14 @@ class _KernelHazards:
 
     def insert(self) -> int:
         """Insert the nops; returns the wait states added."""
-        for _round in range(64):
+        # Nops only grow, and a round that adds none is the fixpoint of the final code.
+        while True:
             entry = self.fixpoint()
-            needs: dict[int, int] = {}
-            for block in self.cfg.blocks:
-                self.transfer(block, entry[block].copy(), needs)
-            if not needs:
+            added = False
+            for block in self.cfg.rpo():
+                added |= self.transfer(block, entry[block].copy(), fix=True)[2]
+            if not added:
                 break
-            for index, missing in needs.items():
-                self.nops[index] = self.nops.get(index, 0) + missing
         total = 0
         for index, states in self.nops.items():
             op = self.ops[index]
@@ -444,7 +447,7 @@ class _KernelHazards:
         entry = self.fixpoint()
         found: list[Violation] = []
         for block in self.cfg.blocks:
-            self.transfer(block, entry[block].copy(), None, found)
+            self.transfer(block, entry[block].copy(), False, found)
         # One report per consumer and rule: the closest producer.
         best: dict[tuple[int, str], Violation] = {}
         for v in found:

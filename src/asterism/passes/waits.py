@@ -377,7 +377,7 @@ class _KernelWaits:
         order = self.cfg.rpo()
         rank = {b: i for i, b in enumerate(order)}
         entry_states: dict[Block, WaitState] = {b: WaitState() for b in order}
-        pending = set(order[:1])
+        pending = set(order)  # every block at least once, then what changed
         while pending:
             block = min(pending, key=rank.__getitem__)
             pending.discard(block)
