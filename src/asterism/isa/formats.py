@@ -126,10 +126,22 @@ SRC_LITERAL = 0xFF
 DECODE_ORDER: list[str] = sorted(FORMATS, key=lambda name: -FORMATS[name].ident[1])
 
 
-def format_of(word: int) -> Format | None:
-    """The format whose identifying bits select the first dword of `word`, or None."""
+def _first_match(word: int) -> Format | None:
     for name in DECODE_ORDER:
         fmt = FORMATS[name]
         if fmt.matches(word):
             return fmt
     return None
+
+
+# Every format is identified by bits 23..31 of the first dword, so the answer of format_of
+# is a table indexed by those nine bits.
+_IDENT_LO = 23
+assert all(f.ident[0] >= _IDENT_LO and f.ident[0] + f.ident[1] <= 32 for f in FORMATS.values())
+_FORMAT_BY_TOP_BITS: list[Format | None] = [_first_match(top << _IDENT_LO)
+                                            for top in range(1 << (32 - _IDENT_LO))]
+
+
+def format_of(word: int) -> Format | None:
+    """The format whose identifying bits select the first dword of `word`, or None."""
+    return _FORMAT_BY_TOP_BITS[(word >> _IDENT_LO) & 0x1FF]

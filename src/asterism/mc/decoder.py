@@ -3,19 +3,34 @@
 Table-driven: the format comes from the identifying bits (isa/formats.py), the opcode and
 addressing variant select a database form, and each operand slot of the form is read from
 its field. Printing the result (mc/printer.py) gives llvm-objdump's text.
+
+What does not depend on the bits at hand is worked out once per form (`_Plan`): which fields
+decide the variant, which may hold the literal marker, the reader of each operand slot and
+of the modifiers.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from asterism.errors import DecodeError
 from asterism.isa import Form, OperandSpec, get_isa
-from asterism.isa.formats import DPP, FORMATS, SDWA, SRC_DPP, SRC_LITERAL, SRC_SDWA, format_of
+from asterism.isa.formats import (
+    DPP,
+    FORMATS,
+    SDWA,
+    SRC_DPP,
+    SRC_LITERAL,
+    SRC_SDWA,
+    Format,
+    format_of,
+)
 from asterism.isa.syntax import SDWA_SEL, SDWA_UNUSED, format_swizzle
 from asterism.mc.inst import Inst
 from asterism.mc.operand_codes import decode_scalar_reg, decode_src
 from asterism.mc.operands import OFF, Imm, Literal, Mod, Operand, Reg, Special, Syntax
+from asterism.mc.per_form import PerForm
 
 
 @dataclass
@@ -37,21 +52,37 @@ class DecodedInst:
 F8F6F4_REGS = {0: 8, 1: 8, 2: 6, 3: 6, 4: 4}
 
 VOP_SRC_FIELDS = ("src0", "src1", "src2")
+_SOP_ENCS = ("SOP1", "SOP2", "SOPC", "SOPK")
+_MEMORY_ENCS = ("DS", "FLAT", "GLOBAL", "SCRATCH", "MUBUF", "MTBUF")
 
 
 class _Word:
     """Field access to an instruction word (and its DPP/SDWA/literal extras)."""
 
-    __slots__ = ("fmt", "value", "extra", "literal")
+    __slots__ = ("fmt", "value", "extra", "literal", "_table")
 
-    def __init__(self, fmt, value: int, extra: int | None = None):
+    def __init__(self, fmt: Format, value: int, extra: int | None = None):
         self.fmt = fmt
         self.value = value
         self.extra = extra
         self.literal: int | None = None
+        self._table = _field_table(fmt)
 
     def __getitem__(self, name: str) -> int:
-        return self.fmt.fields[name].get(self.value)
+        lo, mask = self._table[name]
+        return (self.value >> lo) & mask
+
+
+_FIELD_TABLES: dict[str, dict[str, tuple[int, int]]] = {}
+
+
+def _field_table(fmt: Format) -> dict[str, tuple[int, int]]:
+    """name -> (lo, mask) of a format's fields (Field.mask is computed on each use)."""
+    table = _FIELD_TABLES.get(fmt.name)
+    if table is None:
+        table = _FIELD_TABLES[fmt.name] = {
+            name: (f.lo, f.mask) for name, f in fmt.fields.items()}
+    return table
 
 
 class Decoder:
@@ -61,6 +92,8 @@ class Decoder:
         self.isa = get_isa(target)
         self.target = self.isa.target
         self._scale_prefix = self._find_scale_prefix()
+        # (format, encodings, opcode) -> candidate forms
+        self._candidates: dict[tuple[str, tuple[str, ...], int], list[Form]] = {}
 
     def _find_scale_prefix(self) -> int | None:
         inst = self.isa.instructions.get("v_mfma_ld_scale_b32")
@@ -70,33 +103,35 @@ class Decoder:
 
     def decode(self, data: bytes, offset: int = 0, address: int = 0) -> DecodedInst:
         """Decode the instruction at `data[offset:]` (located at `address`)."""
-        if len(data) - offset < 4:
+        available = len(data) - offset
+        if available < 4:
             raise DecodeError(f"truncated instruction at 0x{address:x}")
         w0 = int.from_bytes(data[offset:offset + 4], "little")
         fmt = format_of(w0)
         if fmt is None:
             raise DecodeError(f"0x{address:x}: no encoding format matches word 0x{w0:08x}")
         size = fmt.size
-        if len(data) - offset < size:
+        if available < size:
             raise DecodeError(f"0x{address:x}: truncated {fmt.name} instruction")
-        value = int.from_bytes(data[offset:offset + size], "little")
+        value = int.from_bytes(data[offset:offset + size], "little") if size != 4 else w0
         word = _Word(fmt, value)
         op = word["op"]
         prefix: _Word | None = None
         encs: tuple[str, ...]
-        if fmt.name in ("VOP1", "VOP2", "VOPC"):
+        name = fmt.name
+        if name in ("VOP1", "VOP2", "VOPC"):
             src0 = word["src0"]
             if src0 in (SRC_DPP, SRC_SDWA):
-                if len(data) - offset < size + 4:
+                if available < size + 4:
                     raise DecodeError(f"0x{address:x}: truncated DPP/SDWA instruction")
                 word.extra = int.from_bytes(data[offset + size:offset + size + 4], "little")
                 size += 4
                 encs = ("DPP",) if src0 == SRC_DPP else ("SDWA",)
             else:
-                encs = (fmt.name,)
-        elif fmt.name == "VOP3P":
+                encs = (name,)
+        elif name == "VOP3P":
             encs = ("VOP3P", "MAI")
-            if op == self._scale_prefix and len(data) - offset >= 16:
+            if op == self._scale_prefix and available >= 16:
                 nxt = int.from_bytes(data[offset + 8:offset + 16], "little")
                 nfmt = format_of(nxt & 0xFFFFFFFF)
                 if nfmt is not None and nfmt.name == "VOP3P":
@@ -106,17 +141,22 @@ class Decoder:
                         op = nword["op"]
                         encs = ("MAI_SCALE",)
                         size = 16
-        elif fmt.name == "FLAT":
+        elif name == "FLAT":
             encs = ({0: "FLAT", 1: "SCRATCH", 2: "GLOBAL"}.get(word["seg"], "FLAT"),)
         else:
-            encs = (fmt.name,)
-        forms = [f for enc in encs for f in self.isa.by_opcode.get((fmt.name, enc, op), [])]
+            encs = (name,)
+        key = (name, encs, op)
+        forms = self._candidates.get(key)
+        if forms is None:
+            forms = self._candidates[key] = [
+                f for enc in encs for f in self.isa.by_opcode.get((name, enc, op), [])]
         form = self._select_form(forms, word)
         if form is None:
             raise DecodeError(f"0x{address:x}: no {'/'.join(encs)} instruction with opcode {op}"
                               f" on {self.target} (word 0x{w0:08x})")
-        if self._needs_literal(form, word):
-            if len(data) - offset < size + 4:
+        plan = _PLANS(form)
+        if plan.needs_literal(plan, word):
+            if available < size + 4:
                 raise DecodeError(f"0x{address:x}: truncated literal")
             word.literal = int.from_bytes(data[offset + size:offset + size + 4], "little")
             size += 4
@@ -128,17 +168,17 @@ class Decoder:
     @staticmethod
     def _select_form(forms: list[Form], word: _Word) -> Form | None:
         best, best_score = None, -1
+        value = word.value
         for form in forms:
-            score = 0
+            plan = _PLANS(form)
+            score = 0  # variant fields matched (before the first mismatch)
             ok = True
-            for name, value in form.fixed.items():
-                if form.enc == "SMEM" and name == "imm":
-                    continue  # decided with soe below
-                if word.fmt.fields[name].get(word.value) != value:
+            for lo, mask, want in plan.variant_fields:
+                if (value >> lo) & mask != want:
                     ok = False
                     break
                 score += 1
-            if form.enc == "SMEM" and form.base_variant in ("imm", "soff"):
+            if plan.smem_offset_variant:
                 # imm=1, soe=0: immediate offset; otherwise an SGPR offset (in SOFFSET when
                 # soe=1, else in OFFSET[6:0]), plus the immediate as offset: when imm=1.
                 ok = (form.base_variant == "imm") == (word["imm"] == 1 and word["soe"] == 0)
@@ -146,300 +186,557 @@ class Decoder:
                 best, best_score = form, score
         return best
 
+    # -------------------------------------------------------------- operands
+
+    def _build(self, form: Form, word: _Word, prefix: _Word | None) -> Inst:
+        plan = _PLANS(form)
+        operands = [read(word, prefix) for read in plan.readers]
+        mods: dict[str, object] = {}
+        if plan.modifiers is not None:
+            plan.modifiers(plan, word, prefix, operands, mods)
+        return Inst(plan.mnemonic, operands, mods, form=form) if form.enc else None
+
+
+class _Plan:
+    """How to decode one form: its variant bits, literal fields, slot and modifier readers."""
+
+    def __init__(self, form: Form):
+        self.form = form
+        fmt = FORMATS[form.format]
+        table = _field_table(fmt)
+        self.mnemonic = form.printed_mnemonic
+        # (lo, mask, value) of the fields the addressing variant fixes (in form order)
+        smem = form.enc == "SMEM"
+        self.variant_fields = [(*table[name], value) for name, value in form.fixed.items()
+                               if not (smem and name == "imm")]  # imm is decided with soe
+        self.smem_offset_variant = smem and form.base_variant in ("imm", "soff")
+        self.literal_fields, self.literal_always = self._literal_facts(form, fmt)
+        self.needs_literal = (_needs_literal_generic if self.literal_fields is None
+                              else _needs_literal)
+        self.readers = tuple(_slot_reader(form, spec, fmt) for spec in form.operands)
+        # Facts of the form the modifier readers use.
+        self.srcs = [i for i, s in enumerate(form.operands) if s.name in VOP_SRC_FIELDS]
+        self.has_sdst = any(s.name == "sdst" for s in form.operands)
+        self.op_sel_positions = op_sel_positions(form)
+        self.modifiers = _modifier_reader(form)
+
     @staticmethod
-    def _needs_literal(form: Form, word: _Word) -> bool:
-        if form.enc in ("MUBUF", "MTBUF") and word["soffset"] == SRC_LITERAL:
-            return True
+    def _literal_facts(form: Form, fmt: Format) -> tuple[list[tuple[int, int]] | None, bool]:
+        """(fields that may hold the literal marker, whether a literal always follows); None
+        fields if a source slot has no field (the generic check then raises as it did)."""
+        fields: list[tuple[int, int]] = []
         for spec in form.operands:
             if spec.name == "literal":
-                return True
+                return fields, True
             if spec.name in ("src0", "src1", "src2", "ssrc0", "ssrc1") and (
                     spec.is_register or spec.kinds):
                 if form.enc in ("DPP", "SDWA") and spec.name == "src0":
                     continue
-                if word.fmt.fields[spec.name].width != 9 and form.enc not in (
-                        "SOP1", "SOP2", "SOPC", "SOPK"):
+                fld = fmt.fields.get(spec.name)
+                if fld is None:
+                    return None, False
+                if fld.width != 9 and form.enc not in _SOP_ENCS:
                     continue
-                if word.fmt.fields[spec.name].get(word.value) == SRC_LITERAL:
-                    return True
-        return False
+                fields.append((fld.lo, fld.mask))
+        return fields, False
 
-    # -------------------------------------------------------------- operands
 
-    def _build(self, form: Form, word: _Word, prefix: _Word | None) -> Inst:
-        mods: dict[str, object] = {}
-        operands: list[Operand] = []
-        enc = form.enc
-        for idx, spec in enumerate(form.operands):
-            operands.append(self._operand(form, spec, word, prefix, idx))
-        self._modifiers(form, word, prefix, operands, mods)
-        return Inst(form.printed_mnemonic, operands, mods, form=form) if enc else None
+_PLANS = PerForm(_Plan)
 
-    def _agpr(self, form: Form, spec: OperandSpec, word: _Word) -> bool:
-        if "a" not in spec.kinds:
-            return False
-        if "v" not in spec.kinds:
+
+def _needs_literal(plan: _Plan, word: _Word) -> bool:
+    """True if a 32-bit literal follows the instruction word."""
+    if plan.form.enc in ("MUBUF", "MTBUF") and word["soffset"] == SRC_LITERAL:
+        return True
+    value = word.value
+    for lo, mask in plan.literal_fields:
+        if (value >> lo) & mask == SRC_LITERAL:
             return True
-        enc = form.enc
-        if enc in ("MAI", "MAI_SCALE"):
-            if spec.name in ("vdst", "src2"):
-                return word["acc_cd"] == 1
-            if spec.name == "src0":
-                return bool(word["acc"] & 1)
-            if spec.name == "src1":
-                return bool(word["acc"] & 2)
-        if enc in ("DS", "FLAT", "GLOBAL", "SCRATCH", "MUBUF", "MTBUF"):
-            return word["acc"] == 1
-        return False
+    return plan.literal_always
 
-    def _width(self, form: Form, spec: OperandSpec, word: _Word) -> int:
-        if form.enc in ("MAI", "MAI_SCALE") and "f8f6f4" in form.mnemonic:
-            if spec.name == "src0":
-                return F8F6F4_REGS.get(word["cbsz"], 8)
-            if spec.name == "src1":
-                return F8F6F4_REGS.get(word["blgp"], 8)
-        if form.enc in ("MUBUF", "MTBUF") and spec.name == "vaddr":
-            return 2 if (word["offen"] and word["idxen"]) else 1
-        return spec.width
 
-    def _operand(self, form: Form, spec: OperandSpec, word: _Word, prefix: _Word | None,
-                 idx: int) -> Operand:
-        if spec.fixed:
-            return Special(spec.fixed)
-        name, enc = spec.name, form.enc
-        width = self._width(form, spec, word)
-        if name == "literal":
-            return Literal(word.literal or 0)
-        if name in ("scale_src0", "scale_src1"):
+def _needs_literal_generic(plan: _Plan, word: _Word) -> bool:
+    """_needs_literal for forms with a source slot the format has no field for."""
+    form = plan.form
+    if form.enc in ("MUBUF", "MTBUF") and word["soffset"] == SRC_LITERAL:
+        return True
+    for spec in form.operands:
+        if spec.name == "literal":
+            return True
+        if spec.name in ("src0", "src1", "src2", "ssrc0", "ssrc1") and (
+                spec.is_register or spec.kinds):
+            if form.enc in ("DPP", "SDWA") and spec.name == "src0":
+                continue
+            if word.fmt.fields[spec.name].width != 9 and form.enc not in _SOP_ENCS:
+                continue
+            if word.fmt.fields[spec.name].get(word.value) == SRC_LITERAL:
+                return True
+    return False
+
+
+# ---------------------------------------------------------------------- operand slots
+#
+# A slot reader gets (word, scaled-MFMA prefix word) and returns the operand. Readers are
+# closures over the slot's facts (field position, register width, AGPR rule); those of
+# register and constant fields reuse the operand they built for the same code (operands are
+# immutable).
+
+SlotReader = Callable[[_Word, "_Word | None"], Operand]
+
+
+def _slot_reader(form: Form, spec: OperandSpec, fmt: Format) -> SlotReader:
+    """The reader of this slot's operand."""
+    name, enc = spec.name, form.enc
+    if spec.fixed:
+        fixed = Special(spec.fixed)
+        return lambda word, prefix: fixed
+    if name == "literal":
+        return lambda word, prefix: Literal(word.literal or 0)
+    if name in ("scale_src0", "scale_src1"):
+        field = "src0" if name == "scale_src0" else "src1"
+
+        def read_scale(word: _Word, prefix: _Word | None) -> Operand:
             assert prefix is not None
-            code = prefix["src0" if name == "scale_src0" else "src1"]
-            return decode_src(code, 1)
-        if name == "simm16" or spec.syntax:
-            return self._simm16(form, spec, word.fmt.fields[name].get(word.value))
-        if enc in ("DPP", "SDWA") and name == "src0":
-            return self._extra_src0(form, spec, word, width)
-        if enc == "SDWA" and name == "vsrc1" and SDWA["s1"].get(word.extra):
-            return decode_src(word["vsrc1"], width, type_=spec.type)
-        if enc == "SMEM":
-            return self._smem_operand(spec, word, width)
-        if enc in ("MUBUF", "MTBUF"):
-            if name == "vaddr":
-                return Reg("v", word["vaddr"], width) if (word["offen"] or word["idxen"]) else OFF
-            if name == "srsrc":
-                code = word["srsrc"] * 4
-                return decode_scalar_reg(code, width) or Reg("s", code, width)
-            if name == "soffset":
-                return decode_src(word["soffset"], 1, type_="i32", literal=word.literal)
-            if name == "vdata":
-                return Reg("a" if self._agpr(form, spec, word) else "v", word["vdata"], width)
-        if enc in ("FLAT", "GLOBAL", "SCRATCH"):
-            if name == "saddr":
-                code = word["saddr"]
-                return OFF if code == 0x7F else (decode_scalar_reg(code, width) or Imm(code))
-            if name == "addr" and form.base_variant == "scratch_saddr":
-                return OFF
-        code = word.fmt.fields[name].get(word.value)
-        if name in ("src0", "src1", "src2", "ssrc0", "ssrc1"):
-            field_bits = word.fmt.fields[name].width
-            if field_bits == 8 and enc not in ("SOP1", "SOP2", "SOPC", "SOPK"):
-                return Reg("a" if self._agpr(form, spec, word) else "v", code, width)
-            return decode_src(code, width, type_=spec.type, literal=word.literal,
-                              agpr=self._agpr(form, spec, word))
-        if name in ("sdst", "sdata"):
-            return decode_scalar_reg(code, width) or Imm(code)
-        if "v" in spec.kinds or "a" in spec.kinds:
-            return Reg("a" if self._agpr(form, spec, word) else "v", code, width)
-        if "s" in spec.kinds:
-            return decode_scalar_reg(code, width) or Imm(code)
-        return Imm(code)
+            return decode_src(prefix[field], 1)
+        return read_scale
+    if name == "simm16" or spec.syntax:
+        return _simm16_reader(form, spec, fmt)
+    if enc in ("DPP", "SDWA") and name == "src0":
+        return _extra_src0_reader(form, spec)
+    if enc == "SDWA" and name == "vsrc1":
+        return _sdwa_vsrc1_reader(form, spec, fmt)
+    if enc == "SMEM":
+        return _smem_reader(form, spec)
+    if enc in ("MUBUF", "MTBUF") and name in ("vaddr", "srsrc", "soffset", "vdata"):
+        return _buffer_reader(form, spec, fmt)
+    if enc in ("FLAT", "GLOBAL", "SCRATCH"):
+        if name == "saddr":
+            return _flat_saddr_reader(form, spec)
+        if name == "addr" and form.base_variant == "scratch_saddr":
+            return lambda word, prefix: OFF
+    return _field_reader(form, spec, fmt)
 
-    def _extra_src0(self, form: Form, spec: OperandSpec, word: _Word, width: int) -> Operand:
-        code = (DPP if form.enc == "DPP" else SDWA)["src0"].get(word.extra)
-        if form.enc == "SDWA" and SDWA["s0"].get(word.extra):
+
+def _field_reader(form: Form, spec: OperandSpec, fmt: Format) -> SlotReader:
+    """The reader of an operand that is one field of the word."""
+    name = spec.name
+    fld = fmt.fields.get(name)
+    if fld is None:
+        return lambda word, prefix: word.fmt.fields[name]  # KeyError, as it always was
+    lo, mask = fld.lo, fld.mask
+    if name in ("src0", "src1", "src2", "ssrc0", "ssrc1"):
+        if fld.width == 8 and form.enc not in _SOP_ENCS:
+            return _vector_reader(form, spec, lo, mask)
+        return _src_reader(form, spec, lo, mask)
+    if name in ("sdst", "sdata"):
+        return _scalar_reader(form, spec, lo, mask)
+    if "v" in spec.kinds or "a" in spec.kinds:
+        return _vector_reader(form, spec, lo, mask)
+    if "s" in spec.kinds:
+        return _scalar_reader(form, spec, lo, mask)
+    return _reusing_reader(form, spec, lo, mask, lambda code, w, agpr: Imm(code))
+
+
+def _width_rule(form: Form, spec: OperandSpec) -> Callable[[_Word], int] | None:
+    """How the slot's register count follows from other fields (None: it is spec.width)."""
+    if form.enc in ("MAI", "MAI_SCALE") and "f8f6f4" in form.mnemonic:
+        if spec.name == "src0":
+            return lambda word: F8F6F4_REGS.get(word["cbsz"], 8)
+        if spec.name == "src1":
+            return lambda word: F8F6F4_REGS.get(word["blgp"], 8)
+    if form.enc in ("MUBUF", "MTBUF") and spec.name == "vaddr":
+        return lambda word: 2 if (word["offen"] and word["idxen"]) else 1
+    return None
+
+
+def _agpr_rule(form: Form, spec: OperandSpec) -> tuple[bool, int | None]:
+    """(AGPR for sure, else the word bit that selects AGPRs or None if no bit does)."""
+    if "a" not in spec.kinds:
+        return False, None
+    if "v" not in spec.kinds:
+        return True, None
+    fields = FORMATS[form.format].fields
+    enc = form.enc
+    if enc in ("MAI", "MAI_SCALE"):
+        if spec.name in ("vdst", "src2"):
+            assert fields["acc_cd"].width == 1  # (so "acc_cd == 1" is "the bit is set")
+            return False, fields["acc_cd"].lo
+        if spec.name == "src0":
+            return False, fields["acc"].lo
+        if spec.name == "src1":
+            return False, fields["acc"].lo + 1
+    if enc in _MEMORY_ENCS:
+        assert fields["acc"].width == 1
+        return False, fields["acc"].lo
+    return False, None
+
+
+def _reusing_reader(form: Form, spec: OperandSpec, lo: int, mask: int,
+                    make: Callable[[int, int, bool], Operand]) -> SlotReader:
+    """A reader of field (lo, mask) whose operand is make(code, width, agpr), built once per
+    (code, width, agpr)."""
+    width_of = _width_rule(form, spec)
+    width = spec.width
+    always_agpr, agpr_bit = _agpr_rule(form, spec)
+    bits = mask.bit_length()
+    made: dict[int, Operand] = {}
+
+    def read(word: _Word, prefix: _Word | None) -> Operand:
+        value = word.value
+        code = (value >> lo) & mask
+        w = width if width_of is None else width_of(word)
+        agpr = always_agpr or (agpr_bit is not None and bool((value >> agpr_bit) & 1))
+        key = (((w << 1) | agpr) << bits) | code
+        op = made.get(key)
+        if op is None:
+            op = made[key] = make(code, w, agpr)
+        return op
+
+    return read
+
+
+def _vector_reader(form: Form, spec: OperandSpec, lo: int, mask: int) -> SlotReader:
+    """A VGPR or AGPR index field."""
+    return _reusing_reader(form, spec, lo, mask,
+                           lambda code, w, agpr: Reg("a" if agpr else "v", code, w))
+
+
+def _scalar_reader(form: Form, spec: OperandSpec, lo: int, mask: int) -> SlotReader:
+    """A scalar register code (a number if the code names no register)."""
+    return _reusing_reader(form, spec, lo, mask,
+                           lambda code, w, agpr: decode_scalar_reg(code, w) or Imm(code))
+
+
+def _src_reader(form: Form, spec: OperandSpec, lo: int, mask: int) -> SlotReader:
+    """A 9-bit (or SOP) source: register, inline constant or literal."""
+    type_ = spec.type
+    reuse = _reusing_reader(form, spec, lo, mask,
+                            lambda code, w, agpr: decode_src(code, w, type_=type_, agpr=agpr))
+    width_of = _width_rule(form, spec)
+
+    def read(word: _Word, prefix: _Word | None) -> Operand:
+        if (word.value >> lo) & mask != SRC_LITERAL:
+            return reuse(word, prefix)
+        w = spec.width if width_of is None else width_of(word)
+        return decode_src(SRC_LITERAL, w, type_=type_, literal=word.literal)
+
+    return read
+
+
+def _simm16_reader(form: Form, spec: OperandSpec, fmt: Format) -> SlotReader:
+    name = spec.name
+    fld = fmt.fields.get(name)
+    if fld is None:
+        return lambda word, prefix: word.fmt.fields[name]  # KeyError, as it always was
+    lo, mask = fld.lo, fld.mask
+    return lambda word, prefix: _simm16(form, spec, (word.value >> lo) & mask)
+
+
+def _extra_src0_reader(form: Form, spec: OperandSpec) -> SlotReader:
+    """DPP/SDWA src0 lives in the extra dword."""
+    src0 = (DPP if form.enc == "DPP" else SDWA)["src0"]
+    sdwa = form.enc == "SDWA"
+    width_of = _width_rule(form, spec)
+
+    def read(word: _Word, prefix: _Word | None) -> Operand:
+        width = spec.width if width_of is None else width_of(word)
+        code = src0.get(word.extra)
+        if sdwa and SDWA["s0"].get(word.extra):
             return decode_src(code, width, type_=spec.type)
         return Reg("v", code, width)
 
-    def _smem_operand(self, spec: OperandSpec, word: _Word, width: int) -> Operand:
-        name = spec.name
-        if name == "sbase":
+    return read
+
+
+def _sdwa_vsrc1_reader(form: Form, spec: OperandSpec, fmt: Format) -> SlotReader:
+    """SDWA vsrc1: an SGPR/constant code when the S1 bit is set, else the VGPR field."""
+    in_field = _field_reader(form, spec, fmt)
+    width_of = _width_rule(form, spec)
+
+    def read(word: _Word, prefix: _Word | None) -> Operand:
+        if SDWA["s1"].get(word.extra):
+            width = spec.width if width_of is None else width_of(word)
+            return decode_src(word["vsrc1"], width, type_=spec.type)
+        return in_field(word, prefix)
+
+    return read
+
+
+def _smem_reader(form: Form, spec: OperandSpec) -> SlotReader:
+    name = spec.name
+    width = spec.width  # (no SMEM width depends on other fields)
+    if name == "sbase":
+        def read_sbase(word: _Word, prefix: _Word | None) -> Operand:
             code = word["sbase"] * 2
             return decode_scalar_reg(code, width) or Reg("s", code, width)
-        if name == "sdata":
-            if "k" in spec.kinds:  # s_atc_probe*: the field holds an immediate
-                return Imm(word["sdata"], fmt="auto")
-            return decode_scalar_reg(word["sdata"], width) or Imm(word["sdata"])
-        if name == "offset":
-            return Imm(_signed(word["offset"], 21), fmt="hex")
-        if name == "soffset":
+        return read_sbase
+    if name == "sdata":
+        if "k" in spec.kinds:  # s_atc_probe*: the field holds an immediate
+            return lambda word, prefix: Imm(word["sdata"], fmt="auto")
+        return lambda word, prefix: decode_scalar_reg(word["sdata"], width) or Imm(word["sdata"])
+    if name == "offset":
+        return lambda word, prefix: Imm(_signed(word["offset"], 21), fmt="hex")
+    if name == "soffset":
+        def read_soffset(word: _Word, prefix: _Word | None) -> Operand:
             code = word["soffset"] if word["soe"] else word["offset"] & 0x7F
             return decode_scalar_reg(code, 1) or Imm(code)
+        return read_soffset
+
+    def unexpected(word: _Word, prefix: _Word | None) -> Operand:
         raise DecodeError(f"unexpected SMEM operand {name}")
 
-    def _simm16(self, form: Form, spec: OperandSpec, value: int) -> Operand:
-        from asterism.isa import syntax
+    return unexpected
 
-        if spec.syntax == "waitcnt":
-            return Syntax(value, syntax.format_waitcnt(value))
-        if spec.syntax == "hwreg":
-            return Syntax(value, syntax.format_hwreg(value))
-        if spec.syntax == "sendmsg":
-            return Syntax(value, syntax.format_sendmsg(value))
-        if spec.syntax == "gpr_idx":
-            return Syntax(value, syntax.format_gpr_idx(value))
-        if spec.syntax == "label":
-            return Imm(value)  # LLVM prints branch offsets as unsigned 16-bit words
-        if form.enc == "SOPK":
-            if form.mnemonic in ("s_cbranch_i_fork", "s_call_b64"):
-                return Imm(value)
-            return Imm(value, fmt="hex")
-        # SOPP immediates print in hex unless small, except s_endpgm's (decimal).
-        return Imm(value, fmt="dec" if form.mnemonic == "s_endpgm" else "auto")
 
-    # -------------------------------------------------------------- modifiers
+def _buffer_reader(form: Form, spec: OperandSpec, fmt: Format) -> SlotReader:
+    """MUBUF/MTBUF vaddr, srsrc, soffset and vdata."""
+    name = spec.name
+    width_of = _width_rule(form, spec)
+    width = spec.width
+    if name == "vaddr":
+        def read_vaddr(word: _Word, prefix: _Word | None) -> Operand:
+            w = width if width_of is None else width_of(word)
+            return Reg("v", word["vaddr"], w) if (word["offen"] or word["idxen"]) else OFF
+        return read_vaddr
+    if name == "srsrc":
+        def read_srsrc(word: _Word, prefix: _Word | None) -> Operand:
+            code = word["srsrc"] * 4
+            return decode_scalar_reg(code, width) or Reg("s", code, width)
+        return read_srsrc
+    if name == "soffset":
+        return lambda word, prefix: decode_src(word["soffset"], 1, type_="i32",
+                                               literal=word.literal)
+    fld = fmt.fields["vdata"]
+    return _vector_reader(form, spec, fld.lo, fld.mask)
 
-    def _modifiers(self, form: Form, word: _Word, prefix: _Word | None,
-                   operands: list[Operand], mods: dict[str, object]) -> None:
-        enc = form.enc
-        srcs = [i for i, s in enumerate(form.operands) if s.name in VOP_SRC_FIELDS]
-        if enc == "VOP3" and form.mnemonic.startswith("v_bitop3"):
-            # gfx950 v_bitop3: the 8-bit truth table is spread over NEG, ABS and OMOD.
-            table = word["neg"] | (word["abs"] << 3) | (word["omod"] << 6)
-            if table:
-                mods["bitop3"] = table
-            if "op_sel" in form.modifiers and word["op_sel"]:
-                mods["op_sel"] = tuple((word["op_sel"] >> k) & 1 for k in op_sel_positions(form))
-            return
-        if enc == "VOP3":
-            has_sdst = any(s.name == "sdst" for s in form.operands)
-            neg = word["neg"]
-            absm = 0 if has_sdst else word["abs"]
-            for i in srcs:
-                k = int(form.operands[i].name[-1])
-                if form.operands[i].mods and ((neg >> k) & 1 or (absm >> k) & 1):
-                    operands[i] = Mod(operands[i], neg=bool((neg >> k) & 1),
-                                      abs=bool((absm >> k) & 1))
-            if word["clamp"]:
-                mods["clamp"] = True
-            if word["omod"]:
-                mods["omod"] = word["omod"]
-            if "op_sel" in form.modifiers and not has_sdst:
-                bits = word["op_sel"]
-                if bits:
-                    mods["op_sel"] = tuple((bits >> k) & 1 for k in op_sel_positions(form))
-        elif enc == "VOP3P":
-            n = len(srcs)
-            if "_mix" in form.mnemonic:
-                # v_fma_mix*: NEG_HI holds abs, NEG the negation of each source.
-                for i in srcs:
-                    k = int(form.operands[i].name[-1])
-                    ng, ab = (word["neg"] >> k) & 1, (word["neg_hi"] >> k) & 1
-                    if ng or ab:
-                        operands[i] = Mod(operands[i], neg=bool(ng), abs=bool(ab))
-            op_sel = word["op_sel"]
-            op_sel_hi = word["op_sel_hi"] | (word["op_sel_hi2"] << 2)
-            if "op_sel" in form.modifiers:
-                mods["op_sel"] = tuple((op_sel >> k) & 1 for k in range(n))
-            if "op_sel_hi" in form.modifiers:
-                mods["op_sel_hi"] = tuple((op_sel_hi >> k) & 1 for k in range(n))
-            if "neg_lo" in form.modifiers:
-                mods["neg_lo"] = tuple((word["neg"] >> k) & 1 for k in range(n))
-            if "neg_hi" in form.modifiers:
-                mods["neg_hi"] = tuple((word["neg_hi"] >> k) & 1 for k in range(n))
-            if word["clamp"] and "clamp" in form.modifiers:
-                mods["clamp"] = True
-        elif enc in ("MAI", "MAI_SCALE"):
-            if "neg" in form.modifiers and word["blgp"]:
-                mods["neg"] = tuple((word["blgp"] >> k) & 1 for k in range(3))
-            for name in ("cbsz", "abid", "blgp"):
-                if name in form.modifiers:
-                    value = word[name]
-                    if enc == "MAI_SCALE" and name == "abid":
-                        continue
-                    if value:
-                        mods[name] = value
-            if enc == "MAI_SCALE" and prefix is not None:
-                mods["op_sel"] = (prefix["op_sel"] & 1, (prefix["op_sel"] >> 1) & 1, 0)
-                mods["op_sel_hi"] = (prefix["op_sel_hi"] & 1, (prefix["op_sel_hi"] >> 1) & 1, 0)
-                mods["op_sel_hi_default"] = (1, 1, 1)
-        elif enc == "DS":
-            if form.mnemonic == "ds_swizzle_b32":
-                off = word["offset0"] | (word["offset1"] << 8)
-                if off:
-                    mods["offset"] = Syntax(off, format_swizzle(off))
-            elif "offset0" in form.modifiers or "offset1" in form.modifiers:
-                mods["offset0"] = word["offset0"]
-                mods["offset1"] = word["offset1"]
-            else:
-                mods["offset"] = word["offset0"] | (word["offset1"] << 8)
-            if word["gds"] and "gds" in form.modifiers:  # gfx940+ has no GDS otherwise
-                mods["gds"] = True
-        elif enc in ("FLAT", "GLOBAL", "SCRATCH"):
-            off = word["offset"]
-            mods["offset"] = off if enc == "FLAT" else _signed(off, 13)
-            for name in ("sc0", "nt", "sc1"):
-                if word[name]:
-                    mods[name] = True
-        elif enc in ("MUBUF", "MTBUF"):
-            if enc == "MTBUF":
-                mods["format"] = word["dfmt"] | (word["nfmt"] << 4)
-            if word["idxen"]:
-                mods["idxen"] = True
-            if word["offen"]:
-                mods["offen"] = True
-            mods["offset"] = word["offset"]
-            for name in ("sc0", "nt", "sc1"):
-                if name in word.fmt.fields and word[name] and not (
-                        name == "sc0" and form.fixed.get("sc0")):
-                    mods[name] = True
-            if form.fixed.get("sc0"):
-                mods["sc0"] = True  # the returning atomic
-            if form.base_variant == "lds":
-                mods["lds"] = True
-        elif enc == "SMEM":
-            if form.base_variant == "soff" and word["imm"]:
-                mods["offset"] = _signed(word["offset"], 21)
-            for name in ("glc", "nv"):
-                if word[name] and (name in form.modifiers or form.fixed.get(name)):
-                    mods[name] = True
-        elif enc == "DPP":
-            x = word.extra
-            for i in srcs + [i for i, s in enumerate(form.operands) if s.name == "vsrc1"]:
-                k = 0 if form.operands[i].name == "src0" else 1
-                neg = DPP[f"src{k}_neg"].get(x)
-                ab = DPP[f"src{k}_abs"].get(x)
-                if form.operands[i].mods and (neg or ab):
-                    operands[i] = Mod(operands[i], neg=bool(neg), abs=bool(ab))
-            mods["dpp_ctrl"] = DPP["dpp_ctrl"].get(x)
-            mods["row_mask"] = DPP["row_mask"].get(x)
-            mods["bank_mask"] = DPP["bank_mask"].get(x)
-            if DPP["bound_ctrl"].get(x):
-                mods["bound_ctrl"] = True
-        elif enc == "SDWA":
-            x = word.extra
-            for i, s in enumerate(form.operands):
-                if s.name in ("src0", "vsrc1") and s.mods:
-                    k = 0 if s.name == "src0" else 1
-                    neg, ab, sext = (SDWA[f"src{k}_neg"].get(x), SDWA[f"src{k}_abs"].get(x),
-                                     SDWA[f"src{k}_sext"].get(x))
-                    if neg or ab or sext:
-                        operands[i] = Mod(operands[i], neg=bool(neg), abs=bool(ab),
-                                          sext=bool(sext))
-            if form.format != "VOPC":
-                if SDWA["clamp"].get(x):
-                    mods["clamp"] = True
-                if SDWA["omod"].get(x):
-                    mods["omod"] = SDWA["omod"].get(x)
-                mods["dst_sel"] = SDWA_SEL[min(SDWA["dst_sel"].get(x), 6)]
-                unused = SDWA["dst_unused"].get(x)
-                mods["dst_unused"] = SDWA_UNUSED[unused] if unused < 3 else "UNUSED_PAD"
-            else:
-                if SDWA["clamp"].get(x) and "clamp" in form.modifiers:
-                    mods["clamp"] = True
-                if SDWA["sd"].get(x):
-                    operands[0] = decode_scalar_reg(SDWA["sdst"].get(x), 2) or operands[0]
-            mods["src0_sel"] = SDWA_SEL[min(SDWA["src0_sel"].get(x), 6)]
-            if any(s.name == "vsrc1" for s in form.operands):
-                mods["src1_sel"] = SDWA_SEL[min(SDWA["src1_sel"].get(x), 6)]
+
+def _flat_saddr_reader(form: Form, spec: OperandSpec) -> SlotReader:
+    width = spec.width  # (no FLAT width depends on other fields)
+
+    def read(word: _Word, prefix: _Word | None) -> Operand:
+        code = word["saddr"]
+        return OFF if code == 0x7F else (decode_scalar_reg(code, width) or Imm(code))
+
+    return read
+
+
+def _simm16(form: Form, spec: OperandSpec, value: int) -> Operand:
+    from asterism.isa import syntax
+
+    if spec.syntax == "waitcnt":
+        return Syntax(value, syntax.format_waitcnt(value))
+    if spec.syntax == "hwreg":
+        return Syntax(value, syntax.format_hwreg(value))
+    if spec.syntax == "sendmsg":
+        return Syntax(value, _format_sendmsg(value))
+    if spec.syntax == "gpr_idx":
+        return Syntax(value, _format_gpr_idx(value))
+    if spec.syntax == "label":
+        return Imm(value)  # LLVM prints branch offsets as unsigned 16-bit words
+    if form.enc == "SOPK":
+        if form.mnemonic in ("s_cbranch_i_fork", "s_call_b64"):
+            return Imm(value)
+        return Imm(value, fmt="hex")
+    # SOPP immediates print in hex unless small, except s_endpgm's (decimal).
+    return Imm(value, fmt="dec" if form.mnemonic == "s_endpgm" else "auto")
+
+
+# ---------------------------------------------------------------------- modifiers
+#
+# One reader per encoding family: (plan, word, prefix, operands, modifiers); it fills the
+# modifiers and wraps operands in their source modifiers.
+
+ModifierReader = Callable[[_Plan, _Word, "_Word | None", list, dict], None]
+
+
+def _modifier_reader(form: Form) -> ModifierReader | None:
+    """The reader of this form's modifiers (None: it has none)."""
+    enc = form.enc
+    if enc == "VOP3" and form.mnemonic.startswith("v_bitop3"):
+        return _mods_bitop3
+    return {"VOP3": _mods_vop3, "VOP3P": _mods_vop3p, "MAI": _mods_mfma,
+            "MAI_SCALE": _mods_mfma, "DS": _mods_ds, "FLAT": _mods_flat,
+            "GLOBAL": _mods_flat, "SCRATCH": _mods_flat, "MUBUF": _mods_buffer,
+            "MTBUF": _mods_buffer, "SMEM": _mods_smem, "DPP": _mods_dpp,
+            "SDWA": _mods_sdwa}.get(enc)
+
+
+def _mods_bitop3(plan: _Plan, word: _Word, prefix: _Word | None, operands: list[Operand],
+                 mods: dict[str, object]) -> None:
+    # gfx950 v_bitop3: the 8-bit truth table is spread over NEG, ABS and OMOD.
+    table = word["neg"] | (word["abs"] << 3) | (word["omod"] << 6)
+    if table:
+        mods["bitop3"] = table
+    if "op_sel" in plan.form.modifiers and word["op_sel"]:
+        mods["op_sel"] = tuple((word["op_sel"] >> k) & 1 for k in plan.op_sel_positions)
+
+
+def _mods_vop3(plan: _Plan, word: _Word, prefix: _Word | None, operands: list[Operand],
+               mods: dict[str, object]) -> None:
+    form = plan.form
+    has_sdst = plan.has_sdst
+    neg = word["neg"]
+    absm = 0 if has_sdst else word["abs"]
+    for i in plan.srcs:
+        k = int(form.operands[i].name[-1])
+        if form.operands[i].mods and ((neg >> k) & 1 or (absm >> k) & 1):
+            operands[i] = Mod(operands[i], neg=bool((neg >> k) & 1),
+                              abs=bool((absm >> k) & 1))
+    if word["clamp"]:
+        mods["clamp"] = True
+    if word["omod"]:
+        mods["omod"] = word["omod"]
+    if "op_sel" in form.modifiers and not has_sdst:
+        bits = word["op_sel"]
+        if bits:
+            mods["op_sel"] = tuple((bits >> k) & 1 for k in plan.op_sel_positions)
+
+
+def _mods_vop3p(plan: _Plan, word: _Word, prefix: _Word | None, operands: list[Operand],
+                mods: dict[str, object]) -> None:
+    form = plan.form
+    srcs = plan.srcs
+    n = len(srcs)
+    if "_mix" in form.mnemonic:
+        # v_fma_mix*: NEG_HI holds abs, NEG the negation of each source.
+        for i in srcs:
+            k = int(form.operands[i].name[-1])
+            ng, ab = (word["neg"] >> k) & 1, (word["neg_hi"] >> k) & 1
+            if ng or ab:
+                operands[i] = Mod(operands[i], neg=bool(ng), abs=bool(ab))
+    op_sel = word["op_sel"]
+    op_sel_hi = word["op_sel_hi"] | (word["op_sel_hi2"] << 2)
+    if "op_sel" in form.modifiers:
+        mods["op_sel"] = tuple((op_sel >> k) & 1 for k in range(n))
+    if "op_sel_hi" in form.modifiers:
+        mods["op_sel_hi"] = tuple((op_sel_hi >> k) & 1 for k in range(n))
+    if "neg_lo" in form.modifiers:
+        mods["neg_lo"] = tuple((word["neg"] >> k) & 1 for k in range(n))
+    if "neg_hi" in form.modifiers:
+        mods["neg_hi"] = tuple((word["neg_hi"] >> k) & 1 for k in range(n))
+    if word["clamp"] and "clamp" in form.modifiers:
+        mods["clamp"] = True
+
+
+def _mods_mfma(plan: _Plan, word: _Word, prefix: _Word | None, operands: list[Operand],
+               mods: dict[str, object]) -> None:
+    form = plan.form
+    enc = form.enc
+    if "neg" in form.modifiers and word["blgp"]:
+        mods["neg"] = tuple((word["blgp"] >> k) & 1 for k in range(3))
+    for name in ("cbsz", "abid", "blgp"):
+        if name in form.modifiers:
+            value = word[name]
+            if enc == "MAI_SCALE" and name == "abid":
+                continue
+            if value:
+                mods[name] = value
+    if enc == "MAI_SCALE" and prefix is not None:
+        mods["op_sel"] = (prefix["op_sel"] & 1, (prefix["op_sel"] >> 1) & 1, 0)
+        mods["op_sel_hi"] = (prefix["op_sel_hi"] & 1, (prefix["op_sel_hi"] >> 1) & 1, 0)
+        mods["op_sel_hi_default"] = (1, 1, 1)
+
+
+def _mods_ds(plan: _Plan, word: _Word, prefix: _Word | None, operands: list[Operand],
+             mods: dict[str, object]) -> None:
+    form = plan.form
+    if form.mnemonic == "ds_swizzle_b32":
+        off = word["offset0"] | (word["offset1"] << 8)
+        if off:
+            mods["offset"] = Syntax(off, format_swizzle(off))
+    elif "offset0" in form.modifiers or "offset1" in form.modifiers:
+        mods["offset0"] = word["offset0"]
+        mods["offset1"] = word["offset1"]
+    else:
+        mods["offset"] = word["offset0"] | (word["offset1"] << 8)
+    if word["gds"] and "gds" in form.modifiers:  # gfx940+ has no GDS otherwise
+        mods["gds"] = True
+
+
+def _mods_flat(plan: _Plan, word: _Word, prefix: _Word | None, operands: list[Operand],
+               mods: dict[str, object]) -> None:
+    off = word["offset"]
+    mods["offset"] = off if plan.form.enc == "FLAT" else _signed(off, 13)
+    for name in ("sc0", "nt", "sc1"):
+        if word[name]:
+            mods[name] = True
+
+
+def _mods_buffer(plan: _Plan, word: _Word, prefix: _Word | None, operands: list[Operand],
+                 mods: dict[str, object]) -> None:
+    form = plan.form
+    if form.enc == "MTBUF":
+        mods["format"] = word["dfmt"] | (word["nfmt"] << 4)
+    if word["idxen"]:
+        mods["idxen"] = True
+    if word["offen"]:
+        mods["offen"] = True
+    mods["offset"] = word["offset"]
+    for name in ("sc0", "nt", "sc1"):
+        if name in word.fmt.fields and word[name] and not (
+                name == "sc0" and form.fixed.get("sc0")):
+            mods[name] = True
+    if form.fixed.get("sc0"):
+        mods["sc0"] = True  # the returning atomic
+    if form.base_variant == "lds":
+        mods["lds"] = True
+
+
+def _mods_smem(plan: _Plan, word: _Word, prefix: _Word | None, operands: list[Operand],
+               mods: dict[str, object]) -> None:
+    form = plan.form
+    if form.base_variant == "soff" and word["imm"]:
+        mods["offset"] = _signed(word["offset"], 21)
+    for name in ("glc", "nv"):
+        if word[name] and (name in form.modifiers or form.fixed.get(name)):
+            mods[name] = True
+
+
+def _mods_dpp(plan: _Plan, word: _Word, prefix: _Word | None, operands: list[Operand],
+              mods: dict[str, object]) -> None:
+    form = plan.form
+    x = word.extra
+    for i in plan.srcs + [i for i, s in enumerate(form.operands) if s.name == "vsrc1"]:
+        k = 0 if form.operands[i].name == "src0" else 1
+        neg = DPP[f"src{k}_neg"].get(x)
+        ab = DPP[f"src{k}_abs"].get(x)
+        if form.operands[i].mods and (neg or ab):
+            operands[i] = Mod(operands[i], neg=bool(neg), abs=bool(ab))
+    mods["dpp_ctrl"] = DPP["dpp_ctrl"].get(x)
+    mods["row_mask"] = DPP["row_mask"].get(x)
+    mods["bank_mask"] = DPP["bank_mask"].get(x)
+    if DPP["bound_ctrl"].get(x):
+        mods["bound_ctrl"] = True
+
+
+def _mods_sdwa(plan: _Plan, word: _Word, prefix: _Word | None, operands: list[Operand],
+               mods: dict[str, object]) -> None:
+    form = plan.form
+    x = word.extra
+    for i, s in enumerate(form.operands):
+        if s.name in ("src0", "vsrc1") and s.mods:
+            k = 0 if s.name == "src0" else 1
+            neg, ab, sext = (SDWA[f"src{k}_neg"].get(x), SDWA[f"src{k}_abs"].get(x),
+                             SDWA[f"src{k}_sext"].get(x))
+            if neg or ab or sext:
+                operands[i] = Mod(operands[i], neg=bool(neg), abs=bool(ab),
+                                  sext=bool(sext))
+    if form.format != "VOPC":
+        if SDWA["clamp"].get(x):
+            mods["clamp"] = True
+        if SDWA["omod"].get(x):
+            mods["omod"] = SDWA["omod"].get(x)
+        mods["dst_sel"] = SDWA_SEL[min(SDWA["dst_sel"].get(x), 6)]
+        unused = SDWA["dst_unused"].get(x)
+        mods["dst_unused"] = SDWA_UNUSED[unused] if unused < 3 else "UNUSED_PAD"
+    else:
+        if SDWA["clamp"].get(x) and "clamp" in form.modifiers:
+            mods["clamp"] = True
+        if SDWA["sd"].get(x):
+            operands[0] = decode_scalar_reg(SDWA["sdst"].get(x), 2) or operands[0]
+    mods["src0_sel"] = SDWA_SEL[min(SDWA["src0_sel"].get(x), 6)]
+    if any(s.name == "vsrc1" for s in form.operands):
+        mods["src1_sel"] = SDWA_SEL[min(SDWA["src1_sel"].get(x), 6)]
 
 
 def op_sel_positions(form: Form) -> list[int]:
@@ -454,6 +751,36 @@ def op_sel_positions(form: Form) -> list[int]:
 
 def _signed(value: int, bits: int) -> int:
     return value - (1 << bits) if value & (1 << (bits - 1)) else value
+
+
+def _format_sendmsg(value: int) -> str:
+    from asterism.isa import syntax
+
+    msg, op, stream = value & 0xF, (value >> 4) & 0x7, (value >> 8) & 0x3
+    name = syntax.SENDMSG_NAMES.get(msg)
+    # LLVM prints the symbolic form only for valid (message, operation, stream) triples.
+    if name is None:
+        return str(value)
+    if msg in (2, 3):
+        if op > 3 or (op == 0 and stream):
+            return str(value)
+        text = f"sendmsg({name}, {syntax.GS_OPS[op]}"
+        return text + (f", {stream})" if op else ")")
+    if msg == 15:
+        if op not in syntax.SYSMSG_OPS or stream:
+            return str(value)
+        return f"sendmsg({name}, {syntax.SYSMSG_OPS[op]})"
+    if op or stream:
+        return str(value)
+    return f"sendmsg({name})"
+
+
+def _format_gpr_idx(value: int) -> str:
+    if value > 15:
+        return f"0x{value:x}"
+    names = ["SRC0", "SRC1", "SRC2", "DST"]
+    on = [n for k, n in enumerate(names) if (value >> k) & 1]
+    return f"gpr_idx({','.join(on)})"
 
 
 _DECODERS: dict[str, Decoder] = {}
