@@ -345,8 +345,9 @@ class _KernelHazards:
     # ------------------------------------------------------------------ transfer
 
     def _missing(self, st: HazardState, p: _Prepared, now: int,
-                 worst: list | None = None) -> int:
-        """Wait states `p` lacks at clock `now` (0 if none); `worst` collects violations."""
+                 worst: list | None = None, local: bool = False) -> int:
+        """Wait states `p` lacks at clock `now` (0 if none); `worst` collects violations;
+        `local` looks only at producers of the same block (clock >= 0)."""
         need_max = 0
         for rule, keys, rng in p.checks:
             if rule.regs == "none":
@@ -356,6 +357,8 @@ class _KernelHazards:
                                                                           frozenset())
                                                  for k in keys))
             for ev in candidates:
+                if local and ev.clock < 0:
+                    continue
                 pf = self.facts[ev.index]
                 if rule.producer not in pf.classes or pf.classes & set(rule.producer_not):
                     continue
@@ -384,17 +387,18 @@ class _KernelHazards:
         for c in p.class_records:
             st.last_class[c] = frozenset((Event(now, p.index, (0, 0)),))
 
-    def transfer(self, block: Block, st: HazardState, fix: bool = False,
+    def transfer(self, block: Block, st: HazardState, fix: str = "",
                  violations: list | None = None) -> tuple[HazardState, int, bool]:
         """Walk `block` from state `st` (clock 0 at its start) with the current nops. With
-        `fix`, an op that lacks wait states gets them right away (which also moves every
-        later op further from its producers). Returns (state, end clock, nops added)."""
+        `fix` ("local": producers of this block only, "all"), an op that lacks wait states
+        gets them right away (which also moves every later op further from its producers).
+        Returns (state, end clock, nops added)."""
         now = 0
         added = False
         for p in self.prepared[block]:
             now += self.nops.get(p.index, 0)
             if p.checks and (fix or violations is not None):
-                missing = self._missing(st, p, now, violations)
+                missing = self._missing(st, p, now, violations, fix == "local")
                 if missing and fix:
                     self.nops[p.index] = self.nops.get(p.index, 0) + missing
                     now += missing
@@ -423,12 +427,23 @@ class _KernelHazards:
 
     def insert(self) -> int:
         """Insert the nops; returns the wait states added."""
-        # Nops only grow, and a round that adds none is the fixpoint of the final code.
+        # Hazards within a block first (nothing inserted elsewhere can fix them), then the
+        # ones that come through block entries, one block at a time in RPO with the entry
+        # states recomputed in between: a nop placed for a producer late in a loop body can
+        # make the one its back edge would need at the loop head unnecessary. Nops only
+        # grow, and a round that adds none is the fixpoint of the final code.
+        order = self.cfg.rpo()
         while True:
             entry = self.fixpoint()
             added = False
-            for block in self.cfg.rpo():
-                added |= self.transfer(block, entry[block].copy(), fix=True)[2]
+            for block in order:
+                added |= self.transfer(block, entry[block].copy(), fix="local")[2]
+            if added:
+                continue
+            for block in order:
+                if self.transfer(block, entry[block].copy(), fix="all")[2]:
+                    added = True
+                    break
             if not added:
                 break
         total = 0
@@ -447,7 +462,7 @@ class _KernelHazards:
         entry = self.fixpoint()
         found: list[Violation] = []
         for block in self.cfg.blocks:
-            self.transfer(block, entry[block].copy(), False, found)
+            self.transfer(block, entry[block].copy(), "", found)
         # One report per consumer and rule: the closest producer.
         best: dict[tuple[int, str], Violation] = {}
         for v in found:
