@@ -43,7 +43,8 @@ waiting for the counted instructions, `s_nop N` = N+1 slots).
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+import heapq
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 
 from xdsl.dialects import arith, func
@@ -101,6 +102,7 @@ _REG_FILES: dict[str, frozenset[str]] = {
     "exec": frozenset({"exec"}), "m0": frozenset({"m0"})}
 _WRITE_ROLES = frozenset({"def", "exec_def", "vcc_def", "m0_def"})
 _COUNTERS = ("vmcnt", "lgkmcnt", "expcnt")
+_SPACES = ("lds", "global", "scratch")  # FLAT ("any") touches all of them
 
 
 @dataclass(frozen=True)
@@ -215,12 +217,21 @@ class _Facts:
         self.isa = isa
         self.roots: dict[SSAValue, SSAValue] = {}
         self.matches: dict[Operation, object] = {}
+        self.by_shape: dict[tuple, object] = {}
+        self.classes: dict[tuple, frozenset[str]] = {}
+        self.implicit: dict[str, tuple[tuple[Atom, ...], tuple[Atom, ...]]] = {}
 
     def match(self, op: InstructionOp):
-        """The database match of an instruction op (cached)."""
+        """The database match of an instruction op (cached per op, and per operand shape:
+        the form depends on the family, mnemonic, operand kinds/widths and modifiers)."""
         m = self.matches.get(op)
         if m is None:
-            m = self.matches[op] = match_instruction(op, self.isa)
+            key = (type(op), op.mnemonic_text, tuple(_shape_key(v) for v in op.args),
+                   tuple(sorted(op.mods)))
+            m = self.by_shape.get(key)
+            if m is None:
+                m = self.by_shape[key] = match_instruction(op, self.isa)
+            self.matches[op] = m
         return m
 
     def root(self, value: SSAValue) -> SSAValue:
@@ -293,25 +304,52 @@ class _Facts:
                 srcc.update(units)
             if inst.passes is not None and spec.name in ("src0", "src1"):
                 srcab.update(units)
-        fixed = {s.fixed for f in inst.forms for s in f.operands if s.fixed}
-        for name in inst.implicit_uses:
-            if name not in fixed:
-                reads.update(_SPECIAL_ATOMS.get(name, ((name, 0),)))
-        for name in inst.implicit_defs:
-            if name not in fixed:
-                writes.update(_SPECIAL_ATOMS.get(name, ((name, 0),)))
+        implicit_reads, implicit_writes = self._implicit(inst)
+        reads.update(implicit_reads)
+        writes.update(implicit_writes)
         mods = op.mods
         barrier = (form.enc == "SOPP" or inst.unit == "branch"
                    or inst.mnemonic.startswith(_BARRIER_PREFIXES)
                    or "workgroup_barrier" in inst.flags or bool(mods.get("gds")))
+        ckey = (inst.mnemonic, form.enc, tuple(sorted(mods.items())), len(data), soffset_reg)
+        hclasses = self.classes.get(ckey)
+        if hclasses is None:
+            hclasses = self.classes[ckey] = instruction_classes(
+                inst.mnemonic, inst.unit, inst.flags, form.enc, mods, 32 * len(data),
+                soffset_reg)
         return Node(
             op, pos, barrier=barrier, keep=keep, inst=inst, tclass=timing_class(inst),
             reads=frozenset(reads), writes=frozenset(writes), srcc=frozenset(srcc),
             srcab=frozenset(srcab),
             data=frozenset(data), mem=_memory(inst, form.enc, mods), counters=form.counters,
-            hclasses=instruction_classes(inst.mnemonic, inst.unit, inst.flags, form.enc, mods,
-                                         32 * len(data), soffset_reg),
-            data_dwords=data_dwords)
+            hclasses=hclasses, data_dwords=data_dwords)
+
+    def _implicit(self, inst: Instruction) -> tuple[tuple[Atom, ...], tuple[Atom, ...]]:
+        """Register units the database says `inst` reads/writes implicitly, minus those its
+        forms name as operands (vcc of VOP2/VOPC: explicit in the IR, or an SGPR operand in
+        the VOP3 form)."""
+        got = self.implicit.get(inst.mnemonic)
+        if got is None:
+            fixed = {s.fixed for f in inst.forms for s in f.operands if s.fixed}
+            r = tuple(a for name in inst.implicit_uses if name not in fixed
+                      for a in _SPECIAL_ATOMS.get(name, ((name, 0),)))
+            w = tuple(a for name in inst.implicit_defs if name not in fixed
+                      for a in _SPECIAL_ATOMS.get(name, ((name, 0),)))
+            got = self.implicit[inst.mnemonic] = (r, w)
+        return got
+
+
+def _shape_key(value: SSAValue) -> tuple:
+    t = value.type
+    if isinstance(t, RegisterType):
+        return (t.KIND, t.width, t.is_fixed and t.first % 4)
+    if isinstance(t, SpecialRegType):
+        return ("special", t.reg_name)
+    owner = value.owner
+    if isinstance(owner, arith.ConstantOp | LiteralOp):
+        imm, typ, literal = immediate_of(value)
+        return ("imm", imm, typ, literal)
+    return (type(t).__name__, type(owner).__name__)
 
 
 def _keep_key(op: Operation) -> object:
@@ -427,7 +465,10 @@ class _Deps:
     def _build(self, keep_counters: set[str]) -> None:
         last_write: dict[Atom, Node] = {}
         readers: dict[Atom, list[Node]] = {}
-        mem_seen: list[Node] = []
+        # Per memory space: the last store and the loads since (a store orders after both;
+        # a load after the store), which keeps every conflicting pair ordered transitively.
+        last_store: dict[str, Node] = {}
+        loads_since: dict[str, list[Node]] = {}
         last_counted: dict[str, Node] = {}
         for n in self.nodes:
             for arg in n.op.operands:
@@ -451,11 +492,22 @@ class _Deps:
             for a in n.writes:
                 last_write[a] = n
                 readers[a] = []
-            if n.mem:
-                for m in mem_seen:
-                    if any(x.conflicts(y) for x in m.mem for y in n.mem):
-                        self.add(m, n, 0)
-                mem_seen.append(n)
+            for acc in n.mem:
+                for space in _SPACES if acc.space == "any" else (acc.space,):
+                    st = last_store.get(space)
+                    if st is not None and st is not n:
+                        self.add(st, n, 0)
+                    if acc.store:
+                        for ld in loads_since.get(space, ()):
+                            if ld is not n:
+                                self.add(ld, n, 0)
+            for acc in n.mem:
+                for space in _SPACES if acc.space == "any" else (acc.space,):
+                    if acc.store:
+                        last_store[space] = n
+                        loads_since[space] = []
+                    elif acc.load:
+                        loads_since.setdefault(space, []).append(n)
             for c in n.counters:
                 if c in keep_counters:
                     if c in last_counted:
@@ -563,7 +615,9 @@ def _hazard_links(blocks: list[list[Node]], succs: dict[int, list[int]],
                     need = min(hazard_wait_states(rules, p, n), horizon)
                     if need:
                         links[key] = (p, n, need)
-                for a in n.reads:
+                # Only reads that a rule's producer role names (MFMA SrcC, store data) can
+                # start a write-after-read hazard.
+                for a in n.srcc | n.data:
                     w, r = state.get(a, (frozenset(), frozenset()))
                     state[a] = (w, r | {n})
                 for a in n.writes:
@@ -688,33 +742,100 @@ def _heights(deps: _Deps, tm: TimingModel) -> dict[Node, int]:
 
 def _windows(deps: _Deps, insts: Sequence[Node]) -> tuple[dict[Node, int], dict[Node, int]]:
     """Earliest and latest slot of each instruction under the hazard guard (room before and
-    after it, distances), propagated along the dependencies."""
+    after it, distances), propagated along the dependencies that carry a guard constraint
+    (plain precedence alone narrows nothing worth checking)."""
     total = len(insts)
+    last = total - 1
     rel = {n: n.before_req for n in insts}
-    dl = {n: total - 1 - n.after_req for n in insts}
+    dl = {n: last - n.after_req for n in insts}
     for n in insts:  # the input order is a topological order
         for e in deps.succ[n]:
-            if not e.dst.pure:
+            if not e.dst.pure and (rel[n] > 0 or e.distance):
                 rel[e.dst] = max(rel[e.dst], rel[n] + 1 + e.distance)
     for n in reversed(insts):
         for e in deps.succ[n]:
-            if not e.dst.pure:
+            if not e.dst.pure and (dl[e.dst] < last or e.distance):
                 dl[n] = min(dl[n], dl[e.dst] - 1 - e.distance)
     return rel, dl
 
 
-def _fits(rest: Iterable[Node], start: int, rel: dict[Node, int], dl: dict[Node, int],
-          last: int) -> bool:
-    """Can the nodes `rest` fill the slots start.. without a gap, each inside its window?
-    (Necessary conditions of Hall's theorem on the slot line; precedence is folded into the
-    windows by `_windows`.)"""
+def _fits(rest: Iterable[Node], size: int, start: int, rel: dict[Node, int],
+          dl: dict[Node, int], last: int) -> bool:
+    """Can the `size` remaining nodes fill the slots start.. without a gap, each inside its
+    window? `rest` are those of them with a window narrower than the region. (Necessary
+    conditions of Hall's theorem on the slot line.)"""
+    rest = list(rest)
     lates = sorted(dl[n] for n in rest if dl[n] < last)
     if any(d < start + i for i, d in enumerate(lates)):
         return False
-    rest = list(rest)
     early = sorted(rel[n] for n in rest if rel[n] > 0)
-    free = len(rest) - len(early)
+    free = size - len(early)
     return all(r <= start + free + j for j, r in enumerate(early))
+
+
+class _ReadyQueues:
+    """Ready instructions per execution unit, in the order the scheduler prefers them:
+    earliest issue slot, then longest path to the end, then input order.
+
+    Per unit, `avail` holds those whose operands are ready by the unit's next slot (keyed by
+    height) and `pending` the others (keyed by the slot their operands are ready in), so a
+    choice costs O(units + log n) instead of a scan of everything ready."""
+
+    def __init__(self, tm: TimingModel, clock: _Clock, height: dict[Node, int]):
+        self.tm = tm
+        self.clock = clock
+        self.height = height
+        self.avail: dict[str, list] = {}
+        self.pending: dict[str, list] = {}
+
+    def add(self, n: Node, ready_at: int) -> None:
+        """`n` has all its predecessors issued; its operands are ready at `ready_at`."""
+        ic = self.tm.issue_cycles
+        aligned = -(-ready_at // ic) * ic
+        unit = self.tm.unit_of(n.tclass)
+        self.avail.setdefault(unit, [])
+        heapq.heappush(self.pending.setdefault(unit, []),
+                       (aligned, -self.height[n], n.pos, id(n), n))
+
+    def _base(self, unit: str) -> int:
+        clock = self.clock
+        return clock.slot(max(clock.now, clock.unit_free.get(unit, 0)))
+
+    def pick(self, eligible: Callable[[Node], bool]) -> tuple[int, Node] | None:
+        """Remove and return (issue cycle, node) of the best candidate `eligible` accepts."""
+        for unit, pend in self.pending.items():
+            base = self._base(unit)
+            avail = self.avail[unit]
+            while pend and pend[0][0] <= base:
+                _t, h, pos, key, n = heapq.heappop(pend)
+                heapq.heappush(avail, (h, pos, key, n))
+        rejected: list[tuple[list, tuple]] = []
+        chosen = None
+        while chosen is None:
+            best = None
+            for unit, avail in self.avail.items():
+                pend = self.pending[unit]
+                if avail:
+                    key = (self._base(unit), avail[0][0], avail[0][1])
+                    heap = avail
+                elif pend:
+                    key = (max(pend[0][0], self._base(unit)), pend[0][1], pend[0][2])
+                    heap = pend
+                else:
+                    continue
+                if best is None or key < best[0]:
+                    best = (key, heap)
+            if best is None:
+                break
+            key, heap = best
+            entry = heapq.heappop(heap)
+            if eligible(entry[-1]):
+                chosen = (key[0], entry[-1])
+            else:
+                rejected.append((heap, entry))
+        for heap, entry in rejected:
+            heapq.heappush(heap, entry)
+        return chosen
 
 
 def list_schedule(deps: _Deps, tm: TimingModel) -> list[Node] | None:
@@ -724,18 +845,20 @@ def list_schedule(deps: _Deps, tm: TimingModel) -> list[Node] | None:
     total = len(insts)
     height = _heights(deps, tm)
     rel, dl = _windows(deps, insts)
-    constrained = any(rel[n] > 0 or dl[n] < total - 1 for n in insts)
     if any(rel[n] > dl[n] for n in insts):
         return None
+    narrow = {n for n in insts if rel[n] > 0 or dl[n] < total - 1}
+    guarded = {n for n in insts if any(e.distance for e in deps.pred[n])}
     npred = {n: sum(1 for e in deps.pred[n] if not e.src.pure) for n in insts}
-    ready: list[Node] = [n for n in insts if npred[n] == 0]
-    ready_at: dict[Node, int] = {n: 0 for n in ready}
-    issued_at: dict[Node, int] = {}
+    ready_at: dict[Node, int] = {n: 0 for n in insts}
     slot_of: dict[Node, int] = {}
     clock = _Clock(tm)
+    queues = _ReadyQueues(tm, clock, height)
+    for n in insts:
+        if npred[n] == 0:
+            queues.add(n, 0)
     order: list[Node] = []
     placed: set[Node] = set()
-    remaining = set(insts)
     # Pure ops that come before every instruction stay in front (declarations); the others
     # are placed right before their first user.
     lead = 0
@@ -752,39 +875,35 @@ def list_schedule(deps: _Deps, tm: TimingModel) -> list[Node] | None:
                 place_pure_preds(e.src)
                 place(e.src)
 
+    def eligible(n: Node, count: int) -> bool:
+        if count < rel[n]:
+            return False
+        if n in guarded and any(e.distance and count - slot_of[e.src] - 1 < e.distance
+                                for e in deps.pred[n]):
+            return False
+        return not narrow or _fits(narrow - {n}, total - count - 1, count + 1, rel, dl,
+                                   total - 1)
+
     for n in nodes[:lead]:
         place(n)
     for count in range(total):
-        keyed = []
-        for n in ready:
-            if count < rel[n] or any(e.distance and count - slot_of[e.src] - 1 < e.distance
-                                     for e in deps.pred[n] if e.distance):
-                continue
-            t = clock.earliest(n, ready_at[n])
-            keyed.append(((t, -height[n], n.pos), n))
-        keyed.sort(key=lambda kn: kn[0])
-        best = None
-        for key, n in keyed:
-            if not constrained or _fits(remaining - {n}, count + 1, rel, dl, total - 1):
-                best, t = n, key[0]
-                break
-        if best is None:
+        picked = queues.pick(lambda n, count=count: eligible(n, count))
+        if picked is None:
             return None
-        ready.remove(best)
-        remaining.discard(best)
+        t, best = picked
+        narrow.discard(best)
         place_pure_preds(best)
         place(best)
         clock.issue(best, t)
-        issued_at[best] = t
         slot_of[best] = count
         for e in deps.succ[best]:
             d = e.dst
             if d.pure:
                 continue
-            ready_at[d] = max(ready_at.get(d, 0), t + e.latency)
+            ready_at[d] = max(ready_at[d], t + e.latency)
             npred[d] -= 1
             if npred[d] == 0:
-                ready.append(d)
+                queues.add(d, ready_at[d])
     for n in nodes:
         if n not in placed:
             place(n)
