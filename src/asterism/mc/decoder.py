@@ -92,8 +92,8 @@ class Decoder:
         self.isa = get_isa(target)
         self.target = self.isa.target
         self._scale_prefix = self._find_scale_prefix()
-        # (format, encodings, opcode) -> candidate forms
-        self._candidates: dict[tuple[str, tuple[str, ...], int], list[Form]] = {}
+        # (format, encodings, opcode) -> plans of the candidate forms
+        self._candidates: dict[tuple[str, tuple[str, ...], int], list[_Plan]] = {}
 
     def _find_scale_prefix(self) -> int | None:
         inst = self.isa.instructions.get("v_mfma_ld_scale_b32")
@@ -146,31 +146,33 @@ class Decoder:
         else:
             encs = (name,)
         key = (name, encs, op)
-        forms = self._candidates.get(key)
-        if forms is None:
-            forms = self._candidates[key] = [
-                f for enc in encs for f in self.isa.by_opcode.get((name, enc, op), [])]
-        form = self._select_form(forms, word)
-        if form is None:
-            raise DecodeError(f"0x{address:x}: no {'/'.join(encs)} instruction with opcode {op}"
-                              f" on {self.target} (word 0x{w0:08x})")
-        plan = _PLANS(form)
+        plans = self._candidates.get(key)
+        if plans is None:
+            plans = self._candidates[key] = [
+                _PLANS(f) for enc in encs for f in self.isa.by_opcode.get((name, enc, op), [])]
+        if len(plans) == 1 and plans[0].always_fits:
+            plan = plans[0]
+        else:
+            plan = self._select_plan(plans, word)
+            if plan is None:
+                raise DecodeError(f"0x{address:x}: no {'/'.join(encs)} instruction with opcode"
+                                  f" {op} on {self.target} (word 0x{w0:08x})")
         if plan.needs_literal(plan, word):
             if available < size + 4:
                 raise DecodeError(f"0x{address:x}: truncated literal")
             word.literal = int.from_bytes(data[offset + size:offset + size + 4], "little")
             size += 4
-        inst = self._build(form, word, prefix)
-        return DecodedInst(address, size, inst, bytes(data[offset:offset + size]))
+        return DecodedInst(address, size, self._build(plan, word, prefix),
+                           bytes(data[offset:offset + size]))
 
     # -------------------------------------------------------------- form selection
 
     @staticmethod
-    def _select_form(forms: list[Form], word: _Word) -> Form | None:
+    def _select_plan(plans: list[_Plan], word: _Word) -> _Plan | None:
+        """The candidate whose variant fields match the most (the first of equals)."""
         best, best_score = None, -1
         value = word.value
-        for form in forms:
-            plan = _PLANS(form)
+        for plan in plans:
             score = 0  # variant fields matched (before the first mismatch)
             ok = True
             for lo, mask, want in plan.variant_fields:
@@ -181,20 +183,21 @@ class Decoder:
             if plan.smem_offset_variant:
                 # imm=1, soe=0: immediate offset; otherwise an SGPR offset (in SOFFSET when
                 # soe=1, else in OFFSET[6:0]), plus the immediate as offset: when imm=1.
-                ok = (form.base_variant == "imm") == (word["imm"] == 1 and word["soe"] == 0)
+                ok = (plan.form.base_variant == "imm") == (
+                    word["imm"] == 1 and word["soe"] == 0)
             if ok and score > best_score:
-                best, best_score = form, score
+                best, best_score = plan, score
         return best
 
     # -------------------------------------------------------------- operands
 
-    def _build(self, form: Form, word: _Word, prefix: _Word | None) -> Inst:
-        plan = _PLANS(form)
+    @staticmethod
+    def _build(plan: _Plan, word: _Word, prefix: _Word | None) -> Inst:
         operands = [read(word, prefix) for read in plan.readers]
         mods: dict[str, object] = {}
         if plan.modifiers is not None:
             plan.modifiers(plan, word, prefix, operands, mods)
-        return Inst(plan.mnemonic, operands, mods, form=form) if form.enc else None
+        return Inst(plan.mnemonic, operands, mods, form=plan.form) if plan.form.enc else None
 
 
 class _Plan:
@@ -210,6 +213,8 @@ class _Plan:
         self.variant_fields = [(*table[name], value) for name, value in form.fixed.items()
                                if not (smem and name == "imm")]  # imm is decided with soe
         self.smem_offset_variant = smem and form.base_variant in ("imm", "soff")
+        # A lone candidate without variant bits is the answer whatever the word says.
+        self.always_fits = not self.variant_fields and not self.smem_offset_variant
         self.literal_fields, self.literal_always = self._literal_facts(form, fmt)
         self.needs_literal = (_needs_literal_generic if self.literal_fields is None
                               else _needs_literal)

@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import bisect
 import copy
+import struct
 
 from asterism.mc.decoder import DecodedInst
 from asterism.mc.operands import Imm, Label
+from asterism.mc.per_form import PerForm
 from asterism.mc.printer import format_inst
 
 TEXT_COLUMN = 59  # llvm-objdump pads the instruction text to this width before "//"
@@ -26,11 +28,20 @@ def branch_target(d: DecodedInst) -> int | None:
     form = d.inst.form
     if form is None:
         return None
-    for spec, op in zip(form.operands, d.inst.operands):
-        if spec.syntax == "label" and isinstance(op, Imm):
+    ops = d.inst.operands
+    for pos in _LABEL_SLOTS(form):
+        if pos >= len(ops):
+            break
+        op = ops[pos]
+        if isinstance(op, Imm):
             simm = op.value - 0x10000 if op.value & 0x8000 else op.value
             return d.address + 4 + 4 * simm
     return None
+
+
+# Positions of a form's branch-target operands (most forms have none).
+_LABEL_SLOTS = PerForm(lambda form: tuple(pos for pos, spec in enumerate(form.operands)
+                                          if spec.syntax == "label"))
 
 
 def format_line(d: DecodedInst, symbols: dict[int, str] | None = None) -> str:
@@ -49,9 +60,33 @@ def format_line(d: DecodedInst, symbols: dict[int, str] | None = None) -> str:
             if k >= 0:
                 note = f" <{symbols[addrs[k]]}+0x{target - addrs[k]:x}>"
     text = format_inst(inst)
-    words = " ".join(f"{w:08X}" for w in d.words)
     pad = text.ljust(TEXT_COLUMN)  # (longer text runs straight into the comment, as in objdump)
-    return f"\t{pad}// {d.address:012X}: {words}{note}"
+    return f"\t{pad}// {d.address:012X}: {_hex_words(d)}{note}"
+
+
+def _hex_words(d: DecodedInst) -> str:
+    """The instruction's dwords as objdump shows them ("BF8C0070 7E000280")."""
+    raw = d.raw
+    n, rest = divmod(len(raw), 4)
+    if rest:
+        return " ".join(f"{w:08X}" for w in d.words)
+    return _WORDS_FORMAT[n] % struct.unpack(_WORDS_UNPACK[n], raw)
+
+
+class _ByCount(dict):
+    """count -> make(count), made on first use."""
+
+    def __init__(self, make):
+        super().__init__()
+        self._make = make
+
+    def __missing__(self, n: int) -> str:
+        value = self[n] = self._make(n)
+        return value
+
+
+_WORDS_FORMAT = _ByCount(lambda n: " ".join(["%08X"] * n))
+_WORDS_UNPACK = _ByCount(lambda n: f"<{n}I")
 
 
 def listing(obj, items: list, filename: str = "") -> str:

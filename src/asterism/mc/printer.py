@@ -43,101 +43,121 @@ def format_dpp_ctrl(ctrl: int) -> str:
 
 def format_modifiers(inst: Inst) -> list[str]:
     """Modifier tokens of `inst` in LLVM's printing order."""
-    m = inst.modifiers
     form = inst.form
-    enc = form.enc if form else None
+    family = _FAMILY_PRINTERS.get(form.enc if form else None, _generic_modifiers)
     out: list[str] = []
+    family(inst, inst.modifiers, out)
+    return out
 
-    def flag(name: str, text: str | None = None) -> None:
-        if m.get(name):
-            out.append(text or name)
 
-    if enc in ("DS",):
-        if "offset0" in m or "offset1" in m:
-            if m.get("offset0"):
-                out.append(f"offset0:{m['offset0']}")
-            if m.get("offset1"):
-                out.append(f"offset1:{m['offset1']}")
-        elif m.get("offset"):
-            out.append(f"offset:{m['offset']}")
-        flag("gds")
-        return out
-    if enc in ("FLAT", "GLOBAL", "SCRATCH"):
-        if m.get("offset"):
-            out.append(f"offset:{m['offset']}")
-        for name in ("sc0", "nt", "sc1"):
-            flag(name)
-        return out
-    if enc in ("MUBUF", "MTBUF"):
-        if enc == "MTBUF":
-            fmt = m.get("format", 1)
-            dfmt, nfmt = fmt & 0xF, (fmt >> 4) & 0x7
-            names = ([MTBUF_DFMT[dfmt]] if dfmt != 1 else []) + ([MTBUF_NFMT[nfmt]] if nfmt else [])
-            if names:
-                out.append(f"format:[{','.join(names)}]")
-        flag("idxen")
-        flag("offen")
-        if m.get("offset"):
-            out.append(f"offset:{m['offset']}")
-        for name in ("sc0", "nt", "sc1"):
-            flag(name)
-        flag("lds")
-        return out
-    if enc == "SMEM":
-        if m.get("offset") is not None and "offset" in m:
-            off = m["offset"]
-            out.append(f"offset:{Imm(off, fmt='hex')}")
-        flag("glc")
-        flag("nv")
-        return out
-    if enc == "VOP3P":
-        n = len(m.get("op_sel", m.get("op_sel_hi", ())))
-        default_hi = (0,) * n if _mix(inst) else (1,) * n
+def _flag(m: dict, out: list[str], name: str, text: str | None = None) -> None:
+    if m.get(name):
+        out.append(text or name)
+
+
+def _ds_modifiers(inst: Inst, m: dict, out: list[str]) -> None:
+    if "offset0" in m or "offset1" in m:
+        if m.get("offset0"):
+            out.append(f"offset0:{m['offset0']}")
+        if m.get("offset1"):
+            out.append(f"offset1:{m['offset1']}")
+    elif m.get("offset"):
+        out.append(f"offset:{m['offset']}")
+    _flag(m, out, "gds")
+
+
+def _flat_modifiers(inst: Inst, m: dict, out: list[str]) -> None:
+    if m.get("offset"):
+        out.append(f"offset:{m['offset']}")
+    for name in ("sc0", "nt", "sc1"):
+        _flag(m, out, name)
+
+
+def _buffer_modifiers(inst: Inst, m: dict, out: list[str]) -> None:
+    if inst.form.enc == "MTBUF":
+        fmt = m.get("format", 1)
+        dfmt, nfmt = fmt & 0xF, (fmt >> 4) & 0x7
+        names = ([MTBUF_DFMT[dfmt]] if dfmt != 1 else []) + ([MTBUF_NFMT[nfmt]] if nfmt else [])
+        if names:
+            out.append(f"format:[{','.join(names)}]")
+    _flag(m, out, "idxen")
+    _flag(m, out, "offen")
+    if m.get("offset"):
+        out.append(f"offset:{m['offset']}")
+    for name in ("sc0", "nt", "sc1"):
+        _flag(m, out, name)
+    _flag(m, out, "lds")
+
+
+def _smem_modifiers(inst: Inst, m: dict, out: list[str]) -> None:
+    if m.get("offset") is not None and "offset" in m:
+        off = m["offset"]
+        out.append(f"offset:{Imm(off, fmt='hex')}")
+    _flag(m, out, "glc")
+    _flag(m, out, "nv")
+
+
+def _vop3p_modifiers(inst: Inst, m: dict, out: list[str]) -> None:
+    n = len(m.get("op_sel", m.get("op_sel_hi", ())))
+    default_hi = (0,) * n if _mix(inst) else (1,) * n
+    if any(m.get("op_sel", ())):
+        out.append(f"op_sel:{_bits(m['op_sel'])}")
+    if m.get("op_sel_hi") is not None and tuple(m["op_sel_hi"]) != default_hi:
+        out.append(f"op_sel_hi:{_bits(m['op_sel_hi'])}")
+    if any(m.get("neg_lo", ())):
+        out.append(f"neg_lo:{_bits(m['neg_lo'])}")
+    if any(m.get("neg_hi", ())):
+        out.append(f"neg_hi:{_bits(m['neg_hi'])}")
+    _flag(m, out, "clamp")
+
+
+def _mfma_modifiers(inst: Inst, m: dict, out: list[str]) -> None:
+    if inst.form.enc == "MAI_SCALE":
         if any(m.get("op_sel", ())):
             out.append(f"op_sel:{_bits(m['op_sel'])}")
-        if m.get("op_sel_hi") is not None and tuple(m["op_sel_hi"]) != default_hi:
-            out.append(f"op_sel_hi:{_bits(m['op_sel_hi'])}")
-        if any(m.get("neg_lo", ())):
-            out.append(f"neg_lo:{_bits(m['neg_lo'])}")
-        if any(m.get("neg_hi", ())):
-            out.append(f"neg_hi:{_bits(m['neg_hi'])}")
-        flag("clamp")
-        return out
-    if enc in ("MAI", "MAI_SCALE"):
-        if enc == "MAI_SCALE":
-            if any(m.get("op_sel", ())):
-                out.append(f"op_sel:{_bits(m['op_sel'])}")
-            out.append(f"op_sel_hi:{_bits(m.get('op_sel_hi', (0, 0, 0)))}")
-        for name in ("cbsz", "abid", "blgp"):
-            if m.get(name):
-                out.append(f"{name}:{m[name]}")
-        if any(m.get("neg", ())):
-            out.append(f"neg:{_bits(m['neg'])}")
-        return out
-    if enc == "DPP":
-        out.append(format_dpp_ctrl(m.get("dpp_ctrl", 0xE4)))
-        out.append(f"row_mask:0x{m.get('row_mask', 0xF):x}")
-        out.append(f"bank_mask:0x{m.get('bank_mask', 0xF):x}")
-        flag("bound_ctrl", "bound_ctrl:1")
-        return out
-    if enc == "SDWA":
-        flag("clamp")
-        if m.get("omod"):
-            out.append(OMOD_TEXT[m["omod"]])
-        for name in ("dst_sel", "dst_unused", "src0_sel", "src1_sel"):
-            if name in m:
-                out.append(f"{name}:{m[name]}")
-        return out
-    # VOP3 and anything else with generic modifiers
+        out.append(f"op_sel_hi:{_bits(m.get('op_sel_hi', (0, 0, 0)))}")
+    for name in ("cbsz", "abid", "blgp"):
+        if m.get(name):
+            out.append(f"{name}:{m[name]}")
+    if any(m.get("neg", ())):
+        out.append(f"neg:{_bits(m['neg'])}")
+
+
+def _dpp_modifiers(inst: Inst, m: dict, out: list[str]) -> None:
+    out.append(format_dpp_ctrl(m.get("dpp_ctrl", 0xE4)))
+    out.append(f"row_mask:0x{m.get('row_mask', 0xF):x}")
+    out.append(f"bank_mask:0x{m.get('bank_mask', 0xF):x}")
+    _flag(m, out, "bound_ctrl", "bound_ctrl:1")
+
+
+def _sdwa_modifiers(inst: Inst, m: dict, out: list[str]) -> None:
+    _flag(m, out, "clamp")
+    if m.get("omod"):
+        out.append(OMOD_TEXT[m["omod"]])
+    for name in ("dst_sel", "dst_unused", "src0_sel", "src1_sel"):
+        if name in m:
+            out.append(f"{name}:{m[name]}")
+
+
+def _generic_modifiers(inst: Inst, m: dict, out: list[str]) -> None:
+    """VOP3 and anything else with generic modifiers."""
     if m.get("bitop3"):
         table = int(m["bitop3"])
         out.append(f"bitop3:{table}" if table <= 10 else f"bitop3:0x{table:x}")
     if m.get("op_sel"):
         out.append(f"op_sel:{_bits(m['op_sel'])}")
-    flag("clamp")
+    _flag(m, out, "clamp")
     if m.get("omod"):
         out.append(OMOD_TEXT[m["omod"]])
-    return out
+
+
+# Encoding -> the printer of its modifiers (others use _generic_modifiers).
+_FAMILY_PRINTERS = {
+    "DS": _ds_modifiers, "FLAT": _flat_modifiers, "GLOBAL": _flat_modifiers,
+    "SCRATCH": _flat_modifiers, "MUBUF": _buffer_modifiers, "MTBUF": _buffer_modifiers,
+    "SMEM": _smem_modifiers, "VOP3P": _vop3p_modifiers, "MAI": _mfma_modifiers,
+    "MAI_SCALE": _mfma_modifiers, "DPP": _dpp_modifiers, "SDWA": _sdwa_modifiers,
+}
 
 
 def _mix(inst: Inst) -> bool:
@@ -146,7 +166,7 @@ def _mix(inst: Inst) -> bool:
 
 def format_inst(inst: Inst) -> str:
     """The assembly text of one instruction."""
-    ops = list(inst.operands)
+    ops = inst.operands
     form = inst.form
     if form is not None and ops:
         # LLVM omits optional immediates that are zero (s_endpgm 0 prints as s_endpgm).
@@ -155,7 +175,7 @@ def format_inst(inst: Inst) -> str:
             ops = ops[:-1]
     text = inst.mnemonic
     if ops:
-        text += " " + ", ".join(format_operand(op) for op in ops)
+        text += " " + ", ".join(map(format_operand, ops))
     mods = format_modifiers(inst)
     if mods:
         text += " " + " ".join(mods)
