@@ -781,12 +781,26 @@ class _ReadyQueues:
     height) and `pending` the others (keyed by the slot their operands are ready in), so a
     choice costs O(units + log n) instead of a scan of everything ready."""
 
-    def __init__(self, tm: TimingModel, clock: _Clock, height: dict[Node, int]):
+    def __init__(self, tm: TimingModel, clock: _Clock, height: dict[Node, int],
+                 nodes: Iterable[Node]):
         self.tm = tm
         self.clock = clock
         self.height = height
         self.avail: dict[str, list] = {}
         self.pending: dict[str, list] = {}
+        # Cycles of work left per unit: a unit with more work than any latency path (the
+        # matrix core in a GEMM loop) is the critical resource, so its instructions rank by
+        # that bound (they then issue whenever the unit is free, and other units' work
+        # fills the gaps, e.g. DS reads in an MFMA's shadow).
+        self.work: dict[str, int] = {}
+        for n in nodes:
+            unit = tm.unit_of(n.tclass)
+            self.work[unit] = self.work.get(unit, 0) + tm.occupancy_of(n.inst, n.data_dwords)
+
+    def issued(self, n: Node) -> None:
+        """`n` issued: its unit has that much less work left."""
+        unit = self.tm.unit_of(n.tclass)
+        self.work[unit] -= self.tm.occupancy_of(n.inst, n.data_dwords)
 
     def add(self, n: Node, ready_at: int) -> None:
         """`n` has all its predecessors issued; its operands are ready at `ready_at`."""
@@ -815,11 +829,13 @@ class _ReadyQueues:
             best = None
             for unit, avail in self.avail.items():
                 pend = self.pending[unit]
+                work = -self.work.get(unit, 0)
                 if avail:
-                    key = (self._base(unit), avail[0][0], avail[0][1])
+                    key = (self._base(unit), min(avail[0][0], work), avail[0][1])
                     heap = avail
                 elif pend:
-                    key = (max(pend[0][0], self._base(unit)), pend[0][1], pend[0][2])
+                    key = (max(pend[0][0], self._base(unit)), min(pend[0][1], work),
+                           pend[0][2])
                     heap = pend
                 else:
                     continue
@@ -853,7 +869,7 @@ def list_schedule(deps: _Deps, tm: TimingModel) -> list[Node] | None:
     ready_at: dict[Node, int] = {n: 0 for n in insts}
     slot_of: dict[Node, int] = {}
     clock = _Clock(tm)
-    queues = _ReadyQueues(tm, clock, height)
+    queues = _ReadyQueues(tm, clock, height, insts)
     for n in insts:
         if npred[n] == 0:
             queues.add(n, 0)
@@ -891,6 +907,7 @@ def list_schedule(deps: _Deps, tm: TimingModel) -> list[Node] | None:
         if picked is None:
             return None
         t, best = picked
+        queues.issued(best)
         narrow.discard(best)
         place_pure_preds(best)
         place(best)
