@@ -1,0 +1,825 @@
+"""Liveness and interference of register values in amdgcn kernels (an analysis, not a pass
+that changes IR; `--pipeline liveness` prints its pressure report).
+
+The model
+---------
+* **Register classes.** Instruction ops are destination-passing: a result *is* the register of
+  its destination operand. The SSA values linked that way (an `amdgcn.alloca`, the results of
+  the ops that take it as destination, the results of the ops that take those, ... also
+  around loops) name one register (range): a `RegClass`. Liveness is computed on classes,
+  not on SSA values, because a later SSA value of a chain overwrites the same register.
+* **Reads and writes.** An op reads the classes of its source operands and writes the
+  classes of its destinations. A destination is also *read* when the instruction uses its old
+  value (tied operands: `v_fmac`, DPP "old", `v_writelane`, returning atomics, `s_cmov*`), and
+  when a vector instruction writes a destination that continues a chain, i.e. whose operand
+  is the result of an earlier op rather than an `amdgcn.alloca`: vector writes only change
+  the lanes EXEC enables (and d16/SDWA writes only part of each lane), so the register keeps
+  its older value in the other lanes. Passing the alloca itself as the destination says "a
+  new value": its previous contents are not needed. For a pinned register in a kernel that
+  writes EXEC (`s_and_saveexec_b64`, `v_cmpx_*`, `s_mov_b64 exec, ...`) every vector write is
+  taken to keep the older lanes: hand-written code may rely on them.
+* **ABI inputs** (`amdgcn.kernarg_ptr`, `amdgcn.workitem_id`, ...) are in their registers from
+  the start of the kernel, wherever the op is written; a read of a register nothing wrote
+  (a hand-written use of a hardware-initialized SGPR, or an uninitialized value) makes the
+  class live from the kernel entry.
+* **Fixed registers** (`!amdgcn.vgpr<10>`, ranges) are classes too; different classes may
+  overlap (v[8:12] and v10). Interference with them is by register units: a relocatable
+  value placed on v10 conflicts with a live v[8:12]. Named registers (vcc, exec, m0, scc)
+  are not register-file values and are not tracked here.
+* **Program points.** Op number i (in block layout order) has the point 2i+1 just before it
+  (its reads) and 2i+2 just after it (its writes); point 0 is the kernel entry. A class's
+  live range is the set of points where its register holds a value still to be read, plus
+  the points where it is written (a dead write still needs the register). Two classes
+  interfere when one is written at a point where the other is live. Wide MFMAs and
+  `v_mad_*64_32` write "early" (at the point before them too), so their destination also
+  conflicts with the sources they read.
+
+Liveness across blocks is the usual backward fixpoint on the CFG (branch targets,
+fall-throughs). `analyze_kernel` returns a `KernelLiveness` to query: live-in/live-out per
+block, the live set before/after each op, interference, peak pressure per register file and
+where it occurs.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+
+from xdsl.dialects import func
+from xdsl.ir import Block, Operation, SSAValue
+
+from asterism.errors import SourceLocation
+from asterism.ir.abi import compute_layout
+from asterism.ir.ops import (
+    ABI_VALUE_OPS,
+    INSTRUCTION_OPS,
+    AllocaOp,
+    BranchOp,
+    FallthroughOp,
+    InstructionOp,
+    KernelOp,
+    ModuleOp,
+)
+from asterism.ir.types import REGISTER_TYPES, RegisterType, SpecialRegType
+from asterism.ir.verify import amdgcn_modules, op_location, op_title
+from asterism.isa import IsaDatabase, get_isa
+from asterism.passes.instfacts import InstFacts, facts_cache, gc_paused
+from asterism.passes.pipeline import register_pass
+
+FILES = ("v", "a", "s")
+# Exact-type sets: isinstance on xDSL's ABC-based classes is slow on every op of a kernel.
+_REG_TYPES = frozenset(REGISTER_TYPES.values())
+_INSTRUCTION_OPS = frozenset(INSTRUCTION_OPS)
+FILE_NAMES = {"v": "VGPR", "a": "AGPR", "s": "SGPR"}
+
+
+def iter_bits(bits: int) -> Iterator[int]:
+    """Indices of the set bits of `bits`, lowest first."""
+    if not bits:
+        return
+    text = bin(bits)[:1:-1]
+    i = text.find("1")
+    while i >= 0:
+        yield i
+        i = text.find("1", i + 1)
+
+
+def interval(lo: int, hi: int) -> int:
+    """The bit mask of points lo..hi (inclusive)."""
+    return ((1 << (hi - lo + 1)) - 1) << lo
+
+
+@dataclass(eq=False)
+class RegClass:
+    """One register (range): the SSA values destination passing links to it."""
+
+    id: int
+    kind: str  # "v", "a" or "s"
+    width: int
+    align: int  # what every operand slot it appears in needs (and its declared alignment)
+    fixed: int | None  # first register if pinned (fixed type or ABI input), else None
+    values: list[SSAValue] = field(default_factory=list)
+    abi: bool = False  # an ABI input (in its register from the kernel entry)
+
+    def __hash__(self) -> int:
+        return self.id
+
+    @property
+    def relocatable(self) -> bool:
+        """True if the register allocator places it."""
+        return self.fixed is None
+
+    @property
+    def units(self) -> range:
+        """The registers of a fixed class (empty for a relocatable one)."""
+        if self.fixed is None:
+            return range(0)
+        return range(self.fixed, self.fixed + self.width)
+
+    @property
+    def type(self) -> RegisterType:
+        """The declared type of its values."""
+        return self.values[0].type  # type: ignore[return-value]
+
+    @property
+    def first_value(self) -> SSAValue:
+        """The value that starts the chain (the alloca or ABI op result, usually)."""
+        return self.values[0]
+
+    def describe(self) -> str:
+        """`v[8:11]` for a fixed class, `v[? + 4], align 4` for a relocatable one."""
+        if self.fixed is not None:
+            if self.width == 1:
+                return f"{self.kind}{self.fixed}"
+            return f"{self.kind}[{self.fixed}:{self.fixed + self.width - 1}]"
+        text = f"{self.kind}[? + {self.width}]" if self.width > 1 else f"{self.kind}[?]"
+        return text + (f", align {self.align}" if self.align > 1 else "")
+
+    def __repr__(self) -> str:
+        hint = self.values[0].name_hint if self.values else None
+        return f"RegClass({self.id}, %{hint or '?'}: {self.describe()})"
+
+
+@dataclass(frozen=True)
+class Pressure:
+    """The peak number of registers of one file live at once, and where."""
+
+    file: str  # "v", "a", "s"
+    peak: int
+    point: int  # program point (0: kernel entry)
+    op: Operation | None  # the op the point is next to (None: the kernel entry)
+    after: bool  # the point is right after `op` (else right before it)
+    live: frozenset[RegClass]
+
+    @property
+    def location(self) -> SourceLocation | None:
+        """Source location of the op at the peak (or of the nearest op before it in its
+        block that has one: terminators made by the builder have none)."""
+        return nearest_location(self.op)
+
+    def where(self) -> str:
+        """`file:line:col (after amdgcn.vop2 v_add_u32)` for messages."""
+        if self.op is None:
+            return "the kernel entry"
+        loc = self.location
+        side = "after" if self.after else "before"
+        text = f"{side} {op_title(self.op)}"
+        return f"{loc} ({text})" if loc else text
+
+
+def nearest_location(op: Operation | None) -> SourceLocation | None:
+    """The location of `op`, else of the closest op before (then after) it in its block."""
+    if op is None:
+        return None
+    for other in _around(op):
+        loc = op_location(other)
+        if loc is not None:
+            return loc
+    return None
+
+
+def _around(op: Operation) -> Iterator[Operation]:
+    yield op
+    prev = op.prev_op
+    while prev is not None:
+        yield prev
+        prev = prev.prev_op
+    nxt = op.next_op
+    while nxt is not None:
+        yield nxt
+        nxt = nxt.next_op
+
+
+@dataclass
+class CopyInfo:
+    """A register copy (`v_mov_b32 %d, %s`) or an MFMA whose accumulator could be in place."""
+
+    op: Operation
+    index: int  # op number
+    dst: int  # class id of the destination
+    src: int  # class id of the source (srcC for MFMAs)
+    kind: str  # "copy" or "mfma"
+
+
+class KernelLiveness:
+    """Register classes, liveness and pressure of one kernel (see the module docstring)."""
+
+    def __init__(self, kernel: KernelOp, isa: IsaDatabase | None = None):
+        self.kernel = kernel
+        if isa is None:
+            module = kernel.parent_op()
+            isa = get_isa(module.target_name if isinstance(module, ModuleOp) else "gfx942")
+        self.isa = isa
+        self.facts = facts_cache(isa)
+        self.blocks: list[Block] = list(kernel.body.blocks)
+        self.block_index: dict[Block, int] = {b: k for k, b in enumerate(self.blocks)}
+        self.ops: list[Operation] = []
+        self.op_index: dict[Operation, int] = {}
+        self.block_of_op: list[int] = []
+        self.block_range: list[tuple[int, int]] = []
+        for k, block in enumerate(self.blocks):
+            start = len(self.ops)
+            for op in block.ops:
+                self.op_index[op] = len(self.ops)
+                self.ops.append(op)
+                self.block_of_op.append(k)
+            self.block_range.append((start, len(self.ops)))
+        self.n_points = 2 * len(self.ops) + 2
+        self.succs: list[list[int]] = [self._successors(b) for b in self.blocks]
+        self.preds: list[list[int]] = [[] for _ in self.blocks]
+        for k, succ in enumerate(self.succs):
+            for s in succ:
+                self.preds[s].append(k)
+        self.calls: list[Operation] = []
+        self._build()
+        self._solve()
+        self._after_bits: list[int | None] = [None] * len(self.ops)
+        self._scanned = False
+        self._depth: list[int] | None = None
+
+    # --- construction ---------------------------------------------------------------------
+
+    def _successors(self, block: Block) -> list[int]:
+        last = block.last_op
+        if isinstance(last, BranchOp):
+            return list(dict.fromkeys(self.block_index[t] for t in last.targets))
+        if isinstance(last, FallthroughOp):
+            return [self.block_index[last.dest]]
+        return []
+
+    def _facts(self, op: InstructionOp) -> InstFacts:
+        return self.facts.facts(op)
+
+    def _build(self) -> None:
+        """Register classes (destination-passing chains) and each op's reads and writes."""
+        ops = self.ops
+        n = len(ops)
+        facts_of = self.facts.facts
+        op_facts: list[InstFacts | None] = [None] * n
+        op_args: list[tuple[SSAValue, ...]] = [()] * n
+        # A result's register is its destination operand's: parent links form a forest
+        # whose roots are allocas, ABI values and other fresh values.
+        parent: dict[SSAValue, SSAValue] = {}
+        abi_ops: list[Operation] = []
+        writes_exec = False
+        for i, op in enumerate(ops):
+            if type(op) in _INSTRUCTION_OPS:
+                facts = op_facts[i] = facts_of(op)
+                args = op_args[i] = tuple(op.operands)
+                results = op.results
+                if "exec" in facts.implicit_defs:
+                    writes_exec = True
+                for k, pos in enumerate(facts.def_positions):
+                    dest = args[pos]
+                    if type(dest.type) in _REG_TYPES:
+                        parent[results[k]] = dest
+                    elif isinstance(dest.type, SpecialRegType) and \
+                            dest.type.reg_name.startswith("exec"):
+                        writes_exec = True
+            elif isinstance(op, ABI_VALUE_OPS):
+                abi_ops.append(op)
+        classes: list[RegClass] = []
+        cid_of: dict[SSAValue, int] = {}
+
+        def resolve(v: SSAValue) -> int:
+            cid = cid_of.get(v)
+            if cid is not None:
+                return cid
+            chain = []
+            while v in parent and v not in cid_of:
+                chain.append(v)
+                v = parent[v]
+            cid = cid_of.get(v)
+            if cid is None:
+                t: RegisterType = v.type  # type: ignore[assignment]
+                cid = len(classes)
+                classes.append(RegClass(cid, t.KIND, t.width, t.alignment,
+                                        t.first if t.is_fixed else None, [v]))
+                cid_of[v] = cid
+            values = classes[cid].values
+            for u in reversed(chain):
+                cid_of[u] = cid
+                values.append(u)
+            return cid
+
+        self.reads: list[tuple[int, ...]] = [()] * n
+        self.writes: list[tuple[int, ...]] = [()] * n
+        self.early: list[bool] = [False] * n
+        self.has_token: list[bool] = [bool(f and f.has_token) for f in op_facts]
+        self._counters: list[tuple[str, ...]] = [f.counters if f else () for f in op_facts]
+        self.copies: list[CopyInfo] = []
+        for i, op in enumerate(ops):
+            facts = op_facts[i]
+            if facts is None:
+                for r in op.results:
+                    if type(r.type) in _REG_TYPES:
+                        resolve(r)
+                if isinstance(op, func.CallOp):
+                    # Not inlined yet: the arguments are read, the results are new values.
+                    self.calls.append(op)
+                    self.reads[i] = tuple(dict.fromkeys(
+                        resolve(a) for a in op.operands if type(a.type) in _REG_TYPES))
+                    self.writes[i] = tuple(dict.fromkeys(
+                        resolve(r) for r in op.results if type(r.type) in _REG_TYPES))
+                continue
+            reads: list[int] = []
+            writes: list[int] = []
+            defs = facts.def_positions
+            aligns = facts.aligns
+            for pos, arg in enumerate(op_args[i]):
+                if type(arg.type) not in _REG_TYPES:
+                    continue
+                cid = resolve(arg)
+                c = classes[cid]
+                if pos < len(aligns) and aligns[pos] > c.align:
+                    c.align = aligns[pos]
+                if pos in defs:
+                    writes.append(cid)
+                    if pos in facts.read_defs or (c.kind != "s" and (
+                            type(arg.owner) is not AllocaOp
+                            or (writes_exec and c.fixed is not None))):
+                        reads.append(cid)
+                else:
+                    reads.append(cid)
+            for r in op.results:
+                if type(r.type) in _REG_TYPES:
+                    resolve(r)
+            self.reads[i] = tuple(dict.fromkeys(reads)) if len(reads) > 1 else tuple(reads)
+            self.writes[i] = tuple(dict.fromkeys(writes)) if len(writes) > 1 else tuple(writes)
+            self.early[i] = facts.early_clobber
+            if defs and (facts.is_copy or facts.mnemonic.startswith("v_mfma")):
+                self._note_copy(i, op, facts, op_args[i], cid_of, classes)
+        if abi_ops:
+            layout = compute_layout(self.kernel)
+            for op in abi_ops:
+                reg = layout.abi_register(op)
+                value = op.results[0]
+                if reg is not None and value in cid_of:
+                    c = classes[cid_of[value]]
+                    c.abi = True
+                    c.fixed = reg.first
+        self.classes = classes
+        self.class_of: dict[SSAValue, RegClass] = {v: classes[c] for v, c in cid_of.items()}
+        self.writes_exec = writes_exec
+
+    def _note_copy(self, i: int, op: InstructionOp, facts: InstFacts,
+                   args: tuple[SSAValue, ...], cid_of: dict[SSAValue, int],
+                   classes: list[RegClass]) -> None:
+        dpos = facts.def_positions[0]
+        dest = args[dpos]
+        if not isinstance(dest.owner, AllocaOp) or dest not in cid_of:
+            return  # only a new value may take its source's register
+        dst = classes[cid_of[dest]]
+        if facts.is_copy:
+            src_pos, kind = dpos + 1, "copy"
+        elif len(args) >= 4:
+            src_pos, kind = 3, "mfma"
+        else:
+            return
+        if src_pos >= len(args) or args[src_pos] not in cid_of:
+            return
+        src = classes[cid_of[args[src_pos]]]
+        if src is dst or src.kind != dst.kind or src.width != dst.width:
+            return
+        self.copies.append(CopyInfo(op, i, dst.id, src.id, kind))
+
+    def _solve(self) -> None:
+        nb = len(self.blocks)
+        gen = [0] * nb
+        kill = [0] * nb
+        for b in range(nb):
+            start, end = self.block_range[b]
+            g = k = 0
+            for i in range(end - 1, start - 1, -1):
+                for w in self.writes[i]:
+                    bit = 1 << w
+                    k |= bit
+                    g &= ~bit
+                for r in self.reads[i]:
+                    g |= 1 << r
+            gen[b], kill[b] = g, k
+        live_in = [0] * nb
+        live_out = [0] * nb
+        changed = True
+        while changed:
+            changed = False
+            for b in range(nb - 1, -1, -1):
+                out = 0
+                for s in self.succs[b]:
+                    out |= live_in[s]
+                new_in = gen[b] | (out & ~kill[b])
+                if out != live_out[b] or new_in != live_in[b]:
+                    live_out[b], live_in[b] = out, new_in
+                    changed = True
+        self.live_in_bits = live_in
+        self.live_out_bits = live_out
+
+    # --- queries --------------------------------------------------------------------------
+
+    def classes_of(self, bits: int) -> frozenset[RegClass]:
+        """The classes of a bit set."""
+        return frozenset(self.classes[i] for i in iter_bits(bits))
+
+    def live_in(self, block: Block) -> frozenset[RegClass]:
+        """Classes live on entry to `block`."""
+        return self.classes_of(self.live_in_bits[self.block_index[block]])
+
+    def live_out(self, block: Block) -> frozenset[RegClass]:
+        """Classes live on exit from `block`."""
+        return self.classes_of(self.live_out_bits[self.block_index[block]])
+
+    def _fill_block(self, b: int) -> None:
+        start, end = self.block_range[b]
+        live = self.live_out_bits[b]
+        for i in range(end - 1, start - 1, -1):
+            self._after_bits[i] = live
+            for w in self.writes[i]:
+                live &= ~(1 << w)
+            for r in self.reads[i]:
+                live |= 1 << r
+
+    def live_after_bits(self, index: int) -> int:
+        """Bit set of the classes live right after op number `index`."""
+        bits = self._after_bits[index]
+        if bits is None:
+            self._fill_block(self.block_of_op[index])
+            bits = self._after_bits[index]
+        return bits  # type: ignore[return-value]
+
+    def live_before_bits(self, index: int) -> int:
+        """Bit set of the classes live right before op number `index`."""
+        live = self.live_after_bits(index)
+        for w in self.writes[index]:
+            live &= ~(1 << w)
+        for r in self.reads[index]:
+            live |= 1 << r
+        return live
+
+    def live_after(self, op: Operation) -> frozenset[RegClass]:
+        """Classes live right after `op`."""
+        return self.classes_of(self.live_after_bits(self.op_index[op]))
+
+    def live_before(self, op: Operation) -> frozenset[RegClass]:
+        """Classes live right before `op`."""
+        return self.classes_of(self.live_before_bits(self.op_index[op]))
+
+    def live_at(self, point: int) -> frozenset[RegClass]:
+        """Classes holding a register at a program point (live, or written there)."""
+        if point == 0:
+            return self.classes_of(self.live_in_bits[0] if self.blocks else 0)
+        i = (point - 1) // 2
+        if point % 2 == 0:
+            bits = self.live_after_bits(i)
+            for w in self.writes[i]:
+                bits |= 1 << w
+        else:
+            bits = self.live_before_bits(i)
+            if self.early[i]:
+                for w in self.writes[i]:
+                    bits |= 1 << w
+        return self.classes_of(bits)
+
+    def point_op(self, point: int) -> tuple[Operation | None, bool]:
+        """(op, after) for a program point (None at the kernel entry)."""
+        if point == 0:
+            return None, False
+        return self.ops[(point - 1) // 2], point % 2 == 0
+
+    def reads_of(self, op: Operation) -> frozenset[RegClass]:
+        """Classes `op` reads."""
+        return frozenset(self.classes[i] for i in self.reads[self.op_index[op]])
+
+    def writes_of(self, op: Operation) -> frozenset[RegClass]:
+        """Classes `op` writes."""
+        return frozenset(self.classes[i] for i in self.writes[self.op_index[op]])
+
+    # --- ranges, pressure, interference ----------------------------------------------------
+
+    def _scan(self) -> None:
+        """Live ranges (point sets) of every class and the peak pressure per file."""
+        if self._scanned:
+            return
+        classes = self.classes
+        nc = len(classes)
+        L = [0] * nc
+        D = [0] * nc
+        kinds = [c.kind for c in classes]
+        widths = [c.width for c in classes]
+        units = [c.units if c.fixed is not None else None for c in classes]
+        cur = {"v": 0, "a": 0, "s": 0}
+        count: dict[tuple[str, int], int] = {}
+        best = {f: (-1, 0) for f in FILES}
+
+        def add(cid: int) -> None:
+            us = units[cid]
+            kind = kinds[cid]
+            if us is None:
+                cur[kind] += widths[cid]
+                return
+            for u in us:
+                key = (kind, u)
+                n = count.get(key, 0)
+                count[key] = n + 1
+                if n == 0:
+                    cur[kind] += 1
+
+        def remove(cid: int) -> None:
+            us = units[cid]
+            kind = kinds[cid]
+            if us is None:
+                cur[kind] -= widths[cid]
+                return
+            for u in us:
+                key = (kind, u)
+                n = count[key] - 1
+                count[key] = n
+                if n == 0:
+                    cur[kind] -= 1
+
+        def record(point: int) -> None:
+            for f in FILES:
+                if cur[f] > best[f][0]:
+                    best[f] = (cur[f], point)
+
+        runs: list[list[tuple[int, int]]] = [[] for _ in range(nc)]
+        defs: list[list[int]] = [[] for _ in range(nc)]
+        for b in range(len(self.blocks)):
+            start, end = self.block_range[b]
+            if start == end:
+                continue
+            live: dict[int, int] = {}
+            for cid in iter_bits(self.live_out_bits[b]):
+                live[cid] = 2 * end
+                add(cid)
+            for i in range(end - 1, start - 1, -1):
+                pa, pb = 2 * i + 2, 2 * i + 1
+                writes, reads = self.writes[i], self.reads[i]
+                if not writes and not reads:
+                    record(pa)
+                    continue
+                for w in writes:
+                    if w not in live:
+                        add(w)  # a dead write still takes its register at this point
+                record(pa)
+                early = self.early[i]
+                for w in writes:
+                    end_point = live.pop(w, None)
+                    if end_point is None:
+                        # A dead write; a load still owns its register until it completes.
+                        end_point = self._async_end(i) if self.has_token[i] else pa
+                    lo = pb if early else pa
+                    L[w] |= interval(lo, end_point)
+                    runs[w].append((lo, end_point))
+                    D[w] |= (1 << pa) | ((1 << pb) if early else 0)
+                    defs[w].append(pa)
+                    if early:
+                        defs[w].append(pb)
+                    else:
+                        remove(w)
+                for r in reads:
+                    if r not in live:
+                        live[r] = pb
+                        if not early or r not in writes:
+                            add(r)
+                record(pb)
+                if early:
+                    for w in writes:
+                        if w not in live:
+                            remove(w)
+            first = 2 * start + 1
+            for cid, end_point in live.items():
+                L[cid] |= interval(first, end_point)
+                runs[cid].append((first, end_point))
+                remove(cid)
+        if self.blocks:
+            for cid in iter_bits(self.live_in_bits[0]):
+                L[cid] |= 1
+                D[cid] |= 1
+                runs[cid].append((0, 0))
+                defs[cid].append(0)
+                add(cid)
+            record(0)
+            for cid in iter_bits(self.live_in_bits[0]):
+                remove(cid)
+        self._runs = runs
+        self._defs = defs
+        self._L, self._D = L, D
+        self._best = best
+        self._scanned = True
+
+    def _async_end(self, i: int) -> int:
+        """The point by which the memory op number `i` has written its registers: the first
+        op of its block that takes its token or waits for its counter to reach 0, else the
+        end of the block."""
+        op = self.ops[i]
+        counters = self._counters[i]
+        token = op.results[-1] if op.results else None
+        _start, end = self.block_range[self.block_of_op[i]]
+        for j in range(i + 1, end):
+            other = self.ops[j]
+            if token is not None and token in other.operands:
+                return 2 * j + 1
+            if isinstance(other, InstructionOp) and other.properties["mnemonic"].data == \
+                    "s_waitcnt":
+                mods = other.mods
+                if any(mods.get(c) == 0 for c in counters):
+                    return 2 * j + 2
+        return 2 * end
+
+    def ranges(self) -> tuple[list[int], list[int]]:
+        """(live points, written points) of every class, as bit sets over program points.
+        The live points of a dead write to a memory op's destination extend to the op's
+        completion (`_async_end`): the register is written late."""
+        self._scan()
+        return self._L, self._D
+
+    def runs(self) -> list[list[tuple[int, int]]]:
+        """The live points of every class as (first, last) intervals (may overlap)."""
+        self._scan()
+        return self._runs
+
+    def def_points(self) -> list[list[int]]:
+        """The points where every class is written (the kernel entry for inputs)."""
+        self._scan()
+        return self._defs
+
+    def pressure(self) -> dict[str, Pressure]:
+        """Peak registers live at once per file ("v", "a", "s"), where, and what is live."""
+        self._scan()
+        out: dict[str, Pressure] = {}
+        for f in FILES:
+            peak, point = self._best[f]
+            peak = max(peak, 0)
+            op, after = self.point_op(point)
+            live = frozenset(c for c in self.live_at(point) if c.kind == f) if peak else \
+                frozenset()
+            out[f] = Pressure(f, peak, point, op, after, live)
+        return out
+
+    def interferes(self, a: RegClass, b: RegClass) -> bool:
+        """True if one of the two is written where the other is live."""
+        if a is b:
+            return False
+        L, D = self.ranges()
+        return bool((L[a.id] & D[b.id]) | (D[a.id] & L[b.id]))
+
+    def interference_graph(self) -> dict[RegClass, set[RegClass]]:
+        """Every class with the classes it interferes with (built op by op, independently
+        of `ranges`)."""
+        adj: dict[int, int] = {c.id: 0 for c in self.classes}
+        for i in range(len(self.ops)):
+            writes = self.writes[i]
+            if not writes:
+                continue
+            near = self.live_after_bits(i)
+            for w in writes:
+                near |= 1 << w
+            if self.early[i]:
+                near |= self.live_before_bits(i)
+            for w in writes:
+                adj[w] |= near
+        if self.blocks:
+            entry = self.live_in_bits[0]
+            for cid in iter_bits(entry):
+                adj[cid] |= entry
+        for cid in list(adj):
+            for other in iter_bits(adj[cid]):
+                adj[other] |= 1 << cid
+        return {self.classes[cid]: {self.classes[o] for o in iter_bits(bits) if o != cid}
+                for cid, bits in adj.items()}
+
+    def loop_depth(self, block: Block) -> int:
+        """How many loops (natural loops of back edges) contain `block`."""
+        if self._depth is None:
+            self._depth = _loop_depths(self.succs, self.preds)
+        return self._depth[self.block_index[block]]
+
+    def op_loop_depth(self, index: int) -> int:
+        """Loop depth of op number `index`."""
+        return self.loop_depth(self.blocks[self.block_of_op[index]])
+
+
+def _loop_depths(succs: list[list[int]], preds: list[list[int]]) -> list[int]:
+    n = len(succs)
+    depth = [0] * n
+    if not n:
+        return depth
+    # Back edges: edges to a block on the DFS stack (iterative DFS from the entry).
+    state = [0] * n  # 0 new, 1 on stack, 2 done
+    back: list[tuple[int, int]] = []
+    stack: list[tuple[int, int]] = [(0, 0)]
+    state[0] = 1
+    while stack:
+        b, k = stack[-1]
+        if k < len(succs[b]):
+            stack[-1] = (b, k + 1)
+            s = succs[b][k]
+            if state[s] == 0:
+                state[s] = 1
+                stack.append((s, 0))
+            elif state[s] == 1:
+                back.append((b, s))
+        else:
+            state[b] = 2
+            stack.pop()
+    for tail, head in back:
+        body = {head}
+        work = [tail]
+        while work:
+            b = work.pop()
+            if b in body:
+                continue
+            body.add(b)
+            work.extend(preds[b])
+        for b in body:
+            depth[b] += 1
+    return depth
+
+
+def kernels_of(module: Operation) -> list[KernelOp]:
+    """The kernels of a module (builtin.module or amdgcn.module)."""
+    return [op for amod in amdgcn_modules(module) for op in amod.body.ops
+            if isinstance(op, KernelOp)]
+
+
+def analyze_kernel(kernel: KernelOp, isa: IsaDatabase | None = None) -> KernelLiveness:
+    """Liveness of one kernel."""
+    with gc_paused():
+        return KernelLiveness(kernel, isa)
+
+
+def analyze_module(module: Operation) -> dict[str, KernelLiveness]:
+    """Liveness of every kernel of a module, by kernel name."""
+    out: dict[str, KernelLiveness] = {}
+    for amod in amdgcn_modules(module):
+        isa = get_isa(amod.target_name)
+        for op in amod.body.ops:
+            if isinstance(op, KernelOp):
+                out[op.kernel_name] = analyze_kernel(op, isa)
+    return out
+
+
+def value_names(top: Operation) -> dict[SSAValue, str]:
+    """The `%name` the IR printer gives every value under `top` (for messages)."""
+    import io
+
+    from xdsl.printer import Printer
+
+    root = top
+    while root.parent_op() is not None:
+        root = root.parent_op()  # names are given while printing from the top
+    printer = Printer(stream=io.StringIO())
+    printer.print_op(root)
+    return {v: f"%{name}" for v, name in printer._ssa_values.items()}
+
+
+def describe_classes(classes, names: dict[SSAValue, str], limit: int = 16) -> str:
+    """`%a (v[? + 4]), %b (v7), ...` for messages (at most `limit` listed)."""
+    items = sorted(classes, key=lambda c: (-c.width, c.id))
+    parts = []
+    for c in items[:limit]:
+        name = names.get(c.first_value) or f"%{c.first_value.name_hint or '?'}"
+        loc = op_location(c.first_value.owner) if isinstance(c.first_value.owner,
+                                                              Operation) else None
+        where = f", from {loc}" if loc else ""
+        parts.append(f"{name} ({c.describe()}{where})")
+    if len(items) > limit:
+        parts.append(f"... and {len(items) - limit} more")
+    return ", ".join(parts)
+
+
+def pressure_report(live: KernelLiveness) -> str:
+    """A few lines on peak register pressure per file."""
+    lines = [f"liveness @{live.kernel.kernel_name}:"]
+    for f, p in live.pressure().items():
+        if p.peak:
+            lines.append(f"  {FILE_NAMES[f]:<5} peak {p.peak:4d} at {p.where()}")
+        else:
+            lines.append(f"  {FILE_NAMES[f]:<5} peak    0")
+    return "\n".join(lines)
+
+
+@register_pass("liveness", "report peak register pressure per kernel on stderr "
+                           "(analysis only: the IR is unchanged)")
+def liveness_pass(module: Operation, **options: str) -> None:
+    """Print each kernel's peak pressure and where it occurs."""
+    for live in analyze_module(module).values():
+        sys.stderr.write(pressure_report(live) + "\n")
+
+
+__all__ = [
+    "FILES",
+    "CopyInfo",
+    "KernelLiveness",
+    "Pressure",
+    "RegClass",
+    "analyze_kernel",
+    "analyze_module",
+    "describe_classes",
+    "interval",
+    "iter_bits",
+    "kernels_of",
+    "pressure_report",
+    "value_names",
+]

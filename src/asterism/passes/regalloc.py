@@ -1,0 +1,612 @@
+"""Register allocation (`regalloc`): give every relocatable register value a register.
+
+What it does, per kernel:
+1. Liveness on register classes (`passes.liveness`): a class is the register a
+   destination-passing chain names; tied operands and DPS chains are one class by
+   construction, so they get one register.
+2. **Pins.** Fixed registers (`!amdgcn.vgpr<10>`, ABI inputs) stay where they are; the
+   registers they occupy are unavailable to relocatable values exactly while they are live
+   (register by register, so v10 is busy while a live v[8:12] holds it). Two different values
+   pinned to the same registers and live at once are an error naming both. Named reserved
+   regions (`reserved(S = !amdgcn.vgpr<[32:96]>)` on the kernel, `kb.reserve`, or the
+   `reserve=` option) are never given to relocatable values; only values the author pinned
+   there use them.
+3. **Coalescing.** A plain copy (`v_mov_b32`, `s_mov_b32`, `s_mov_b64`, `v_mov_b64`,
+   `v_accvgpr_mov_b32` without modifiers) into a new value, and an MFMA writing a new value
+   with an accumulator srcC of the same shape, get the same register for both sides when
+   that creates no conflict (innermost loops first). A coalesced copy stays in the program
+   (it becomes `v_mov_b32 v3, v3`): the output is what was written, with registers filled
+   in; the `dce` pass removes such copies when asked.
+4. **Assignment.** Each register file is colored on its own: values in order of where their
+   live range starts (and, as a second try, widest first), each at the lowest register that
+   is aligned (the alignment every operand slot of the value needs: 64-bit VALU pairs, MFMA
+   operands, SGPR pairs/quads) and free over its whole live range. For a straight-line
+   program of one-register values that is optimal (interval graphs); where ranges and
+   alignment fragment the file the second order, then the allocation without coalescing
+   are tried, and the result using the fewest registers is kept. The goal on every kernel is
+   registers used == the peak number live at once.
+5. **Budgets.** v0..v255 (ArchVGPRs), a0..a255, s0..s101 on gfx942/gfx950, optionally
+   lowered (`max-vgprs=`, `max-agprs=`, `max-sgprs=`) and the unified VGPR file
+   (alignTo(VGPRs, 4) + AGPRs, `max-total-vgprs=`, 512 at most). A kernel that does not fit
+   is an error naming the program point of peak pressure and the values live there; nothing
+   is ever spilled.
+
+The output has only fixed registers and lowers as written. Options (pipeline string):
+`regalloc{report=1}` prints used vs peak per register file to stderr;
+`reserve=v32-v95 s63-s67` adds reserved regions (space separated); `coalesce=0` turns
+coalescing off.
+"""
+
+from __future__ import annotations
+
+import sys
+from dataclasses import dataclass, field
+
+import numpy as np
+from xdsl.ir import Operation, SSAValue
+
+from asterism.errors import ParseError, VerifyError
+from asterism.ir.ops import KernelOp
+from asterism.ir.types import RegisterType
+from asterism.ir.verify import amdgcn_modules, op_location, op_title
+from asterism.isa import IsaDatabase, get_isa
+from asterism.passes.instfacts import gc_paused
+from asterism.passes.liveness import (
+    FILE_NAMES,
+    FILES,
+    KernelLiveness,
+    RegClass,
+    describe_classes,
+    value_names,
+)
+from asterism.passes.pipeline import register_pass
+from asterism.target import Target, get_target, total_vgprs
+
+
+class RegisterAllocationError(VerifyError):
+    """A kernel whose registers cannot be allocated (too many live values, conflicting pins)."""
+
+
+@dataclass
+class FileReport:
+    """Allocation result for one register file of one kernel."""
+
+    file: str
+    used: int  # distinct registers the kernel touches (pinned + allocated)
+    span: int  # highest register used + 1
+    peak: int  # most registers live at once
+    peak_where: str
+    allocated: int  # relocatable values placed
+    limit: int  # registers that were available (budget)
+    strategy: str = ""
+
+    @property
+    def optimal(self) -> bool:
+        """True if no fewer registers could hold the values live at the peak."""
+        return self.used <= self.peak
+
+
+@dataclass
+class AllocationReport:
+    """What `allocate_kernel` did to one kernel."""
+
+    kernel: str
+    target: str
+    files: dict[str, FileReport] = field(default_factory=dict)
+    copies: int = 0
+    copies_coalesced: int = 0
+    mfma_hints: int = 0
+    mfma_in_place: int = 0
+    assignment: dict[SSAValue, RegisterType] = field(default_factory=dict)
+
+    @property
+    def optimal(self) -> bool:
+        """True if every file uses as many registers as its peak pressure."""
+        return all(f.optimal for f in self.files.values())
+
+    def text(self) -> str:
+        """The `regalloc{report=1}` lines."""
+        lines = [f"regalloc @{self.kernel} ({self.target}):"]
+        for f in FILES:
+            r = self.files[f]
+            if not r.used and not r.peak:
+                lines.append(f"  {FILE_NAMES[f]:<5} used    0")
+                continue
+            span = f"{f}0-{f}{r.span - 1}" if r.span else "-"
+            mark = "" if r.optimal else "  (above peak)"
+            lines.append(f"  {FILE_NAMES[f]:<5} used {r.used:4d}  peak {r.peak:4d}  span {span:<9}"
+                         f" allocated {r.allocated} values{mark}; peak at {r.peak_where}")
+        lines.append(f"  copies coalesced {self.copies_coalesced} of {self.copies}; MFMA "
+                     f"accumulators in place {self.mfma_in_place} of {self.mfma_hints}")
+        return "\n".join(lines)
+
+
+@dataclass
+class Limits:
+    """Register budgets (registers a kernel may use per file, and the unified VGPR file)."""
+
+    v: int
+    a: int
+    s: int
+    total_vgprs: int
+
+    @classmethod
+    def for_target(cls, target: Target, max_vgprs: int | None = None,
+                   max_agprs: int | None = None, max_sgprs: int | None = None,
+                   max_total_vgprs: int | None = None) -> Limits:
+        """The target's budgets, lowered by the given maxima."""
+        def cap(limit: int, value: int | None) -> int:
+            return limit if value is None else max(0, min(limit, value))
+        return cls(cap(target.vgpr.arch, max_vgprs), cap(target.vgpr.acc, max_agprs),
+                   cap(target.sgpr.addressable, max_sgprs),
+                   cap(target.vgpr.unified_per_lane, max_total_vgprs))
+
+    def of(self, kind: str) -> int:
+        """Budget of file `kind`."""
+        return {"v": self.v, "a": self.a, "s": self.s}[kind]
+
+
+class _Occupancy:
+    """The registers of one file over the program points: where a pinned or placed value
+    is live (a points x registers boolean array) and where one is written (a bit set per
+    register)."""
+
+    def __init__(self, n_points: int, size: int):
+        self.live = np.zeros((n_points, size), dtype=bool) if size else None
+        self.D = [0] * size
+
+    def copy(self) -> _Occupancy:
+        new = _Occupancy(0, 0)
+        new.live = None if self.live is None else self.live.copy()
+        new.D = self.D[:]
+        return new
+
+    def add(self, first: int, width: int, runs: list[tuple[int, int]], D: int) -> None:
+        live = self.live
+        for lo, hi in runs:
+            live[lo:hi + 1, first:first + width] = True
+        for u in range(first, first + width):
+            self.D[u] |= D
+
+    def busy(self, dpoints: list[int]) -> np.ndarray:
+        """Registers some value is live in at one of `dpoints`."""
+        return self.live[dpoints].any(axis=0)
+
+
+@dataclass
+class _Group:
+    """Classes that share one register (coalesced), with their combined live range."""
+
+    classes: list[RegClass]
+    kind: str
+    width: int
+    align: int
+    fixed: int | None
+    L: int
+    D: int
+    runs: list[tuple[int, int]]
+    dpoints: list[int]
+
+    @property
+    def lo(self) -> int:
+        return min((lo for lo, _hi in self.runs), default=0)
+
+
+def _parse_ranges(text: str) -> list[RegisterType]:
+    from asterism.builder.kernel import parse_register_range
+
+    out = []
+    for part in text.replace(";", " ").split():
+        try:
+            out.append(parse_register_range(part))
+        except VerifyError as err:
+            raise ParseError(f"regalloc reserve: {err.message}") from None
+    return out
+
+
+class _KernelAllocator:
+    def __init__(self, kernel: KernelOp, isa: IsaDatabase, limits: Limits,
+                 reserve: list[RegisterType], coalesce: bool):
+        self.kernel = kernel
+        self.isa = isa
+        self.limits = limits
+        self.coalesce = coalesce
+        self.live = KernelLiveness(kernel, isa)
+        self._names: dict[SSAValue, str] | None = None
+        self._types: dict[tuple[RegisterType, int], RegisterType] = {}
+        self.reserved: dict[str, set[int]] = {f: set() for f in FILES}
+        self.reserved_text: dict[str, list[str]] = {f: [] for f in FILES}
+        regions = list(kernel.reserved_regions.items()) + [(t.asm(), t) for t in reserve]
+        for name, t in regions:
+            self.reserved[t.KIND].update(range(t.first, t.first + t.width))
+            self.reserved_text[t.KIND].append(f"{name} {t.asm()}" if name != t.asm()
+                                              else t.asm())
+
+    @property
+    def names(self) -> dict[SSAValue, str]:
+        if self._names is None:
+            self._names = value_names(self.kernel)
+        return self._names
+
+    def name(self, c: RegClass) -> str:
+        return self.names.get(c.first_value) or f"%{c.first_value.name_hint or '?'}"
+
+    # --- checks ---------------------------------------------------------------------------
+
+    def check_calls(self) -> None:
+        if self.live.calls:
+            op = self.live.calls[0]
+            raise RegisterAllocationError(
+                f"func.call: calls to @{op.callee.root_reference.data} must be inlined before "
+                "register allocation (--pipeline inline,regalloc)", op_location(op))
+
+    def check_pins(self) -> None:
+        """Two different values pinned to the same registers must not be live at once."""
+        L, D = self.live.ranges()
+        groups: dict[tuple[str, int, int], list[RegClass]] = {}
+        for c in self.live.classes:
+            if c.fixed is not None and L[c.id]:
+                groups.setdefault((c.kind, c.fixed, c.width), []).append(c)
+        for members in groups.values():
+            if len(members) < 2:
+                continue
+            acc_l = acc_d = 0
+            for k, c in enumerate(members):
+                clash = (L[c.id] & acc_d) | (D[c.id] & acc_l)
+                if clash:
+                    for other in members[:k]:
+                        both = (L[c.id] & D[other.id]) | (D[c.id] & L[other.id])
+                        if both:
+                            self._pin_error(c, other, both)
+                acc_l |= L[c.id]
+                acc_d |= D[c.id]
+
+    def _pin_error(self, a: RegClass, b: RegClass, points: int) -> None:
+        _L, D = self.live.ranges()
+        point = (points & -points).bit_length() - 1
+        op, after = self.live.point_op(point)
+        writer, holder = (a, b) if D[a.id] >> point & 1 else (b, a)
+        where = "the kernel entry" if op is None else \
+            f"{'after' if after else 'before'} {op_title(op)}"
+        raise RegisterAllocationError(
+            f"{self.name(holder)} and {self.name(writer)} are both pinned to {a.describe()} and "
+            f"live at once ({where}): {self.name(writer)} is written while "
+            f"{self.name(holder)} still holds a value that is read later; give one of them "
+            "another register (or make it relocatable)",
+            op_location(op) if op is not None else None)
+
+    # --- allocation -----------------------------------------------------------------------
+
+    def fixed_occupancy(self) -> dict[str, _Occupancy]:
+        live = self.live
+        L, D = live.ranges()
+        runs = live.runs()
+        occ = {f: _Occupancy(live.n_points, self._file_size(f)) for f in FILES}
+        for c in live.classes:
+            if c.fixed is not None and L[c.id]:
+                width = min(c.fixed + c.width, self._file_size(c.kind)) - c.fixed
+                if width > 0:
+                    occ[c.kind].add(c.fixed, width, runs[c.id], D[c.id])
+        return occ
+
+    def _file_size(self, kind: str) -> int:
+        target = get_target(self.isa.target)
+        return {"v": target.vgpr.arch, "a": target.vgpr.acc, "s": target.sgpr.addressable}[kind]
+
+    def groups(self, occ: dict[str, _Occupancy],
+               coalesce: bool) -> tuple[list[_Group], dict[str, int], dict[str, int]]:
+        """Groups of classes sharing a register; also the copies and MFMAs coalesced, per
+        register file."""
+        live = self.live
+        L, D = live.ranges()
+        runs, defs = live.runs(), live.def_points()
+        classes = live.classes
+        parent = list(range(len(classes)))
+        gL, gD = L[:], D[:]
+        align = [c.align for c in classes]
+        fixed = [c.fixed for c in classes]
+        copies: dict[str, int] = {}
+        mfmas: dict[str, int] = {}
+
+        def find(x: int) -> int:
+            while parent[x] != x:
+                parent[x] = parent[parent[x]]
+                x = parent[x]
+            return x
+
+        def count(cp) -> None:
+            tally = copies if cp.kind == "copy" else mfmas
+            kind = classes[cp.dst].kind
+            tally[kind] = tally.get(kind, 0) + 1
+
+        members: dict[int, list[int]] = {c.id: [c.id] for c in classes}
+        if coalesce:
+            order = sorted(live.copies, key=lambda c: (-live.op_loop_depth(c.index), c.index))
+            for cp in order:
+                a, b = find(cp.dst), find(cp.src)
+                if a == b:
+                    count(cp)
+                    continue
+                # The copy writes the value its source holds, and an MFMA may accumulate in
+                # place: at that one point the two may share the register.
+                point = 2 * cp.index + (2 if cp.kind == "copy" else 1)
+                keep = ~(1 << point)
+                if ((gL[a] & gD[b]) | (gD[a] & gL[b])) & keep:
+                    continue
+                if fixed[a] is not None and fixed[b] is not None:
+                    continue
+                if fixed[a] is not None or fixed[b] is not None:
+                    pin, moving = (a, b) if fixed[a] is not None else (b, a)
+                    kind, first, width = classes[pin].kind, fixed[pin], classes[pin].width
+                    dpoints = [p for m in members[moving] for p in defs[m] if p != point]
+                    if not self._can_pin(occ[kind], kind, first, width, align[moving],
+                                         gL[moving], dpoints, keep):
+                        continue
+                    occ[kind].add(first, width, [r for m in members[moving] for r in runs[m]],
+                                  gD[moving])
+                    root, other = pin, moving
+                else:
+                    root, other = b, a
+                parent[other] = root
+                gL[root] |= gL[other]
+                gD[root] |= gD[other]
+                align[root] = max(align[root], align[other])
+                members[root] += members.pop(other)
+                count(cp)
+        groups = []
+        for root, ids in members.items():
+            c0 = classes[ids[0]]
+            groups.append(_Group([classes[i] for i in ids], c0.kind, c0.width, align[root],
+                                 fixed[root], gL[root], gD[root],
+                                 [r for i in ids for r in runs[i]],
+                                 [p for i in ids for p in defs[i]]))
+        return groups, copies, mfmas
+
+    def _can_pin(self, occ: _Occupancy, kind: str, first: int, width: int, align: int,
+                 L: int, dpoints: list[int], keep: int) -> bool:
+        if first % align or first + width > self.limits.of(kind):
+            return False
+        if any(u in self.reserved[kind] for u in range(first, first + width)):
+            return False  # coalescing never moves a value into a reserved region
+        if dpoints and occ.busy(dpoints)[first:first + width].any():
+            return False
+        return not any(L & occ.D[u] & keep for u in range(first, first + width))
+
+    def color(self, groups: list[_Group], occ: _Occupancy, kind: str,
+              order: str) -> tuple[dict[int, int], _Group | None]:
+        """Place the relocatable groups of one file; returns (group index -> register, the
+        group that did not fit or None)."""
+        limit = self.limits.of(kind)
+        size = len(occ.D)
+        allowed = np.zeros(size, dtype=bool)
+        allowed[:limit] = True
+        for u in self.reserved[kind]:
+            if u < size:
+                allowed[u] = False
+        todo = [(k, g) for k, g in enumerate(groups) if g.fixed is None and g.kind == kind
+                and g.runs]
+        if order == "start":
+            todo.sort(key=lambda kg: (kg[1].lo, -kg[1].width, -kg[1].align, kg[0]))
+        else:
+            todo.sort(key=lambda kg: (-kg[1].width, -kg[1].align, kg[1].lo, kg[0]))
+        placed: dict[int, int] = {}
+        occ_d = occ.D
+        for k, g in todo:
+            w, al, gl = g.width, g.align, g.L
+            free = allowed & ~occ.busy(g.dpoints)
+            if w == 1:
+                candidates = np.flatnonzero(free)
+            else:
+                sums = np.concatenate(([0], np.cumsum(free)))
+                starts = np.arange(0, max(limit - w + 1, 0), al)
+                candidates = starts[(sums[starts + w] - sums[starts]) == w]
+            for r in candidates.tolist():
+                if r % al:
+                    continue
+                if w == 1:
+                    if gl & occ_d[r]:
+                        continue
+                elif any(gl & occ_d[u] for u in range(r, r + w)):
+                    continue
+                placed[k] = r
+                occ.add(r, w, g.runs, g.D)
+                break
+            else:
+                return placed, g
+        return placed, None
+
+    def run(self) -> AllocationReport:
+        self.check_calls()
+        self.check_pins()
+        live = self.live
+        pressure = live.pressure()
+        report = AllocationReport(self.kernel.kernel_name, self.isa.target)
+        report.copies = sum(1 for c in live.copies if c.kind == "copy")
+        report.mfma_hints = sum(1 for c in live.copies if c.kind == "mfma")
+        base = self.fixed_occupancy()
+        L, _D = live.ranges()
+        fixed_used = {f: set() for f in FILES}
+        for c in live.classes:
+            if c.fixed is not None and L[c.id]:
+                fixed_used[c.kind].update(c.units)
+        attempts = [True, False] if self.coalesce else [False]
+        best: dict[str, tuple] = {}
+        failures: dict[str, _Group] = {}
+        for coalesce in attempts:
+            occ = {f: o.copy() for f, o in base.items()}
+            groups, copies, mfmas = self.groups(occ, coalesce)
+            for f in FILES:
+                if f in best and best[f][0] <= pressure[f].peak:
+                    continue
+                for order in ("start", "wide"):
+                    placed, failed = self.color(groups, occ[f].copy(), f, order)
+                    if failed is not None:
+                        failures.setdefault(f, failed)
+                        continue
+                    units = set(fixed_used[f])
+                    for k, r in placed.items():
+                        units.update(range(r, r + groups[k].width))
+                    for g in groups:
+                        if g.fixed is not None and g.kind == f and len(g.classes) > 1:
+                            units.update(range(g.fixed, g.fixed + g.width))
+                    used, span = len(units), (max(units) + 1 if units else 0)
+                    key = (used, span)
+                    if f not in best or key < best[f][0:2]:
+                        best[f] = (used, span, groups, placed, copies, mfmas,
+                                   f"{order}{'' if coalesce else ', no coalescing'}")
+                    if used <= pressure[f].peak:
+                        break
+        for f in FILES:
+            if f not in best:
+                self._fit_error(f, pressure[f], failures[f])
+        self._check_unified(best, pressure)
+        # Rewrite the types: every value of a placed class gets its register.
+        for f in FILES:
+            used, span, groups, placed, _copies, _mfmas, strategy = best[f]
+            allocated = 0
+            for k, g in enumerate(groups):
+                if g.kind != f:
+                    continue
+                first = placed.get(k, g.fixed)
+                if first is None:
+                    first = 0  # a value nothing reads or writes: any register will do
+                for c in g.classes:
+                    if c.fixed is None or c.abi:
+                        allocated += c.fixed is None
+                        self._retype(c, first, report)
+            report.files[f] = FileReport(
+                f, used, span, pressure[f].peak, pressure[f].where(), allocated,
+                self.limits.of(f) - len(self.reserved[f]), strategy)
+        report.copies_coalesced = sum(best[f][4].get(f, 0) for f in FILES)
+        report.mfma_in_place = sum(best[f][5].get(f, 0) for f in FILES)
+        return report
+
+    def _retype(self, c: RegClass, first: int, report: AllocationReport) -> None:
+        cache = self._types
+        for v in c.values:
+            t: RegisterType = v.type  # type: ignore[assignment]
+            new = cache.get((t, first))
+            if new is None:
+                new = cache[(t, first)] = t.with_index(first)  # building types is slow
+            if new is not t:
+                v._type = new  # xDSL values have no public type setter
+            report.assignment[v] = new
+
+    def _check_unified(self, best: dict[str, tuple], pressure) -> None:
+        target = get_target(self.isa.target)
+        v_span, a_span = best["v"][1], best["a"][1]
+        total = total_vgprs(target, v_span, a_span)
+        if total > self.limits.total_vgprs:
+            raise RegisterAllocationError(
+                f"kernel @{self.kernel.kernel_name} does not fit the unified VGPR file: "
+                f"{v_span} VGPRs (aligned to {target.vgpr.accum_offset_granule}) + {a_span} "
+                f"AGPRs = {total} > {self.limits.total_vgprs}; VGPR peak at "
+                f"{pressure['v'].where()}, AGPR peak at {pressure['a'].where()} (no spilling "
+                "is done)", pressure["v"].location or pressure["a"].location)
+
+    def _fit_error(self, f: str, p, failed: _Group) -> None:
+        limit = self.limits.of(f)
+        reserved = self.reserved[f]
+        free = limit - len([u for u in reserved if u < limit])
+        budget = f"{free} {FILE_NAMES[f]}s are available ({f}0-{f}{limit - 1}"
+        if self.reserved_text[f]:
+            budget += " minus reserved " + ", ".join(self.reserved_text[f])
+        budget += ")"
+        live_text = describe_classes(p.live, self.names)
+        name = self.kernel.kernel_name
+        if p.peak > free:
+            message = (f"kernel @{name} does not fit in the {FILE_NAMES[f]}s: {p.peak} are live "
+                       f"at once at {p.where()}, {budget}; live there: {live_text} (no "
+                       "spilling is done: shorten live ranges or use fewer values)")
+            raise RegisterAllocationError(message, p.location)
+        c = failed.classes[0]
+        loc = op_location(c.first_value.owner) if isinstance(c.first_value.owner,
+                                                             Operation) else None
+        message = (f"kernel @{name}: no room for {self.name(c)} ({c.describe()}"
+                   f"{f', align {failed.align}' if failed.align > 1 and c.align <= 1 else ''})"
+                   f" in the {FILE_NAMES[f]}s: pinned registers, reserved regions and "
+                   f"alignment leave no aligned gap of {failed.width} ({budget}); the peak is "
+                   f"{p.peak} live at {p.where()}: {live_text}")
+        raise RegisterAllocationError(message, loc or p.location)
+
+
+def allocate_kernel(kernel: KernelOp, isa: IsaDatabase | None = None, *,
+                    limits: Limits | None = None, reserve: list[RegisterType] | None = None,
+                    coalesce: bool = True) -> AllocationReport:
+    """Allocate the relocatable registers of one kernel in place; returns the report."""
+    if isa is None:
+        module = kernel.parent_op()
+        isa = get_isa(getattr(module, "target_name", "gfx942"))
+    if limits is None:
+        limits = Limits.for_target(get_target(isa.target))
+    with gc_paused():
+        return _KernelAllocator(kernel, isa, limits, list(reserve or ()), coalesce).run()
+
+
+_INT_OPTIONS = ("max-vgprs", "max-agprs", "max-sgprs", "max-total-vgprs")
+OPTIONS = ("report", "reserve", "coalesce", *_INT_OPTIONS)
+
+
+def _int_option(options: dict[str, str], key: str) -> int | None:
+    if key not in options:
+        return None
+    try:
+        return int(options[key])
+    except ValueError:
+        raise ParseError(f"regalloc option {key} takes an integer, got '{options[key]}'") \
+            from None
+
+
+def _flag(options: dict[str, str], key: str, default: bool) -> bool:
+    if key not in options:
+        return default
+    value = options[key].lower()
+    if value in ("1", "true", "yes", "on", ""):
+        return True
+    if value in ("0", "false", "no", "off"):
+        return False
+    raise ParseError(f"regalloc option {key} takes 0 or 1, got '{options[key]}'")
+
+
+def allocate_module(module: Operation, **options: str) -> list[AllocationReport]:
+    """Allocate every kernel of a module (options as in the pipeline string)."""
+    unknown = sorted(set(options) - set(OPTIONS))
+    if unknown:
+        raise ParseError(f"unknown regalloc option '{unknown[0]}' (options: "
+                         f"{', '.join(OPTIONS)})")
+    reserve = _parse_ranges(options.get("reserve", ""))
+    coalesce = _flag(options, "coalesce", True)
+    reports = []
+    for amod in amdgcn_modules(module):
+        isa = get_isa(amod.target_name)
+        target = get_target(amod.target_name)
+        limits = Limits.for_target(target, *(_int_option(options, k) for k in _INT_OPTIONS))
+        for op in amod.body.ops:
+            if isinstance(op, KernelOp):
+                reports.append(allocate_kernel(op, isa, limits=limits, reserve=reserve,
+                                               coalesce=coalesce))
+    return reports
+
+
+@register_pass("regalloc", "assign registers to relocatable values around pinned registers "
+                           "and reserved regions (options: report=1, reserve=v32-v95, "
+                           "max-vgprs=N, max-agprs=N, max-sgprs=N, max-total-vgprs=N, "
+                           "coalesce=0)")
+def regalloc_pass(module: Operation, **options: str) -> None:
+    """The `regalloc` pass: allocate in place, print the report when report=1."""
+    reports = allocate_module(module, **options)
+    if _flag(options, "report", False):
+        for r in reports:
+            sys.stderr.write(r.text() + "\n")
+
+
+__all__ = [
+    "AllocationReport",
+    "FileReport",
+    "Limits",
+    "RegisterAllocationError",
+    "allocate_kernel",
+    "allocate_module",
+    "regalloc_pass",
+]
+
