@@ -55,7 +55,7 @@ def test_integer_dot_products():
     ah = A.view(np.int16).reshape(64, 2).astype(np.int64)
     bh = B.view(np.int16).reshape(64, 2).astype(np.int64)
     assert np.array_equal(out["v5"], (((ah * bh).sum(1) + c) & 0xFFFFFFFF).astype(np.uint32))
-    nib = lambda x: np.stack([(x >> (4 * k)) & 15 for k in range(8)], 1).astype(np.int64)  # noqa: E731
+    nib = lambda x: np.stack([(x >> (4 * k)) & 15 for k in range(8)], 1).astype(np.int64)
     d8 = (nib(A) * nib(B)).sum(1) + C.astype(np.int64)
     assert np.array_equal(out["v6"], (d8 & 0xFFFFFFFF).astype(np.uint32))
     du = (ab.astype(np.int64) * bb).sum(1) + C.astype(np.int64)

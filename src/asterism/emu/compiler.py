@@ -389,6 +389,12 @@ def make_infos(insts: Sequence[ProgramInst], target: str, code_base: int = 0,
     return infos
 
 
+def def_is_read(spec) -> bool:
+    """True if a written operand is also read: tied operands, and the src0 of
+    v_permlane*_swap, which the ISA database lists as a plain def although it is swapped."""
+    return bool(spec.tied) or spec.name.startswith("src")
+
+
 def implicit_names(info: OpInfo) -> tuple[tuple[str, ...], tuple[str, ...]]:
     """The implicit uses and defs of this instruction's form.
 
@@ -415,7 +421,7 @@ def _fill_keys(info: OpInfo) -> None:
             keys = operand_keys(op)
             if spec.role == "def":
                 defs.update(keys)
-                if spec.tied:
+                if def_is_read(spec):
                     uses.update(keys)
             else:
                 uses.update(keys)

@@ -15,11 +15,17 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from asterism.emu.compiler import OpInfo, implicit_names, operand_keys
+from asterism.emu.compiler import OpInfo, def_is_read, implicit_names, operand_keys
 from asterism.emu.core import EXEC, KEY_AGPR, KEY_SGPR, M0, VCC, Group
 from asterism.emu.errors import SanitizerError
 from asterism.mc.operands import Imm, Mod, Reg, Special
-from asterism.target.hazards import HazardRule, InstFacts, instruction_classes, rules_for
+from asterism.target.hazards import (
+    HazardRule,
+    InstFacts,
+    instruction_classes,
+    mfma_passes,
+    rules_for,
+)
 
 KEY_HWREG = 2000
 _EXEC_KEYS = (KEY_SGPR + EXEC, KEY_SGPR + EXEC + 1)
@@ -112,7 +118,7 @@ def facts_of(info: OpInfo) -> tuple[InstFacts, dict[str, list[int]]]:
         keys = operand_keys(op)
         if spec.role == "def":
             add("def", keys)
-            if spec.tied:
+            if def_is_read(spec):
                 add("use", keys)
         else:
             add("use", keys)
@@ -157,7 +163,7 @@ def facts_of(info: OpInfo) -> tuple[InstFacts, dict[str, list[int]]]:
     if mnem == "s_nop":
         simm = info.op("simm16")
         ws = ((simm.value if isinstance(simm, Imm) else 0) & 0xF) + 1
-    facts = InstFacts(classes, {}, isa.passes, mnem, ws)
+    facts = InstFacts(classes, {}, mfma_passes(mnem, isa.passes, info.mods), mnem, ws)
     return facts, roles
 
 
@@ -222,48 +228,55 @@ class HazardChecker:
                                      if role == "none" and c in facts.classes))
         return Prepared(facts, checks, records, class_records)
 
-    def check(self, st: HazardState, prep: Prepared, info: OpInfo, g: Group,
-              kernel: str) -> None:
-        """Raise SanitizerError if `info` comes too soon after a producer."""
+    def missing(self, st: HazardState, prep: Prepared
+                ) -> tuple[int, HazardRule | None, Event | None, int]:
+        """(wait states still missing, rule, producer event, states present) for the
+        instruction `prep` describes, given the history `st` (0 missing: no hazard)."""
         now = st.clock
+        worst: tuple[int, HazardRule | None, Event | None, int] = (0, None, None, 0)
         for rule, keys, rng in prep.checks:
             if rule.regs == "none":
                 ev = st.last_class.get(rule.producer)
-                if ev is not None:
-                    self._test(rule, ev, now, prep, info, g, kernel, rng)
-                continue
-            for k in keys:
-                roles = st.events.get(k)
-                if not roles:
-                    continue
-                ev = roles.get(rule.produces)
-                if ev is not None:
-                    self._test(rule, ev, now, prep, info, g, kernel, rng)
+                events = (ev,) if ev is not None else ()
+            else:
+                events = tuple(ev for k in keys
+                               if (roles := st.events.get(k)) and
+                               (ev := roles.get(rule.produces)) is not None)
+            for ev in events:
+                need = self._need(rule, ev, prep, rng)
+                have = now - ev.clock - 1
+                if need - have > worst[0]:
+                    worst = (need - have, rule, ev, have)
+        return worst
 
-    def _test(self, rule: HazardRule, ev: Event, now: int, prep: Prepared, info: OpInfo,
-              g: Group, kernel: str, rng: tuple[int, int]) -> None:
+    @staticmethod
+    def _need(rule: HazardRule, ev: Event, prep: Prepared, rng: tuple[int, int]) -> int:
         pc = ev.facts.classes
         if rule.producer not in pc or pc & set(rule.producer_not):
-            return
+            return 0
         if rule.same_opcode is not None and \
                 (ev.facts.mnemonic == prep.facts.mnemonic) != rule.same_opcode:
-            return
+            return 0
         if rule.overlap != "any":
             exact = ev.rng == rng
             if (rule.overlap == "exact") != exact:
-                return
-        need = rule.waits_for(ev.facts.passes)
-        have = now - ev.clock - 1
-        if have >= need:
+                return 0
+        return rule.waits_for(ev.facts.passes)
+
+    def check(self, st: HazardState, prep: Prepared, info: OpInfo, g: Group,
+              kernel: str) -> None:
+        """Raise SanitizerError if `info` comes too soon after a producer."""
+        if not prep.checks:
             return
-        missing = need - have
-        nop = f"s_nop {min(missing, 16) - 1}" + ("" if missing <= 16 else
-                                                   f" (and {missing - 16} more)")
+        miss, rule, ev, have = self.missing(st, prep)
+        if miss <= 0 or rule is None or ev is None:
+            return
+        nop = nop_text(miss)
         wave = int(g.waves[0])
         wg = tuple(int(x) for x in g.ctx.wg_ids[wave])
         raise SanitizerError(
             f"`{info.text}` at pc 0x{info.address:x} comes {have} wait states after "
-            f"`{ev.info.text}` at pc 0x{ev.info.address:x}, but needs {need} "
+            f"`{ev.info.text}` at pc 0x{ev.info.address:x}, but needs {have + miss} "
             f"({rule.name}: {rule.doc}) - insert {nop} before pc 0x{info.address:x}",
             needed=nop, kernel=kernel, pc=info.address, inst=info.text, workgroup=wg,
             wave=int(g.ctx.wave_in_wg[wave]))
@@ -284,6 +297,33 @@ class HazardChecker:
         st.clock = now + prep.facts.wait_states
         if st.clock - st.pruned > 256:
             st.prune()
+
+
+def nop_text(states: int) -> str:
+    """The s_nop instruction(s) that provide `states` wait states (s_nop N gives N + 1)."""
+    full, rest = divmod(states, 16)
+    parts = ["s_nop 15"] * full + ([f"s_nop {rest - 1}"] if rest else [])
+    return "; ".join(parts)
+
+
+def required_wait_states(program, target: str) -> list[tuple[int, int, str]]:
+    """Static analysis of a straight-line program (decoded instructions, in order): for each
+    instruction that comes too soon after a producer, (index, missing wait states, rule
+    name). Later instructions are analysed as if the missing s_nops had been inserted, so
+    the result is what a nop-insertion pass must add."""
+    from asterism.emu.compiler import make_infos
+
+    checker = HazardChecker(target)
+    st = HazardState()
+    out = []
+    for i, info in enumerate(make_infos(program, target)):
+        prep = checker.prepare(info)
+        miss, rule, _, _ = checker.missing(st, prep)
+        if miss > 0 and rule is not None:
+            out.append((i, miss, rule.name))
+            st.clock += miss
+        checker.record(st, prep, info)
+    return out
 
 
 _unused = (KEY_AGPR,)

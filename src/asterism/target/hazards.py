@@ -152,9 +152,9 @@ RULES: tuple[HazardRule, ...] = (
                "trans", "def", "valu", "use", "vgpr", 1, consumer_not=("trans",)),
     HazardRule("sel16_forward",
                "CDNA3/4: a VALU that writes part of a VGPR through a shifted result (SDWA "
-               "dst_sel other than DWORD, VOP3 op_sel[3], an fp8 byte-select conversion with "
-               "op_sel[2] or [3] set, any fp4-result cvt_scalef32) followed by a VALU that "
-               "reads or writes that VGPR needs 1 wait state.",
+               "dst_sel other than DWORD, VOP3 op_sel[3], an fp8/fp4 byte-select conversion "
+               "with op_sel[2], v_cvt_scalef32_sr_pk_fp4) followed by a VALU that reads or "
+               "writes that VGPR needs 1 wait state.",
                "sel16", "def", "valu", "touch", "vgpr", 1),
     HazardRule("store_data_valu_write",
                "A VMEM store of more than 64 bits of data (MUBUF/MTBUF with a constant "
@@ -207,8 +207,13 @@ RULES: tuple[HazardRule, ...] = (
     HazardRule("dgemm_srcc_overlap",
                "A DGEMM result read as SrcC by a DGEMM through an overlapping, different range: "
                "9 wait states (16x16) or 4 (4x4).",
-               "dgemm", "def", "dgemm", "srcC", "vgpr", by_passes=((4, 4), (8, 9), (16, 9)),
-               overlap="partial"),
+               "dgemm", "def", "dgemm", "srcC", "vgpr", by_passes=((4, 4), (8, 9)),
+               overlap="partial", targets=("gfx942",)),
+    HazardRule("dgemm_srcc_overlap_950",
+               "CDNA4: a DGEMM result read as SrcC by a DGEMM through an overlapping, different "
+               "range: 17 wait states (16x16, 16 passes) or 4 (4x4).",
+               "dgemm", "def", "dgemm", "srcC", "vgpr", by_passes=((4, 4), (16, 17)),
+               overlap="partial", targets=("gfx950",)),
     HazardRule("xdl_srcab",
                "An XDL MFMA result read as SrcA/B by an MFMA: NumPasses + 3 wait states (CDNA4: "
                "+1 more for 4/8/16 passes).",
@@ -223,7 +228,13 @@ RULES: tuple[HazardRule, ...] = (
                "smfma", "def", "mfma", "srcAB", "vgpr", by_passes=_passes(2)),
     HazardRule("dgemm_srcab",
                "A DGEMM result read as SrcA/B by an MFMA: 11 wait states (16x16) or 6 (4x4).",
-               "dgemm", "def", "mfma", "srcAB", "vgpr", by_passes=((4, 6), (8, 11), (16, 11))),
+               "dgemm", "def", "mfma", "srcAB", "vgpr", by_passes=((4, 6), (8, 11)),
+               targets=("gfx942",)),
+    HazardRule("dgemm_srcab_950",
+               "CDNA4: a DGEMM result read as SrcA/B by an MFMA: 19 wait states (16x16, 16 "
+               "passes) or 6 (4x4).",
+               "dgemm", "def", "mfma", "srcAB", "vgpr", by_passes=((4, 6), (16, 19)),
+               targets=("gfx950",)),
     # ---------------------------------------------------------------- MFMA -> VALU / memory
     HazardRule("xdl_valu_read",
                "An XDL MFMA result read by a VALU, VMEM or DS instruction: NumPasses + 3 wait "
@@ -302,6 +313,17 @@ def mfma_kind(mnemonic: str) -> str | None:
     return "xdl"
 
 
+def mfma_passes(mnemonic: str, db_passes: int | None, modifiers: dict) -> int | None:
+    """The pass count that the wait-state rules use for an MFMA. The ISA database gives one
+    number per mnemonic; the gfx950 f8f6f4 MFMAs run twice as many passes when either
+    operand is 8-bit (cbsz or blgp 0 = fp8, 1 = bf8) as when both are fp6/fp4 (llc agrees)."""
+    if db_passes is None or "f8f6f4" not in mnemonic:
+        return db_passes
+    cbsz = int(modifiers.get("cbsz", 0) or 0)
+    blgp = int(modifiers.get("blgp", 0) or 0)
+    return db_passes * 2 if min(cbsz, blgp) <= 1 else db_passes
+
+
 @dataclass
 class InstFacts:
     """Hazard-relevant facts of one instruction: classes, register keys per role, passes."""
@@ -316,18 +338,20 @@ class InstFacts:
 def _shifted_write(m: str, enc: str, modifiers: dict) -> bool:
     """True if a VALU writes its result into part of the VGPR through a shift (LLVM's
     getDstSelForwardingOperand): SDWA dst_sel != DWORD, VOP3 op_sel[3] (the destination bit),
-    fp8 byte-select conversions with op_sel[2] or [3], and every fp4-result cvt_scalef32."""
+    fp8/fp4 byte-select conversions with op_sel[2] set, and v_cvt_scalef32_sr_pk_fp4_* always
+    (checked against llc's hazard recognizer, tests/data/emu/llvm_hazards.json)."""
     if enc == "SDWA":
         return modifiers.get("dst_sel", "DWORD") != "DWORD"
-    sel = tuple(modifiers.get("op_sel") or ())
-    if m.startswith(("v_cvt_scalef32_pk_fp4_", "v_cvt_scalef32_sr_pk_fp4_")):
+    if m.startswith("v_cvt_scalef32_sr_pk_fp4_"):
         return True
+    sel = tuple(modifiers.get("op_sel") or ())
     if not sel:
         return False
-    if m.startswith(("v_cvt_sr_fp8_", "v_cvt_sr_bf8_", "v_cvt_scalef32_sr_fp8_",
-                     "v_cvt_scalef32_sr_bf8_")) and len(sel) >= 4 and sel[2]:
+    if sel[-1]:
         return True
-    return bool(sel[-1])
+    return (m.startswith(("v_cvt_sr_fp8_", "v_cvt_sr_bf8_", "v_cvt_scalef32_sr_fp8_",
+                          "v_cvt_scalef32_sr_bf8_", "v_cvt_scalef32_pk_fp4_"))
+            and len(sel) >= 4 and bool(sel[2]))
 
 
 def instruction_classes(mnemonic: str, unit: str, flags: frozenset[str], enc: str,
