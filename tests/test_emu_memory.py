@@ -266,3 +266,17 @@ s_endpgm
     assert got[0] == np.float32(32.0).view(np.uint32) and got[1] == 7
     ret = emu.memory.download(addrs[1], 64, np.uint32)
     assert sorted(ret.tolist()) == [0] + [7] * 63
+
+
+def test_fixed_address_allocations_for_code_object_images():
+    mem = DeviceMemory()
+    a = mem.alloc(64)
+    img = mem.alloc_at(0x1000, 0x3000, name="image")
+    assert img == 0x1000 and mem.find(0x2FFF).name == "image"
+    mem.write(0x2000, np.arange(4, dtype=np.uint32))
+    addrs = np.array([0x2004, a], np.uint64)
+    assert list(mem.load_dwords(addrs, 1)[:, 0]) == [1, 0]
+    with pytest.raises(MemoryAccessError, match="overlaps"):
+        mem.alloc_at(0x3FF0, 0x100)
+    b = mem.alloc(16)
+    assert b > a and mem.find(b) is not None

@@ -79,10 +79,30 @@ class DeviceMemory:
         padded = max(_PAD, (size + _PAD - 1) // _PAD * _PAD)
         alloc = Allocation(base, size, np.zeros(padded, np.uint8), name)
         self._next = base + max(size, 1) + self._guard
-        self._allocs.append(alloc)  # bases only grow: the list stays sorted
+        self._allocs.append(alloc)  # bases only grow (alloc_at keeps _next above): sorted
         self._bases.append(base)
         self._dirty = True
         return base
+
+    def alloc_at(self, address: int, size: int, *, name: str = "") -> int:
+        """Reserve [address, address + size) (zero-filled) at a fixed address, e.g. to map a
+        code object image where its code expects its data (s_getpc-relative accesses)."""
+        if size <= 0 or address < 0:
+            raise ValueError(f"bad fixed allocation of {size} bytes at 0x{address:x}")
+        i = bisect.bisect_right(self._bases, address)
+        prev = self._allocs[i - 1] if i else None
+        nxt = self._allocs[i] if i < len(self._allocs) else None
+        if (prev is not None and prev.base + max(prev.size, 1) > address) or \
+                (nxt is not None and address + size > nxt.base):
+            raise MemoryAccessError(f"fixed allocation [0x{address:x}, 0x{address + size:x}) "
+                                    "overlaps a live allocation", 0, address)
+        padded = max(_PAD, (size + _PAD - 1) // _PAD * _PAD)
+        self._allocs.insert(i, Allocation(address, size, np.zeros(padded, np.uint8), name))
+        self._bases.insert(i, address)
+        # Later automatic allocations stay above every fixed one.
+        self._next = max(self._next, address + size + self._guard)
+        self._dirty = True
+        return address
 
     def free(self, address: int) -> None:
         """Release the allocation starting at `address` (its addresses are never reused)."""
