@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import NamedTuple
 
 from asterism.errors import DecodeError
 from asterism.isa import Form, OperandSpec, get_isa
@@ -193,7 +194,14 @@ class Decoder:
 
     @staticmethod
     def _build(plan: _Plan, word: _Word, prefix: _Word | None) -> Inst:
-        operands = [read(word, prefix) for read in plan.readers]
+        value = word.value
+        operands = [
+            table[((value >> lo) & mask) | (((value >> agpr_lo) & agpr_mask) << shift)]
+            if table is not None else read(word, prefix)
+            for lo, mask, agpr_lo, agpr_mask, shift, table, read in plan.slots]
+        for pos, (width, type_) in plan.literal_slots:
+            if operands[pos] is _LITERAL:
+                operands[pos] = decode_src(SRC_LITERAL, width, type_=type_, literal=word.literal)
         mods: dict[str, object] = {}
         if plan.modifiers is not None:
             plan.modifiers(plan, word, prefix, operands, mods)
@@ -218,7 +226,10 @@ class _Plan:
         self.literal_fields, self.literal_always = self._literal_facts(form, fmt)
         self.needs_literal = (_needs_literal_generic if self.literal_fields is None
                               else _needs_literal)
-        self.readers = tuple(_slot_reader(form, spec, fmt) for spec in form.operands)
+        self.slots = tuple(_slot(form, spec, fmt) for spec in form.operands)
+        # (position, (width, type)) of the slots whose table holds the literal marker
+        self.literal_slots = tuple((pos, slot.table.literal) for pos, slot in enumerate(self.slots)
+                                   if isinstance(slot.table, _Table) and slot.table.literal)
         # Facts of the form the modifier readers use.
         self.srcs = [i for i, s in enumerate(form.operands) if s.name in VOP_SRC_FIELDS]
         self.has_sdst = any(s.name == "sdst" for s in form.operands)
@@ -281,65 +292,168 @@ def _needs_literal_generic(plan: _Plan, word: _Word) -> bool:
 
 # ---------------------------------------------------------------------- operand slots
 #
-# A slot reader gets (word, scaled-MFMA prefix word) and returns the operand. Readers are
-# closures over the slot's facts (field position, register width, AGPR rule); those of
-# register and constant fields reuse the operand they built for the same code (operands are
-# immutable).
+# Most operands are a function of one field (and maybe an AGPR-select bit): they are read
+# from a table indexed by those bits, filled on first use and shared by the slots of the
+# same kind (operands are immutable). The other slots have a reader function.
 
 SlotReader = Callable[[_Word, "_Word | None"], Operand]
 
 
-def _slot_reader(form: Form, spec: OperandSpec, fmt: Format) -> SlotReader:
-    """The reader of this slot's operand."""
+class _Slot(NamedTuple):
+    """How to read one operand: table[((value >> lo) & mask) | (((value >> agpr_lo) &
+    agpr_mask) << shift)] when there is a table, else read(word, prefix)."""
+
+    lo: int
+    mask: int
+    agpr_lo: int
+    agpr_mask: int
+    shift: int
+    table: dict[int, Operand] | None
+    read: SlotReader | None
+
+
+class _Table(dict):
+    """index -> make(index), made on first use. `literal` is the (width, type) of the
+    Literal that replaces a _LITERAL entry, for tables that have one."""
+
+    def __init__(self, make: Callable[[int], Operand],
+                 literal: tuple[int, str | None] | None = None):
+        super().__init__()
+        self._make = make
+        self.literal = literal
+
+    def __missing__(self, index: int) -> Operand:
+        op = self._make(index)
+        if len(self) < _TABLE_LIMIT:
+            self[index] = op
+        return op
+
+
+_TABLE_LIMIT = 1 << 16
+_TABLES: dict[tuple, _Table] = {}  # shared tables by what their entries depend on
+_LITERAL = object()  # table entry of the literal code: replaced by the Literal after the read
+_REGS: dict[tuple[str, int, int], Reg] = {}
+
+
+def _reg(kind: str, index: int, count: int) -> Reg:
+    """The Reg (one object per register range)."""
+    reg = _REGS.get((kind, index, count))
+    if reg is None:
+        reg = _REGS[(kind, index, count)] = Reg(kind, index, count)
+    return reg
+
+
+def _shared(op: Operand | None) -> Operand | None:
+    return _reg(op.kind, op.index, op.count) if type(op) is Reg else op
+
+
+def _table(key: tuple, make: Callable[[int], Operand],
+           literal: tuple[int, str | None] | None) -> _Table:
+    table = _TABLES.get(key)
+    if table is None:
+        table = _TABLES[key] = _Table(make, literal)
+    return table
+
+
+def _reader_slot(read: SlotReader) -> _Slot:
+    return _Slot(0, 0, 0, 0, 0, None, read)
+
+
+def _constant_slot(op: Operand) -> _Slot:
+    """A slot whose operand does not depend on the word."""
+    return _Slot(0, 0, 0, 0, 0, {0: op}, None)
+
+
+def _field_slot(form: Form, spec: OperandSpec, lo: int, mask: int, kind: str,
+                make: Callable[[int, bool], Operand],
+                literal: tuple[int, str | None] | None = None) -> _Slot:
+    """A table slot over field (lo, mask) and the slot's AGPR rule; entries are
+    make(code, agpr). `kind` names the maker (with the slot's width and type it decides
+    which slots share the table); `literal` as for _Table."""
+    always_agpr, agpr_bit = _agpr_rule(form, spec)
+    shift = mask.bit_length()
+
+    def entry(index: int) -> Operand:
+        return make(index & mask, always_agpr or bool(index >> shift))
+
+    table = _table((kind, spec.width, spec.type, always_agpr, mask), entry, literal)
+    if agpr_bit is None:
+        return _Slot(lo, mask, 0, 0, shift, table, None)
+    return _Slot(lo, mask, agpr_bit, 1, shift, table, None)
+
+
+def _slot(form: Form, spec: OperandSpec, fmt: Format) -> _Slot:
+    """How to read this slot's operand."""
     name, enc = spec.name, form.enc
     if spec.fixed:
-        fixed = Special(spec.fixed)
-        return lambda word, prefix: fixed
+        return _constant_slot(Special(spec.fixed))
     if name == "literal":
-        return lambda word, prefix: Literal(word.literal or 0)
+        return _reader_slot(lambda word, prefix: Literal(word.literal or 0))
     if name in ("scale_src0", "scale_src1"):
         field = "src0" if name == "scale_src0" else "src1"
 
         def read_scale(word: _Word, prefix: _Word | None) -> Operand:
             assert prefix is not None
             return decode_src(prefix[field], 1)
-        return read_scale
+        return _reader_slot(read_scale)
     if name == "simm16" or spec.syntax:
-        return _simm16_reader(form, spec, fmt)
+        return _simm16_slot(form, spec, fmt)
     if enc in ("DPP", "SDWA") and name == "src0":
-        return _extra_src0_reader(form, spec)
+        return _reader_slot(_extra_src0_reader(form, spec))
     if enc == "SDWA" and name == "vsrc1":
-        return _sdwa_vsrc1_reader(form, spec, fmt)
+        return _reader_slot(_sdwa_vsrc1_reader(form, spec, fmt))
     if enc == "SMEM":
-        return _smem_reader(form, spec)
+        return _reader_slot(_smem_reader(form, spec))
     if enc in ("MUBUF", "MTBUF") and name in ("vaddr", "srsrc", "soffset", "vdata"):
-        return _buffer_reader(form, spec, fmt)
+        return _buffer_slot(form, spec, fmt)
     if enc in ("FLAT", "GLOBAL", "SCRATCH"):
         if name == "saddr":
-            return _flat_saddr_reader(form, spec)
+            fld = fmt.fields["saddr"]
+            width = spec.width
+            return _field_slot(form, spec, fld.lo, fld.mask, "saddr", lambda code, agpr: (
+                OFF if code == 0x7F else (_shared(decode_scalar_reg(code, width))
+                                          or Imm(code))))
         if name == "addr" and form.base_variant == "scratch_saddr":
-            return lambda word, prefix: OFF
-    return _field_reader(form, spec, fmt)
+            return _constant_slot(OFF)
+    return _field_slot_of(form, spec, fmt)
 
 
-def _field_reader(form: Form, spec: OperandSpec, fmt: Format) -> SlotReader:
-    """The reader of an operand that is one field of the word."""
+def _field_slot_of(form: Form, spec: OperandSpec, fmt: Format) -> _Slot:
+    """The slot of an operand that is one field of the word."""
     name = spec.name
     fld = fmt.fields.get(name)
     if fld is None:
-        return lambda word, prefix: word.fmt.fields[name]  # KeyError, as it always was
-    lo, mask = fld.lo, fld.mask
+        # KeyError when read, as a missing field always did
+        return _reader_slot(lambda word, prefix: word.fmt.fields[name])
+    if _width_rule(form, spec) is not None:
+        return _reader_slot(_dynamic_width_reader(form, spec, fld.lo, fld.mask))
+    lo, mask, width = fld.lo, fld.mask, spec.width
     if name in ("src0", "src1", "src2", "ssrc0", "ssrc1"):
         if fld.width == 8 and form.enc not in _SOP_ENCS:
-            return _vector_reader(form, spec, lo, mask)
-        return _src_reader(form, spec, lo, mask)
-    if name in ("sdst", "sdata"):
-        return _scalar_reader(form, spec, lo, mask)
+            return _vector_slot(form, spec, lo, mask)
+        return _src_slot(form, spec, lo, mask)
+    if name in ("sdst", "sdata") or ("s" in spec.kinds and not (
+            "v" in spec.kinds or "a" in spec.kinds)):
+        return _field_slot(form, spec, lo, mask, "scalar", lambda code, agpr: (
+            _shared(decode_scalar_reg(code, width)) or Imm(code)))
     if "v" in spec.kinds or "a" in spec.kinds:
-        return _vector_reader(form, spec, lo, mask)
-    if "s" in spec.kinds:
-        return _scalar_reader(form, spec, lo, mask)
-    return _reusing_reader(form, spec, lo, mask, lambda code, w, agpr: Imm(code))
+        return _vector_slot(form, spec, lo, mask)
+    return _field_slot(form, spec, lo, mask, "imm", lambda code, agpr: Imm(code))
+
+
+def _vector_slot(form: Form, spec: OperandSpec, lo: int, mask: int) -> _Slot:
+    """A VGPR or AGPR index field."""
+    width = spec.width
+    return _field_slot(form, spec, lo, mask, "vector",
+                       lambda code, agpr: _reg("a" if agpr else "v", code, width))
+
+
+def _src_slot(form: Form, spec: OperandSpec, lo: int, mask: int) -> _Slot:
+    """A 9-bit (or SOP) source: register, inline constant or (_LITERAL) the literal."""
+    width, type_ = spec.width, spec.type
+    return _field_slot(form, spec, lo, mask, "src", lambda code, agpr: (
+        _LITERAL if code == SRC_LITERAL
+        else _shared(decode_src(code, width, type_=type_, agpr=agpr))), (width, type_))
 
 
 def _width_rule(form: Form, spec: OperandSpec) -> Callable[[_Word], int] | None:
@@ -376,75 +490,50 @@ def _agpr_rule(form: Form, spec: OperandSpec) -> tuple[bool, int | None]:
     return False, None
 
 
-def _reusing_reader(form: Form, spec: OperandSpec, lo: int, mask: int,
-                    make: Callable[[int, int, bool], Operand]) -> SlotReader:
-    """A reader of field (lo, mask) whose operand is make(code, width, agpr), built once per
-    (code, width, agpr)."""
+def _dynamic_width_reader(form: Form, spec: OperandSpec, lo: int, mask: int) -> SlotReader:
+    """A field operand whose register count depends on other fields (f8f6f4 A/B)."""
+    name = spec.name
     width_of = _width_rule(form, spec)
-    width = spec.width
     always_agpr, agpr_bit = _agpr_rule(form, spec)
-    bits = mask.bit_length()
-    made: dict[int, Operand] = {}
+    is_src = name in ("src0", "src1", "src2", "ssrc0", "ssrc1")
+    vector = is_src and FORMATS[form.format].fields[name].width == 8 \
+        and form.enc not in _SOP_ENCS
+    scalar = not is_src and (name in ("sdst", "sdata") or (
+        "s" in spec.kinds and not ("v" in spec.kinds or "a" in spec.kinds)))
 
     def read(word: _Word, prefix: _Word | None) -> Operand:
         value = word.value
         code = (value >> lo) & mask
-        w = width if width_of is None else width_of(word)
+        width = width_of(word)
         agpr = always_agpr or (agpr_bit is not None and bool((value >> agpr_bit) & 1))
-        key = (((w << 1) | agpr) << bits) | code
-        op = made.get(key)
-        if op is None:
-            op = made[key] = make(code, w, agpr)
-        return op
+        if is_src and not vector:
+            return decode_src(code, width, type_=spec.type, literal=word.literal, agpr=agpr)
+        if scalar:
+            return decode_scalar_reg(code, width) or Imm(code)
+        if vector or "v" in spec.kinds or "a" in spec.kinds:
+            return Reg("a" if agpr else "v", code, width)
+        return Imm(code)
 
     return read
 
 
-def _vector_reader(form: Form, spec: OperandSpec, lo: int, mask: int) -> SlotReader:
-    """A VGPR or AGPR index field."""
-    return _reusing_reader(form, spec, lo, mask,
-                           lambda code, w, agpr: Reg("a" if agpr else "v", code, w))
-
-
-def _scalar_reader(form: Form, spec: OperandSpec, lo: int, mask: int) -> SlotReader:
-    """A scalar register code (a number if the code names no register)."""
-    return _reusing_reader(form, spec, lo, mask,
-                           lambda code, w, agpr: decode_scalar_reg(code, w) or Imm(code))
-
-
-def _src_reader(form: Form, spec: OperandSpec, lo: int, mask: int) -> SlotReader:
-    """A 9-bit (or SOP) source: register, inline constant or literal."""
-    type_ = spec.type
-    reuse = _reusing_reader(form, spec, lo, mask,
-                            lambda code, w, agpr: decode_src(code, w, type_=type_, agpr=agpr))
-    width_of = _width_rule(form, spec)
-
-    def read(word: _Word, prefix: _Word | None) -> Operand:
-        if (word.value >> lo) & mask != SRC_LITERAL:
-            return reuse(word, prefix)
-        w = spec.width if width_of is None else width_of(word)
-        return decode_src(SRC_LITERAL, w, type_=type_, literal=word.literal)
-
-    return read
-
-
-def _simm16_reader(form: Form, spec: OperandSpec, fmt: Format) -> SlotReader:
+def _simm16_slot(form: Form, spec: OperandSpec, fmt: Format) -> _Slot:
     name = spec.name
     fld = fmt.fields.get(name)
     if fld is None:
-        return lambda word, prefix: word.fmt.fields[name]  # KeyError, as it always was
-    lo, mask = fld.lo, fld.mask
-    return lambda word, prefix: _simm16(form, spec, (word.value >> lo) & mask)
+        # KeyError when read, as a missing field always did
+        return _reader_slot(lambda word, prefix: word.fmt.fields[name])
+    # (the text of special immediates depends on the form: one table per slot)
+    return _Slot(fld.lo, fld.mask, 0, 0, 0, _Table(lambda v: _simm16(form, spec, v)), None)
 
 
 def _extra_src0_reader(form: Form, spec: OperandSpec) -> SlotReader:
     """DPP/SDWA src0 lives in the extra dword."""
     src0 = (DPP if form.enc == "DPP" else SDWA)["src0"]
     sdwa = form.enc == "SDWA"
-    width_of = _width_rule(form, spec)
+    width = spec.width  # (no DPP/SDWA width depends on other fields)
 
     def read(word: _Word, prefix: _Word | None) -> Operand:
-        width = spec.width if width_of is None else width_of(word)
         code = src0.get(word.extra)
         if sdwa and SDWA["s0"].get(word.extra):
             return decode_src(code, width, type_=spec.type)
@@ -455,16 +544,24 @@ def _extra_src0_reader(form: Form, spec: OperandSpec) -> SlotReader:
 
 def _sdwa_vsrc1_reader(form: Form, spec: OperandSpec, fmt: Format) -> SlotReader:
     """SDWA vsrc1: an SGPR/constant code when the S1 bit is set, else the VGPR field."""
-    in_field = _field_reader(form, spec, fmt)
-    width_of = _width_rule(form, spec)
+    in_field = _field_slot_of(form, spec, fmt)
+    width = spec.width
 
     def read(word: _Word, prefix: _Word | None) -> Operand:
         if SDWA["s1"].get(word.extra):
-            width = spec.width if width_of is None else width_of(word)
             return decode_src(word["vsrc1"], width, type_=spec.type)
-        return in_field(word, prefix)
+        return _read_slot(in_field, word, prefix)
 
     return read
+
+
+def _read_slot(slot: _Slot, word: _Word, prefix: _Word | None) -> Operand:
+    """Read one operand through its slot (the decoder inlines this for speed)."""
+    if slot.table is None:
+        return slot.read(word, prefix)
+    value = word.value
+    return slot.table[((value >> slot.lo) & slot.mask)
+                      | (((value >> slot.agpr_lo) & slot.agpr_mask) << slot.shift)]
 
 
 def _smem_reader(form: Form, spec: OperandSpec) -> SlotReader:
@@ -493,36 +590,26 @@ def _smem_reader(form: Form, spec: OperandSpec) -> SlotReader:
     return unexpected
 
 
-def _buffer_reader(form: Form, spec: OperandSpec, fmt: Format) -> SlotReader:
+def _buffer_slot(form: Form, spec: OperandSpec, fmt: Format) -> _Slot:
     """MUBUF/MTBUF vaddr, srsrc, soffset and vdata."""
     name = spec.name
-    width_of = _width_rule(form, spec)
     width = spec.width
     if name == "vaddr":
+        width_of = _width_rule(form, spec)
+
         def read_vaddr(word: _Word, prefix: _Word | None) -> Operand:
-            w = width if width_of is None else width_of(word)
+            w = width_of(word)
             return Reg("v", word["vaddr"], w) if (word["offen"] or word["idxen"]) else OFF
-        return read_vaddr
+        return _reader_slot(read_vaddr)
+    fld = fmt.fields[name]
     if name == "srsrc":
-        def read_srsrc(word: _Word, prefix: _Word | None) -> Operand:
-            code = word["srsrc"] * 4
-            return decode_scalar_reg(code, width) or Reg("s", code, width)
-        return read_srsrc
+        return _field_slot(form, spec, fld.lo, fld.mask, "srsrc", lambda code, agpr: (
+            _shared(decode_scalar_reg(code * 4, width)) or _reg("s", code * 4, width)))
     if name == "soffset":
-        return lambda word, prefix: decode_src(word["soffset"], 1, type_="i32",
-                                               literal=word.literal)
-    fld = fmt.fields["vdata"]
-    return _vector_reader(form, spec, fld.lo, fld.mask)
-
-
-def _flat_saddr_reader(form: Form, spec: OperandSpec) -> SlotReader:
-    width = spec.width  # (no FLAT width depends on other fields)
-
-    def read(word: _Word, prefix: _Word | None) -> Operand:
-        code = word["saddr"]
-        return OFF if code == 0x7F else (decode_scalar_reg(code, width) or Imm(code))
-
-    return read
+        return _field_slot(form, spec, fld.lo, fld.mask, "soffset", lambda code, agpr: (
+            _LITERAL if code == SRC_LITERAL else _shared(decode_src(code, 1, type_="i32"))),
+            (1, "i32"))
+    return _vector_slot(form, spec, fld.lo, fld.mask)
 
 
 def _simm16(form: Form, spec: OperandSpec, value: int) -> Operand:
