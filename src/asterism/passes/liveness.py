@@ -658,15 +658,16 @@ class KernelLiveness:
         return out
 
     def interferes(self, a: RegClass, b: RegClass) -> bool:
-        """True if one of the two is written where the other is live."""
-        if a is b:
+        """True if the two are in one register file and one is written where the other is
+        live."""
+        if a is b or a.kind != b.kind:
             return False
         L, D = self.ranges()
         return bool((L[a.id] & D[b.id]) | (D[a.id] & L[b.id]))
 
     def interference_graph(self) -> dict[RegClass, set[RegClass]]:
-        """Every class with the classes it interferes with (built op by op, independently
-        of `ranges`)."""
+        """Every class with the classes of its register file it interferes with (built op
+        by op, independently of `ranges`)."""
         adj: dict[int, int] = {c.id: 0 for c in self.classes}
         for i in range(len(self.ops)):
             writes = self.writes[i]
@@ -686,7 +687,9 @@ class KernelLiveness:
         for cid in list(adj):
             for other in iter_bits(adj[cid]):
                 adj[other] |= 1 << cid
-        return {self.classes[cid]: {self.classes[o] for o in iter_bits(bits) if o != cid}
+        classes = self.classes
+        return {classes[cid]: {classes[o] for o in iter_bits(bits)
+                               if o != cid and classes[o].kind == classes[cid].kind}
                 for cid, bits in adj.items()}
 
     def loop_depth(self, block: Block) -> int:
@@ -774,16 +777,22 @@ def value_names(top: Operation) -> dict[SSAValue, str]:
     return {v: f"%{name}" for v, name in printer._ssa_values.items()}
 
 
+def class_name(c: RegClass, names: dict[SSAValue, str]) -> str:
+    """How messages name a class: its first written value (`%x0`), else its first value."""
+    value = next((v for v in c.values if not isinstance(v.owner, AllocaOp)), c.first_value)
+    return names.get(value) or f"%{value.name_hint or '?'}"
+
+
 def describe_classes(classes, names: dict[SSAValue, str], limit: int = 16) -> str:
-    """`%a (v[? + 4]), %b (v7), ...` for messages (at most `limit` listed)."""
+    """`%a (v[? + 4], from t.mlir:3:5), %b (v7), ...` for messages (at most `limit`)."""
     items = sorted(classes, key=lambda c: (-c.width, c.id))
     parts = []
     for c in items[:limit]:
-        name = names.get(c.first_value) or f"%{c.first_value.name_hint or '?'}"
-        loc = op_location(c.first_value.owner) if isinstance(c.first_value.owner,
-                                                              Operation) else None
+        value = next((v for v in c.values if not isinstance(v.owner, AllocaOp)),
+                     c.first_value)
+        loc = op_location(value.owner) if isinstance(value.owner, Operation) else None
         where = f", from {loc}" if loc else ""
-        parts.append(f"{name} ({c.describe()}{where})")
+        parts.append(f"{class_name(c, names)} ({c.describe()}{where})")
     if len(items) > limit:
         parts.append(f"... and {len(items) - limit} more")
     return ", ".join(parts)
@@ -816,6 +825,7 @@ __all__ = [
     "RegClass",
     "analyze_kernel",
     "analyze_module",
+    "class_name",
     "describe_classes",
     "interval",
     "iter_bits",

@@ -56,6 +56,7 @@ from asterism.passes.liveness import (
     FILES,
     KernelLiveness,
     RegClass,
+    class_name,
     describe_classes,
     value_names,
 )
@@ -229,7 +230,7 @@ class _KernelAllocator:
         return self._names
 
     def name(self, c: RegClass) -> str:
-        return self.names.get(c.first_value) or f"%{c.first_value.name_hint or '?'}"
+        return class_name(c, self.names)
 
     # --- checks ---------------------------------------------------------------------------
 
