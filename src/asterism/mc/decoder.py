@@ -67,7 +67,7 @@ class _Word:
         self.value = value
         self.extra = extra
         self.literal: int | None = None
-        self._table = _field_table(fmt)
+        self._table = _FIELD_TABLES[fmt.name]
 
     def __getitem__(self, name: str) -> int:
         lo, mask = self._table[name]
@@ -79,11 +79,18 @@ _FIELD_TABLES: dict[str, dict[str, tuple[int, int]]] = {}
 
 def _field_table(fmt: Format) -> dict[str, tuple[int, int]]:
     """name -> (lo, mask) of a format's fields (Field.mask is computed on each use)."""
-    table = _FIELD_TABLES.get(fmt.name)
-    if table is None:
-        table = _FIELD_TABLES[fmt.name] = {
-            name: (f.lo, f.mask) for name, f in fmt.fields.items()}
-    return table
+    return {name: (f.lo, f.mask) for name, f in fmt.fields.items()}
+
+
+_FIELD_TABLES.update({name: _field_table(fmt) for name, fmt in FORMATS.items()})
+
+
+# Per format: the opcode field, the encoding its words have unless other bits say otherwise.
+_OPCODE_FIELD = {name: (f.fields["op"].lo, f.fields["op"].mask) for name, f in FORMATS.items()}
+_OWN_ENCODING = {name: (name,) for name in FORMATS}
+_FLAT_SEGMENTS = {0: ("FLAT",), 1: ("SCRATCH",), 2: ("GLOBAL",)}
+assert all(FORMATS[name].fields["src0"].lo == 0 and FORMATS[name].fields["src0"].width == 9
+           for name in ("VOP1", "VOP2", "VOPC"))
 
 
 class Decoder:
@@ -93,8 +100,10 @@ class Decoder:
         self.isa = get_isa(target)
         self.target = self.isa.target
         self._scale_prefix = self._find_scale_prefix()
-        # (format, encodings, opcode) -> plans of the candidate forms
-        self._candidates: dict[tuple[str, tuple[str, ...], int], list[_Plan]] = {}
+        # (format, first encoding, opcode) -> plans of the candidate forms
+        self._candidates: dict[tuple[str, str, int], list[_Plan]] = {}
+        # the same keys -> the plan, when it is the only candidate and has no variant bits
+        self._lone: dict[tuple[str, str, int], _Plan] = {}
 
     def _find_scale_prefix(self) -> int | None:
         inst = self.isa.instructions.get("v_mfma_ld_scale_b32")
@@ -116,20 +125,19 @@ class Decoder:
             raise DecodeError(f"0x{address:x}: truncated {fmt.name} instruction")
         value = int.from_bytes(data[offset:offset + size], "little") if size != 4 else w0
         word = _Word(fmt, value)
-        op = word["op"]
-        prefix: _Word | None = None
-        encs: tuple[str, ...]
         name = fmt.name
+        op_lo, op_mask = _OPCODE_FIELD[name]
+        op = (value >> op_lo) & op_mask
+        prefix: _Word | None = None
+        encs = _OWN_ENCODING[name]
         if name in ("VOP1", "VOP2", "VOPC"):
-            src0 = word["src0"]
+            src0 = value & 0x1FF  # (src0 is bits 0..8 of all three)
             if src0 in (SRC_DPP, SRC_SDWA):
                 if available < size + 4:
                     raise DecodeError(f"0x{address:x}: truncated DPP/SDWA instruction")
                 word.extra = int.from_bytes(data[offset + size:offset + size + 4], "little")
                 size += 4
                 encs = ("DPP",) if src0 == SRC_DPP else ("SDWA",)
-            else:
-                encs = (name,)
         elif name == "VOP3P":
             encs = ("VOP3P", "MAI")
             if op == self._scale_prefix and available >= 16:
@@ -143,28 +151,33 @@ class Decoder:
                         encs = ("MAI_SCALE",)
                         size = 16
         elif name == "FLAT":
-            encs = ({0: "FLAT", 1: "SCRATCH", 2: "GLOBAL"}.get(word["seg"], "FLAT"),)
-        else:
-            encs = (name,)
-        key = (name, encs, op)
-        plans = self._candidates.get(key)
-        if plans is None:
-            plans = self._candidates[key] = [
-                _PLANS(f) for enc in encs for f in self.isa.by_opcode.get((name, enc, op), [])]
-        if len(plans) == 1 and plans[0].always_fits:
-            plan = plans[0]
-        else:
-            plan = self._select_plan(plans, word)
+            encs = _FLAT_SEGMENTS.get(word["seg"], ("FLAT",))
+        key = (name, encs[0], op)  # (the first encoding tells the candidate lists apart)
+        plan = self._lone.get(key)
+        if plan is None:
+            plan = self._choose_plan(key, encs, word)
             if plan is None:
                 raise DecodeError(f"0x{address:x}: no {'/'.join(encs)} instruction with opcode"
                                   f" {op} on {self.target} (word 0x{w0:08x})")
-        if plan.needs_literal(plan, word):
+        if plan.needs_literal is not None and plan.needs_literal(plan, word):
             if available < size + 4:
                 raise DecodeError(f"0x{address:x}: truncated literal")
             word.literal = int.from_bytes(data[offset + size:offset + size + 4], "little")
             size += 4
         return DecodedInst(address, size, self._build(plan, word, prefix),
                            bytes(data[offset:offset + size]))
+
+    def _choose_plan(self, key: tuple[str, str, int], encs: tuple[str, ...],
+                     word: _Word) -> _Plan | None:
+        """The plan of the form the word encodes, among the candidates of its opcode."""
+        plans = self._candidates.get(key)
+        if plans is None:
+            name, _enc, op = key
+            plans = self._candidates[key] = [
+                _PLANS(f) for enc in encs for f in self.isa.by_opcode.get((name, enc, op), [])]
+            if len(plans) == 1 and plans[0].always_fits:
+                self._lone[key] = plans[0]
+        return self._select_plan(plans, word)
 
     # -------------------------------------------------------------- form selection
 
@@ -214,7 +227,7 @@ class _Plan:
     def __init__(self, form: Form):
         self.form = form
         fmt = FORMATS[form.format]
-        table = _field_table(fmt)
+        table = _FIELD_TABLES[fmt.name]
         self.mnemonic = form.printed_mnemonic
         # (lo, mask, value) of the fields the addressing variant fixes (in form order)
         smem = form.enc == "SMEM"
@@ -224,8 +237,11 @@ class _Plan:
         # A lone candidate without variant bits is the answer whatever the word says.
         self.always_fits = not self.variant_fields and not self.smem_offset_variant
         self.literal_fields, self.literal_always = self._literal_facts(form, fmt)
-        self.needs_literal = (_needs_literal_generic if self.literal_fields is None
-                              else _needs_literal)
+        self.needs_literal: Callable[[_Plan, _Word], bool] | None = (
+            _needs_literal_generic if self.literal_fields is None else _needs_literal)
+        if self.literal_fields == [] and not self.literal_always and form.enc not in (
+                "MUBUF", "MTBUF"):
+            self.needs_literal = None  # (no field can ask for one)
         self.slots = tuple(_slot(form, spec, fmt) for spec in form.operands)
         # (position, (width, type)) of the slots whose table holds the literal marker
         self.literal_slots = tuple((pos, slot.table.literal) for pos, slot in enumerate(self.slots)
