@@ -9,11 +9,12 @@ its operands and its results to the values the fragment returns.
 * Calls inside fragments are inlined first (callees before callers); a recursive call
   (directly or through other fragments) is an error naming the cycle, as is a call to an
   unknown fragment.
-* An argument of a relocatable register type (`!amdgcn.vgpr<[? + 2]>`) accepts any register
-  of that file and width, fixed or relocatable; the destination-passing chains that start
-  from it take the caller's register type (so `%r = v_add %x, ...` in the fragment becomes
-  `v_add v5, ...` when the caller passes v5). A pinned argument (`!amdgcn.vgpr<5>`) needs
-  exactly that register; other argument types (immediates, tokens) must match exactly.
+* Arguments are register values (or immediates) passed by register: a fragment that writes
+  its argument's chain (`%x1 = v_add_u32 %x, ...`) writes the caller's register, as the
+  destination-passing rule says. The IR verifier makes calls match the fragment's types; for
+  modules built without verification the inliner also accepts a relocatable argument type
+  for any register of that file and width (the chains starting from it then take the
+  caller's type) and rejects anything else.
 * A single-block fragment is copied in place of the call. A fragment with several blocks
   (loops) splits the caller's block: the caller falls through into the fragment's first
   block; `func.return` becomes a fall-through (or an `s_branch`, when it is not the last
