@@ -41,6 +41,15 @@ def test_hand_checked_encodings(line, word):
     assert enc(line)[:4] == int(word, 16).to_bytes(4, "little")
 
 
+@pytest.mark.parametrize("line,word", [
+    ("s_mov_b32 s4, 0xFFFFFFFF", "be8400c1"),  # -1 as a 32-bit operand: inline, as llvm-mc
+    ("v_add_u32 v1, 0xfffffff0, v2", "680204d0"),  # -16: inline
+    ("v_add_f16 v1, 0xffff, v2", "3e0204c1"),  # f16 operand: 0xffff reads as -1
+])
+def test_unsigned_spellings_of_inline_constants(line, word):
+    assert enc(line) == int(word, 16).to_bytes(4, "little")
+
+
 def test_literal_and_e64_selection():
     # Without a suffix the 32-bit encoding is chosen when the operands fit (as LLVM does) ...
     assert len(enc("v_add_f32 v1, s2, v3")) == 4

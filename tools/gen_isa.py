@@ -327,15 +327,23 @@ def enumerate_probes() -> list[Probe]:
         pr.size = 16
         p.append(pr)
     dpp64 = DPP["dpp_ctrl"].put(dpp, 0x151)  # row_newbcast:1, the only 64-bit DPP control
+    sdwa_vop1 = SDWA["src1_sel"].put(sdwa, 0)  # LLVM rejects VOP1 SDWA words with src1_sel
     for fmt, n, flds in (("VOP1", 256, {"vdst": V_DST}),
                          ("VOP2", 64, {"vdst": V_DST, "vsrc1": V_SRC1}),
                          ("VOPC", 256, {"vsrc1": V_SRC1})):
-        for kind, extras, src0 in (("dpp", (dpp, dpp64), SRC_DPP), ("sdwa", (sdwa,), SRC_SDWA)):
-            for alt, extra in enumerate(extras):
-                for pr in sweep(fmt, kind, n, src0=src0, **flds):
-                    pr.extra = extra
-                    pr.alt = alt
-                    p.append(pr)
+        sdwa_word = sdwa_vop1 if fmt == "VOP1" else sdwa
+        for kind, extras, src0 in (("dpp", (dpp, dpp64), SRC_DPP),
+                                   ("sdwa", (sdwa_word,), SRC_SDWA)):
+            # (v_nop_dpp has no destination: a second alternative leaves vdst at 0)
+            field_sets = [flds, {}] if fmt == "VOP1" else [flds]
+            alt = 0
+            for fields in field_sets:
+                for extra in extras:
+                    for pr in sweep(fmt, kind, n, src0=src0, **fields):
+                        pr.extra = extra
+                        pr.alt = alt
+                        p.append(pr)
+                    alt += 1
     p.sort(key=lambda pr: (pr.fmt, pr.variant, pr.op, pr.alt))
     return p
 
@@ -775,7 +783,7 @@ KIND_SAMPLES = {
     "a": lambda w: reg_token("a", 12, w),
     "s": lambda w: reg_token("s", 12, w),
     "i": lambda w: "1",
-    "l": lambda w: "0x12345",
+    "l": lambda w: "0x1234",  # not inline, and small enough for 16-bit operands
 }
 
 
@@ -1124,6 +1132,11 @@ def coverage_of(target: str, forms: list[dict]) -> dict:
         if f["enc"] == "SDWA":
             known.add(f["mnemonic"] + "_sdwa")
     missing = [m for m in accepted if m not in known]
+    # The suffixed DPP/SDWA variants are not separate strings in LLVM's tables: ask llvm-mc
+    # about each 32-bit instruction's _dpp and _sdwa forms directly.
+    variants = variant_mnemonics(target, forms)
+    accepted += [v for v in variants if v not in accepted]
+    missing += [v for v in variants if v not in known and v not in missing]
     aliases = find_aliases(target, missing, forms)
     missing = [m for m in missing if m not in aliases]
     return {"accepted": len(accepted), "covered": len(accepted) - len(missing),
@@ -1168,6 +1181,22 @@ def find_aliases(target: str, missing: list[str], forms: list[dict]) -> dict[str
                 aliases[m] = base_mnemonic(split_text(rec["text"])[0])[0]
                 break
     return aliases
+
+
+def variant_mnemonics(target: str, forms: list[dict]) -> list[str]:
+    """The `_dpp`/`_sdwa` variants llvm-mc accepts for the VOP1/VOP2/VOPC instructions."""
+    lines, names = [], []
+    for f in forms:
+        if f["enc"] not in ("VOP1", "VOP2", "VOPC"):
+            continue
+        _m, ops, _mods = split_text(f["text"])
+        wide = any("[" in o for o in ops)
+        for suffix, mods in (("_dpp", "row_newbcast:1" if wide else "quad_perm:[0,1,2,3]"),
+                             ("_sdwa", "")):
+            lines.append(f"{f['mnemonic']}{suffix} {', '.join(ops)} {mods}".strip())
+            names.append(f["mnemonic"] + suffix)
+    ok = llvm_mc_accepts(target, lines)
+    return sorted({n for n, good in zip(names, ok) if good})
 
 
 def mfma_passes(target: str, forms: list[dict]) -> dict[str, float | None]:

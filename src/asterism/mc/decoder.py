@@ -834,9 +834,10 @@ def _mods_sdwa(plan: _Plan, word: _Word, prefix: _Word | None, operands: list[Op
             mods["clamp"] = True
         if SDWA["omod"].get(x):
             mods["omod"] = SDWA["omod"].get(x)
-        mods["dst_sel"] = SDWA_SEL[min(SDWA["dst_sel"].get(x), 6)]
-        unused = SDWA["dst_unused"].get(x)
-        mods["dst_unused"] = SDWA_UNUSED[unused] if unused < 3 else "UNUSED_PAD"
+        if "dst_sel:" in form.example:  # (fp8 conversions write a whole dword: no select)
+            mods["dst_sel"] = SDWA_SEL[min(SDWA["dst_sel"].get(x), 6)]
+            unused = SDWA["dst_unused"].get(x)
+            mods["dst_unused"] = SDWA_UNUSED[unused] if unused < 3 else "UNUSED_PAD"
     else:
         if SDWA["clamp"].get(x) and "clamp" in form.modifiers:
             mods["clamp"] = True

@@ -604,8 +604,10 @@ def _mods_sdwa(plan: _Plan, inst: Inst, st: _State) -> None:
     ops = inst.operands
     x = st.extra
     if plan.form.format != "VOPC":
+        # Forms without a destination select (fp8 conversions) keep DWORD / UNUSED_PAD.
+        unused_default = "UNUSED_PRESERVE" if "dst_sel:" in plan.form.example else "UNUSED_PAD"
         x = SDWA["dst_sel"].put(x, _sel(m.get("dst_sel", "DWORD"), SDWA_SEL, "dst_sel"))
-        x = SDWA["dst_unused"].put(x, _sel(m.get("dst_unused", "UNUSED_PRESERVE"),
+        x = SDWA["dst_unused"].put(x, _sel(m.get("dst_unused", unused_default),
                                            SDWA_UNUSED, "dst_unused"))
         x = SDWA["omod"].put(x, int(m.get("omod", 0)))
     else:
@@ -615,7 +617,8 @@ def _mods_sdwa(plan: _Plan, inst: Inst, st: _State) -> None:
             x = SDWA["sdst"].put(x, _scalar(dst, "sdst"))
     x = SDWA["clamp"].put(x, int(bool(m.get("clamp"))))
     x = SDWA["src0_sel"].put(x, _sel(m.get("src0_sel", "DWORD"), SDWA_SEL, "src0_sel"))
-    x = SDWA["src1_sel"].put(x, _sel(m.get("src1_sel", "DWORD"), SDWA_SEL, "src1_sel"))
+    if plan.form.format != "VOP1":  # VOP1 has no second source: its select stays 0
+        x = SDWA["src1_sel"].put(x, _sel(m.get("src1_sel", "DWORD"), SDWA_SEL, "src1_sel"))
     for i, s in enumerate(plan.form.operands):
         op = ops[i] if i < len(ops) else None
         if isinstance(op, Mod) and s.name in ("src0", "vsrc1"):

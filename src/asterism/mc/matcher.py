@@ -15,6 +15,7 @@ from asterism.errors import VerifyError
 from asterism.isa import Form, IsaDatabase, OperandSpec, get_isa, syntax
 from asterism.isa.database import KIND_NAMES
 from asterism.mc.inst import Inst
+from asterism.mc.operand_codes import _as_signed
 from asterism.mc.operands import (
     SPECIAL_REGISTERS,
     FloatImm,
@@ -114,6 +115,9 @@ def check_operand(inst: Inst, form: Form, pos: int, spec: OperandSpec, op: Opera
         return
     if kind in ("i", "l") and "k" in kinds:
         return  # a plain immediate field; range is checked by the encoder
+    if kind == "l" and isinstance(op, Imm) and syntax.inline_int_code(
+            _as_signed(op.value, spec.type)) is not None:
+        kind = "i"  # 0xffffffff is -1 for a 32-bit operand
     if kind == "i" and "i" not in kinds and "l" in kinds:
         kind = "l"
     if kind not in kinds:
@@ -164,7 +168,9 @@ def check_constant_bus(inst: Inst, form: Form) -> None:
         base = op.operand if isinstance(op, Mod) else op
         kind = operand_kind(base)
         if kind == "s":
-            scalars.add(str(base))
+            # v_writelane's lane select may be M0 besides an SGPR value (as LLVM allows).
+            if not (form.mnemonic == "v_writelane_b32" and str(base) == "m0"):
+                scalars.add(str(base))
         elif kind == "l":
             scalars.add(f"literal {base}")
     if reads_vcc:

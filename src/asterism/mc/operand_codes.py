@@ -73,12 +73,22 @@ def scalar_code(op: Operand) -> int | None:
     return None
 
 
+def _as_signed(value: int, type_: str | None) -> int:
+    """The value as the operand sees it: LLVM reads 0xffffffff as -1 for 32-bit operands
+    (and 0xffff as -1 for f16/bf16 ones), so it becomes an inline constant."""
+    if (type_ is None or type_.endswith("32")) and 0x80000000 <= value <= 0xFFFFFFFF:
+        return value - (1 << 32)
+    if type_ in ("f16", "bf16") and 0x8000 <= value <= 0xFFFF:
+        return value - (1 << 16)
+    return value
+
+
 def constant_code(op: Operand, type_: str | None) -> tuple[int, int | None]:
     """(source code, literal or None) for a constant operand given the operand's type."""
     if isinstance(op, Literal):
         return syntax.SRC_LITERAL, op.bits & 0xFFFFFFFF
     if isinstance(op, Imm):
-        code = syntax.inline_int_code(op.value)
+        code = syntax.inline_int_code(_as_signed(op.value, type_))
         if code is not None:
             return code, None
         if type_ in ("f64",) and -(1 << 31) <= op.value < (1 << 32):

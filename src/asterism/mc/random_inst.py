@@ -188,7 +188,7 @@ def random_modifiers(form: Form, rng: random.Random, operands: list[Operand]) ->
             m["bound_ctrl"] = True
     elif enc == "SDWA":
         sels = syntax.SDWA_SEL
-        if form.format != "VOPC":
+        if form.format != "VOPC" and "dst_sel:" in form.example:
             m["dst_sel"] = rng.choice(sels)
             m["dst_unused"] = rng.choice(syntax.SDWA_UNUSED)
             if "clamp" in form.modifiers and rng.random() < 0.2:
