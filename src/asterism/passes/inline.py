@@ -158,9 +158,10 @@ class _Inliner:
         blocks = list(fn.body.blocks)
         block_map: dict[Block, Block] = {}
         prev = caller
-        for j, old in enumerate(blocks):
+        for old in blocks:
             new = Block()
-            new.name_hint = f"{_callee(call)}{self.count}_{old.name_hint or f'bb{j}'}"
+            if old.name_hint:  # named blocks become labels: make the name unique per copy
+                new.name_hint = f"{_callee(call)}{self.count}_{old.name_hint}"
             block_map[old] = new
             region.insert_block_after(new, prev)
             prev = new
