@@ -233,6 +233,7 @@ def test_group_context_umbrellas_and_exactness():
     assert err.value.message.startswith(
         "group 'tail' (exactly 2 mfma + 1 ds_read): missing 1 mfma; too many: 1 ds_read; "
         "not allowed: wait (s_waitcnt)")
+    assert err.value.location.file == HERE  # the `with` line, not contextlib
     with pytest.raises(ScheduleError, match="unknown instruction kind 'tensor'"):
         Group(tensor=1)
 

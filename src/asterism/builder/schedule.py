@@ -74,9 +74,11 @@ from __future__ import annotations
 import contextlib
 import itertools
 import re
+import sys
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from xdsl.dialects.builtin import StringAttr
@@ -108,10 +110,18 @@ class ScheduleError(VerifyError):
     """An interleaving pattern, group or order check that the emitted code does not meet."""
 
 
-def _where() -> SourceLocation | None:
-    from asterism.builder.kernel import _caller_location, _source_location
+_SKIP_FILES = (str(Path(__file__).resolve().parent), contextlib.__file__)
 
-    return _source_location(_caller_location())
+
+def _where() -> SourceLocation | None:
+    """The user's line: the first frame outside the builder package and contextlib (checks
+    of `with kb.group(...)` run inside contextlib's __exit__)."""
+    frame = sys._getframe(1)
+    while frame is not None and frame.f_code.co_filename.startswith(_SKIP_FILES):
+        frame = frame.f_back
+    if frame is None:
+        return None
+    return SourceLocation(frame.f_code.co_filename, frame.f_lineno, 1)
 
 
 # --------------------------------------------------------------------------- kinds

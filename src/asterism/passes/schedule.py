@@ -113,12 +113,6 @@ class MemAccess:
     load: bool
     store: bool
 
-    def conflicts(self, other: MemAccess) -> bool:
-        """True if the two accesses must keep their order (same space, one stores)."""
-        if not (self.store or other.store):
-            return False
-        return self.space == other.space or "any" in (self.space, other.space)
-
 
 @dataclass(eq=False)
 class Node:
