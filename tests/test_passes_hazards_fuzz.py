@@ -31,6 +31,7 @@ MFMAS = {  # mnemonic: (D width, A/B width)
     "v_mfma_f32_4x4x4_16b_f16": (4, 2), "v_mfma_f32_16x16x16_f16": (4, 2),
     "v_mfma_f32_32x32x8_f16": (16, 2), "v_mfma_f32_16x16x4_f32": (4, 1),
     "v_mfma_f64_4x4x4_4b_f64": (2, 2), "v_mfma_f64_16x16x4_f64": (8, 2),
+    "v_mfma_f32_16x16x128_f8f6f4": (4, 8),  # gfx950; fp8 A/B: twice the database passes
 }
 
 

@@ -38,15 +38,23 @@ from asterism.passes.machine import (
     KEY_SGPR,
     Key,
     MachineKernel,
+    def_is_read,
     implicit_names,
     is_fixed_register,
     kernel_cfg,
     kernels_of,
     module_target,
+    no_gc,
     special_keys,
 )
 from asterism.passes.pipeline import register_pass
-from asterism.target.hazards import HazardRule, InstFacts, instruction_classes, rules_for
+from asterism.target.hazards import (
+    HazardRule,
+    InstFacts,
+    instruction_classes,
+    mfma_passes,
+    rules_for,
+)
 
 KEY_HWREG = 2000  # hardware registers of s_setreg/s_getreg (as the emulator numbers them)
 _EXEC_KEYS = special_keys("exec")
@@ -97,7 +105,7 @@ def hazard_facts(mk: MachineKernel, op: Operation) -> tuple[InstFacts, dict[str,
         by_name[spec.name] = list(keys)
         if spec.role == "def":
             add("def", keys)
-            if spec.tied:
+            if def_is_read(spec):
                 add("use", keys)
         else:
             add("use", keys)
@@ -144,7 +152,7 @@ def hazard_facts(mk: MachineKernel, op: Operation) -> tuple[InstFacts, dict[str,
     ws = 1
     if mnem == "s_nop":
         ws = (_simm16(op, specs) & 0xF) + 1
-    return InstFacts(classes, {}, inst.passes, mnem, ws), roles
+    return InstFacts(classes, {}, mfma_passes(mnem, inst.passes, mods), mnem, ws), roles
 
 
 def _simm16(op: Operation, specs) -> int:
@@ -167,7 +175,7 @@ class _Prepared:
     op: Operation
     index: int
     facts: InstFacts
-    checks: list[tuple[HazardRule, tuple[Key, ...], tuple[int, int]]]
+    checks: list[tuple[tuple, tuple[int, int], list[HazardRule]]]  # (link, range, rules)
     records: list[tuple[str, tuple[Key, ...], tuple[int, int]]]
     class_records: tuple[str, ...]
 
@@ -286,7 +294,14 @@ class _KernelHazards:
         target = module_target(kernel)
         self.mk = MachineKernel(kernel, get_isa(target))
         self.rules = rules_for(target)
-        self.producer_roles = {(r.producer, r.produces) for r in self.rules}
+        self.producer_roles = sorted({(r.producer, r.produces) for r in self.rules})
+        # The rules each instruction class is a consumer of (checked in table order).
+        self.by_consumer: dict[str, list[HazardRule]] = {}
+        for rule in self.rules:
+            self.by_consumer.setdefault(rule.consumer, []).append(rule)
+        self.order = {id(r): k for k, r in enumerate(self.rules)}
+        self.not_sets = {id(r): (frozenset(r.producer_not), frozenset(r.consumer_not))
+                         for r in self.rules}
         self.horizon = max(max([r.wait_states, *(w for _p, w in r.by_passes)])
                            for r in self.rules) + 1
         self.cfg = kernel_cfg(kernel)
@@ -312,8 +327,11 @@ class _KernelHazards:
         self.ops.append(op)
         self.facts.append(facts)
         checks = []
-        for rule in self.rules:
-            if rule.consumer not in facts.classes or facts.classes & set(rule.consumer_not):
+        candidates = [r for c in facts.classes for r in self.by_consumer.get(c, ())]
+        candidates.sort(key=lambda r: self.order[id(r)])
+        filtered: dict[tuple[str, str], tuple[Key, ...]] = {}
+        for rule in candidates:
+            if facts.classes & self.not_sets[id(rule)][1]:
                 continue
             if rule.regs == "none":
                 checks.append((rule, (), (0, 0)))
@@ -321,9 +339,18 @@ class _KernelHazards:
             if rule.consumes == "none":
                 keys = _LINK_KEYS.get(rule.regs, ())
             else:
-                keys = _file_keys(rule.regs, roles.get(rule.consumes, []))
+                link = (rule.regs, rule.consumes)
+                keys = filtered.get(link)  # type: ignore[assignment]
+                if keys is None:
+                    keys = filtered[link] = _file_keys(rule.regs, roles.get(rule.consumes, []))
             if keys:
                 checks.append((rule, tuple(keys), _rng(keys)))
+        # Rules that look at the same producer role of the same registers share one lookup.
+        groups: dict[tuple, list[HazardRule]] = {}
+        for rule, keys, rng in checks:
+            link = ("none", rule.producer) if rule.regs == "none" else (rule.produces, keys)
+            groups.setdefault((link, rng), []).append(rule)
+        grouped = [(link, rng, rules) for (link, rng), rules in groups.items()]
         records = []
         seen = set()
         # Every write is recorded, whatever the class, so only the latest writer counts.
@@ -332,7 +359,7 @@ class _KernelHazards:
             if keys:
                 seen.add(role)
                 records.append((role, tuple(keys), _rng(keys)))
-        for cls, role in sorted(self.producer_roles):
+        for cls, role in self.producer_roles:
             if cls in facts.classes and role not in seen and role != "none":
                 keys = roles.get(role, [])
                 if keys:
@@ -340,7 +367,7 @@ class _KernelHazards:
                     records.append((role, tuple(keys), _rng(keys)))
         class_records = tuple(sorted(c for c, role in self.producer_roles
                                      if role == "none" and c in facts.classes))
-        return _Prepared(op, index, facts, checks, records, class_records)
+        return _Prepared(op, index, facts, grouped, records, class_records)
 
     # ------------------------------------------------------------------ transfer
 
@@ -349,30 +376,41 @@ class _KernelHazards:
         """Wait states `p` lacks at clock `now` (0 if none); `worst` collects violations;
         `local` looks only at producers of the same block (clock >= 0)."""
         need_max = 0
-        for rule, keys, rng in p.checks:
-            if rule.regs == "none":
-                candidates = st.last_class.get(rule.producer, frozenset())
+        events = st.events
+        for link, rng, rules in p.checks:
+            what, where = link
+            if what == "none":
+                candidates: list[Event] = list(st.last_class.get(where, ()))
             else:
-                candidates = frozenset().union(*(st.events.get(k, {}).get(rule.produces,
-                                                                          frozenset())
-                                                 for k in keys))
+                candidates = []
+                for k in where:
+                    roles = events.get(k)
+                    if roles is not None:
+                        evs = roles.get(what)
+                        if evs:
+                            candidates.extend(evs)
+            if local:
+                candidates = [ev for ev in candidates if ev.clock >= 0]
+            if not candidates:
+                continue
             for ev in candidates:
-                if local and ev.clock < 0:
-                    continue
                 pf = self.facts[ev.index]
-                if rule.producer not in pf.classes or pf.classes & set(rule.producer_not):
-                    continue
-                if rule.same_opcode is not None and \
-                        (pf.mnemonic == p.facts.mnemonic) != rule.same_opcode:
-                    continue
-                if rule.overlap != "any" and (rule.overlap == "exact") != (ev.rng == rng):
-                    continue
-                need = rule.waits_for(pf.passes)
                 have = now - ev.clock - 1
-                if have < need:
-                    need_max = max(need_max, need - have)
-                    if worst is not None:
-                        worst.append(Violation(p.op, self.ops[ev.index], rule, have, need))
+                for rule in rules:
+                    if rule.producer not in pf.classes or \
+                            pf.classes & self.not_sets[id(rule)][0]:
+                        continue
+                    if rule.same_opcode is not None and \
+                            (pf.mnemonic == p.facts.mnemonic) != rule.same_opcode:
+                        continue
+                    if rule.overlap != "any" and \
+                            (rule.overlap == "exact") != (ev.rng == rng):
+                        continue
+                    need = rule.waits_for(pf.passes)
+                    if have < need:
+                        need_max = max(need_max, need - have)
+                        if worst is not None:
+                            worst.append(Violation(p.op, self.ops[ev.index], rule, have, need))
         return need_max
 
     def _record(self, st: HazardState, p: _Prepared, now: int) -> None:
@@ -407,43 +445,51 @@ class _KernelHazards:
             now += p.facts.wait_states
         return st, now, added
 
-    def fixpoint(self) -> dict[Block, HazardState]:
-        """Entry states of every block for the current nops."""
+    def fixpoint(self) -> tuple[dict[Block, HazardState], dict[Block, HazardState]]:
+        """Entry and exit states of every block for the current nops (exit states with
+        clocks relative to the block end)."""
         order = self.cfg.rpo()
         rank = {b: i for i, b in enumerate(order)}
         entry = {b: HazardState() for b in order}
+        exits: dict[Block, HazardState] = {}
         pending = set(order)  # every block at least once, then what changed
         while pending:
             block = min(pending, key=rank.__getitem__)
             pending.discard(block)
             st, end, _added = self.transfer(block, entry[block].copy())
-            out = st.shifted(-end, self.horizon)
+            out = exits[block] = st.shifted(-end, self.horizon)
             for succ in self.cfg.succs[block]:
                 if entry[succ].join(out):
                     pending.add(succ)
-        return entry
+        return entry, exits
 
     # ------------------------------------------------------------------ run
 
     def insert(self) -> int:
         """Insert the nops; returns the wait states added."""
-        # Hazards within a block first (nothing inserted elsewhere can fix them), then the
-        # ones that come through block entries, one block at a time in RPO with the entry
-        # states recomputed in between: a nop placed for a producer late in a loop body can
-        # make the one its back edge would need at the loop head unnecessary. Nops only
-        # grow, and a round that adds none is the fixpoint of the final code.
+        # Hazards within a block first: they need no entry state, and nothing inserted
+        # elsewhere can fix them. Then the ones that come through block entries, in RPO,
+        # each block starting from the exits of its predecessors as already fixed in this
+        # round (older exits for back edges): a nop placed for a producer late in a loop
+        # body can make the one its back edge would need at the loop head unnecessary.
+        # Nops only grow, and a round that adds none is the fixpoint of the final code.
         order = self.cfg.rpo()
+        for block in order:
+            self.transfer(block, HazardState(), fix="local")
         while True:
-            entry = self.fixpoint()
+            entry, exits = self.fixpoint()
             added = False
             for block in order:
-                added |= self.transfer(block, entry[block].copy(), fix="local")[2]
-            if added:
-                continue
-            for block in order:
-                if self.transfer(block, entry[block].copy(), fix="all")[2]:
+                st = entry[block]
+                if block is not order[0]:
+                    st = HazardState()
+                    for pred in self.cfg.preds[block]:
+                        if pred in exits:
+                            st.join(exits[pred])
+                st, end, more = self.transfer(block, st, fix="all")
+                if more:
                     added = True
-                    break
+                    exits[block] = st.shifted(-end, self.horizon)
             if not added:
                 break
         total = 0
@@ -459,7 +505,7 @@ class _KernelHazards:
 
     def check(self) -> list[Violation]:
         """Violations of the code as written (nothing inserted)."""
-        entry = self.fixpoint()
+        entry, _exits = self.fixpoint()
         found: list[Violation] = []
         for block in self.cfg.blocks:
             self.transfer(block, entry[block].copy(), "", found)
@@ -490,7 +536,8 @@ def _s_nop(n: int, where: Operation) -> SOPPOp:
 
 def insert_nops(module: Operation) -> int:
     """Insert the s_nops every kernel of `module` needs (in place); returns wait states."""
-    return sum(_KernelHazards(k).insert() for k in kernels_of(module))
+    with no_gc():
+        return sum(_KernelHazards(k).insert() for k in kernels_of(module))
 
 
 def check_hazards(module: Operation) -> list[Violation]:
@@ -500,7 +547,8 @@ def check_hazards(module: Operation) -> list[Violation]:
 
     out: list[Violation] = []
     kernels = kernels_of(module)
-    per_kernel = [(k, _KernelHazards(k).check()) for k in kernels]
+    with no_gc():
+        per_kernel = [(k, _KernelHazards(k).check()) for k in kernels]
     if not any(v for _k, v in per_kernel):
         return []
     mc = lower_module(module)

@@ -10,9 +10,12 @@ identifies the chain of destination-passing values that share the register (an
 
 from __future__ import annotations
 
+import gc
 from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 
+from xdsl.dialects.arith import ConstantOp
 from xdsl.ir import Block, Operation, SSAValue
 
 from asterism.ir.abi import KernelLayout, compute_layout
@@ -24,11 +27,12 @@ from asterism.ir.ops import (
     FallthroughOp,
     InstructionOp,
     KernelOp,
+    LiteralOp,
     SOPPOp,
 )
-from asterism.ir.types import RegisterType, SpecialRegType
+from asterism.ir.types import OffType, RegisterType, SpecialRegType, TokenType
 from asterism.ir.verify import match_instruction
-from asterism.isa import Instruction, IsaDatabase
+from asterism.isa import Instruction, IsaDatabase, OperandSpec
 from asterism.isa.syntax import NAMED_PAIR_CODES, NAMED_SCALAR_CODES
 
 KEY_AGPR = 256
@@ -131,6 +135,36 @@ def kernel_cfg(kernel: KernelOp) -> KernelCfg:
     return KernelCfg(blocks, succs, preds)
 
 
+# ---------------------------------------------------------------------------- forms
+
+_FORM_CACHE: dict[str, dict[tuple, Match]] = {}
+
+
+def _shape_key(value: SSAValue) -> tuple:
+    t = value.type
+    if isinstance(t, RegisterType):
+        return (t.KIND, t.width)
+    if isinstance(t, SpecialRegType):
+        return ("special", t.reg_name)
+    if isinstance(t, OffType | TokenType):
+        return (t.name,)
+    owner = value.owner
+    if isinstance(owner, LiteralOp):
+        return ("literal",)
+    if isinstance(owner, ConstantOp):
+        return ("imm", str(owner.value.type))
+    return ("imm", type(owner).__name__)
+
+
+def form_key(op: InstructionOp) -> tuple:
+    """What selects the database form of a verified instruction op: the family, the
+    mnemonic, each operand's register file and width (or immediate kind) and the modifiers
+    that pick a variant (their names; flags such as lds or sc0 select forms)."""
+    mods = op.modifiers
+    names = tuple(sorted(mods.data)) if mods is not None else ()
+    return (type(op), op.mnemonic.data, tuple(_shape_key(a) for a in op.args), names)
+
+
 # ---------------------------------------------------------------------------- registers
 
 
@@ -152,15 +186,22 @@ class MachineKernel:
     layout: KernelLayout = field(init=False)
     _matches: dict[Operation, Match] = field(default_factory=dict, init=False)
     _roots: dict[SSAValue, SSAValue] = field(default_factory=dict, init=False)
+    _regs: dict[Operation, OpRegs] = field(default_factory=dict, init=False)
 
     def __post_init__(self) -> None:
         self.layout = compute_layout(self.kernel)
 
     def match(self, op: InstructionOp) -> Match:
-        """The database form of an instruction op (cached)."""
+        """The database form of an instruction op (cached per op, and per target by what
+        decides the form: family, mnemonic, operand shapes and modifier names)."""
         m = self._matches.get(op)
         if m is None:
-            m = match_instruction(op, self.isa, self.layout)
+            key = form_key(op)
+            cache = _FORM_CACHE.setdefault(self.isa.target, {})
+            m = cache.get(key)
+            if m is None:
+                m = match_instruction(op, self.isa, self.layout)
+                cache[key] = m
             self._matches[op] = m
         return m
 
@@ -217,7 +258,11 @@ class MachineKernel:
         return tuple(range(base + t.first, base + t.first + t.width))
 
     def regs(self, op: Operation) -> OpRegs:
-        """The registers `op` reads and writes (tied destinations are read too)."""
+        """The registers `op` reads and writes (destinations that are also read count as
+        uses, see `def_is_read`); cached per op."""
+        found = self._regs.get(op)
+        if found is not None:
+            return found
         uses: list[Key] = []
         defs: list[Key] = []
         if isinstance(op, InstructionOp):
@@ -226,7 +271,7 @@ class MachineKernel:
                 ks = self.keys(arg)
                 if spec.role == "def":
                     defs += ks
-                    if spec.tied:
+                    if def_is_read(spec):
                         uses += ks
                 else:
                     uses += ks
@@ -238,7 +283,19 @@ class MachineKernel:
                 uses += special_keys(name)
             for name in imp_defs:
                 defs += special_keys(name)
-        return OpRegs(tuple(dict.fromkeys(uses)), tuple(dict.fromkeys(defs)), explicit)
+        found = OpRegs(tuple(dict.fromkeys(uses)), tuple(dict.fromkeys(defs)), explicit)
+        self._regs[op] = found
+        return found
+
+
+def def_is_read(spec: OperandSpec) -> bool:
+    """True if a written operand is also read: tied operands (v_fmac, DPP old, writelane)
+    and the src0 of v_permlane*_swap, which the database lists as a plain destination
+    although the swap reads it (as the emulator counts it)."""
+    return bool(spec.tied) or spec.name.startswith("src")
+
+
+_IMPLICIT: dict[int, tuple[Instruction, tuple[tuple[str, ...], tuple[str, ...]]]] = {}
 
 
 def implicit_names(inst: Instruction) -> tuple[tuple[str, ...], tuple[str, ...]]:
@@ -247,10 +304,16 @@ def implicit_names(inst: Instruction) -> tuple[tuple[str, ...], tuple[str, ...]]
     The ISA database lists them per instruction (the union over its forms); when some form
     names VCC as a fixed operand, VCC is dropped: the forms that read or write VCC show it
     among their operands, and the VOP3 forms use an explicit SGPR pair instead."""
+    found = _IMPLICIT.get(id(inst))
+    if found is not None and found[0] is inst:
+        return found[1]
     if not any(o.fixed == "vcc" for f in inst.forms for o in f.operands):
-        return tuple(inst.implicit_uses), tuple(inst.implicit_defs)
-    return (tuple(n for n in inst.implicit_uses if n != "vcc"),
-            tuple(n for n in inst.implicit_defs if n != "vcc"))
+        names = (tuple(inst.implicit_uses), tuple(inst.implicit_defs))
+    else:
+        names = (tuple(n for n in inst.implicit_uses if n != "vcc"),
+                 tuple(n for n in inst.implicit_defs if n != "vcc"))
+    _IMPLICIT[id(inst)] = (inst, names)
+    return names
 
 
 def is_fixed_register(value: SSAValue) -> bool:
@@ -259,6 +322,19 @@ def is_fixed_register(value: SSAValue) -> bool:
     if isinstance(t, RegisterType) and not t.is_fixed:
         return isinstance(value.owner, ABI_VALUE_OPS)
     return True
+
+
+@contextmanager
+def no_gc() -> Iterator[None]:
+    """Pause the cyclic garbage collector: the passes allocate many small objects next to a
+    large IR, and collections that rescan the IR would double their running time."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
 
 
 def kernels_of(module: Operation) -> list[KernelOp]:

@@ -63,6 +63,7 @@ from asterism.passes.machine import (
     kernel_cfg,
     kernels_of,
     module_target,
+    no_gc,
 )
 from asterism.passes.pipeline import register_pass
 
@@ -435,8 +436,9 @@ def _waitcnt(counts: dict[str, int], where: Operation) -> SOPPOp:
 def insert_waits(module: Operation, **options: str) -> None:
     """Run the waits pass on every kernel of `module` (in place)."""
     opts = WaitOptions.parse(options)
-    for kernel in kernels_of(module):
-        _KernelWaits(kernel, opts).run()
+    with no_gc():
+        for kernel in kernels_of(module):
+            _KernelWaits(kernel, opts).run()
 
 
 @register_pass("waits", "resolve amdgcn.wait and place the minimal s_waitcnt before uses of "
