@@ -48,7 +48,7 @@ def format_line(d: DecodedInst, symbols: dict[int, str] | None = None) -> str:
     """One instruction like llvm-objdump -d prints it (text, address, raw dwords), with
     branch targets named by the symbol there or annotated as <symbol+offset>."""
     inst, note = d.inst, ""
-    target = branch_target(d)
+    target = branch_target(d) if _LABEL_SLOTS(inst.form) else None
     if target is not None and symbols:
         if target in symbols:
             inst = copy.copy(inst)

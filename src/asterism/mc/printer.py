@@ -44,9 +44,11 @@ def format_dpp_ctrl(ctrl: int) -> str:
 def format_modifiers(inst: Inst) -> list[str]:
     """Modifier tokens of `inst` in LLVM's printing order."""
     form = inst.form
-    family = _FAMILY_PRINTERS.get(form.enc if form else None, _generic_modifiers)
+    enc = form.enc if form else None
+    m = inst.modifiers
     out: list[str] = []
-    family(inst, inst.modifiers, out)
+    if m or enc in _PRINTS_DEFAULTS:
+        _FAMILY_PRINTERS.get(enc, _generic_modifiers)(inst, m, out)
     return out
 
 
@@ -151,6 +153,8 @@ def _generic_modifiers(inst: Inst, m: dict, out: list[str]) -> None:
         out.append(OMOD_TEXT[m["omod"]])
 
 
+# Families that print something for an instruction without modifiers (default controls).
+_PRINTS_DEFAULTS = {"DPP", "MAI_SCALE"}
 # Encoding -> the printer of its modifiers (others use _generic_modifiers).
 _FAMILY_PRINTERS = {
     "DS": _ds_modifiers, "FLAT": _flat_modifiers, "GLOBAL": _flat_modifiers,
@@ -175,7 +179,7 @@ def format_inst(inst: Inst) -> str:
             ops = ops[:-1]
     text = inst.mnemonic
     if ops:
-        text += " " + ", ".join(map(format_operand, ops))
+        text += " " + ", ".join(map(str, ops))  # (format_operand is str)
     mods = format_modifiers(inst)
     if mods:
         text += " " + " ".join(mods)
