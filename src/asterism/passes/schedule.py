@@ -632,7 +632,7 @@ class _Clock:
         self.tm = tm
         self.now = 0  # earliest cycle of the next issue slot
         self.unit_free: dict[str, int] = {}
-        self.pending: dict[str, list[tuple[int, bool]]] = {c: [] for c in _COUNTERS}
+        self.pending: dict[str, list[int]] = {c: [] for c in _COUNTERS}  # completion times
         self.done = 0  # latest completion of anything issued
 
     def slot(self, t: int) -> int:
@@ -660,7 +660,7 @@ class _Clock:
         done = t + self.tm.latency_of(n.inst)
         self.done = max(self.done, done, t + ic * slots)
         for c in n.counters:
-            self.pending[c].append((done, n.tclass == "smem"))
+            self.pending[c].append(done)
         self.now = t + ic * slots
 
     def _wait(self, n: Node, t: int) -> int:
@@ -668,12 +668,14 @@ class _Clock:
         for c in _COUNTERS:
             if c not in mods:
                 continue
+            # Until at most `left` counted instructions are outstanding (SMEM completes out
+            # of order, so this takes completion times, not issue order).
             left = int(mods[c])
-            times = sorted(d for d, _smem in self.pending[c])
+            times = sorted(self.pending[c])
             if len(times) > left:
-                t = max(t, times[len(times) - left - 1])
-                self.pending[c] = [(d, s) for d, s in self.pending[c]
-                                   if d > times[len(times) - left - 1]]
+                until = times[len(times) - left - 1]
+                t = max(t, until)
+                self.pending[c] = [d for d in self.pending[c] if d > until]
         return self.slot(t) if t > self.now else t
 
 
