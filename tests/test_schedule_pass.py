@@ -373,3 +373,18 @@ def test_never_worse_than_the_input_in_the_model(seed):
     assert after <= before and stats.cycles_after <= stats.cycles_before
     assert sorted(unit_sequence(module, mnemonics=True)) == names
     verify_module(module)
+
+
+@pytest.mark.parametrize("count,cycles", [(1, 512), (0, 516)])
+def test_estimate_waits_for_the_counted_loads(count, cycles):
+    """Loads at 0 and 4 land at 500 and 504; s_waitcnt vmcnt(1) issues when the first has
+    landed (500), vmcnt(0) when both have (504); then v_add (+4) and s_endpgm (+4, its own 4
+    cycles to finish): 500 + 12 = 512 or 504 + 12 = 516."""
+    kb = KernelBuilder("k")
+    kb.global_load_dword(kb.v(1), kb.v[2:4], kb.off)
+    kb.global_load_dword(kb.v(5), kb.v[2:4], kb.off, offset=4)
+    kb.s_waitcnt(vmcnt=count)
+    kb.v_add_u32(kb.v(4), kb.v(1), kb.v(1))
+    kb.s_endpgm()
+    est = ps.estimate_cycles(kb.finish())[0]
+    assert (est.kernel, est.cycles, est.blocks[0].instructions) == ("k", cycles, 5)
