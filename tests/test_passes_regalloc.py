@@ -527,3 +527,77 @@ def test_module_with_two_kernels_and_assignment_map():
 
 def test_errors_are_asterism_errors():
     assert issubclass(RegisterAllocationError, AsterismError)
+
+
+def test_a_load_nobody_reads_keeps_its_register_until_it_completes():
+    kb = KernelBuilder("late")
+    base = kb.s_load_dwordx2(None, kb.kernarg_ptr(), 0)
+    addr = kb.v_lshlrev_b32(None, 2, kb.workitem_id("x"))
+    kb.s_waitcnt(lgkmcnt=0)
+    dead = kb.global_load_dword(None, addr, base)  # prefetch: the result is never read
+    t = kb.v_mov_b32(None, 5)  # written while the load may still write its register
+    kb.v_add_u32(t, t, t)
+    kb.s_waitcnt(vmcnt=0)  # the load is done: its register is free from here on
+    u = kb.v_mov_b32(None, 6)
+    kb.global_store_dword(addr, u, base)
+    kb.s_endpgm()
+    module = kb.finish()
+    allocate(module)
+    assert t.type.first != dead.type.first
+    assert u.type.first in (dead.type.first, t.type.first)
+
+
+def test_wide_mfma_result_does_not_overlap_dying_sources():
+    kb = KernelBuilder("ec")
+    a = kb.v_mov_b64(kb.vregs(2, align=2), 0)
+    b = kb.v_mov_b64(kb.vregs(2, align=2), 0)
+    d = kb.v_mfma_f32_32x32x8_f16(kb.vregs(16, align=2), a, b, 0)
+    small = kb.v_mfma_f32_4x4x4_16b_f16(kb.vregs(4, align=2), kb.v_mov_b64(kb.vregs(2), 0),
+                                        kb.v_mov_b64(kb.vregs(2), 0), 0)
+    kb.v_mfma_f32_32x32x8_f16(kb.vregs(16, align=2), kb.v_mov_b64(None, 0),
+                              kb.v_mov_b64(None, 0), d)
+    kb.v_mfma_f32_4x4x4_16b_f16(small, kb.v_mov_b64(None, 0), kb.v_mov_b64(None, 0), small)
+    kb.s_endpgm()
+    module = kb.finish()
+    allocate(module)
+    d_regs = set(range(d.type.first, d.type.first + 16))
+    assert not d_regs & {a.type.first, a.type.first + 1, b.type.first, b.type.first + 1}
+
+
+def test_seed_layout_fixed_regions_and_relocatable_temporaries():
+    """The layout of the request in the seed: S buffers v32-v95, O accumulators v96-v159,
+    Q v160-v191, K/V v192-v255, m0 values in s63-s67; everything else is relocatable and
+    must fit in what is left (v0-v31)."""
+
+    def build(temps: int):
+        kb = KernelBuilder("fa")
+        S = kb.reserve("S", "v32-v95")
+        O = kb.reserve("O", "v96-v159")
+        Q = kb.reserve("Q", "v160-v191")
+        kb.reserve("KV", "v192-v255")
+        kb.reserve("M0", "s63-s67")
+        live = [kb.v_mov_b32(None, k) for k in range(temps)]
+        for k in range(4):
+            kb.v_mfma_f32_16x16x16_f16(O[4 * k:4 * k + 4], S[2 * k:2 * k + 2], Q[0:2],
+                                       O[4 * k:4 * k + 4])
+            kb.v_add_u32(live[k], live[k], live[k])
+        offs = kb.s_add_u32(None, kb.s_mov_b32(None, 64), 4)
+        kb.s_mov_b32(kb.special("m0"), offs)
+        total = live[0]
+        for v in live[1:]:
+            total = kb.v_add_u32(total, total, v)
+        kb.s_endpgm()
+        return kb.finish(), live + [total, offs]
+
+    module, values = build(31)
+    report = allocate(module)
+    assert all(v.type.first < 32 for v in values if v.type.KIND == "v")
+    assert all(v.type.first < 63 for v in values if v.type.KIND == "s")
+    # 31 temporaries + O[0:16] + S[0:8] + Q[0:2], all live before the first MFMA.
+    assert report.files["v"].allocated == 31 and report.files["v"].used == 57
+    assert report.files["v"].peak == 57 and report.files["v"].limit == 32
+    with pytest.raises(RegisterAllocationError) as info:
+        allocate_module(build(33)[0])
+    assert "33 are live at once" in info.value.message
+    assert ("32 VGPRs are available (v0-v255 minus reserved S v[32:95], O v[96:159], "
+            "Q v[160:191], KV v[192:255])") in info.value.message

@@ -202,6 +202,17 @@ class CopyInfo:
     kind: str  # "copy" or "mfma"
 
 
+@dataclass
+class _LayoutView:
+    """What `compute_layout` reads of a kernel, restricted to the ops that matter."""
+
+    args: list
+    ops: list[Operation]
+
+    def walk(self) -> Iterator[Operation]:
+        return iter(self.ops)
+
+
 class KernelLiveness:
     """Register classes, liveness and pressure of one kernel (see the module docstring)."""
 
@@ -260,7 +271,9 @@ class KernelLiveness:
         op_args: list[tuple[SSAValue, ...]] = [()] * n
         # A result's register is its destination operand's: parent links form a forest
         # whose roots are allocas, ABI values and other fresh values.
-        parent: dict[SSAValue, SSAValue] = {}
+        # Keyed by id(): SSAValue.__hash__ is a Python-level method (the values stay alive
+        # in the IR while this runs).
+        parent: dict[int, SSAValue] = {}
         abi_ops: list[Operation] = []
         writes_exec = False
         for i, op in enumerate(ops):
@@ -273,33 +286,33 @@ class KernelLiveness:
                 for k, pos in enumerate(facts.def_positions):
                     dest = args[pos]
                     if type(dest.type) in _REG_TYPES:
-                        parent[results[k]] = dest
+                        parent[id(results[k])] = dest
                     elif isinstance(dest.type, SpecialRegType) and \
                             dest.type.reg_name.startswith("exec"):
                         writes_exec = True
             elif isinstance(op, ABI_VALUE_OPS):
                 abi_ops.append(op)
         classes: list[RegClass] = []
-        cid_of: dict[SSAValue, int] = {}
+        cid_of: dict[int, int] = {}
 
         def resolve(v: SSAValue) -> int:
-            cid = cid_of.get(v)
+            cid = cid_of.get(id(v))
             if cid is not None:
                 return cid
             chain = []
-            while v in parent and v not in cid_of:
+            while cid is None and id(v) in parent:
                 chain.append(v)
-                v = parent[v]
-            cid = cid_of.get(v)
+                v = parent[id(v)]
+                cid = cid_of.get(id(v))
             if cid is None:
                 t: RegisterType = v.type  # type: ignore[assignment]
                 cid = len(classes)
                 classes.append(RegClass(cid, t.KIND, t.width, t.alignment,
                                         t.first if t.is_fixed else None, [v]))
-                cid_of[v] = cid
+                cid_of[id(v)] = cid
             values = classes[cid].values
             for u in reversed(chain):
-                cid_of[u] = cid
+                cid_of[id(u)] = cid
                 values.append(u)
             return cid
 
@@ -351,35 +364,36 @@ class KernelLiveness:
             if defs and (facts.is_copy or facts.mnemonic.startswith("v_mfma")):
                 self._note_copy(i, op, facts, op_args[i], cid_of, classes)
         if abi_ops:
-            layout = compute_layout(self.kernel)
+            # Only the ABI ops decide the ABI registers: give compute_layout just those.
+            layout = compute_layout(_LayoutView(self.kernel.args, abi_ops))  # type: ignore
             for op in abi_ops:
                 reg = layout.abi_register(op)
-                value = op.results[0]
-                if reg is not None and value in cid_of:
-                    c = classes[cid_of[value]]
+                cid = cid_of.get(id(op.results[0]))
+                if reg is not None and cid is not None:
+                    c = classes[cid]
                     c.abi = True
                     c.fixed = reg.first
         self.classes = classes
-        self.class_of: dict[SSAValue, RegClass] = {v: classes[c] for v, c in cid_of.items()}
+        self.class_of: dict[SSAValue, RegClass] = {v: c for c in classes for v in c.values}
         self.writes_exec = writes_exec
 
     def _note_copy(self, i: int, op: InstructionOp, facts: InstFacts,
-                   args: tuple[SSAValue, ...], cid_of: dict[SSAValue, int],
+                   args: tuple[SSAValue, ...], cid_of: dict[int, int],
                    classes: list[RegClass]) -> None:
         dpos = facts.def_positions[0]
         dest = args[dpos]
-        if not isinstance(dest.owner, AllocaOp) or dest not in cid_of:
+        if not isinstance(dest.owner, AllocaOp) or id(dest) not in cid_of:
             return  # only a new value may take its source's register
-        dst = classes[cid_of[dest]]
+        dst = classes[cid_of[id(dest)]]
         if facts.is_copy:
             src_pos, kind = dpos + 1, "copy"
         elif len(args) >= 4:
             src_pos, kind = 3, "mfma"
         else:
             return
-        if src_pos >= len(args) or args[src_pos] not in cid_of:
+        if src_pos >= len(args) or id(args[src_pos]) not in cid_of:
             return
-        src = classes[cid_of[args[src_pos]]]
+        src = classes[cid_of[id(args[src_pos])]]
         if src is dst or src.kind != dst.kind or src.width != dst.width:
             return
         self.copies.append(CopyInfo(op, i, dst.id, src.id, kind))

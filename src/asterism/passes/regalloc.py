@@ -214,7 +214,7 @@ class _KernelAllocator:
         self.coalesce = coalesce
         self.live = KernelLiveness(kernel, isa)
         self._names: dict[SSAValue, str] | None = None
-        self._types: dict[tuple[RegisterType, int], RegisterType] = {}
+        self._types: dict[tuple[int, int], tuple[RegisterType, RegisterType]] = {}
         self.reserved: dict[str, set[int]] = {f: set() for f in FILES}
         self.reserved_text: dict[str, list[str]] = {f: [] for f in FILES}
         regions = list(kernel.reserved_regions.items()) + [(t.asm(), t) for t in reserve]
@@ -484,14 +484,17 @@ class _KernelAllocator:
 
     def _retype(self, c: RegClass, first: int, report: AllocationReport) -> None:
         cache = self._types
+        assignment = report.assignment
         for v in c.values:
             t: RegisterType = v.type  # type: ignore[assignment]
-            new = cache.get((t, first))
-            if new is None:
-                new = cache[(t, first)] = t.with_index(first)  # building types is slow
+            key = (id(t), first)  # attribute hashing is slow; the types stay alive in `cache`
+            found = cache.get(key)
+            if found is None:
+                found = cache[key] = (t, t.with_index(first))
+            new = found[1]
             if new is not t:
                 v._type = new  # xDSL values have no public type setter
-            report.assignment[v] = new
+            assignment[v] = new
 
     def _check_unified(self, best: dict[str, tuple], pressure) -> None:
         target = get_target(self.isa.target)
