@@ -514,13 +514,22 @@ class KernelLiveness:
         """Live ranges (point sets) of every class and the peak pressure per file."""
         if self._scanned:
             return
+        self._L, self._D, self._runs, self._defs, self._best = self._walk(None, True)
+        self._scanned = True
+
+    def _walk(self, exclude: dict[str, set[int]] | None, with_ranges: bool):
+        """One backward pass over every block: the peak pressure per file (registers in
+        `exclude` not counted) and, if asked, the live ranges."""
         classes = self.classes
         nc = len(classes)
         L = [0] * nc
         D = [0] * nc
         kinds = [c.kind for c in classes]
         widths = [c.width for c in classes]
-        units = [c.units if c.fixed is not None else None for c in classes]
+        units: list = [c.units if c.fixed is not None else None for c in classes]
+        if exclude:
+            units = [us if us is None else [u for u in us if u not in exclude.get(kinds[k], ())]
+                     for k, us in enumerate(units)]
         cur = {"v": 0, "a": 0, "s": 0}
         count: dict[tuple[str, int], int] = {}
         best = {f: (-1, 0) for f in FILES}
@@ -616,11 +625,7 @@ class KernelLiveness:
             record(0)
             for cid in iter_bits(self.live_in_bits[0]):
                 remove(cid)
-        self._runs = runs
-        self._defs = defs
-        self._L, self._D = L, D
-        self._best = best
-        self._scanned = True
+        return L, D, runs, defs, best
 
     def _async_end(self, i: int) -> int:
         """The point by which the memory op number `i` has written its registers: the first
@@ -658,16 +663,25 @@ class KernelLiveness:
         self._scan()
         return self._defs
 
-    def pressure(self) -> dict[str, Pressure]:
-        """Peak registers live at once per file ("v", "a", "s"), where, and what is live."""
-        self._scan()
+    def pressure(self, exclude: dict[str, set[int]] | None = None) -> dict[str, Pressure]:
+        """Peak registers live at once per file ("v", "a", "s"), where, and what is live.
+        With `exclude` (registers per file, e.g. reserved regions), values pinned there are
+        not counted (nor listed), so the peak is what competes for the other registers."""
+        if exclude:
+            best = self._walk(exclude, False)[4]
+        else:
+            self._scan()
+            best = self._best
         out: dict[str, Pressure] = {}
         for f in FILES:
-            peak, point = self._best[f]
+            peak, point = best[f]
             peak = max(peak, 0)
             op, after = self.point_op(point)
-            live = frozenset(c for c in self.live_at(point) if c.kind == f) if peak else \
-                frozenset()
+            live = frozenset()
+            if peak:
+                skip = exclude.get(f, ()) if exclude else ()
+                live = frozenset(c for c in self.live_at(point) if c.kind == f and not (
+                    c.fixed is not None and all(u in skip for u in c.units)))
             out[f] = Pressure(f, peak, point, op, after, live)
         return out
 

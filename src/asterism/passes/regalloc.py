@@ -459,7 +459,8 @@ class _KernelAllocator:
                         break
         for f in FILES:
             if f not in best:
-                self._fit_error(f, pressure[f], failures[f])
+                competing = live.pressure(exclude=self.reserved)[f]
+                self._fit_error(f, competing, failures[f])
         self._check_unified(best, pressure)
         # Rewrite the types: every value of a placed class gets its register.
         for f in FILES:
