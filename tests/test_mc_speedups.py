@@ -1,0 +1,184 @@
+"""The MC layer's speed-ups must not change answers.
+
+* the matcher's quick acceptance tests accept only what match_form accepts, and select_form
+  picks the form a plain match_form loop picks (with the same error);
+* parse results reused by text never depend on `.set` symbols;
+* the decoder's shared operand tables give the same instructions as fresh decoding.
+"""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+
+from asterism.errors import AsterismError, VerifyError
+from asterism.isa import get_isa
+from asterism.mc import asm_syntax, decoder
+from asterism.mc.asm_syntax import InstParser
+from asterism.mc.decoder import Decoder
+from asterism.mc.encoder import encode_inst
+from asterism.mc.inst import Inst
+from asterism.mc.matcher import (
+    _QUICK,
+    MatchError,
+    candidate_forms,
+    match_form,
+    select_form,
+)
+from asterism.mc.operands import FloatImm, Imm, Label, Literal, Mod, Reg, Special
+from asterism.mc.parser import parse_asm
+from asterism.mc.per_form import PerForm
+from asterism.mc.printer import format_inst
+from asterism.mc.random_inst import random_inst
+
+TARGETS = ["gfx942", "gfx950"]
+
+
+def _mutations(inst: Inst, rng: random.Random) -> list[Inst]:
+    """Variants of `inst` that stress operand checks (wrong kinds, widths, alignments...)."""
+    pool = [Reg("v", 3), Reg("v", 1, 2), Reg("v", 2, 4), Reg("a", 5), Reg("a", 2, 4),
+            Reg("s", 7), Reg("s", 1, 2), Reg("s", 4, 4), Reg("ttmp", 2), Reg("ttmp", 2, 2),
+            Special("vcc"), Special("vcc_lo"), Special("m0"), Special("exec"),
+            Special("exec_lo"), Special("scc"), Imm(5), Imm(-3), Imm(1000), Imm(0xFFFFFFFF),
+            Imm(0xFFFF), FloatImm(0.5), FloatImm(1.5), Literal(0x1234), Label("x"),
+            Mod(Reg("v", 4), neg=True), Mod(Reg("s", 3), abs=True), Mod(Imm(2), neg=True)]
+    out = []
+    for _ in range(4):
+        ops = list(inst.operands)
+        if ops:
+            ops[rng.randrange(len(ops))] = rng.choice(pool)
+        out.append(Inst(inst.mnemonic, ops, dict(inst.modifiers)))
+    out.append(Inst(inst.mnemonic, list(inst.operands) + [Imm(1)], dict(inst.modifiers)))
+    out.append(Inst(inst.mnemonic, list(inst.operands), {**inst.modifiers, "clamp": True}))
+    return out
+
+
+def _select_by_match_form(inst: Inst, target: str):
+    """select_form as a plain loop over match_form (the reference)."""
+    forms = candidate_forms(get_isa(target), inst)
+    errors = []
+    for form in forms:
+        try:
+            match_form(inst, form)
+            return form
+        except MatchError as err:
+            errors.append(err)
+    best = max(errors, key=lambda e: e.score)
+    return f"{inst.mnemonic}: {best.message}"
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_quick_match_accepts_only_what_match_form_accepts(target):
+    rng = random.Random(f"quick-{target}")
+    isa = get_isa(target)
+    checked = 0
+    for instruction in isa.instructions.values():
+        for form in instruction.forms:
+            base = random_inst(form, rng)
+            base.mnemonic = form.printed_mnemonic
+            for inst in [base, *_mutations(base, rng)]:
+                for cand in candidate_forms(isa, inst):
+                    if _QUICK(cand).fits(inst):
+                        match_form(inst, cand)  # must not raise
+                        checked += 1
+                try:
+                    got = select_form(inst, target)
+                except VerifyError as err:
+                    got = err.message
+                assert got == _select_by_match_form(inst, target), format_inst(inst)
+    assert checked > 1000
+
+
+def test_reused_operands_do_not_depend_on_symbols():
+    src = """.amdgcn_target "amdgcn-amd-amdhsa--gfx942"
+.text
+.globl k
+.type k,@function
+k:
+  .set x, {x}
+  s_mov_b32 s0, x
+  s_mov_b32 s1, x+1
+  v_mov_b32_e32 v0, 5
+  ds_read_b32 v1, v2 offset:x
+  s_branch k
+"""
+    for x in (5, 7, 5):
+        body = parse_asm(src.format(x=x)).kernels[0].body
+        assert body[0].operands[1] == Imm(x)
+        assert body[1].operands[1] == Imm(x + 1)
+        assert body[2].operands[1] == Imm(5)
+        assert body[3].modifiers["offset"] == x
+        assert body[4].operands[0] == Label("k")
+
+
+def test_reused_parses_equal_fresh_parses():
+    lines = ["v_add_f32_e64 v1, -|s2|, 0x3f800000 clamp mul:2",
+             "buffer_load_dword v[2:3], v1, s[4:7], 0 offen offset:12 sc0",
+             "v_mfma_f32_16x16x16_bf16 a[0:3], v[0:1], v[2:3], a[0:3] cbsz:1 abid:2",
+             "v_mov_b32_dpp v0, v1 quad_perm:[1,0,3,2] row_mask:0x3 bank_mask:0xf",
+             "v_pk_fma_f32 v[0:1], v[2:3], v[4:5], v[6:7] op_sel_hi:[0,1,1] neg_lo:[1,0,0]"]
+    for line in lines:
+        first = InstParser().parse(line)  # fills the reuse tables
+        second = InstParser().parse(line)  # served from them
+        asm_syntax._OPERANDS.clear()
+        asm_syntax._MODIFIERS.clear()
+        asm_syntax._IS_MODIFIER.clear()
+        fresh = InstParser().parse(line)
+        assert first == second == fresh
+        assert [repr(o) for o in second.operands] == [repr(o) for o in fresh.operands]
+
+
+def test_reuse_tables_are_bounded(monkeypatch):
+    monkeypatch.setattr(asm_syntax, "_TABLE_LIMIT", 8)
+    asm_syntax._OPERANDS.clear()
+    parser = InstParser()
+    for k in range(40):
+        assert parser.operand(f"v{k}") == Reg("v", k)
+        assert len(asm_syntax._OPERANDS) <= 8
+
+
+def test_parse_errors_are_not_reused():
+    parser = InstParser()
+    for _ in range(2):
+        with pytest.raises(AsterismError, match="cannot parse operand"):
+            parser.parse("s_mov_b32 s0, ?bad")
+
+
+def _decode_all(target: str, words: list[bytes]) -> list:
+    dec = Decoder(target)
+    out = []
+    for data in words:
+        try:
+            d = dec.decode(data, 0, 0x100)
+            out.append((d.size, d.raw, format_inst(d.inst), d.inst))
+        except AsterismError as err:
+            out.append(f"{type(err).__name__}: {err}")
+    return out
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_shared_decoder_tables_match_fresh_decoding(target, monkeypatch):
+    rng = random.Random(f"decode-{target}")
+    isa = get_isa(target)
+    words = []
+    for instruction in isa.instructions.values():
+        for form in instruction.forms:
+            inst = random_inst(form, rng)
+            inst.mnemonic = form.printed_mnemonic
+            try:
+                inst.form = select_form(inst, target)
+                words.append(encode_inst(inst))
+            except AsterismError:
+                continue
+    words += [rng.randbytes(rng.choice([4, 8, 12, 16])) for _ in range(3000)]
+    _decode_all(target, words)  # fills the shared tables
+    warm = _decode_all(target, words)
+    # Decode again with every table empty: each answer is then made fresh.
+    fresh = []
+    for data in words:
+        monkeypatch.setattr(decoder, "_PLANS", PerForm(decoder._Plan))
+        monkeypatch.setattr(decoder, "_TABLES", {})
+        monkeypatch.setattr(decoder, "_REGS", {})
+        fresh += _decode_all(target, [data])
+    assert warm == fresh
