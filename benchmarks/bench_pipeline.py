@@ -2,10 +2,12 @@
 """Pass pipeline speed on a generated 10,000-instruction kernel with relocatable registers.
 
 The kernel is written with the builder the way a GEMM-like kernel is: a loop whose body is
-unrolled into tiles; each tile loads A/B fragments (global_load_dwordx2 into fresh register
-pairs), waits, feeds them to MFMAs accumulating into long-lived accumulators (4 registers
-each, live across the whole loop), does VALU work with short-lived temporaries (address
-increments, scaling, v_fmac chains) and keeps a few scalar values (loop counter, pointers).
+unrolled into tiles, then more tiles in straight-line code; each tile loads A/B fragments
+(global_load_dwordx2 into fresh register pairs), waits, feeds them to MFMAs accumulating into
+16 long-lived accumulators (4 registers each, live across the whole kernel; outside the loop
+half of the MFMAs write a new value from the old accumulator, to be placed in place), does
+VALU work with short-lived temporaries (conversions, scaling, copies, v_fmac chains, address
+increments) and keeps a few scalar values (loop counter, pointers).
 Every register is relocatable except the ABI inputs; waits are written explicitly, so the
 kernel is correct with or without the waits pass.
 
@@ -60,36 +62,52 @@ def build(n: int, seed: int = 1, target: str = "gfx942"):
     counter = kb.s_mov_b32(None, 4)
     kb.s_waitcnt(lgkmcnt=0)
     count = 12 + 3 * ACCUMULATORS  # the prologue
-    loop = kb.label("loop")
-    epilogue = 3 * ACCUMULATORS + 8
-    while count < n - epilogue:
-        # One tile: 4 A and 4 B fragments, 8 MFMAs, VALU work in their shadow.
-        frags_a = [kb.global_load_dwordx2(None, off_a, pa, offset=64 * k) for k in range(4)]
-        frags_b = [kb.global_load_dwordx2(None, off_b, pb, offset=64 * k) for k in range(4)]
-        count += 8
+    state = {"off_a": off_a, "off_b": off_b, "scale": scale}
+
+    def tile(in_loop: bool) -> int:
+        """One tile: 4 A and 4 B fragments, 8 MFMAs, VALU work in their shadow; returns
+        the number of instructions emitted."""
+        emitted = 0
+        frags_a = [kb.global_load_dwordx2(None, state["off_a"], pa, offset=64 * k)
+                   for k in range(4)]
+        frags_b = [kb.global_load_dwordx2(None, state["off_b"], pb, offset=64 * k)
+                   for k in range(4)]
+        emitted += 8
         temps = []
         for _ in range(rng.randint(2, 6)):
-            t = kb.v_mul_f32(None, scale, kb.v_cvt_f32_u32(None, base))
-            temps.append(t)
-            count += 2
+            temps.append(kb.v_mul_f32(None, state["scale"], kb.v_cvt_f32_u32(None, base)))
+            emitted += 2
         kb.s_waitcnt(vmcnt=0)
-        count += 1
+        emitted += 1
         for k in range(8):
             i = rng.randrange(ACCUMULATORS)
-            accs[i] = kb.v_mfma_f32_16x16x16_f16(accs[i], frags_a[k % 4], frags_b[(k * 3) % 4],
+            # In the loop an accumulator goes around the back edge: the MFMA continues its
+            # chain. In the straight-line part half of the MFMAs write a new value from the
+            # old one (srcC), which the allocator accumulates in place.
+            dest = kb.vregs(4, align=2) if (k % 2 and not in_loop) else accs[i]
+            accs[i] = kb.v_mfma_f32_16x16x16_f16(dest, frags_a[k % 4], frags_b[(k * 3) % 4],
                                                  accs[i])
-            count += 1
+            emitted += 1
             if temps and rng.random() < 0.7:
                 t = temps.pop()
                 u = kb.v_add_f32(None, t, 1.0)
-                scale = kb.v_fmac_f32(scale, u, t)
-                count += 2
-        off_a = kb.v_add_u32(off_a, 256, off_a)
-        off_b = kb.v_add_u32(off_b, 256, off_b)
-        count += 2
+                copy = kb.v_mov_b32(None, u)  # a copy the allocator can coalesce
+                state["scale"] = kb.v_fmac_f32(state["scale"], copy, t)
+                emitted += 3
+        state["off_a"] = kb.v_add_u32(state["off_a"], 256, state["off_a"])
+        state["off_b"] = kb.v_add_u32(state["off_b"], 256, state["off_b"])
+        return emitted + 2
+
+    loop = kb.label("loop")
+    epilogue = 3 * ACCUMULATORS + 8
+    while count < 0.6 * n:
+        count += tile(True)
     counter = kb.s_sub_u32(counter, counter, 1)
     kb.s_cmp_lg_u32(counter, 0)
     kb.s_cbranch_scc1(loop)
+    count += 3
+    while count < n - epilogue:
+        count += tile(False)
     out = kb.v_lshlrev_b32(None, 4, base)
     kb.s_nop(7)
     for i, acc in enumerate(accs):

@@ -100,13 +100,12 @@ class _Inliner:
         self.isa = isa
         self.count = 0
 
-    def inline_all(self, region_op: Operation) -> int:
-        """Inline every call under `region_op`; returns how many were inlined."""
-        n = 0
-        for call in _calls_in(region_op):
+    def inline_all(self, calls: list[func.CallOp]) -> int:
+        """Inline `calls` (and the calls their bodies bring in are already inlined: callees
+        come first); returns how many were inlined."""
+        for call in calls:
             self.inline(call)
-            n += 1
-        return n
+        return len(calls)
 
     def inline(self, call: func.CallOp) -> None:
         name = _callee(call)
@@ -218,8 +217,9 @@ def inline_module(module: Operation, keep: bool = False) -> int:
         isa = get_isa(amod.target_name)
         funcs = {op.sym_name.data: op for op in amod.body.ops if isinstance(op, func.FuncOp)}
         kernels = [op for op in amod.body.ops if isinstance(op, KernelOp)]
-        for kernel in kernels:
-            for call in _calls_in(kernel):
+        kernel_calls = {kernel: _calls_in(kernel) for kernel in kernels}
+        for calls in kernel_calls.values():
+            for call in calls:
                 if _callee(call) not in funcs:
                     known = ", ".join(f"@{n}" for n in funcs) or "none"
                     raise InlineError(f"func.call: no fragment named @{_callee(call)} in this "
@@ -227,10 +227,10 @@ def inline_module(module: Operation, keep: bool = False) -> int:
         order = _check_recursion(funcs)
         inliner = _Inliner(funcs, isa)
         for name in order:
-            if inliner.inline_all(funcs[name]):
+            if inliner.inline_all(_calls_in(funcs[name])):
                 retype_chains(funcs[name], isa)
         for kernel in kernels:
-            n = inliner.inline_all(kernel)
+            n = inliner.inline_all(kernel_calls[kernel])
             total += n
             if n:
                 try:
