@@ -12,13 +12,18 @@ answers the questions a scheduler or a timing model asks:
 Timing classes: salu, smem, valu, trans, mfma, ds_read, ds_write, vmem_read, vmem_write,
 branch (see `timing_class`). Execution units: salu, smem, valu (VALU and transcendentals),
 xdl (MFMA), lds, vmem, branch.
+
+The emulator's timing model (asterism/emu/timing.py) also reads `tm.issue_ports` (timing
+class -> issue port), `tm.memory` (LDS / scalar cache / L2 hit / HBM latencies, line size,
+vector memory bandwidth) and `tm.dispatch` (wave launch, first fetch, taken branch, barrier
+and s_endpgm cycles); `tm.with_memory(hbm=700)` overrides memory latencies.
 """
 
 from __future__ import annotations
 
 import tomllib
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import cache
 from importlib import resources
 from typing import Any
@@ -34,9 +39,14 @@ UNIT_OF_CLASS: dict[str, str] = {
     "ds_read": "lds", "ds_write": "lds", "vmem_read": "vmem", "vmem_write": "vmem",
     "branch": "branch"}
 _FILE = "timing.toml"
-_TOP_KEYS = {"base", "issue_cycles", "clock_mhz", "latency", "occupancy", "mfma", "lds"}
+_TOP_KEYS = {"base", "issue_cycles", "clock_mhz", "latency", "occupancy", "mfma", "lds",
+             "issue", "memory", "dispatch"}
 _MFMA_KEYS = {"cycles_per_pass", "dependent_extra", "result_extra"}
 _LDS_KEYS = {"bytes_per_cycle"}
+MEMORY_KEYS = ("lds", "smem", "l2_hit", "hbm", "line_bytes", "vmem_bytes_per_cycle")
+MEMORY_LATENCY_KEYS = ("lds", "smem", "l2_hit", "hbm")  # what `--latency k=v` may override
+DISPATCH_KEYS = ("wave_launch_interval", "wave_start", "taken_branch", "barrier", "endpgm")
+ISSUE_PORTS = ("scalar", "valu", "lds", "vmem", "branch")
 
 
 @dataclass(frozen=True)
@@ -59,6 +69,21 @@ class TimingModel:
     occupancy: Mapping[str, int] = field(default_factory=dict)
     mfma: MfmaTiming = MfmaTiming(4, 0, 4)
     lds_bytes_per_cycle: int = 128
+    issue_ports: Mapping[str, str] = field(default_factory=dict)  # timing class -> port
+    memory: Mapping[str, int] = field(default_factory=dict)  # see MEMORY_KEYS
+    dispatch: Mapping[str, int] = field(default_factory=dict)  # see DISPATCH_KEYS
+
+    def with_memory(self, **overrides: int) -> TimingModel:
+        """A copy with some memory latencies replaced (keys of MEMORY_LATENCY_KEYS)."""
+        bad = sorted(set(overrides) - set(MEMORY_LATENCY_KEYS))
+        if bad:
+            raise TargetError(f"unknown memory latency {', '.join(bad)}; choose from "
+                              f"{', '.join(MEMORY_LATENCY_KEYS)}")
+        for key, value in overrides.items():
+            if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+                raise TargetError(f"memory latency {key} must be a whole number of cycles "
+                                  f">= 0, got {value!r}")
+        return replace(self, memory={**self.memory, **overrides})
 
     def unit_of(self, timing_cls: str) -> str:
         """The execution unit a timing class occupies."""
@@ -166,6 +191,9 @@ def _timing(name: str) -> TimingModel:
         occupancy = dict(sec["occupancy"])
         mfma_raw = dict(sec["mfma"])
         lds_raw = dict(sec["lds"])
+        ports = dict(sec["issue"])
+        memory = dict(sec["memory"])
+        dispatch = dict(sec["dispatch"])
         issue, clock = int(sec["issue_cycles"]), int(sec["clock_mhz"])
     except KeyError as err:
         raise TargetError(f"target/data/{_FILE} [{where}]: missing key {err}") from None
@@ -178,9 +206,24 @@ def _timing(name: str) -> TimingModel:
         if missing:
             raise TargetError(f"target/data/{_FILE} [{where}.{what}]: missing "
                               f"{sorted(missing)}")
+    _check_table(f"{where}.issue", ports, set(TIMING_CLASSES))
+    bad_ports = sorted(f"{k} = {v!r}" for k, v in ports.items() if v not in ISSUE_PORTS)
+    if bad_ports:
+        raise TargetError(f"target/data/{_FILE} [{where}.issue]: unknown ports "
+                          f"{bad_ports} (ports: {', '.join(ISSUE_PORTS)})")
+    _check_table(f"{where}.memory", memory, set(MEMORY_KEYS))
+    _check_table(f"{where}.dispatch", dispatch, set(DISPATCH_KEYS))
     return TimingModel(name, issue, clock, latency, occupancy, MfmaTiming(**mfma_raw),
-                       int(lds_raw["bytes_per_cycle"]))
+                       int(lds_raw["bytes_per_cycle"]), ports, memory, dispatch)
 
 
-__all__ = ["TIMING_CLASSES", "UNIT_OF_CLASS", "MfmaTiming", "TimingModel", "get_timing",
+def _check_table(where: str, table: Mapping[str, Any], want: set[str]) -> None:
+    _check_keys(where, table, want)
+    missing = want - set(table)
+    if missing:
+        raise TargetError(f"target/data/{_FILE} [{where}]: missing {sorted(missing)}")
+
+
+__all__ = ["DISPATCH_KEYS", "ISSUE_PORTS", "MEMORY_KEYS", "MEMORY_LATENCY_KEYS",
+           "TIMING_CLASSES", "UNIT_OF_CLASS", "MfmaTiming", "TimingModel", "get_timing",
            "timing_class"]
