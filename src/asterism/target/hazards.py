@@ -90,6 +90,12 @@ RULES: tuple[HazardRule, ...] = (
                "A VALU write of an SGPR (incl. VCC) read by a VMEM instruction (address, "
                "resource, offset) needs 5 wait states.",
                "valu", "def", "vmem", "use", "sgpr", 5),
+    HazardRule("valu_exec_vmem",
+               "A VALU write of EXEC (v_cmpx) before a VMEM instruction, which reads EXEC, "
+               "needs 5 wait states (LLVM checkVMEMHazards counts the implicit EXEC use; llc "
+               "pads v_cmpx_eq_u32_e32 + global_load_dword with s_nop 4 on gfx942 and "
+               "gfx950).",
+               "valu", "exec_def", "vmem", "none", "exec", 5),
     HazardRule("valu_vcc_div_fmas",
                "v_div_fmas reads VCC as its scale select: 4 wait states after a VALU writes VCC.",
                "valu", "vcc_def", "div_fmas", "none", "vcc", 4),
