@@ -155,7 +155,7 @@ def test_valu_write_then_mfma_read():
     ("sgpr_vmem", 5), ("lane_select", 4), ("sgpr_valu", 2), ("exec_mfma", 4),
     ("exec_dpp", 5), ("vgpr_dpp", 2), ("m0_lds_dma", 1), ("m0_movrel", 1),
     ("setreg_getreg", 2), ("trans", 1), ("readlane", 1), ("store_data", 2),
-    ("cmpx_exec_read", 2),
+    ("cmpx_exec_read", 2), ("exec_vmem", 5),
 ])
 def test_rule(target, case, want):
     def body(kb):
@@ -195,6 +195,9 @@ def test_rule(target, case, want):
         elif case == "store_data":
             kb.global_store_dwordx4(kb.v(1), kb.v[4:8], kb.s[4:6])
             kb.v_mov_b32(kb.v(5), 0)
+        elif case == "exec_vmem":   # llc: v_cmpx_eq_u32_e32 + global_load -> s_nop 4
+            kb.v_cmpx_eq_u32_e32(kb.v(0), kb.v(1))
+            kb.global_load_dword(kb.v(3), kb.v(0), kb.s[4:6])
         elif case == "cmpx_exec_read":
             kb.v_cmpx_gt_f32_e32(kb.v(4), kb.v(2))
             kb.v_mov_b32(kb.v(3), kb.special("exec_lo"))
