@@ -9,6 +9,7 @@ the pieces to the code object writer.
 from __future__ import annotations
 
 from asterism.errors import AsterismError, VerifyError
+from asterism.mc.bulk import pause_cyclic_gc, resume_cyclic_gc
 from asterism.mc.codeobject import (
     CodeObject,
     KernelSymbol,
@@ -33,6 +34,14 @@ def encode_text(module: McModule) -> tuple[bytes, list[tuple[McKernel, int, int]
     One encoding pass: instruction sizes do not depend on label values, so branches are
     encoded with a placeholder target first and re-encoded once the labels are placed.
     """
+    paused = pause_cyclic_gc()
+    try:
+        return _encode_text(module)
+    finally:
+        resume_cyclic_gc(paused)
+
+
+def _encode_text(module: McModule) -> tuple[bytes, list[tuple[McKernel, int, int]]]:
     labels: dict[str, int] = {}
     text = bytearray()
     placed: list[tuple[McKernel, int, int]] = []
@@ -86,4 +95,8 @@ def assemble_module(module: McModule) -> CodeObject:
 
 def assemble(module: McModule) -> bytes:
     """The HSACO bytes of a module."""
-    return write_code_object(assemble_module(module))
+    paused = pause_cyclic_gc()
+    try:
+        return write_code_object(assemble_module(module))
+    finally:
+        resume_cyclic_gc(paused)

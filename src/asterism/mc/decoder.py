@@ -28,6 +28,7 @@ from asterism.isa.formats import (
     format_of,
 )
 from asterism.isa.syntax import SDWA_SEL, SDWA_UNUSED, format_swizzle
+from asterism.mc.bulk import pause_cyclic_gc, resume_cyclic_gc
 from asterism.mc.inst import Inst
 from asterism.mc.operand_codes import decode_scalar_reg, decode_src
 from asterism.mc.operands import OFF, Imm, Literal, Mod, Operand, Reg, Special, Syntax
@@ -908,10 +909,14 @@ def decode_code(code: bytes, target: str, base: int = 0) -> list[DecodedInst]:
     dec = get_decoder(target)
     out = []
     pos = 0
-    while pos < len(code):
-        d = dec.decode(code, pos, base + pos)
-        out.append(d)
-        pos += d.size
+    paused = pause_cyclic_gc()
+    try:
+        while pos < len(code):
+            d = dec.decode(code, pos, base + pos)
+            out.append(d)
+            pos += d.size
+    finally:
+        resume_cyclic_gc(paused)
     return out
 
 

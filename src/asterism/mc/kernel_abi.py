@@ -12,8 +12,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from asterism.errors import VerifyError
+from asterism.isa import Form
 from asterism.mc.inst import Inst
 from asterism.mc.operands import Mod, Reg, Special
+from asterism.mc.per_form import PerForm
 from asterism.mc.program import AbiRequest, KernelArg, LabelDef, McKernel
 from asterism.target import get_target
 
@@ -51,7 +53,8 @@ class RegisterUsage:
 
 def register_usage(body: list[Inst | LabelDef]) -> RegisterUsage:
     """The highest registers used by the instructions (operands and implicit vcc)."""
-    use = RegisterUsage()
+    ends = {"v": 0, "a": 0, "s": 0}  # next free register per file
+    vcc = flat_scratch = False
     for item in body:
         if not isinstance(item, Inst):
             continue
@@ -60,21 +63,26 @@ def register_usage(body: list[Inst | LabelDef]) -> RegisterUsage:
                 op = op.operand
             if isinstance(op, Reg):
                 end = op.index + op.count
-                if op.kind == "v":
-                    use.vgprs = max(use.vgprs, end)
-                elif op.kind == "a":
-                    use.agprs = max(use.agprs, end)
-                elif op.kind == "s":
-                    use.sgprs = max(use.sgprs, end)
-            elif isinstance(op, Special) and op.name.startswith("vcc"):
-                use.vcc = True
-            elif isinstance(op, Special) and op.name.startswith("flat_scratch"):
-                use.flat_scratch = True
-        if item.form is not None:
-            facts = item.form.instruction
-            if "vcc" in facts.implicit_defs or "vcc" in facts.implicit_uses:
-                use.vcc = True
-    return use
+                if end > ends.get(op.kind, end):
+                    ends[op.kind] = end
+            elif isinstance(op, Special):
+                if op.name.startswith("vcc"):
+                    vcc = True
+                elif op.name.startswith("flat_scratch"):
+                    flat_scratch = True
+        if item.form is not None and _IMPLICIT_VCC(item.form):
+            vcc = True
+    return RegisterUsage(vgprs=ends["v"], agprs=ends["a"], sgprs=ends["s"], vcc=vcc,
+                         flat_scratch=flat_scratch)
+
+
+def _implicit_vcc(form: Form) -> bool:
+    facts = form.instruction
+    return "vcc" in facts.implicit_defs or "vcc" in facts.implicit_uses
+
+
+# form -> whether its instruction reads or writes vcc implicitly
+_IMPLICIT_VCC = PerForm(_implicit_vcc)
 
 
 def user_sgpr_layout(abi: AbiRequest) -> dict[str, int]:

@@ -262,7 +262,9 @@ def select_form(inst: Inst, target: str) -> Form:
             match_form(inst, form)  # the authority: decides and explains
             return form
         except MatchError as err:
-            errors.append(err)
+            # (without its traceback: that would hold this frame, which holds `errors`, in a
+            # reference cycle only the cyclic collector frees)
+            errors.append(err.with_traceback(None))
     best = max(errors, key=lambda e: e.score)
     raise VerifyError(f"{inst.mnemonic}: {best.message}", inst.loc)
 

@@ -13,6 +13,7 @@ import re
 from asterism.errors import AsterismError, ParseError, SourceLocation, VerifyError
 from asterism.mc import yaml_subset
 from asterism.mc.asm_syntax import InstParser, eval_int
+from asterism.mc.bulk import pause_cyclic_gc, resume_cyclic_gc
 from asterism.mc.matcher import select_form
 from asterism.mc.program import LabelDef, McKernel, McModule
 
@@ -63,6 +64,13 @@ class AsmParser:
 
     def parse(self, text: str) -> McModule:
         """Parse the whole file."""
+        paused = pause_cyclic_gc()
+        try:
+            return self._parse(text)
+        finally:
+            resume_cyclic_gc(paused)
+
+    def _parse(self, text: str) -> McModule:
         lines = text.splitlines()
         i = 0
         while i < len(lines):
