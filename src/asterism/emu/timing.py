@@ -1,0 +1,929 @@
+"""The emulator's timing model: cycle estimates for the waves of the first CU(s). Modeled,
+not measured.
+
+Enabled by ``Emulator(..., timing=True)`` (or a :class:`TimingOptions`), ``launch(...,
+timing=True)`` or ``asterism run --timing``. Functional results are exactly those of the
+plain emulator; only ``s_memtime`` / ``s_memrealtime`` change: they return the model's
+clock (cycles; s_memrealtime converts them to its 100 MHz clock).
+
+Scope. Workgroups go to CUs round-robin (workgroup i to CU i mod N, N = the device's CUs,
+MI300X 304), as the dispatcher fills the device. The waves of the first ``cus`` CUs (default
+1) are modeled in full detail: each runs as its own group of one wave, one instruction at a
+time, in the order the model issues them (so memory effects between waves happen in model
+time). Every other workgroup runs functionally afterwards, batched as usual, untimed. The
+model's figures therefore describe the modeled CU(s); the other CUs are assumed to behave the
+same (no contention between CUs is modeled).
+
+The model (parameters: asterism/target/data/timing.toml, with sources):
+
+* Residency: a CU takes the next workgroup of its queue when every SIMD its waves go to has
+  a free wave slot (slots per SIMD: the kernel's occupancy from its registers and LDS, at
+  most 8), its LDS fits and fewer than the occupancy's workgroups per CU are resident. The
+  waves of a workgroup go to SIMDs round-robin (continuing where the previous workgroup
+  stopped), one wave launch every ``dispatch.wave_launch_interval`` cycles per CU; a wave
+  tries its first instruction ``dispatch.wave_start`` cycles after its launch.
+* Issue: time advances in issue cycles of ``issue_cycles`` (4) clocks, all SIMDs aligned
+  (the capture's timestamps are all multiples of 4). In each, every SIMD issues at most one
+  instruction per wave and one per issue port (``[issue]``: VALU incl. MFMA, scalar =
+  SALU + SMEM, LDS, VMEM, branch), oldest wave first; waves issue in order, one instruction
+  per wave per issue cycle.
+* An instruction issues when its source registers are ready and its execution unit is free:
+  VALU results after ``latency.valu``, transcendentals ``latency.trans``, SALU
+  ``latency.salu``; MFMA results after passes * 4 (+ ``mfma.result_extra`` for readers
+  other than a dependent MFMA's SrcC). Units stay busy for their occupancy: the matrix core
+  (xdl, per SIMD) passes * 4 cycles (v_mfma_f32_16x16x16_f16: 4 passes = 16 cycles), the
+  VALU for transcendentals 16, the CU's LDS max(4, bytes / lds.bytes_per_cycle), the CU's
+  vector memory path max(4, bytes / memory.vmem_bytes_per_cycle). Memory results are not
+  interlocked (the program waits with s_waitcnt, as on the hardware).
+* Memory: an instruction's counter entry completes after ``memory.lds`` (LDS), ``smem``
+  (scalar cache) or, for vector memory, ``hbm`` when it touches a 128-byte line for the
+  first time in the dispatch and ``l2_hit`` otherwise (the vector L1 is not modeled; stores
+  complete after ``l2_hit``). vmcnt and LDS entries complete in issue order, SMEM out of
+  order; ``s_waitcnt`` blocks until its counters are met, then takes its issue cycle.
+* ``s_nop N``: N + 1 issue cycles; ``s_sleep N``: 64 N clocks; ``s_barrier``: released
+  ``dispatch.barrier`` cycles after the last wave of the workgroup arrives; a taken branch
+  costs ``dispatch.taken_branch`` extra cycles (instruction fetch); ``s_endpgm`` ends the wave
+  after ``dispatch.endpgm`` cycles or when its outstanding memory and MFMA results are done.
+* Not modeled: instruction cache and fetch bandwidth (beyond the above), bank conflicts,
+  the vector L1 and TLB, memory bandwidth and contention beyond the per-CU paths, other CUs,
+  clock changes, s_setprio.
+
+Records follow the ATT decoder's conventions (see asterism/profile/att.py): ``time`` is when
+the wave first tried the instruction, ``stall`` until it issued, ``duration`` = stall + issue
+cycles; s_waitcnt, s_nop and s_barrier count as stall for their whole duration.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import deque
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from asterism.emu import sanitizer as san
+from asterism.emu.compiler import OpInfo, operand_keys
+from asterism.emu.core import BARRIER, END, SPLIT, Group, LaunchInfo
+from asterism.emu.errors import (
+    BudgetExceeded,
+    DeadlockError,
+    EmulatorError,
+    EmulatorFault,
+)
+from asterism.errors import AsterismError
+from asterism.isa.syntax import decode_waitcnt
+from asterism.mc.operands import Imm, Reg
+from asterism.target import occupancy
+from asterism.target.hazards import mfma_passes
+from asterism.target.timing import TimingModel, get_timing, timing_class
+
+MODEL_NOTE = "modeled, not measured"
+PRODUCER = "asterism emulator timing model (modeled, not measured)"
+PARAMS_FILE = "asterism_timing.json"  # written beside the trace: parameters of the model
+
+# ATT decoder codes (profile.att.InstCategory / WaveState), repeated so the emulator does
+# not import the profiling layer.
+CAT_SMEM, CAT_SALU, CAT_VMEM, CAT_FLAT, CAT_LDS, CAT_VALU = 1, 2, 3, 4, 5, 6
+CAT_JUMP, CAT_NEXT, CAT_IMMED, CAT_MESSAGE = 7, 8, 9, 11
+IDLE, EXEC, WAIT, STALL = 1, 2, 3, 4
+
+_NEVER = 1 << 62
+_INTERNAL_SOPP = ("s_setprio", "s_sethalt", "s_icache_inv", "s_ttracedata", "s_incperflevel",
+                  "s_decperflevel", "s_trap", "s_sendmsg", "s_sendmsghalt", "s_setkill")
+
+
+class TimingError(AsterismError):
+    """Bad timing options (unknown latency name, bad CU count)."""
+
+
+@dataclass(frozen=True)
+class TimingOptions:
+    """What a timed run models: `cus` CUs in detail (the first ones), memory latency
+    overrides (keys of target.timing.MEMORY_LATENCY_KEYS: lds, smem, l2_hit, hbm) and the
+    device's CU count (default: the target's flagship, MI300X 304 / MI355X 256)."""
+
+    cus: int = 1
+    latency: Mapping[str, int] = field(default_factory=dict)
+    compute_units: int | None = None
+
+    @staticmethod
+    def of(value: bool | TimingOptions | None) -> TimingOptions | None:
+        """Options from a `timing=` argument (True: the defaults; False/None: off)."""
+        if value is None or value is False:
+            return None
+        if value is True:
+            return TimingOptions()
+        if isinstance(value, TimingOptions):
+            return value
+        raise TimingError(f"timing must be True, False or a TimingOptions, got {value!r}")
+
+
+def parse_latencies(text: str) -> dict[str, int]:
+    """`lds=128,hbm=600` -> {"lds": 128, "hbm": 600} (names checked by the model)."""
+    out: dict[str, int] = {}
+    for item in (p.strip() for p in text.split(",")):
+        if not item:
+            continue
+        name, sep, value = item.partition("=")
+        try:
+            if not sep:
+                raise ValueError
+            out[name.strip()] = int(value, 0)
+        except ValueError:
+            raise TimingError(f"bad latency '{item}': expected NAME=CYCLES, e.g. hbm=600"
+                              ) from None
+    return out
+
+
+# ---------------------------------------------------------------------------- results
+
+
+@dataclass
+class WaveTiming:
+    """One modeled wave: where it ran, when, and its instruction records."""
+
+    cu: int
+    simd: int
+    slot: int
+    wv: int  # how many waves occupied this CU/SIMD/slot before it
+    workgroup: tuple[int, int, int]
+    wave: int  # index of the wave in its workgroup
+    begin: int
+    end: int
+    # [time, category, stall, duration, line] as in the ATT wave files (line = index + 1)
+    records: list[tuple[int, int, int, int, int]] = field(default_factory=list)
+    stall_states: list[int] = field(default_factory=list)  # WAIT or STALL per record
+
+    @property
+    def cycles(self) -> int:
+        """Cycles from launch to end."""
+        return self.end - self.begin
+
+    @property
+    def stall(self) -> int:
+        """Cycles spent stalled (sum over the records)."""
+        return sum(r[2] for r in self.records)
+
+    def timeline(self) -> list[tuple[int, int]]:
+        """[state, cycles] runs as in the ATT wave files (IDLE until the first attempt)."""
+        spans: list[list[int]] = []
+
+        def add(state: int, cycles: int) -> None:
+            if cycles <= 0:
+                return
+            if spans and spans[-1][0] == state:
+                spans[-1][1] += cycles
+            else:
+                spans.append([state, cycles])
+        prev_end = None
+        for rec, stall_state in zip(self.records, self.stall_states, strict=True):
+            time, _cat, stall, duration, _line = rec
+            if prev_end is None:
+                add(IDLE, time - self.begin)
+            else:
+                add(EXEC, time - prev_end)
+            add(stall_state, stall)
+            add(EXEC, duration - stall)
+            prev_end = time + duration
+        return [(s, c) for s, c in spans]
+
+
+@dataclass
+class TimingResult:
+    """A timed dispatch: the modeled waves and the parameters used. Modeled, not measured."""
+
+    target: str
+    kernel: str
+    compute_units: int
+    modeled_cus: int
+    workgroups: int  # in the grid
+    modeled_workgroups: int
+    waves: list[WaveTiming]
+    code: list[tuple[int, str]]  # (address, disassembly) per instruction index
+    parameters: dict[str, Any]
+    clock_mhz: int
+
+    @property
+    def cycles(self) -> int:
+        """Cycles from the first modeled wave's launch to the last one's end."""
+        if not self.waves:
+            return 0
+        return max(w.end for w in self.waves) - min(w.begin for w in self.waves)
+
+    def summary(self) -> str:
+        """Human-readable figures (says they are modeled)."""
+        us = self.cycles / self.clock_mhz
+        lines = [
+            f"timing model ({MODEL_NOTE}): {self.kernel} on {self.target}",
+            f"  modeled in detail: CU 0-{self.modeled_cus - 1} of {self.compute_units}, "
+            f"{self.modeled_workgroups} of {self.workgroups} workgroups, {len(self.waves)} "
+            f"waves; the other workgroups ran functionally (untimed)",
+            f"  kernel: {self.cycles} cycles on the modeled CU(s) (= {us:.3f} us at "
+            f"{self.clock_mhz} MHz)",
+            "  wave  workgroup    cu simd slot   begin     end  cycles  insts   stall",
+        ]
+        for i, w in enumerate(self.waves):
+            wg = ",".join(str(x) for x in w.workgroup)
+            lines.append(f"  {i:4d}  {wg + ':' + str(w.wave):<11s} {w.cu:3d} {w.simd:4d} "
+                         f"{w.slot:4d} {w.begin:7d} {w.end:7d} {w.cycles:7d} "
+                         f"{len(w.records):6d} {w.stall:7d}")
+        return "\n".join(lines) + "\n"
+
+    def to_json(self) -> dict[str, Any]:
+        """The figures as plain data (with the model's note)."""
+        return {"note": MODEL_NOTE, "target": self.target, "kernel": self.kernel,
+                "cycles": self.cycles, "compute_units": self.compute_units,
+                "modeled_cus": self.modeled_cus, "workgroups": self.workgroups,
+                "modeled_workgroups": self.modeled_workgroups,
+                "waves": [{"cu": w.cu, "simd": w.simd, "slot": w.slot,
+                           "workgroup": list(w.workgroup), "wave": w.wave, "begin": w.begin,
+                           "end": w.end, "cycles": w.cycles, "instructions": len(w.records),
+                           "stall": w.stall} for w in self.waves],
+                "parameters": self.parameters}
+
+    def to_trace(self, source_map: Mapping[int, str] | None = None):
+        """The run as a profile.att.Trace (marked modeled); `source_map`: address ->
+        location for code.json's source column."""
+        from asterism.profile.att import (
+            CodeListing,
+            CodeRow,
+            InstRecord,
+            StateSpan,
+            Trace,
+            Wave,
+            occupancy_from_waves,
+        )
+
+        smap = source_map or {}
+        entry = self.code[0][0] if self.code else 0
+        rows = [CodeRow(0, f"; {self.kernel}", self.kernel, 0, entry)]
+        rows += [CodeRow(i + 1, text, smap.get(addr, ""), 0, addr)
+                 for i, (addr, text) in enumerate(self.code)]
+        waves = [Wave(se=w.cu, simd=w.simd, slot=w.slot, id=w.wv, cu=w.cu, begin=w.begin,
+                      end=w.end, instructions=[InstRecord(*r) for r in w.records],
+                      timeline=[StateSpan(s, c) for s, c in w.timeline()])
+                 for w in self.waves]
+        params = json.dumps({"note": MODEL_NOTE, "producer": PRODUCER,
+                             **self.to_json()}, indent=1, sort_keys=True)
+        return Trace(code=CodeListing(rows), waves=waves,
+                     occupancy=occupancy_from_waves(waves, self.kernel), modeled=True,
+                     producer=PRODUCER, extra_files={PARAMS_FILE: params.encode()})
+
+    def write_trace(self, out_dir: str | Path, source_map: Mapping[int, str] | None = None,
+                    overwrite: bool = True) -> Path:
+        """Write the run as an ATT folder (code.json, wave files, occupancy, wstates...)."""
+        from asterism.profile.att_writer import write_att
+
+        return write_att(self.to_trace(source_map), out_dir, overwrite=overwrite,
+                         derive_waitcnt=True)
+
+
+# ---------------------------------------------------------------------------- static facts
+
+
+@dataclass(slots=True)
+class _Static:
+    """What the model needs of one instruction (computed once per dispatch)."""
+
+    kind: str  # alu, mem, waitcnt, nop, barrier, endpgm, branch
+    port: str | None
+    category: int
+    unit: str | None  # execution unit: per SIMD (valu, xdl, salu, smem, branch) or per CU
+    occupancy: int = 0
+    uses: tuple[int, ...] = ()
+    srcc: tuple[int, ...] = ()
+    defs: tuple[int, ...] = ()
+    ready: int = 0  # cycles after issue until the result may be read
+    ready_srcc: int = 0  # ... by a dependent MFMA's SrcC
+    streams: tuple[tuple[str, bool], ...] = ()
+    mem: str = ""  # lds, smem, vmem, flat
+    store: bool = False
+    wait: tuple[int, int] = (63, 15)  # s_waitcnt vmcnt, lgkmcnt
+    cycles: int = 0  # s_nop / s_sleep / internal: own duration
+    clock: str = ""  # s_memtime / s_memrealtime
+    sdata: int = -1
+    taken_always: bool = False
+    xdl_result: int = 0  # MFMA: cycles until its result is written
+
+
+def _simm(info: OpInfo) -> int:
+    op = info.op("simm16")
+    return int(op.value) if isinstance(op, Imm) else 0
+
+
+def _data_dwords(info: OpInfo) -> int:
+    """Dwords per lane a memory instruction moves (its widest data operand)."""
+    best = 1
+    form = info.form
+    if form is None:
+        return best
+    data = 0
+    for spec, op in zip(form.operands, info.inst.operands, strict=False):
+        if isinstance(op, Reg) and spec.name in ("vdst", "vdata", "data", "data0", "data1",
+                                                 "sdata", "sdst"):
+            if spec.name in ("data0", "data1"):
+                data += op.count
+            else:
+                best = max(best, op.count)
+    return max(best, data)
+
+
+def _static(info: OpInfo, tm: TimingModel) -> _Static:
+    isa = info.isa
+    if isa is None:
+        return _Static("nop", None, CAT_IMMED, None, cycles=tm.issue_cycles)
+    m = info.mnemonic
+    slot = tm.issue_cycles
+    uses = tuple(sorted(info.uses))
+    if m == "s_endpgm":
+        return _Static("endpgm", "branch", CAT_MESSAGE, "branch", uses=uses)
+    if m == "s_waitcnt":
+        w = decode_waitcnt(_simm(info))
+        return _Static("waitcnt", None, CAT_IMMED, None, wait=(w["vmcnt"], w["lgkmcnt"]))
+    if m == "s_nop":
+        return _Static("nop", None, CAT_IMMED, None, cycles=slot * ((_simm(info) & 0xF) + 1))
+    if m == "s_sleep":
+        return _Static("nop", None, CAT_IMMED, None, cycles=max(slot, 64 * (_simm(info) & 0x7F)))
+    if m == "s_barrier":
+        return _Static("barrier", None, CAT_IMMED, None)
+    if m in _INTERNAL_SOPP:
+        cat = CAT_MESSAGE if m.startswith("s_sendmsg") else CAT_IMMED
+        return _Static("nop", None, cat, None, cycles=slot)
+    cls = timing_class(isa)
+    port = tm.issue_ports[cls]
+    unit = tm.unit_of(cls)
+    defs = tuple(sorted(info.defs))
+    if cls == "branch" or "call" in isa.flags:
+        return _Static("branch", "branch", CAT_JUMP, "branch", tm.occupancy["branch"],
+                       uses=uses, defs=defs, ready=tm.latency["salu"],
+                       ready_srcc=tm.latency["salu"],
+                       taken_always=("unconditional" in isa.flags or "call" in isa.flags
+                                     or m in ("s_setpc_b64", "s_swappc_b64")))
+    if cls in ("salu", "valu", "trans"):
+        cat = CAT_SALU if cls == "salu" else CAT_VALU
+        lat = tm.latency[cls]
+        return _Static("alu", port, cat, unit, tm.occupancy[cls], uses, (), defs, lat, lat)
+    if cls == "mfma":
+        passes = mfma_passes(m, isa.passes, info.mods) or 1
+        busy = passes * tm.mfma.cycles_per_pass
+        srcc = tuple(sorted(operand_keys(info.op("src2")))) if info.has("src2") else ()
+        return _Static("alu", port, CAT_VALU, "xdl", busy, tuple(k for k in uses
+                                                                if k not in srcc), srcc, defs,
+                       busy + tm.mfma.result_extra, busy + tm.mfma.dependent_extra,
+                       xdl_result=busy + tm.mfma.result_extra)
+    mc = san.classify(info)
+    streams = mc.streams if mc is not None else ()
+    dwords = _data_dwords(info)
+    if cls in ("ds_read", "ds_write"):
+        return _Static("mem", port, CAT_LDS, "lds", tm.occupancy_of(isa, dwords), uses,
+                       streams=streams, mem="lds")
+    if cls == "smem":
+        clock = m.removeprefix("s_") if m in ("s_memtime", "s_memrealtime") else ""
+        sdata = -1
+        if clock:
+            op = info.op("sdata")
+            if isinstance(op, Reg):
+                sdata = op.index + (108 if op.kind == "ttmp" else 0)
+        return _Static("mem", port, CAT_SMEM, "smem", tm.occupancy["smem"], uses,
+                       streams=streams, mem="smem", store="may_store" in isa.flags,
+                       clock=clock, sdata=sdata)
+    # vector memory: the CU's path moves 64 lanes * dwords * 4 bytes
+    flat = info.enc == "FLAT"
+    bw = tm.memory["vmem_bytes_per_cycle"]
+    busy = max(tm.occupancy[cls], -(-64 * 4 * dwords // bw))
+    store = "may_store" in isa.flags and "may_load" not in isa.flags
+    return _Static("mem", port, CAT_FLAT if flat else CAT_VMEM, "vmem", busy, uses,
+                   streams=streams, mem="flat" if flat else "vmem", store=store)
+
+
+# ---------------------------------------------------------------------------- run state
+
+
+class _Recorder:
+    """Stands in for the dispatch's DeviceMemory to note the addresses each access touches
+    (everything else is delegated)."""
+
+    def __init__(self, memory) -> None:
+        self._memory = memory
+        self.spans: list[tuple[np.ndarray, int]] = []
+
+    def __getattr__(self, name: str):
+        return getattr(self._memory, name)
+
+    def resolve(self, addrs: np.ndarray, nbytes: int):
+        """As DeviceMemory.resolve, noting the access."""
+        self.spans.append((addrs, nbytes))
+        return self._memory.resolve(addrs, nbytes)
+
+    def load_bytes(self, addrs: np.ndarray, nbytes: int) -> np.ndarray:
+        """As DeviceMemory.load_bytes, noting the access."""
+        self.spans.append((addrs, nbytes))
+        return self._memory.load_bytes(addrs, nbytes)
+
+    def load_dwords(self, addrs: np.ndarray, ndw: int) -> np.ndarray:
+        """As DeviceMemory.load_dwords, noting the access."""
+        self.spans.append((addrs, 4 * ndw))
+        return self._memory.load_dwords(addrs, ndw)
+
+    def store_bytes(self, addrs: np.ndarray, data: np.ndarray) -> None:
+        """As DeviceMemory.store_bytes, noting the access."""
+        self.spans.append((addrs, int(data.shape[1])))
+        self._memory.store_bytes(addrs, data)
+
+    def store_dwords(self, addrs: np.ndarray, data: np.ndarray) -> None:
+        """As DeviceMemory.store_dwords, noting the access."""
+        self.spans.append((addrs, 4 * int(data.shape[1])))
+        self._memory.store_dwords(addrs, data)
+
+    def take_lines(self, line_bytes: int) -> set[int]:
+        """The cache lines touched since the last call."""
+        lines: set[int] = set()
+        for addrs, nbytes in self.spans:
+            a = np.asarray(addrs, np.uint64).astype(np.int64, copy=False)
+            if a.size:
+                lines.update(np.unique(a // line_bytes).tolist())
+                lines.update(np.unique((a + max(nbytes, 1) - 1) // line_bytes).tolist())
+        self.spans.clear()
+        return lines
+
+
+@dataclass(eq=False)
+class _Wave:
+    row: int  # wave index in the dispatch batch
+    group: Group
+    wg: int  # workgroup slot in the batch
+    order: int = 0  # launch order: lower = older = higher issue priority
+    cu: int = 0
+    simd: int = 0
+    slot: int = 0
+    wv: int = 0
+    begin: int = 0
+    ready: int = 0  # when the next instruction may first be tried
+    idx: int = 0
+    state: str = "wait"  # wait (not launched), run, barrier, done
+    regs: dict[int, tuple[int, int]] = field(default_factory=dict)
+    vm: list[int] = field(default_factory=list)  # completion times of vmcnt entries
+    lgkm: list[int] = field(default_factory=list)
+    last_in_order: dict[str, int] = field(default_factory=dict)
+    xdl_done: int = 0
+    arrive: int = 0
+    barrier_index: int = 0
+    end: int = 0
+    steps: int = 0
+    released: bool = False
+    records: list[tuple[int, int, int, int, int]] = field(default_factory=list)
+    stall_states: list[int] = field(default_factory=list)
+
+
+@dataclass(eq=False)
+class _Cu:
+    index: int
+    simds: int
+    slots_per_simd: int
+    queue: deque = field(default_factory=deque)  # workgroups (lists of _Wave) to admit
+    units: dict[str, int] = field(default_factory=dict)  # lds, vmem: free at
+    simd_units: list[dict[str, int]] = field(default_factory=list)
+    slots: list[list[_Wave | None]] = field(default_factory=list)
+    resident: list[list[_Wave]] = field(default_factory=list)  # per SIMD, oldest first
+    next_simd: int = 0
+    last_launch: int = -(1 << 30)
+    workgroups: int = 0
+    lds_used: int = 0
+    occupants: dict[tuple[int, int], int] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        self.simd_units = [{} for _ in range(self.simds)]
+        self.slots = [[None] * self.slots_per_simd for _ in range(self.simds)]
+        self.resident = [[] for _ in range(self.simds)]
+
+
+def _up(t: int, q: int) -> int:
+    return -(-t // q) * q
+
+
+class TimedDispatch:
+    """One timed dispatch (built by Emulator.run when timing is on)."""
+
+    def __init__(self, emu, comp, descriptor, kernel: str, grid3, block3, lds_size: int,
+                 options: TimingOptions):
+        self.emu = emu
+        self.comp = comp
+        self.kernel = kernel
+        self.grid3 = grid3
+        self.block3 = block3
+        self.lds_size = lds_size
+        self.options = options
+        target = emu.target
+        self.target = target
+        try:
+            self.tm = get_timing(target.name).with_memory(**dict(options.latency))
+        except AsterismError as err:
+            raise TimingError(err.message) from None
+        self.num_cus = options.compute_units or target.compute_units
+        if options.cus < 1 or self.num_cus < 1:
+            raise TimingError(f"the timing model needs at least one CU (cus={options.cus}, "
+                              f"compute_units={self.num_cus})")
+        self.cus = min(options.cus, self.num_cus)
+        tpw = block3[0] * block3[1] * block3[2]
+        self.waves_per_wg = -(-tpw // target.wave_size)
+        self.slots_per_simd, self.wgs_per_cu = self._occupancy(descriptor, lds_size)
+        self.statics = [_static(info, self.tm) for info in comp.infos]
+        self.result: TimingResult | None = None
+        self._ctx: LaunchInfo | None = None
+
+    def _occupancy(self, kd, lds_size: int) -> tuple[int, int]:
+        t = self.target
+        try:
+            total, acc = kd.next_free_vgpr(t), kd.accum_offset(t)
+            agprs = max(0, total - acc) if self.comp.max_a >= 0 else 0
+            vgprs = acc if agprs else total
+            from asterism.target.registers import extra_sgprs
+
+            sgprs = max(0, kd.sgprs(t) - extra_sgprs(t))
+            occ = occupancy(t, vgprs=min(vgprs, t.vgpr.arch), agprs=min(agprs, t.vgpr.acc),
+                            sgprs=min(sgprs, t.sgpr.addressable),
+                            lds_bytes=min(lds_size, t.lds.bytes_per_workgroup),
+                            waves_per_workgroup=min(self.waves_per_wg,
+                                                    t.max_waves_per_workgroup))
+            per_simd, wgs = occ.waves_per_simd, occ.workgroups_per_cu
+        except AsterismError:
+            per_simd, wgs = t.max_waves_per_simd, t.max_workgroups_per_cu
+        # A workgroup always fits an empty CU (the hardware would not launch it otherwise).
+        per_simd = max(per_simd, -(-self.waves_per_wg // t.simds_per_cu))
+        return per_simd, max(1, wgs)
+
+    # ------------------------------------------------------------------ driver
+
+    def run(self, run_batch: Callable[..., None], stats) -> TimingResult:
+        """Run the modeled workgroups through `run_batch(wgs, schedule)` with this model as
+        the scheduler, then the others functionally (`run_batch(wgs)`)."""
+        n_wg = self.grid3[0] * self.grid3[1] * self.grid3[2]
+        ids = np.arange(n_wg)
+        modeled = ids[ids % self.num_cus < self.cus]
+        rest = ids[ids % self.num_cus >= self.cus]
+        if modeled.size:
+            run_batch(modeled, self._schedule)
+        per_batch = max(1, self.emu.max_batch_waves // self.waves_per_wg)
+        for first in range(0, rest.size, per_batch):
+            run_batch(rest[first:first + per_batch], None)
+        if self.result is None:
+            self.result = self._make_result([], modeled)
+        self.result.modeled_workgroups = int(modeled.size)
+        stats.timing = self.result
+        return self.result
+
+    def _make_result(self, waves: list[_Wave], modeled) -> TimingResult:
+        ctx = self._ctx
+        out = []
+        for w in sorted(waves, key=lambda w: (w.cu, w.simd, w.slot, w.wv)):
+            out.append(WaveTiming(w.cu, w.simd, w.slot, w.wv,
+                                  tuple(int(x) for x in ctx.wg_ids[w.row]) if ctx else (0, 0, 0),
+                                  int(ctx.wave_in_wg[w.row]) if ctx else 0, w.begin, w.end,
+                                  w.records, w.stall_states))
+        params = {"issue_cycles": self.tm.issue_cycles, "latency": dict(self.tm.latency),
+                  "occupancy": dict(self.tm.occupancy),
+                  "mfma": {"cycles_per_pass": self.tm.mfma.cycles_per_pass,
+                           "dependent_extra": self.tm.mfma.dependent_extra,
+                           "result_extra": self.tm.mfma.result_extra},
+                  "lds_bytes_per_cycle": self.tm.lds_bytes_per_cycle,
+                  "issue_ports": dict(self.tm.issue_ports), "memory": dict(self.tm.memory),
+                  "dispatch": dict(self.tm.dispatch), "slots_per_simd": self.slots_per_simd,
+                  "workgroups_per_cu": self.wgs_per_cu}
+        code = [(info.address, info.text) for info in self.comp.infos]
+        n_wg = self.grid3[0] * self.grid3[1] * self.grid3[2]
+        return TimingResult(self.target.name, self.kernel, self.num_cus, self.cus, n_wg,
+                            int(np.size(modeled)), out, code, params, self.tm.clock_mhz)
+
+    # ------------------------------------------------------------------ the model
+
+    def _schedule(self, comp, groups: list[Group], ctx: LaunchInfo, wg_of_wave: np.ndarray,
+                  n_wg: int, kernel: str, stats) -> None:
+        """Emulator scheduler replacement: issue the batch's waves one instruction at a time
+        in model order."""
+        self._ctx = ctx
+        self.stats = stats
+        g0 = groups[0]
+        self.recorder = _Recorder(ctx.memory)
+        ctx.memory = self.recorder
+        self.seen_lines: set[int] = set()
+        ops = comp.ops
+        self.ops = ops
+        waves: list[_Wave] = [_Wave(k, g0.take(np.array([k])), int(wg_of_wave[k]))
+                              for k in range(g0.n)]
+        # Workgroups of the batch in order; batch workgroup j is grid workgroup lin[j].
+        lin = ctx.wg_ids[:, 0] + self.grid3[0] * (ctx.wg_ids[:, 1]
+                                                   + self.grid3[1] * ctx.wg_ids[:, 2])
+        by_wg: dict[int, list[_Wave]] = {}
+        for w in waves:
+            by_wg.setdefault(w.wg, []).append(w)
+        self.alive = {wg: len(ws) for wg, ws in by_wg.items()}  # waves holding a slot
+        self.running = dict(self.alive)  # waves that have not executed s_endpgm
+        self.arrived: dict[int, list[_Wave]] = {wg: [] for wg in by_wg}
+        t = self.target
+        cus = [_Cu(i, t.simds_per_cu, self.slots_per_simd) for i in range(self.cus)]
+        for wg in sorted(by_wg):
+            cu = int(lin[by_wg[wg][0].row]) % self.num_cus
+            cus[cu].queue.append(by_wg[wg])
+        self._loop(cus, waves)
+        self.result = self._make_result(waves, np.arange(n_wg))
+
+    def _loop(self, cus: list[_Cu], waves: list[_Wave]) -> None:
+        q = self.tm.issue_cycles
+        now = 0
+        order = [0]
+        left = len(waves)
+        while left:
+            for cu in cus:
+                left -= self._release(cu, now)
+                self._admit(cu, now, order)
+            if not left:
+                break
+            for cu in cus:
+                for s in range(cu.simds):
+                    used: set[str] = set()
+                    for w in list(cu.resident[s]):
+                        if w.state == "run" and w.ready <= now:
+                            self._step(cu, w, now, used)
+            nxt = _NEVER
+            for cu in cus:
+                for s in range(cu.simds):
+                    for w in cu.resident[s]:
+                        if w.state == "run":
+                            nxt = min(nxt, self._earliest(cu, w))
+                        elif w.state == "done" and not w.released:
+                            nxt = min(nxt, w.end)
+            if nxt >= _NEVER:
+                raise self._deadlock(cus)
+            now = max(now + q, _up(nxt, q))
+
+    def _release(self, cu: _Cu, now: int) -> int:
+        """Free the slots of waves that ended by `now`; returns how many."""
+        freed = 0
+        for s in range(cu.simds):
+            for w in list(cu.resident[s]):
+                if w.state == "done" and not w.released and w.end <= now:
+                    w.released = True
+                    cu.resident[s].remove(w)
+                    cu.slots[s][w.slot] = None
+                    freed += 1
+                    self.alive[w.wg] -= 1
+                    if self.alive[w.wg] == 0:
+                        cu.workgroups -= 1
+                        cu.lds_used -= self.lds_size
+        return freed
+
+    def _admit(self, cu: _Cu, now: int, order: list[int]) -> None:
+        t = self.target
+        interval = self.tm.dispatch["wave_launch_interval"]
+        while cu.queue:
+            wg = cu.queue[0]
+            if cu.workgroups >= self.wgs_per_cu or \
+                    cu.lds_used + self.lds_size > t.lds.bytes_per_cu:
+                return
+            need: dict[int, int] = {}
+            for k in range(len(wg)):
+                s = (cu.next_simd + k) % cu.simds
+                need[s] = need.get(s, 0) + 1
+            if any(cu.slots[s].count(None) < n for s, n in need.items()):
+                return
+            cu.queue.popleft()
+            cu.workgroups += 1
+            cu.lds_used += self.lds_size
+            for w in wg:
+                s = cu.next_simd
+                cu.next_simd = (cu.next_simd + 1) % cu.simds
+                slot = cu.slots[s].index(None)
+                cu.slots[s][slot] = w
+                w.cu, w.simd, w.slot = cu.index, s, slot
+                w.wv = cu.occupants.get((s, slot), 0)
+                cu.occupants[(s, slot)] = w.wv + 1
+                w.begin = max(now, cu.last_launch + interval)
+                cu.last_launch = w.begin
+                w.ready = w.begin + self.tm.dispatch["wave_start"]
+                w.state = "run"
+                w.order = order[0]
+                order[0] += 1
+                cu.resident[s].append(w)
+
+    def _unit_free(self, cu: _Cu, w: _Wave, unit: str | None) -> int:
+        if unit is None:
+            return 0
+        if unit in ("lds", "vmem"):
+            return cu.units.get(unit, 0)
+        return cu.simd_units[w.simd].get(unit, 0)
+
+    @staticmethod
+    def _deps(w: _Wave, st: _Static) -> int:
+        t = 0
+        regs = w.regs
+        for k in st.uses:
+            r = regs.get(k)
+            if r is not None and r[0] > t:
+                t = r[0]
+        for k in st.srcc:
+            r = regs.get(k)
+            if r is not None and r[1] > t:
+                t = r[1]
+        return t
+
+    def _earliest(self, cu: _Cu, w: _Wave) -> int:
+        if w.idx >= len(self.statics):
+            return w.ready
+        st = self.statics[w.idx]
+        if st.port is None:
+            return w.ready
+        return max(w.ready, self._deps(w, st), self._unit_free(cu, w, st.unit))
+
+    # ------------------------------------------------------------------ one instruction
+
+    def _step(self, cu: _Cu, w: _Wave, now: int, used: set[str]) -> None:
+        index = w.idx
+        if index >= len(self.statics):  # ran past the last instruction: the op raises
+            self._execute(w)
+            return
+        st = self.statics[index]
+        kind = st.kind
+        q = self.tm.issue_cycles
+        if kind == "waitcnt":
+            done = max(_counter_ready(w.vm, st.wait[0]), _counter_ready(w.lgkm, st.wait[1]))
+            w.vm = [c for c in w.vm if c > done]
+            w.lgkm = [c for c in w.lgkm if c > done]
+            self._execute(w)
+            self._record(w, index, CAT_IMMED, max(q, _up(done, q) - w.ready), WAIT)
+            return
+        if kind == "nop":
+            self._execute(w)
+            self._record(w, index, st.category, st.cycles, STALL)
+            return
+        if kind == "barrier":
+            self._execute(w)
+            w.state = "barrier"
+            w.arrive = now
+            w.barrier_index = index
+            self.arrived[w.wg].append(w)
+            self._try_release(w.wg, now)
+            return
+        if st.port is not None:
+            if max(self._deps(w, st), self._unit_free(cu, w, st.unit)) > now:
+                return
+            if st.port in used:
+                return  # an older wave of this SIMD took the port in this issue cycle
+            used.add(st.port)
+        start = w.ready
+        self.recorder.spans.clear()
+        nxt = self._execute(w)
+        category = st.category
+        issue = q
+        if kind == "endpgm":
+            drain = max([w.xdl_done, *w.vm, *w.lgkm, 0])
+            issue = max(self.tm.dispatch["endpgm"], drain - now)
+        elif kind == "branch":
+            taken = st.taken_always or nxt != self.comp.infos[index].next_index
+            category = CAT_JUMP if taken else CAT_NEXT
+        if st.unit is not None:
+            busy = now + st.occupancy
+            if st.unit in ("lds", "vmem"):
+                cu.units[st.unit] = busy
+            else:
+                cu.simd_units[w.simd][st.unit] = busy
+        for k in st.defs:
+            w.regs[k] = (now + st.ready, now + st.ready_srcc)
+        if st.xdl_result:
+            w.xdl_done = max(w.xdl_done, now + st.xdl_result)
+        if st.clock:
+            self._write_clock(w, st, now)
+        if st.streams:
+            self._memory(w, st, now)
+        w.records.append((start, category, now - start, now - start + issue, index + 1))
+        w.stall_states.append(STALL)
+        w.ready = now + issue
+        if category == CAT_JUMP:
+            w.ready += self.tm.dispatch["taken_branch"]
+        if kind == "endpgm":
+            w.state = "done"
+            w.end = w.ready
+            self.running[w.wg] -= 1
+            self._try_release(w.wg, now)
+
+    def _record(self, w: _Wave, index: int, category: int, cycles: int, state: int) -> None:
+        """Record an instruction the wave spent `cycles` on without issuing (stall only)."""
+        w.records.append((w.ready, category, cycles, cycles, index + 1))
+        w.stall_states.append(state)
+        w.ready += cycles
+
+    def _execute(self, w: _Wave) -> int:
+        """Run the wave's next instruction functionally; returns the op's result."""
+        g = w.group
+        info = self.comp.infos[w.idx] if w.idx < len(self.comp.infos) else None
+        if w.steps >= self.emu.instruction_budget:
+            raise BudgetExceeded(
+                f"wave executed {w.steps} instructions without finishing (instruction_budget"
+                f"={self.emu.instruction_budget}): a loop that never exits, or raise the "
+                "budget", kernel=self.kernel, pc=info.address if info else None,
+                inst=info.text if info else "", workgroup=self._workgroup(w),
+                wave=int(self._ctx.wave_in_wg[w.row]))
+        try:
+            nxt = self.ops[w.idx](g)
+        except EmulatorError as exc:
+            from asterism.emu.emulator import _with_context
+
+            raise _with_context(exc, self.kernel, g) from None
+        except (FloatingPointError, ValueError, IndexError, TypeError) as exc:
+            raise EmulatorFault(f"internal error while executing: {exc!r}", kernel=self.kernel,
+                                pc=info.address if info else None,
+                                inst=info.text if info else "") from exc
+        w.steps += 1
+        g.steps = w.steps
+        stats = self.stats
+        stats.group_steps += 1
+        stats.wave_instructions += 1
+        stats.max_wave_instructions = max(stats.max_wave_instructions, w.steps)
+        self._ctx.stats["wave_insts"] = stats.wave_instructions
+        if nxt == BARRIER:
+            w.idx = g.idx
+        elif nxt == SPLIT:
+            raise EmulatorFault("internal error: a one-wave group split", kernel=self.kernel,
+                                pc=info.address if info else None)
+        elif nxt != END:
+            w.idx = nxt
+        return nxt
+
+    def _workgroup(self, w: _Wave) -> tuple[int, ...]:
+        return tuple(int(x) for x in self._ctx.wg_ids[w.row])
+
+    def _try_release(self, wg: int, now: int) -> None:
+        waiting = self.arrived[wg]
+        if not waiting or len(waiting) < self.running[wg]:
+            return
+        q = self.tm.issue_cycles
+        release = _up(now + self.tm.dispatch["barrier"], q)
+        for w in waiting:
+            cycles = max(q, release - w.arrive)
+            w.records.append((w.arrive, CAT_IMMED, cycles, cycles, w.barrier_index + 1))
+            w.stall_states.append(WAIT)
+            w.ready = w.arrive + cycles
+            w.state = "run"
+        self.arrived[wg] = []
+
+    def _memory(self, w: _Wave, st: _Static, now: int) -> None:
+        """Queue the instruction's counter entries with their modeled completion times."""
+        mem = self.tm.memory
+        lines = self.recorder.take_lines(mem["line_bytes"])
+        hit = lines <= self.seen_lines
+        if st.mem == "lds":
+            lat = mem["lds"]
+        elif st.mem == "smem":
+            lat = mem["smem"] if hit else mem["hbm"]
+        elif not lines:
+            # FLAT that went to LDS (or no active lane): the LDS answers
+            lat = mem["lds"] if st.mem == "flat" else mem["l2_hit"]
+        elif st.store:
+            lat = mem["l2_hit"]  # stores are acknowledged by the L2 (write-back)
+        else:
+            lat = mem["l2_hit"] if hit else mem["hbm"]
+        self.seen_lines |= lines
+        done = now + lat
+        for ctr, in_order in st.streams:
+            t = done
+            if in_order:
+                t = max(t, w.last_in_order.get(ctr, 0))
+                w.last_in_order[ctr] = t
+            (w.vm if ctr == san.VM else w.lgkm).append(t)
+
+    def _write_clock(self, w: _Wave, st: _Static, now: int) -> None:
+        """s_memtime: the model's cycle; s_memrealtime: the same on its 100 MHz clock."""
+        if st.sdata < 0:
+            return
+        value = now if st.clock == "memtime" else now * 100 // self.tm.clock_mhz
+        g = w.group
+        g.s[:, st.sdata] = np.uint32(value & 0xFFFFFFFF)
+        g.s[:, st.sdata + 1] = np.uint32(value >> 32)
+
+    def _deadlock(self, cus: list[_Cu]) -> EmulatorError:
+        for cu in cus:
+            for s in range(cu.simds):
+                for w in cu.resident[s]:
+                    if w.state == "barrier":
+                        info = self.comp.infos[w.barrier_index]
+                        return DeadlockError(
+                            "waves wait at s_barrier but the other waves of their workgroup "
+                            f"can never arrive ({len(self.arrived[w.wg])} of "
+                            f"{self.running[w.wg]} arrived)", kernel=self.kernel,
+                            pc=info.address, inst=info.text, workgroup=self._workgroup(w),
+                            wave=int(self._ctx.wave_in_wg[w.row]))
+        return DeadlockError("the timing model cannot make progress (no wave can issue)",
+                             kernel=self.kernel)
+
+
+def _counter_ready(entries: list[int], limit: int) -> int:
+    """When at most `limit` of the entries (completion times) are still outstanding."""
+    if len(entries) <= limit:
+        return 0
+    return sorted(entries)[len(entries) - limit - 1]
+
+
+__all__ = ["MODEL_NOTE", "PARAMS_FILE", "PRODUCER", "TimedDispatch", "TimingError",
+           "TimingOptions", "TimingResult", "WaveTiming", "parse_latencies"]
