@@ -22,6 +22,7 @@ import struct
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
@@ -74,6 +75,7 @@ class RunStats:
     splits: int = 0
     merges: int = 0
     max_wave_instructions: int = 0
+    timing: Any = None  # emu.timing.TimingResult of a timed run (modeled, not measured)
 
     @property
     def wave_instructions_per_second(self) -> float:
@@ -101,7 +103,8 @@ class Emulator:
     def __init__(self, target: str | Target = "gfx942", memory: DeviceMemory | None = None, *,
                  sanitizer: bool = True, hazards: bool | None = None,
                  strict_store_data: bool = False, instruction_budget: int = 10_000_000,
-                 max_batch_waves: int = 4096, dynamic_stack: int = 1024):
+                 max_batch_waves: int = 4096, dynamic_stack: int = 1024,
+                 timing: Any = None):
         self.target = get_target(target)
         self.memory = memory if memory is not None else DeviceMemory()
         self.sanitizer = sanitizer
@@ -112,6 +115,10 @@ class Emulator:
         self.dynamic_stack = dynamic_stack
         self._cache: dict = {}
         self._checker = HazardChecker(self.target.name) if self.hazards else None
+        # Timing model (emu/timing.py): True or a TimingOptions; None/False = functional only.
+        from asterism.emu.timing import TimingOptions
+
+        self.timing = TimingOptions.of(timing)
 
     # ------------------------------------------------------------------ compile
 
@@ -207,12 +214,20 @@ class Emulator:
                                                                kernarg_address, lds_size)
         start = time.perf_counter()
         per_batch = max(1, self.max_batch_waves // waves_per_wg)
+
+        def batch(wgs: np.ndarray, schedule=None) -> None:
+            self._run_batch(comp, descriptor, grid3, block3, wgs, kernarg_address, kernel,
+                            lds_size, dispatch_ptr or 0, queue_ptr, dispatch_id, stats,
+                            schedule)
         try:
-            for first in range(0, n_wg, per_batch):
-                wgs = np.arange(first, min(n_wg, first + per_batch))
-                self._run_batch(comp, descriptor, grid3, block3, wgs, kernarg_address,
-                                kernel, lds_size, dispatch_ptr or 0, queue_ptr, dispatch_id,
-                                stats)
+            if self.timing is not None:
+                from asterism.emu.timing import TimedDispatch
+
+                TimedDispatch(self, comp, descriptor, kernel, grid3, block3, lds_size,
+                              self.timing).run(batch, stats)
+            else:
+                for first in range(0, n_wg, per_batch):
+                    batch(np.arange(first, min(n_wg, first + per_batch)))
         finally:
             if packet is not None:
                 self.memory.free(packet)
@@ -252,7 +267,7 @@ class Emulator:
     def _run_batch(self, comp: Compiled, kd: KernelDescriptor, grid3, block3,
                    wgs: np.ndarray, kernarg: int, kernel: str, lds_size: int,
                    dispatch_ptr: int, queue_ptr: int, dispatch_id: int,
-                   stats: RunStats) -> None:
+                   stats: RunStats, schedule=None) -> None:
         tpw = block3[0] * block3[1] * block3[2]
         wpw = -(-tpw // 64)
         n_wg = wgs.size
@@ -283,7 +298,8 @@ class Emulator:
             g0.tracker = san.Tracker()
         if self._checker is not None:
             g0.hz = HazardState()
-        self._schedule(comp, [g0], ctx, wg_of_wave, n_wg, kernel, stats)
+        # `schedule`: the timing model's scheduler (one wave at a time, in model order)
+        (schedule or self._schedule)(comp, [g0], ctx, wg_of_wave, n_wg, kernel, stats)
 
     def _initial_state(self, comp: Compiled, kd: KernelDescriptor, block3, wg_ids,
                        wave_in_wg, n: int, kernarg: int, dispatch_ptr: int, queue_ptr: int,
