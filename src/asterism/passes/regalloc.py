@@ -214,7 +214,7 @@ class _KernelAllocator:
         self.coalesce = coalesce
         self.live = KernelLiveness(kernel, isa)
         self._names: dict[SSAValue, str] | None = None
-        self._types: dict[tuple[int, int], tuple[RegisterType, RegisterType]] = {}
+        self._types: dict[tuple, RegisterType] = {}
         self.reserved: dict[str, set[int]] = {f: set() for f in FILES}
         self.reserved_text: dict[str, list[str]] = {f: [] for f in FILES}
         regions = list(kernel.reserved_regions.items()) + [(t.asm(), t) for t in reserve]
@@ -434,13 +434,20 @@ class _KernelAllocator:
         best: dict[str, tuple] = {}
         failures: dict[str, _Group] = {}
         for coalesce in attempts:
+            if all(f in best and best[f][0] <= pressure[f].peak for f in FILES):
+                break  # every file is at its peak: nothing to improve
             occ = {f: o.copy() for f, o in base.items()}
             groups, copies, mfmas = self.groups(occ, coalesce)
             for f in FILES:
                 if f in best and best[f][0] <= pressure[f].peak:
                     continue
-                for order in ("start", "wide"):
-                    placed, failed = self.color(groups, occ[f].copy(), f, order)
+                if not any(g.fixed is None and g.kind == f and g.runs for g in groups):
+                    orders: tuple[str, ...] = ("start",)  # nothing to place: no copies
+                else:
+                    orders = ("start", "wide")
+                for order in orders:
+                    work = occ[f].copy() if len(orders) > 1 else occ[f]
+                    placed, failed = self.color(groups, work, f, order)
                     if failed is not None:
                         failures.setdefault(f, failed)
                         continue
@@ -488,11 +495,11 @@ class _KernelAllocator:
         assignment = report.assignment
         for v in c.values:
             t: RegisterType = v.type  # type: ignore[assignment]
-            key = (id(t), first)  # attribute hashing is slow; the types stay alive in `cache`
-            found = cache.get(key)
-            if found is None:
-                found = cache[key] = (t, t.with_index(first))
-            new = found[1]
+            # Attribute hashing and construction are slow: one new type per shape.
+            key = (type(t), t.count.data, t.align.data, first)
+            new = cache.get(key)
+            if new is None:
+                new = cache[key] = t.with_index(first)
             if new is not t:
                 v._type = new  # xDSL values have no public type setter
             assignment[v] = new
