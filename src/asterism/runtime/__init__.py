@@ -2,12 +2,19 @@
 
     times = asterism.launch("add_10.hsaco", "add_10", grid=(4, 1, 1), block=(64, 1, 1),
                             args=[out]).times
+
+With `timing=True` (or an `emu.timing.TimingOptions`) the emulator also runs its timing
+model (modeled, not measured; see asterism/emu/timing.py): `result.timing` holds the
+modeled cycles and `trace_dir=` writes them as an ATT trace folder, with source locations
+when the kernel comes from .mlir/.s text or a module (or from `source_map=`).
 """
 
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from asterism.errors import AsterismError
@@ -28,6 +35,8 @@ class LaunchResult:
     kernel: str
     stats: Any = None  # emulator RunStats of the last launch
     outputs: list[str] = field(default_factory=list)  # arguments copied back
+    timing: Any = None  # emu.timing.TimingResult of the last launch (timing=...)
+    trace_dir: Path | None = None  # where the modeled trace was written
 
 
 def _dim3(value, what: str) -> tuple[int, int, int]:
@@ -39,8 +48,59 @@ def _dim3(value, what: str) -> tuple[int, int, int]:
     return vals + (1,) * (3 - len(vals))
 
 
+def _mc_module(source):
+    """The McModule of a .mlir/.s path, an xDSL module or an McModule (None otherwise)."""
+    from asterism.mc.program import McModule
+
+    if isinstance(source, McModule):
+        return source
+    if isinstance(source, (str, os.PathLike)):
+        path = os.fspath(source)
+        if path.endswith(".mlir"):
+            from asterism import api
+
+            return api.lower(path)
+        if path.endswith(".s"):
+            from asterism.mc.parser import parse_asm
+
+            try:
+                with open(path) as f:
+                    text = f.read()
+            except OSError as err:
+                raise AsterismError(f"cannot read {path}: {err.strerror}") from None
+            return parse_asm(text, path)
+        return None
+    if hasattr(source, "body") and hasattr(source, "walk"):  # an xDSL module (builder)
+        from asterism import api
+
+        return api.lower(source)
+    return None
+
+
+def load_with_source_map(source) -> tuple[CodeObject, bytes, dict[int, str]]:
+    """As load_code_object, plus address -> "file:line" when the source has locations."""
+    module = _mc_module(source)
+    if module is None:
+        obj, data = load_code_object(source)
+        return obj, data, {}
+    from asterism.mc.assembler import assemble
+    from asterism.mc.source_map import source_map
+
+    data = assemble(module)
+    obj = read_code_object(data)
+    return obj, data, source_map(module, obj.text_address)
+
+
 def load_code_object(source) -> tuple[CodeObject, bytes]:
-    """A CodeObject and its bytes from bytes, a path (.hsaco, .s or .mlir) or a CodeObject."""
+    """A CodeObject and its bytes from bytes, a path (.hsaco, .s or .mlir), a CodeObject or
+    a module (builder/xDSL or McModule)."""
+    module = None if isinstance(source, (str, os.PathLike, bytes, bytearray, CodeObject)) \
+        else _mc_module(source)
+    if module is not None:
+        from asterism.mc.assembler import assemble
+
+        data = assemble(module)
+        return read_code_object(data), data
     if isinstance(source, CodeObject):
         from asterism.mc.codeobject import write_code_object
 
@@ -80,15 +140,33 @@ def select_backend(name: str, target: str):
 
 
 def launch(code_object, kernel: str, grid=(1, 1, 1), block=(64, 1, 1), args=(),
-           backend: str = "auto", iterations: int = 1) -> LaunchResult:
-    """Run `kernel` of a code object (bytes, path to .hsaco/.s/.mlir, or CodeObject).
+           backend: str = "auto", iterations: int = 1, timing: Any = False,
+           trace_dir: str | os.PathLike | None = None,
+           source_map: Mapping[int, str] | None = None) -> LaunchResult:
+    """Run `kernel` of a code object (bytes, path to .hsaco/.s/.mlir, CodeObject or module).
 
     `grid` counts workgroups, `block` work-items per workgroup. `args` lists the explicit
     arguments in order (or maps names to values): NumPy arrays for buffers, scalars for
     by-value arguments. Arrays the kernel may write (access qualifier not read_only) receive
-    the results. Returns per-launch times.
+    the results. Returns per-launch times. `timing` (True or a TimingOptions) runs the
+    emulator's timing model (modeled, not measured): `result.timing`, and `trace_dir`
+    writes it as an ATT folder (code.json source column from `source_map` or the source).
     """
-    obj, data = load_code_object(code_object)
+    from asterism.emu.timing import TimingOptions
+
+    options = TimingOptions.of(timing)
+    if options is None and trace_dir is not None:
+        raise ArgumentError("trace_dir needs timing=True (traces come from the timing model)")
+    if options is not None:
+        if backend == "hip":
+            raise ArgumentError("the timing model runs on the emulator: use backend='emu' "
+                                "(or 'auto') with timing=True")
+        backend = "emu"
+        obj, data, smap = load_with_source_map(code_object)
+        if source_map is not None:
+            smap = dict(source_map)
+    else:
+        obj, data = load_code_object(code_object)
     entry = next((k for k in obj.kernels if k.name == kernel), None)
     if entry is None:
         names = ", ".join(k.name for k in obj.kernels) or "none"
@@ -105,11 +183,18 @@ def launch(code_object, kernel: str, grid=(1, 1, 1), block=(64, 1, 1), args=(),
     be = select_backend(backend, obj.target.name)
     if be.name == "hip":
         times, stats = be.launch(obj, entry, packed, grid3, block3, iterations, data)
+    elif options is not None:
+        times, stats = be.launch(obj, entry, packed, grid3, block3, iterations, timing=options)
     else:
         times, stats = be.launch(obj, entry, packed, grid3, block3, iterations)
-    return LaunchResult(times, be.name, be.device_name(), kernel, stats,
-                        [b.name for b in packed.buffers if b.copy_out])
+    result = LaunchResult(times, be.name, be.device_name(), kernel, stats,
+                          [b.name for b in packed.buffers if b.copy_out])
+    if options is not None:
+        result.timing = stats.timing
+        if trace_dir is not None:
+            result.trace_dir = stats.timing.write_trace(trace_dir, smap)
+    return result
 
 
 __all__ = ["ArgumentError", "LaunchResult", "describe_signature", "launch", "load_code_object",
-           "select_backend"]
+           "load_with_source_map", "select_backend"]

@@ -44,9 +44,15 @@ class EmuBackend:
         return program
 
     def launch(self, obj: CodeObject, kernel, packed: PackedArgs, grid, block,
-               iterations: int) -> tuple[list[float], object]:
-        """Run `iterations` launches; returns (seconds per launch, stats of the last)."""
-        emu = self._emulator(obj.target.name)
+               iterations: int, timing=None) -> tuple[list[float], object]:
+        """Run `iterations` launches; returns (seconds per launch, stats of the last).
+        `timing`: emu.timing.TimingOptions to run the timing model (stats.timing)."""
+        if timing is None:
+            emu = self._emulator(obj.target.name)
+        else:
+            # A timed emulator per launch call: the options differ from call to call.
+            emu = Emulator(obj.target.name, self.memory, sanitizer=self.sanitizer,
+                           instruction_budget=self.instruction_budget, timing=timing)
         program = self._program(obj, kernel)
         mem = self.memory
         addresses = []
