@@ -84,7 +84,8 @@ def make_arg(spec: str, param: dict | None, seed: int):
             else int(spec, 0)
     except ValueError:
         raise AsterismError(f"--arg {name}: cannot understand '{spec}' (expected a number, a "
-                            f"file.npy or one of {', '.join(ARRAY_MAKERS)}:SHAPE[:DTYPE])") from None
+                            f"file.npy or one of {', '.join(ARRAY_MAKERS)}:SHAPE[:DTYPE])"
+                            ) from None
 
 
 _DTYPE_ALIASES = {"f32": "float32", "f16": "float16", "f64": "float64", "i32": "int32",
@@ -103,7 +104,12 @@ def cmd_run(args) -> int:
     from asterism.runtime import launch, load_code_object
     from asterism.runtime.kernargs import describe_signature, explicit_args
 
-    obj, data = load_code_object(args.input)
+    if args.timing:
+        from asterism.runtime import load_with_source_map
+
+        obj, data, smap = load_with_source_map(args.input)
+    else:
+        obj, data = load_code_object(args.input)
     names = [k.name for k in obj.kernels]
     kernel = args.kernel or (names[0] if len(names) == 1 else None)
     if kernel is None:
@@ -130,17 +136,37 @@ def cmd_run(args) -> int:
     reqd = (entry.metadata or {}).get(".reqd_workgroup_size")
     block = _dims(args.block, "--block") if args.block else tuple(reqd or (64,))
     grid = _dims(args.grid, "--grid")
+    timing = trace_dir = None
+    if args.timing:
+        from asterism.emu.timing import TimingOptions, parse_latencies
+
+        latency: dict[str, int] = {}
+        for spec in args.latency:
+            latency.update(parse_latencies(spec))
+        timing = TimingOptions(cus=args.timing_cus, latency=latency)
+        trace_dir = args.trace_dir or os.path.join("asterism-timing", kernel)
+        if args.backend == "hip":
+            raise AsterismError("--timing runs the emulator's timing model: use --backend emu "
+                                "(or auto)")
+        os.makedirs(os.path.dirname(os.path.abspath(trace_dir)), exist_ok=True)
+    elif args.trace_dir or args.latency or args.timing_cus != 1:
+        raise AsterismError("--trace-dir, --latency and --timing-cus need --timing")
     result = launch((obj), kernel, grid=grid, block=block, args=values,
-                    backend=args.backend, iterations=args.iterations)
+                    backend="emu" if timing else args.backend, iterations=args.iterations,
+                    timing=timing or False, trace_dir=trace_dir,
+                    source_map=smap if timing else None)
     arrays = {n: v for n, v in values.items() if isinstance(v, np.ndarray)}
     if args.save_dir:
         os.makedirs(args.save_dir, exist_ok=True)
         for n in result.outputs:
             np.save(os.path.join(args.save_dir, f"{n}.npy"), arrays[n])
     if args.json:
-        print(json.dumps({"kernel": kernel, "backend": result.backend, "device": result.device,
-                          "times": result.times, "grid": grid, "block": block,
-                          "outputs": {n: arrays[n].tolist() for n in result.outputs}}))
+        out = {"kernel": kernel, "backend": result.backend, "device": result.device,
+               "times": result.times, "grid": grid, "block": block,
+               "outputs": {n: arrays[n].tolist() for n in result.outputs}}
+        if result.timing is not None:
+            out["timing"] = {**result.timing.to_json(), "trace_dir": str(result.trace_dir)}
+        print(json.dumps(out))
         return 0
     wall = " ".join(f"{t * 1e3:.3f}" for t in result.times)
     print(f"ran {kernel} on {result.device}: grid {grid} x block {block}, "
@@ -149,6 +175,13 @@ def cmd_run(args) -> int:
         s = result.stats
         print(f"  {s.waves} waves, {s.wave_instructions} wave-instructions "
               f"({s.wave_instructions_per_second:,.0f}/s on the emulator; not a GPU timing)")
+    if result.timing is not None:
+        print(result.timing.summary(), end="")
+        from asterism.emu.timing import MODEL_NOTE
+
+        print(f"  trace ({MODEL_NOTE}): {result.trace_dir}  (read it with "
+              f"`asterism trace report {result.trace_dir}` or `asterism trace plot "
+              f"{result.trace_dir} -o timeline.png`)")
     with np.printoptions(threshold=16, edgeitems=8, linewidth=100):
         for n in result.outputs:
             arr = arrays[n]
@@ -168,6 +201,13 @@ The dtype defaults to the argument's type in the kernel metadata (else float32).
 examples:
   asterism run examples/demo/add_10.mlir --grid 4 --arg out=zeros:256:i32
   asterism run k.hsaco --kernel gemm --grid 2,2 --block 256 --arg a.npy b.npy zeros:4096:f32
+  asterism run k.mlir --grid 2432 --timing --trace-dir /tmp/k.att --latency hbm=700
+
+--timing runs the emulator's timing model (modeled, not measured): the waves of the first
+--timing-cus CUs (workgroups go to the device's CUs round-robin) are modeled cycle by cycle,
+the rest run functionally; it prints modeled cycles per wave and writes an ATT trace folder
+(default asterism-timing/KERNEL) for `asterism trace report|plot`. --latency overrides
+memory latencies in cycles: lds, smem, l2_hit, hbm (defaults: asterism/target/data/timing.toml).
 """
 
 
@@ -287,6 +327,14 @@ def register(sub, verb) -> None:
     p.add_argument("--save-dir", help="save output arrays there as NAME.npy")
     p.add_argument("--seed", type=int, default=0, help="seed for rand: arguments")
     p.add_argument("--json", action="store_true", help="machine-readable output")
+    p.add_argument("--timing", action="store_true",
+                   help="run the emulator's timing model (modeled cycles + ATT trace)")
+    p.add_argument("--trace-dir", metavar="DIR",
+                   help="where --timing writes the trace (default asterism-timing/KERNEL)")
+    p.add_argument("--timing-cus", type=int, default=1, metavar="N",
+                   help="CUs modeled in detail (default 1; the others run functionally)")
+    p.add_argument("--latency", action="append", default=[], metavar="NAME=CYCLES,...",
+                   help="memory latency overrides for --timing: lds, smem, l2_hit, hbm")
 
     p = verb("hazards", cmd_hazards, "report missing wait states (s_nop) in a kernel",
              "Check every instruction against the target's required wait states "
