@@ -503,6 +503,13 @@ class KernelBuilder(ScheduleMixin):
         return self._abi_value(("workitem_id", dim), lambda: WorkitemIdOp(
             dim, REGISTER_TYPES["v"].relocatable()))
 
+    def cycle_timer(self, name: str, regions: int = 1, *, sgprs: int | None = None):
+        """s_memtime timing regions stored per wave to buffer argument `name`
+        (asterism.builder.timing.CycleTimer)."""
+        from asterism.builder.timing import CycleTimer
+
+        return CycleTimer(self, name, regions, sgprs=sgprs)
+
     # --- blocks ---------------------------------------------------------------------------
 
     def _block_name(self, name: str | None) -> str | None:
