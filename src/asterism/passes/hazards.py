@@ -302,6 +302,7 @@ class _KernelHazards:
         self.order = {id(r): k for k, r in enumerate(self.rules)}
         self.not_sets = {id(r): (frozenset(r.producer_not), frozenset(r.consumer_not))
                          for r in self.rules}
+        self._plans: dict[frozenset[str], tuple] = {}
         self.horizon = max(max([r.wait_states, *(w for _p, w in r.by_passes)])
                            for r in self.rules) + 1
         self.cfg = kernel_cfg(kernel)
@@ -321,20 +322,33 @@ class _KernelHazards:
             self.prepared[block] = items
         self.nops: dict[int, int] = {}
 
+    def _plan(self, classes: frozenset[str]) -> tuple:
+        """What depends only on an instruction's classes (cached): the rules it is a
+        consumer of (table order), the producer roles to record and the class records."""
+        plan = self._plans.get(classes)
+        if plan is None:
+            rules = sorted({id(r): r for c in classes for r in self.by_consumer.get(c, ())
+                            if not classes & self.not_sets[id(r)][1]}.values(),
+                           key=lambda r: self.order[id(r)])
+            roles = tuple(dict.fromkeys(role for cls, role in self.producer_roles
+                                        if cls in classes and role != "none"))
+            class_records = tuple(sorted(c for c, role in self.producer_roles
+                                         if role == "none" and c in classes))
+            plan = self._plans[classes] = (rules, roles, class_records)
+        return plan
+
     def _prepare(self, op: Operation) -> _Prepared:
         facts, roles = hazard_facts(self.mk, op)
         index = len(self.ops)
         self.ops.append(op)
         self.facts.append(facts)
-        checks = []
-        candidates = [r for c in facts.classes for r in self.by_consumer.get(c, ())]
-        candidates.sort(key=lambda r: self.order[id(r)])
+        rules, producer_roles, class_records = self._plan(facts.classes)
+        # Rules that look at the same producer role of the same registers share one lookup.
+        groups: dict[tuple, list[HazardRule]] = {}
         filtered: dict[tuple[str, str], tuple[Key, ...]] = {}
-        for rule in candidates:
-            if facts.classes & self.not_sets[id(rule)][1]:
-                continue
+        for rule in rules:
             if rule.regs == "none":
-                checks.append((rule, (), (0, 0)))
+                groups.setdefault((("none", rule.producer), (0, 0)), []).append(rule)
                 continue
             if rule.consumes == "none":
                 keys = _LINK_KEYS.get(rule.regs, ())
@@ -344,29 +358,18 @@ class _KernelHazards:
                 if keys is None:
                     keys = filtered[link] = _file_keys(rule.regs, roles.get(rule.consumes, []))
             if keys:
-                checks.append((rule, tuple(keys), _rng(keys)))
-        # Rules that look at the same producer role of the same registers share one lookup.
-        groups: dict[tuple, list[HazardRule]] = {}
-        for rule, keys, rng in checks:
-            link = ("none", rule.producer) if rule.regs == "none" else (rule.produces, keys)
-            groups.setdefault((link, rng), []).append(rule)
-        grouped = [(link, rng, rules) for (link, rng), rules in groups.items()]
+                groups.setdefault(((rule.produces, keys), _rng(keys)), []).append(rule)
+        grouped = [(link, rng, rs) for (link, rng), rs in groups.items()]
         records = []
         seen = set()
         # Every write is recorded, whatever the class, so only the latest writer counts.
-        for role in ("def", "exec_def", "vcc_def", "m0_def"):
-            keys = roles.get(role, [])
+        for role in ("def", "exec_def", "vcc_def", "m0_def", *producer_roles):
+            if role in seen:
+                continue
+            keys = roles.get(role)
             if keys:
                 seen.add(role)
                 records.append((role, tuple(keys), _rng(keys)))
-        for cls, role in self.producer_roles:
-            if cls in facts.classes and role not in seen and role != "none":
-                keys = roles.get(role, [])
-                if keys:
-                    seen.add(role)
-                    records.append((role, tuple(keys), _rng(keys)))
-        class_records = tuple(sorted(c for c, role in self.producer_roles
-                                     if role == "none" and c in facts.classes))
         return _Prepared(op, index, facts, grouped, records, class_records)
 
     # ------------------------------------------------------------------ transfer
