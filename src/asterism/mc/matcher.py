@@ -251,12 +251,12 @@ def _candidate_forms(isa: IsaDatabase, mnemonic: str) -> list[Form]:
 
 def select_form(inst: Inst, target: str) -> Form:
     """Choose the form that encodes `inst` as written; raises VerifyError if none fits."""
-    forms = _RESOLVED.get((target, inst.mnemonic))
-    if forms is None:
-        forms = _resolve_forms(inst, target)
+    candidates = _RESOLVED.get((target, inst.mnemonic))
+    if candidates is None:
+        candidates = _resolve_forms(inst, target)
     errors: list[MatchError] = []
-    for form in forms:
-        if _QUICK(form).fits(inst):
+    for form, quick in candidates:
+        if quick.fits(inst):
             return form
         try:
             match_form(inst, form)  # the authority: decides and explains
@@ -269,12 +269,14 @@ def select_form(inst: Inst, target: str) -> Form:
     raise VerifyError(f"{inst.mnemonic}: {best.message}", inst.loc)
 
 
-# (target, mnemonic as written) -> candidate forms, for mnemonics that have some.
-_RESOLVED: dict[tuple[str, str], list[Form]] = {}
+# (target, mnemonic as written) -> (candidate form, its quick matcher), for mnemonics that
+# have some.
+_RESOLVED: dict[tuple[str, str], list[tuple[Form, _QuickMatch]]] = {}
 
 
-def _resolve_forms(inst: Inst, target: str) -> list[Form]:
-    """The candidate forms of `inst`'s mnemonic; raises VerifyError if there are none."""
+def _resolve_forms(inst: Inst, target: str) -> list[tuple[Form, _QuickMatch]]:
+    """The candidate forms of `inst`'s mnemonic with their quick matchers; raises
+    VerifyError if there are none."""
     isa = get_isa(target)
     found = isa.resolve(inst.mnemonic)
     if found is None:
@@ -289,8 +291,8 @@ def _resolve_forms(inst: Inst, target: str) -> list[Form]:
     forms = candidate_forms(isa, inst)
     if not forms:
         raise VerifyError(f"{inst.mnemonic}: no such encoding on {isa.target}", inst.loc)
-    _RESOLVED[(target, inst.mnemonic)] = forms
-    return forms
+    candidates = _RESOLVED[(target, inst.mnemonic)] = [(f, _QUICK(f)) for f in forms]
+    return candidates
 
 
 def match_form(inst: Inst, form: Form) -> None:
@@ -328,14 +330,17 @@ class _QuickMatch:
         self.n_max = len(specs)
         self.n_min = len(specs) - (1 if specs and specs[-1].optional else 0)
         self.tests = tuple(_operand_test(form, spec) for spec in specs)
-        self.bus = _BUS(form)
+        bus = _BUS(form)
+        self.checks_bus = bus is not None
+        self.bus_positions, self.bus_reads_vcc = bus if bus is not None else ((), False)
         self.rules = _RULES(form)
-        self.modifier_fits: dict[tuple[str, tuple[str, ...]], str | None] = {}
+        # _modifier_fits by mnemonic (no modifiers) or (mnemonic, modifier names)
+        self.modifier_fits: dict[str | tuple[str, tuple[str, ...]], str | None] = {}
 
     def fits(self, inst: Inst) -> bool:
         """True if `inst` fits the form; False if match_form must decide."""
         mods = inst.modifiers
-        key = (inst.mnemonic, tuple(mods))
+        key = (inst.mnemonic, tuple(mods)) if mods else inst.mnemonic
         why = self.modifier_fits.get(key, _UNKNOWN)
         if why is _UNKNOWN:
             if len(self.modifier_fits) > 4096:
@@ -349,7 +354,7 @@ class _QuickMatch:
         for test, op in zip(self.tests, ops):
             if not test(op):
                 return False
-        if self.bus is not None and _bus_reads(ops, *self.bus) > 1:
+        if self.checks_bus and _bus_reads(ops, self.bus_positions, self.bus_reads_vcc) > 1:
             return False  # maybe the same register twice: match_form compares them
         allowed = self.rules.allowed
         for name in mods:

@@ -24,6 +24,7 @@ IGNORED_DIRECTIVES = {
     ".size", ".p2align", ".align", ".balign", ".text", ".rodata", ".data", ".end",
     ".amdhsa_code_object_version", ".amdgpu_hsa_kernel", ".globl", ".global",
 }
+_LABEL_RE = re.compile(r"[A-Za-z_.$][\w.$@]*:")
 TARGET_RE = re.compile(r'"?amdgcn-amd-amdhsa--(gfx[0-9a-f]+)((?::[a-z]+[+-])*)"?')
 
 
@@ -77,25 +78,27 @@ class AsmParser:
             raw = lines[i]
             line_no = i + 1
             i += 1
-            line = _strip_comment(raw).strip()
+            line = (_strip_comment(raw) if ";" in raw or "/" in raw else raw).strip()
             if not line:
                 continue
-            col = raw.find(line[0]) + 1 if line else 1
-            if line.startswith(".amdhsa_kernel"):
-                i = self._amdhsa_block(lines, i, line, line_no)
-                continue
-            if line.startswith(".amdgpu_metadata"):
-                i = self._metadata_block(lines, i, line_no)
-                continue
-            # A label: the first token ends with ':' (an instruction may follow it).
-            first = line.split(None, 1)[0]
-            if first.endswith(":") and re.fullmatch(r"[A-Za-z_.$][\w.$@]*:", first):
-                self._label(first[:-1], line_no)
-                line = line[len(first):].strip()
-                if not line:
+            col = raw.find(line[0]) + 1
+            if line[0] == ".":
+                if line.startswith(".amdhsa_kernel"):
+                    i = self._amdhsa_block(lines, i, line, line_no)
                     continue
-                col = raw.find(line) + 1
-            if line.startswith("."):
+                if line.startswith(".amdgpu_metadata"):
+                    i = self._metadata_block(lines, i, line_no)
+                    continue
+            # A label: the first token ends with ':' (an instruction may follow it).
+            if ":" in line:
+                first = line.split(None, 1)[0]
+                if first.endswith(":") and _LABEL_RE.fullmatch(first):
+                    self._label(first[:-1], line_no)
+                    line = line[len(first):].strip()
+                    if not line:
+                        continue
+                    col = raw.find(line) + 1
+            if line[0] == ".":
                 self._directive(line, line_no, col)
                 continue
             self._instruction(line, line_no, col)
@@ -160,7 +163,7 @@ class AsmParser:
         if self.target is None:
             raise ParseError("no target: add '.amdgcn_target \"amdgcn-amd-amdhsa--gfx942\"' or "
                              "pass --target", self.loc(line_no, col))
-        loc = self.loc(line_no, col)
+        loc = SourceLocation(self.filename, line_no, col)
         inst = self.inst_parser.parse(line, loc)
         try:
             inst.form = select_form(inst, self.target)
