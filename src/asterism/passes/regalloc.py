@@ -18,13 +18,15 @@ What it does, per kernel:
    (it becomes `v_mov_b32 v3, v3`): the output is what was written, with registers filled
    in; the `dce` pass removes such copies when asked.
 4. **Assignment.** Each register file is colored on its own: values in order of where their
-   live range starts (and, as a second try, widest first), each at the lowest register that
-   is aligned (the alignment every operand slot of the value needs: 64-bit VALU pairs, MFMA
-   operands, SGPR pairs/quads) and free over its whole live range. For a straight-line
-   program of one-register values that is optimal (interval graphs); where ranges and
-   alignment fragment the file the second order, then the allocation without coalescing
-   are tried, and the result using the fewest registers is kept. The goal on every kernel is
-   registers used == the peak number live at once.
+   live range starts, each at the lowest register that is aligned (the alignment every
+   operand slot of the value needs: 64-bit VALU pairs, MFMA operands, SGPR pairs/quads) and
+   free over its whole live range. For a straight-line program of one-register values that
+   is optimal (interval graphs); where ranges and alignment fragment the file, other orders
+   (widest, most aligned, longest first; see `ORDERS`), then the allocation without
+   coalescing are tried, stopping at the first that reaches the peak; for small kernels
+   without pins or reserved registers in the file a bounded depth-first search for a
+   placement within the peak follows; else the result using the fewest registers is kept.
+   The goal on every kernel is registers used == the peak number live at once.
 5. **Budgets.** v0..v255 (ArchVGPRs), a0..a255, s0..s101 on gfx942/gfx950, optionally
    lowered (`max-vgprs=`, `max-agprs=`, `max-sgprs=`) and the unified VGPR file
    (alignTo(VGPRs, 4) + AGPRs, `max-total-vgprs=`, 512 at most). A kernel that does not fit
@@ -191,6 +193,27 @@ class _Group:
     @property
     def lo(self) -> int:
         return min((lo for lo, _hi in self.runs), default=0)
+
+
+# Bounds of the exact search that runs when no order reaches the peak (small kernels only).
+EXACT_MAX_VALUES = 400
+EXACT_MAX_STEPS = 50_000
+
+
+def _length(g: _Group) -> int:
+    return g.L.bit_length() - g.lo
+
+
+# The orders in which values are placed (each at its lowest free aligned register), tried in
+# turn until one uses no more registers than the peak pressure. By start point is optimal for
+# one-register values in straight-line code; ranges and alignment fragment the file, which
+# placing the widest (or the most aligned, or the longest) first often avoids.
+ORDERS: dict[str, object] = {
+    "start": lambda kg: (kg[1].lo, -kg[1].width, -kg[1].align, kg[0]),
+    "wide": lambda kg: (-kg[1].width, -kg[1].align, kg[1].lo, kg[0]),
+    "aligned": lambda kg: (-kg[1].align, kg[1].lo, -kg[1].width, kg[0]),
+    "long": lambda kg: (-_length(kg[1]), kg[1].lo, kg[0]),
+}
 
 
 def _parse_ranges(text: str) -> list[RegisterType]:
@@ -386,10 +409,7 @@ class _KernelAllocator:
                 allowed[u] = False
         todo = [(k, g) for k, g in enumerate(groups) if g.fixed is None and g.kind == kind
                 and g.runs]
-        if order == "start":
-            todo.sort(key=lambda kg: (kg[1].lo, -kg[1].width, -kg[1].align, kg[0]))
-        else:
-            todo.sort(key=lambda kg: (-kg[1].width, -kg[1].align, kg[1].lo, kg[0]))
+        todo.sort(key=ORDERS[order])
         placed: dict[int, int] = {}
         occ_d = occ.D
         for k, g in todo:
@@ -415,6 +435,60 @@ class _KernelAllocator:
             else:
                 return placed, g
         return placed, None
+
+    def exact(self, groups: list[_Group], occ: _Occupancy, kind: str,
+              target: int) -> dict[int, int] | None:
+        """A placement of the relocatable groups of one file in registers 0..target-1 found
+        by a bounded depth-first search (most constrained first), for small kernels whose
+        file has no pinned values and no reserved registers; None if there is none within
+        the search budget."""
+        if self.reserved[kind] or any(occ.D) or target > self.limits.of(kind):
+            return None
+        todo = [k for k, g in enumerate(groups) if g.fixed is None and g.kind == kind
+                and g.runs]
+        if not todo or len(todo) > EXACT_MAX_VALUES:
+            return None
+        gs = [groups[k] for k in todo]
+        n = len(gs)
+        span = [(g.lo, g.L.bit_length() - 1) for g in gs]
+        near: list[list[int]] = [[] for _ in range(n)]
+        for i in range(n):
+            lo_i, hi_i = span[i]
+            li, di = gs[i].L, gs[i].D
+            for j in range(i):
+                lo_j, hi_j = span[j]
+                if lo_i > hi_j or lo_j > hi_i:
+                    continue
+                if (li & gs[j].D) | (di & gs[j].L):
+                    near[i].append(j)
+                    near[j].append(i)
+        order = sorted(range(n), key=lambda i: (-sum(gs[j].width for j in near[i]) -
+                                                gs[i].width, -gs[i].align, i))
+        at: list[int | None] = [None] * n
+        steps = 0
+
+        def search(depth: int) -> bool:
+            nonlocal steps
+            if depth == n:
+                return True
+            i = order[depth]
+            w, al = gs[i].width, gs[i].align
+            for r in range(0, target - w + 1, al):
+                steps += 1
+                if steps > EXACT_MAX_STEPS:
+                    return False
+                if any(at[j] is not None and at[j] < r + w and r < at[j] + gs[j].width
+                       for j in near[i]):
+                    continue
+                at[i] = r
+                if search(depth + 1):
+                    return True
+                at[i] = None
+            return False
+
+        if not search(0) or steps > EXACT_MAX_STEPS:
+            return None
+        return {todo[i]: at[i] for i in range(n)}  # type: ignore[misc]
 
     def run(self) -> AllocationReport:
         self.check_calls()
@@ -444,10 +518,18 @@ class _KernelAllocator:
                 if not any(g.fixed is None and g.kind == f and g.runs for g in groups):
                     orders: tuple[str, ...] = ("start",)  # nothing to place: no copies
                 else:
-                    orders = ("start", "wide")
-                for order in orders:
-                    work = occ[f].copy() if len(orders) > 1 else occ[f]
-                    placed, failed = self.color(groups, work, f, order)
+                    orders = tuple(ORDERS)
+                for order in (*orders, "exact"):
+                    if order == "exact":
+                        if f in best and best[f][0] <= pressure[f].peak or len(orders) == 1:
+                            break
+                        placed = self.exact(groups, occ[f], f, pressure[f].peak)
+                        if placed is None:
+                            break
+                        failed = None
+                    else:
+                        work = occ[f].copy() if len(orders) > 1 else occ[f]
+                        placed, failed = self.color(groups, work, f, order)
                     if failed is not None:
                         failures.setdefault(f, failed)
                         continue
