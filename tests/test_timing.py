@@ -1,0 +1,292 @@
+"""The emulator's timing model: MFMA issue rate and matrix-core sharing, s_waitcnt stalls for
+the modeled memory latencies, barriers, s_memtime on the model clock, dispatch to CUs, and
+the timing data it reads. Expected cycles are computed by hand from the model's rules
+(asterism/emu/timing.py) and the parameters in target/data/timing.toml."""
+
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import asterism
+from asterism.builder import KernelBuilder
+from asterism.emu.timing import (
+    CAT_IMMED,
+    CAT_VALU,
+    TimingError,
+    TimingOptions,
+    parse_latencies,
+)
+from asterism.errors import TargetError
+from asterism.isa import get_isa
+from asterism.target import timing as tt
+
+DEMO = Path(__file__).resolve().parent.parent / "examples" / "demo"
+TM = tt.get_timing("gfx942")
+START = TM.dispatch["wave_start"]  # cycles from a wave's launch to its first attempt
+LAUNCH = TM.dispatch["wave_launch_interval"]
+MFMA_CYCLES = 4 * get_isa("gfx942").get("v_mfma_f32_16x16x16_f16").passes  # 4 passes of 4
+
+
+def _demo(name: str):
+    spec = importlib.util.spec_from_file_location(name, DEMO / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+mfma_gen = _demo("generate_mfma_10")
+
+
+def mfma_kernel(n: int, block: int):
+    """The demo's kernel (n independent v_mfma_f32_16x16x16_f16) for `block` work-items."""
+    kb = KernelBuilder(f"mfma_{n}", workgroup_size=(block, 1, 1))
+    for i in range(n):
+        kb.v_mfma_f32_16x16x16_f16(kb.v[4 + 4 * i:8 + 4 * i], kb.v[0:2], kb.v[2:4], 0)
+    kb.s_endpgm()
+    return kb.finish()
+
+
+def timed(module, kernel: str, grid=1, block=64, args=(), **options):
+    """Launch with the timing model; returns the TimingResult."""
+    res = asterism.launch(module, kernel, grid=grid, block=block, args=list(args),
+                          timing=TimingOptions(**options) if options else True)
+    return res.timing
+
+
+def records_of(wave, result, mnemonic: str):
+    """The wave's records of instructions whose text starts with `mnemonic`."""
+    return [r for r in wave.records if result.code[r[4] - 1][1].startswith(mnemonic)]
+
+
+def issue(rec) -> int:
+    return rec[0] + rec[2]  # time + stall
+
+
+def test_one_wave_mfmas_issue_16_cycles_apart_and_the_first_at_once():
+    assert MFMA_CYCLES == 16
+    res = timed(mfma_gen.build(10), "mfma_10")
+    (wave,) = res.waves
+    mfmas = records_of(wave, res, "v_mfma_f32_16x16x16_f16")
+    assert len(mfmas) == 10 and all(r[1] == CAT_VALU for r in mfmas)
+    first = mfmas[0]
+    # The first MFMA is the wave's first instruction: tried when the wave starts, issued at
+    # once (no stall), its issue takes one issue cycle (4 clocks).
+    assert (first[0] - wave.begin, first[2], first[3]) == (START, 0, 4)
+    issues = [issue(r) for r in mfmas]
+    assert np.diff(issues).tolist() == [MFMA_CYCLES] * 9
+    # Each later one is tried after the previous issue cycle and waits for the matrix core.
+    assert all((r[2], r[3]) == (MFMA_CYCLES - 4, MFMA_CYCLES) for r in mfmas[1:])
+    # s_endpgm waits for the last MFMA's result (passes * 4 + result_extra after its issue).
+    end = wave.records[-1]
+    assert wave.end == issues[-1] + MFMA_CYCLES + TM.mfma.result_extra == end[0] + end[3]
+
+
+def test_two_waves_on_one_simd_serialize_on_the_matrix_core():
+    # One workgroup of 8 waves: SIMD s gets waves s and s + 4 (slots 0 and 1).
+    res = timed(mfma_kernel(10, 512), "mfma_10", block=512)
+    assert sorted((w.simd, w.slot) for w in res.waves) == [(s, k) for s in range(4)
+                                                           for k in range(2)]
+    for s in range(4):
+        old, young = sorted((w for w in res.waves if w.simd == s), key=lambda w: w.slot)
+        assert young.begin - old.begin == 4 * LAUNCH  # launched after the first four waves
+        old_issue = [issue(r) for r in records_of(old, res, "v_mfma")]
+        young_recs = records_of(young, res, "v_mfma")
+        young_issue = [issue(r) for r in young_recs]
+        # The older wave keeps the unit (oldest first); the younger one's first MFMA waits
+        # until the older one's last MFMA left the matrix core, then runs at the same rate.
+        assert young_issue[0] == old_issue[-1] + MFMA_CYCLES
+        assert young_recs[0][2] == young_issue[0] - (young.begin + START)
+        assert np.diff(young_issue).tolist() == [MFMA_CYCLES] * 9
+        # Waves on different SIMDs do not interfere: every older wave runs as if alone.
+        assert old_issue == [old.begin + START + MFMA_CYCLES * k for k in range(10)]
+        assert old.begin == s * LAUNCH
+
+
+def test_waves_on_different_simds_do_not_wait_for_each_other():
+    res = timed(mfma_kernel(6, 256), "mfma_6", block=256)  # 4 waves, one per SIMD
+    assert sorted(w.simd for w in res.waves) == [0, 1, 2, 3]
+    for w in res.waves:
+        stalls = [r[2] for r in records_of(w, res, "v_mfma")]
+        assert stalls == [0] + [MFMA_CYCLES - 4] * 5
+
+
+def test_one_wave_workgroups_fill_the_cus_round_robin():
+    # The seed's experiment: 8 waves per CU as 8 one-wave workgroups per CU on all CUs.
+    cus = 4
+    res = timed(mfma_gen.build(3), "mfma_3", grid=8 * cus, compute_units=cus, cus=2)
+    assert res.modeled_workgroups == 16 and res.workgroups == 32
+    on_cu0 = sorted(w.workgroup[0] for w in res.waves if w.cu == 0)
+    assert on_cu0 == [k * cus for k in range(8)]  # workgroup i goes to CU i mod 4
+    assert sorted(w.workgroup[0] for w in res.waves if w.cu == 1) == [1 + k * cus
+                                                                     for k in range(8)]
+    for cu in (0, 1):
+        waves = sorted((w for w in res.waves if w.cu == cu), key=lambda w: w.begin)
+        assert [w.simd for w in waves] == [0, 1, 2, 3] * 2
+        assert [w.begin for w in waves] == [LAUNCH * k for k in range(8)]
+
+
+def load_kernel(second_offset: int = 4):
+    """s_load (kernarg), wait, two global loads of the input with a wait after each."""
+    kb = KernelBuilder("loads", workgroup_size=(64, 1, 1))
+    inp = kb.arg_buffer("inp", "u32", access="read_only")
+    out = kb.arg_buffer("out", "u32", access="write_only")
+    kp = kb.kernarg_ptr()
+    kb.s_load_dwordx4(kb.s[4:8], kp, inp)  # inp and out pointers (adjacent in the kernargs)
+    assert out.offset == inp.offset + 8
+    kb.s_waitcnt(lgkmcnt=0)
+    kb.v_mov_b32(kb.v(1), 0)
+    kb.global_load_dword(kb.v(2), kb.v(1), kb.s[4:6])  # first touch of the line: HBM
+    kb.s_waitcnt(vmcnt=0)
+    kb.global_load_dword(kb.v(3), kb.v(1), kb.s[4:6], offset=second_offset)
+    kb.s_waitcnt(vmcnt=0)
+    kb.v_add_u32(kb.v(2), kb.v(2), kb.v(3))
+    kb.global_store_dword(kb.v(1), kb.v(2), kb.s[6:8])
+    kb.s_endpgm()
+    return kb.finish()
+
+
+@pytest.mark.parametrize("hbm, l2", [(600, 200), (1000, 252)])
+def test_load_then_waitcnt_stalls_for_the_modeled_latency(hbm, l2):
+    inp, out = np.array([5, 7, 0, 0], np.uint32), np.zeros(1, np.uint32)
+    res = asterism.launch(load_kernel(), "loads", grid=1, block=64, args=[inp, out],
+                          timing=TimingOptions(latency={"hbm": hbm, "l2_hit": l2}))
+    assert out[0] == 12
+    (wave,) = res.timing.waves
+    recs = wave.records
+    names = [res.timing.code[r[4] - 1][1].split()[0] for r in recs]
+    assert names == ["s_load_dwordx4", "s_waitcnt", "v_mov_b32_e32", "global_load_dword",
+                     "s_waitcnt", "global_load_dword", "s_waitcnt", "v_add_u32_e32",
+                     "global_store_dword", "s_endpgm"]
+    t0 = wave.begin + START
+    # By hand: s_load issues at t0 and its kernarg line is new (HBM); the wait after it is
+    # tried at t0 + 4 and ends when the load returns at t0 + hbm.
+    assert recs[0][:4] == (t0, 1, 0, 4)
+    assert recs[1][:4] == (t0 + 4, CAT_IMMED, hbm - 4, hbm - 4)
+    t1 = t0 + hbm  # v_mov; the first global load issues at t1 + 4 (new line: HBM)
+    assert (recs[2][0], recs[3][0], recs[3][2]) == (t1, t1 + 4, 0)
+    assert recs[4][:4] == (t1 + 8, CAT_IMMED, hbm - 4, hbm - 4)
+    t2 = t1 + 4 + hbm  # the second load reads the same 128-byte line: an L2 hit
+    assert recs[5][0] == t2
+    assert recs[6][:4] == (t2 + 4, CAT_IMMED, l2 - 4, l2 - 4)
+    # The store is acknowledged by the L2; s_endpgm waits for it.
+    t3 = t2 + l2 + 4
+    assert recs[8][0] == t3
+    assert wave.end == t3 + l2
+
+
+def test_a_new_line_costs_hbm_again():
+    res = asterism.launch(load_kernel(second_offset=256), "loads", grid=1, block=64,
+                          args=[np.zeros(128, np.uint32), np.zeros(1, np.uint32)],
+                          timing=TimingOptions(latency={"hbm": 800, "l2_hit": 100}))
+    waits = [r for r in res.timing.waves[0].records if r[1] == CAT_IMMED]
+    assert [r[2] for r in waits] == [796, 796, 796]
+
+
+def barrier_kernel(waves: int):
+    kb = KernelBuilder("bar", workgroup_size=(64 * waves, 1, 1))
+    kb.s_barrier()
+    kb.s_endpgm()
+    return kb.finish()
+
+
+def test_barrier_waits_for_the_last_wave():
+    res = timed(barrier_kernel(3), "bar", block=192)
+    # Waves launch LAUNCH apart and reach the barrier START after their launch; the last one
+    # arrives at 2 * LAUNCH + START and everyone leaves `barrier` cycles later.
+    release = 2 * LAUNCH + START + TM.dispatch["barrier"]
+    for w in res.waves:
+        bar = w.records[0]
+        arrive = w.begin + START
+        assert bar[:4] == (arrive, CAT_IMMED, release - arrive, release - arrive)
+        assert w.records[1][0] == release  # s_endpgm tried right after the release
+
+
+def memtime_kernel(n_add: int):
+    kb = KernelBuilder("clock", workgroup_size=(64, 1, 1))
+    timer = kb.cycle_timer("stamps", regions=2, sgprs=20)
+    with timer.region(0):
+        for _ in range(n_add):
+            kb.v_add_u32(kb.v(1), 1, kb.v(1))
+    with timer.region(1):
+        kb.v_exp_f32(kb.v(2), kb.v(1))
+        kb.v_exp_f32(kb.v(3), kb.v(2))  # reads the first result: waits for the trans latency
+    timer.flush()
+    kb.s_endpgm()
+    return kb.finish(), timer
+
+
+@pytest.mark.parametrize("n_add", [0, 5, 17])
+def test_s_memtime_deltas_are_the_modeled_cycles(n_add):
+    module, timer = memtime_kernel(n_add)
+    stamps = timer.host_buffer(1)
+    res = asterism.launch(module, "clock", grid=1, block=64, args=[stamps], timing=True)
+    cycles = timer.cycles(stamps)
+    (wave,) = res.timing.waves
+    times = [issue(r) for r in records_of(wave, res.timing, "s_memtime")]
+    assert stamps[0, :, 0].tolist() == times[0::2] and stamps[0, :, 1].tolist() == times[1::2]
+    # By hand: back-to-back independent VALU ops issue every 4 cycles; a dependent
+    # transcendental waits latency.trans after the first one.
+    assert cycles.tolist() == [[4 * (n_add + 1), 4 + TM.latency["trans"] + 4]]
+    # Without the model s_memtime is a monotonic counter.
+    stamps[:] = 0
+    asterism.launch(module, "clock", grid=1, block=64, args=[stamps])
+    assert (timer.cycles(stamps) > 0).all()
+
+
+def test_waves_of_other_cus_run_functionally():
+    module, timer = memtime_kernel(3)
+    stamps = timer.host_buffer(3)
+    res = asterism.launch(module, "clock", grid=3, block=64, args=[stamps],
+                          timing=TimingOptions(compute_units=2))
+    assert [w.workgroup[0] for w in res.timing.waves] == [0, 2]  # CU 0 of 2
+    assert res.timing.cycles == max(w.end for w in res.timing.waves)
+    assert timer.cycles(stamps)[0, 0] == timer.cycles(stamps)[2, 0] == 16
+    assert (stamps[1] > 0).all()  # CU 1's workgroup ran (counter stamps)
+
+
+def test_options_and_latency_names():
+    assert parse_latencies("lds=128, hbm=0x100") == {"lds": 128, "hbm": 256}
+    with pytest.raises(TimingError, match="expected NAME=CYCLES"):
+        parse_latencies("hbm")
+    with pytest.raises(TimingError, match="unknown memory latency dram; choose from lds"):
+        timed(mfma_gen.build(1), "mfma_1", latency={"dram": 5})
+    with pytest.raises(TimingError, match="at least one CU"):
+        timed(mfma_gen.build(1), "mfma_1", cus=0)
+    with pytest.raises(TimingError, match="TimingOptions"):
+        TimingOptions.of("yes")
+    assert TimingOptions.of(False) is None and TimingOptions.of(True) == TimingOptions()
+    with pytest.raises(asterism.runtime.ArgumentError, match="trace_dir needs timing"):
+        asterism.launch(mfma_gen.build(1), "mfma_1", trace_dir="x")
+    with pytest.raises(asterism.runtime.ArgumentError, match="runs on the emulator"):
+        asterism.launch(mfma_gen.build(1), "mfma_1", timing=True, backend="hip")
+
+
+@pytest.mark.parametrize("target", ["gfx942", "gfx950"])
+def test_timing_data_for_the_emulator(target):
+    tm = tt.get_timing(target)
+    assert set(tm.issue_ports) == set(tt.TIMING_CLASSES)
+    assert tm.issue_ports["mfma"] == tm.issue_ports["valu"] == "valu"
+    assert tm.issue_ports["smem"] == tm.issue_ports["salu"] == "scalar"
+    assert set(tm.memory) == set(tt.MEMORY_KEYS) and set(tm.dispatch) == set(tt.DISPATCH_KEYS)
+    assert tm.memory["lds"] < tm.memory["l2_hit"] < tm.memory["hbm"]
+    assert tm.with_memory(hbm=1).memory["hbm"] == 1 and tm.memory["hbm"] == 600
+    with pytest.raises(TargetError, match="whole number"):
+        tm.with_memory(lds=-1)
+
+
+def test_bad_issue_ports_are_reported(monkeypatch):
+    good = tt._raw()
+    bad = {**good, "gfx942": {**good["gfx942"], "issue": {**good["gfx942"]["issue"],
+                                                          "mfma": "matrix"}}}
+    monkeypatch.setattr(tt, "_raw", lambda: bad)
+    tt._timing.cache_clear()
+    try:
+        with pytest.raises(TargetError, match=r"\[gfx942.issue\]: unknown ports"):
+            tt.get_timing("gfx942")
+    finally:
+        monkeypatch.undo()
+        tt._timing.cache_clear()
