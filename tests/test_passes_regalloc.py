@@ -355,21 +355,22 @@ def test_conflicting_pins_name_both():
 
 def test_fragmented_file_is_an_error_naming_the_value():
     kb = KernelBuilder("frag")
-    kb.reserve("R", "v1")
-    x = kb.v_mov_b32(None, 1)
-    y = kb.v_mov_b32(None, 2)
-    kb.v_readfirstlane_b32(None, x)  # x dies: v0 is free, but v1 is reserved
-    pair = kb.v_mov_b64(kb.vregs(2), 0)  # needs an even pair while y is live
-    kb.v_readfirstlane_b32(None, y)
-    kb.v_add_f64(pair, pair, pair)
+    p0 = kb.v_mov_b32(kb.v(0), 1)  # pinned v0 and v5 stay live across the quad below:
+    p5 = kb.v_mov_b32(kb.v(5), 2)  # no 4-aligned quad is free in v0-v7
+    quad = kb.v_mfma_f32_4x4x4_16b_f16(kb.vregs(4, align=4), kb.v_mov_b64(None, 0),
+                                       kb.v_mov_b64(None, 0), 0)
+    kb.v_add_u32(p0, p0, p5)
+    kb.v_mfma_f32_4x4x4_16b_f16(quad, kb.v_mov_b64(None, 0), kb.v_mov_b64(None, 0), quad)
     kb.s_endpgm()
     module = kb.finish()
     with pytest.raises(RegisterAllocationError) as info:
-        allocate_module(module, **{"max-vgprs": "4"})
+        allocate_module(module.clone(), **{"max-vgprs": "8"})
     err = info.value
-    assert "no room for %" in err.message and "v[? + 2]" in err.message
-    assert "reserved R v1" in err.message and "the peak is 3" in err.message
+    assert "no room for %" in err.message and "v[? + 4], align 4" in err.message
+    assert "the peak is 8 live" in err.message and "8 VGPRs are available (v0-v7)" in err.message
     assert err.location.file == __file__
+    report = allocate(module, **{"max-vgprs": "12"})
+    assert quad.type.first == 8 and report.files["v"].used > report.files["v"].peak  # pins
 
 
 def test_unified_budget():
