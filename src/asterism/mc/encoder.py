@@ -16,7 +16,7 @@ from collections.abc import Callable
 from asterism.errors import EncodeError
 from asterism.isa import Form, OperandSpec
 from asterism.isa.formats import DPP, FORMATS, SDWA, SRC_DPP, SRC_SDWA, Format
-from asterism.isa.syntax import SDWA_SEL, SDWA_UNUSED
+from asterism.isa.syntax import SDWA_SEL, SDWA_UNUSED, SRC_VGPR_BASE
 from asterism.mc.decoder import op_sel_positions
 from asterism.mc.inst import Inst
 from asterism.mc.operand_codes import scalar_code, src_code
@@ -89,21 +89,23 @@ def _field_table(fmt: Format) -> dict[str, tuple[int, int, int]]:
     return table
 
 
-class _State:
-    """Encoding in progress: the instruction and where it goes, the main word, the DPP/SDWA
-    dword, the literal and the scaled-MFMA prefix."""
+class _State(_Fields):
+    """Encoding in progress: the main word (its fields), the instruction and where it goes,
+    the DPP/SDWA dword, the literal and the scaled-MFMA prefix."""
 
-    __slots__ = ("inst", "address", "labels", "w", "extra", "literal", "prefix")
+    __slots__ = ("inst", "address", "labels", "extra", "literal", "prefix")
 
-    def __init__(self, inst: Inst, address: int, labels: dict[str, int], w: _Fields,
-                 extra: int | None, prefix: _Fields | None):
+    def __init__(self, plan: _Plan, inst: Inst, address: int, labels: dict[str, int]):
+        self.fmt = plan.fmt
+        self.value = plan.word
+        self._table = plan.field_table
         self.inst = inst
         self.address = address
         self.labels = labels
-        self.w = w
-        self.extra = extra
+        self.extra = plan.extra
         self.literal: int | None = None
-        self.prefix = prefix
+        self.prefix = None if plan.prefix_word is None else _Fields(FORMATS["VOP3P"],
+                                                                    plan.prefix_word)
 
     def set_literal(self, bits: int) -> None:
         if self.literal is not None and self.literal != bits:
@@ -129,19 +131,15 @@ class Encoder:
 
     def _encode(self, inst: Inst, form: Form, address: int, labels: dict[str, int]) -> bytes:
         plan = _PLANS(form)
-        w = _Fields(plan.fmt, plan.word)
-        prefix = None
-        if plan.prefix_word is not None:
-            prefix = _Fields(FORMATS["VOP3P"], plan.prefix_word)
-        st = _State(inst, address, labels, w, plan.extra, prefix)
+        st = _State(plan, inst, address, labels)
         for (spec, handler), op in zip(plan.slots, inst.operands):
             if handler is not None:
                 handler(plan, spec, op.operand if isinstance(op, Mod) else op, op, st)
         if plan.modifiers is not None:
             plan.modifiers(plan, inst, st)
-        data = w.value.to_bytes(plan.size, "little")
-        if prefix is not None:
-            data = prefix.value.to_bytes(8, "little") + data
+        data = st.value.to_bytes(plan.size, "little")
+        if st.prefix is not None:
+            data = st.prefix.value.to_bytes(8, "little") + data
         if st.extra is not None:
             data += st.extra.to_bytes(4, "little")
         if st.literal is not None:
@@ -174,6 +172,7 @@ class _Plan:
             self.prefix_word = prefix.value
             w.value |= SCALE_MFMA_MARK
         self.word = w.value
+        self.field_table = _field_table(fmt)
         self.slots = tuple((spec, _slot_handler(form, spec, fmt)) for spec in form.operands)
         # Facts of the form the modifier handlers use.
         self.srcs = [(i, s) for i, s in enumerate(form.operands) if s.name in VOP_SRCS]
@@ -250,7 +249,7 @@ def _op_scale_src(plan: _Plan, spec: OperandSpec, base: Operand, op: Operand,
 
 def _op_simm16(plan: _Plan, spec: OperandSpec, base: Operand, op: Operand,
                st: _State) -> None:
-    st.w.set(spec.name, _simm16(plan.form, spec, base, st.address, st.labels))
+    st.set(spec.name, _simm16(plan.form, spec, base, st.address, st.labels))
 
 
 def _op_extra_src0(plan: _Plan, spec: OperandSpec, base: Operand, op: Operand,
@@ -280,12 +279,12 @@ def _op_sdwa_vsrc1(plan: _Plan, spec: OperandSpec, base: Operand, op: Operand,
     if lit is not None or code > 255:
         raise EncodeError("vsrc1: SDWA accepts a VGPR, SGPR or inline constant")
     st.extra = SDWA["s1"].put(st.extra, 1)
-    st.w.set("vsrc1", code)
+    st.set("vsrc1", code)
 
 
 def _op_smem(plan: _Plan, spec: OperandSpec, op: Operand, written: Operand,
              st: _State) -> None:
-    name, w = spec.name, st.w
+    name, w = spec.name, st
     if name == "sbase":
         code = _scalar(op, "sbase")
         if code % 2:
@@ -317,12 +316,12 @@ def _op_smem(plan: _Plan, spec: OperandSpec, op: Operand, written: Operand,
 def _op_buffer_vaddr(plan: _Plan, spec: OperandSpec, base: Operand, op: Operand,
                      st: _State) -> None:
     if isinstance(base, Reg):
-        st.w.set("vaddr", base.index)
+        st.set("vaddr", base.index)
 
 
 def _op_buffer_srsrc(plan: _Plan, spec: OperandSpec, base: Operand, op: Operand,
                      st: _State) -> None:
-    st.w.set("srsrc", _aligned(base, 4, "srsrc") // 4)
+    st.set("srsrc", _aligned(base, 4, "srsrc") // 4)
 
 
 def _op_buffer_soffset(plan: _Plan, spec: OperandSpec, base: Operand, op: Operand,
@@ -330,15 +329,15 @@ def _op_buffer_soffset(plan: _Plan, spec: OperandSpec, base: Operand, op: Operan
     code, lit = src_code(base, "i32")
     if lit is not None:
         raise EncodeError("soffset: expected an SGPR or an inline constant")
-    st.w.set("soffset", code)
+    st.set("soffset", code)
 
 
 def _op_flat_saddr(plan: _Plan, spec: OperandSpec, base: Operand, op: Operand,
                    st: _State) -> None:
     if isinstance(base, Off):
-        st.w.set("saddr", 0x7F)
+        st.set("saddr", 0x7F)
     else:
-        st.w.set("saddr", _scalar(base, "saddr"))
+        st.set("saddr", _scalar(base, "saddr"))
 
 
 def _op_flat_addr(plan: _Plan, spec: OperandSpec, base: Operand, op: Operand,
@@ -355,27 +354,32 @@ def _op_no_field(plan: _Plan, spec: OperandSpec, base: Operand, op: Operand,
 def _op_vgpr_src(plan: _Plan, spec: OperandSpec, base: Operand, op: Operand,
                  st: _State) -> None:
     """An 8-bit source field (VOP2 vsrc1-like): VGPRs/AGPRs only."""
-    st.w.set(spec.name, _vreg(base, spec.name))
-    _acc(plan.form, spec, base, st)
+    st.set(spec.name, _vreg(base, spec.name))
+    if base.kind == "a":
+        _acc(plan.form, spec, base, st)
 
 
 def _op_src(plan: _Plan, spec: OperandSpec, base: Operand, op: Operand, st: _State) -> None:
     """A 9-bit (or SOP) source: a register, an inline constant or a literal."""
+    if type(base) is Reg and base.kind == "v":  # (the common case, as src_code has it)
+        st.set(spec.name, SRC_VGPR_BASE + base.index)
+        return
     code, lit = src_code(base, spec.type)
     if isinstance(base, Reg) and base.kind == "a":
         _acc(plan.form, spec, base, st)
     if lit is not None:
         st.set_literal(lit)
-    st.w.set(spec.name, code)
+    st.set(spec.name, code)
 
 
 def _op_register(plan: _Plan, spec: OperandSpec, base: Operand, op: Operand,
                  st: _State) -> None:
     """Any other field: a VGPR/AGPR index, a scalar register code or a plain immediate."""
-    name, w = spec.name, st.w
+    name, w = spec.name, st
     if isinstance(base, Reg) and base.kind in ("v", "a") and "s" not in spec.kinds:
         w.set(name, base.index)
-        _acc(plan.form, spec, base, st)
+        if base.kind == "a":
+            _acc(plan.form, spec, base, st)
         return
     if isinstance(base, Reg) and base.kind in ("v", "a"):
         w.set(name, base.index)
@@ -393,7 +397,7 @@ def _acc(form: Form, spec: OperandSpec, reg: Operand, st: _State) -> None:
     """Set the AGPR-select bit of the operand's family when it names an AGPR."""
     if not (isinstance(reg, Reg) and reg.kind == "a") or "v" not in spec.kinds:
         return
-    enc, w = form.enc, st.w
+    enc, w = form.enc, st
     if enc in ("MAI", "MAI_SCALE"):
         if spec.name in ("vdst", "src2"):
             w.set("acc_cd", 1)
@@ -451,7 +455,7 @@ def _modifier_handler(form: Form) -> ModifierHandler | None:
 
 
 def _mods_bitop3(plan: _Plan, inst: Inst, st: _State) -> None:
-    m, w = inst.modifiers, st.w
+    m, w = inst.modifiers, st
     table = _check_range(int(m.get("bitop3", 0)), 0, 255, "bitop3")
     w.set("neg", table & 7)
     w.set("abs", (table >> 3) & 7)
@@ -462,7 +466,7 @@ def _mods_bitop3(plan: _Plan, inst: Inst, st: _State) -> None:
 
 
 def _mods_vop3(plan: _Plan, inst: Inst, st: _State) -> None:
-    m, w = inst.modifiers, st.w
+    m, w = inst.modifiers, st
     ops = inst.operands
     neg = absm = 0
     for i, k in plan.src_bits:
@@ -488,7 +492,7 @@ def _mods_vop3(plan: _Plan, inst: Inst, st: _State) -> None:
 
 
 def _mods_vop3p(plan: _Plan, inst: Inst, st: _State) -> None:
-    m, w = inst.modifiers, st.w
+    m, w = inst.modifiers, st
     n = len(plan.srcs)
     mix = plan.mix
     default_hi = (0,) * n if mix else (1,) * n
@@ -516,12 +520,12 @@ def _mods_vop3p(plan: _Plan, inst: Inst, st: _State) -> None:
 
 def _mods_accvgpr(plan: _Plan, inst: Inst, st: _State) -> None:
     # v_accvgpr_read/write: encoded like VOP3P with op_sel_hi at its default (1s).
-    st.w.set("op_sel_hi", 3)
-    st.w.set("op_sel_hi2", 1)
+    st.set("op_sel_hi", 3)
+    st.set("op_sel_hi2", 1)
 
 
 def _mods_mfma(plan: _Plan, inst: Inst, st: _State) -> None:
-    m, w = inst.modifiers, st.w
+    m, w = inst.modifiers, st
     for name in ("cbsz", "abid", "blgp"):
         if name in m:
             w.set(name, int(m[name]))
@@ -535,7 +539,7 @@ def _mods_mfma(plan: _Plan, inst: Inst, st: _State) -> None:
 
 
 def _mods_ds(plan: _Plan, inst: Inst, st: _State) -> None:
-    m, w = inst.modifiers, st.w
+    m, w = inst.modifiers, st
     if "offset0" in m or "offset1" in m:
         w.set("offset0", _check_range(int(m.get("offset0", 0)), 0, 255, "offset0"))
         w.set("offset1", _check_range(int(m.get("offset1", 0)), 0, 255, "offset1"))
@@ -549,7 +553,7 @@ def _mods_ds(plan: _Plan, inst: Inst, st: _State) -> None:
 
 
 def _mods_flat(plan: _Plan, inst: Inst, st: _State) -> None:
-    m, w, enc = inst.modifiers, st.w, plan.form.enc
+    m, w, enc = inst.modifiers, st, plan.form.enc
     off = int(m.get("offset", 0))
     if enc == "FLAT":
         w.set("offset", _check_range(off, 0, 4095, "FLAT offset"))
@@ -560,7 +564,7 @@ def _mods_flat(plan: _Plan, inst: Inst, st: _State) -> None:
 
 
 def _mods_buffer(plan: _Plan, inst: Inst, st: _State) -> None:
-    m, w, enc = inst.modifiers, st.w, plan.form.enc
+    m, w, enc = inst.modifiers, st, plan.form.enc
     w.set("offset", _check_range(int(m.get("offset", 0)), 0, 4095, "buffer offset"))
     w.set("offen", int(bool(m.get("offen"))))
     w.set("idxen", int(bool(m.get("idxen"))))
@@ -576,7 +580,7 @@ def _mods_buffer(plan: _Plan, inst: Inst, st: _State) -> None:
 
 
 def _mods_smem(plan: _Plan, inst: Inst, st: _State) -> None:
-    m, w = inst.modifiers, st.w
+    m, w = inst.modifiers, st
     w.set("glc", int(bool(m.get("glc")) or bool(plan.form.fixed.get("glc"))))
     w.set("nv", int(bool(m.get("nv"))))
 
