@@ -573,14 +573,14 @@ def test_seed_layout_fixed_regions_and_relocatable_temporaries():
     def build(temps: int):
         kb = KernelBuilder("fa")
         S = kb.reserve("S", "v32-v95")
-        O = kb.reserve("O", "v96-v159")
+        acc = kb.reserve("O", "v96-v159")
         Q = kb.reserve("Q", "v160-v191")
         kb.reserve("KV", "v192-v255")
         kb.reserve("M0", "s63-s67")
         live = [kb.v_mov_b32(None, k) for k in range(temps)]
         for k in range(4):
-            kb.v_mfma_f32_16x16x16_f16(O[4 * k:4 * k + 4], S[2 * k:2 * k + 2], Q[0:2],
-                                       O[4 * k:4 * k + 4])
+            kb.v_mfma_f32_16x16x16_f16(acc[4 * k:4 * k + 4], S[2 * k:2 * k + 2], Q[0:2],
+                                       acc[4 * k:4 * k + 4])
             kb.v_add_u32(live[k], live[k], live[k])
         offs = kb.s_add_u32(None, kb.s_mov_b32(None, 64), 4)
         kb.s_mov_b32(kb.special("m0"), offs)
