@@ -367,3 +367,17 @@ def test_copy_prop_respects_redefinitions_slots_and_joins():
     assert f"v_add_u32 %r3, %d1, %r3 : ({V}, {V}, {V})" in text
     # The copy in ^a does not reach ^b along the other path.
     assert f"v_add_u32 %r4, %e1, %r4 : ({V}, {V}, {V})" in text
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_cleanup_keeps_what_random_kernels_compute(seed):
+    from test_passes_regalloc_random import build, run
+
+    reference = build(seed)
+    cleaned = reference.clone()
+    before = len(mnemonics(cleaned))
+    run_pipeline(cleaned, "copy-prop,dce")
+    assert len(mnemonics(cleaned)) < before  # the generator leaves dead values behind
+    run_pipeline(reference, "regalloc")
+    run_pipeline(cleaned, "regalloc")
+    np.testing.assert_array_equal(run(cleaned), run(reference))
