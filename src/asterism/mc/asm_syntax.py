@@ -239,7 +239,10 @@ class InstParser:
         if _FLOAT_RE.match(t):
             return FloatImm(float(t)), True
         if _INT_RE.match(t):  # a plain number: no symbol can change it
-            return Imm(_int_literal(t), fmt="hex" if "0x" in low else "dec"), True
+            value = _int_literal(t)
+            # (kept for reuse only if it is an inline constant: other values rarely repeat and
+            # would crowd the table)
+            return Imm(value, fmt="hex" if "0x" in low else "dec"), -16 <= value <= 64
         return self._symbolic_operand(t, low, loc), False
 
     def _symbolic_operand(self, t: str, low: str, loc: SourceLocation | None) -> Operand:

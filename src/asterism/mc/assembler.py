@@ -58,7 +58,7 @@ def _encode_text(module: McModule) -> tuple[bytes, list[tuple[McKernel, int, int
                                       getattr(item, "loc", None))
                 labels[item.name] = len(text)
                 continue
-            if any(type(op) is Label for op in item.operands):
+            if Label in map(type, item.operands):  # (a branch to a label)
                 data = ENCODER.encode(item, len(text), any_label)
                 fixups.append((item, len(text), len(data)))
             else:

@@ -15,7 +15,6 @@ from asterism.errors import VerifyError
 from asterism.isa import Form
 from asterism.mc.inst import Inst
 from asterism.mc.operands import Mod, Reg, Special
-from asterism.mc.per_form import PerForm
 from asterism.mc.program import AbiRequest, KernelArg, LabelDef, McKernel
 from asterism.target import get_target
 
@@ -53,8 +52,9 @@ class RegisterUsage:
 
 def register_usage(body: list[Inst | LabelDef]) -> RegisterUsage:
     """The highest registers used by the instructions (operands and implicit vcc)."""
-    ends = {"v": 0, "a": 0, "s": 0}  # next free register per file
+    vgprs = agprs = sgprs = 0  # next free register per file
     vcc = flat_scratch = False
+    implicit_vcc: dict[int, bool] = {}  # id(form) -> whether it reads or writes vcc
     for item in body:
         if not isinstance(item, Inst):
             continue
@@ -63,16 +63,25 @@ def register_usage(body: list[Inst | LabelDef]) -> RegisterUsage:
                 op = op.operand
             if isinstance(op, Reg):
                 end = op.index + op.count
-                if end > ends.get(op.kind, end):
-                    ends[op.kind] = end
+                kind = op.kind
+                if kind == "v":
+                    vgprs = max(vgprs, end)
+                elif kind == "a":
+                    agprs = max(agprs, end)
+                elif kind == "s":
+                    sgprs = max(sgprs, end)
             elif isinstance(op, Special):
                 if op.name.startswith("vcc"):
                     vcc = True
                 elif op.name.startswith("flat_scratch"):
                     flat_scratch = True
-        if item.form is not None and _IMPLICIT_VCC(item.form):
-            vcc = True
-    return RegisterUsage(vgprs=ends["v"], agprs=ends["a"], sgprs=ends["s"], vcc=vcc,
+        form = item.form
+        if form is not None:
+            implicit = implicit_vcc.get(id(form))
+            if implicit is None:
+                implicit = implicit_vcc[id(form)] = _implicit_vcc(form)
+            vcc = vcc or implicit
+    return RegisterUsage(vgprs=vgprs, agprs=agprs, sgprs=sgprs, vcc=vcc,
                          flat_scratch=flat_scratch)
 
 
@@ -80,9 +89,6 @@ def _implicit_vcc(form: Form) -> bool:
     facts = form.instruction
     return "vcc" in facts.implicit_defs or "vcc" in facts.implicit_uses
 
-
-# form -> whether its instruction reads or writes vcc implicitly
-_IMPLICIT_VCC = PerForm(_implicit_vcc)
 
 
 def user_sgpr_layout(abi: AbiRequest) -> dict[str, int]:
