@@ -216,6 +216,8 @@ def inline_module(module: Operation, keep: bool = False) -> int:
     for amod in amdgcn_modules(module):
         isa = get_isa(amod.target_name)
         funcs = {op.sym_name.data: op for op in amod.body.ops if isinstance(op, func.FuncOp)}
+        if not funcs:
+            continue  # nothing to inline (the verifier rejects calls to unknown symbols)
         kernels = [op for op in amod.body.ops if isinstance(op, KernelOp)]
         kernel_calls = {kernel: _calls_in(kernel) for kernel in kernels}
         for calls in kernel_calls.values():
