@@ -602,3 +602,35 @@ def test_seed_layout_fixed_regions_and_relocatable_temporaries():
     assert "33 are live at once" in info.value.message
     assert ("32 VGPRs are available (v0-v255 minus reserved S v[32:95], O v[96:159], "
             "Q v[160:191], KV v[192:255])") in info.value.message
+
+
+def test_pin_over_a_live_abi_input_is_an_error():
+    module = text_kernel("""\
+    %kp = amdgcn.kernarg_ptr : !amdgcn.sgpr<[0:2]>
+    %s0 = amdgcn.alloca : !amdgcn.sgpr<0>
+    %p = amdgcn.alloca : !amdgcn.sgpr<[? + 2]>
+    %c1 = arith.constant 1 : i32
+    %s1 = amdgcn.sop1 s_mov_b32 %s0, %c1 : (!amdgcn.sgpr<0>, i32) -> !amdgcn.sgpr<0>
+    %p1, %t = amdgcn.smem s_load_dwordx2 %p, %kp, %c1 : (!amdgcn.sgpr<[? + 2]>, !amdgcn.sgpr<[0:2]>, i32) -> (!amdgcn.sgpr<[? + 2]>, !amdgcn.token)
+""", filename="abi.mlir")
+    with pytest.raises(RegisterAllocationError) as info:
+        allocate_module(module)
+    err = info.value
+    assert err.message.startswith("%kp (s[0:1]) and %s1 (s0) are pinned to overlapping "
+                                  "registers and live at once (after amdgcn.sop1 s_mov_b32)")
+    assert str(err.location) == "abi.mlir:7:5"
+
+
+def test_values_read_from_the_entry_agree():
+    # Two allocas of the kernarg registers, both only read: the same hardware value.
+    module = text_kernel("""\
+    %kp = amdgcn.kernarg_ptr : !amdgcn.sgpr<[0:2]>
+    %k2 = amdgcn.alloca : !amdgcn.sgpr<[0:2]>
+    %p = amdgcn.alloca : !amdgcn.sgpr<[? + 2]>
+    %q = amdgcn.alloca : !amdgcn.sgpr<[? + 2]>
+    %c0 = arith.constant 0 : i32
+    %p1, %t = amdgcn.smem s_load_dwordx2 %p, %kp, %c0 : (!amdgcn.sgpr<[? + 2]>, !amdgcn.sgpr<[0:2]>, i32) -> (!amdgcn.sgpr<[? + 2]>, !amdgcn.token)
+    %q1, %u = amdgcn.smem s_load_dwordx2 %q, %k2, %c0 : (!amdgcn.sgpr<[? + 2]>, !amdgcn.sgpr<[0:2]>, i32) -> (!amdgcn.sgpr<[? + 2]>, !amdgcn.token)
+""")
+    allocate(module)
+    assert regs(module, "p") == ["s[2:3]"]  # s[0:1] stays the kernarg pointer until q's load

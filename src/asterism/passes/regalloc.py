@@ -265,25 +265,40 @@ class _KernelAllocator:
                 "register allocation (--pipeline inline,regalloc)", op_location(op))
 
     def check_pins(self) -> None:
-        """Two different values pinned to the same registers must not be live at once."""
+        """Two different values pinned to the same registers (or one overlapping an ABI
+        input) must not be live at once. Classes that only read what the hardware put in a
+        register (live from the kernel entry) agree with each other: the entry is left out."""
         L, D = self.live.ranges()
+        not_entry = ~1
         groups: dict[tuple[str, int, int], list[RegClass]] = {}
-        for c in self.live.classes:
-            if c.fixed is not None and L[c.id]:
-                groups.setdefault((c.kind, c.fixed, c.width), []).append(c)
+        fixed = [c for c in self.live.classes if c.fixed is not None and L[c.id]]
+        for c in fixed:
+            groups.setdefault((c.kind, c.fixed, c.width), []).append(c)
         for members in groups.values():
             if len(members) < 2:
                 continue
             acc_l = acc_d = 0
             for k, c in enumerate(members):
-                clash = (L[c.id] & acc_d) | (D[c.id] & acc_l)
+                clash = ((L[c.id] & acc_d) | (D[c.id] & acc_l)) & not_entry
                 if clash:
                     for other in members[:k]:
-                        both = (L[c.id] & D[other.id]) | (D[c.id] & L[other.id])
+                        both = ((L[c.id] & D[other.id]) | (D[c.id] & L[other.id])) & not_entry
                         if both:
                             self._pin_error(c, other, both)
                 acc_l |= L[c.id]
                 acc_d |= D[c.id]
+        # A pinned register overlapping an ABI input (s0 while the kernarg pointer s[0:1]
+        # is still to be read) clobbers it; other partial overlaps are register-level edits.
+        for a in fixed:
+            if not a.abi:
+                continue
+            for c in fixed:
+                if c is a or c.kind != a.kind or (c.fixed, c.width) == (a.fixed, a.width):
+                    continue
+                if c.fixed < a.fixed + a.width and a.fixed < c.fixed + c.width:
+                    both = ((L[c.id] & D[a.id]) | (D[c.id] & L[a.id])) & not_entry
+                    if both:
+                        self._pin_error(c, a, both)
 
     def _pin_error(self, a: RegClass, b: RegClass, points: int) -> None:
         _L, D = self.live.ranges()
@@ -292,9 +307,14 @@ class _KernelAllocator:
         writer, holder = (a, b) if D[a.id] >> point & 1 else (b, a)
         where = "the kernel entry" if op is None else \
             f"{'after' if after else 'before'} {op_title(op)}"
+        if (a.fixed, a.width) == (b.fixed, b.width):
+            pins = f"{self.name(holder)} and {self.name(writer)} are both pinned to " \
+                   f"{a.describe()}"
+        else:
+            pins = f"{self.name(holder)} ({holder.describe()}) and {self.name(writer)} " \
+                   f"({writer.describe()}) are pinned to overlapping registers"
         raise RegisterAllocationError(
-            f"{self.name(holder)} and {self.name(writer)} are both pinned to {a.describe()} and "
-            f"live at once ({where}): {self.name(writer)} is written while "
+            f"{pins} and live at once ({where}): {self.name(writer)} is written while "
             f"{self.name(holder)} still holds a value that is read later; give one of them "
             "another register (or make it relocatable)",
             op_location(op) if op is not None else None)
