@@ -445,7 +445,7 @@ def test_example_command_line():
     assert ran.startswith("max |D - NumPy| = ") and ran.rstrip().endswith("(ok)")
     bad = subprocess.run([sys.executable, str(path), "--nk", "0"], capture_output=True,
                          text=True, check=False)
-    assert bad.returncode == 2 and "--nk must be >= 1" in bad.stderr
+    assert bad.returncode == 2 and "--nk must be 1 to 31" in bad.stderr
 
 
 

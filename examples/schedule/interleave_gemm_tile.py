@@ -27,6 +27,8 @@ import numpy as np
 
 from asterism.builder import Group, I, KernelBuilder, Stream, after, unroll
 
+MAX_NK = 31  # 4 * nk staged fragments of 512 bytes: DS offsets stay below 64 KiB
+
 
 def build(nk: int = 4, target: str = "gfx942", keep: bool = True):
     """The kernel as an xDSL module (keep=False lets the schedule pass reorder the loop)."""
@@ -47,18 +49,18 @@ def build(nk: int = 4, target: str = "gfx942", keep: bool = True):
     kb.v_lshlrev_b32(kb.v(3), 1, kb.v(3))  # byte offset in A / Bt
     kb.v_lshlrev_b32(kb.v(4), 3, tid)  # this lane's 8-byte LDS slot
     kb.v_lshlrev_b32(kb.v(5), 4, tid)  # this lane's 16 bytes of a C/D tile
+    row_bytes = 16 * 16 * nk * 2  # 16 rows of A (or Bt) per tile
+    kb.v_add_u32(kb.v(6), row_bytes, kb.v(3))  # ... of the second tile
     kb.s_waitcnt(lgkmcnt=0)
 
     # Stage every fragment through LDS: slot (operand, tile, k) at 512 bytes apart.
     def slot(operand: int, tile: int, k: int) -> int:
         return 512 * ((operand * 2 + tile) * nk + k)
 
-    row_bytes = 16 * 16 * nk * 2  # 16 rows of A (or Bt) per tile
     for operand, base in ((0, kb.s[4:6]), (1, kb.s[6:8])):
         for tile in range(2):
             for k in range(nk):
-                kb.global_load_dwordx2(kb.v[12:14], kb.v(3), base,
-                                       offset=tile * row_bytes + 32 * k)
+                kb.global_load_dwordx2(kb.v[12:14], kb.v(3 + 3 * tile), base, offset=32 * k)
                 kb.s_waitcnt(vmcnt=0)
                 kb.ds_write_b64(kb.v(4), kb.v[12:14], offset=slot(operand, tile, k))
     kb.s_waitcnt(lgkmcnt=0)
@@ -156,8 +158,8 @@ def main() -> None:
     parser.add_argument("--ir", action="store_true", help="print the IR instead of assembly")
     parser.add_argument("--run", action="store_true", help="run on the emulator and check")
     args = parser.parse_args()
-    if args.nk < 1:
-        parser.error("--nk must be >= 1")
+    if not 1 <= args.nk <= MAX_NK:
+        parser.error(f"--nk must be 1 to {MAX_NK} (the LDS staging area and DS offsets)")
     module = build(args.nk, args.target)
     if args.run:
         d, want = run(module, args.nk)
