@@ -92,6 +92,7 @@ _OWN_ENCODING = {name: (name,) for name in FORMATS}
 _FLAT_SEGMENTS = {0: ("FLAT",), 1: ("SCRATCH",), 2: ("GLOBAL",)}
 assert all(FORMATS[name].fields["src0"].lo == 0 and FORMATS[name].fields["src0"].width == 9
            for name in ("VOP1", "VOP2", "VOPC"))
+assert all(f.size in (4, 8) for f in FORMATS.values())  # (Decoder.decode reads 4 or 8 bytes)
 
 
 class Decoder:
@@ -117,14 +118,17 @@ class Decoder:
         available = len(data) - offset
         if available < 4:
             raise DecodeError(f"truncated instruction at 0x{address:x}")
-        w0 = int.from_bytes(data[offset:offset + 4], "little")
+        # (read two dwords at once when there are: most formats are 8 bytes)
+        value = int.from_bytes(data[offset:offset + (8 if available >= 8 else 4)], "little")
+        w0 = value & 0xFFFFFFFF
         fmt = format_of(w0)
         if fmt is None:
             raise DecodeError(f"0x{address:x}: no encoding format matches word 0x{w0:08x}")
         size = fmt.size
         if available < size:
             raise DecodeError(f"0x{address:x}: truncated {fmt.name} instruction")
-        value = int.from_bytes(data[offset:offset + size], "little") if size != 4 else w0
+        if size == 4:
+            value = w0
         word = _Word(fmt, value)
         name = fmt.name
         op_lo, op_mask = _OPCODE_FIELD[name]
@@ -219,7 +223,7 @@ class Decoder:
         mods: dict[str, object] = {}
         if plan.modifiers is not None:
             plan.modifiers(plan, word, prefix, operands, mods)
-        return Inst(plan.mnemonic, operands, mods, form=plan.form) if plan.form.enc else None
+        return Inst(plan.mnemonic, operands, mods, plan.form) if plan.has_encoding else None
 
 
 class _Plan:
@@ -252,6 +256,9 @@ class _Plan:
         self.has_sdst = any(s.name == "sdst" for s in form.operands)
         self.op_sel_positions = op_sel_positions(form)
         self.modifiers = _modifier_reader(form)
+        self.vop3_modifier_bits = _vop3_modifier_bits(form, self.has_sdst) \
+            if self.modifiers is _mods_vop3 else 0
+        self.has_encoding = bool(form.enc)
 
     @staticmethod
     def _literal_facts(form: Form, fmt: Format) -> tuple[list[tuple[int, int]] | None, bool]:
@@ -682,6 +689,8 @@ def _mods_bitop3(plan: _Plan, word: _Word, prefix: _Word | None, operands: list[
 
 def _mods_vop3(plan: _Plan, word: _Word, prefix: _Word | None, operands: list[Operand],
                mods: dict[str, object]) -> None:
+    if not word.value & plan.vop3_modifier_bits:
+        return  # (every field read below is zero)
     form = plan.form
     has_sdst = plan.has_sdst
     neg = word["neg"]
@@ -699,6 +708,21 @@ def _mods_vop3(plan: _Plan, word: _Word, prefix: _Word | None, operands: list[Op
         bits = word["op_sel"]
         if bits:
             mods["op_sel"] = tuple((bits >> k) & 1 for k in plan.op_sel_positions)
+
+
+def _vop3_modifier_bits(form: Form, has_sdst: bool) -> int:
+    """The VOP3 word bits _mods_vop3 reads (neg, clamp, omod, and abs/op_sel when they are
+    not the scalar destination)."""
+    fields = FORMATS["VOP3"].fields
+    names = ["neg", "clamp", "omod"]
+    if not has_sdst:
+        names.append("abs")
+        if "op_sel" in form.modifiers:
+            names.append("op_sel")
+    bits = 0
+    for name in names:
+        bits |= fields[name].mask << fields[name].lo
+    return bits
 
 
 def _mods_vop3p(plan: _Plan, word: _Word, prefix: _Word | None, operands: list[Operand],

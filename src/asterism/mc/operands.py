@@ -11,6 +11,8 @@ import re
 import struct
 from dataclasses import dataclass, field
 
+from asterism.isa.syntax import SIXTEEN_BIT_TYPES, is_inline_bits
+
 REGISTER_KINDS = ("v", "s", "a", "ttmp")
 
 
@@ -108,8 +110,6 @@ class Literal:
     type: str | None = field(default=None, compare=False)  # operand type (printing only)
 
     def __str__(self) -> str:
-        from asterism.isa.syntax import SIXTEEN_BIT_TYPES, is_inline_bits
-
         # As LLVM: a literal that would read back as an inline constant is marked lit(...);
         # 16-bit operands show their 16 bits.
         if is_inline_bits(self.bits, self.type):
