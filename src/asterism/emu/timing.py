@@ -75,7 +75,7 @@ from asterism.emu.errors import (
 )
 from asterism.errors import AsterismError
 from asterism.isa.syntax import decode_waitcnt
-from asterism.mc.operands import Imm, Reg
+from asterism.mc.operands import Reg
 from asterism.target import occupancy
 from asterism.target.hazards import mfma_passes
 from asterism.target.timing import TimingModel, get_timing, timing_class
@@ -310,8 +310,9 @@ class _Static:
 
 
 def _simm(info: OpInfo) -> int:
-    op = info.op("simm16")
-    return int(op.value) if isinstance(op, Imm) else 0
+    # An Imm, or the printer's syntax object for s_waitcnt (`lgkmcnt(0)`): both carry .value
+    value = getattr(info.op("simm16"), "value", 0)
+    return value if isinstance(value, int) else 0
 
 
 def _data_dwords(info: OpInfo) -> int:
