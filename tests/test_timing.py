@@ -186,6 +186,34 @@ def test_a_new_line_costs_hbm_again():
     assert [r[2] for r in waits] == [796, 796, 796]
 
 
+def test_waits_count_each_counter_separately_and_in_order():
+    kb = KernelBuilder("partial", workgroup_size=(64, 1, 1))
+    inp = kb.arg_buffer("inp", "u32", access="read_only")
+    n = kb.arg_value("n", "u32")
+    kp = kb.kernarg_ptr()
+    kb.s_load_dwordx2(kb.s[4:6], kp, inp)
+    kb.s_waitcnt(lgkmcnt=0)
+    kb.v_mov_b32(kb.v(1), 0)
+    kb.global_load_dword(kb.v(2), kb.v(1), kb.s[4:6])  # line A (new)
+    kb.global_load_dword(kb.v(3), kb.v(1), kb.s[4:6], offset=256)  # line B (new)
+    kb.s_load_dword(kb.s(8), kp, n)  # kernarg line again: scalar cache hit
+    kb.s_waitcnt(lgkmcnt=0)  # only the scalar load
+    kb.s_waitcnt(vmcnt=1)  # only the first vector load
+    kb.s_waitcnt(vmcnt=0)
+    kb.s_endpgm()
+    hbm, smem = 600, TM.memory["smem"]
+    res = asterism.launch(kb.finish(), "partial", grid=1, block=64,
+                          args=[np.zeros(128, np.uint32), 3],
+                          timing=TimingOptions(latency={"hbm": hbm}))
+    (wave,) = res.timing.waves
+    waits = [r for r in wave.records if r[1] == CAT_IMMED]
+    t1 = wave.begin + START + hbm  # after the first wait: v_mov, then the loads every 4
+    assert [(r[0] - t1, r[2]) for r in waits[1:]] == [
+        (16, 12 + smem - 16),  # s_load issued at t1 + 12
+        (12 + smem, 4 + hbm - 12 - smem),  # load A issued at t1 + 4
+        (4 + hbm, 4)]  # load B returned 4 cycles after A (in order)
+
+
 def barrier_kernel(waves: int):
     kb = KernelBuilder("bar", workgroup_size=(64 * waves, 1, 1))
     kb.s_barrier()
