@@ -15,6 +15,8 @@ import asterism
 from asterism.builder import KernelBuilder
 from asterism.emu.timing import (
     CAT_IMMED,
+    CAT_JUMP,
+    CAT_NEXT,
     CAT_VALU,
     TimingError,
     TimingOptions,
@@ -212,6 +214,29 @@ def test_waits_count_each_counter_separately_and_in_order():
         (16, 12 + smem - 16),  # s_load issued at t1 + 12
         (12 + smem, 4 + hbm - 12 - smem),  # load A issued at t1 + 4
         (4 + hbm, 4)]  # load B returned 4 cycles after A (in order)
+
+
+def test_loops_nops_and_taken_branches():
+    kb = KernelBuilder("counted", workgroup_size=(64, 1, 1))
+    kb.s_mov_b32(kb.s(2), 3)
+    loop = kb.label("loop")
+    kb.s_nop(2)
+    kb.s_sub_u32(kb.s(2), kb.s(2), 1)
+    kb.s_cmp_lg_u32(kb.s(2), 0)
+    kb.s_cbranch_scc1(loop)
+    kb.s_endpgm()
+    res = timed(kb.finish(), "counted")
+    (wave,) = res.waves
+    names = [res.code[r[4] - 1][1].split()[0] for r in wave.records]
+    assert names == ["s_mov_b32"] + ["s_nop", "s_sub_u32", "s_cmp_lg_u32",
+                                     "s_cbranch_scc1"] * 3 + ["s_endpgm"]
+    nops = [r for r in wave.records if r[4] == 2]
+    assert all((r[1], r[2], r[3]) == (CAT_IMMED, 12, 12) for r in nops)  # 3 issue cycles
+    branches = [r for r in wave.records if r[4] == 5]
+    assert [r[1] for r in branches] == [CAT_JUMP, CAT_JUMP, CAT_NEXT]
+    follow = [wave.records[i + 1][0] - (r[0] + r[3])
+              for i, r in enumerate(wave.records) if r[4] == 5]
+    assert follow == [TM.dispatch["taken_branch"]] * 2 + [0]  # refetch after a taken branch
 
 
 def barrier_kernel(waves: int):
