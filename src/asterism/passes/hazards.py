@@ -80,79 +80,128 @@ def _file_keys(regs: str, keys: list[Key]) -> tuple[Key, ...]:
     return ()
 
 
-def hazard_facts(mk: MachineKernel, op: Operation) -> tuple[InstFacts, dict[str, list[Key]]]:
-    """Hazard classes of an instruction and the register keys of each operand role (the
-    roles of `asterism.target.hazards`, computed as the emulator's checker does)."""
-    roles: dict[str, list[Key]] = {}
+@dataclass(frozen=True)
+class _Template:
+    """What an instruction's hazard facts depend on besides its register numbers (the same
+    for every op of one form, operand shapes and modifiers; cached)."""
+
+    classes: frozenset[str]
+    passes: int | None
+    mnemonic: str
+    operand_roles: tuple[tuple[str, ...], ...]  # per operand: the roles its keys go to
+    vcc_use: bool  # VCC read implicitly (counts as an SGPR use)
+    implicit_def_keys: tuple[Key, ...]
+    simm: str  # "nop", "hwreg" or "": what the simm16 immediate means
+
+
+_TEMPLATES: dict[tuple, _Template] = {}
+_DATA_NAMES = ("data", "data0", "data1", "vdata")
+
+
+def _template(mk: MachineKernel, op: Operation) -> _Template | None:
     inst = mk.instruction(op)
     if inst is None:
-        return InstFacts(frozenset(), {}, None, "", 0), roles
-
-    def add(role: str, keys) -> None:
-        roles.setdefault(role, []).extend(keys)
-
+        return None
+    if isinstance(op, InstructionOp):
+        key: tuple = (mk.isa.target, mk.form_key(op), op.modifiers)
+    else:
+        key = (mk.isa.target, op.name, inst.mnemonic)
+    found = _TEMPLATES.get(key)
+    if found is not None:
+        return found
     if isinstance(op, InstructionOp):
         match = mk.match(op)
         form, specs, args, mods = match.form, match.specs, list(op.args), op.mods
     else:
-        form = next(f for f in inst.forms)
-        specs, args, mods = (), [], {}
-    by_name: dict[str, list[Key]] = {}
+        form, specs, args, mods = inst.forms[0], (), [], {}
+    mnem = inst.mnemonic
     data_bits = 0
     soffset_reg = False
+    per_operand: list[list[str]] = []
     for spec, arg in zip(specs, args):
-        keys = mk.keys(arg)
-        by_name[spec.name] = list(keys)
-        if spec.role == "def":
-            add("def", keys)
-            if def_is_read(spec):
-                add("use", keys)
-        else:
-            add("use", keys)
-        name = spec.name
-        if name in ("data", "data0", "data1", "vdata") and spec.role == "use":
-            add("data", keys)
-            data_bits += 32 * len(keys)
-        if name == "soffset" and isinstance(arg.type, RegisterType | SpecialRegType):
-            soffset_reg = True
-        if name in ("src0", "src1") and spec.role == "use":
-            add("src01", keys)
-        if name == "src0":
-            add("src0", keys)
         t = arg.type
-        if spec.role == "use" and isinstance(t, SpecialRegType) and \
-                t.reg_name.startswith("exec"):
-            add("exec_read", keys)
-    add("touch", roles.get("use", []) + roles.get("def", []))
-    imp_uses, imp_defs = implicit_names(inst)
-    sgpr_use = [k for k in roles.get("use", []) if not isinstance(k, tuple)
-                and KEY_SGPR <= k < KEY_SGPR + 128]
-    if "vcc" in imp_uses:
-        sgpr_use += list(_VCC_KEYS)
-    add("sgpr_use", sgpr_use)
-    mnem = inst.mnemonic
+        width = t.width if isinstance(t, RegisterType | SpecialRegType) else 0
+        rs: list[str] = []
+        use = spec.role != "def"
+        if spec.role == "def":
+            rs += ["def", "touch"]
+            if def_is_read(spec):
+                rs += ["use", "touch", "sgpr_use"]
+        else:
+            rs += ["use", "touch", "sgpr_use"]
+        name = spec.name
+        if name in _DATA_NAMES and use:
+            rs.append("data")
+            data_bits += 32 * width
+        if name == "soffset" and isinstance(t, RegisterType | SpecialRegType):
+            soffset_reg = True
+        if name in ("src0", "src1") and use:
+            rs.append("src01")
+        if name == "src0":
+            rs.append("src0")
+        if use and isinstance(t, SpecialRegType) and t.reg_name.startswith("exec"):
+            rs.append("exec_read")
+        per_operand.append(rs)
     classes = instruction_classes(mnem, inst.unit, inst.flags, form.enc, mods, data_bits,
                                   soffset_reg)
+    names = [spec.name for spec in specs]
     if "mfma" in classes:
-        if mnem.startswith("v_smfmac"):
-            add("srcC", roles.get("def", []))
-        else:
-            add("srcC", by_name.get("src2", []))
-        add("srcAB", by_name.get("src0", []) + by_name.get("src1", []))
-    if mnem in ("v_readlane_b32", "v_writelane_b32"):
-        add("lane_select", by_name.get("src1", []))
-    defs = set(roles.get("def", []))
-    for name in imp_defs:
-        defs.update(special_keys(name))
-    add("exec_def", [k for k in _EXEC_KEYS if k in defs])
-    add("vcc_def", [k for k in _VCC_KEYS if k in defs])
-    add("m0_def", [k for k in _M0_KEYS if k in defs])
-    if mnem.startswith(("s_setreg", "s_getreg")):
-        add("hwreg", [KEY_HWREG + (_simm16(op, specs) & 0x3F)])
+        for k, spec in enumerate(specs):
+            if (mnem.startswith("v_smfmac") and spec.role == "def") or (
+                    not mnem.startswith("v_smfmac") and spec.name == "src2"):
+                per_operand[k].append("srcC")
+            if spec.name in ("src0", "src1"):
+                per_operand[k].append("srcAB")
+    if mnem in ("v_readlane_b32", "v_writelane_b32") and "src1" in names:
+        per_operand[names.index("src1")].append("lane_select")
+    imp_uses, imp_defs = implicit_names(inst)
+    simm = "hwreg" if mnem.startswith(("s_setreg", "s_getreg")) else \
+        "nop" if mnem == "s_nop" else ""
+    found = _Template(classes, mfma_passes(mnem, inst.passes, mods), mnem,
+                      tuple(tuple(r) for r in per_operand), "vcc" in imp_uses,
+                      tuple(k for n in imp_defs for k in special_keys(n)), simm)
+    _TEMPLATES[key] = found
+    return found
+
+
+def hazard_facts(mk: MachineKernel, op: Operation) -> tuple[InstFacts, dict[str, list[Key]]]:
+    """Hazard classes of an instruction and the register keys of each operand role (the
+    roles of `asterism.target.hazards`, computed as the emulator's checker does)."""
+    roles: dict[str, list[Key]] = {}
+    tpl = _template(mk, op)
+    if tpl is None:
+        return InstFacts(frozenset(), {}, None, "", 0), roles
+    args = list(op.operands) if isinstance(op, InstructionOp) else []
+    for arg, rs in zip(args, tpl.operand_roles):
+        keys = mk.keys(arg)
+        if not keys:
+            continue
+        for r in rs:
+            if r == "sgpr_use":
+                sg = [k for k in keys if not isinstance(k, tuple)
+                      and KEY_SGPR <= k < KEY_SGPR + 128]
+                if sg:
+                    roles.setdefault(r, []).extend(sg)
+            else:
+                roles.setdefault(r, []).extend(keys)
+    if tpl.vcc_use:
+        roles.setdefault("sgpr_use", []).extend(_VCC_KEYS)
+    defs = set(roles.get("def", ()))
+    defs.update(tpl.implicit_def_keys)
+    if defs:
+        for role, link in (("exec_def", _EXEC_KEYS), ("vcc_def", _VCC_KEYS),
+                           ("m0_def", _M0_KEYS)):
+            hit = [k for k in link if k in defs]
+            if hit:
+                roles[role] = hit
     ws = 1
-    if mnem == "s_nop":
-        ws = (_simm16(op, specs) & 0xF) + 1
-    return InstFacts(classes, {}, mfma_passes(mnem, inst.passes, mods), mnem, ws), roles
+    if tpl.simm:
+        imm = _simm16(op, mk.match(op).specs if isinstance(op, InstructionOp) else ())
+        if tpl.simm == "hwreg":
+            roles["hwreg"] = [KEY_HWREG + (imm & 0x3F)]
+        else:
+            ws = (imm & 0xF) + 1
+    return InstFacts(tpl.classes, {}, tpl.passes, tpl.mnemonic, ws), roles
 
 
 def _simm16(op: Operation, specs) -> int:

@@ -30,7 +30,15 @@ from asterism.ir.ops import (
     LiteralOp,
     SOPPOp,
 )
-from asterism.ir.types import OffType, RegisterType, SpecialRegType, TokenType
+from asterism.ir.types import (
+    AGPRType,
+    OffType,
+    RegisterType,
+    SGPRType,
+    SpecialRegType,
+    TokenType,
+    VGPRType,
+)
 from asterism.ir.verify import match_instruction
 from asterism.isa import Instruction, IsaDatabase, OperandSpec
 from asterism.isa.syntax import NAMED_PAIR_CODES, NAMED_SCALAR_CODES
@@ -140,19 +148,24 @@ def kernel_cfg(kernel: KernelOp) -> KernelCfg:
 _FORM_CACHE: dict[str, dict[tuple, Match]] = {}
 
 
+_REGISTER_CLASSES = (VGPRType, AGPRType, SGPRType)
+_NAMED_TYPES = (OffType, TokenType)
+
+
 def _shape_key(value: SSAValue) -> tuple:
     t = value.type
-    if isinstance(t, RegisterType):
-        return (t.KIND, t.width)
-    if isinstance(t, SpecialRegType):
-        return ("special", t.reg_name)
-    if isinstance(t, OffType | TokenType):
-        return (t.name,)
+    cls = type(t)
+    if cls in _REGISTER_CLASSES:
+        return (t.KIND, t.width)  # type: ignore[attr-defined]
+    if cls is SpecialRegType:
+        return ("special", t.reg_name)  # type: ignore[attr-defined]
+    if cls in _NAMED_TYPES:
+        return (t.name,)  # type: ignore[attr-defined]
     owner = value.owner
-    if isinstance(owner, LiteralOp):
+    if type(owner) is LiteralOp:
         return ("literal",)
-    if isinstance(owner, ConstantOp):
-        return ("imm", str(owner.value.type))
+    if type(owner) is ConstantOp:
+        return ("imm", owner.value.type)  # type: ignore[attr-defined]
     return ("imm", type(owner).__name__)
 
 
@@ -187,6 +200,8 @@ class MachineKernel:
     _matches: dict[Operation, Match] = field(default_factory=dict, init=False)
     _roots: dict[SSAValue, SSAValue] = field(default_factory=dict, init=False)
     _regs: dict[Operation, OpRegs] = field(default_factory=dict, init=False)
+    _keys: dict[SSAValue, tuple] = field(default_factory=dict, init=False)
+    _form_keys: dict[Operation, tuple] = field(default_factory=dict, init=False)
 
     def __post_init__(self) -> None:
         self.layout = compute_layout(self.kernel)
@@ -196,7 +211,7 @@ class MachineKernel:
         decides the form: family, mnemonic, operand shapes and modifier names)."""
         m = self._matches.get(op)
         if m is None:
-            key = form_key(op)
+            key = self.form_key(op)
             cache = _FORM_CACHE.setdefault(self.isa.target, {})
             m = cache.get(key)
             if m is None:
@@ -238,12 +253,26 @@ class MachineKernel:
         return v
 
     def keys(self, value: SSAValue) -> tuple[Key, ...]:
-        """Register keys of an operand value (() for immediates, tokens, off)."""
+        """Register keys of an operand value (() for immediates, tokens, off); cached."""
+        found = self._keys.get(value)
+        if found is None:
+            found = self._keys[value] = self._compute_keys(value)
+        return found
+
+    def form_key(self, op: InstructionOp) -> tuple:
+        """`form_key(op)`, cached per op."""
+        found = self._form_keys.get(op)
+        if found is None:
+            found = self._form_keys[op] = form_key(op)
+        return found
+
+    def _compute_keys(self, value: SSAValue) -> tuple[Key, ...]:
         t = value.type
-        if isinstance(t, SpecialRegType):
+        if type(t) is SpecialRegType:
             return special_keys(t.reg_name)
-        if not isinstance(t, RegisterType):
+        if type(t) not in _REGISTER_CLASSES:
             return ()
+        assert isinstance(t, RegisterType)
         if not t.is_fixed:
             owner = value.owner
             if isinstance(owner, ABI_VALUE_OPS):
