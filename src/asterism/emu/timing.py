@@ -216,9 +216,10 @@ class TimingResult:
     def summary(self) -> str:
         """Human-readable figures (says they are modeled)."""
         us = self.cycles / self.clock_mhz
+        cus = "CU 0" if self.modeled_cus == 1 else f"CUs 0-{self.modeled_cus - 1}"
         lines = [
             f"timing model ({MODEL_NOTE}): {self.kernel} on {self.target}",
-            f"  modeled in detail: CU 0-{self.modeled_cus - 1} of {self.compute_units}, "
+            f"  modeled in detail: {cus} of {self.compute_units}, "
             f"{self.modeled_workgroups} of {self.workgroups} workgroups, {len(self.waves)} "
             f"waves; the other workgroups ran functionally (untimed)",
             f"  kernel: {self.cycles} cycles on the modeled CU(s) (= {us:.3f} us at "
@@ -614,7 +615,7 @@ class TimedDispatch:
         self.ops = ops
         waves: list[_Wave] = [_Wave(k, g0.take(np.array([k])), int(wg_of_wave[k]))
                               for k in range(g0.n)]
-        # Workgroups of the batch in order; batch workgroup j is grid workgroup lin[j].
+        # Linear grid workgroup id of every wave (it picks the wave's CU).
         lin = ctx.wg_ids[:, 0] + self.grid3[0] * (ctx.wg_ids[:, 1]
                                                    + self.grid3[1] * ctx.wg_ids[:, 2])
         by_wg: dict[int, list[_Wave]] = {}
