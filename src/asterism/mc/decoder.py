@@ -212,18 +212,7 @@ class Decoder:
 
     @staticmethod
     def _build(plan: _Plan, word: _Word, prefix: _Word | None) -> Inst:
-        value = word.value
-        operands = [
-            table[((value >> lo) & mask) | (((value >> agpr_lo) & agpr_mask) << shift)]
-            if table is not None else read(word, prefix)
-            for lo, mask, agpr_lo, agpr_mask, shift, table, read in plan.slots]
-        for pos, (width, type_) in plan.literal_slots:
-            if operands[pos] is _LITERAL:
-                operands[pos] = decode_src(SRC_LITERAL, width, type_=type_, literal=word.literal)
-        mods: dict[str, object] = {}
-        if plan.modifiers is not None:
-            plan.modifiers(plan, word, prefix, operands, mods)
-        return Inst(plan.mnemonic, operands, mods, plan.form) if plan.has_encoding else None
+        return plan.build(word.value, word, prefix)
 
 
 class _Plan:
@@ -258,7 +247,8 @@ class _Plan:
         self.modifiers = _modifier_reader(form)
         self.vop3_modifier_bits = _vop3_modifier_bits(form, self.has_sdst) \
             if self.modifiers is _mods_vop3 else 0
-        self.has_encoding = bool(form.enc)
+        self.build_source, self.build = _compile_build(self)
+
 
     @staticmethod
     def _literal_facts(form: Form, fmt: Format) -> tuple[list[tuple[int, int]] | None, bool]:
@@ -282,6 +272,48 @@ class _Plan:
 
 
 _PLANS = PerForm(_Plan)
+
+
+def _compile_build(plan: _Plan) -> tuple[str, Callable[[int, _Word, _Word | None], Inst | None]]:
+    """(source, function) of build(value, word, prefix): the form's Inst from the word.
+
+    The function is generated for the form so that reading its operands is one expression
+    per slot with the field positions as constants (a loop over the slots costs about twice
+    as much). It does what this would, slot by slot:
+        operands = [read(slot) for slot in plan.slots]
+        replace each _LITERAL of plan.literal_slots by the Literal of the word
+        mods = {}; plan.modifiers(plan, word, prefix, operands, mods)
+        return Inst(plan.mnemonic, operands, mods, plan.form)
+    """
+    env: dict[str, object] = {"Inst": Inst, "_LITERAL": _LITERAL, "decode_src": decode_src,
+                              "SRC_LITERAL": SRC_LITERAL, "plan": plan, "form": plan.form,
+                              "mnemonic": plan.mnemonic, "read_modifiers": plan.modifiers}
+    reads = []
+    for k, slot in enumerate(plan.slots):
+        if slot.table is None:
+            env[f"read{k}"] = slot.read
+            reads.append(f"read{k}(word, prefix)")
+            continue
+        env[f"table{k}"] = slot.table
+        index = f"(value >> {slot.lo}) & {slot.mask}" if slot.mask else "0"
+        if slot.agpr_mask:
+            index += f" | (((value >> {slot.agpr_lo}) & {slot.agpr_mask}) << {slot.shift})"
+        reads.append(f"table{k}[{index}]")
+    lines = ["def build(value, word, prefix):",
+             f"    operands = [{', '.join(reads)}]"]
+    for pos, (width, type_) in plan.literal_slots:
+        lines += [f"    if operands[{pos}] is _LITERAL:",
+                  f"        operands[{pos}] = decode_src(SRC_LITERAL, {width}, type_={type_!r},"
+                  " literal=word.literal)"]
+    lines.append("    mods = {}")
+    if plan.modifiers is not None:
+        lines.append("    read_modifiers(plan, word, prefix, operands, mods)")
+    lines.append("    return Inst(mnemonic, operands, mods, form)" if plan.form.enc
+                 else "    return None")
+    source = "\n".join(lines) + "\n"
+    exec(compile(source, f"<decoder plan of {plan.form.mc_name or plan.mnemonic}>", "exec"), env)
+    return source, env["build"]  # type: ignore[return-value]
+
 
 
 def _needs_literal(plan: _Plan, word: _Word) -> bool:
