@@ -108,7 +108,7 @@ class FactsCache:
         """The register facts of `op`."""
         props = op.properties  # direct access: the property descriptors are slow
         mods = props.get("modifiers")
-        key = (type(op), props["mnemonic"].data, tuple(_shape_key(v) for v in op.operands),
+        key = (type(op), props["mnemonic"].data, tuple(map(_shape_key, op.operands)),
                tuple(sorted(mods.data)) if mods is not None else ())
         found = self._cache.get(key)
         if found is None:
