@@ -178,8 +178,8 @@ def hazard_facts(mk: MachineKernel, op: Operation) -> tuple[InstFacts, dict[str,
             continue
         for r in rs:
             if r == "sgpr_use":
-                sg = [k for k in keys if not isinstance(k, tuple)
-                      and KEY_SGPR <= k < KEY_SGPR + 128]
+                # (relocatable keys are tuples; the pass rejects them before this matters)
+                sg = [k for k in keys if type(k) is int and KEY_SGPR <= k < KEY_SGPR + 128]
                 if sg:
                     roles.setdefault(r, []).extend(sg)
             else:
@@ -394,20 +394,21 @@ class _KernelHazards:
         rules, producer_roles, class_records = self._plan(facts.classes)
         # Rules that look at the same producer role of the same registers share one lookup.
         groups: dict[tuple, list[HazardRule]] = {}
-        filtered: dict[tuple[str, str], tuple[Key, ...]] = {}
+        filtered: dict[tuple[str, str], tuple[tuple[Key, ...], tuple[int, int]]] = {}
         for rule in rules:
             if rule.regs == "none":
                 groups.setdefault((("none", rule.producer), (0, 0)), []).append(rule)
                 continue
-            if rule.consumes == "none":
-                keys = _LINK_KEYS.get(rule.regs, ())
-            else:
-                link = (rule.regs, rule.consumes)
-                keys = filtered.get(link)  # type: ignore[assignment]
-                if keys is None:
-                    keys = filtered[link] = _file_keys(rule.regs, roles.get(rule.consumes, []))
-            if keys:
-                groups.setdefault(((rule.produces, keys), _rng(keys)), []).append(rule)
+            link = (rule.regs, rule.consumes)
+            found = filtered.get(link)
+            if found is None:
+                if rule.consumes == "none":
+                    keys = _LINK_KEYS.get(rule.regs, ())
+                else:
+                    keys = _file_keys(rule.regs, roles.get(rule.consumes, []))
+                found = filtered[link] = (keys, _rng(keys))
+            if found[0]:
+                groups.setdefault(((rule.produces, found[0]), found[1]), []).append(rule)
         grouped = [(link, rng, rs) for (link, rng), rs in groups.items()]
         records = []
         seen = set()

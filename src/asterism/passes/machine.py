@@ -348,7 +348,7 @@ def implicit_names(inst: Instruction) -> tuple[tuple[str, ...], tuple[str, ...]]
 def is_fixed_register(value: SSAValue) -> bool:
     """True unless `value` is a relocatable register that is not an ABI input."""
     t = value.type
-    if isinstance(t, RegisterType) and not t.is_fixed:
+    if type(t) in _REGISTER_CLASSES and not t.is_fixed:  # type: ignore[attr-defined]
         return isinstance(value.owner, ABI_VALUE_OPS)
     return True
 
