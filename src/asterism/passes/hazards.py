@@ -11,14 +11,19 @@ For every instruction the pass finds, per rule, the most recent producer of each
 register (and the most recent instruction of a producer class, for rules with no register)
 and counts the wait states already in between; if some rule lacks wait states it inserts
 `s_nop`s right before the consumer (16 wait states at most per s_nop), which also move every
-later consumer further away. Across blocks it runs a forward fixpoint over the CFG: at a
-join every producer that reaches it on some path counts, at the smallest distance
-(conservative), so loops get the nops their back edges need. Inserted nops only grow, so the
-outer loop (analysis, then nops) terminates.
+later consumer further away (in a straight line this greedy placement is minimal). Across
+blocks it runs a forward fixpoint over the CFG: at a join every producer that reaches it on
+some path counts, at the smallest distance (conservative), so loops get the nops their back
+edges need. Hazards inside a block are fixed first; those that come through block entries
+next, block by block in reverse post-order, so that a nop placed late in a loop body is seen
+before the loop head is padded for the back edge. Inserted nops only grow, so the rounds
+(analysis, then nops) terminate; a round that adds none proves the final code clean.
 
-`hazards{check-only=1}` (also `asterism hazards FILE`) inserts nothing and reports every
-violation of hand-written code with its PC, the producer and the rule; the pass then fails
-(exit code 1 on the command line).
+`hazards{check-only=1}` (also the command `asterism hazards FILE` for .mlir or .s files,
+with `--target` and `--pipeline` to run passes first) inserts nothing and reports every
+violation of the code as written: the consumer's PC (kernel-relative byte offset), the
+producer and its PC, the rule with its documentation and the s_nop that fixes it; the pass
+then raises `HazardViolations` (exit code 1 on the command line).
 """
 
 from __future__ import annotations
