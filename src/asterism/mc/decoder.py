@@ -102,8 +102,8 @@ class Decoder:
         self.isa = get_isa(target)
         self.target = self.isa.target
         self._scale_prefix = self._find_scale_prefix()
-        # (format, first encoding, opcode) -> plans of the candidate forms
-        self._candidates: dict[tuple[str, str, int], list[_Plan]] = {}
+        # (format, first encoding, opcode) -> the candidate forms' plans
+        self._candidates: dict[tuple[str, str, int], _Choice] = {}
         # the same keys -> the plan, when it is the only candidate and has no variant bits
         self._lone: dict[tuple[str, str, int], _Plan] = {}
 
@@ -175,14 +175,22 @@ class Decoder:
     def _choose_plan(self, key: tuple[str, str, int], encs: tuple[str, ...],
                      word: _Word) -> _Plan | None:
         """The plan of the form the word encodes, among the candidates of its opcode."""
-        plans = self._candidates.get(key)
-        if plans is None:
+        choice = self._candidates.get(key)
+        if choice is None:
             name, _enc, op = key
-            plans = self._candidates[key] = [
-                _PLANS(f) for enc in encs for f in self.isa.by_opcode.get((name, enc, op), [])]
+            plans = [_PLANS(f) for enc in encs
+                     for f in self.isa.by_opcode.get((name, enc, op), [])]
+            choice = self._candidates[key] = _Choice(plans)
             if len(plans) == 1 and plans[0].always_fits:
                 self._lone[key] = plans[0]
-        return self._select_plan(plans, word)
+        # (the choice depends only on the variant bits: remembered by their values)
+        bits = word.value & choice.variant_bits
+        plan = choice.by_bits.get(bits)
+        if plan is None:
+            plan = self._select_plan(choice.plans, word)
+            if plan is not None and len(choice.by_bits) < 4096:
+                choice.by_bits[bits] = plan
+        return plan
 
     # -------------------------------------------------------------- form selection
 
@@ -215,6 +223,23 @@ class Decoder:
         return plan.build(word.value, word, prefix)
 
 
+class _Choice:
+    """The candidate plans of one (format, encoding, opcode), with the plan chosen for each
+    value of the bits the choice depends on (the variant fields, SMEM imm/soe)."""
+
+    def __init__(self, plans: list[_Plan]):
+        self.plans = plans
+        self.variant_bits = 0
+        for plan in plans:
+            for lo, mask, _want in plan.variant_fields:
+                self.variant_bits |= mask << lo
+            if plan.smem_offset_variant:
+                fields = FORMATS["SMEM"].fields
+                self.variant_bits |= (fields["imm"].mask << fields["imm"].lo
+                                      | fields["soe"].mask << fields["soe"].lo)
+        self.by_bits: dict[int, _Plan] = {}
+
+
 class _Plan:
     """How to decode one form: its variant bits, literal fields, slot and modifier readers."""
 
@@ -232,10 +257,8 @@ class _Plan:
         self.always_fits = not self.variant_fields and not self.smem_offset_variant
         self.literal_fields, self.literal_always = self._literal_facts(form, fmt)
         self.needs_literal: Callable[[_Plan, _Word], bool] | None = (
-            _needs_literal_generic if self.literal_fields is None else _needs_literal)
-        if self.literal_fields == [] and not self.literal_always and form.enc not in (
-                "MUBUF", "MTBUF"):
-            self.needs_literal = None  # (no field can ask for one)
+            _needs_literal_generic if self.literal_fields is None
+            else _compile_needs_literal(form, self.literal_fields, self.literal_always))
         self.slots = tuple(_slot(form, spec, fmt) for spec in form.operands)
         # (position, (width, type)) of the slots whose table holds the literal marker
         self.literal_slots = tuple((pos, slot.table.literal) for pos, slot in enumerate(self.slots)
@@ -316,15 +339,25 @@ def _compile_build(plan: _Plan) -> tuple[str, Callable[[int, _Word, _Word | None
 
 
 
-def _needs_literal(plan: _Plan, word: _Word) -> bool:
-    """True if a 32-bit literal follows the instruction word."""
-    if plan.form.enc in ("MUBUF", "MTBUF") and word["soffset"] == SRC_LITERAL:
-        return True
-    value = word.value
-    for lo, mask in plan.literal_fields:
-        if (value >> lo) & mask == SRC_LITERAL:
-            return True
-    return plan.literal_always
+def _compile_needs_literal(form: Form, fields: list[tuple[int, int]], always: bool
+                           ) -> Callable[[_Plan, _Word], bool] | None:
+    """needs_literal(plan, word): True if a 32-bit literal follows the instruction word (the
+    buffer soffset or a source field holds the literal code, or the form always has one);
+    None if no word of the form has one. Generated, as _compile_build, with the field
+    positions as constants."""
+    tests = [f"(value >> {lo}) & {mask} == {SRC_LITERAL}" for lo, mask in fields]
+    if form.enc in ("MUBUF", "MTBUF"):
+        soffset = FORMATS[form.format].fields["soffset"]
+        tests.insert(0, f"(value >> {soffset.lo}) & {soffset.mask} == {SRC_LITERAL}")
+    if always:
+        tests.append("True")
+    if not tests:
+        return None
+    source = (f"def needs_literal(plan, word):\n    value = word.value\n"
+              f"    return {' or '.join(tests)}\n")
+    env: dict[str, object] = {}
+    exec(compile(source, f"<literal test of {form.mc_name or form.mnemonic}>", "exec"), env)
+    return env["needs_literal"]  # type: ignore[return-value]
 
 
 def _needs_literal_generic(plan: _Plan, word: _Word) -> bool:
