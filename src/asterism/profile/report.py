@@ -22,7 +22,9 @@ bucket, chosen by the first rule that matches:
    cycles before the stalled instruction first tried to issue, and the stalled instruction
    is a VALU op (MFMA included: the matrix core shares the VALU issue port, and dependent
    MFMAs queue), or an ``s_nop`` (compilers pad MFMA result hazards with them), or any
-   instruction that touches a register that MFMA writes.
+   instruction that touches a register that MFMA writes. A stalled MFMA is always "MFMA
+   dependency": it waits for the matrix core, which may be busy with another wave's MFMA
+   on the same SIMD (the case the mfma_10 experiment shows).
 4. category VMEM or FLAT -> "VMEM issue" (the memory pipeline did not accept the op).
 5. category LDS -> "LDS".
 6. category SMEM -> "SMEM".
@@ -252,6 +254,8 @@ def _classify(mn: str, category: int, isa: str, drained: list[str],
         return "other"
     if is_barrier(mn):
         return "barrier"
+    if is_mfma(mn):
+        return "MFMA dependency"
     if recent_mfma and (category == InstCategory.VALU or mn.startswith("s_nop")
                         or (category == InstCategory.NONE and mn.startswith("v_"))):
         return "MFMA dependency"
