@@ -152,7 +152,9 @@ class InstParser:
             if op is None:
                 if not piece:
                     raise ParseError(f"operand {k + 1} is empty", loc)
-                op = self.operand(piece, loc)
+                op, fixed = self._operand(piece, loc)
+                if fixed:
+                    _remember(_OPERANDS, piece, op)
             operands.append(op)
         modifiers = inst.modifiers
         for tok in mod_tokens:
@@ -218,6 +220,12 @@ class InstParser:
         """(operand, fixed): `fixed` when the text's meaning cannot depend on `.set` symbols
         (registers and plain numbers), so the operand may be reused for the same text."""
         t = text.strip()
+        if _INT_RE.match(t):
+            # A plain number (first, as the checks below cannot take it for anything else).
+            value = _int_literal(t)
+            # (kept for reuse only if it is an inline constant: other values rarely repeat and
+            # would crowd the table)
+            return Imm(value, fmt="hex" if "0x" in t.lower() else "dec"), -16 <= value <= 64
         low = t.lower()
         for fn in ("neg", "abs", "sext"):
             if low.startswith(fn + "(") and t.endswith(")"):
@@ -238,11 +246,6 @@ class InstParser:
             return OFF, True
         if _FLOAT_RE.match(t):
             return FloatImm(float(t)), True
-        if _INT_RE.match(t):  # a plain number: no symbol can change it
-            value = _int_literal(t)
-            # (kept for reuse only if it is an inline constant: other values rarely repeat and
-            # would crowd the table)
-            return Imm(value, fmt="hex" if "0x" in low else "dec"), -16 <= value <= 64
         return self._symbolic_operand(t, low, loc), False
 
     def _symbolic_operand(self, t: str, low: str, loc: SourceLocation | None) -> Operand:

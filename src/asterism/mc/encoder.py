@@ -71,21 +71,22 @@ class _Fields:
         self._table = _field_table(fmt)
 
     def set(self, name: str, value: int) -> None:
-        lo, mask, width = self._table[name]
+        lo, mask, width, keep = self._table[name]
         if value < 0 or value > mask:
             raise EncodeError(f"field {name} value {value} does not fit {width} bits")
-        self.value = (self.value & ~(mask << lo)) | ((value & mask) << lo)
+        self.value = (self.value & keep) | ((value & mask) << lo)
 
 
-_FIELD_TABLES: dict[str, dict[str, tuple[int, int, int]]] = {}
+_FIELD_TABLES: dict[str, dict[str, tuple[int, int, int, int]]] = {}
 
 
-def _field_table(fmt: Format) -> dict[str, tuple[int, int, int]]:
-    """name -> (lo, mask, width) of a format's fields (Field.mask is computed on each use)."""
+def _field_table(fmt: Format) -> dict[str, tuple[int, int, int, int]]:
+    """name -> (lo, mask, width, bits outside the field) of a format's fields (Field.mask is
+    computed on each use)."""
     table = _FIELD_TABLES.get(fmt.name)
     if table is None:
         table = _FIELD_TABLES[fmt.name] = {
-            name: (f.lo, f.mask, f.width) for name, f in fmt.fields.items()}
+            name: (f.lo, f.mask, f.width, ~(f.mask << f.lo)) for name, f in fmt.fields.items()}
     return table
 
 
