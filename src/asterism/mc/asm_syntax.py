@@ -169,8 +169,15 @@ class InstParser:
     def _split_operands(self, rest: str) -> tuple[list[str], list[str]]:
         pieces = _split_commas(rest)
         # The last piece holds the last operand followed by space-separated modifiers.
-        last_tokens = [t for t in split_top(pieces[-1].strip(), " ") if t]
+        last = pieces[-1].strip()
         ops = pieces[:-1]
+        if " " not in last:  # (one token: the last operand, or a lone modifier)
+            if last:
+                if not ops and self._is_modifier(last):
+                    return [], [last]
+                ops.append(last)
+            return ops, []
+        last_tokens = [t for t in split_top(last, " ") if t]
         mods: list[str] = []
         if last_tokens:
             first, *more = last_tokens
