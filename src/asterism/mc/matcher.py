@@ -501,14 +501,14 @@ def _form_rules(form: Form) -> _FormRules:
     if form.enc == "DPP" and any(s.width == 2 for s in form.operands if not s.fixed):
         checks.append(_rule_dpp64)
     if JOINT_AGPR.get(form.enc) and not form.mnemonic.startswith("v_smfmac"):
-        checks.append(_rule_joint_agpr)  # (smfmac's src2 is an index)
+        checks.append(_joint_agpr_rule(form))  # (smfmac's src2 is an index)
     if form.enc == "VOP3P" and "_mix" not in form.mnemonic:
         checks.append(_rule_packed_mods)
     if "f8f6f4" in form.mnemonic:
         checks.append(_rule_f8f6f4_sizes)
     if form.enc == "MAI" and not form.mnemonic.startswith("v_smfmac") \
             and "f8f6f4" not in form.mnemonic:  # (LLVM checks neither)
-        checks.append(_rule_mfma_overlap)
+        checks.append(_mfma_overlap_rule(form))
     if form.enc == "SMEM" and form.mnemonic.startswith(("s_buffer_", "s_atc_probe_buffer")):
         checks.append(_rule_smem_buffer_offset)
     return _FormRules(frozenset(allowed), tuple(checks))
@@ -528,13 +528,21 @@ def _rule_dpp64(inst: Inst, form: Form) -> None:
         raise MatchError(50, "64-bit DPP only supports row_newbcast")
 
 
-def _rule_joint_agpr(inst: Inst, form: Form) -> None:
+def _joint_agpr_rule(form: Form) -> Callable[[Inst, Form], None]:
+    """The rule: the operands one AGPR-select bit switches are all VGPRs or all AGPRs."""
     joint = JOINT_AGPR[form.enc]
-    kinds = {op.kind for spec, op in zip(form.operands, inst.operands)
-             if spec.name in joint and isinstance(op, Reg) and op.kind in ("v", "a")}
-    if len(kinds) > 1:
-        raise MatchError(50, f"{', '.join(sorted(joint & {s.name for s in form.operands}))}"
-                             " must all be VGPRs or all AGPRs")
+    positions = [pos for pos, spec in enumerate(form.operands) if spec.name in joint]
+    message = (f"{', '.join(sorted(joint & {s.name for s in form.operands}))}"
+               " must all be VGPRs or all AGPRs")
+
+    def rule_joint_agpr(inst: Inst, form: Form) -> None:
+        ops = inst.operands
+        kinds = {op.kind for op in (ops[pos] for pos in positions if pos < len(ops))
+                 if isinstance(op, Reg) and op.kind in ("v", "a")}
+        if len(kinds) > 1:
+            raise MatchError(50, message)
+
+    return rule_joint_agpr
 
 
 def _rule_packed_mods(inst: Inst, form: Form) -> None:
@@ -554,15 +562,24 @@ def _rule_f8f6f4_sizes(inst: Inst, form: Form) -> None:
                                      f" needs {want} registers")
 
 
-def _rule_mfma_overlap(inst: Inst, form: Form) -> None:
+def _mfma_overlap_rule(form: Form) -> Callable[[Inst, Form], None]:
+    """The rule: an MFMA's C operand does not partially overlap its destination."""
     names = [s.name for s in form.operands]
-    if "vdst" in names and "src2" in names and len(inst.operands) == len(names):
-        dst = inst.operands[names.index("vdst")]
-        c = inst.operands[names.index("src2")]
-        # (the rule applies to accumulators wider than 4 registers, as in LLVM)
-        if isinstance(dst, Reg) and isinstance(c, Reg) and dst.count > 4 \
-                and dst.overlaps(c) and dst != c:
-            raise MatchError(50, f"src2 {c} must not partially overlap the destination {dst}")
+    if "vdst" not in names or "src2" not in names:
+        return lambda inst, form: None
+    n, dst_pos, c_pos = len(names), names.index("vdst"), names.index("src2")
+
+    def rule_mfma_overlap(inst: Inst, form: Form) -> None:
+        if len(inst.operands) == n:
+            dst = inst.operands[dst_pos]
+            c = inst.operands[c_pos]
+            # (the rule applies to accumulators wider than 4 registers, as in LLVM)
+            if isinstance(dst, Reg) and isinstance(c, Reg) and dst.count > 4 \
+                    and dst.overlaps(c) and dst != c:
+                raise MatchError(50, f"src2 {c} must not partially overlap the destination"
+                                     f" {dst}")
+
+    return rule_mfma_overlap
 
 
 def _rule_smem_buffer_offset(inst: Inst, form: Form) -> None:
