@@ -65,11 +65,13 @@ def register_usage(body: list[Inst | LabelDef]) -> RegisterUsage:
                 end = op.index + op.count
                 kind = op.kind
                 if kind == "v":
-                    vgprs = max(vgprs, end)
+                    if end > vgprs:
+                        vgprs = end
                 elif kind == "a":
-                    agprs = max(agprs, end)
-                elif kind == "s":
-                    sgprs = max(sgprs, end)
+                    if end > agprs:
+                        agprs = end
+                elif kind == "s" and end > sgprs:
+                    sgprs = end
             elif isinstance(op, Special):
                 if op.name.startswith("vcc"):
                     vcc = True
