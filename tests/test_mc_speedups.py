@@ -182,3 +182,11 @@ def test_shared_decoder_tables_match_fresh_decoding(target, monkeypatch):
         monkeypatch.setattr(decoder, "_REGS", {})
         fresh += _decode_all(target, [data])
     assert warm == fresh
+
+
+def test_listing_line_of_an_instruction_without_form():
+    from asterism.mc.decoder import DecodedInst
+    from asterism.mc.listing import format_line
+
+    d = DecodedInst(0x10, 4, Inst("s_nop", [Imm(0)]), bytes.fromhex("000080bf"))
+    assert format_line(d, {0: "k"}) == "\t" + "s_nop 0".ljust(59) + "// 000000000010: BF800000"

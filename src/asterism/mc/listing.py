@@ -48,7 +48,8 @@ def format_line(d: DecodedInst, symbols: dict[int, str] | None = None) -> str:
     """One instruction like llvm-objdump -d prints it (text, address, raw dwords), with
     branch targets named by the symbol there or annotated as <symbol+offset>."""
     inst, note = d.inst, ""
-    target = branch_target(d) if _LABEL_SLOTS(inst.form) else None
+    form = inst.form
+    target = branch_target(d) if form is not None and _LABEL_SLOTS(form) else None
     if target is not None and symbols:
         if target in symbols:
             inst = copy.copy(inst)
@@ -67,26 +68,15 @@ def format_line(d: DecodedInst, symbols: dict[int, str] | None = None) -> str:
 def _hex_words(d: DecodedInst) -> str:
     """The instruction's dwords as objdump shows them ("BF8C0070 7E000280")."""
     raw = d.raw
-    n, rest = divmod(len(raw), 4)
-    if rest:
+    words = None if len(raw) & 3 else _WORDS.get(len(raw) >> 2)
+    if words is None:
         return " ".join(f"{w:08X}" for w in d.words)
-    return _WORDS_FORMAT[n] % struct.unpack(_WORDS_UNPACK[n], raw)
+    text, unpack = words
+    return text % unpack(raw)
 
 
-class _ByCount(dict):
-    """count -> make(count), made on first use."""
-
-    def __init__(self, make):
-        super().__init__()
-        self._make = make
-
-    def __missing__(self, n: int) -> str:
-        value = self[n] = self._make(n)
-        return value
-
-
-_WORDS_FORMAT = _ByCount(lambda n: " ".join(["%08X"] * n))
-_WORDS_UNPACK = _ByCount(lambda n: f"<{n}I")
+# dword count -> (its "%08X %08X..." text, its unpacker) for instruction sizes
+_WORDS = {n: (" ".join(["%08X"] * n), struct.Struct(f"<{n}I").unpack) for n in range(1, 5)}
 
 
 def listing(obj, items: list, filename: str = "") -> str:
