@@ -208,7 +208,7 @@ def _slot_handler(form: Form, spec: OperandSpec, fmt: Format) -> SlotHandler | N
     if enc in ("DPP", "SDWA") and name == "src0":
         return _op_extra_src0
     if enc == "SDWA" and name == "vsrc1":
-        return _op_sdwa_vsrc1
+        return _sdwa_vsrc1_handler(_field_handler(form, spec, fmt))
     if enc == "SMEM":
         return _op_smem
     if enc in ("MUBUF", "MTBUF") and name in ("vaddr", "srsrc", "soffset"):
@@ -218,7 +218,7 @@ def _slot_handler(form: Form, spec: OperandSpec, fmt: Format) -> SlotHandler | N
         if name == "saddr":
             return _op_flat_saddr
         if name == "addr":
-            return _op_flat_addr
+            return _flat_addr_handler(_field_handler(form, spec, fmt))
     return _field_handler(form, spec, fmt)
 
 
@@ -230,9 +230,30 @@ def _field_handler(form: Form, spec: OperandSpec, fmt: Format) -> SlotHandler:
         return _op_no_field
     if name in VOP_SRCS or name in ("ssrc0", "ssrc1"):
         if fld.width == 8 and form.enc not in ("SOP1", "SOP2", "SOPC", "SOPK"):
-            return _op_vgpr_src
-        return _op_src
-    return _op_register
+            return _with_register_shortcut(_op_vgpr_src, fld.lo, fld.mask, 0, False)
+        return _with_register_shortcut(_op_src, fld.lo, fld.mask, SRC_VGPR_BASE, True)
+    return _with_register_shortcut(_op_register, fld.lo, fld.mask, 0, True)
+
+
+def _with_register_shortcut(handler: SlotHandler, lo: int, mask: int, vgpr_base: int,
+                            sgpr: bool) -> SlotHandler:
+    """`handler` with its result for VGPRs (code vgpr_base + index) and, if `sgpr`, SGPRs
+    (code index) written straight into the field (the common operands; no AGPR bit, literal
+    or error is involved for them when the code fits)."""
+    keep = ~(mask << lo)
+
+    def encode_register_field(plan: _Plan, spec: OperandSpec, base: Operand, op: Operand,
+                              st: _State) -> None:
+        if type(base) is Reg:
+            kind = base.kind
+            code = base.index + vgpr_base if kind == "v" else (
+                base.index if kind == "s" and sgpr else -1)
+            if 0 <= code <= mask:
+                st.value = (st.value & keep) | (code << lo)
+                return
+        handler(plan, spec, base, op, st)
+
+    return encode_register_field
 
 
 def _op_literal(plan: _Plan, spec: OperandSpec, base: Operand, op: Operand,
@@ -270,17 +291,21 @@ def _op_extra_src0(plan: _Plan, spec: OperandSpec, base: Operand, op: Operand,
     raise EncodeError(f"src0: {enc} needs a VGPR, got {base}")
 
 
-def _op_sdwa_vsrc1(plan: _Plan, spec: OperandSpec, base: Operand, op: Operand,
-                   st: _State) -> None:
+def _sdwa_vsrc1_handler(in_field: SlotHandler) -> SlotHandler:
     """SDWA vsrc1: a VGPR in the field, or (with the S1 bit) an SGPR/inline constant."""
-    if isinstance(base, Reg) and base.kind == "v":
-        _field_handler(plan.form, spec, plan.fmt)(plan, spec, base, op, st)
-        return
-    code, lit = src_code(base, spec.type)
-    if lit is not None or code > 255:
-        raise EncodeError("vsrc1: SDWA accepts a VGPR, SGPR or inline constant")
-    st.extra = SDWA["s1"].put(st.extra, 1)
-    st.set("vsrc1", code)
+
+    def encode_sdwa_vsrc1(plan: _Plan, spec: OperandSpec, base: Operand, op: Operand,
+                          st: _State) -> None:
+        if isinstance(base, Reg) and base.kind == "v":
+            in_field(plan, spec, base, op, st)
+            return
+        code, lit = src_code(base, spec.type)
+        if lit is not None or code > 255:
+            raise EncodeError("vsrc1: SDWA accepts a VGPR, SGPR or inline constant")
+        st.extra = SDWA["s1"].put(st.extra, 1)
+        st.set("vsrc1", code)
+
+    return encode_sdwa_vsrc1
 
 
 def _op_smem(plan: _Plan, spec: OperandSpec, op: Operand, written: Operand,
@@ -341,10 +366,15 @@ def _op_flat_saddr(plan: _Plan, spec: OperandSpec, base: Operand, op: Operand,
         st.set("saddr", _scalar(base, "saddr"))
 
 
-def _op_flat_addr(plan: _Plan, spec: OperandSpec, base: Operand, op: Operand,
-                  st: _State) -> None:
-    if not isinstance(base, Off):
-        _field_handler(plan.form, spec, plan.fmt)(plan, spec, base, op, st)
+def _flat_addr_handler(in_field: SlotHandler) -> SlotHandler:
+    """FLAT-family addr: nothing for `off`, else the field."""
+
+    def encode_flat_addr(plan: _Plan, spec: OperandSpec, base: Operand, op: Operand,
+                         st: _State) -> None:
+        if not isinstance(base, Off):
+            in_field(plan, spec, base, op, st)
+
+    return encode_flat_addr
 
 
 def _op_no_field(plan: _Plan, spec: OperandSpec, base: Operand, op: Operand,
