@@ -190,3 +190,26 @@ def test_listing_line_of_an_instruction_without_form():
 
     d = DecodedInst(0x10, 4, Inst("s_nop", [Imm(0)]), bytes.fromhex("000080bf"))
     assert format_line(d, {0: "k"}) == "\t" + "s_nop 0".ljust(59) + "// 000000000010: BF800000"
+
+
+def test_decode_code_skipping_undecodable_words_lists_them_like_disassemble():
+    from asterism.mc.decoder import decode_code, get_decoder
+
+    rng = random.Random(3)
+    code = b"".join(rng.randbytes(4) for _ in range(400))
+    dec = get_decoder("gfx942")
+    expected, pos = [], 0
+    while pos < len(code):  # (the loop of api.disassemble)
+        try:
+            d = dec.decode(code, pos, 0x100 + pos)
+            expected.append(d)
+            pos += d.size
+        except AsterismError:
+            expected.append((0x100 + pos, int.from_bytes(code[pos:pos + 4].ljust(4, b"\0"),
+                                                         "little")))
+            pos += 4
+    got = decode_code(code, "gfx942", 0x100, skip_undecodable=True)
+    assert any(isinstance(x, tuple) for x in got)
+    assert got == expected
+    with pytest.raises(AsterismError):
+        decode_code(code, "gfx942", 0x100)

@@ -15,7 +15,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import NamedTuple
 
-from asterism.errors import DecodeError
+from asterism.errors import AsterismError, DecodeError
 from asterism.isa import Form, OperandSpec, get_isa
 from asterism.isa.formats import (
     DPP,
@@ -993,15 +993,26 @@ def get_decoder(target: str) -> Decoder:
     return dec
 
 
-def decode_code(code: bytes, target: str, base: int = 0) -> list[DecodedInst]:
-    """Decode a whole code sequence; raises DecodeError at the first undecodable word."""
+def decode_code(code: bytes, target: str, base: int = 0, *,
+                skip_undecodable: bool = False) -> list:
+    """Decode a whole code sequence; raises DecodeError at the first undecodable word, or
+    with `skip_undecodable` lists it as (address, dword) and goes on with the next dword
+    (as a disassembly listing shows data and padding)."""
     dec = get_decoder(target)
-    out = []
+    out: list = []
     pos = 0
     paused = pause_cyclic_gc()
     try:
         while pos < len(code):
-            d = dec.decode(code, pos, base + pos)
+            try:
+                d = dec.decode(code, pos, base + pos)
+            except AsterismError:
+                if not skip_undecodable:
+                    raise
+                word = int.from_bytes(code[pos:pos + 4].ljust(4, b"\0"), "little")
+                out.append((base + pos, word))
+                pos += 4
+                continue
             out.append(d)
             pos += d.size
     finally:
