@@ -86,9 +86,20 @@ def _field_table(fmt: Format) -> dict[str, tuple[int, int]]:
 _FIELD_TABLES.update({name: _field_table(fmt) for name, fmt in FORMATS.items()})
 
 
-# Per format: the opcode field, the encoding its words have unless other bits say otherwise.
-_OPCODE_FIELD = {name: (f.fields["op"].lo, f.fields["op"].mask) for name, f in FORMATS.items()}
-_OWN_ENCODING = {name: (name,) for name in FORMATS}
+
+
+def _route(fmt: Format | None) -> tuple[Format, str, int, int, int, tuple[str, ...]] | None:
+    """(format, its name, size, opcode lo and mask, the encoding its words have unless other
+    bits say otherwise) for Decoder.decode."""
+    if fmt is None:
+        return None
+    op = fmt.fields["op"]
+    return fmt, fmt.name, fmt.size, op.lo, op.mask, (fmt.name,)
+
+
+# The route of each value of a first dword's bits 23..31 (they identify the format: see
+# formats.format_of).
+_ROUTES = [_route(format_of(top << 23)) for top in range(512)]
 _FLAT_SEGMENTS = {0: ("FLAT",), 1: ("SCRATCH",), 2: ("GLOBAL",)}
 assert all(FORMATS[name].fields["src0"].lo == 0 and FORMATS[name].fields["src0"].width == 9
            for name in ("VOP1", "VOP2", "VOPC"))
@@ -121,20 +132,17 @@ class Decoder:
         # (read two dwords at once when there are: most formats are 8 bytes)
         value = int.from_bytes(data[offset:offset + (8 if available >= 8 else 4)], "little")
         w0 = value & 0xFFFFFFFF
-        fmt = format_of(w0)
-        if fmt is None:
+        route = _ROUTES[w0 >> 23]
+        if route is None:
             raise DecodeError(f"0x{address:x}: no encoding format matches word 0x{w0:08x}")
-        size = fmt.size
+        fmt, name, size, op_lo, op_mask, encs = route
         if available < size:
-            raise DecodeError(f"0x{address:x}: truncated {fmt.name} instruction")
+            raise DecodeError(f"0x{address:x}: truncated {name} instruction")
         if size == 4:
             value = w0
         word = _Word(fmt, value)
-        name = fmt.name
-        op_lo, op_mask = _OPCODE_FIELD[name]
         op = (value >> op_lo) & op_mask
         prefix: _Word | None = None
-        encs = _OWN_ENCODING[name]
         if name in ("VOP1", "VOP2", "VOPC"):
             src0 = value & 0x1FF  # (src0 is bits 0..8 of all three)
             if src0 in (SRC_DPP, SRC_SDWA):
