@@ -34,10 +34,13 @@ from asterism.ir.ops import (
 )
 from asterism.ir.types import (
     RELOCATABLE,
+    AGPRType,
     OffType,
     RegisterType,
+    SGPRType,
     SpecialRegType,
     TokenType,
+    VGPRType,
     type_text,
 )
 from asterism.isa import (
@@ -165,6 +168,63 @@ def shape_of(value: SSAValue, layout: object | None = None) -> Shape:
         shown = text if imm is None else f"{'literal ' if literal else ''}{_fmt_num(imm)}"
         return Shape("imm", imm=imm, imm_type=imm_type, literal=literal, text=shown)
     return Shape("other", text=text)
+
+
+# --- exact operand keys ------------------------------------------------------------------
+#
+# Matching an op against its forms costs tens of microseconds; a kernel repeats a few hundred
+# operand patterns thousands of times. These keys hold everything a Shape tells the checks
+# (file, index, width, alignment, named register, immediate value and kind, and which operands
+# are the same relocatable value, for the constant bus) and nothing that only appears in
+# messages, so two ops with equal keys are accepted or rejected alike.
+
+_REGISTER_CLASSES = (VGPRType, AGPRType, SGPRType)
+_PLAIN_TYPES = (OffType, TokenType)
+
+
+def type_key(t: Attribute) -> tuple | type | None:
+    """A hashable stand-in for an amdgcn type, equal exactly when the types are equal (hashing
+    the xDSL attribute itself is several times slower); None for other types."""
+    cls = type(t)
+    if cls in _REGISTER_CLASSES:
+        return (cls, t.index.data, t.count.data, t.align.data)  # type: ignore[attr-defined]
+    if cls is SpecialRegType:
+        return (cls, t.reg.data)  # type: ignore[attr-defined]
+    if cls in _PLAIN_TYPES:
+        return cls
+    return None
+
+
+def operands_key(values: Sequence[SSAValue], layout: object | None = None) -> tuple | None:
+    """The exact matching key of an op's operands (see above); None if an operand is of a
+    kind no form accepts (such ops are never cached: they only produce errors)."""
+    keys: list[object] = []
+    for value in values:
+        t = value.type
+        key = type_key(t)
+        if key is None:
+            if not is_immediate(value):
+                return None
+            imm, imm_type, literal = immediate_of(value, layout)
+            # The Python type separates 1 from 1.0 and True; floats by their bits (-0.0).
+            shown = imm.hex() if isinstance(imm, float) else imm
+            key = ("imm", type(imm), shown, imm_type, literal)
+        elif type(key) is tuple and key[1] == RELOCATABLE:
+            # Relocatable values are told apart by identity (constant-bus reads of SGPRs):
+            # keep the index of the first operand that is the same value.
+            key = (key, values.index(value))
+        keys.append(key)
+    return tuple(keys)
+
+
+def is_relocatable_key(key: object) -> bool:
+    """True if an operand key (of `operands_key`) stands for a relocatable register."""
+    return type(key) is tuple and type(key[0]) is tuple
+
+
+def modifiers_key(mods: Mapping[str, ModValue]) -> tuple:
+    """The exact key of decoded modifiers (the value's type separates True from 1)."""
+    return tuple((name, type(value), value) for name, value in mods.items())
 
 
 def _fmt_num(v: float) -> str:

@@ -10,14 +10,29 @@ database name) and what was expected, at the op's source location.
 
 from __future__ import annotations
 
+import weakref
+from dataclasses import dataclass, field
+
 from xdsl.dialects import arith, func
 from xdsl.dialects.builtin import (
+    DictionaryAttr,
     FileLineColLoc,
     FloatAttr,
     IntegerAttr,
+    StringAttr,
 )
 from xdsl.dialects.builtin import ModuleOp as BuiltinModuleOp
-from xdsl.ir import Block, Operation
+from xdsl.ir import Block, ErasedSSAValue, Operation
+from xdsl.irdl import (
+    AnyAttr,
+    BaseAttr,
+    OptPropertyDef,
+    PropertyDef,
+    RangeOf,
+    ResultDef,
+    VarOperandDef,
+    VarResultDef,
+)
 from xdsl.utils.exceptions import VerifyException
 
 from asterism.errors import SourceLocation, TargetError, VerifyError
@@ -27,12 +42,17 @@ from asterism.ir.match import (
     MatchError,
     check_modifiers,
     check_results,
+    is_relocatable_key,
     match_op,
+    modifiers_key,
+    operands_key,
     resolve,
     shape_of,
+    type_key,
 )
 from asterism.ir.ops import (
     ABI_VALUE_OPS,
+    INSTRUCTION_OPS,
     AllocaOp,
     BranchOp,
     EndKernelOp,
@@ -47,8 +67,16 @@ from asterism.ir.ops import (
     WaitOp,
     WorkgroupIdOp,
     WorkitemIdOp,
+    attr_to_modifiers,
 )
-from asterism.ir.types import AGPRType, RegisterType, SGPRType, VGPRType, type_text
+from asterism.ir.types import (
+    AGPRType,
+    RegisterType,
+    SGPRType,
+    SpecialRegType,
+    VGPRType,
+    type_text,
+)
 from asterism.isa import IsaDatabase, get_isa
 from asterism.target import Target, get_target
 
@@ -91,9 +119,68 @@ def amdgcn_modules(module: Operation) -> list[ModuleOp]:
     raise VerifyError(f"expected a module, got {module.name}", op_location(module))
 
 
+# --- structural checks --------------------------------------------------------------------
+#
+# xDSL's generic verification interprets each op's IRDL definition and costs ~20 us per op;
+# a kernel is mostly instruction ops and amdgcn.alloca, whose definitions leave only a few
+# ways to fail. `_passes_xdsl_checks` recognises the ops that certainly pass and leaves
+# everything else (and every error message) to xDSL. It is enabled only while the definitions
+# are the ones it was written for (checked once below).
+
+
+def _instruction_props_ok(props: dict) -> bool:
+    # mnemonic (StringAttr) required, modifiers (DictionaryAttr) optional, nothing else.
+    if type(props.get("mnemonic")) is not StringAttr:
+        return False
+    n = len(props)
+    return n == 1 or (n == 2 and type(props.get("modifiers")) is DictionaryAttr)
+
+
+def _passes_xdsl_checks(op: Operation) -> bool:
+    """True if `op.verify(verify_nested_ops=False)` would certainly pass: an instruction op or
+    amdgcn.alloca that is not the last op of its block (terminator rules), has no successors
+    or regions, no erased operands and properties of the declared kinds."""
+    cls = type(op)
+    if cls not in _TRIVIAL_DEFINITIONS or op.next_op is None or op.parent is None:
+        return False
+    if op.successors or op.regions:
+        return False
+    if cls is AllocaOp:
+        return (not op.properties and not op.operands and len(op.results) == 1
+                and isinstance(op.results[0].type, RegisterType | SpecialRegType))
+    return (_instruction_props_ok(op.properties)
+            and not any(isinstance(v, ErasedSSAValue) for v in op.operands))
+
+
+def _trivial_definitions() -> frozenset[type[Operation]]:
+    """The op classes whose IRDL definitions are the ones `_passes_xdsl_checks` mirrors (their
+    own verify_ methods, in ir/ops.py, are mirrored there too: none for instruction ops, the
+    result type for amdgcn.alloca)."""
+    any_range = RangeOf(AnyAttr())
+    instruction = (
+        [("args", VarOperandDef(any_range))], [("outs", VarResultDef(any_range))],
+        {"mnemonic": PropertyDef(BaseAttr(StringAttr)),
+         "modifiers": OptPropertyDef(BaseAttr(DictionaryAttr))})
+    alloca = ([], [("result", ResultDef(AnyAttr()))], {})
+    out: set[type[Operation]] = set()
+    for cls, (operands, results, props) in [*((c, instruction) for c in INSTRUCTION_OPS),
+                                            (AllocaOp, alloca)]:
+        d = cls.get_irdl_definition()
+        if (d.operands == operands and d.results == results and d.properties == props
+                and not d.attributes and not d.regions and not d.successors and not d.options
+                and not list(d.traits)):
+            out.add(cls)
+    return frozenset(out)
+
+
+_TRIVIAL_DEFINITIONS = _trivial_definitions()
+
+
 def verify_structure(module: Operation) -> None:
     """xDSL's structural verification, reported at the offending op."""
     for op in module.walk():
+        if _passes_xdsl_checks(op):
+            continue
         try:
             op.verify(verify_nested_ops=False)
         except VerifyException as err:
@@ -104,8 +191,18 @@ def verify_structure(module: Operation) -> None:
             raise error_at(op, message) from None
 
 
-def verify_module(module: Operation) -> None:
-    """Verify a parsed or built module; raises VerifyError on the first problem."""
+@dataclass
+class VerifiedFacts:
+    """What verifying a module established on the way, for lowering it without checking
+    again: each instruction op's form and exact match key, each kernel's layout."""
+
+    forms: dict[Operation, tuple[Match, tuple | None]] = field(default_factory=dict)
+    layouts: dict[Operation, KernelLayout] = field(default_factory=dict)
+
+
+def verify_module(module: Operation, facts: VerifiedFacts | None = None) -> None:
+    """Verify a parsed or built module; raises VerifyError on the first problem. With
+    `facts`, records what lowering needs (see VerifiedFacts)."""
     verify_structure(module)
     for amod in amdgcn_modules(module):
         try:
@@ -115,7 +212,7 @@ def verify_module(module: Operation) -> None:
             raise error_at(amod, err.message) from None
         for op in amod.body.ops:
             if isinstance(op, KernelOp):
-                verify_kernel(op, isa, target)
+                verify_kernel(op, isa, target, facts)
             elif isinstance(op, func.FuncOp):
                 verify_fragment(op, isa, target)
             else:
@@ -126,11 +223,12 @@ class _Checker:
     """Checks the ops of one kernel or func body."""
 
     def __init__(self, isa: IsaDatabase, target: Target, layout: KernelLayout | None,
-                 kernel: KernelOp | None):
+                 kernel: KernelOp | None, facts: VerifiedFacts | None = None):
         self.isa = isa
         self.target = target
         self.layout = layout
         self.kernel = kernel
+        self.forms = facts.forms if facts is not None else None
 
     def check_region_ops(self, parent: Operation) -> None:
         """Check every op (and block argument) of the regions of `parent`."""
@@ -155,8 +253,13 @@ class _Checker:
         """Check one op of a kernel or fragment body."""
         for res in op.results:
             self.check_register_bounds(op, res.type)
-        if isinstance(op, InstructionOp):
-            check_instruction(op, self.isa, self.layout)
+        cls = type(op)
+        if cls is AllocaOp:
+            return  # the most common op after instructions: nothing more to check
+        if cls in _INSTRUCTION_CLASSES or isinstance(op, InstructionOp):
+            found = _check_instruction(op, self.isa, self.layout)
+            if self.forms is not None:
+                self.forms[op] = found
         elif isinstance(op, BranchOp):
             check_branch(op, self.isa)
         elif isinstance(op, FallthroughOp):
@@ -193,9 +296,12 @@ class _Checker:
                                "and func.call only)")
 
 
-def verify_kernel(kernel: KernelOp, isa: IsaDatabase, target: Target) -> None:
+def verify_kernel(kernel: KernelOp, isa: IsaDatabase, target: Target,
+                  facts: VerifiedFacts | None = None) -> None:
     """Check one kernel (declarations, then every op of its body)."""
     layout = compute_layout(kernel)
+    if facts is not None:
+        facts.layouts[kernel] = layout
     wg = kernel.launch_size
     if any(n < 1 for n in wg) or wg[0] * wg[1] * wg[2] > target.max_workgroup_size:
         raise error_at(kernel, f"workgroup size {wg} must have sizes >= 1 and at most "
@@ -218,7 +324,7 @@ def verify_kernel(kernel: KernelOp, isa: IsaDatabase, target: Target) -> None:
             raise error_at(first, "kernel blocks take no arguments: values cross blocks in "
                                   "their registers")
     regions = list(kernel.reserved_regions.items())
-    checker = _Checker(isa, target, layout, kernel)
+    checker = _Checker(isa, target, layout, kernel, facts)
     for k, (name, t) in enumerate(regions):
         checker.check_register_bounds(kernel, t)
         for other, u in regions[:k]:
@@ -233,9 +339,57 @@ def verify_fragment(fn: func.FuncOp, isa: IsaDatabase, target: Target) -> None:
     _Checker(isa, target, None, None).check_region_ops(fn)
 
 
-def match_instruction(op: InstructionOp, isa: IsaDatabase,
-                      layout: KernelLayout | None = None) -> Match:
-    """Select the database form of an instruction op (raises VerifyError)."""
+class _MatchCache:
+    """The forms selected for the instruction ops of one ISA database, by exact key.
+
+    Only successes are stored: an op that fails is matched again (and explains itself) every
+    time, so errors and their messages do not depend on what was checked before."""
+
+    LIMIT = 100_000  # keys kept per database; a long-running process starts over past this
+
+    def __init__(self) -> None:
+        self.forms: dict[tuple, Match] = {}
+        self.results_ok: set[tuple] = set()  # (match key, result type keys) that passed
+
+    def remember(self, key: tuple, match: Match) -> None:
+        """Store the match of `key` (bounded)."""
+        if len(self.forms) >= self.LIMIT:
+            self.forms.clear()
+            self.results_ok.clear()
+        self.forms[key] = match
+
+
+_MATCH_CACHES: weakref.WeakKeyDictionary[IsaDatabase, _MatchCache] = \
+    weakref.WeakKeyDictionary()
+
+
+def _match_cache(isa: IsaDatabase) -> _MatchCache:
+    cache = _MATCH_CACHES.get(isa)
+    if cache is None:
+        cache = _MATCH_CACHES[isa] = _MatchCache()
+    return cache
+
+
+def _match_key(op: InstructionOp, layout: KernelLayout | None) -> tuple | None:
+    """What decides the form of `op` and whether it fits, exactly (None: not cacheable)."""
+    props = op.properties  # direct access: the property descriptors are slow
+    mnemonic = props.get("mnemonic")
+    if type(mnemonic) is not StringAttr:
+        return None
+    operands = operands_key(op.operands, layout)
+    if operands is None:
+        return None
+    mods = props.get("modifiers")
+    mods_key = modifiers_key(attr_to_modifiers(mods)) if mods is not None else ()
+    return (type(op), mnemonic.data, operands, mods_key)
+
+
+def has_relocatable(key: tuple) -> bool:
+    """True if a match key (of `_match_key`) has a relocatable register operand."""
+    return any(is_relocatable_key(k) for k in key[2])
+
+
+def _select_form(op: InstructionOp, isa: IsaDatabase, layout: KernelLayout | None) -> Match:
     shapes = [shape_of(v, layout) for v in op.args]
     mods = op.mods
     try:
@@ -246,15 +400,47 @@ def match_instruction(op: InstructionOp, isa: IsaDatabase,
     return match
 
 
+def _cached_match(op: InstructionOp, isa: IsaDatabase, layout: KernelLayout | None,
+                  cache: _MatchCache, key: tuple | None) -> Match:
+    if key is not None:
+        found = cache.forms.get(key)
+        if found is not None:
+            return found
+    match = _select_form(op, isa, layout)
+    if key is not None:
+        cache.remember(key, match)
+    return match
+
+
+def match_instruction(op: InstructionOp, isa: IsaDatabase,
+                      layout: KernelLayout | None = None) -> Match:
+    """Select the database form of an instruction op (raises VerifyError)."""
+    return _cached_match(op, isa, layout, _match_cache(isa), _match_key(op, layout))
+
+
 def check_instruction(op: InstructionOp, isa: IsaDatabase,
                       layout: KernelLayout | None = None) -> Match:
     """Full check of an instruction op: form, operands, modifiers, results."""
-    match = match_instruction(op, isa, layout)
+    return _check_instruction(op, isa, layout)[0]
+
+
+def _check_instruction(op: InstructionOp, isa: IsaDatabase,
+                       layout: KernelLayout | None) -> tuple[Match, tuple | None]:
+    """`check_instruction`, also returning the op's exact match key (None: uncacheable)."""
+    cache = _match_cache(isa)
+    key = _match_key(op, layout)
+    match = _cached_match(op, isa, layout, cache, key)
+    results = tuple(type_key(r.type) for r in op.results)
+    checked = (key, results) if key is not None and None not in results else None
+    if checked is not None and checked in cache.results_ok:
+        return match, key
     try:
         check_results(match, [a.type for a in op.args], [r.type for r in op.outs])
     except MatchError as err:
         raise error_at(op, err.message) from None
-    return match
+    if checked is not None:
+        cache.results_ok.add(checked)
+    return match, key
 
 
 def check_branch(op: BranchOp, isa: IsaDatabase) -> None:
@@ -293,6 +479,7 @@ def check_wait(op: WaitOp) -> None:
 
 
 _ABI_WIDTH = {WorkgroupIdOp: 1, WorkitemIdOp: 1}
+_INSTRUCTION_CLASSES = frozenset(INSTRUCTION_OPS)
 
 
 def check_abi_value(op: Operation, layout: KernelLayout) -> None:
@@ -314,10 +501,12 @@ def check_abi_value(op: Operation, layout: KernelLayout) -> None:
 
 __all__ = [
     "USER_SGPR_OPS",
+    "VerifiedFacts",
     "amdgcn_modules",
     "check_instruction",
     "check_wait",
     "error_at",
+    "has_relocatable",
     "match_instruction",
     "op_location",
     "verify_fragment",
