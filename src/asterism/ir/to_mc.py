@@ -11,6 +11,7 @@ values, LDS allocations) emits nothing. Nothing is added, removed or reordered.
 
 from __future__ import annotations
 
+import weakref
 from collections import Counter
 
 from xdsl.dialects import func
@@ -18,7 +19,7 @@ from xdsl.ir import Block, Operation, SSAValue
 
 from asterism.errors import VerifyError
 from asterism.ir.abi import KernelLayout, compute_layout, lds_size, mc_kernel_args
-from asterism.ir.match import WAITCNT_COUNTERS, canonical_float, immediate_of
+from asterism.ir.match import WAITCNT_COUNTERS, Match, canonical_float, immediate_of
 from asterism.ir.ops import (
     ABI_VALUE_OPS,
     BranchOp,
@@ -30,9 +31,11 @@ from asterism.ir.ops import (
 )
 from asterism.ir.types import OffType, RegisterType, SpecialRegType, type_text
 from asterism.ir.verify import (
+    VerifiedFacts,
     amdgcn_modules,
     check_instruction,
     error_at,
+    has_relocatable,
     op_location,
     verify_module,
 )
@@ -60,7 +63,8 @@ REGALLOC_HINT = "run the register allocation pass (--pipeline regalloc) or give 
 
 def lower_module(module: Operation) -> McModule:
     """Lower a verified module (one amdgcn.module) to the MC layer."""
-    verify_module(module)
+    facts = VerifiedFacts()
+    verify_module(module, facts)
     amods = amdgcn_modules(module)
     if len(amods) != 1:
         raise VerifyError(f"expected exactly one amdgcn.module, found {len(amods)}",
@@ -72,15 +76,53 @@ def lower_module(module: Operation) -> McModule:
     out = McModule(target=amod.target_name,
                    features=amod.features.data if amod.features is not None else "")
     for kernel in kernels:
-        out.kernels.append(_KernelLowering(kernel, isa, hints).run())
+        out.kernels.append(_KernelLowering(kernel, isa, hints, facts).run())
     return out
 
 
+# A lowered instruction without its location: (printed mnemonic, operands, modifiers, form).
+_Lowered = tuple[str, tuple[Operand, ...], dict[str, object], Form]
+
+
+class _LoweredCache:
+    """Lowered instructions by the exact match key of their op (see ir.match.operands_key),
+    per ISA database: everything lowering reads from an op with fixed registers is in that
+    key, and a kernel repeats a few hundred distinct instructions thousands of times."""
+
+    LIMIT = 100_000  # entries kept per database; a long-running process starts over past this
+
+    def __init__(self) -> None:
+        self.entries: dict[tuple, _Lowered] = {}
+
+    def get(self, key: tuple) -> _Lowered | None:
+        """The lowering of `key`, if seen."""
+        return self.entries.get(key)
+
+    def put(self, key: tuple, lowered: _Lowered) -> None:
+        """Remember a successful lowering (bounded)."""
+        if len(self.entries) >= self.LIMIT:
+            self.entries.clear()
+        self.entries[key] = lowered
+
+
+_LOWERED: weakref.WeakKeyDictionary[IsaDatabase, _LoweredCache] = weakref.WeakKeyDictionary()
+
+
+def _lowered_cache(isa: IsaDatabase) -> _LoweredCache:
+    cache = _LOWERED.get(isa)
+    if cache is None:
+        cache = _LOWERED[isa] = _LoweredCache()
+    return cache
+
+
 class _KernelLowering:
-    def __init__(self, kernel: KernelOp, isa: IsaDatabase, hint_counts: Counter):
+    def __init__(self, kernel: KernelOp, isa: IsaDatabase, hint_counts: Counter,
+                 facts: VerifiedFacts):
         self.kernel = kernel
         self.isa = isa
-        self.layout: KernelLayout = compute_layout(kernel)
+        self.layout: KernelLayout = facts.layouts.get(kernel) or compute_layout(kernel)
+        self.forms = facts.forms
+        self.cache = _lowered_cache(isa)
         self.hint_counts = hint_counts
         self.labels: dict[Block, str] = {}
 
@@ -148,7 +190,26 @@ class _KernelLowering:
 
     def lower_instruction(self, op: InstructionOp) -> Inst:
         """An instruction op as an mc.Inst (operands in database order)."""
-        match = check_instruction(op, self.isa, self.layout)
+        found = self.forms.get(op)
+        if found is None:  # not seen by verification (it checks every op of a kernel)
+            found = (check_instruction(op, self.isa, self.layout), None)
+        match, key = found
+        # Relocatable operands (only ABI values get this far) lower to the registers of their
+        # kernel's layout, which the key does not hold.
+        if key is not None and not has_relocatable(key):
+            lowered = self.cache.get(key)
+            if lowered is None:
+                inst = self.build_instruction(op, match)
+                self.cache.put(key, (inst.mnemonic, tuple(inst.operands),
+                                     dict(inst.modifiers), inst.form))
+                return inst
+            mnemonic, operands, mods, form = lowered
+            return Inst(mnemonic, list(operands), dict(mods), form, op_location(op))
+        return self.build_instruction(op, match)
+
+    def build_instruction(self, op: InstructionOp, match: Match) -> Inst:
+        """Lower an instruction op whose form is `match` (and check it against the MC
+        layer)."""
         form = match.form
         mods = op.mods
         sources = match.source_positions
