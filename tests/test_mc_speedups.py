@@ -3,7 +3,8 @@
 * the matcher's quick acceptance tests accept only what match_form accepts, and select_form
   picks the form a plain match_form loop picks (with the same error);
 * parse results reused by text never depend on `.set` symbols;
-* the decoder's shared operand tables give the same instructions as fresh decoding.
+* the decoder's shared operand tables give the same instructions as fresh decoding;
+* decode_code with skip_undecodable lists words like api.disassemble's loop.
 """
 
 from __future__ import annotations
