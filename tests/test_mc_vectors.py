@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import pytest
-
 from mc_differential import TARGETS, load_vectors, our_encoding, our_text
 
 

@@ -10,8 +10,6 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 
-from asterism.errors import AsterismError
-
 
 def _read(source: str | os.PathLike[str] | bytes, what: str) -> tuple[str, str]:
     """(text, filename) from text or a path."""
@@ -103,20 +101,8 @@ class DisassembledKernel:
 def disassemble(source) -> tuple[object, list]:
     """Decode every kernel of a code object: (CodeObject, [DecodedInst or undecodable])."""
     from asterism.mc.codeobject import read_code_object
-    from asterism.mc.decoder import get_decoder
+    from asterism.mc.decoder import decode_code
 
     obj = read_code_object(source)
-    dec = get_decoder(obj.target.name)
-    text = obj.text
-    items = []
-    pos = 0
-    while pos < len(text):
-        try:
-            d = dec.decode(text, pos, obj.text_address + pos)
-            items.append(d)
-            pos += d.size
-        except AsterismError:
-            word = int.from_bytes(text[pos:pos + 4].ljust(4, b"\0"), "little")
-            items.append((obj.text_address + pos, word))
-            pos += 4
+    items = decode_code(obj.text, obj.target.name, obj.text_address, skip_undecodable=True)
     return obj, items
