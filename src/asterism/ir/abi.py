@@ -67,6 +67,24 @@ def abi_ops(kernel: KernelOp) -> list[Operation]:
     return [op for op in kernel.walk() if isinstance(op, kinds)]
 
 
+# What each op class means to the layout, in the order compute_layout tests them: a user
+# SGPR input (its AbiRequest field), "workgroup_id", "workitem_id", "lds" or None.
+_LAYOUT_TESTS: tuple[tuple[type[Operation], str], ...] = (
+    *((cls, field_name) for cls, field_name in USER_SGPR_OPS.items()),
+    (WorkgroupIdOp, "workgroup_id"), (WorkitemIdOp, "workitem_id"), (LdsAllocOp, "lds"))
+_LAYOUT_ROLE: dict[type, str | None] = {}
+
+
+def _layout_role(cls: type) -> str | None:
+    # Per class, once: isinstance() on these ABC-based op classes is slow, and a kernel body
+    # is thousands of ops of a few classes.
+    role = _LAYOUT_ROLE.get(cls, "?")
+    if role == "?":
+        role = _LAYOUT_ROLE[cls] = next(
+            (name for kind, name in _LAYOUT_TESTS if issubclass(cls, kind)), None)
+    return role
+
+
 def compute_layout(kernel: KernelOp) -> KernelLayout:
     """The layout facts of `kernel` (no checking; see ir.verify for the errors)."""
     layout = KernelLayout()
@@ -75,29 +93,27 @@ def compute_layout(kernel: KernelOp) -> KernelLayout:
     wg = [False, False, False]
     dims = 1
     req = layout.abi
-    for op in abi_ops(kernel):
-        if isinstance(op, KernargPtrOp):
-            req.kernarg_ptr = True
-        elif isinstance(op, DispatchPtrOp):
-            req.dispatch_ptr = True
-        elif isinstance(op, QueuePtrOp):
-            req.queue_ptr = True
-        elif isinstance(op, DispatchIdOp):
-            req.dispatch_id = True
-        elif isinstance(op, WorkgroupIdOp) and op.dim.data in "xyz":
-            wg["xyz".index(op.dim.data)] = True
-        elif isinstance(op, WorkitemIdOp) and op.dim.data in "xyz":
-            dims = max(dims, "xyz".index(op.dim.data) + 1)
-    req.workgroup_ids = (wg[0], wg[1], wg[2])
-    req.workitem_id_dims = dims
     offset = 0
-    for op in kernel.walk():
-        if isinstance(op, LdsAllocOp):
+    for op in kernel.walk():  # one walk: ABI inputs and LDS allocations in program order
+        role = _layout_role(type(op))
+        if role is None:
+            continue
+        if role == "lds":
             align = max(1, op.alignment.data)
             offset = -(-offset // align) * align
             layout.lds_offsets.setdefault(op.sym.data, offset)
             layout.lds_ops.append(op)
             offset += op.size.data
+        elif role == "workgroup_id":
+            if op.dim.data in "xyz":
+                wg["xyz".index(op.dim.data)] = True
+        elif role == "workitem_id":
+            if op.dim.data in "xyz":
+                dims = max(dims, "xyz".index(op.dim.data) + 1)
+        else:
+            setattr(req, role, True)
+    req.workgroup_ids = (wg[0], wg[1], wg[2])
+    req.workitem_id_dims = dims
     layout.lds_used = offset
     return layout
 

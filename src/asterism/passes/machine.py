@@ -368,7 +368,21 @@ def no_gc() -> Iterator[None]:
 
 def kernels_of(module: Operation) -> list[KernelOp]:
     """Every amdgcn.kernel of a module, in order."""
-    return [op for op in module.walk() if isinstance(op, KernelOp)]
+    out: list[KernelOp] = []
+    _collect_kernels(module, out)
+    return out
+
+
+def _collect_kernels(op: Operation, out: list[KernelOp]) -> None:
+    # Kernels hold no kernels (the verifier rejects them there): not walking into their
+    # bodies, which are nearly all of a module's ops, saves a full walk per pass.
+    if isinstance(op, KernelOp):
+        out.append(op)
+        return
+    for region in op.regions:
+        for block in region.blocks:
+            for inner in block.ops:
+                _collect_kernels(inner, out)
 
 
 def module_target(kernel: KernelOp) -> str:
