@@ -173,9 +173,12 @@ def form_key(op: InstructionOp) -> tuple:
     """What selects the database form of a verified instruction op: the family, the
     mnemonic, each operand's register file and width (or immediate kind) and the modifiers
     that pick a variant (their names; flags such as lds or sc0 select forms)."""
-    mods = op.modifiers
+    props = op.properties  # direct access: the property descriptors are slow
+    mods = props.get("modifiers")
     names = tuple(sorted(mods.data)) if mods is not None else ()
-    return (type(op), op.mnemonic.data, tuple(_shape_key(a) for a in op.args), names)
+    # (an instruction op's operands are its args)
+    return (type(op), props["mnemonic"].data, tuple([_shape_key(a) for a in op.operands]),
+            names)
 
 
 # ---------------------------------------------------------------------------- registers
@@ -296,25 +299,38 @@ class MachineKernel:
         defs: list[Key] = []
         if isinstance(op, InstructionOp):
             m = self.match(op)
-            for spec, arg in zip(m.specs, op.args):
-                ks = self.keys(arg)
-                if spec.role == "def":
+            keys = self.keys
+            for (written, read), arg in zip(operand_access(m), op.operands):
+                ks = keys(arg)
+                if written:
                     defs += ks
-                    if def_is_read(spec):
-                        uses += ks
-                else:
+                if read:
                     uses += ks
+            inst: Instruction | None = m.instruction
+        else:
+            inst = self.instruction(op)
         explicit = tuple(defs)
-        inst = self.instruction(op)
         if inst is not None:
-            imp_uses, imp_defs = implicit_names(inst)
-            for name in imp_uses:
-                uses += special_keys(name)
-            for name in imp_defs:
-                defs += special_keys(name)
+            imp_uses, imp_defs = implicit_keys(inst)
+            uses += imp_uses
+            defs += imp_defs
         found = OpRegs(tuple(dict.fromkeys(uses)), tuple(dict.fromkeys(defs)), explicit)
         self._regs[op] = found
         return found
+
+
+_ACCESS: dict[int, tuple[Match, tuple[tuple[bool, bool], ...]]] = {}
+
+
+def operand_access(match: Match) -> tuple[tuple[bool, bool], ...]:
+    """(written, read) per IR operand of a matched form (see `def_is_read`); cached per
+    match (matches are shared by every op of one shape)."""
+    found = _ACCESS.get(id(match))
+    if found is not None and found[0] is match:
+        return found[1]
+    access = tuple((s.role == "def", s.role != "def" or def_is_read(s)) for s in match.specs)
+    _ACCESS[id(match)] = (match, access)
+    return access
 
 
 def def_is_read(spec: OperandSpec) -> bool:
@@ -343,6 +359,21 @@ def implicit_names(inst: Instruction) -> tuple[tuple[str, ...], tuple[str, ...]]
                  tuple(n for n in inst.implicit_defs if n != "vcc"))
     _IMPLICIT[id(inst)] = (inst, names)
     return names
+
+
+_IMPLICIT_KEYS: dict[int, tuple[Instruction, tuple[tuple[Key, ...], tuple[Key, ...]]]] = {}
+
+
+def implicit_keys(inst: Instruction) -> tuple[tuple[Key, ...], tuple[Key, ...]]:
+    """The register keys of `implicit_names(inst)` (uses, defs); cached per instruction."""
+    found = _IMPLICIT_KEYS.get(id(inst))
+    if found is not None and found[0] is inst:
+        return found[1]
+    uses, defs = implicit_names(inst)
+    keys = (tuple(k for n in uses for k in special_keys(n)),
+            tuple(k for n in defs for k in special_keys(n)))
+    _IMPLICIT_KEYS[id(inst)] = (inst, keys)
+    return keys
 
 
 def is_fixed_register(value: SSAValue) -> bool:
