@@ -172,13 +172,33 @@ def _template(mk: MachineKernel, op: Operation) -> _Template | None:
 def hazard_facts(mk: MachineKernel, op: Operation) -> tuple[InstFacts, dict[str, list[Key]]]:
     """Hazard classes of an instruction and the register keys of each operand role (the
     roles of `asterism.target.hazards`, computed as the emulator's checker does)."""
-    roles: dict[str, list[Key]] = {}
     tpl = _template(mk, op)
     if tpl is None:
-        return InstFacts(frozenset(), {}, None, "", 0), roles
-    args = list(op.operands) if isinstance(op, InstructionOp) else []
-    for arg, rs in zip(args, tpl.operand_roles):
-        keys = mk.keys(arg)
+        return InstFacts(frozenset(), {}, None, "", 0), {}
+    return _facts_of(tpl, _operand_keys(mk, op), _simm_of(mk, op, tpl))
+
+
+def _operand_keys(mk: MachineKernel, op: Operation) -> tuple[tuple[Key, ...], ...]:
+    """The register keys of each operand of an instruction op (() for other ops)."""
+    if not isinstance(op, InstructionOp):
+        return ()
+    keys = mk.keys
+    return tuple([keys(arg) for arg in op.operands])
+
+
+def _simm_of(mk: MachineKernel, op: Operation, tpl: _Template) -> int:
+    """The simm16 immediate, for templates whose facts depend on it (0 otherwise)."""
+    if not tpl.simm:
+        return 0
+    return _simm16(op, mk.match(op).specs if isinstance(op, InstructionOp) else ())
+
+
+def _facts_of(tpl: _Template, operand_keys: tuple[tuple[Key, ...], ...],
+              simm: int) -> tuple[InstFacts, dict[str, list[Key]]]:
+    """`hazard_facts` from what it depends on: the template, each operand's register keys
+    and the simm16 immediate."""
+    roles: dict[str, list[Key]] = {}
+    for keys, rs in zip(operand_keys, tpl.operand_roles):
         if not keys:
             continue
         for r in rs:
@@ -200,12 +220,10 @@ def hazard_facts(mk: MachineKernel, op: Operation) -> tuple[InstFacts, dict[str,
             if hit:
                 roles[role] = hit
     ws = 1
-    if tpl.simm:
-        imm = _simm16(op, mk.match(op).specs if isinstance(op, InstructionOp) else ())
-        if tpl.simm == "hwreg":
-            roles["hwreg"] = [KEY_HWREG + (imm & 0x3F)]
-        else:
-            ws = (imm & 0xF) + 1
+    if tpl.simm == "hwreg":
+        roles["hwreg"] = [KEY_HWREG + (simm & 0x3F)]
+    elif tpl.simm:
+        ws = (simm & 0xF) + 1
     return InstFacts(tpl.classes, {}, tpl.passes, tpl.mnemonic, ws), roles
 
 
@@ -361,6 +379,7 @@ class _KernelHazards:
                            for r in self.rules) + 1
         self.cfg = kernel_cfg(kernel)
         self.prepared: dict[Block, list[_Prepared]] = {}
+        self._by_signature: dict[tuple, tuple] = {}
         self.ops: list[Operation] = []
         self.facts: list[InstFacts] = []
         for block in self.cfg.blocks:
@@ -392,10 +411,29 @@ class _KernelHazards:
         return plan
 
     def _prepare(self, op: Operation) -> _Prepared:
-        facts, roles = hazard_facts(self.mk, op)
+        tpl = _template(self.mk, op)
+        if tpl is None:
+            facts, checks, records, class_records = self._prepared_parts(
+                InstFacts(frozenset(), {}, None, "", 0), {})
+        else:
+            # Ops of one template with the same registers (and simm16) prepare alike: after
+            # register allocation a kernel has a few hundred of them.
+            operand_keys = _operand_keys(self.mk, op)
+            simm = _simm_of(self.mk, op, tpl)
+            signature = (id(tpl), operand_keys, simm)
+            found = self._by_signature.get(signature)
+            if found is None:
+                found = self._by_signature[signature] = self._prepared_parts(
+                    *_facts_of(tpl, operand_keys, simm))
+            facts, checks, records, class_records = found
         index = len(self.ops)
         self.ops.append(op)
         self.facts.append(facts)
+        return _Prepared(op, index, facts, checks, records, class_records)
+
+    def _prepared_parts(self, facts: InstFacts, roles: dict[str, list[Key]]) -> tuple:
+        """(facts, checks, records, class records) of a `_Prepared` (see there); shared by
+        the ops of one signature, and never modified."""
         rules, producer_roles, class_records = self._plan(facts.classes)
         # Rules that look at the same producer role of the same registers share one lookup.
         groups: dict[tuple, list[HazardRule]] = {}
@@ -425,7 +463,7 @@ class _KernelHazards:
             if keys:
                 seen.add(role)
                 records.append((role, tuple(keys), _rng(keys)))
-        return _Prepared(op, index, facts, grouped, records, class_records)
+        return facts, grouped, records, class_records
 
     # ------------------------------------------------------------------ transfer
 
