@@ -144,7 +144,8 @@ class _KernelLowering:
         """Lower the whole kernel."""
         kernel = self.kernel
         blocks = list(kernel.body.blocks)
-        targets = {t for op in kernel.walk() if isinstance(op, BranchOp) for t in op.targets[:1]}
+        # (a branch ends its block: verified, as for every op with successors)
+        targets = {b.last_op.targets[0] for b in blocks if isinstance(b.last_op, BranchOp)}
         body: list[Inst | LabelDef] = []
         for index, block in enumerate(blocks):
             if index and (block in targets or block.name_hint):

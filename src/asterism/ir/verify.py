@@ -229,6 +229,8 @@ class _Checker:
         self.layout = layout
         self.kernel = kernel
         self.forms = facts.forms if facts is not None else None
+        self.limits = {VGPRType: target.vgpr.arch, AGPRType: target.vgpr.acc,
+                       SGPRType: target.sgpr.addressable}
 
     def check_region_ops(self, parent: Operation) -> None:
         """Check every op (and block argument) of the regions of `parent`."""
@@ -241,10 +243,15 @@ class _Checker:
 
     def check_register_bounds(self, op: Operation, t) -> None:
         """Fixed registers must exist in the target's register files."""
-        if not isinstance(t, RegisterType) or not t.is_fixed:
+        # (by exact type first: isinstance on attribute classes is slow, and this runs for
+        # every result of every op)
+        limit = self.limits.get(type(t))
+        if limit is None:
+            if not isinstance(t, RegisterType) or not t.is_fixed:
+                return
+            limit = self.limits[type(t)]
+        elif not t.is_fixed:
             return
-        limit = {VGPRType: self.target.vgpr.arch, AGPRType: self.target.vgpr.acc,
-                 SGPRType: self.target.sgpr.addressable}[type(t)]
         if t.first + t.width > limit:
             raise error_at(op, f"{t.asm()} is past the last {t.FILE_NAME} "
                                f"({t.KIND}{limit - 1}) of {self.target.name}")
