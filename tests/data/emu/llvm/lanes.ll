@@ -1,4 +1,5 @@
 ; Cross-lane ops, LDS with a barrier, divergent control flow and a reduction loop.
+; The barrier is HIP's __syncthreads(): workgroup release fence, s_barrier, acquire fence.
 @lds = internal addrspace(3) global [256 x i32] poison, align 4
 define amdgpu_kernel void @lanes(ptr addrspace(1) %out, ptr addrspace(1) %a) "amdgpu-flat-work-group-size"="256,256" {
   %id = call i32 @llvm.amdgcn.workitem.id.x()
@@ -12,7 +13,9 @@ define amdgpu_kernel void @lanes(ptr addrspace(1) %out, ptr addrspace(1) %a) "am
   %bp = call i32 @llvm.amdgcn.ds.bpermute(i32 %rev, i32 %x)
   %slot = getelementptr [256 x i32], ptr addrspace(3) @lds, i32 0, i32 %id
   store i32 %x, ptr addrspace(3) %slot
+  fence syncscope("workgroup") release
   call void @llvm.amdgcn.s.barrier()
+  fence syncscope("workgroup") acquire
   %nid = xor i32 %id, 255
   %nslot = getelementptr [256 x i32], ptr addrspace(3) @lds, i32 0, i32 %nid
   %nx = load i32, ptr addrspace(3) %nslot
