@@ -19,6 +19,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from asterism.emu.errors import SanitizerError
 from asterism.runtime import launch
 
 DATA = Path(__file__).parent / "data" / "emu" / "llvm"
@@ -132,6 +133,19 @@ def test_cross_lane_lds_barrier_and_divergence(target):
     want = np.where(x % 2 == 0, lim * (lim - 1) // 2 * (lim > 0), -1).astype(np.int64)
     assert np.array_equal(out[:, 5].view(np.int32), want.astype(np.int32))
     assert res.stats.waves == 4
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_lds_exchange_with_a_bare_barrier_is_caught(target):
+    # The same kernel with s.barrier but without __syncthreads' fences: LLVM emits no
+    # lgkmcnt wait before the s_barrier, so another wave may read the slot too early.
+    x = rng.integers(0, 1000, 256, dtype=np.uint32)
+    out = np.zeros((256, 8), np.uint32)
+    with pytest.raises(SanitizerError, match="before its s_barrier") as err:
+        launch(code_object("lanes_nofence", target), "lanes_nofence", grid=1, block=256,
+               args=[out, x], backend="emu")
+    assert err.value.needed == "s_waitcnt lgkmcnt(0)"
+    assert err.value.inst.startswith("ds_read_b32")
 
 
 @pytest.mark.parametrize("target", TARGETS)

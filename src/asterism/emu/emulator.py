@@ -154,6 +154,7 @@ class Emulator:
         ds_read = info.isa is not None and info.isa.unit == "lds" and \
             "may_load" in info.isa.flags and info.has("addr")
         dma = mc is not None and mc.lds_dma
+        ds_store = mc is not None and san.is_plain_ds(info, "may_store")
 
         def run(g: Group) -> int:
             tr = g.tracker
@@ -166,13 +167,17 @@ class Emulator:
             r = op(g)
             if mc is not None:
                 p = tr.issue(info, mc, strict)
+                if ds_store:
+                    g.ctx.sanitizer["lds"].issued(p)
                 if dma:
                     rng = san.lds_dma_ranges(info, g)
                     if rng is not None:
                         g.ctx.sanitizer["dma"].append(
                             (frozenset(int(x) for x in g.lds_rows), rng, p, tr))
             if is_wait and sanitize:
-                tr.retire(simm)
+                retired = tr.retire(simm)
+                if retired:
+                    g.ctx.sanitizer["lds"].retired(g, retired)
             if prep is not None:
                 checker.record(g.hz, prep, info)
             return r
@@ -288,7 +293,8 @@ class Emulator:
             private_size=priv, wg_ids=wg_ids, wave_in_wg=wave_in_wg, wg_slot=wg_of_wave,
             code_base=comp.code_base, shared_base=SHARED_APERTURE,
             private_base=PRIVATE_APERTURE, dispatch_ptr=dispatch_ptr)
-        ctx.sanitizer = {"dma": []}
+        ctx.sanitizer = {"dma": [], "lds": san.LdsWatch(ctx.lds.shape, wg_of_wave, wave_in_wg)
+                         if self.sanitizer else None}
         ctx.stats = {"wave_insts": stats.wave_instructions}
         v, s, exec_mask = self._initial_state(comp, kd, block3, wg_ids, wave_in_wg, n,
                                               kernarg, dispatch_ptr, queue_ptr, dispatch_id)

@@ -42,6 +42,7 @@ class Pending:
     dsts: frozenset[int]
     srcs: frozenset[int] = frozenset()
     lds_range: tuple[int, int] | None = None
+    lds_serial: int = 0  # a DS store's number in LdsWatch (0: not a DS store)
 
 
 @dataclass
@@ -143,8 +144,9 @@ class Tracker:
 
     # ------------------------------------------------------------------ events
 
-    def retire(self, simm16: int) -> None:
-        """Apply `s_waitcnt simm16`: drop every operation it guarantees complete."""
+    def retire(self, simm16: int) -> list[Pending]:
+        """Apply `s_waitcnt simm16`: drop (and return) every operation it guarantees
+        complete."""
         limits = decode_waitcnt(simm16)
         done: set[int] = set()
         for ctr in (VM, LGKM):
@@ -156,10 +158,13 @@ class Tracker:
                     done.add(id(p))
             if limit == 0:
                 done.update(id(p) for p in members)
-        if done:
-            self.ops = [p for p in self.ops if id(p) not in done]
-            self.dst = {k: p for k, p in self.dst.items() if id(p) not in done}
-            self.locked = {k: p for k, p in self.locked.items() if id(p) not in done}
+        if not done:
+            return []
+        retired = [p for p in self.ops if id(p) in done]
+        self.ops = [p for p in self.ops if id(p) not in done]
+        self.dst = {k: p for k, p in self.dst.items() if id(p) not in done}
+        self.locked = {k: p for k, p in self.locked.items() if id(p) not in done}
+        return retired
 
     def issue(self, info: OpInfo, mc: MemClass, strict_store: bool) -> Pending:
         """Record a memory instruction that just issued."""
@@ -220,6 +225,100 @@ def _error(msg: str, need: str, info: OpInfo, g: Group, kernel: str) -> Sanitize
     wg = tuple(int(x) for x in g.ctx.wg_ids[wave])
     return SanitizerError(msg, needed=need, kernel=kernel, pc=info.address, inst=info.text,
                           workgroup=wg, wave=int(g.ctx.wave_in_wg[wave]))
+
+
+def is_plain_ds(info: OpInfo, access: str) -> bool:
+    """A DS instruction that only loads (`access` "may_load") or only stores ("may_store"),
+    i.e. not an atomic."""
+    isa = info.isa
+    if isa is None or isa.unit != "lds":
+        return False
+    other = "may_store" if access == "may_load" else "may_load"
+    return access in isa.flags and other not in isa.flags
+
+
+class LdsWatch:
+    """Which DS store last wrote each LDS byte, to catch a wave reading LDS that another
+    wave of its workgroup wrote but has not yet waited for.
+
+    The memory model (LLVM AMDGPUUsage, workgroup-scope release) makes a wave's LDS writes
+    visible to the other waves of its workgroup only once the writer's lgkmcnt has counted
+    them complete, i.e. `s_waitcnt lgkmcnt(0)` (or a count that covers them) before the
+    `s_barrier`. Every executed DS store gets a serial number; a shadow of the LDS holds, per
+    byte, the serial of the last store to it and the writing wave's index in its workgroup.
+    A wave's LDS stream completes in order, so "wave w has seen its stores up to serial R[w]
+    complete" is one number per wave, raised when a wait retires a DS store of the wave.
+    The check is exact for the waves' actual addresses; it only sees reads that the
+    emulator executes before the writer's wait (waves of a workgroup that run in one group,
+    the usual case, always do)."""
+
+    WAVE_BITS = 4  # up to 16 waves per workgroup
+
+    def __init__(self, lds_shape: tuple[int, int], wg_slot: np.ndarray,
+                 wave_in_wg: np.ndarray):
+        self.shape = lds_shape
+        self.shadow: np.ndarray | None = None  # allocated at the first DS store
+        self.serial = 1
+        self.done = np.zeros(wave_in_wg.size, np.int64)
+        self.wave_of = np.full((lds_shape[0], 1 << self.WAVE_BITS), -1, np.int64)
+        self.wave_of[wg_slot, wave_in_wg] = np.arange(wave_in_wg.size)
+        self.stores: dict[int, OpInfo] = {}
+
+    def record_store(self, g: Group, mask: np.ndarray, idx: np.ndarray, nbytes: int) -> None:
+        """A DS store of group `g` writes `nbytes` at each active lane's flat LDS index."""
+        if self.shadow is None:
+            self.shadow = np.zeros(self.shape[0] * self.shape[1], np.int32)
+        who = np.broadcast_to(g.ctx.wave_in_wg[g.waves][:, None], mask.shape)[mask]
+        tag = (self.serial << self.WAVE_BITS) | who.astype(np.int64)
+        span = idx[:, None] + np.arange(nbytes)
+        self.shadow[span] = np.broadcast_to(tag[:, None], span.shape)
+
+    def issued(self, p: Pending) -> None:
+        """The DS store whose bytes `record_store` just wrote issued as `p`."""
+        p.lds_serial = self.serial
+        self.stores[self.serial] = p.info
+        self.serial += 1
+
+    def retired(self, g: Group, ops: list[Pending]) -> None:
+        """A wait of group `g` retired `ops`: their waves' DS stores up to them are done."""
+        top = max((p.lds_serial for p in ops), default=0)
+        if top:
+            waves = g.waves
+            self.done[waves] = np.maximum(self.done[waves], top)
+
+    def check_read(self, info: OpInfo, g: Group, mask: np.ndarray, idx: np.ndarray,
+                   nbytes: int, kernel: str) -> None:
+        """Raise SanitizerError if an active lane reads bytes another wave's pending DS
+        store wrote."""
+        if self.shadow is None:
+            return
+        tags = self.shadow[idx[:, None] + np.arange(nbytes)]
+        if not tags.any():
+            return
+        reader = np.broadcast_to(g.ctx.wave_in_wg[g.waves][:, None], mask.shape)[mask]
+        low = (1 << self.WAVE_BITS) - 1
+        writer_in_wg = tags & low
+        other = (tags != 0) & (writer_in_wg != reader[:, None])
+        if not other.any():
+            return
+        slots = np.broadcast_to(g.lds_rows[:, None], mask.shape)[mask]
+        writer = self.wave_of[np.broadcast_to(slots[:, None], tags.shape), writer_in_wg]
+        serial = tags >> self.WAVE_BITS
+        pending = other & (self.done[writer] < serial)
+        if not pending.any():
+            return
+        lane, byte = (int(x[0]) for x in np.nonzero(pending))
+        store = self.stores[int(serial[lane, byte])]
+        w_reader = int(g.waves[np.nonzero(mask)[0][lane]])
+        need = "s_waitcnt lgkmcnt(0)"
+        raise SanitizerError(
+            f"LDS byte {int(idx[lane]) % self.shape[1] + byte} is read by wave "
+            f"{int(g.ctx.wave_in_wg[w_reader])} before `{store.text}` (pc 0x{store.address:x}) "
+            f"of wave {int(writer_in_wg[lane, byte])} of the workgroup, which wrote it, is "
+            f"guaranteed complete: the writer needs an s_waitcnt that retires it ({need}) "
+            f"before its s_barrier", needed=need, kernel=kernel, pc=info.address,
+            inst=info.text, workgroup=tuple(int(x) for x in g.ctx.wg_ids[w_reader]),
+            wave=int(g.ctx.wave_in_wg[w_reader]))
 
 
 def lds_dma_ranges(info: OpInfo, g: Group) -> tuple[int, int] | None:

@@ -17,6 +17,7 @@ import numpy as np
 from asterism.emu.compiler import OpInfo
 from asterism.emu.core import Group
 from asterism.emu.memory import MemoryAccessError, gather_bytes, gather_dwords, scatter_bytes
+from asterism.emu.sanitizer import is_plain_ds
 
 U8, U32, U64 = np.uint8, np.uint32, np.uint64
 
@@ -80,6 +81,10 @@ def load(info: OpInfo, g: Group, space: str, mask: np.ndarray, addr: np.ndarray,
             raise fault_at(info, g, mask, err.index, f"invalid memory read: {err}",
                            err.address) from None
     buf, idx = _flat_index(g, space, mask, addr, nbytes, info)
+    if space == LDS:
+        watch = g.ctx.sanitizer["lds"] if g.ctx.sanitizer else None
+        if watch is not None and is_plain_ds(info, "may_load"):
+            watch.check_read(info, g, mask, idx, nbytes, g.ctx.kernel)
     if dw:
         return gather_dwords(buf, idx, nbytes // 4)
     return gather_bytes(buf, idx, nbytes)
@@ -101,6 +106,10 @@ def store(info: OpInfo, g: Group, space: str, mask: np.ndarray, addr: np.ndarray
                            err.address) from None
         return
     buf, idx = _flat_index(g, space, mask, addr, raw.shape[1], info)
+    if space == LDS:
+        watch = g.ctx.sanitizer["lds"] if g.ctx.sanitizer else None
+        if watch is not None and is_plain_ds(info, "may_store"):
+            watch.record_store(g, mask, idx, raw.shape[1])
     scatter_bytes(buf, idx, raw)
 
 
