@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 from test_emu_asm import descriptor, run, vrun
 
-from asterism.emu import EmulatorFault
+from asterism.emu import EmulatorFault, SanitizerError
 
 LANES = np.arange(64, dtype=np.uint32)
 
@@ -110,6 +110,44 @@ s_endpgm
     got = emu.memory.download(addrs[0], 256, np.uint32)
     assert np.array_equal(got, 0x1000 + (np.arange(256) + 64) % 256)
     assert stats.waves == 4
+
+
+SHARE_SRC = """
+s_load_dwordx2 s[4:5], s[0:1], 0
+v_lshlrev_b32 v1, 2, v0
+v_add_u32 v2, 0x1000, v0
+ds_write_b32 v1, v2
+ds_read_b32 v5, v1
+{wait}s_barrier
+v_add_u32 v3, {shift}, v1
+v_and_b32 v3, 0x3ff, v3
+ds_read_b32 v4, v3
+s_waitcnt lgkmcnt(0)
+global_store_dword v1, v4, s[4:5]
+global_store_dword v1, v5, s[4:5] offset:1024
+s_endpgm
+"""
+
+
+@pytest.mark.parametrize("wait, shift, caught", [
+    ("s_waitcnt lgkmcnt(0)\n", 256, False),  # the writer waited: visible after the barrier
+    ("", 256, True),  # the neighbour's slot, written but not waited for: caught
+    ("", 0, False),  # a wave's own slot: its LDS operations complete in order
+])
+def test_lds_write_is_visible_to_other_waves_after_the_writers_wait(wait, shift, caught):
+    # Also the own-slot read right after the write (v5) needs no wait in between.
+    out = np.zeros(512, np.uint32)
+    src = SHARE_SRC.format(wait=wait, shift=shift)
+    if caught:
+        with pytest.raises(SanitizerError, match="before its s_barrier") as info:
+            run(src, args=[out], block=256, kd=lds_kd(1024))
+        assert info.value.needed == "s_waitcnt lgkmcnt(0)" and info.value.wave == 0
+        assert "of wave 1 of the workgroup" in str(info.value)
+        return
+    emu, addrs, _ = run(src, args=[out], block=256, kd=lds_kd(1024))
+    got = emu.memory.download(addrs[0], 512, np.uint32)
+    assert np.array_equal(got[:256], 0x1000 + (np.arange(256) + shift // 4) % 256)
+    assert np.array_equal(got[256:], 0x1000 + np.arange(256))
 
 
 def test_each_workgroup_has_its_own_lds():
