@@ -40,6 +40,7 @@ from asterism.ir.verify import (
     verify_module,
 )
 from asterism.isa import Form, IsaDatabase, OperandSpec, get_isa, syntax
+from asterism.mc.bulk import pause_cyclic_gc, resume_cyclic_gc
 from asterism.mc.inst import Inst
 from asterism.mc.matcher import MatchError as McMatchError
 from asterism.mc.matcher import match_form, select_form
@@ -63,6 +64,16 @@ REGALLOC_HINT = "run the register allocation pass (--pipeline regalloc) or give 
 
 def lower_module(module: Operation) -> McModule:
     """Lower a verified module (one amdgcn.module) to the MC layer."""
+    # The instructions made here would push the cyclic collector into full collections that
+    # re-scan the whole IR (often longer than the lowering itself); see mc.bulk.
+    was_enabled = pause_cyclic_gc()
+    try:
+        return _lower_module(module)
+    finally:
+        resume_cyclic_gc(was_enabled)
+
+
+def _lower_module(module: Operation) -> McModule:
     facts = VerifiedFacts()
     verify_module(module, facts)
     amods = amdgcn_modules(module)

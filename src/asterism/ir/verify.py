@@ -78,6 +78,7 @@ from asterism.ir.types import (
     type_text,
 )
 from asterism.isa import IsaDatabase, get_isa
+from asterism.mc.bulk import pause_cyclic_gc, resume_cyclic_gc
 from asterism.target import Target, get_target
 
 
@@ -203,6 +204,15 @@ class VerifiedFacts:
 def verify_module(module: Operation, facts: VerifiedFacts | None = None) -> None:
     """Verify a parsed or built module; raises VerifyError on the first problem. With
     `facts`, records what lowering needs (see VerifiedFacts)."""
+    # (the keys and facts made per op would otherwise start full collections of the IR)
+    was_enabled = pause_cyclic_gc()
+    try:
+        _verify_module(module, facts)
+    finally:
+        resume_cyclic_gc(was_enabled)
+
+
+def _verify_module(module: Operation, facts: VerifiedFacts | None) -> None:
     verify_structure(module)
     for amod in amdgcn_modules(module):
         try:
