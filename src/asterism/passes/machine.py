@@ -181,6 +181,20 @@ def form_key(op: InstructionOp) -> tuple:
             names)
 
 
+_OP_KINDS: dict[type, type | None] = {}
+
+
+def _op_kind(cls: type) -> type | None:
+    """InstructionOp, BranchOp, EndKernelOp or None: which of them `cls` is a subclass of
+    (memoised: isinstance on these ABC-based classes is slow, and most ops of a kernel are
+    allocas that are none of them)."""
+    kind = _OP_KINDS.get(cls, _op_kind)
+    if kind is _op_kind:
+        kind = _OP_KINDS[cls] = next(
+            (k for k in (InstructionOp, BranchOp, EndKernelOp) if issubclass(cls, k)), None)
+    return kind  # type: ignore[return-value]
+
+
 # ---------------------------------------------------------------------------- registers
 
 
@@ -225,12 +239,13 @@ class MachineKernel:
 
     def instruction(self, op: Operation) -> Instruction | None:
         """The ISA instruction of an instruction or branch op."""
-        if isinstance(op, InstructionOp):
-            return self.match(op).instruction
-        if isinstance(op, BranchOp):
-            found = self.isa.resolve(op.mnemonic_text)
+        kind = _op_kind(type(op))
+        if kind is InstructionOp:
+            return self.match(op).instruction  # type: ignore[arg-type]
+        if kind is BranchOp:
+            found = self.isa.resolve(op.mnemonic_text)  # type: ignore[attr-defined]
             return found[0] if found else None
-        if isinstance(op, EndKernelOp):
+        if kind is EndKernelOp:
             return self.isa.instructions.get("s_endpgm")
         return None
 
