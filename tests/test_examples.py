@@ -2,12 +2,9 @@
 
 from __future__ import annotations
 
-import importlib.util
-import sys
 import types
 from pathlib import Path
 
-import numpy as np
 import pytest
 
 from asterism.emu import SanitizerError

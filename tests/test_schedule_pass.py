@@ -4,7 +4,7 @@ not cross, keep-order spans, the cycle model (hand-computed estimates), options.
 Timing numbers used below (target/data/timing.toml, gfx942): one issue slot every 4 cycles;
 v_mfma_f32_16x16x16_f16 has 4 passes = 16 cycles on the matrix core and its result is ready
 16 + 4 cycles after issue; a DS read's result 64 cycles after issue, ds_read_b64 keeps the
-LDS 4 cycles; a global load's result 500 cycles after issue."""
+LDS 4 cycles; a global load's result 600 cycles after issue (memory.hbm)."""
 
 from __future__ import annotations
 
@@ -187,12 +187,13 @@ def test_mfma_ds_example_cycles_by_hand(target):
 
 def test_gemm_loop_shape_cycles_by_hand():
     """16 MFMAs, 8 DS reads, 4 global loads. Input: MFMAs at 0..240 (16 apart), DS reads at
-    244..272, loads at 276..288: the last load lands at 288 + 500 = 788. Scheduled, the loads
-    go first (0, 4, 8, 12: the longest paths) and land by 12 + 500 = 512; the 16 MFMAs (256
+    244..272, loads at 276..288: the last load lands at 288 + 600 = 888 (a vector read costs
+    memory.hbm). Scheduled, the loads go first (0, 4, 8, 12: the longest paths) and land by
+    12 + 600 = 612; the 16 MFMAs (256
     cycles of matrix core work) and the DS reads in their shadows finish long before."""
     module = mfma_ds_kernel(16, 8, 4)
     stats = ps.schedule_module(module)
-    assert (stats.cycles_before, stats.cycles_after) == (788, 512)
+    assert (stats.cycles_before, stats.cycles_after) == (888, 612)
     seq = unit_sequence(module)
     assert seq[:4] == ["vmem_read"] * 4 and seq[4] == "mfma"
     # No two MFMAs back to back while DS reads were waiting: each gap is filled.
@@ -375,11 +376,11 @@ def test_never_worse_than_the_input_in_the_model(seed):
     verify_module(module)
 
 
-@pytest.mark.parametrize("count,cycles", [(1, 512), (0, 516)])
+@pytest.mark.parametrize("count,cycles", [(1, 612), (0, 616)])
 def test_estimate_waits_for_the_counted_loads(count, cycles):
-    """Loads at 0 and 4 land at 500 and 504; s_waitcnt vmcnt(1) issues when the first has
-    landed (500), vmcnt(0) when both have (504); then v_add (+4) and s_endpgm (+4, its own 4
-    cycles to finish): 500 + 12 = 512 or 504 + 12 = 516."""
+    """Loads at 0 and 4 land at 600 and 604; s_waitcnt vmcnt(1) issues when the first has
+    landed (600), vmcnt(0) when both have (604); then v_add (+4) and s_endpgm (+4, its own 4
+    cycles to finish): 600 + 12 = 612 or 604 + 12 = 616."""
     kb = KernelBuilder("k")
     kb.global_load_dword(kb.v(1), kb.v[2:4], kb.off)
     kb.global_load_dword(kb.v(5), kb.v[2:4], kb.off, offset=4)

@@ -34,7 +34,12 @@ def test_every_instruction_has_a_class_and_numbers(target):
 def test_numbers_and_inheritance():
     a, b = tt.get_timing("gfx942"), tt.get_timing("gfx950")
     assert (a.issue_cycles, a.latency["valu"], a.latency["trans"], a.latency["ds_read"],
-            a.latency["vmem_read"], a.mfma.cycles_per_pass) == (4, 4, 16, 64, 500, 4)
+            a.latency["vmem_read"], a.mfma.cycles_per_pass) == (4, 4, 16, 64, 600, 4)
+    # Read latencies are the memory section's numbers (one source for both models).
+    assert (a.latency["smem"], a.latency["ds_read"], a.latency["vmem_read"]) == (
+        a.memory["smem"], a.memory["lds"], a.memory["hbm"])
+    slow = a.with_memory(lds=128, hbm=700)
+    assert (slow.latency["ds_read"], slow.latency["vmem_read"]) == (128, 700)
     # gfx950 inherits gfx942 and overrides the clock and LDS bandwidth only.
     assert b.latency == a.latency and b.occupancy == a.occupancy and b.mfma == a.mfma
     assert (a.lds_bytes_per_cycle, b.lds_bytes_per_cycle) == (128, 256)
@@ -64,6 +69,10 @@ def test_bad_data_is_reported(monkeypatch):
         del lat["valu"]
         use({**good, "gfx942": {**good["gfx942"], "latency": lat}})
         with pytest.raises(TargetError, match=r"missing \['valu'\]"):
+            tt.get_timing("gfx942")
+        use({**good, "gfx942": {**good["gfx942"], "latency": {**good["gfx942"]["latency"],
+                                                               "ds_read": 64}}})
+        with pytest.raises(TargetError, match=r"\['ds_read'\] come from \[gfx942.memory\]"):
             tt.get_timing("gfx942")
         use({**good, "gfx950": {**good["gfx950"], "base": "gfx950"}})
         with pytest.raises(TargetError, match="inherits from itself"):

@@ -556,7 +556,8 @@ def render_markdown(report: Report, top: int = 10, context: int = 3) -> str:
         out.append(f"The {len(shown)} waits with the most stall"
                    + (f" ({more} more in the JSON report)" if more > 0 else "") + ".")
         out.append("")
-        out.append("| waitcnt line | PC | counter | times | stall | waited on (line: instruction) |")
+        out.append("| waitcnt line | PC | counter | times | stall "
+                   "| waited on (line: instruction) |")
         out.append("|---:|---|---|---:|---:|---|")
         for wl in shown:
             prods = "<br>".join(f"{p.line}: `{_cell(p.isa)}`" for p in wl.producers)

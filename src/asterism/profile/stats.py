@@ -160,7 +160,7 @@ def code_object_stats(source) -> list[KernelStats]:
         while pos < end:
             try:
                 d = dec.decode(obj.text, pos, obj.text_address + pos)
-            except Exception:  # noqa: BLE001 - padding or data: skip a dword
+            except Exception:
                 pos += 4
                 continue
             if d.inst.mnemonic == "s_code_end":

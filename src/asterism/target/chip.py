@@ -93,7 +93,8 @@ class ElfFacts:
 
 @dataclass(frozen=True)
 class Target:
-    """One processor plus its target-ID feature settings (xnack/sramecc: True, False or None=any)."""
+    """One processor plus its target-ID feature settings (xnack/sramecc: True, False or
+    None = any)."""
 
     name: str
     architecture: str

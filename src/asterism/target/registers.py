@@ -45,7 +45,8 @@ def total_vgprs(target: Target, vgprs: int, agprs: int = 0) -> int:
 
 
 def accum_offset(target: Target, vgprs: int) -> int:
-    """The ACCUM_OFFSET (first AGPR's slot) LLVM picks for `vgprs` ArchVGPRs: alignTo(max(1,V),4)."""
+    """The ACCUM_OFFSET (first AGPR's slot) LLVM picks for `vgprs` ArchVGPRs:
+    alignTo(max(1, V), 4)."""
     _check_count("VGPR count", vgprs, target.vgpr.arch)
     return align_up(max(1, vgprs), target.vgpr.accum_offset_granule)
 

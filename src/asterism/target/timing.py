@@ -45,6 +45,9 @@ _MFMA_KEYS = {"cycles_per_pass", "dependent_extra", "result_extra"}
 _LDS_KEYS = {"bytes_per_cycle"}
 MEMORY_KEYS = ("lds", "smem", "l2_hit", "hbm", "line_bytes", "vmem_bytes_per_cycle")
 MEMORY_LATENCY_KEYS = ("lds", "smem", "l2_hit", "hbm")  # what `--latency k=v` may override
+# Latencies of reads that come from the memory section, so that the scheduler's estimate and
+# the emulator's timing model use one number (a vector read is costed at HBM: first touch).
+LATENCY_FROM_MEMORY = {"smem": "smem", "ds_read": "lds", "vmem_read": "hbm"}
 DISPATCH_KEYS = ("wave_launch_interval", "wave_start", "taken_branch", "barrier", "endpgm")
 ISSUE_PORTS = ("scalar", "valu", "lds", "vmem", "branch")
 
@@ -83,7 +86,8 @@ class TimingModel:
             if isinstance(value, bool) or not isinstance(value, int) or value < 0:
                 raise TargetError(f"memory latency {key} must be a whole number of cycles "
                                   f">= 0, got {value!r}")
-        return replace(self, memory={**self.memory, **overrides})
+        memory = {**self.memory, **overrides}
+        return replace(self, memory=memory, latency=_with_memory_latencies(self.latency, memory))
 
     def unit_of(self, timing_cls: str) -> str:
         """The execution unit a timing class occupies."""
@@ -200,12 +204,18 @@ def _timing(name: str) -> TimingModel:
     _check_keys(f"{where}.mfma", mfma_raw, _MFMA_KEYS)
     _check_keys(f"{where}.lds", lds_raw, _LDS_KEYS)
     want = set(TIMING_CLASSES) - {"mfma"}
-    for table, what in ((latency, "latency"), (occupancy, "occupancy")):
-        _check_keys(f"{where}.{what}", table, want)
-        missing = want - set(table)
+    doubled = sorted(set(latency) & set(LATENCY_FROM_MEMORY))
+    if doubled:
+        raise TargetError(f"target/data/{_FILE} [{where}.latency]: {doubled} come from "
+                          f"[{where}.memory] ({LATENCY_FROM_MEMORY}); set them there")
+    _check_keys(f"{where}.latency", latency, want - set(LATENCY_FROM_MEMORY))
+    for table, what, need in ((latency, "latency", want - set(LATENCY_FROM_MEMORY)),
+                              (occupancy, "occupancy", want)):
+        missing = need - set(table)
         if missing:
             raise TargetError(f"target/data/{_FILE} [{where}.{what}]: missing "
                               f"{sorted(missing)}")
+    _check_keys(f"{where}.occupancy", occupancy, want)
     _check_table(f"{where}.issue", ports, set(TIMING_CLASSES))
     bad_ports = sorted(f"{k} = {v!r}" for k, v in ports.items() if v not in ISSUE_PORTS)
     if bad_ports:
@@ -213,8 +223,14 @@ def _timing(name: str) -> TimingModel:
                           f"{bad_ports} (ports: {', '.join(ISSUE_PORTS)})")
     _check_table(f"{where}.memory", memory, set(MEMORY_KEYS))
     _check_table(f"{where}.dispatch", dispatch, set(DISPATCH_KEYS))
+    latency = _with_memory_latencies(latency, memory)
     return TimingModel(name, issue, clock, latency, occupancy, MfmaTiming(**mfma_raw),
                        int(lds_raw["bytes_per_cycle"]), ports, memory, dispatch)
+
+
+def _with_memory_latencies(latency: Mapping[str, int], memory: Mapping[str, int]
+                           ) -> dict[str, int]:
+    return {**latency, **{cls: int(memory[key]) for cls, key in LATENCY_FROM_MEMORY.items()}}
 
 
 def _check_table(where: str, table: Mapping[str, Any], want: set[str]) -> None:
@@ -224,6 +240,6 @@ def _check_table(where: str, table: Mapping[str, Any], want: set[str]) -> None:
         raise TargetError(f"target/data/{_FILE} [{where}]: missing {sorted(missing)}")
 
 
-__all__ = ["DISPATCH_KEYS", "ISSUE_PORTS", "MEMORY_KEYS", "MEMORY_LATENCY_KEYS",
-           "TIMING_CLASSES", "UNIT_OF_CLASS", "MfmaTiming", "TimingModel", "get_timing",
-           "timing_class"]
+__all__ = ["DISPATCH_KEYS", "ISSUE_PORTS", "LATENCY_FROM_MEMORY", "MEMORY_KEYS",
+           "MEMORY_LATENCY_KEYS", "TIMING_CLASSES", "UNIT_OF_CLASS", "MfmaTiming", "TimingModel",
+           "get_timing", "timing_class"]
