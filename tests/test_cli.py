@@ -69,7 +69,7 @@ def test_bad_asm_leaves_no_output_file(tmp_path, capsys):
     src, out = tmp_path / "bad.s", tmp_path / "bad.hsaco"
     src.write_text('.amdgcn_target "amdgcn-amd-amdhsa--gfx942"\nk:\n  v_add_u32 v1, v2, s[4:5]\n')
     code, _o, err = run(["asm", str(src), "-o", str(out)], capsys)
-    assert code == 1 and f"{src}:3:3: error:" in err
+    assert code == 1 and f"{src}:3:21: error:" in err  # at the bad operand, as llvm-mc
     assert not out.exists()
 
 

@@ -179,3 +179,36 @@ def test_asm_parser_fuzz_only_asterism_errors(text):
         parse_asm(HEADER + "k:\n" + text + "\n", "fuzz.s")
     except AsterismError:
         pass
+
+
+BAD_OPERANDS = [
+    "v_readfirstlane_b32 m0, v1",  # LLVM's class for this vdst leaves M0 out
+    "v_readlane_b32 m0, v1, 2",
+    "  v_mfma_f32_16x16x16_f16 v[0:3], v[4:5], v[6:7], s[0:3] ; comment",
+    "v_add_u32 v1, v2, s[0:1]",
+    "lbl: v_add_u32 v1, v2, s[0:1]",
+    "global_load_dword v1, v2, exec",
+]
+
+
+@pytest.mark.parametrize("line", BAD_OPERANDS)
+def test_operand_errors_point_at_the_operand(line):
+    with pytest.raises(VerifyError) as err:
+        parse_asm(HEADER + "k:\n" + line + "\n", "k.s")
+    loc = err.value.location
+    bad = line.split(",")[-1].split(";")[0].strip() if "m0" not in line else "m0"
+    assert (loc.line, loc.col) == (3, line.index(bad) + 1), err.value.message
+
+
+@pytest.mark.parametrize("line", BAD_OPERANDS)
+def test_operand_error_columns_match_llvm_mc(llvm_mc, tmp_path, line):
+    import subprocess
+
+    src = tmp_path / "k.s"
+    src.write_text(HEADER + "k:\n" + line + "\n")
+    proc = subprocess.run([llvm_mc, "-triple=amdgcn-amd-amdhsa", "-mcpu=gfx942", str(src),
+                           "-o", "/dev/null"], capture_output=True, text=True)
+    theirs = next(x for x in proc.stderr.splitlines() if ": error:" in x)
+    with pytest.raises(VerifyError) as err:
+        parse_asm(src.read_text(), str(src))
+    assert str(err.value.location) == theirs.split(": error:")[0]

@@ -801,16 +801,16 @@ def rc_kinds(rc: str) -> set[str] | None:
     return None
 
 
-def rc_excludes(rc: str) -> list[str]:
-    """Special registers a scalar register class leaves out (SReg_32_XM0_XEXEC...)."""
-    out = []
-    if "XM0" in rc:
-        out.append("m0")
-    if "XEXEC_HI" in rc:
-        out.append("exec_hi")
-    elif "XEXEC" in rc:
-        out += ["exec", "exec_lo", "exec_hi"]
-    return out
+# Special registers probed in scalar slots whose register class leaves some out
+# (SReg_32_XM0_XEXEC, SReg_64_XEXEC...): what llvm-mc rejects there is excluded.
+SPECIAL_SAMPLES = {1: ("m0", "exec_lo", "exec_hi"), 2: ("exec",)}
+
+
+def probes_specials(slot: dict) -> bool:
+    """A scalar register slot whose class name says it leaves special registers out."""
+    rc = slot.get("rc", "")
+    return ("reg" in slot and slot["reg"][0] == "s" and slot["reg"][2] in SPECIAL_SAMPLES
+            and ("XM0" in rc or "XEXEC" in rc))
 
 
 JOINT_AGPR_FIELDS = {"vdst", "data", "data0", "data1", "vdata", "src2"}
@@ -838,6 +838,13 @@ def probe_kinds(target: str, forms: list[dict]) -> None:
                 text = mnem + " " + ", ".join(new_ops) + (" " + " ".join(mods) if mods else "")
                 lines.append(text)
                 jobs.append((f, k, kind))
+            if probes_specials(slot):
+                for name in SPECIAL_SAMPLES[width]:
+                    new_ops = list(ops)
+                    new_ops[k] = name
+                    lines.append(mnem + " " + ", ".join(new_ops)
+                                 + (" " + " ".join(mods) if mods else ""))
+                    jobs.append((f, k, "special:" + name))
         # Data and destination registers of memory ops (and MFMA's C/D) switch to AGPRs
         # together, with one bit: probe them jointly.
         group = [k for k, slot in enumerate(f["slots"]) if slot.get("field") in JOINT_AGPR_FIELDS
@@ -856,6 +863,10 @@ def probe_kinds(target: str, forms: list[dict]) -> None:
     ok = llvm_mc_accepts(target, lines)
     for (f, k, kind), accepted in zip(jobs, ok):
         if k is None:
+            continue
+        if kind.startswith("special:"):
+            if not accepted:
+                f["slots"][k].setdefault("rejects", []).append(kind.split(":", 1)[1])
             continue
         for j in (k if isinstance(k, tuple) else (k,)):
             slot = f["slots"][j]
@@ -965,9 +976,9 @@ def slot_spec(f: dict, k: int, slot: dict, seen_src: bool) -> dict:
             spec["type"] = t
         if slot.get("mods"):
             spec["mods"] = True
-        # (VOP3 carry-in/mask sources have XEXEC classes too, yet LLVM takes exec there.)
-        excludes = rc_excludes(slot.get("rc", "")) if field in (
-            "sdata", "sbase", "saddr", "soffset") else []
+        # Probed, not read off the class name: VOP3 carry-in/mask sources have XEXEC
+        # classes too, yet LLVM takes exec there.
+        excludes = slot.get("rejects", [])
         if excludes:
             spec["excludes"] = excludes
     elif slot.get("off"):

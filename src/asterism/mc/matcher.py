@@ -43,10 +43,11 @@ VALU_ENCS = {"VOP1", "VOP2", "VOPC", "VOP3", "VOP3P", "MAI", "MAI_SCALE", "DPP",
 class MatchError(Exception):
     """Why one form does not fit (collected to explain the best candidate)."""
 
-    def __init__(self, score: int, message: str):
+    def __init__(self, score: int, message: str, operand: int | None = None):
         super().__init__(message)
         self.score = score
         self.message = message
+        self.operand = operand  # index of the written operand at fault, if one is
 
 
 def operand_kind(op: Operand) -> str:
@@ -266,7 +267,9 @@ def select_form(inst: Inst, target: str) -> Form:
             # reference cycle only the cyclic collector frees)
             errors.append(err.with_traceback(None))
     best = max(errors, key=lambda e: e.score)
-    raise VerifyError(f"{inst.mnemonic}: {best.message}", inst.loc)
+    err = VerifyError(f"{inst.mnemonic}: {best.message}", inst.loc)
+    err.operand = best.operand  # the parser turns it into the operand's column
+    raise err
 
 
 # (target, mnemonic as written) -> (candidate form, its quick matcher), for mnemonics that
@@ -308,7 +311,11 @@ def match_form(inst: Inst, form: Form) -> None:
         names = ", ".join(s.name for s in specs) or "none"
         raise MatchError(-1, f"expected {want} operands ({names}), got {len(ops)}")
     for pos, (spec, op) in enumerate(zip(specs, ops)):
-        check_operand(inst, form, pos, spec, op)
+        try:
+            check_operand(inst, form, pos, spec, op)
+        except MatchError as err:
+            err.operand = pos
+            raise
     check_constant_bus(inst, form)
     check_form_rules(inst, form)
 

@@ -12,7 +12,7 @@ import re
 
 from asterism.errors import AsterismError, ParseError, SourceLocation, VerifyError
 from asterism.mc import yaml_subset
-from asterism.mc.asm_syntax import InstParser, eval_int
+from asterism.mc.asm_syntax import InstParser, eval_int, split_top
 from asterism.mc.bulk import pause_cyclic_gc, resume_cyclic_gc
 from asterism.mc.matcher import select_form
 from asterism.mc.program import LabelDef, McKernel, McModule
@@ -168,6 +168,9 @@ class AsmParser:
         try:
             inst.form = select_form(inst, self.target)
         except AsterismError as err:
+            where = getattr(err, "operand", None)
+            if where is not None:
+                loc = SourceLocation(self.filename, line_no, col + operand_offset(line, where))
             raise VerifyError(err.message, loc) from None
         if self.current is None:
             self.pending.append(inst)
@@ -234,6 +237,20 @@ class AsmParser:
             module.metadata = meta  # type: ignore[attr-defined]
             _apply_metadata(module, meta)
         return module
+
+
+def operand_offset(line: str, index: int) -> int:
+    """Characters from the start of an instruction line to its operand `index` (0-based),
+    or 0 if the line has fewer operands."""
+    head = len(line) - len(line.lstrip())
+    rest = line[head:]
+    cut = len(rest.split(None, 1)[0]) if rest.strip() else 0
+    pos = head + cut
+    for k, part in enumerate(split_top(line[pos:], ",")):
+        if k == index:
+            return pos + len(part) - len(part.lstrip())
+        pos += len(part) + 1
+    return 0
 
 
 def _apply_metadata(module: McModule, meta: dict) -> None:
