@@ -258,6 +258,19 @@ def test_raise_handles_a_label_at_the_start_and_code_after_branches():
         ("s_nop", [Imm(1)]), ("s_endpgm", [])]
 
 
+def test_raise_drops_end_labels_but_rejects_a_branch_to_one():
+    end = [LabelDef("done"), LabelDef(".Lfunc_end0")]
+    body = [Inst("s_cbranch_execz", [Label("skip")]), Inst("s_nop", [Imm(0)]),
+            LabelDef("skip"), Inst("s_endpgm", [])]
+    ir = raise_module(McModule("gfx942", [McKernel("k", body + end)]))
+    again = lower_module(ir).kernels[0].body
+    assert [(i.mnemonic, i.operands) if isinstance(i, Inst) else i for i in again] == [
+        (i.mnemonic, i.operands) if isinstance(i, Inst) else i for i in body]
+    body[0] = Inst("s_cbranch_execz", [Label("done")])
+    with pytest.raises(VerifyError, match="branches to 'done', which ends the kernel"):
+        raise_module(McModule("gfx942", [McKernel("k", body + end)]))
+
+
 def _decoded_module(path: Path) -> McModule:
     """An McModule from a shipped code object: decoded instructions, labels at branch targets,
     the ABI inputs the descriptor enables and the arguments the metadata lists."""

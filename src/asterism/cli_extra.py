@@ -257,11 +257,7 @@ def cmd_hazards(args) -> int:
         from asterism.ir import raise_module
         from asterism.mc.parser import parse_asm
 
-        mc = parse_asm(_read_text(args.input), args.input, args.target)
-        for kernel in mc.kernels:
-            while kernel.body and not hasattr(kernel.body[-1], "mnemonic"):
-                kernel.body.pop()  # end labels (.Lfunc_end0) after s_endpgm
-        module = raise_module(mc)
+        module = raise_module(parse_asm(_read_text(args.input), args.input, args.target))
     else:
         module = api.parse(_read_text(args.input), args.input)
         if args.target:

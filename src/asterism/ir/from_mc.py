@@ -226,7 +226,7 @@ class _KernelRaising:
     def run(self) -> KernelOp:
         """Raise the whole kernel."""
         self._abi_prologue()
-        body = self.mc.body
+        body = self._without_end_labels(self.mc.body)
         pending: Block | None = None
         for index, item in enumerate(body):
             if isinstance(item, LabelDef):
@@ -262,6 +262,22 @@ class _KernelRaising:
         lds = self.mc.lds_size or None
         return KernelOp(self.mc.name, _kernel_args(self.mc), self.mc.workgroup_size, lds,
                         body=self.region)
+
+    def _without_end_labels(self, body: list) -> list:
+        """`body` without the labels after its last instruction (.Lfunc_end0: they mark the
+        end for .size); a branch to one of them would run past the kernel's code."""
+        end = len(body)
+        while end and isinstance(body[end - 1], LabelDef):
+            end -= 1
+        trailing = {item.name for item in body[end:]}
+        for item in body[:end]:
+            for op in getattr(item, "operands", ()):
+                if isinstance(op, Label) and op.name in trailing:
+                    raise VerifyError(f"kernel {self.mc.name}: {item.mnemonic} branches to "
+                                      f"'{op.name}', which ends the kernel: no instruction "
+                                      "follows it (execution would run past the code)",
+                                      item.loc)
+        return body[:end]
 
     def branch(self, inst: Inst, form: Form, label: Label, body: list, index: int
                ) -> Block | None:
