@@ -14,7 +14,13 @@ Every ISA instruction of the target is a method (generated from the database; se
 `help(kb.v_add_u32)`). Registers: `kb.v(10)` / `kb.v[8:12]` (half-open, 4 registers) /
 `kb.s(4)` / `kb.a[0:4]` name fixed registers and return their current value (the last
 instruction that wrote them, in this block); `kb.vreg()`, `kb.vregs(4, align=2)` make
-relocatable ones; `kb.reserve("S", "v32-v95")` names a region. Python ints and floats become
+relocatable ones; `kb.reserve("S", "v32-v95")` names a region. Pieces of a register value (an
+MFMA accumulator, a 64-bit address, an SGPR pointer pair) are `kb.sub(acc, j)` (register j),
+`kb.sub(acc, i, j)` (registers i..j-1, half-open) or `kb.split(acc)` (all of them, or
+`kb.split(acc, 2, 2)` in sub-ranges); `kb.join(x0, x1, x2, x3, align=4)` makes one range of
+values the allocator places in consecutive registers. They emit no instruction
+(`amdgcn.split_register_range` / `amdgcn.make_register_range`: the pieces *are* the range's
+registers) and work for relocatable and fixed values alike. Python ints and floats become
 `arith.constant`s, Python loops unroll, `kb.label()` starts a block for loops. Memory
 instructions return (or set `kb.last_token` to) a token; `kb.wait(tok, ...)` asks the waits
 pass for the minimal s_waitcnt that makes their results available.
@@ -76,13 +82,17 @@ from asterism.ir.ops import (
     KernargPtrOp,
     KernelOp,
     LdsAllocOp,
+    MakeRegisterRangeOp,
     ModuleOp,
     OffOp,
     QueuePtrOp,
+    SplitRegisterRangeOp,
     WaitOp,
     WorkgroupIdOp,
     WorkitemIdOp,
     close_blocks,
+    join_type,
+    split_types,
 )
 from asterism.ir.types import (
     REGISTER_TYPES,
@@ -383,6 +393,80 @@ class KernelBuilder(ScheduleMixin):
         self._reserved[name] = t
         return ReservedRegion(self, name, t)
 
+    # --- sub-registers --------------------------------------------------------------------
+
+    def _range_value(self, value, what: str, loc) -> RegisterType:
+        if not isinstance(value, SSAValue) or not isinstance(value.type, RegisterType):
+            raise VerifyError(f"{what}: expected a register value (VGPR, AGPR or SGPR, single "
+                              f"or a range), got {value!r}", _source_location(loc))
+        return value.type
+
+    def split(self, value: SSAValue, *sizes: int) -> list[SSAValue]:
+        """The registers of `value` as separate values (`amdgcn.split_register_range`, no
+        instruction): `kb.split(acc)` gives one value per register, `kb.split(acc, 2, 2)` two
+        pairs. A piece is the range's register: writing it (as a destination) changes that
+        register of the range and no other. Cached per block: splitting the same value the
+        same way again returns the same pieces."""
+        loc = _caller_location()
+        t = self._range_value(value, "kb.split", loc)
+        sizes = tuple(sizes) or (1,) * t.width
+        if any(not isinstance(n, int) or n < 1 for n in sizes) or sum(sizes) != t.width:
+            raise VerifyError(f"kb.split: the sizes {list(sizes)} do not add up to the "
+                              f"{t.width} registers of {type_text(t)}", _source_location(loc))
+        key = ("split", id(value), sizes)
+        found = self._local.get(key)
+        if found is not None and found[0].source is value:
+            return list(found[0].pieces)
+        op = self._insert(SplitRegisterRangeOp(value, split_types(t, sizes)), loc)
+        base = value.name_hint or t.KIND
+        offset = 0
+        for r, n in zip(op.pieces, sizes):
+            r.name_hint = f"{base}_{offset}"
+            offset += n
+        self._local[key] = (op,)  # type: ignore[assignment]
+        return list(op.pieces)
+
+    def sub(self, value: SSAValue, i: int, j: int | None = None) -> SSAValue:
+        """Register `i` of `value` (negative counts from the end), or with `j` the registers
+        i..j-1 (half-open, like a slice) as one range: `kb.sub(acc, 2)`,
+        `kb.sub(addr, 0, 2)`. See `split`."""
+        loc = _caller_location()
+        t = self._range_value(value, "kb.sub", loc)
+        width = t.width
+        if j is None:
+            if not -width <= i < width:
+                raise VerifyError(f"kb.sub: {type_text(t)} has {width} registers; index {i} "
+                                  "is outside it", _source_location(loc))
+            return self.split(value)[i % width]
+        if not 0 <= i < j <= width:
+            raise VerifyError(f"kb.sub: registers {i}..{j - 1} are not a non-empty part of the "
+                              f"{width} registers of {type_text(t)}", _source_location(loc))
+        if (i, j) == (0, width):
+            return value
+        sizes = [n for n in (i, j - i, width - j) if n]
+        return self.split(value, *sizes)[1 if i else 0]
+
+    def join(self, *values: SSAValue, align: int = 1) -> SSAValue:
+        """One range made of `values` in consecutive registers (`amdgcn.make_register_range`,
+        no instruction): `kb.join(x0, x1, x2, x3)` as a `global_store_dwordx4` operand,
+        `kb.join(lo, hi, align=2)` as a 64-bit operand. The result is fixed when every value
+        is (they must then be consecutive), else relocatable with alignment `align`; the
+        register allocator places the values there (and copies one that cannot be)."""
+        loc = _caller_location()
+        if len(values) == 1 and isinstance(values[0], list | tuple):
+            values = tuple(values[0])
+        if not values:
+            raise VerifyError("kb.join: give at least one value", _source_location(loc))
+        types = [self._range_value(v, f"kb.join operand #{k}", loc)
+                 for k, v in enumerate(values)]
+        if len({type(t) for t in types}) != 1:
+            files = ", ".join(t.FILE_NAME for t in types)
+            raise VerifyError(f"kb.join: the values are in different register files ({files})",
+                              _source_location(loc))
+        op = self._insert(MakeRegisterRangeOp(list(values), join_type(types, align)), loc)
+        op.result.name_hint = values[0].name_hint or types[0].KIND
+        return op.result
+
     # --- constants, arguments, LDS, ABI ---------------------------------------------------
 
     def const(self, value: float, type_: str | Attribute | None = None) -> SSAValue:
@@ -465,7 +549,18 @@ class KernelBuilder(ScheduleMixin):
         value._type = new_type  # xDSL values have no public type setter
         for use in list(value.uses):
             op = use.operation
-            if isinstance(op, InstructionOp):
+            if isinstance(op, SplitRegisterRangeOp) and new_type.is_fixed:
+                for piece, want in zip(op.pieces, split_types(
+                        new_type, [p.type.width for p in op.pieces])):
+                    if piece.type != want:
+                        self._retype(piece, want)
+            elif isinstance(op, MakeRegisterRangeOp):
+                types = [p.type for p in op.parts]
+                if all(isinstance(t, RegisterType) and t.is_fixed for t in types):
+                    want = join_type(types)
+                    if op.result.type != want:
+                        self._retype(op.result, want)
+            elif isinstance(op, InstructionOp):
                 match = match_instruction(op, self.isa)
                 if use.index in match.def_positions:
                     res = op.outs[match.def_positions.index(use.index)]

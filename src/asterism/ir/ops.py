@@ -40,6 +40,7 @@ from xdsl.ir import Attribute, Block, Region, SSAValue
 from xdsl.irdl import (
     IRDLOperation,
     irdl_op_definition,
+    operand_def,
     opt_operand_def,
     opt_prop_def,
     prop_def,
@@ -73,6 +74,7 @@ from asterism.ir.types import (
     VGPRType,
     kernel_arg_text,
     parse_kernel_arg,
+    type_text,
 )
 
 # --- modifiers ------------------------------------------------------------------------------
@@ -519,6 +521,321 @@ class LiteralOp(IRDLOperation):
         printer.print_string(f" 0x{self.value:x}")
 
 
+# --- sub-register views ---------------------------------------------------------------------
+#
+# A register range and its pieces are the same registers: `amdgcn.split_register_range` gives
+# a range's registers (or sub-ranges) as separate values, `amdgcn.make_register_range` gives
+# values whose registers are consecutive as one range. Neither emits an instruction; they say
+# which registers coincide, and the register allocator places the values accordingly.
+
+
+def combine_alignment(mod: int, res: int, align: int, want: int) -> tuple[int, int] | None:
+    """Intersect `first % mod == res` with `first % align == want` (powers of two): the
+    combined (mod, res), or None if no register index satisfies both."""
+    if align <= mod:
+        return (mod, res) if res % align == want % align else None
+    return (align, want % align) if want % mod == res else None
+
+
+def implied_alignment(align: int, offset: int, width: int) -> int:
+    """The alignment a piece of `width` registers at `offset` of a range aligned to `align`
+    is guaranteed (capped at the piece's width rounded down to a power of two)."""
+    a = align if offset == 0 else min(align, offset & -offset)
+    return max(1, min(a, 1 << (width.bit_length() - 1)))
+
+
+def split_types(source: RegisterType, sizes: Sequence[int] | None = None) -> list[RegisterType]:
+    """The types of the pieces of `source` (single registers by default): fixed at their
+    registers for a fixed range, relocatable with the implied alignment otherwise."""
+    sizes = [1] * source.width if sizes is None else list(sizes)
+    out: list[RegisterType] = []
+    cls, offset = type(source), 0
+    for n in sizes:
+        if source.is_fixed:
+            out.append(cls(source.first + offset, n))
+        else:
+            out.append(cls.relocatable(n, implied_alignment(source.alignment, offset, n)))
+        offset += n
+    return out
+
+
+def join_type(parts: Sequence[RegisterType], align: int = 1) -> RegisterType:
+    """The range type of consecutive `parts`: fixed when they all are, else relocatable."""
+    cls = type(parts[0])
+    width = sum(t.width for t in parts)
+    if all(t.is_fixed for t in parts):
+        return cls(parts[0].first, width)
+    return cls.relocatable(width, align)
+
+
+def _register_types(values, what: str) -> list[RegisterType]:
+    types = []
+    for k, v in enumerate(values):
+        t = v.type if isinstance(v, SSAValue) else v
+        if not isinstance(t, RegisterType):
+            raise VerifyException(f"{what} #{k} is {t}: only VGPR, AGPR and SGPR values "
+                                  "(and ranges) have sub-registers")
+        types.append(t)
+    return types
+
+
+def _same_file(types: Sequence[RegisterType], names: Sequence[str]) -> None:
+    first = types[0]
+    for t, name in zip(types, names):
+        if type(t) is not type(first):
+            raise VerifyException(
+                f"{name} is {_an(t.FILE_NAME)} value but {names[0]} is {_an(first.FILE_NAME)} "
+                "value: "
+                "a register range lies in one register file (v, a or s)")
+
+
+def _an(word: str) -> str:
+    return f"{'an' if word[0] in 'AEFHILMNORSX' else 'a'} {word}"
+
+
+def _parse_view_types(parser: Parser) -> tuple[list[Attribute], list[Attribute] | None]:
+    """`: t, t, ... [-> t, t, ...]`."""
+    parser.parse_punctuation(":")
+    inputs = [parser.parse_type()]
+    while parser.parse_optional_punctuation(",") is not None:
+        inputs.append(parser.parse_type())
+    outputs = None
+    if parser.parse_optional_punctuation("->") is not None:
+        outputs = [parser.parse_type()]
+        while parser.parse_optional_punctuation(",") is not None:
+            outputs.append(parser.parse_type())
+    return inputs, outputs
+
+
+def _print_types(printer: Printer, types: Sequence[Attribute]) -> None:
+    printer.print_list(types, printer.print_attribute)
+
+
+@irdl_op_definition
+class SplitRegisterRangeOp(IRDLOperation):
+    """The registers of a range as separate values (no instruction is emitted): result i is
+    register `first + i` of the range, or, with explicit result types, the next sub-range::
+
+        %c0, %c1, %c2, %c3 = amdgcn.split_register_range %acc : !amdgcn.vgpr<[? + 4], align 4>
+        %lo, %hi = amdgcn.split_register_range %acc : !amdgcn.vgpr<[? + 4], align 4>
+                     -> !amdgcn.vgpr<[? + 2], align 2>, !amdgcn.vgpr<[? + 2], align 2>
+
+    The pieces of a fixed range are fixed (`!amdgcn.vgpr<[4:8]>` -> `!amdgcn.vgpr<4>` ...
+    `!amdgcn.vgpr<7>`), those of a relocatable range relocatable, with at most the alignment
+    their offset keeps. A piece is the same register as the range: reading it reads that
+    register, writing it (as an instruction's destination) writes only that register.
+    """
+
+    name = "amdgcn.split_register_range"
+
+    source = operand_def()
+    pieces = var_result_def()
+
+    def __init__(self, source: SSAValue, result_types: Sequence[Attribute] | None = None):
+        if result_types is None:
+            result_types = split_types(source.type)  # type: ignore[arg-type]
+        super().__init__(operands=[source], result_types=[list(result_types)])
+
+    @property
+    def offsets(self) -> list[int]:
+        """The register offset of each result in the range."""
+        out, k = [], 0
+        for r in self.pieces:
+            out.append(k)
+            k += r.type.width if isinstance(r.type, RegisterType) else 1
+        return out
+
+    @classmethod
+    def parse(cls, parser: Parser) -> SplitRegisterRangeOp:
+        pos = parser.pos
+        unresolved = parser.parse_unresolved_operand()
+        attrs = parser.parse_optional_attr_dict()
+        tpos = parser.pos
+        inputs, outputs = _parse_view_types(parser)
+        if len(inputs) != 1:
+            parser.raise_error("amdgcn.split_register_range takes one range: "
+                               "`: !amdgcn.vgpr<[? + 4]>` (and `-> piece types` for "
+                               "sub-ranges)", tpos, parser.pos)
+        source = parser.resolve_operand(unresolved, inputs[0])
+        if outputs is None:
+            if not isinstance(inputs[0], RegisterType):
+                parser.raise_error("the split operand is a register range", pos, parser.pos)
+            outputs = split_types(inputs[0])
+        op = cls(source, outputs)
+        op.attributes.update(attrs)
+        return op
+
+    def print(self, printer: Printer) -> None:
+        printer.print_string(" ")
+        printer.print_operand(self.source)
+        if self.attributes:
+            printer.print_op_attributes(self.attributes)
+        printer.print_string(" : ")
+        printer.print_attribute(self.source.type)
+        src = self.source.type
+        types = [r.type for r in self.pieces]
+        if not isinstance(src, RegisterType) or types != split_types(src):
+            printer.print_string(" -> ")
+            _print_types(printer, types)
+
+    def verify_(self) -> None:
+        (src,) = _register_types([self.source], "the operand")
+        if not self.pieces:
+            raise VerifyException("amdgcn.split_register_range has at least one result")
+        types = _register_types(self.pieces, "result")
+        _same_file([src, *types], ["the range", *(f"result #{k}" for k in range(len(types)))])
+        total = sum(t.width for t in types)
+        if total != src.width:
+            raise VerifyException(
+                f"the results cover {total} registers ({' + '.join(str(t.width) for t in types)})"
+                f" but the range {type_text(src)} has {src.width}")
+        offset = 0
+        for k, t in enumerate(types):
+            if src.is_fixed:
+                want = type(src)(src.first + offset, t.width)
+                if not t.is_fixed or t.first != src.first + offset:
+                    raise VerifyException(
+                        f"result #{k} is register{'s' if t.width > 1 else ''} {offset}"
+                        f"{'' if t.width == 1 else f'..{offset + t.width - 1}'} of "
+                        f"{src.asm()}: its type is {type_text(want)}, not {type_text(t)}")
+            elif t.is_fixed:
+                raise VerifyException(
+                    f"result #{k} has the fixed type {type_text(t)} but the range "
+                    f"{type_text(src)} is relocatable: its pieces are relocatable too (the "
+                    "register allocator places them with the range)")
+            elif offset % t.alignment or t.alignment > src.alignment:
+                raise VerifyException(
+                    f"result #{k} ({type_text(t)}) starts at register {offset} of a range "
+                    f"aligned to {src.alignment}: it is misaligned (at most align "
+                    f"{implied_alignment(src.alignment, offset, t.width)} follows from the "
+                    "range's alignment)")
+            offset += t.width
+
+
+@irdl_op_definition
+class MakeRegisterRangeOp(IRDLOperation):
+    """One range made of values whose registers are consecutive (no instruction is
+    emitted): operand k is the range's registers from the sum of the earlier operands'
+    widths::
+
+        %r = amdgcn.make_register_range %x0, %x1, %x2, %x3
+               : !amdgcn.vgpr, !amdgcn.vgpr, !amdgcn.vgpr, !amdgcn.vgpr
+        %p = amdgcn.make_register_range %lo, %hi : !amdgcn.vgpr, !amdgcn.vgpr
+               -> !amdgcn.vgpr<[? + 2], align 2>
+
+    The result type is implied (fixed when every operand is, else `[? + N]`) unless written
+    after `->`. Fixed operands must be consecutive and agree with a fixed result; relocatable
+    ones are placed there by the register allocator, which copies an operand that cannot be
+    (because it is needed elsewhere at the same time, or already sits in another range).
+    """
+
+    name = "amdgcn.make_register_range"
+
+    parts = var_operand_def()
+    result = result_def()
+
+    def __init__(self, parts: Sequence[SSAValue], result_type: Attribute | None = None):
+        if result_type is None:
+            result_type = join_type([p.type for p in parts])  # type: ignore[misc]
+        super().__init__(operands=[list(parts)], result_types=[result_type])
+
+    @property
+    def offsets(self) -> list[int]:
+        """The register offset of each operand in the result."""
+        out, k = [], 0
+        for p in self.parts:
+            out.append(k)
+            k += p.type.width if isinstance(p.type, RegisterType) else 1
+        return out
+
+    @classmethod
+    def parse(cls, parser: Parser) -> MakeRegisterRangeOp:
+        pos = parser.pos
+        unresolved = [parser.parse_unresolved_operand()]
+        while parser.parse_optional_punctuation(",") is not None:
+            unresolved.append(parser.parse_unresolved_operand())
+        attrs = parser.parse_optional_attr_dict()
+        tpos = parser.pos
+        inputs, outputs = _parse_view_types(parser)
+        operands = parser.resolve_operands(unresolved, inputs, pos)
+        if outputs is not None and len(outputs) != 1:
+            parser.raise_error("amdgcn.make_register_range has one result type", tpos,
+                               parser.pos)
+        if outputs is None:
+            if not all(isinstance(t, RegisterType) for t in inputs):
+                parser.raise_error("the operands of amdgcn.make_register_range are registers",
+                                   tpos, parser.pos)
+            outputs = [join_type(inputs)]  # type: ignore[arg-type]
+        op = cls(operands, outputs[0])
+        op.attributes.update(attrs)
+        return op
+
+    def print(self, printer: Printer) -> None:
+        printer.print_string(" ")
+        printer.print_list(self.parts, printer.print_operand)
+        if self.attributes:
+            printer.print_op_attributes(self.attributes)
+        printer.print_string(" : ")
+        types = [p.type for p in self.parts]
+        _print_types(printer, types)
+        implied = None
+        if types and all(isinstance(t, RegisterType) for t in types) and \
+                len({type(t) for t in types}) == 1:
+            implied = join_type(types)  # type: ignore[arg-type]
+        if self.result.type != implied:
+            printer.print_string(" -> ")
+            printer.print_attribute(self.result.type)
+
+    def verify_(self) -> None:
+        if not self.parts:
+            raise VerifyException("amdgcn.make_register_range takes at least one operand")
+        types = _register_types(self.parts, "operand")
+        (res,) = _register_types([self.result], "the result")
+        _same_file([*types, res], [*(f"operand #{k}" for k in range(len(types))),
+                                   "the result"])
+        total = sum(t.width for t in types)
+        if total != res.width:
+            raise VerifyException(
+                f"the operands have {total} registers ({' + '.join(str(t.width) for t in types)})"
+                f" but the result {type_text(res)} has {res.width}")
+        offsets = self.offsets
+        base, base_from = (res.first, f"the result ({res.asm()})") if res.is_fixed else \
+            (None, "")
+        for k, (t, o) in enumerate(zip(types, offsets)):
+            if not t.is_fixed:
+                continue
+            if base is None:
+                if t.first < o:
+                    raise VerifyException(
+                        f"operand #{k} is {t.asm()} at register {o} of the range: the range "
+                        "would start below register 0")
+                base, base_from = t.first - o, f"operand #{k} ({t.asm()})"
+            elif t.first - o != base:
+                raise VerifyException(
+                    f"operand #{k} is {t.asm()} but must start at {t.KIND}{base + o} to "
+                    f"follow {base_from}: fixed registers that are not consecutive cannot "
+                    "form a range")
+        if all(t.is_fixed for t in types) and not res.is_fixed:
+            raise VerifyException(
+                f"every operand is fixed, so the result is {type_text(join_type(types))}, "
+                f"not {type_text(res)}")
+        mod, rem = res.alignment, 0
+        for k, (t, o) in enumerate(zip(types, offsets)):
+            if t.is_fixed:
+                continue
+            combined = combine_alignment(mod, rem, t.alignment, -o)
+            if combined is None:
+                raise VerifyException(
+                    f"operand #{k} ({type_text(t)}) is misaligned: it starts at register {o} "
+                    f"of the range, which the alignments of the result ({res.alignment}) and "
+                    "of the earlier operands do not allow")
+            mod, rem = combined
+        if base is not None and base % mod != rem:
+            raise VerifyException(
+                f"the range starts at {res.KIND}{base} ({base_from}), which the alignment of "
+                "the result and of the relocatable operands does not allow")
+
+
 class _AbiValueOp(IRDLOperation):
     """Base of the ops naming a dispatch-ABI input register."""
 
@@ -909,12 +1226,16 @@ def close_blocks(region: Region, where: str) -> None:
 AMDGCN_OPS: tuple[type[IRDLOperation], ...] = (
     *INSTRUCTION_OPS, BranchOp, FallthroughOp, EndKernelOp, WaitOp, AllocaOp, OffOp, LiteralOp,
     KernargPtrOp, DispatchPtrOp, QueuePtrOp, DispatchIdOp, WorkgroupIdOp, WorkitemIdOp,
-    KernargOffsetOp, LdsAllocOp, ModuleOp, KernelOp)
+    KernargOffsetOp, LdsAllocOp, SplitRegisterRangeOp, MakeRegisterRangeOp, ModuleOp, KernelOp)
 
 ABI_VALUE_OPS: tuple[type[IRDLOperation], ...] = (
     KernargPtrOp, DispatchPtrOp, QueuePtrOp, DispatchIdOp, WorkgroupIdOp, WorkitemIdOp)
 
+# The ops whose results are other names for registers of their operands.
+VIEW_OPS: tuple[type[IRDLOperation], ...] = (SplitRegisterRangeOp, MakeRegisterRangeOp)
+
 __all__ = [c.__name__ for c in AMDGCN_OPS] + [
     "InstructionOp", "INSTRUCTION_OPS", "OP_FOR_ENCODING", "ABI_VALUE_OPS", "AMDGCN_OPS",
+    "VIEW_OPS", "combine_alignment", "implied_alignment", "join_type", "split_types",
     "MODIFIER_NAMES", "FLAG_MODIFIERS", "INT_MODIFIERS", "LIST_MODIFIERS", "NAME_MODIFIERS",
     "modifiers_to_attr", "attr_to_modifiers", "close_blocks"]

@@ -6,7 +6,8 @@ names, the matched database form and the op's source location. Blocks become lab
 branch targets and named blocks), `amdgcn.branch` becomes the branch instruction with a
 `Label`, `amdgcn.end_kernel` becomes `s_endpgm`, an `amdgcn.wait` left unresolved by the
 waits pass is an error; everything else (allocas, constants, ABI
-values, LDS allocations) emits nothing. Nothing is added, removed or reordered.
+values, LDS allocations, split_register_range and make_register_range, whose registers
+simply coincide with their operands') emits nothing. Nothing is added, removed or reordered.
 """
 
 from __future__ import annotations
@@ -27,6 +28,8 @@ from asterism.ir.ops import (
     FallthroughOp,
     InstructionOp,
     KernelOp,
+    MakeRegisterRangeOp,
+    SplitRegisterRangeOp,
     WaitOp,
 )
 from asterism.ir.types import OffType, RegisterType, SpecialRegType, type_text
@@ -198,7 +201,7 @@ class _KernelLowering:
                                "it such as auto)")
         if isinstance(op, FallthroughOp):
             return None
-        return None  # declarations: allocas, constants, ABI values, LDS allocations
+        return None  # declarations: allocas, constants, ABI values, LDS allocations, views
 
     def lower_instruction(self, op: InstructionOp) -> Inst:
         """An instruction op as an mc.Inst (operands in database order)."""
@@ -275,9 +278,9 @@ class _KernelLowering:
         t = value.type
         if isinstance(t, RegisterType):
             if not t.is_fixed:
-                owner = value.owner
-                if isinstance(owner, ABI_VALUE_OPS):
-                    t = self.layout.abi_register(owner) or t
+                found = abi_view_register(value, self.layout)
+                if found is not None:
+                    t = found
                 else:
                     name = f"%{value.name_hint} " if value.name_hint else ""
                     raise error_at(op, f"operand #{k} ({spec.name}) {name}has the relocatable "
@@ -297,6 +300,32 @@ class _KernelLowering:
         if isinstance(imm, float):
             return FloatImm(canonical_float(imm))
         return Imm(imm)
+
+
+def abi_view_register(value: SSAValue, layout: KernelLayout) -> RegisterType | None:
+    """The register of an ABI input value, or of a piece of one (split/make_register_range
+    of ABI inputs and fixed registers), from the kernel's layout; None for anything else."""
+    t = value.type
+    if isinstance(t, RegisterType) and t.is_fixed:
+        return t
+    owner = value.owner
+    if isinstance(owner, ABI_VALUE_OPS):
+        return layout.abi_register(owner)
+    if isinstance(owner, SplitRegisterRangeOp):
+        src = abi_view_register(owner.source, layout)
+        if src is None or not isinstance(t, RegisterType):
+            return None
+        offset = owner.offsets[list(owner.pieces).index(value)]
+        return type(src)(src.first + offset, t.width)
+    if isinstance(owner, MakeRegisterRangeOp):
+        parts = [abi_view_register(p, layout) for p in owner.parts]
+        if any(p is None for p in parts) or not isinstance(t, RegisterType):
+            return None
+        first = parts[0].first  # type: ignore[union-attr]
+        if any(p.first != first + o for p, o in zip(parts, owner.offsets)):  # type: ignore
+            return None
+        return type(t)(first, t.width)
+    return None
 
 
 def _bit(bits, index: int) -> bool:

@@ -62,8 +62,10 @@ from asterism.ir.ops import (
     KernelOp,
     LdsAllocOp,
     LiteralOp,
+    MakeRegisterRangeOp,
     ModuleOp,
     OffOp,
+    SplitRegisterRangeOp,
     WaitOp,
     WorkgroupIdOp,
     WorkitemIdOp,
@@ -281,8 +283,9 @@ class _Checker:
             check_branch(op, self.isa)
         elif isinstance(op, FallthroughOp):
             check_next_block(op, op.dest, "fall-through block")
-        elif isinstance(op, EndKernelOp | AllocaOp | OffOp | LiteralOp):
-            pass
+        elif isinstance(op, EndKernelOp | AllocaOp | OffOp | LiteralOp | SplitRegisterRangeOp
+                        | MakeRegisterRangeOp):
+            pass  # (views check their types in verify_, run by verify_structure)
         elif isinstance(op, WaitOp):
             check_wait(op)
         elif isinstance(op, arith.ConstantOp):
