@@ -54,12 +54,16 @@ from asterism.ir.abi import compute_layout
 from asterism.ir.ops import (
     ABI_VALUE_OPS,
     INSTRUCTION_OPS,
+    VIEW_OPS,
     AllocaOp,
     BranchOp,
     FallthroughOp,
     InstructionOp,
     KernelOp,
+    MakeRegisterRangeOp,
     ModuleOp,
+    SplitRegisterRangeOp,
+    combine_alignment,
 )
 from asterism.ir.types import REGISTER_TYPES, RegisterType, SpecialRegType
 from asterism.ir.verify import amdgcn_modules, op_location, op_title
@@ -71,6 +75,7 @@ FILES = ("v", "a", "s")
 # Exact-type sets: isinstance on xDSL's ABC-based classes is slow on every op of a kernel.
 _REG_TYPES = frozenset(REGISTER_TYPES.values())
 _INSTRUCTION_OPS = frozenset(INSTRUCTION_OPS)
+_VIEW_OPS = frozenset(VIEW_OPS)
 FILE_NAMES = {"v": "VGPR", "a": "AGPR", "s": "SGPR"}
 
 
@@ -101,6 +106,16 @@ class RegClass:
     fixed: int | None  # first register if pinned (fixed type or ABI input), else None
     values: list[SSAValue] = field(default_factory=list)
     abi: bool = False  # an ABI input (in its register from the kernel entry)
+    # Sub-registers: a class some split_register_range cuts into pieces is one class per
+    # register ("units"); `source` is the class of the whole chain (unit 0 is that class
+    # itself, narrowed), `unit` the register's index in it and `whole` its width.
+    unit: int | None = None
+    source: RegClass | None = None
+    whole: int = 0
+    # Classes that views tie together (consecutive registers) form a `Bundle`: its index and
+    # this class's register offset in it.
+    bundle: int | None = None
+    offset: int = 0
 
     def __hash__(self) -> int:
         return self.id
@@ -119,16 +134,19 @@ class RegClass:
 
     @property
     def type(self) -> RegisterType:
-        """The declared type of its values."""
-        return self.values[0].type  # type: ignore[return-value]
+        """The declared type of its values (of the whole range, for a unit)."""
+        return self.first_value.type  # type: ignore[return-value]
 
     @property
     def first_value(self) -> SSAValue:
         """The value that starts the chain (the alloca or ABI op result, usually)."""
-        return self.values[0]
+        return self.values[0] if self.values else self.source.values[0]  # type: ignore
 
     def describe(self) -> str:
-        """`v[8:11]` for a fixed class, `v[? + 4], align 4` for a relocatable one."""
+        """`v[8:11]` for a fixed class, `v[? + 4], align 4` for a relocatable one (and
+        `register 2 of v[? + 4]` for a unit of a relocatable range)."""
+        if self.unit is not None and self.fixed is None:
+            return f"register {self.unit} of {self.kind}[? + {self.whole}]"
         if self.fixed is not None:
             if self.width == 1:
                 return f"{self.kind}{self.fixed}"
@@ -137,8 +155,32 @@ class RegClass:
         return text + (f", align {self.align}" if self.align > 1 else "")
 
     def __repr__(self) -> str:
-        hint = self.values[0].name_hint if self.values else None
+        hint = self.first_value.name_hint
         return f"RegClass({self.id}, %{hint or '?'}: {self.describe()})"
+
+
+@dataclass
+class Bundle:
+    """Classes whose registers views tie together: member `c` is at register `first +
+    c.offset`, where `first % align == residue` (and `first == fixed` if pinned)."""
+
+    id: int
+    kind: str
+    members: list[RegClass]
+    width: int  # registers from the lowest to the highest member
+    align: int
+    residue: int
+    fixed: int | None  # first register when a member is pinned
+
+
+@dataclass(frozen=True)
+class ViewConflict:
+    """A make_register_range operand that cannot be where the range needs it: `operand` is
+    its index, or -1 when the range itself (its fixed or aligned result) is the problem."""
+
+    op: Operation
+    operand: int
+    reason: str
 
 
 @dataclass(frozen=True)
@@ -200,6 +242,125 @@ class CopyInfo:
     dst: int  # class id of the destination
     src: int  # class id of the source (srcC for MFMAs)
     kind: str  # "copy" or "mfma"
+
+
+def _ids(cid: int | tuple[int, ...]) -> tuple[int, ...]:
+    return (cid,) if type(cid) is int else cid  # type: ignore[return-value]
+
+
+def _fresh(value: SSAValue) -> bool:
+    """True if `value` names registers no instruction wrote through it: an alloca, or views
+    of allocas only (as a destination: a new value, the older contents are not needed)."""
+    owner = value.owner
+    cls = type(owner)
+    if cls is AllocaOp:
+        return True
+    if cls is SplitRegisterRangeOp:
+        return _fresh(owner.source)  # type: ignore[attr-defined]
+    if cls is MakeRegisterRangeOp:
+        return all(_fresh(p) for p in owner.parts)  # type: ignore[attr-defined]
+    return False
+
+
+def _slice(segs: tuple, offset: int, width: int) -> tuple:
+    """Registers offset..offset+width-1 of a value made of segments (class, lo, n)."""
+    out = []
+    pos = 0
+    for cid, lo, n in segs:
+        a, b = max(pos, offset), min(pos + n, offset + width)
+        if a < b:
+            out.append((cid, lo + a - pos, b - a))
+        pos += n
+    return tuple(out)
+
+
+@dataclass
+class _ViewsState:
+    """What `_views_before` found, for `_views_after`."""
+
+    views: list[Operation]
+    segs: dict[int, tuple]  # chain root id -> segments (class id, first unit, count)
+    dep: dict[int, int]  # chain root id -> rank of the last make_register_range it uses
+    root_of: object
+    units_of: dict[int, tuple[int, ...]]
+    unit_align: list[tuple[int, int]]  # (alignment, unit 0) of the split classes
+    align_uses: list[tuple[int, SSAValue, Operation, int]] = field(default_factory=list)
+
+
+class _OffsetUnion:
+    """Union-find over classes with register offsets: `reg(x) == reg(root) + off(x)`, and per
+    root the alignment (`reg(root) % mod == res`), the pinned register and the extent."""
+
+    def __init__(self, widths: list[int]):
+        n = len(widths)
+        self.parent = list(range(n))
+        self.off = [0] * n
+        self.mod = [1] * n
+        self.res = [0] * n
+        self.fixed: list[int | None] = [None] * n
+        self.lo = [0] * n
+        self.hi = list(widths)
+
+    def find(self, x: int) -> tuple[int, int]:
+        parent, off = self.parent, self.off
+        path = []
+        while parent[x] != x:
+            path.append(x)
+            x = parent[x]
+        acc = 0
+        for y in reversed(path):
+            acc += off[y]
+            off[y] = acc
+            parent[y] = x
+        return x, (off[path[0]] if path else 0)
+
+    def link(self, a: int, b: int, d: int) -> str | None:
+        """Require reg(b) == reg(a) + d; the reason it cannot be, or None (done)."""
+        ra, oa = self.find(a)
+        rb, ob = self.find(b)
+        if ra == rb:
+            return None if oa + d == ob else "it already sits elsewhere in the same registers"
+        delta = oa + d - ob  # reg(rb) == reg(ra) + delta
+        comb = combine_alignment(self.mod[ra], self.res[ra], self.mod[rb],
+                                 self.res[rb] - delta)
+        if comb is None:
+            return "the alignments of the range and of the operand's registers disagree"
+        fa, fb = self.fixed[ra], self.fixed[rb]
+        fb = None if fb is None else fb - delta
+        if fa is not None and fb is not None and fa != fb:
+            return "its registers are pinned elsewhere"
+        f = fa if fa is not None else fb
+        lo, hi = min(self.lo[ra], self.lo[rb] + delta), max(self.hi[ra], self.hi[rb] + delta)
+        if f is not None and (f % comb[0] != comb[1] or f + lo < 0):
+            return "its pinned registers leave no room for the range"
+        self.parent[rb] = ra
+        self.off[rb] = delta
+        self.mod[ra], self.res[ra] = comb
+        self.fixed[ra], self.lo[ra], self.hi[ra] = f, lo, hi
+        return None
+
+    def align(self, x: int, a: int) -> bool:
+        """Require reg(x) % a == 0; False if that contradicts what is known."""
+        r, o = self.find(x)
+        comb = combine_alignment(self.mod[r], self.res[r], a, -o)
+        if comb is None:
+            return False
+        f = self.fixed[r]
+        if f is not None and f % comb[0] != comb[1]:
+            return False
+        self.mod[r], self.res[r] = comb
+        return True
+
+    def pin(self, x: int, reg: int) -> bool:
+        """Require reg(x) == reg; False if that contradicts what is known."""
+        r, o = self.find(x)
+        f = reg - o
+        if self.fixed[r] is not None:
+            return self.fixed[r] == f
+        if f % self.mod[r] != self.res[r] or f + self.lo[r] < 0:
+            return False
+        self.fixed[r] = f
+        return True
 
 
 @dataclass
@@ -275,9 +436,13 @@ class KernelLiveness:
         # in the IR while this runs).
         parent: dict[int, SSAValue] = {}
         abi_ops: list[Operation] = []
+        views: list[Operation] = []
         writes_exec = False
         for i, op in enumerate(ops):
-            if type(op) in _INSTRUCTION_OPS:
+            cls = type(op)
+            if cls in _VIEW_OPS:
+                views.append(op)
+            elif cls in _INSTRUCTION_OPS:
                 facts = op_facts[i] = facts_of(op)
                 args = op_args[i] = tuple(op.operands)
                 results = op.results
@@ -293,9 +458,12 @@ class KernelLiveness:
             elif isinstance(op, ABI_VALUE_OPS):
                 abi_ops.append(op)
         classes: list[RegClass] = []
-        cid_of: dict[int, int] = {}
+        # A value's class id, or for a value of sub-registers (see _build_views) the tuple of
+        # the class ids of its registers, in order.
+        cid_of: dict[int, int | tuple[int, ...]] = {}
+        bundled: list[SSAValue] = []  # values given a tuple
 
-        def resolve(v: SSAValue) -> int:
+        def resolve(v: SSAValue) -> int | tuple[int, ...]:
             cid = cid_of.get(id(v))
             if cid is not None:
                 return cid
@@ -310,11 +478,20 @@ class KernelLiveness:
                 classes.append(RegClass(cid, t.KIND, t.width, t.alignment,
                                         t.first if t.is_fixed else None, [v]))
                 cid_of[id(v)] = cid
-            values = classes[cid].values
-            for u in reversed(chain):
-                cid_of[id(u)] = cid
-                values.append(u)
+            if type(cid) is int:
+                values = classes[cid].values
+                for u in reversed(chain):
+                    cid_of[id(u)] = cid
+                    values.append(u)
+            else:
+                for u in reversed(chain):
+                    cid_of[id(u)] = cid
+                    bundled.append(u)
             return cid
+
+        views_state = None
+        if views:
+            views_state = self._views_before(views, parent, classes, cid_of, bundled, resolve)
 
         self.reads: list[tuple[int, ...]] = [()] * n
         self.writes: list[tuple[int, ...]] = [()] * n
@@ -332,9 +509,11 @@ class KernelLiveness:
                     # Not inlined yet: the arguments are read, the results are new values.
                     self.calls.append(op)
                     self.reads[i] = tuple(dict.fromkeys(
-                        resolve(a) for a in op.operands if type(a.type) in _REG_TYPES))
+                        u for a in op.operands if type(a.type) in _REG_TYPES
+                        for u in _ids(resolve(a))))
                     self.writes[i] = tuple(dict.fromkeys(
-                        resolve(r) for r in op.results if type(r.type) in _REG_TYPES))
+                        u for r in op.results if type(r.type) in _REG_TYPES
+                        for u in _ids(resolve(r))))
                 continue
             reads: list[int] = []
             writes: list[int] = []
@@ -344,6 +523,19 @@ class KernelLiveness:
                 if type(arg.type) not in _REG_TYPES:
                     continue
                 cid = resolve(arg)
+                if type(cid) is not int:
+                    # Sub-registers: the op reads / writes exactly these registers.
+                    c = classes[cid[0]]
+                    if pos < len(aligns) and aligns[pos] > 1:
+                        views_state.align_uses.append((aligns[pos], arg, op, pos))
+                    if pos in defs:
+                        writes += cid
+                        if pos in facts.read_defs or (c.kind != "s" and (
+                                not _fresh(arg) or (writes_exec and c.fixed is not None))):
+                            reads += cid
+                    else:
+                        reads += cid
+                    continue
                 c = classes[cid]
                 if pos < len(aligns) and aligns[pos] > c.align:
                     c.align = aligns[pos]
@@ -370,11 +562,25 @@ class KernelLiveness:
                 reg = layout.abi_register(op)
                 cid = cid_of.get(id(op.results[0]))
                 if reg is not None and cid is not None:
-                    c = classes[cid]
-                    c.abi = True
-                    c.fixed = reg.first
+                    for k, unit in enumerate((cid,) if type(cid) is int else cid):
+                        c = classes[unit]
+                        c.abi = True
+                        c.fixed = reg.first + k
         self.classes = classes
-        self.class_of: dict[SSAValue, RegClass] = {v: c for c in classes for v in c.values}
+        self.bundles: list[Bundle] = []
+        self.view_conflicts: list[ViewConflict] = []
+        self.view_errors: list[tuple[Operation, str]] = []
+        # What tied classes together, in order: (make_register_range, operand, head class,
+        # operand's first class), or (op, -1, head class, -1) for a pinned result.
+        self.view_links: list[tuple[Operation, int, int, int]] = []
+        # Values of sub-registers with the class ids of their registers (None: no views).
+        self.value_parts: dict[SSAValue, tuple[int, ...]] = {}
+        if views_state is not None:
+            self._views_after(views_state, cid_of, bundled, resolve)
+            self.copies = [cp for cp in self.copies if classes[cp.dst].bundle is None
+                           and classes[cp.src].bundle is None]
+        self.class_of: dict[SSAValue, RegClass] = {v: c for c in classes for v in c.values
+                                                   if c.bundle is None}
         self.writes_exec = writes_exec
 
     def _note_copy(self, i: int, op: InstructionOp, facts: InstFacts,
@@ -382,21 +588,183 @@ class KernelLiveness:
                    classes: list[RegClass]) -> None:
         dpos = facts.def_positions[0]
         dest = args[dpos]
-        if not isinstance(dest.owner, AllocaOp) or id(dest) not in cid_of:
+        if not isinstance(dest.owner, AllocaOp) or type(cid_of.get(id(dest))) is not int:
             return  # only a new value may take its source's register
-        dst = classes[cid_of[id(dest)]]
+        dst = classes[cid_of[id(dest)]]  # type: ignore[index]
         if facts.is_copy:
             src_pos, kind = dpos + 1, "copy"
         elif len(args) >= 4:
             src_pos, kind = 3, "mfma"
         else:
             return
-        if src_pos >= len(args) or id(args[src_pos]) not in cid_of:
+        if src_pos >= len(args) or type(cid_of.get(id(args[src_pos]))) is not int:
             return
-        src = classes[cid_of[id(args[src_pos])]]
+        src = classes[cid_of[id(args[src_pos])]]  # type: ignore[index]
         if src is dst or src.kind != dst.kind or src.width != dst.width:
             return
         self.copies.append(CopyInfo(op, i, dst.id, src.id, kind))
+
+    # --- sub-registers (split_register_range / make_register_range) ----------------------
+
+    def _views_before(self, views, parent, classes, cid_of, bundled, resolve) -> _ViewsState:
+        """Before the reads and writes: the registers of every view. A class that some split
+        cuts is replaced by one class per register (its units), so that a piece live keeps
+        exactly its register live; every view value gets the tuple of its registers' class
+        ids in `cid_of`."""
+        segs_of: dict[int, tuple] = {}
+        dep_of: dict[int, int] = {}
+        rank = {op: k for k, op in enumerate(o for o in views
+                                              if type(o) is MakeRegisterRangeOp)}
+
+        def root_of(v: SSAValue) -> SSAValue:
+            while id(v) in parent:
+                v = parent[id(v)]
+            return v
+
+        def segs(v: SSAValue) -> tuple:
+            r = root_of(v)
+            found = segs_of.get(id(r))
+            if found is not None:
+                return found
+            owner = r.owner
+            if type(owner) is SplitRegisterRangeOp:
+                src = owner.source
+                offset = owner.offsets[r.index]  # type: ignore[attr-defined]
+                found = _slice(segs(src), offset, r.type.width)  # type: ignore[attr-defined]
+                dep = dep_of[id(root_of(src))]
+            elif type(owner) is MakeRegisterRangeOp:
+                found = tuple(x for p in owner.parts for x in segs(p))
+                dep = max([rank[owner], *(dep_of[id(root_of(p))] for p in owner.parts)])
+            else:
+                cid = resolve(r)
+                found, dep = ((cid, 0, classes[cid].width),), -1
+            segs_of[id(r)] = found
+            dep_of[id(r)] = dep
+            return found
+
+        split_classes: set[int] = set()
+        for op in views:
+            for r in op.results:
+                for cid, lo, n in segs(r):
+                    if lo or n != classes[cid].width:
+                        split_classes.add(cid)
+        units_of: dict[int, tuple[int, ...]] = {}
+        unit_align: list[tuple[int, int]] = []
+        for cid in sorted(split_classes):
+            c = classes[cid]
+            ids = [cid]
+            for k in range(1, c.width):
+                u = RegClass(len(classes), c.kind, 1, 1,
+                             None if c.fixed is None else c.fixed + k, [], unit=k, source=c,
+                             whole=c.width)
+                classes.append(u)
+                ids.append(u.id)
+            unit_align.append((c.align, cid))
+            c.unit, c.whole, c.width, c.align = 0, c.width, 1, 1
+            units_of[cid] = tuple(ids)
+            for v in c.values:
+                cid_of[id(v)] = units_of[cid]
+                bundled.append(v)
+
+        def expand(sg: tuple) -> tuple[int, ...]:
+            out: list[int] = []
+            for cid, lo, n in sg:
+                if cid in units_of:
+                    out.extend(units_of[cid][lo:lo + n])
+                else:
+                    out.append(cid)
+            return tuple(out)
+
+        for op in views:
+            for r in op.results:
+                cid_of[id(r)] = expand(segs(r))
+                bundled.append(r)
+        return _ViewsState(views, segs_of, dep_of, root_of, units_of, unit_align)
+
+    def _views_after(self, st: _ViewsState, cid_of, bundled, resolve) -> None:
+        """After the reads and writes: the bundles (which classes must be consecutive, with
+        their alignment and pins) and the make_register_range operands that cannot be where
+        their range needs them (`view_conflicts`, for the allocator to copy)."""
+        classes = self.classes
+        for v in bundled:
+            self.value_parts[v] = cid_of[id(v)]  # type: ignore[assignment]
+        members: set[int] = set()
+        for parts in self.value_parts.values():
+            members.update(parts)
+        joins = [op for op in st.views if type(op) is MakeRegisterRangeOp]
+        for op in joins:
+            for p in op.parts:
+                members.update(_ids(resolve(p)))
+        uf = _OffsetUnion([c.width for c in classes])
+        for ids in st.units_of.values():
+            for k in range(1, len(ids)):
+                uf.link(ids[0], ids[k], k)
+        for cid in members:
+            c = classes[cid]
+            if c.fixed is not None:
+                uf.pin(cid, c.fixed)
+        root_of = st.root_of
+
+        def first_unit(v: SSAValue) -> int:
+            return _ids(resolve(v))[0]
+
+        for a, cid in st.unit_align:
+            if a > 1:
+                uf.align(cid, a)
+        by_dep: dict[int, list[tuple[int, SSAValue, Operation, int]]] = {}
+        for a, cid in ((classes[m].align, m) for m in members):
+            if a > 1 and not uf.align(cid, a):
+                self.view_errors.append((classes[cid].first_value.owner,
+                                         f"{classes[cid].describe()} cannot be aligned"))
+        for use in st.align_uses:
+            by_dep.setdefault(st.dep.get(id(root_of(use[1])), -1), []).append(use)
+
+        def misaligned(use) -> str:
+            a, v, op, pos = use
+            return (f"operand #{pos} of {op_title(op)} needs {a}-register alignment, which its "
+                    "registers' place in their range does not allow")
+
+        for use in by_dep.get(-1, ()):
+            if not uf.align(first_unit(use[1]), use[0]):
+                self.view_errors.append((use[2], misaligned(use) + " (copy the piece to a "
+                                         "new register first)"))
+        for k, op in enumerate(joins):
+            head = first_unit(op.parts[0])
+            for j, (p, offset) in enumerate(zip(op.parts, op.offsets)):
+                if j == 0:
+                    continue
+                u = first_unit(p)
+                problem = uf.link(head, u, offset)
+                self.view_links.append((op, j, head, u))
+                if problem:
+                    self.view_conflicts.append(ViewConflict(op, j, problem))
+            t = op.result.type
+            if t.is_fixed:  # type: ignore[attr-defined]
+                self.view_links.append((op, -1, head, -1))
+                if not uf.pin(head, t.first):  # type: ignore[attr-defined]
+                    self.view_conflicts.append(ViewConflict(
+                        op, -1, f"the result is pinned to {t.asm()}"))  # type: ignore
+            if t.alignment > 1 and not uf.align(head, t.alignment):  # type: ignore
+                self.view_conflicts.append(ViewConflict(
+                    op, -1, f"the result is aligned to {t.alignment}"))  # type: ignore
+            for use in by_dep.get(k, ()):
+                if not uf.align(first_unit(use[1]), use[0]):
+                    self.view_conflicts.append(ViewConflict(op, -1, misaligned(use)))
+        groups: dict[int, list[tuple[int, int]]] = {}
+        for cid in sorted(members):
+            r, o = uf.find(cid)
+            groups.setdefault(r, []).append((cid, o))
+        for r, items in groups.items():
+            lo = min(o for _c, o in items)
+            b = Bundle(len(self.bundles), classes[items[0][0]].kind, [], 0, uf.mod[r],
+                       (uf.res[r] + lo) % uf.mod[r],
+                       None if uf.fixed[r] is None else uf.fixed[r] + lo)
+            for cid, o in items:
+                c = classes[cid]
+                c.bundle, c.offset = b.id, o - lo
+                b.members.append(c)
+                b.width = max(b.width, c.offset + c.width)
+            self.bundles.append(b)
 
     def _solve(self) -> None:
         nb = len(self.blocks)

@@ -42,22 +42,31 @@ coalescing off.
 from __future__ import annotations
 
 import sys
+import warnings
 from dataclasses import dataclass, field
 
 import numpy as np
 from xdsl.ir import Operation, SSAValue
 
 from asterism.errors import ParseError, VerifyError
-from asterism.ir.ops import KernelOp
-from asterism.ir.types import RegisterType
+from asterism.ir.ops import (
+    OP_FOR_ENCODING,
+    AllocaOp,
+    KernelOp,
+    MakeRegisterRangeOp,
+    SplitRegisterRangeOp,
+)
+from asterism.ir.types import REGISTER_TYPES, RegisterType
 from asterism.ir.verify import amdgcn_modules, op_location, op_title
 from asterism.isa import IsaDatabase, get_isa
 from asterism.passes.instfacts import gc_paused
 from asterism.passes.liveness import (
     FILE_NAMES,
     FILES,
+    Bundle,
     KernelLiveness,
     RegClass,
+    ViewConflict,
     class_name,
     describe_classes,
     value_names,
@@ -101,6 +110,9 @@ class AllocationReport:
     mfma_hints: int = 0
     mfma_in_place: int = 0
     assignment: dict[SSAValue, RegisterType] = field(default_factory=dict)
+    # make_register_range operands the allocator copied to fresh registers (one line each:
+    # where, which operand, why); the copies are v_mov_b32 / s_mov_b32 / v_accvgpr_mov_b32.
+    view_copies: list[str] = field(default_factory=list)
 
     @property
     def optimal(self) -> bool:
@@ -121,6 +133,9 @@ class AllocationReport:
                          f" allocated {r.allocated} values{mark}; peak at {r.peak_where}")
         lines.append(f"  copies coalesced {self.copies_coalesced} of {self.copies}; MFMA "
                      f"accumulators in place {self.mfma_in_place} of {self.mfma_hints}")
+        if self.view_copies:
+            lines.append(f"  make_register_range operands copied: {len(self.view_copies)}")
+            lines += [f"    {line}" for line in self.view_copies]
         return "\n".join(lines)
 
 
@@ -177,6 +192,19 @@ class _Occupancy:
 
 
 @dataclass
+class _Part:
+    """One class of a bundle group, at register `offset` from the group's first."""
+
+    cls: RegClass
+    offset: int
+    width: int
+    L: int
+    D: int
+    runs: list[tuple[int, int]]
+    dpoints: list[int]
+
+
+@dataclass
 class _Group:
     """Classes that share one register (coalesced), with their combined live range."""
 
@@ -189,6 +217,10 @@ class _Group:
     D: int
     runs: list[tuple[int, int]]
     dpoints: list[int]
+    # A bundle (classes tied by views): its members with their offsets; the group's first
+    # register r must have r % align == residue.
+    parts: list[_Part] | None = None
+    residue: int = 0
 
     @property
     def lo(self) -> int:
@@ -270,10 +302,10 @@ class _KernelAllocator:
         register (live from the kernel entry) agree with each other: the entry is left out."""
         L, D = self.live.ranges()
         not_entry = ~1
-        groups: dict[tuple[str, int, int], list[RegClass]] = {}
+        groups: dict[tuple, list[RegClass]] = {}
         fixed = [c for c in self.live.classes if c.fixed is not None and L[c.id]]
         for c in fixed:
-            groups.setdefault((c.kind, c.fixed, c.width), []).append(c)
+            groups.setdefault(_pin_shape(c), []).append(c)
         for members in groups.values():
             if len(members) < 2:
                 continue
@@ -293,7 +325,7 @@ class _KernelAllocator:
             if not a.abi:
                 continue
             for c in fixed:
-                if c is a or c.kind != a.kind or (c.fixed, c.width) == (a.fixed, a.width):
+                if c is a or c.kind != a.kind or _pin_shape(c) == _pin_shape(a):
                     continue
                 if c.fixed < a.fixed + a.width and a.fixed < c.fixed + c.width:
                     both = ((L[c.id] & D[a.id]) | (D[c.id] & L[a.id])) & not_entry
@@ -321,7 +353,9 @@ class _KernelAllocator:
 
     # --- allocation -----------------------------------------------------------------------
 
-    def fixed_occupancy(self) -> dict[str, _Occupancy]:
+    def fixed_occupancy(self, pinned_bundles: bool = True) -> dict[str, _Occupancy]:
+        """Where the pinned values are live, per file (with the relocatable members of
+        bundles a pinned member or range fixes in place, unless `pinned_bundles` is False)."""
         live = self.live
         L, D = live.ranges()
         runs = live.runs()
@@ -331,7 +365,115 @@ class _KernelAllocator:
                 width = min(c.fixed + c.width, self._file_size(c.kind)) - c.fixed
                 if width > 0:
                     occ[c.kind].add(c.fixed, width, runs[c.id], D[c.id])
+        if pinned_bundles:
+            for c, first in self.pinned_members():
+                occ[c.kind].add(first, c.width, runs[c.id], D[c.id])
         return occ
+
+    def pinned_members(self) -> list[tuple[RegClass, int]]:
+        """Relocatable classes that a pinned bundle fixes in place, with their register."""
+        L, _D = self.live.ranges()
+        return [(c, b.fixed + c.offset) for b in self.live.bundles if b.fixed is not None
+                for c in b.members if c.fixed is None and L[c.id]]
+
+    # --- sub-registers --------------------------------------------------------------------
+
+    def view_fixes(self) -> list[ViewConflict]:
+        """The make_register_range operands to copy before allocating (none: the views can be
+        honoured as written). RegisterAllocationError when a piece's place cannot work."""
+        live = self.live
+        if live.view_errors:
+            op, message = live.view_errors[0]
+            raise RegisterAllocationError(f"{op_title(op)}: {message}", op_location(op))
+        if live.view_conflicts:
+            return list(live.view_conflicts)
+        if not live.bundles:
+            return []
+        L, D = live.ranges()
+        not_entry = ~1
+        out: list[ViewConflict] = []
+        # Classes of one bundle that share registers must not be live at once.
+        for b in live.bundles:
+            ms = [c for c in b.members if L[c.id]]
+            found = None
+            for i, a in enumerate(ms):
+                for c in ms[:i]:
+                    if a.offset < c.offset + c.width and c.offset < a.offset + a.width and \
+                            ((L[a.id] & D[c.id]) | (D[a.id] & L[c.id])) & not_entry:
+                        found = self._link_culprit(a, c)
+                        break
+                if found is not None:
+                    break
+            if found is not None:
+                out.append(found)
+        if out:
+            return out
+        # Relocatable members of a pinned bundle go where the pin puts them: those registers
+        # must be free there.
+        runs, defs = live.runs(), live.def_points()
+        occ = self.fixed_occupancy(pinned_bundles=False)
+        for c, first in self.pinned_members():
+            o, size = occ[c.kind], self._file_size(c.kind)
+            if first + c.width > size:
+                raise RegisterAllocationError(
+                    f"{self.name(c)} would be {c.kind}{first} (its range is pinned), past the "
+                    f"last {FILE_NAMES[c.kind]}", op_location(c.first_value.owner))
+            busy = bool(defs[c.id]) and o.busy(defs[c.id])[first:first + c.width].any()
+            if busy or any(L[c.id] & o.D[u] & not_entry for u in range(first,
+                                                                        first + c.width)):
+                out.append(self._pin_culprit(c, first))
+                break
+            o.add(first, c.width, runs[c.id], D[c.id])
+        return out
+
+    def _replay(self, stop, fixed_node: bool) -> ViewConflict | None:
+        """Tie the classes again, link by link (see KernelLiveness.view_links), until `stop`
+        holds; the link that made it hold (None: it held before any link)."""
+        classes = self.live.classes
+        n = len(classes)
+        parent = list(range(n + 1))
+
+        def find(x: int) -> int:
+            while parent[x] != x:
+                parent[x] = parent[parent[x]]
+                x = parent[x]
+            return x
+
+        for c in classes:
+            if c.source is not None:
+                parent[find(c.id)] = find(c.source.id)
+            if fixed_node and c.fixed is not None:
+                parent[find(c.id)] = find(n)
+        if stop(find):
+            return None
+        for op, j, head, u in self.live.view_links:
+            parent[find(head)] = find(n if u < 0 else u)
+            if stop(find):
+                return ViewConflict(op, j, "")
+        return None
+
+    def _link_culprit(self, a: RegClass, c: RegClass) -> ViewConflict:
+        found = self._replay(lambda find: find(a.id) == find(c.id), False)
+        where = f"{a.kind}[+{max(a.offset, c.offset)}]"
+        if found is None:
+            raise RegisterAllocationError(
+                f"{self.name(a)} and {self.name(c)} share registers ({where} of one range) "
+                "and are live at once", op_location(a.first_value.owner))
+        return ViewConflict(found.op, found.operand,
+                            f"{self.name(a)} and {self.name(c)} would share a register while "
+                            "both hold values still to be read")
+
+    def _pin_culprit(self, c: RegClass, first: int) -> ViewConflict:
+        n = len(self.live.classes)
+        found = self._replay(lambda find: find(c.id) == find(n), True)
+        reg = f"{c.kind}{first}" if c.width == 1 else f"{c.kind}[{first}:{first + c.width - 1}]"
+        if found is None:
+            raise RegisterAllocationError(
+                f"{self.name(c)} must be in {reg}, which other pinned values use at the same "
+                "time", op_location(c.first_value.owner))
+        return ViewConflict(found.op, found.operand,
+                            f"{self.name(c)} would have to be in {reg} (pinned by the range), "
+                            "which other pinned values use at the same time")
 
     def _file_size(self, kind: str) -> int:
         target = get_target(self.isa.target)
@@ -400,10 +542,14 @@ class _KernelAllocator:
         groups = []
         for root, ids in members.items():
             c0 = classes[ids[0]]
+            if c0.bundle is not None:
+                continue  # (never coalesced: placed with its bundle below)
             groups.append(_Group([classes[i] for i in ids], c0.kind, c0.width, align[root],
                                  fixed[root], gL[root], gD[root],
                                  [r for i in ids for r in runs[i]],
                                  [p for i in ids for p in defs[i]]))
+        for b in live.bundles:
+            groups.append(_bundle_group(b, L, D, runs, defs))
         return groups, copies, mfmas
 
     def _can_pin(self, occ: _Occupancy, kind: str, first: int, width: int, align: int,
@@ -433,6 +579,12 @@ class _KernelAllocator:
         placed: dict[int, int] = {}
         occ_d = occ.D
         for k, g in todo:
+            if g.parts is not None:
+                r = _place_bundle(g, occ, allowed, limit)
+                if r is None:
+                    return placed, g
+                placed[k] = r
+                continue
             w, al, gl = g.width, g.align, g.L
             free = allowed & ~occ.busy(g.dpoints)
             if w == 1:
@@ -466,7 +618,8 @@ class _KernelAllocator:
             return None
         todo = [k for k, g in enumerate(groups) if g.fixed is None and g.kind == kind
                 and g.runs]
-        if not todo or len(todo) > EXACT_MAX_VALUES:
+        if not todo or len(todo) > EXACT_MAX_VALUES or \
+                any(groups[k].parts is not None for k in todo):
             return None
         gs = [groups[k] for k in todo]
         n = len(gs)
@@ -524,6 +677,8 @@ class _KernelAllocator:
         for c in live.classes:
             if c.fixed is not None and L[c.id]:
                 fixed_used[c.kind].update(c.units)
+        for c, first in self.pinned_members():
+            fixed_used[c.kind].update(range(first, first + c.width))
         attempts = [True, False] if self.coalesce else [False]
         best: dict[str, tuple] = {}
         failures: dict[str, _Group] = {}
@@ -555,9 +710,10 @@ class _KernelAllocator:
                         continue
                     units = set(fixed_used[f])
                     for k, r in placed.items():
-                        units.update(range(r, r + groups[k].width))
+                        units.update(_group_units(groups[k], r))
                     for g in groups:
-                        if g.fixed is not None and g.kind == f and len(g.classes) > 1:
+                        if g.fixed is not None and g.kind == f and len(g.classes) > 1 and \
+                                g.parts is None:
                             units.update(range(g.fixed, g.fixed + g.width))
                     used, span = len(units), (max(units) + 1 if units else 0)
                     key = (used, span)
@@ -572,6 +728,7 @@ class _KernelAllocator:
                 self._fit_error(f, competing, failures[f])
         self._check_unified(best, pressure)
         # Rewrite the types: every value of a placed class gets its register.
+        reg_of: dict[int, int] = {}
         for f in FILES:
             used, span, groups, placed, _copies, _mfmas, strategy = best[f]
             allocated = 0
@@ -580,31 +737,39 @@ class _KernelAllocator:
                     continue
                 first = placed.get(k, g.fixed)
                 if first is None:
-                    first = 0  # a value nothing reads or writes: any register will do
+                    first = g.residue  # a value nothing reads or writes: any register will do
                 for c in g.classes:
+                    reg = first + c.offset if g.parts is not None else first
+                    reg_of[c.id] = reg
                     if c.fixed is None or c.abi:
-                        allocated += c.fixed is None
-                        self._retype(c, first, report)
+                        allocated += c.fixed is None and bool(c.values)
+                        self._retype(c, reg, report)
             report.files[f] = FileReport(
                 f, used, span, pressure[f].peak, pressure[f].where(), allocated,
                 self.limits.of(f) - len(self.reserved[f]), strategy)
+        # Values of sub-registers (pieces and made ranges): the register of their first.
+        for v, parts in live.value_parts.items():
+            reg = reg_of.get(parts[0])
+            if reg is not None and not v.type.is_fixed:  # type: ignore[attr-defined]
+                self._retype_value(v, reg, report)
         report.copies_coalesced = sum(best[f][4].get(f, 0) for f in FILES)
         report.mfma_in_place = sum(best[f][5].get(f, 0) for f in FILES)
         return report
 
     def _retype(self, c: RegClass, first: int, report: AllocationReport) -> None:
-        cache = self._types
-        assignment = report.assignment
         for v in c.values:
-            t: RegisterType = v.type  # type: ignore[assignment]
-            # Attribute hashing and construction are slow: one new type per shape.
-            key = (type(t), t.count.data, t.align.data, first)
-            new = cache.get(key)
-            if new is None:
-                new = cache[key] = t.with_index(first)
-            if new is not t:
-                v._type = new  # xDSL values have no public type setter
-            assignment[v] = new
+            self._retype_value(v, first, report)
+
+    def _retype_value(self, v: SSAValue, first: int, report: AllocationReport) -> None:
+        t: RegisterType = v.type  # type: ignore[assignment]
+        # Attribute hashing and construction are slow: one new type per shape.
+        key = (type(t), t.count.data, t.align.data, first)
+        new = self._types.get(key)
+        if new is None:
+            new = self._types[key] = t.with_index(first)
+        if new is not t:
+            v._type = new  # xDSL values have no public type setter
+        report.assignment[v] = new
 
     def _check_unified(self, best: dict[str, tuple], pressure) -> None:
         target = get_target(self.isa.target)
@@ -644,17 +809,165 @@ class _KernelAllocator:
         raise RegisterAllocationError(message, loc or p.location)
 
 
+def _pin_shape(c: RegClass) -> tuple:
+    """What makes two pinned classes "the same registers" for check_pins: file, first
+    register, width, and for a unit of a split range that range's registers."""
+    return (c.kind, c.fixed, c.width,
+            None if c.unit is None or c.fixed is None else (c.fixed - c.unit, c.whole))
+
+
+def _bundle_group(b: Bundle, L: list[int], D: list[int], runs, defs) -> _Group:
+    parts = [_Part(c, c.offset, c.width, L[c.id], D[c.id], runs[c.id], defs[c.id])
+             for c in b.members]
+    gl = gd = 0
+    for p in parts:
+        gl |= p.L
+        gd |= p.D
+    return _Group(list(b.members), b.kind, b.width, b.align, b.fixed, gl, gd,
+                  [r for p in parts for r in p.runs], [d for p in parts for d in p.dpoints],
+                  parts, b.residue)
+
+
+def _group_units(g: _Group, first: int) -> list[int]:
+    """The registers a group placed at `first` occupies."""
+    if g.parts is None:
+        return list(range(first, first + g.width))
+    return [first + p.offset + i for p in g.parts if p.runs for i in range(p.width)]
+
+
+def _place_bundle(g: _Group, occ: _Occupancy, allowed: np.ndarray, limit: int) -> int | None:
+    """The lowest first register (of the right alignment) where every member of a bundle
+    is free over its own live range; marks them busy there. None if there is none."""
+    n = limit - g.width + 1
+    if n <= 0:
+        return None
+    ok = np.zeros(n, dtype=bool)
+    ok[g.residue % g.align::g.align] = True
+    parts = [p for p in g.parts or () if p.runs]
+    starts = np.arange(n)
+    for p in parts:
+        free = allowed & ~occ.busy(p.dpoints) if p.dpoints else allowed
+        sums = np.concatenate(([0], np.cumsum(free)))
+        at = starts + p.offset
+        ok &= (sums[at + p.width] - sums[at]) == p.width
+    occ_d = occ.D
+    for r in np.flatnonzero(ok).tolist():
+        if any(p.L & occ_d[u] for p in parts
+               for u in range(r + p.offset, r + p.offset + p.width)):
+            continue
+        for p in parts:
+            occ.add(r + p.offset, p.width, p.runs, p.D)
+        return r
+    return None
+
+
+class RegisterCopyWarning(UserWarning):
+    """The register allocator inserted copies to honour a make_register_range."""
+
+
+_MOVES = {"v": "v_mov_b32", "s": "s_mov_b32", "a": "v_accvgpr_mov_b32"}
+
+
+class _ViewCopier:
+    """Copies make_register_range operands that cannot stay where they are into fresh
+    registers (`v_mov_b32`, `s_mov_b32`, `v_accvgpr_mov_b32` per register, right before
+    the op), and remembers what it did."""
+
+    def __init__(self, kernel: KernelOp, isa: IsaDatabase):
+        self.kernel = kernel
+        self.isa = isa
+        self.copies: set[SSAValue] = set()
+        self.notes: list[str] = []
+
+    def apply(self, conflicts: list[ViewConflict]) -> None:
+        names = value_names(self.kernel)
+        by_op: dict[Operation, list[ViewConflict]] = {}
+        for cf in conflicts:
+            by_op.setdefault(cf.op, []).append(cf)
+        for op, found in by_op.items():
+            assert isinstance(op, MakeRegisterRangeOp)
+            parts = list(op.parts)
+            reason = next((cf.reason for cf in found if cf.reason), "")
+            targets = {cf.operand for cf in found
+                       if cf.operand >= 0 and parts[cf.operand] not in self.copies}
+            if len(targets) < len(found):  # the range itself, or an operand copied already
+                targets = {k for k, p in enumerate(parts) if p not in self.copies}
+                if not targets:
+                    listed = ", ".join(names.get(p, "%?") for p in parts)
+                    raise RegisterAllocationError(
+                        f"{op_title(op)}: the operands ({listed}) cannot be placed as one "
+                        f"range, not even as fresh copies: {reason or 'its place is taken'}",
+                        op_location(op))
+            for k in sorted(targets, reverse=True):
+                where = op_location(op)
+                note = (f"{where}: " if where else "") + (
+                    f"operand #{k} ({names.get(parts[k], '%?')}) of {op_title(op)} copied"
+                    + (f": {reason}" if reason else ""))
+                self.notes.append(note)
+                warnings.warn(note, RegisterCopyWarning, stacklevel=2)
+                self._copy(op, k)
+
+    def _copy(self, op: MakeRegisterRangeOp, k: int) -> None:
+        value = op.parts[k]
+        t: RegisterType = value.type  # type: ignore[assignment]
+        block = op.parent_block()
+        assert block is not None
+        pieces = [value]
+        if t.width > 1:
+            split = SplitRegisterRangeOp(value)
+            split.location = op.location
+            block.insert_op_before(split, op)
+            pieces = list(split.pieces)
+        mnemonic = _MOVES[t.KIND]
+        family = OP_FOR_ENCODING[self.isa.instructions[mnemonic].forms[0].enc]
+        new: list[SSAValue] = []
+        hint = f"{value.name_hint or t.KIND}_copy"
+        for piece in pieces:
+            alloca = AllocaOp(REGISTER_TYPES[t.KIND].relocatable())
+            dest = alloca.results[0]
+            mov = family(mnemonic, [dest, piece], [dest.type])
+            for o in (alloca, mov):
+                o.location = op.location
+                block.insert_op_before(o, op)
+            dest.name_hint = mov.results[0].name_hint = hint
+            new.append(mov.results[0])
+            self.copies.add(mov.results[0])
+        parts = list(op.parts)
+        parts[k:k + 1] = new
+        op.operands = parts
+
+
 def allocate_kernel(kernel: KernelOp, isa: IsaDatabase | None = None, *,
                     limits: Limits | None = None, reserve: list[RegisterType] | None = None,
                     coalesce: bool = True) -> AllocationReport:
-    """Allocate the relocatable registers of one kernel in place; returns the report."""
+    """Allocate the relocatable registers of one kernel in place; returns the report.
+
+    A make_register_range operand that cannot be where its range needs it (it is also in
+    another range at another place, or its register is taken while the range is live) is
+    copied to a fresh register first (RegisterCopyWarning; listed in the report)."""
     if isa is None:
         module = kernel.parent_op()
         isa = get_isa(getattr(module, "target_name", "gfx942"))
     if limits is None:
         limits = Limits.for_target(get_target(isa.target))
     with gc_paused():
-        return _KernelAllocator(kernel, isa, limits, list(reserve or ()), coalesce).run()
+        copier = _ViewCopier(kernel, isa)
+        rounds = None
+        while rounds is None or rounds > 0:
+            alloc = _KernelAllocator(kernel, isa, limits, list(reserve or ()), coalesce)
+            fixes = alloc.view_fixes()
+            if not fixes:
+                report = alloc.run()
+                report.view_copies = copier.notes
+                return report
+            if rounds is None:  # each round copies operands that were not copies before
+                rounds = 1 + sum(len(op.operands) for op in kernel.walk()
+                                 if isinstance(op, MakeRegisterRangeOp))
+            rounds -= 1
+            copier.apply(fixes)
+    raise RegisterAllocationError(f"kernel @{kernel.kernel_name}: the register ranges made by "
+                                  "make_register_range could not be satisfied",
+                                  op_location(kernel))
 
 
 _INT_OPTIONS = ("max-vgprs", "max-agprs", "max-sgprs", "max-total-vgprs")
