@@ -227,11 +227,14 @@ s_endpgm
 
 
 def test_global_atomics_with_and_without_return():
+    # The s_nop 0: an atomic may not join a VMEM soft clause after one that returns a value
+    # (XNACK replay, on for gfx942's default "any"; llc puts the same nop there).
     src = LOAD_ADDR + """
 v_mov_b32 v2, 1
 v_mov_b32 v5, 0
 global_atomic_add v5, v2, s[4:5]
 global_atomic_add v3, v5, v2, s[4:5] offset:4 sc0
+s_nop 0
 global_atomic_umax v5, v0, s[4:5] offset:8
 s_waitcnt vmcnt(0)
 global_store_dword v1, v3, s[6:7]

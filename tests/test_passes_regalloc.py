@@ -470,7 +470,9 @@ def build_vector_add(waits: bool = True):
 
 def test_vector_add_with_relocatable_registers_on_the_emulator():
     module = build_vector_add()
-    hsaco = asterism.compile(module, pipeline="regalloc")
+    # hazards: the allocator reuses s0 for the last kernel-argument load, which reads s[0:1]
+    # in the same SMEM soft clause; with XNACK ("any" for gfx942) that needs an s_nop 0.
+    hsaco = asterism.compile(module, pipeline="regalloc,hazards")
     n = 512
     rng = np.random.default_rng(3)
     a = rng.random(n, dtype=np.float32)

@@ -48,7 +48,9 @@ def build_row_sum(unroll: int = 4):
 @pytest.mark.parametrize("unroll", [1, 4, 8])
 def test_row_reduction(unroll):
     module = build_row_sum(unroll)
-    hsaco = asterism.compile(module, pipeline="regalloc")
+    # hazards: the last kernel-argument load may overwrite the kernarg pointer it reads in
+    # the same SMEM soft clause (XNACK: an s_nop 0 between them)
+    hsaco = asterism.compile(module, pipeline="regalloc,hazards")
     rng = np.random.default_rng(unroll)
     x = rng.integers(0, 1 << 20, size=(ROWS, COLS), dtype=np.uint32)
     out = np.zeros(ROWS, np.uint32)
@@ -77,7 +79,7 @@ def build_gemm_tile():
     off = kb.v_add_u32(None, kb.v_mul_u32_u24(None, 2 * K, row),
                        kb.v_lshlrev_b32(None, 3, quad))
     zero_a, zero_b = kb.v_mov_b64(None, 0), kb.v_mov_b64(None, 0)
-    kb.s_nop(1)  # VALU result read by an MFMA: 2 wait states (no hazards pass here)
+    kb.s_nop(1)  # VALU result read by an MFMA: 2 wait states (placed by hand)
     acc = kb.v_mfma_f32_16x16x16_f16(kb.vregs(4, align=2), zero_a, zero_b, 0)
     count = kb.s_mov_b32(None, K // 16)
     kb.s_waitcnt(lgkmcnt=0)
@@ -99,7 +101,7 @@ def build_gemm_tile():
 
 def test_mfma_gemm_tile():
     module = build_gemm_tile()
-    hsaco = asterism.compile(module, pipeline="regalloc")
+    hsaco = asterism.compile(module, pipeline="regalloc,hazards")  # (XNACK clause: see above)
     rng = np.random.default_rng(7)
     a = rng.integers(-3, 4, size=(16, K)).astype(np.float16)
     b = rng.integers(-3, 4, size=(K, 16)).astype(np.float16)

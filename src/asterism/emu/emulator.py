@@ -114,7 +114,8 @@ class Emulator:
         self.max_batch_waves = max_batch_waves
         self.dynamic_stack = dynamic_stack
         self._cache: dict = {}
-        self._checker = HazardChecker(self.target.name) if self.hazards else None
+        # The Target, not its name: whether XNACK is enabled decides the soft-clause rules.
+        self._checker = HazardChecker(self.target) if self.hazards else None
         # Timing model (emu/timing.py): True or a TimingOptions; None/False = functional only.
         from asterism.emu.timing import TimingOptions
 

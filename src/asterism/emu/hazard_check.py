@@ -9,6 +9,12 @@ naming both instructions, the rule and the `s_nop` that would fix it.
 Only the most recent producer of a register counts (an older write that was overwritten
 cannot be observed), so the checker is slightly less conservative than LLVM's hazard
 recognizer, which never misses a hazard but also reports ones that cannot happen.
+
+On targets with XNACK enabled (xnack+ or "any": the Target the emulator runs, which the
+runtime takes from the code object's e_flags) the group also carries the SMEM or VMEM soft
+clause it is in (target/hazards.py, `SoftClause`): every instruction issued ends the clause
+of the other kind, and an instruction that may not join its own raises the same error, with
+the clause instruction it conflicts with and `s_nop 0` as the fix.
 """
 
 from __future__ import annotations
@@ -19,9 +25,13 @@ from asterism.emu.compiler import OpInfo, def_is_read, implicit_names, operand_k
 from asterism.emu.core import EXEC, KEY_AGPR, KEY_SGPR, M0, VCC, Group
 from asterism.emu.errors import SanitizerError
 from asterism.mc.operands import Imm, Mod, Reg, Special
+from asterism.target.chip import Target
 from asterism.target.hazards import (
     HazardRule,
     InstFacts,
+    SoftClause,
+    clause_rules,
+    distance_rules,
     instruction_classes,
     mfma_passes,
     rules_for,
@@ -45,15 +55,16 @@ class Event:
 
 
 class HazardState:
-    """Per-group history for the checker."""
+    """Per-group history for the checker (and the soft clause the group is in, per kind)."""
 
-    __slots__ = ("clock", "events", "last_class", "pruned")
+    __slots__ = ("clauses", "clock", "events", "last_class", "pruned")
 
     def __init__(self) -> None:
         self.clock = 0
         self.events: dict[int, dict[str, Event]] = {}
         self.last_class: dict[str, Event] = {}
         self.pruned = 0
+        self.clauses: dict[str, SoftClause] = {}
 
     def copy(self) -> HazardState:
         """An independent copy (for a group split)."""
@@ -62,6 +73,7 @@ class HazardState:
         h.events = {k: dict(v) for k, v in self.events.items()}
         h.last_class = dict(self.last_class)
         h.pruned = self.pruned
+        h.clauses = {k: c.copy() for k, c in self.clauses.items()}
         return h
 
     def merge(self, other: HazardState) -> None:
@@ -77,6 +89,12 @@ class HazardState:
             moved = Event(ev.clock + shift, ev.facts, ev.role, ev.rng, ev.info)
             if c not in self.last_class or self.last_class[c].clock < moved.clock:
                 self.last_class[c] = moved
+        for kind, clause in other.clauses.items():
+            mine = self.clauses.get(kind)
+            if mine is None:
+                self.clauses[kind] = clause.copy()
+            else:
+                mine.join(clause)
 
     def prune(self, horizon: int = 24) -> None:
         """Forget events too old to matter for any rule."""
@@ -87,6 +105,17 @@ class HazardState:
         self.pruned = self.clock
 
 
+@dataclass(frozen=True)
+class Member:
+    """A soft-clause instruction: clause kind, registers written and read, and the clause
+    rules it is a consumer of (table order)."""
+
+    kind: str
+    defs: frozenset[int]
+    uses: frozenset[int]
+    rules: tuple[HazardRule, ...]
+
+
 @dataclass
 class Prepared:
     """What the checker needs of one instruction, computed once."""
@@ -95,6 +124,7 @@ class Prepared:
     checks: list[tuple[HazardRule, tuple[int, ...], tuple[int, int]]]
     records: list[tuple[str, tuple[int, ...], tuple[int, int]]]
     class_records: tuple[str, ...]
+    member: Member | None = None
 
 
 def _rng(keys: list[int]) -> tuple[int, int]:
@@ -189,9 +219,12 @@ _LINK_KEYS = {"exec": _EXEC_KEYS, "vcc": _VCC_KEYS, "m0": _M0_KEYS}
 class HazardChecker:
     """Compiles the rules of a target against instructions and checks them at run time."""
 
-    def __init__(self, target: str):
+    def __init__(self, target: str | Target):
         self.target = target
-        self.rules = rules_for(target)
+        every = rules_for(target)
+        self.rules = distance_rules(every)
+        self.clause_rules = clause_rules(every)
+        self.clause_kinds = frozenset(r.clause for r in self.clause_rules)
         self.producer_roles = {(r.producer, r.produces) for r in self.rules}
 
     def prepare(self, info: OpInfo) -> Prepared:
@@ -226,7 +259,14 @@ class HazardChecker:
                     records.append((role, tuple(keys), _rng(keys)))
         class_records = tuple(sorted(c for c, role in self.producer_roles
                                      if role == "none" and c in facts.classes))
-        return Prepared(facts, checks, records, class_records)
+        member = None
+        kinds = self.clause_kinds & facts.classes
+        if kinds:
+            kind = min(kinds)
+            member = Member(kind, frozenset(roles.get("def", ())), frozenset(roles.get("use", ())),
+                            tuple(r for r in self.clause_rules
+                                  if r.clause == kind and r.consumer in facts.classes))
+        return Prepared(facts, checks, records, class_records, member)
 
     def missing(self, st: HazardState, prep: Prepared
                 ) -> tuple[int, HazardRule | None, Event | None, int]:
@@ -247,6 +287,14 @@ class HazardChecker:
                 have = now - ev.clock - 1
                 if need - have > worst[0]:
                     worst = (need - have, rule, ev, have)
+        member = prep.member
+        if worst[0] == 0 and member is not None and st.clauses:
+            # (a nop for a wait-state rule would end the clause as well)
+            clause = st.clauses.get(member.kind)
+            found = None if clause is None else \
+                clause.hazard(member.defs, member.uses, member.rules)
+            if found is not None:
+                worst = (1, found[0], found[1], 0)  # type: ignore[assignment]
         return worst
 
     @staticmethod
@@ -265,8 +313,9 @@ class HazardChecker:
 
     def check(self, st: HazardState, prep: Prepared, info: OpInfo, g: Group,
               kernel: str) -> None:
-        """Raise SanitizerError if `info` comes too soon after a producer."""
-        if not prep.checks:
+        """Raise SanitizerError if `info` comes too soon after a producer (or may not join
+        the soft clause it would be issued in)."""
+        if not prep.checks and (prep.member is None or not st.clauses):
             return
         miss, rule, ev, have = self.missing(st, prep)
         if miss <= 0 or rule is None or ev is None:
@@ -274,10 +323,14 @@ class HazardChecker:
         nop = nop_text(miss)
         wave = int(g.waves[0])
         wg = tuple(int(x) for x in g.ctx.wg_ids[wave])
+        if rule.clause:
+            what = (f"`{info.text}` at pc 0x{info.address:x} joins a soft clause with "
+                    f"`{ev.info.text}` at pc 0x{ev.info.address:x}")
+        else:
+            what = (f"`{info.text}` at pc 0x{info.address:x} comes {have} wait states after "
+                    f"`{ev.info.text}` at pc 0x{ev.info.address:x}, but needs {have + miss}")
         raise SanitizerError(
-            f"`{info.text}` at pc 0x{info.address:x} comes {have} wait states after "
-            f"`{ev.info.text}` at pc 0x{ev.info.address:x}, but needs {have + miss} "
-            f"({rule.name}: {rule.doc}) - insert {nop} before pc 0x{info.address:x}",
+            f"{what} ({rule.name}: {rule.doc}) - insert {nop} before pc 0x{info.address:x}",
             needed=nop, kernel=kernel, pc=info.address, inst=info.text, workgroup=wg,
             wave=int(g.ctx.wave_in_wg[wave]))
 
@@ -294,6 +347,19 @@ class HazardChecker:
                     roles[role] = ev
         for c in prep.class_records:
             st.last_class[c] = Event(now, prep.facts, "none", (0, 0), info)
+        member = prep.member
+        clauses = st.clauses
+        if member is not None:
+            clause = clauses.get(member.kind)
+            if clause is None:
+                clauses.clear()  # an instruction of the other kind ends that clause
+                clause = clauses[member.kind] = SoftClause()
+            elif len(clauses) > 1:
+                for kind in [k for k in clauses if k != member.kind]:
+                    del clauses[kind]
+            clause.add(member.defs, member.uses, Event(now, prep.facts, "clause", (0, 0), info))
+        elif clauses:
+            clauses.clear()  # any other instruction ends the clauses
         st.clock = now + prep.facts.wait_states
         if st.clock - st.pruned > 256:
             st.prune()
@@ -322,6 +388,7 @@ def required_wait_states(program, target: str) -> list[tuple[int, int, str]]:
         if miss > 0 and rule is not None:
             out.append((i, miss, rule.name))
             st.clock += miss
+            st.clauses.clear()  # the s_nops end every soft clause
         checker.record(st, prep, info)
     return out
 

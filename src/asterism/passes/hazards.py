@@ -19,6 +19,14 @@ next, block by block in reverse post-order, so that a nop placed late in a loop 
 before the loop head is padded for the back edge. Inserted nops only grow, so the rounds
 (analysis, then nops) terminate; a round that adds none proves the final code clean.
 
+With XNACK enabled (the module's target xnack+ or "any": `gfx942` without a feature; see
+`amdgcn.module ... features = ":xnack-"` to turn it off) the pass also breaks SMEM and VMEM
+soft clauses (see asterism.target.hazards): the state carries the clause that may be open at
+each point, and an instruction that may not join it gets an `s_nop 0` right before it. Any
+instruction in between that is not of the clause's kind, nops placed for other rules
+included, already breaks it, and a clause break placed as late as possible is minimal (a run
+of instructions that may form one clause still may without its first or last one).
+
 `hazards{check-only=1}` (also the command `asterism hazards FILE` for .mlir or .s files,
 with `--target` and `--pipeline` to run passes first) inserts nothing and reports every
 violation of the code as written: the consumer's PC (kernel-relative byte offset), the
@@ -53,9 +61,13 @@ from asterism.passes.machine import (
     special_keys,
 )
 from asterism.passes.pipeline import register_pass
+from asterism.target.chip import Target, get_target
 from asterism.target.hazards import (
     HazardRule,
     InstFacts,
+    SoftClause,
+    clause_rules,
+    distance_rules,
     instruction_classes,
     mfma_passes,
     rules_for,
@@ -240,6 +252,17 @@ def _simm16(op: Operation, specs) -> int:
 # ---------------------------------------------------------------------------- per op
 
 
+@dataclass(frozen=True)
+class _Member:
+    """What a soft-clause member contributes: its clause kind (smem, vmem), the registers it
+    writes and reads and the clause rules it is a consumer of (table order)."""
+
+    kind: str
+    defs: frozenset[Key]
+    uses: frozenset[Key]
+    rules: tuple[HazardRule, ...]
+
+
 @dataclass
 class _Prepared:
     """What the pass needs of one op, computed once (mirrors the emulator's checker)."""
@@ -250,6 +273,7 @@ class _Prepared:
     checks: list[tuple[tuple, tuple[int, int], list[HazardRule]]]  # (link, range, rules)
     records: list[tuple[str, tuple[Key, ...], tuple[int, int]]]
     class_records: tuple[str, ...]
+    member: _Member | None = None  # soft-clause facts (XNACK targets, SMEM/VMEM ops)
 
 
 @dataclass(frozen=True)
@@ -263,10 +287,12 @@ class Event:
 
 @dataclass
 class HazardState:
-    """The producers that may reach a point: per register key and role, and per class."""
+    """The producers that may reach a point: per register key and role, and per class; and
+    the soft clauses that may be open there (per kind, members named by op index)."""
 
     events: dict[Key, dict[str, frozenset[Event]]] = field(default_factory=dict)
     last_class: dict[str, frozenset[Event]] = field(default_factory=dict)
+    clauses: dict[str, SoftClause] = field(default_factory=dict)
 
     def shifted(self, delta: int, horizon: int) -> HazardState:
         """The state with every clock moved by `delta`, without events older than
@@ -286,6 +312,7 @@ class HazardState:
                               if -(e.clock + delta) <= horizon)
             if moved:
                 out.last_class[c] = moved
+        out.clauses = {k: c.copy() for k, c in self.clauses.items()}
         return out
 
     def join(self, other: HazardState) -> bool:
@@ -303,11 +330,19 @@ class HazardState:
             if cur is None or not evs <= cur:
                 self.last_class[c] = evs if cur is None else cur | evs
                 changed = True
+        for kind, clause in other.clauses.items():
+            mine = self.clauses.get(kind)
+            if mine is None:
+                self.clauses[kind] = clause.copy()
+                changed = True
+            elif mine.join(clause):
+                changed = True
         return changed
 
     def copy(self) -> HazardState:
         """An independent copy."""
-        return HazardState({k: dict(v) for k, v in self.events.items()}, dict(self.last_class))
+        return HazardState({k: dict(v) for k, v in self.events.items()}, dict(self.last_class),
+                           {k: c.copy() for k, c in self.clauses.items()})
 
 
 @dataclass
@@ -334,6 +369,9 @@ class Violation:
         src = f"{loc}: " if loc else ""
         prod = f"`{self.producer_text}`" + (f" (pc 0x{self.producer_pc:x})"
                                             if self.producer_pc is not None else "")
+        if self.rule.clause:
+            return (f"{src}{self.kernel} {where}: `{self.consumer_text}` joins a soft clause "
+                    f"with {prod} ({self.rule.name}: {self.rule.doc}) - insert {nops}")
         return (f"{src}{self.kernel} {where}: `{self.consumer_text}` comes {self.have} wait "
                 f"states after {prod} but needs {self.need} ({self.rule.name}: "
                 f"{self.rule.doc}) - insert {nops}")
@@ -363,9 +401,12 @@ class _KernelHazards:
 
     def __init__(self, kernel: KernelOp):
         self.kernel = kernel
-        target = module_target(kernel)
-        self.mk = MachineKernel(kernel, get_isa(target))
-        self.rules = rules_for(target)
+        target = kernel_target(kernel)
+        self.mk = MachineKernel(kernel, get_isa(target.name))
+        every = rules_for(target)
+        self.rules = distance_rules(every)
+        self.clause_rules = clause_rules(every)
+        self.clause_kinds = frozenset(r.clause for r in self.clause_rules)
         self.producer_roles = sorted({(r.producer, r.produces) for r in self.rules})
         # The rules each instruction class is a consumer of (checked in table order).
         self.by_consumer: dict[str, list[HazardRule]] = {}
@@ -375,8 +416,8 @@ class _KernelHazards:
         self.not_sets = {id(r): (frozenset(r.producer_not), frozenset(r.consumer_not))
                          for r in self.rules}
         self._plans: dict[frozenset[str], tuple] = {}
-        self.horizon = max(max([r.wait_states, *(w for _p, w in r.by_passes)])
-                           for r in self.rules) + 1
+        self.horizon = max((max([r.wait_states, *(w for _p, w in r.by_passes)])
+                            for r in self.rules), default=0) + 1
         self.cfg = kernel_cfg(kernel)
         self.prepared: dict[Block, list[_Prepared]] = {}
         self._by_signature: dict[tuple, tuple] = {}
@@ -413,7 +454,7 @@ class _KernelHazards:
     def _prepare(self, op: Operation) -> _Prepared:
         tpl = _template(self.mk, op)
         if tpl is None:
-            facts, checks, records, class_records = self._prepared_parts(
+            facts, checks, records, class_records, member = self._prepared_parts(
                 InstFacts(frozenset(), {}, None, "", 0), {})
         else:
             # Ops of one template with the same registers (and simm16) prepare alike: after
@@ -425,15 +466,15 @@ class _KernelHazards:
             if found is None:
                 found = self._by_signature[signature] = self._prepared_parts(
                     *_facts_of(tpl, operand_keys, simm))
-            facts, checks, records, class_records = found
+            facts, checks, records, class_records, member = found
         index = len(self.ops)
         self.ops.append(op)
         self.facts.append(facts)
-        return _Prepared(op, index, facts, checks, records, class_records)
+        return _Prepared(op, index, facts, checks, records, class_records, member)
 
     def _prepared_parts(self, facts: InstFacts, roles: dict[str, list[Key]]) -> tuple:
-        """(facts, checks, records, class records) of a `_Prepared` (see there); shared by
-        the ops of one signature, and never modified."""
+        """(facts, checks, records, class records, clause member) of a `_Prepared` (see
+        there); shared by the ops of one signature, and never modified."""
         rules, producer_roles, class_records = self._plan(facts.classes)
         # Rules that look at the same producer role of the same registers share one lookup.
         groups: dict[tuple, list[HazardRule]] = {}
@@ -463,7 +504,15 @@ class _KernelHazards:
             if keys:
                 seen.add(role)
                 records.append((role, tuple(keys), _rng(keys)))
-        return facts, grouped, records, class_records
+        member = None
+        kinds = self.clause_kinds & facts.classes
+        if kinds:
+            kind = min(kinds)
+            member = _Member(kind, frozenset(roles.get("def", ())),
+                             frozenset(roles.get("use", ())),
+                             tuple(r for r in self.clause_rules
+                                   if r.clause == kind and r.consumer in facts.classes))
+        return facts, grouped, records, class_records, member
 
     # ------------------------------------------------------------------ transfer
 
@@ -509,7 +558,36 @@ class _KernelHazards:
                             worst.append(Violation(p.op, self.ops[ev.index], rule, have, need))
         return need_max
 
+    def _clause_break(self, st: HazardState, p: _Prepared, violations: list | None) -> bool:
+        """True if `p` may not join the soft clause open before it (which then ends: the
+        s_nop 0 that fixes it starts a new one); `violations` collects the reason."""
+        member = p.member
+        assert member is not None
+        clause = st.clauses.get(member.kind)
+        found = None if clause is None else \
+            clause.hazard(member.defs, member.uses, member.rules)
+        if found is None:
+            return False
+        rule, who = found
+        st.clauses.clear()
+        if violations is not None:
+            violations.append(Violation(p.op, self.ops[who], rule, 0, 1))  # type: ignore[index]
+        return True
+
     def _record(self, st: HazardState, p: _Prepared, now: int) -> None:
+        clauses = st.clauses
+        member = p.member
+        if member is not None:
+            clause = clauses.get(member.kind)
+            if clause is None:
+                clauses.clear()  # an instruction of the other kind ends that clause
+                clause = clauses[member.kind] = SoftClause()
+            elif len(clauses) > 1:
+                for kind in [k for k in clauses if k != member.kind]:
+                    del clauses[kind]
+            clause.add(member.defs, member.uses, p.index)
+        elif clauses and p.facts.wait_states:
+            clauses.clear()  # any other instruction ends the clauses
         for role, keys, rng in p.records:
             ev = frozenset((Event(now, p.index, rng),))
             for k in keys:
@@ -530,12 +608,22 @@ class _KernelHazards:
         now = 0
         added = False
         for p in self.prepared[block]:
-            now += self.nops.get(p.index, 0)
+            before = self.nops.get(p.index, 0)
+            if before:
+                now += before
+                st.clauses.clear()  # the s_nop ends every soft clause
             if p.checks and (fix or violations is not None):
                 missing = self._missing(st, p, now, violations, fix == "local")
-                if missing and fix:
-                    self.nops[p.index] = self.nops.get(p.index, 0) + missing
-                    now += missing
+                if missing:
+                    st.clauses.clear()  # the s_nop that fixes it ends the clauses too
+                    if fix:
+                        self.nops[p.index] = before + missing
+                        now += missing
+                        added = True
+            if p.member is not None and st.clauses and (fix or violations is not None):
+                if self._clause_break(st, p, violations) and fix:
+                    self.nops[p.index] = self.nops.get(p.index, 0) + 1
+                    now += 1
                     added = True
             self._record(st, p, now)
             now += p.facts.wait_states
@@ -612,6 +700,22 @@ class _KernelHazards:
             if key not in best or v.need - v.have > best[key].need - best[key].have:
                 best[key] = v
         return list(best.values())
+
+
+def kernel_target(kernel: KernelOp) -> Target:
+    """The target of the amdgcn.module holding `kernel`, with its features (e.g. xnack-)."""
+    name = module_target(kernel)
+    target = get_target(name)
+    module = kernel.parent_op()
+    while module is not None and getattr(module, "name", "") != "amdgcn.module":
+        module = module.parent_op()
+    features = getattr(module, "features", None)
+    if features is not None and features.data:
+        given = get_target(target.name + features.data)
+        target = target.with_features(
+            xnack=target.xnack if given.xnack is None else given.xnack,
+            sramecc=target.sramecc if given.sramecc is None else given.sramecc)
+    return target
 
 
 def _s_nop(n: int, where: Operation) -> SOPPOp:

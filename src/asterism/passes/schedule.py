@@ -27,7 +27,9 @@ Inside a region the order respects:
 * hazards (`guard=hazards`, the default): for every pair of instructions linked by a rule of
   `target/hazards.py`, the number of instructions between them never drops below
   min(required wait states, what the input had), also across region and block boundaries;
-  `guard=off` leaves that to the `hazards` pass (run it after `schedule`).
+  `guard=off` leaves that to the `hazards` pass (run it after `schedule`). The XNACK
+  soft-clause rules are not distances and are not guarded: run `hazards` after `schedule`
+  to break the clauses that moving memory instructions together makes.
 
 Priority. Cycle-driven list scheduling on the timing model of `target/timing.py`: at each
 issue slot, among the instructions whose operands are ready and whose execution unit is free,
@@ -67,7 +69,7 @@ from asterism.ir.types import RegisterType, SpecialRegType
 from asterism.ir.verify import amdgcn_modules, match_instruction
 from asterism.isa import Instruction, IsaDatabase, get_isa
 from asterism.passes.pipeline import register_pass
-from asterism.target.hazards import HazardRule, instruction_classes, rules_for
+from asterism.target.hazards import HazardRule, distance_rules, instruction_classes, rules_for
 from asterism.target.timing import TimingModel, get_timing, timing_class
 
 # The attribute marking "keep order" spans: ops with the same value form one span per block.
@@ -976,7 +978,9 @@ def schedule_module(module: Operation, *, guard: str = "hazards",
                     n.region = rid
                 rid += 1
         if guard == "hazards":
-            _apply_guard(block_nodes, blocks, rules_for(target))
+            # (Soft-clause rules are about adjacency, not distance: the hazards pass,
+            # run after this one, breaks the clauses that scheduling makes.)
+            _apply_guard(block_nodes, blocks, distance_rules(rules_for(target)))
         for block, regions in zip(blocks, block_regions):
             for region in regions:
                 _schedule_region(block, region, tm, keep, stats)

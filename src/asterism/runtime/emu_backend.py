@@ -6,6 +6,7 @@ from asterism.emu import DeviceMemory, Emulator
 from asterism.mc.codeobject import CodeObject
 from asterism.mc.decoder import decode_code
 from asterism.runtime.kernargs import PackedArgs
+from asterism.target import Target
 
 
 class EmuBackend:
@@ -24,12 +25,15 @@ class EmuBackend:
         """What runs the kernels."""
         return "asterism emulator (NumPy)"
 
-    def _emulator(self, target: str) -> Emulator:
-        emu = self._emulators.get(target)
+    def _emulator(self, target: Target) -> Emulator:
+        # One emulator per target ID: the code object's xnack setting (e_flags) decides
+        # whether the hazard checker enforces the XNACK soft-clause rules.
+        key = target.processor_id
+        emu = self._emulators.get(key)
         if emu is None:
             emu = Emulator(target, self.memory, sanitizer=self.sanitizer,
                            instruction_budget=self.instruction_budget)
-            self._emulators[target] = emu
+            self._emulators[key] = emu
         return emu
 
     def _program(self, obj: CodeObject, kernel) -> list:
@@ -48,10 +52,10 @@ class EmuBackend:
         """Run `iterations` launches; returns (seconds per launch, stats of the last).
         `timing`: emu.timing.TimingOptions to run the timing model (stats.timing)."""
         if timing is None:
-            emu = self._emulator(obj.target.name)
+            emu = self._emulator(obj.target)
         else:
             # A timed emulator per launch call: the options differ from call to call.
-            emu = Emulator(obj.target.name, self.memory, sanitizer=self.sanitizer,
+            emu = Emulator(obj.target, self.memory, sanitizer=self.sanitizer,
                            instruction_budget=self.instruction_budget, timing=timing)
         program = self._program(obj, kernel)
         mem = self.memory

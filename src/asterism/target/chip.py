@@ -130,6 +130,13 @@ class Target:
         return self.max_workgroup_size // self.wave_size
 
     @property
+    def xnack_enabled(self) -> bool:
+        """True if memory instructions may be replayed after an XNACK page fault: the chip
+        supports xnack and the target ID says xnack+ or leaves it as "any" (LLVM's
+        isXNACKEnabled, which code for "any" must assume: it may run with XNACK on)."""
+        return self.elf.xnack and self.xnack is not False
+
+    @property
     def target_id(self) -> str:
         """The full target ID, e.g. "amdgcn-amd-amdhsa--gfx942:sramecc+:xnack-"."""
         return f"{HSA_TRIPLE}--{self.processor_id}"

@@ -21,15 +21,34 @@ a VALU needs 2 wait states (hasVDecCoExecHazard), not the 1 rocRoller uses.
 A distance of d wait states means d instructions (s_nop N counting N+1) between the producer
 and the consumer; a rule of W wait states is met when d >= W.
 
+Soft-clause rules (`clause` names the class whose instructions form the clause: smem or vmem)
+are not distances. With XNACK enabled (`xnack=True` rules: the target ID says xnack+ or leaves
+xnack as "any", which code must assume may run with XNACK on; not xnack-), SMEM instructions
+issued back to back, or VMEM (buffer/global/flat/scratch) instructions issued back to back,
+form a soft clause that the hardware may replay from its first instruction after a page
+fault. Any other instruction in between (s_nop, s_waitcnt, SALU, VALU, DS, the other memory
+kind, a branch) ends the clause. An instruction that would join a clause is checked against
+all of it (LLVM 22 GCNHazardRecognizer::checkSoftClauseHazards, called from checkSMRDHazards
+and checkVMEMHazards; its clause is only the last 5 issued instructions, 19 in kernels that
+use AGPRs, where asterism takes the whole clause): nothing is needed unless an earlier
+instruction of the clause writes a register; then ("def", "use") a register written by any
+instruction of the clause, the joining one included, may not be read by any of them, the
+joining one included (operands, explicit and tied; no SMEM or VMEM instruction writes a
+register that one reads implicitly), and ("def", "none") a store, atomic or LDS DMA (class
+smem_store / vmem_store) may not join at all (LLVM: "just start a new clause whenever we see
+a store"). The fix is one wait state, `s_nop 0`, right before the joining instruction: it
+starts a new clause there.
+
 Instruction classes (see `instruction_classes`): valu (non-MFMA vector ALU, incl. trans,
 dot, lane ops, v_accvgpr_*), trans, dot, mfma, xdl (MFMA on the XDL path: everything but the
 f32-input SGEMM and f64 DGEMM ones on CDNA3/4), smfma (f32-input MFMA), dgemm (f64 MFMA),
-salu, smem, vmem (MUBUF/MTBUF/FLAT/GLOBAL/SCRATCH), ds, lds_dma, vcmpx, readlane (v_readlane,
-v_readfirstlane), writelane, rwlane (v_readlane, v_writelane), permlane (gfx950 swaps), dpp,
-div_fmas, movrel, addtid (ds_*_addtid), sendmsg, setreg, getreg, sel16 (VALU writing part of
-a VGPR through a shift: SDWA dst_sel, VOP3 op_sel[3], fp8/fp4 destination selects),
-store_wide (VMEM store of more than 64 bits of data, for MUBUF/MTBUF only with a constant
-soffset), fma64 (v_fma_f64, v_fmac_f64).
+salu, smem, smem_store (scalar store or atomic), vmem (MUBUF/MTBUF/FLAT/GLOBAL/SCRATCH),
+vmem_store (VMEM store, atomic or LDS DMA: what LLVM's mayStore says), ds, lds_dma, vcmpx,
+readlane (v_readlane, v_readfirstlane), writelane, rwlane (v_readlane, v_writelane),
+permlane (gfx950 swaps), dpp, div_fmas, movrel, addtid (ds_*_addtid), sendmsg, setreg,
+getreg, sel16 (VALU writing part of a VGPR through a shift: SDWA dst_sel, VOP3 op_sel[3],
+fp8/fp4 destination selects), store_wide (VMEM store of more than 64 bits of data, for
+MUBUF/MTBUF only with a constant soffset), fma64 (v_fma_f64, v_fmac_f64).
 
 Operand roles (see `operand_roles`): def (written registers), use (read registers, explicit
 operands only), touch (use or def), sgpr_use (SGPRs read: explicit operands and implicit
@@ -41,6 +60,9 @@ an explicit operand), exec_def, vcc_def, m0_def, hwreg (s_setreg/s_getreg hardwa
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import cache
+
+from asterism.target.chip import Target, get_target
 
 ALL = ("gfx942", "gfx950")
 
@@ -55,7 +77,8 @@ class HazardRule:
     produces: str  # its operand role that links the two (def, srcC, data, exec_def...)
     consumer: str  # instruction class of the later instruction
     consumes: str  # its operand role (use, def, srcC, srcAB, lane_select, src0, ...)
-    regs: str  # register file of the link: vgpr (incl. AGPRs), sgpr, vcc, exec, m0, hwreg, none
+    regs: str  # register file of the link: vgpr (incl. AGPRs), sgpr, vcc, exec, m0, hwreg,
+    # any (every register: soft-clause rules), none
     wait_states: int = 0
     by_passes: tuple[tuple[int, int], ...] = ()  # MFMA producer passes -> wait states
     overlap: str = "any"  # any, exact (same register range) or partial (overlapping, not same)
@@ -63,6 +86,8 @@ class HazardRule:
     consumer_not: tuple[str, ...] = ()  # classes excluded from the consumer
     same_opcode: bool | None = None  # True/False: only when the mnemonics are equal/differ
     targets: tuple[str, ...] = ALL
+    clause: str = ""  # soft-clause rule: the class whose back-to-back instructions form it
+    xnack: bool = False  # only when XNACK is enabled (xnack+ or any, see Target.xnack_enabled)
 
     def waits_for(self, passes: int | None) -> int:
         """Wait states needed after a producer with `passes` MFMA passes (a pass count the
@@ -290,13 +315,129 @@ RULES: tuple[HazardRule, ...] = (
     HazardRule("dgemm_fma64",
                "v_fma_f64/v_fmac_f64 within 2 wait states of any DGEMM.",
                "dgemm", "none", "fma64", "none", "none", 2),
+    # ---------------------------------------------------------------- XNACK soft clauses
+    HazardRule("xnack_smem_clause",
+               "XNACK (xnack+ or any): back-to-back SMEM instructions form a soft clause that "
+               "a page fault replays from its start, so once one of them writes a register, "
+               "no register written by one may be read by one (the joining instruction "
+               "included); s_nop 0 starts a new clause.",
+               "smem", "def", "smem", "use", "any", 1, clause="smem", xnack=True),
+    HazardRule("xnack_smem_clause_store",
+               "XNACK (xnack+ or any): a scalar store or atomic may not join a soft clause of "
+               "SMEM instructions in which one writes a register; s_nop 0 starts a new "
+               "clause.",
+               "smem", "def", "smem_store", "none", "none", 1, clause="smem", xnack=True),
+    HazardRule("xnack_vmem_clause",
+               "XNACK (xnack+ or any): back-to-back VMEM (buffer/global/flat/scratch) "
+               "instructions form a soft clause that a page fault replays from its start, so "
+               "once one of them writes a register, no register written by one may be read "
+               "by one (the joining instruction included); s_nop 0 starts a new clause.",
+               "vmem", "def", "vmem", "use", "any", 1, clause="vmem", xnack=True),
+    HazardRule("xnack_vmem_clause_store",
+               "XNACK (xnack+ or any): a VMEM store, atomic or LDS DMA may not join a soft "
+               "clause of VMEM instructions in which one writes a register; s_nop 0 starts a "
+               "new clause.",
+               "vmem", "def", "vmem_store", "none", "none", 1, clause="vmem", xnack=True),
 )
 
 
-def rules_for(target: str) -> tuple[HazardRule, ...]:
-    """The rules that apply to `target` (e.g. "gfx942")."""
-    name = target.split(":")[0]
-    return tuple(r for r in RULES if name in r.targets)
+def rules_for(target: str | Target) -> tuple[HazardRule, ...]:
+    """The rules that apply to `target`: a processor ("gfx942", XNACK then "any", so enabled),
+    a processor with features ("gfx942:xnack-"), a target ID or a `Target`."""
+    t = get_target(target)
+    return _rules(t.name, t.xnack_enabled)
+
+
+@cache
+def _rules(name: str, xnack: bool) -> tuple[HazardRule, ...]:
+    return tuple(r for r in RULES if name in r.targets and (xnack or not r.xnack))
+
+
+def distance_rules(rules: tuple[HazardRule, ...]) -> tuple[HazardRule, ...]:
+    """The wait-state rules among `rules` (without the soft-clause rules)."""
+    return tuple(r for r in rules if not r.clause)
+
+
+def clause_rules(rules: tuple[HazardRule, ...]) -> tuple[HazardRule, ...]:
+    """The soft-clause rules among `rules` (see the module docstring)."""
+    return tuple(r for r in rules if r.clause)
+
+
+class SoftClause:
+    """An open soft clause, for the hazards pass and the emulator's checker alike: the
+    registers its instructions write and read, each with one instruction that does (`who`:
+    whatever the caller names instructions by, for reports), an instruction that writes a
+    register and one whose joining made a register both written and read in the clause."""
+
+    __slots__ = ("defs", "uses", "writer", "conflict")
+
+    def __init__(self) -> None:
+        self.defs: dict = {}
+        self.uses: dict = {}
+        self.writer: object = None
+        self.conflict: object = None
+
+    def hazard(self, defs, uses, rules) -> tuple[HazardRule, object] | None:
+        """The first of `rules` (the clause rules the joining instruction is a consumer of,
+        in table order) that an instruction writing `defs` and reading `uses` would break by
+        joining, with the instruction of the clause it conflicts with; None if it may join."""
+        if self.writer is None:
+            return None
+        for rule in rules:
+            if rule.consumes == "none":  # a store may not join once a register is written
+                return rule, self.writer
+            if self.conflict is not None:
+                return rule, self.conflict
+            for k in defs:
+                who = self.uses.get(k)
+                if who is not None:
+                    return rule, who
+            for k in uses:
+                who = self.defs.get(k)
+                if who is not None:
+                    return rule, who
+            if defs and not uses.isdisjoint(defs):
+                return rule, self.writer
+        return None
+
+    def add(self, defs, uses, who: object) -> None:
+        """Let an instruction that writes `defs` and reads `uses` join the clause."""
+        if self.conflict is None and defs and (
+                not uses.isdisjoint(defs) or any(k in self.uses for k in defs)):
+            self.conflict = who
+        if self.conflict is None and self.defs and any(k in self.defs for k in uses):
+            self.conflict = who
+        for k in defs:
+            self.defs.setdefault(k, who)
+        for k in uses:
+            self.uses.setdefault(k, who)
+        if defs and self.writer is None:
+            self.writer = who
+
+    def join(self, other: SoftClause) -> bool:
+        """Union with the clause open on another path; True if this one grew."""
+        changed = False
+        for mine, theirs in ((self.defs, other.defs), (self.uses, other.uses)):
+            for k, who in theirs.items():
+                if k not in mine:
+                    mine[k] = who
+                    changed = True
+        if self.writer is None and other.writer is not None:
+            self.writer = other.writer
+            changed = True
+        if self.conflict is None and other.conflict is not None:
+            self.conflict = other.conflict
+            changed = True
+        return changed
+
+    def copy(self) -> SoftClause:
+        """An independent copy."""
+        c = SoftClause()
+        c.defs = dict(self.defs)
+        c.uses = dict(self.uses)
+        c.writer = self.writer
+        c.conflict = self.conflict
+        return c
 
 
 # ---------------------------------------------------------------------------- classification
@@ -418,6 +559,10 @@ def instruction_classes(mnemonic: str, unit: str, flags: frozenset[str], enc: st
     if unit == "vmem" and "may_store" in flags and data_bits > 64 and \
             not (enc in ("MUBUF", "MTBUF") and soffset_is_reg):
         c.add("store_wide")
+    if unit == "smem" and "may_store" in flags:
+        c.add("smem_store")
+    if unit == "vmem" and ("may_store" in flags or "lds_dma" in c):
+        c.add("vmem_store")
     if "valu" in c or "vmem" in c or "ds" in c:
         c.add("valu_mem")
     if "vmem" in c or "ds" in c:
