@@ -67,16 +67,22 @@ class _KernelCopyProp:
             args = op.operands
             if type(args[dpos].owner) is not AllocaOp or dpos + 1 >= len(args):
                 continue
-            if live.class_of[args[dpos]].fixed is not None:
-                continue  # a pinned register's other lanes may matter (see passes.liveness)
+            dst_class = live.class_of.get(args[dpos])
+            if dst_class is None or dst_class.fixed is not None:
+                # (a pinned register's other lanes may matter, see passes.liveness; a value in
+                # a register range made by make_register_range keeps its copy)
+                continue
             src = args[dpos + 1]
-            if not (isinstance(src.type, RegisterType) or is_immediate(src)):
+            if isinstance(src.type, RegisterType):
+                if src not in live.class_of:
+                    continue  # a piece of a range: its writes are tracked per register
+            elif not is_immediate(src):
                 continue
             k = len(copies)
             copies.append((i, op.results[0], src))
             by_index[i] = k
             bit = 1 << k
-            killers = related(live.class_of[args[dpos]].id)
+            killers = related(dst_class.id)
             if src in live.class_of:
                 killers += related(live.class_of[src].id)
             for cid in killers:

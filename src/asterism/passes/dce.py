@@ -16,8 +16,9 @@ Removes an instruction only when all of these hold:
 Kernels that index registers (`s_movrel*`, `v_movrel*`, `s_set_gpr_idx_on`) keep all their
 instructions. A removed op's results are replaced by its destination operands (the same
 register). Declarations nothing uses any more (`amdgcn.alloca`, `arith.constant`,
-`amdgcn.literal`, `amdgcn.kernarg_offset`, `amdgcn.off`) are removed too; ABI inputs and LDS
-allocations stay, since they shape the kernel's descriptor.
+`amdgcn.literal`, `amdgcn.kernarg_offset`, `amdgcn.off`, and the register views
+`amdgcn.split_register_range` / `amdgcn.make_register_range`) are removed too; ABI inputs
+and LDS allocations stay, since they shape the kernel's descriptor.
 """
 
 from __future__ import annotations
@@ -34,7 +35,9 @@ from asterism.ir.ops import (
     KernargOffsetOp,
     KernelOp,
     LiteralOp,
+    MakeRegisterRangeOp,
     OffOp,
+    SplitRegisterRangeOp,
 )
 from asterism.ir.types import SpecialRegType
 from asterism.ir.verify import amdgcn_modules
@@ -51,7 +54,8 @@ SIDE_EFFECT_PREFIXES = ("s_movrel", "v_movrel", "s_set_gpr_idx", "s_setreg", "s_
                         "s_swappc", "s_rfe", "s_call", "s_sethalt", "s_setprio",
                         "s_denorm_mode", "s_round_mode")
 INDEXING_PREFIXES = ("s_movrel", "v_movrel", "s_set_gpr_idx")
-DECLARATIONS = (AllocaOp, arith.ConstantOp, LiteralOp, KernargOffsetOp, OffOp)
+DECLARATIONS = (AllocaOp, arith.ConstantOp, LiteralOp, KernargOffsetOp, OffOp,
+                SplitRegisterRangeOp, MakeRegisterRangeOp)
 
 
 def is_pure(op: InstructionOp, facts: InstFacts) -> bool:

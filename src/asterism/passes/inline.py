@@ -34,7 +34,11 @@ from asterism.ir.ops import (
     FallthroughOp,
     InstructionOp,
     KernelOp,
+    MakeRegisterRangeOp,
+    SplitRegisterRangeOp,
     close_blocks,
+    join_type,
+    split_types,
 )
 from asterism.ir.types import RegisterType, type_text
 from asterism.ir.verify import amdgcn_modules, op_location
@@ -188,14 +192,19 @@ class _Inliner:
 
 def retype_chains(region_op: Operation, isa: IsaDatabase) -> int:
     """Give every destination-passing result the type of its destination operand (after
-    arguments of relocatable type were replaced by the caller's registers); returns how many
-    results changed."""
+    arguments of relocatable type were replaced by the caller's registers), and pieces and
+    made ranges of such registers theirs; returns how many results changed."""
     facts = facts_cache(isa)
     changed_total = 0
     changed = True
     while changed:
         changed = False
         for op in region_op.walk():
+            if isinstance(op, SplitRegisterRangeOp | MakeRegisterRangeOp):
+                n = _retype_view(op)
+                changed |= bool(n)
+                changed_total += n
+                continue
             if not isinstance(op, InstructionOp):
                 continue
             defs = facts.facts(op).def_positions
@@ -208,6 +217,35 @@ def retype_chains(region_op: Operation, isa: IsaDatabase) -> int:
                     changed = True
                     changed_total += 1
     return changed_total
+
+
+def _retype_view(op: Operation) -> int:
+    """Types of a split's pieces (or a made range) that follow from an operand that became
+    a fixed register (or a range of another alignment); returns how many changed."""
+    changed = 0
+    if isinstance(op, SplitRegisterRangeOp):
+        src = op.source.type
+        if not isinstance(src, RegisterType):
+            return 0
+        pieces = list(op.pieces)
+        widths = [p.type.width for p in pieces]  # type: ignore[attr-defined]
+        want = split_types(src, widths)
+        for piece, t, offset in zip(pieces, want, op.offsets):
+            have = piece.type
+            ok = have == t or (not src.is_fixed and not have.is_fixed  # type: ignore
+                               and offset % have.alignment == 0  # type: ignore
+                               and have.alignment <= src.alignment)  # type: ignore
+            if not ok:
+                piece._type = t  # xDSL values have no public type setter
+                changed += 1
+    elif isinstance(op, MakeRegisterRangeOp):
+        types = [p.type for p in op.parts]
+        if all(isinstance(t, RegisterType) and t.is_fixed for t in types):
+            want = join_type(types)  # type: ignore[arg-type]
+            if op.result.type != want:
+                op.result._type = want
+                changed += 1
+    return changed
 
 
 def inline_module(module: Operation, keep: bool = False) -> int:

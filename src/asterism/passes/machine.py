@@ -5,7 +5,9 @@ Registers are named by integer keys, the same numbering as the emulator's saniti
 encoding (vcc 1130/1131, m0 1148, exec 1150/1151), scc -> 1200). A relocatable register
 (before register allocation) has no number: its keys are `(root, i)` tuples, where `root`
 identifies the chain of destination-passing values that share the register (an
-`amdgcn.alloca` and every result that returns it).
+`amdgcn.alloca` and every result that returns it). The pieces of
+`amdgcn.split_register_range` and the range of `amdgcn.make_register_range` have their
+operands' keys (a load into a range and a read of one of its registers share that key).
 """
 
 from __future__ import annotations
@@ -28,7 +30,9 @@ from asterism.ir.ops import (
     InstructionOp,
     KernelOp,
     LiteralOp,
+    MakeRegisterRangeOp,
     SOPPOp,
+    SplitRegisterRangeOp,
 )
 from asterism.ir.types import (
     AGPRType,
@@ -299,6 +303,12 @@ class MachineKernel:
                     t = fixed
             if not t.is_fixed:
                 root = self.root(value)
+                owner = root.owner
+                if type(owner) is SplitRegisterRangeOp:
+                    offset = owner.offsets[root.index]  # type: ignore[attr-defined]
+                    return self.keys(owner.source)[offset:offset + t.width]
+                if type(owner) is MakeRegisterRangeOp:
+                    return tuple(k for p in owner.parts for k in self.keys(p))
                 label = f"{root.name_hint or t.KIND}#{id(root)}"
                 return tuple((label, i) for i in range(t.width))
         base = {"v": 0, "a": KEY_AGPR, "s": KEY_SGPR}[t.KIND]
@@ -392,10 +402,16 @@ def implicit_keys(inst: Instruction) -> tuple[tuple[Key, ...], tuple[Key, ...]]:
 
 
 def is_fixed_register(value: SSAValue) -> bool:
-    """True unless `value` is a relocatable register that is not an ABI input."""
+    """True unless `value` is a relocatable register that is not an ABI input (or a piece
+    of ABI inputs)."""
     t = value.type
     if type(t) in _REGISTER_CLASSES and not t.is_fixed:  # type: ignore[attr-defined]
-        return isinstance(value.owner, ABI_VALUE_OPS)
+        owner = value.owner
+        if type(owner) is SplitRegisterRangeOp:  # a piece of an ABI input is fixed too
+            return is_fixed_register(owner.source)  # type: ignore[attr-defined]
+        if type(owner) is MakeRegisterRangeOp:
+            return all(is_fixed_register(p) for p in owner.parts)  # type: ignore[attr-defined]
+        return isinstance(owner, ABI_VALUE_OPS)
     return True
 
 

@@ -57,13 +57,16 @@ from asterism.errors import ParseError
 from asterism.ir.match import immediate_of
 from asterism.ir.ops import (
     ABI_VALUE_OPS,
+    VIEW_OPS,
     AllocaOp,
     InstructionOp,
     KernargOffsetOp,
     KernelOp,
     LdsAllocOp,
     LiteralOp,
+    MakeRegisterRangeOp,
     OffOp,
+    SplitRegisterRangeOp,
 )
 from asterism.ir.types import RegisterType, SpecialRegType
 from asterism.ir.verify import amdgcn_modules, match_instruction
@@ -82,8 +85,11 @@ _BARRIER_PREFIXES = (
     "buffer_wb", "buffer_inv", "s_getpc", "s_setpc", "s_swappc", "s_set_gpr_idx", "ds_gws",
     "ds_append", "ds_consume", "ds_ordered", "s_sendmsg", "s_trap", "s_ttrace", "s_rfe",
     "s_atc_probe", "s_sethalt", "s_sleep", "s_setprio")
+# (split/make_register_range too: they emit nothing, and their results name the registers
+# of their operands, so the register dependencies of their users are the operands'. Like every
+# pure op, each is placed right before its first user.)
 _PURE_OPS = (AllocaOp, OffOp, LiteralOp, arith.ConstantOp, KernargOffsetOp, LdsAllocOp,
-             *ABI_VALUE_OPS)
+             *ABI_VALUE_OPS, *VIEW_OPS)
 
 Atom = tuple  # one 32-bit register unit: (file, index) or (file, (chain id, index))
 
@@ -257,8 +263,14 @@ class _Facts:
         if isinstance(t, RegisterType):
             if t.is_fixed:
                 return tuple((t.KIND, t.first + i) for i in range(t.width))
-            root = id(self.root(value))
-            return tuple((t.KIND, (root, i)) for i in range(t.width))
+            root = self.root(value)
+            owner = root.owner
+            if type(owner) is SplitRegisterRangeOp:  # a piece: those registers of the range
+                offset = owner.offsets[root.index]  # type: ignore[attr-defined]
+                return self.atoms(owner.source)[offset:offset + t.width]
+            if type(owner) is MakeRegisterRangeOp:  # a made range: its operands' registers
+                return tuple(a for p in owner.parts for a in self.atoms(p))
+            return tuple((t.KIND, (id(root), i)) for i in range(t.width))
         if isinstance(t, SpecialRegType):
             return _SPECIAL_ATOMS.get(t.reg_name, ())
         return ()
