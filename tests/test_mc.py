@@ -212,3 +212,36 @@ def test_operand_error_columns_match_llvm_mc(llvm_mc, tmp_path, line):
     with pytest.raises(VerifyError) as err:
         parse_asm(src.read_text(), str(src))
     assert str(err.value.location) == theirs.split(": error:")[0]
+
+
+# Lines LLVM 22's assembler rejects although the bits exist (LLVM decodes them), each once
+# accepted here: the assembler must refuse them too.
+LLVM_REJECTS = [
+    ("v_cmp_eq_f32_sdwa vcc, v1, v2 dst_sel:DWORD", "modifier 'dst_sel' is not valid"),
+    ("v_cmp_eq_f32_sdwa vcc, v1, v2 clamp", "modifier 'clamp' is not valid"),
+    ("v_mov_b32_sdwa v1, v2 src1_sel:WORD_1", "modifier 'src1_sel' is not valid"),
+    ("v_nop src0_sel:DWORD", "not valid"),
+    ("v_clrexcp row_mirror row_mask:0xf bank_mask:0xf", "has no DPP form"),
+    ("v_clrexcp src0_sel:DWORD", "has no SDWA form"),
+    ("v_ldexp_f16_sdwa v1, v2, -v3", "integer operand takes sext"),
+    ("v_cmp_class_f32_sdwa vcc, v1, -v2", "integer operand takes sext"),
+    ("v_cvt_f32_bf8_sdwa v1, sext(v2) src0_sel:BYTE_0", "source modifiers are not accepted"),
+    ("v_dot2_i32_i16 v81, s58, v196, v113 op_sel:[1,0,0]", "invalid op_sel operand"),
+    ("v_dot2_f32_f16 v1, v2, v3, v4 op_sel_hi:[1,1,1]", "invalid op_sel operand"),
+]
+
+
+@pytest.mark.parametrize("line, message", LLVM_REJECTS)
+def test_lines_llvm_rejects_are_rejected(line, message):
+    with pytest.raises(AsterismError, match=message):
+        enc(line)
+
+
+def test_lines_llvm_rejects_are_rejected_by_llvm_too(llvm_mc):
+    from asterism.mc.llvm_oracle import llvm_encode
+
+    lines = [line for line, _ in LLVM_REJECTS]
+    assert [isinstance(x, bytes) for x in llvm_encode(lines, "gfx942")] == [False] * len(lines)
+    fine = ["v_ldexp_f16_sdwa v1, v2, sext(v3)", "v_dot2_i32_i16 v1, v2, v3, v4 neg_lo:[1,0,0]",
+            "v_nop row_mirror row_mask:0xf bank_mask:0xf"]
+    assert [enc(line) for line in fine] == llvm_encode(fine, "gfx942")

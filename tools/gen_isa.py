@@ -838,6 +838,16 @@ def probe_kinds(target: str, forms: list[dict]) -> None:
                 text = mnem + " " + ", ".join(new_ops) + (" " + " ".join(mods) if mods else "")
                 lines.append(text)
                 jobs.append((f, k, kind))
+            if slot.get("mods") and "reg" in slot:
+                # Which spelling of the modifiers the assembler takes: -x (float operands)
+                # or sext(x) (integer ones); the decoder prints both from the same bit.
+                plain = ops[k].lstrip("-").strip("|")
+                for style, text_op in (("neg", "-" + plain), ("sext", f"sext({plain})")):
+                    new_ops = list(ops)
+                    new_ops[k] = text_op
+                    lines.append(mnem + " " + ", ".join(new_ops)
+                                 + (" " + " ".join(mods) if mods else ""))
+                    jobs.append((f, k, "mods:" + style))
             if probes_specials(slot):
                 for name in SPECIAL_SAMPLES[width]:
                     new_ops = list(ops)
@@ -863,6 +873,10 @@ def probe_kinds(target: str, forms: list[dict]) -> None:
     ok = llvm_mc_accepts(target, lines)
     for (f, k, kind), accepted in zip(jobs, ok):
         if k is None:
+            continue
+        if kind.startswith("mods:"):
+            if accepted:
+                f["slots"][k].setdefault("mod_styles", []).append(kind.split(":", 1)[1])
             continue
         if kind.startswith("special:"):
             if not accepted:
@@ -976,6 +990,13 @@ def slot_spec(f: dict, k: int, slot: dict, seen_src: bool) -> dict:
             spec["type"] = t
         if slot.get("mods"):
             spec["mods"] = True
+            styles = slot.get("mod_styles", [])
+            if styles == ["sext"]:
+                spec["mod_kind"] = "int"  # sext(x) only
+            elif styles == ["neg"]:
+                spec["mod_kind"] = "fp"  # -x and |x| only
+            elif not styles:
+                spec["mod_kind"] = "none"  # decoded and printed, but not assembled
         # Probed, not read off the class name: VOP3 carry-in/mask sources have XEXEC
         # classes too, yet LLVM takes exec there.
         excludes = slot.get("rejects", [])
@@ -1232,6 +1253,13 @@ def generate(target: str) -> dict:
     print(f"[{target}] MFMA passes (llvm-mca) and coverage ...", file=sys.stderr)
     passes = mfma_passes(target, forms)
     coverage = coverage_of(target, forms)
+    # LLVM decodes DPP/SDWA words of some instructions whose _dpp/_sdwa variant its
+    # assembler refuses (v_clrexcp): decode-only forms.
+    variants = set(variant_mnemonics(target, forms))
+    for f in forms:
+        if f["enc"] in ("DPP", "SDWA") and \
+                f["mnemonic"] + ("_dpp" if f["enc"] == "DPP" else "_sdwa") not in variants:
+            f["reassembles"] = False
     db = build_database(target, forms, coverage, passes)
     print(f"[{target}] {len(db['instructions'])} mnemonics; coverage "
           f"{coverage['covered']}/{coverage['accepted']}", file=sys.stderr)

@@ -34,6 +34,9 @@ class OperandSpec:
     align: int = 1  # register tuple alignment
     type: str | None = None  # value type for constants: f32, i32, f16, v2f16, f64, ...
     mods: bool = False  # accepts neg/abs (float) or sext (int) source modifiers
+    # Which modifiers the assembler takes: "fp" -x / |x|, "int" sext(x), None either, "none"
+    # nothing (the decoder still prints what the bits say, as llvm-objdump does).
+    mod_kind: str | None = None
     tied: bool = False  # a destination that is also read (v_fmac, DPP "old", writelane)
     fixed: str | None = None  # an implicit register printed as an operand (vcc)
     syntax: str | None = None  # special immediate syntax: label, waitcnt, hwreg, sendmsg...
@@ -67,6 +70,7 @@ class Form:
     example: str = ""  # LLVM's printed text of a sample encoding
     target: str = ""  # the target whose database holds this form
     op_sel_len: int = 0  # VOP3 op_sel: how many bits LLVM prints (sources + destination)
+    assembles: bool = True  # False: LLVM decodes this form but its assembler rejects it
 
     @property
     def base_variant(self) -> str | None:
@@ -169,7 +173,8 @@ def _operand_from_json(raw: dict) -> OperandSpec:
     return OperandSpec(
         name=raw["name"], role=raw["role"], kinds=tuple(raw.get("kinds", ())),
         width=raw.get("width", 0), align=raw.get("align", 1), type=raw.get("type"),
-        mods=raw.get("mods", False), tied=raw.get("tied", False), fixed=raw.get("fixed"),
+        mods=raw.get("mods", False), mod_kind=raw.get("mod_kind"), tied=raw.get("tied", False),
+        fixed=raw.get("fixed"),
         syntax=raw.get("syntax"), optional=raw.get("optional", False),
         excludes=tuple(raw.get("excludes", ())))
 
@@ -183,7 +188,7 @@ def _instruction_from_json(raw: dict, target: str) -> Instruction:
              modifiers=tuple(f.get("modifiers", ())), counters=tuple(f.get("counters", ())),
              variant=f.get("variant"), fixed=dict(f.get("fixed", {})),
              mc_name=f.get("mc_name", ""), example=f.get("example", ""), target=target,
-             op_sel_len=f.get("op_sel_len", 0))
+             op_sel_len=f.get("op_sel_len", 0), assembles=f.get("reassembles", True))
         for f in raw["forms"])
     return Instruction(
         mnemonic=mnemonic, unit=raw["unit"], flags=frozenset(raw.get("flags", ())),

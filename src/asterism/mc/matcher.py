@@ -106,6 +106,13 @@ def check_operand(inst: Inst, form: Form, pos: int, spec: OperandSpec, op: Opera
     if isinstance(op, Mod):
         if not spec.mods:
             raise MatchError(pos, f"{where}: source modifiers (neg/abs/sext) are not allowed")
+        if spec.mod_kind == "none":
+            raise MatchError(pos, f"{where}: source modifiers are not accepted here (LLVM's "
+                             "assembler takes none, though the bits decode)")
+        if spec.mod_kind == "int" and (op.neg or op.abs):
+            raise MatchError(pos, f"{where}: an integer operand takes sext(), not neg/abs")
+        if spec.mod_kind == "fp" and op.sext:
+            raise MatchError(pos, f"{where}: a float operand takes neg/abs, not sext()")
     kind = operand_kind(op)
     kinds = set(spec.kinds)
     if kind == "label":
@@ -242,7 +249,7 @@ def _candidate_forms(isa: IsaDatabase, mnemonic: str) -> list[Form]:
     if found is None:
         return []
     instr, suffix = found
-    forms = list(instr.forms)
+    forms = [f for f in instr.forms if f.assembles]
     if suffix:
         forms = [f for f in forms if f.suffix == suffix
                  or (suffix == "_e32" and f.enc in ("VOP1", "VOP2", "VOPC"))
@@ -267,9 +274,24 @@ def select_form(inst: Inst, target: str) -> Form:
             # reference cycle only the cyclic collector frees)
             errors.append(err.with_traceback(None))
     best = max(errors, key=lambda e: e.score)
+    refused = _decode_only_family(inst, candidates[0][0])
+    if refused:
+        raise VerifyError(f"{inst.mnemonic}: LLVM's assembler has no {refused} form of this "
+                          "instruction (its words only decode)", inst.loc)
     err = VerifyError(f"{inst.mnemonic}: {best.message}", inst.loc)
     err.operand = best.operand  # the parser turns it into the operand's column
     raise err
+
+
+def _decode_only_family(inst: Inst, form: Form) -> str | None:
+    """"DPP" or "SDWA" if `inst` asks for that family and its only such forms are
+    decode-only."""
+    names = set(inst.modifiers)
+    for enc, mods in (("DPP", DPP_MODIFIERS), ("SDWA", SDWA_MODIFIERS)):
+        if names & mods and any(f.enc == enc and not f.assembles
+                                for f in form.instruction.forms):
+            return enc
+    return None
 
 
 # (target, mnemonic as written) -> (candidate form, its quick matcher), for mnemonics that
@@ -415,6 +437,7 @@ def _operand_test(form: Form, spec: OperandSpec) -> Callable[[Operand], bool]:
         return lambda op: type(op) is Special and op.name == fixed
     kinds = set(spec.kinds)
     allow_mods, excludes, width, align = spec.mods, spec.excludes, spec.width, spec.align
+    mod_kind = spec.mod_kind
     reg_kinds = {"v": "v", "a": "a", "s": "s", "ttmp": "s"}
     any_imm = "k" in kinds  # a plain immediate field takes inline and literal values alike
     inline_ok = any_imm or "i" in kinds or "l" in kinds
@@ -426,7 +449,9 @@ def _operand_test(form: Form, spec: OperandSpec) -> Callable[[Operand], bool]:
     def test(op: Operand) -> bool:
         t = type(op)
         if t is Mod:
-            if not allow_mods:
+            if not allow_mods or mod_kind == "none" or (
+                    mod_kind == "int" and (op.neg or op.abs)) or (
+                    mod_kind == "fp" and op.sext):
                 return False
             op = op.operand
             t = type(op)
@@ -464,7 +489,6 @@ def _operand_test(form: Form, spec: OperandSpec) -> Callable[[Operand], bool]:
 FAMILY_MODIFIERS = {
     "MAI_SCALE": {"op_sel", "op_sel_hi", "cbsz", "blgp"},
     "DPP": DPP_MODIFIERS,
-    "SDWA": SDWA_MODIFIERS | {"clamp", "omod"},
     "MUBUF": {"offen", "idxen", "lds"},
     "MTBUF": {"offen", "idxen", "format"},
     "SMEM": {"offset", "glc"},
@@ -498,6 +522,8 @@ class _FormRules:
 
 def _form_rules(form: Form) -> _FormRules:
     allowed = set(form.modifiers) | FAMILY_MODIFIERS.get(form.enc, set())
+    if form.enc == "SDWA":
+        allowed |= _sdwa_selects(form)
     if form.mnemonic.startswith("v_bitop3"):
         allowed.add("bitop3")
     if form.enc == "DS" and "offset" in allowed | {"offset0", "offset1"}:
@@ -511,6 +537,8 @@ def _form_rules(form: Form) -> _FormRules:
         checks.append(_joint_agpr_rule(form))  # (smfmac's src2 is an index)
     if form.enc == "VOP3P" and "_mix" not in form.mnemonic:
         checks.append(_rule_packed_mods)
+    if form.enc == "VOP3P" and "dot" in form.instruction.flags:
+        checks.append(_rule_dot_op_sel)
     if "f8f6f4" in form.mnemonic:
         checks.append(_rule_f8f6f4_sizes)
     if form.enc == "MAI" and not form.mnemonic.startswith("v_smfmac") \
@@ -522,6 +550,17 @@ def _form_rules(form: Form) -> _FormRules:
 
 
 _RULES = PerForm(_form_rules)
+
+
+def _sdwa_selects(form: Form) -> set[str]:
+    """The SDWA select modifiers of a form's operands (clamp/omod come from the database)."""
+    names = {spec.name for spec in form.operands}
+    out = {"dst_sel", "dst_unused"} if "vdst" in names else set()
+    if "src0" in names:
+        out.add("src0_sel")
+    if names & {"src1", "vsrc1"}:
+        out.add("src1_sel")
+    return out
 
 
 def _rule_gds(inst: Inst, form: Form) -> None:
@@ -555,6 +594,15 @@ def _joint_agpr_rule(form: Form) -> Callable[[Inst, Form], None]:
 def _rule_packed_mods(inst: Inst, form: Form) -> None:
     if any(isinstance(op, Mod) for op in inst.operands):
         raise MatchError(50, "packed instructions take neg_lo/neg_hi, not -x or |x|")
+
+
+def _rule_dot_op_sel(inst: Inst, form: Form) -> None:
+    # As LLVM's assembler on gfx940+: a VOP3P dot instruction takes op_sel 0 and no written
+    # op_sel_hi (its validation compares op_sel_hi with the unwritten default).
+    op_sel = inst.modifiers.get("op_sel") or 0
+    if (op_sel if isinstance(op_sel, int) else any(op_sel)) or "op_sel_hi" in inst.modifiers:
+        raise MatchError(50, "invalid op_sel operand: dot instructions on gfx940+ take "
+                         "op_sel 0 and the default op_sel_hi")
 
 
 def _rule_f8f6f4_sizes(inst: Inst, form: Form) -> None:
