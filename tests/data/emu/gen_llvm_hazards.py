@@ -1,6 +1,9 @@
 """Regenerates llvm_hazards.json: LLVM's hazard recognizer (llc -start-before=
 post-RA-hazard-rec) pads each two-instruction MIR scenario below with the s_nops it needs, for
 gfx942 and gfx950. tests/test_emu_hazards_llvm.py checks asterism's hazard table against it.
+The XNACK soft-clause scenarios (SOFT) run for each xnack setting: the processor alone
+("any", XNACK enabled), with -mattr=+xnack and with -mattr=-xnack (keys name@gfx942,
+name@gfx942:xnack+, name@gfx942:xnack-).
 Run from this directory: python gen_llvm_hazards.py (needs llc-22)."""
 import json
 import subprocess
@@ -146,18 +149,125 @@ SCEN950 = {
 }
 
 
+# XNACK soft clauses (GCNHazardRecognizer::checkSoftClauseHazards): back-to-back SMEM or
+# VMEM instructions, with and without a register written by one and read by one. (No
+# scenario has an s_nop of its own: the tests take every s_nop for one llc inserted.)
+_G = "implicit $exec"
+SOFT = {
+ "clause_smem_war": ["$sgpr4_sgpr5 = S_LOAD_DWORDX2_IMM $sgpr0_sgpr1, 0, 0",
+           "$sgpr0 = S_LOAD_DWORD_IMM $sgpr0_sgpr1, 24, 0"],
+ "clause_smem_raw": ["$sgpr4 = S_LOAD_DWORD_IMM $sgpr0_sgpr1, 0, 0",
+           "$sgpr6 = S_LOAD_DWORD_IMM $sgpr4_sgpr5, 0, 0"],
+ "clause_smem_waw": ["$sgpr4 = S_LOAD_DWORD_IMM $sgpr0_sgpr1, 0, 0",
+           "$sgpr4 = S_LOAD_DWORD_IMM $sgpr2_sgpr3, 0, 0"],
+ "clause_smem_independent": ["$sgpr4 = S_LOAD_DWORD_IMM $sgpr0_sgpr1, 0, 0",
+           "$sgpr5 = S_LOAD_DWORD_IMM $sgpr0_sgpr1, 4, 0"],
+ "clause_smem_self_first": ["$sgpr0_sgpr1 = S_LOAD_DWORDX2_IMM $sgpr0_sgpr1, 0, 0",
+           "$sgpr6 = S_LOAD_DWORD_IMM $sgpr8_sgpr9, 0, 0"],
+ "clause_smem_self_joining": ["$sgpr6 = S_LOAD_DWORD_IMM $sgpr8_sgpr9, 0, 0",
+           "$sgpr0_sgpr1 = S_LOAD_DWORDX2_IMM $sgpr0_sgpr1, 0, 0"],
+ "clause_smem_self_alone": ["$sgpr0_sgpr1 = S_LOAD_DWORDX2_IMM $sgpr0_sgpr1, 0, 0",
+           "$vgpr0 = V_MOV_B32_e32 0, implicit $exec"],
+ "clause_smem_salu_between": ["$sgpr4_sgpr5 = S_LOAD_DWORDX2_IMM $sgpr0_sgpr1, 0, 0",
+           "$sgpr7 = S_MOV_B32 0", "$sgpr0 = S_LOAD_DWORD_IMM $sgpr0_sgpr1, 24, 0"],
+ "clause_smem_waitcnt_between": ["$sgpr4_sgpr5 = S_LOAD_DWORDX2_IMM $sgpr0_sgpr1, 0, 0",
+           "S_WAITCNT 0", "$sgpr0 = S_LOAD_DWORD_IMM $sgpr0_sgpr1, 24, 0"],
+ "clause_smem_vmem_between": ["$sgpr4_sgpr5 = S_LOAD_DWORDX2_IMM $sgpr0_sgpr1, 0, 0",
+           f"$vgpr1 = GLOBAL_LOAD_DWORD $vgpr2_vgpr3, 0, 0, {_G}",
+           "$sgpr0 = S_LOAD_DWORD_IMM $sgpr0_sgpr1, 24, 0"],
+ "clause_smem_third": ["$sgpr4 = S_LOAD_DWORD_IMM $sgpr0_sgpr1, 0, 0",
+           "$sgpr5 = S_LOAD_DWORD_IMM $sgpr2_sgpr3, 0, 0",
+           "$sgpr0 = S_LOAD_DWORD_IMM $sgpr8_sgpr9, 24, 0"],
+ "clause_smem_sixth": ["$sgpr4 = S_LOAD_DWORD_IMM $sgpr0_sgpr1, 0, 0",
+           "$sgpr5 = S_LOAD_DWORD_IMM $sgpr2_sgpr3, 0, 0",
+           "$sgpr6 = S_LOAD_DWORD_IMM $sgpr2_sgpr3, 4, 0",
+           "$sgpr7 = S_LOAD_DWORD_IMM $sgpr2_sgpr3, 8, 0",
+           "$sgpr10 = S_LOAD_DWORD_IMM $sgpr2_sgpr3, 12, 0",
+           "$sgpr0 = S_LOAD_DWORD_IMM $sgpr8_sgpr9, 24, 0"],
+ "clause_smem_twice": ["$sgpr4_sgpr5 = S_LOAD_DWORDX2_IMM $sgpr0_sgpr1, 0, 0",
+           "$sgpr0 = S_LOAD_DWORD_IMM $sgpr0_sgpr1, 24, 0",
+           "$sgpr1 = S_LOAD_DWORD_IMM $sgpr4_sgpr5, 0, 0",
+           "$sgpr8 = S_LOAD_DWORD_IMM $sgpr2_sgpr3, 0, 0"],
+ "clause_smem_memtime": ["$sgpr0_sgpr1 = S_MEMTIME",
+           "$sgpr6 = S_LOAD_DWORD_IMM $sgpr0_sgpr1, 0, 0"],
+ "clause_smem_store": ["$sgpr4 = S_LOAD_DWORD_IMM $sgpr0_sgpr1, 0, 0",
+           "S_STORE_DWORD_IMM $sgpr6, $sgpr2_sgpr3, 0, 0"],
+ "clause_smem_atomic": ["$sgpr4 = S_LOAD_DWORD_IMM $sgpr0_sgpr1, 0, 0",
+           "$sgpr6 = S_ATOMIC_ADD_IMM_RTN $sgpr6, $sgpr2_sgpr3, 0, 1"],
+ "clause_smem_dcache_inside": ["$sgpr4 = S_LOAD_DWORD_IMM $sgpr0_sgpr1, 0, 0", "S_DCACHE_INV",
+           "$sgpr0 = S_LOAD_DWORD_IMM $sgpr2_sgpr3, 0, 0"],
+ "clause_smem_buffer_soffset": [
+           "$sgpr4 = S_BUFFER_LOAD_DWORD_SGPR $sgpr8_sgpr9_sgpr10_sgpr11, $sgpr12, 0",
+           "$sgpr12 = S_LOAD_DWORD_IMM $sgpr0_sgpr1, 0, 0"],
+ "clause_smem_vcc": ["$vcc = S_LOAD_DWORDX2_IMM $sgpr0_sgpr1, 0, 0",
+           "$sgpr4 = S_LOAD_DWORD_IMM $vcc, 0, 0"],
+ "clause_vmem_war": [f"$vgpr1 = GLOBAL_LOAD_DWORD $vgpr2_vgpr3, 0, 0, {_G}",
+           f"$vgpr2 = GLOBAL_LOAD_DWORD $vgpr4_vgpr5, 0, 0, {_G}"],
+ "clause_vmem_independent": [f"$vgpr1 = GLOBAL_LOAD_DWORD $vgpr2_vgpr3, 0, 0, {_G}",
+           f"$vgpr6 = GLOBAL_LOAD_DWORD $vgpr4_vgpr5, 0, 0, {_G}"],
+ "clause_vmem_saddr_war": [f"$vgpr1 = GLOBAL_LOAD_DWORD_SADDR $sgpr0_sgpr1, $vgpr0, 0, 0, {_G}",
+           f"$vgpr0 = GLOBAL_LOAD_DWORD_SADDR $sgpr0_sgpr1, $vgpr2, 4, 0, {_G}"],
+ "clause_vmem_raw": [f"$vgpr2_vgpr3 = GLOBAL_LOAD_DWORDX2 $vgpr0_vgpr1, 0, 0, {_G}",
+           f"$vgpr4 = GLOBAL_LOAD_DWORD $vgpr2_vgpr3, 0, 0, {_G}"],
+ "clause_vmem_store_after_load": [f"$vgpr1 = GLOBAL_LOAD_DWORD $vgpr2_vgpr3, 0, 0, {_G}",
+           f"GLOBAL_STORE_DWORD $vgpr4_vgpr5, $vgpr6, 0, 0, {_G}"],
+ "clause_vmem_store_after_store": [f"GLOBAL_STORE_DWORD $vgpr4_vgpr5, $vgpr6, 0, 0, {_G}",
+           f"GLOBAL_STORE_DWORD $vgpr4_vgpr5, $vgpr7, 4, 0, {_G}"],
+ "clause_vmem_load_after_store": [f"GLOBAL_STORE_DWORD $vgpr4_vgpr5, $vgpr6, 0, 0, {_G}",
+           f"$vgpr4 = GLOBAL_LOAD_DWORD $vgpr2_vgpr3, 0, 0, {_G}"],
+ "clause_vmem_store_load_load": [f"GLOBAL_STORE_DWORD $vgpr4_vgpr5, $vgpr6, 0, 0, {_G}",
+           f"$vgpr1 = GLOBAL_LOAD_DWORD $vgpr2_vgpr3, 0, 0, {_G}",
+           f"$vgpr4 = GLOBAL_LOAD_DWORD $vgpr6_vgpr7, 0, 0, {_G}"],
+ "clause_vmem_valu_between": [f"$vgpr1 = GLOBAL_LOAD_DWORD $vgpr2_vgpr3, 0, 0, {_G}",
+           "$vgpr9 = V_MOV_B32_e32 0, implicit $exec",
+           f"$vgpr2 = GLOBAL_LOAD_DWORD $vgpr4_vgpr5, 0, 0, {_G}"],
+ "clause_vmem_ds_between": [f"$vgpr1 = GLOBAL_LOAD_DWORD $vgpr2_vgpr3, 0, 0, {_G}",
+           f"$vgpr9 = DS_READ_B32 $vgpr8, 0, 0, implicit $m0, {_G}",
+           f"$vgpr2 = GLOBAL_LOAD_DWORD $vgpr4_vgpr5, 0, 0, {_G}"],
+ "clause_vmem_smem_between": [f"$vgpr1 = GLOBAL_LOAD_DWORD $vgpr2_vgpr3, 0, 0, {_G}",
+           "$sgpr4 = S_LOAD_DWORD_IMM $sgpr0_sgpr1, 0, 0",
+           f"$vgpr2 = GLOBAL_LOAD_DWORD $vgpr4_vgpr5, 0, 0, {_G}"],
+ "clause_vmem_flat_global": [f"$vgpr1 = FLAT_LOAD_DWORD $vgpr2_vgpr3, 0, 0, {_G}, implicit $flat_scr",
+           f"$vgpr2 = GLOBAL_LOAD_DWORD $vgpr4_vgpr5, 0, 0, {_G}"],
+ "clause_vmem_buffer_global": [
+           f"$vgpr1 = BUFFER_LOAD_DWORD_OFFEN $vgpr0, $sgpr4_sgpr5_sgpr6_sgpr7, $sgpr8, 0, 0, 0, {_G}",
+           f"$vgpr0 = GLOBAL_LOAD_DWORD $vgpr4_vgpr5, 0, 0, {_G}"],
+ "clause_vmem_scratch": [f"$vgpr1 = SCRATCH_LOAD_DWORD $vgpr0, 0, 0, {_G}, implicit $flat_scr",
+           f"$vgpr0 = SCRATCH_LOAD_DWORD $vgpr2, 0, 0, {_G}, implicit $flat_scr"],
+ "clause_vmem_atomic_after_load": [f"$vgpr1 = GLOBAL_LOAD_DWORD $vgpr2_vgpr3, 0, 0, {_G}",
+           f"$vgpr7 = GLOBAL_ATOMIC_ADD_RTN $vgpr4_vgpr5, $vgpr6, 0, 1, {_G}"],
+ "clause_vmem_load_after_atomic": [
+           f"$vgpr7 = GLOBAL_ATOMIC_ADD_RTN $vgpr4_vgpr5, $vgpr6, 0, 1, {_G}",
+           f"$vgpr1 = GLOBAL_LOAD_DWORD $vgpr2_vgpr3, 0, 0, {_G}"],
+ "clause_vmem_tied_atomic": [
+           f"$vgpr1 = BUFFER_ATOMIC_ADD_OFFEN_RTN $vgpr1, $vgpr0, $sgpr4_sgpr5_sgpr6_sgpr7, $sgpr8, 0, 1, {_G}",
+           f"$vgpr3 = GLOBAL_LOAD_DWORD $vgpr4_vgpr5, 0, 0, {_G}"],
+ "clause_vmem_lds_dma": [f"$vgpr1 = GLOBAL_LOAD_DWORD $vgpr2_vgpr3, 0, 0, {_G}",
+           f"GLOBAL_LOAD_LDS_DWORD $vgpr4_vgpr5, 0, 0, {_G}, implicit $m0"],
+ "clause_vmem_buffer_lds_dma": [f"$vgpr1 = GLOBAL_LOAD_DWORD $vgpr2_vgpr3, 0, 0, {_G}",
+           f"BUFFER_LOAD_DWORD_LDS_OFFEN $vgpr0, $sgpr4_sgpr5_sgpr6_sgpr7, $sgpr8, 0, 0, 0, {_G}, implicit $m0"],
+ "clause_vmem_wbl2": [f"$vgpr1 = GLOBAL_LOAD_DWORD $vgpr2_vgpr3, 0, 0, {_G}",
+           f"BUFFER_WBL2 0, {_G}"],
+ "clause_vmem_and_sgpr_wait_states": ["$sgpr0 = V_READFIRSTLANE_B32 $vgpr0, implicit $exec",
+           f"$vgpr1 = GLOBAL_LOAD_DWORD $vgpr2_vgpr3, 0, 0, {_G}",
+           f"$vgpr2 = GLOBAL_LOAD_DWORD_SADDR $sgpr0_sgpr1, $vgpr4, 0, 0, {_G}"],
+}
+XNACK = {"": None, ":xnack+": "+xnack", ":xnack-": "-xnack"}
+
+
 def mir(lines: list[str]) -> str:
     """A MIR function with the given body lines and S_ENDPGM."""
     body = "\n".join("    " + line for line in [*lines, "S_ENDPGM 0"])
     return f"---\nname: t\ntracksRegLiveness: false\nbody: |\n  bb.0:\n{body}\n...\n"
 
 
-def padded_asm(lines: list[str], target: str) -> list[str] | None:
+def padded_asm(lines: list[str], target: str, mattr: str | None = None) -> list[str] | None:
     """The instructions llc emits after its hazard recognizer (None on an llc error)."""
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "s.mir"
         path.write_text(mir(lines))
-        r = subprocess.run([LLC, "-mtriple=amdgcn-amd-amdhsa", f"-mcpu={target}",
+        extra = [f"-mattr={mattr}"] if mattr else []
+        r = subprocess.run([LLC, "-mtriple=amdgcn-amd-amdhsa", f"-mcpu={target}", *extra,
                             "-start-before=post-RA-hazard-rec", "-o", "-", str(path)],
                            capture_output=True, text=True, check=False)
     if r.returncode:
@@ -184,6 +294,11 @@ def main() -> None:
             asm = padded_asm(lines, t)
             if asm is not None:
                 out[f"{name}@{t}"] = asm
+        for name, lines in SOFT.items():
+            for feature, mattr in XNACK.items():
+                asm = padded_asm(lines, t, mattr)
+                if asm is not None:
+                    out[f"{name}@{t}{feature}"] = asm
     with open("llvm_hazards.json", "w") as f:
         json.dump(out, f, indent=1, sort_keys=True)
     print(len(out))
