@@ -1,6 +1,6 @@
 """End to end with the `auto` pipeline: the kernels of examples/auto (vector add, a row
-reduction, the runtime GEMM rewritten and a 64x64 MFMA GEMM tile with LDS double
-buffering) are written with relocatable registers and no s_waitcnt or s_nop; compiled with
+reduction, the runtime GEMM rewritten, a 64x64 MFMA GEMM tile with LDS double
+buffering, and the GEMM written with register pieces) are written with relocatable registers and no s_waitcnt or s_nop; compiled with
 `auto` they match NumPy on the emulator with the sanitizer on. Then every wait and nop that
 `auto` placed is removed in turn, and the sanitizer must catch each removal: the tests can
 fail, and none of the placed waits or nops is unnecessary.
@@ -27,6 +27,8 @@ KERNELS = {
                  dict(m=256, n=256, k=256)),
     "gemm_lds_64x64": ("examples/auto/gemm_lds_64x64.py", (64, 64, 64),
                        dict(m=64, n=64, k=64), dict(m=128, n=192, k=256)),
+    "gemm_pieces": ("examples/auto/gemm_pieces.py", (32, 32, 32), dict(m=32, n=32, k=32),
+                    dict(m=64, n=48, k=64)),
 }
 
 
