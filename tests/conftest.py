@@ -49,6 +49,12 @@ def llvm_readelf() -> str:
 
 
 @pytest.fixture(scope="session")
+def llc() -> str:
+    """Path of llc (LLVM 22), the compiler whose hazard recognizer the hazards pass follows."""
+    return _llvm("llc")
+
+
+@pytest.fixture(scope="session")
 def shared_data() -> Path:
     """The shared sample data folder (ATT capture, code objects)."""
     if not SHARED_DATA.is_dir():
