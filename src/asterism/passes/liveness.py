@@ -719,15 +719,17 @@ class KernelLiveness:
         for use in st.align_uses:
             by_dep.setdefault(st.dep.get(id(root_of(use[1])), -1), []).append(use)
 
-        def misaligned(use) -> str:
+        def misaligned(use, own: bool = False) -> str:
             a, v, op, pos = use
-            return (f"operand #{pos} of {op_title(op)} needs {a}-register alignment, which its "
+            name = f" (%{v.name_hint})" if v.name_hint else ""
+            where = "" if own else f" of {op_title(op)}"
+            return (f"operand #{pos}{name}{where} needs {a}-register alignment, which its "
                     "registers' place in their range does not allow")
 
         for use in by_dep.get(-1, ()):
             if not uf.align(first_unit(use[1]), use[0]):
-                self.view_errors.append((use[2], misaligned(use) + " (copy the piece to a "
-                                         "new register first)"))
+                self.view_errors.append((use[2], misaligned(use, True) + " (copy the piece "
+                                         "to new registers first)"))
         for k, op in enumerate(joins):
             head = first_unit(op.parts[0])
             for j, (p, offset) in enumerate(zip(op.parts, op.offsets)):

@@ -876,7 +876,7 @@ class _ViewCopier:
     def __init__(self, kernel: KernelOp, isa: IsaDatabase):
         self.kernel = kernel
         self.isa = isa
-        self.copies: set[SSAValue] = set()
+        self.copies: dict[SSAValue, SSAValue] = {}  # copy -> the value it copies
         self.notes: list[str] = []
 
     def apply(self, conflicts: list[ViewConflict]) -> None:
@@ -887,16 +887,17 @@ class _ViewCopier:
         for op, found in by_op.items():
             assert isinstance(op, MakeRegisterRangeOp)
             parts = list(op.parts)
-            reason = next((cf.reason for cf in found if cf.reason), "")
+            reason = "; ".join(dict.fromkeys(cf.reason for cf in found if cf.reason))
             targets = {cf.operand for cf in found
                        if cf.operand >= 0 and parts[cf.operand] not in self.copies}
             if len(targets) < len(found):  # the range itself, or an operand copied already
                 targets = {k for k, p in enumerate(parts) if p not in self.copies}
                 if not targets:
-                    listed = ", ".join(names.get(p, "%?") for p in parts)
+                    listed = ", ".join(names.get(self._origin(p), "%?") for p in parts)
                     raise RegisterAllocationError(
                         f"{op_title(op)}: the operands ({listed}) cannot be placed as one "
-                        f"range, not even as fresh copies: {reason or 'its place is taken'}",
+                        f"range, not even as copies in fresh registers: "
+                        f"{reason or 'its place is taken'}",
                         op_location(op))
             for k in sorted(targets, reverse=True):
                 where = op_location(op)
@@ -906,6 +907,14 @@ class _ViewCopier:
                 self.notes.append(note)
                 warnings.warn(note, RegisterCopyWarning, stacklevel=2)
                 self._copy(op, k)
+
+    def _origin(self, value: SSAValue) -> SSAValue:
+        """The value a copy copies (through pieces of a split), else `value`."""
+        while value in self.copies:
+            value = self.copies[value]
+            if isinstance(value.owner, SplitRegisterRangeOp):
+                value = value.owner.source
+        return value
 
     def _copy(self, op: MakeRegisterRangeOp, k: int) -> None:
         value = op.parts[k]
@@ -929,9 +938,9 @@ class _ViewCopier:
             for o in (alloca, mov):
                 o.location = op.location
                 block.insert_op_before(o, op)
-            dest.name_hint = mov.results[0].name_hint = hint
+            mov.results[0].name_hint = hint
             new.append(mov.results[0])
-            self.copies.add(mov.results[0])
+            self.copies[mov.results[0]] = piece
         parts = list(op.parts)
         parts[k:k + 1] = new
         op.operands = parts
