@@ -26,6 +26,16 @@ The model
   overlap (v[8:12] and v10). Interference with them is by register units: a relocatable
   value placed on v10 conflicts with a live v[8:12]. Named registers (vcc, exec, m0, scc)
   are not register-file values and are not tracked here.
+* **Sub-registers.** `amdgcn.split_register_range` and `amdgcn.make_register_range` read and
+  write nothing: their results are other names for registers of their operands. A class that
+  some split cuts becomes one class per register ("units", `RegClass.unit`), so a live piece
+  keeps exactly its register live and an instruction writing a piece writes that register
+  only (a partial write: the others stay live). A value made of pieces reads and writes the
+  classes of its registers. Classes whose registers views tie together (the units of a split
+  class, the operands of a make_register_range) form a `Bundle` with their offsets, the
+  alignment the operand slots of their values need and the register a pinned member fixes;
+  a make_register_range operand that cannot take its place there is a `ViewConflict` (the
+  register allocator copies it).
 * **Program points.** Op number i (in block layout order) has the point 2i+1 just before it
   (its reads) and 2i+2 just after it (its writes); point 0 is the kernel entry. A class's
   live range is the set of points where its register holds a value still to be read, plus

@@ -27,7 +27,18 @@ What it does, per kernel:
    without pins or reserved registers in the file a bounded depth-first search for a
    placement within the peak follows; else the result using the fewest registers is kept.
    The goal on every kernel is registers used == the peak number live at once.
-5. **Budgets.** v0..v255 (ArchVGPRs), a0..a255, s0..s101 on gfx942/gfx950, optionally
+5. **Sub-registers.** The pieces of a split range are its registers, so they are placed
+   with it (a piece live keeps only its register busy, see `passes.liveness`); the operands
+   of `amdgcn.make_register_range` are placed in consecutive registers, the range aligned as
+   its uses need, as one group (a *bundle*, pinned when a member is). An operand that cannot
+   be there (it already sits at another place of a range, the alignments disagree, two
+   values would share a register while both are live, or a pin puts it on a busy register)
+   is copied to a fresh register right before the op (`v_mov_b32`, `s_mov_b32`,
+   `v_accvgpr_mov_b32` per register) and the allocation starts over; if a copy of it does
+   not help either, every operand of the op is copied; a range no copies can place (pinned
+   on registers other pinned values hold) is an error naming the op and its operands. Each
+   copy is reported (`RegisterCopyWarning`, `AllocationReport.view_copies`, `report=1`).
+6. **Budgets.** v0..v255 (ArchVGPRs), a0..a255, s0..s101 on gfx942/gfx950, optionally
    lowered (`max-vgprs=`, `max-agprs=`, `max-sgprs=`) and the unified VGPR file
    (alignTo(VGPRs, 4) + AGPRs, `max-total-vgprs=`, 512 at most). A kernel that does not fit
    is an error naming the program point of peak pressure and the values live there; nothing
