@@ -402,15 +402,24 @@ class SoftClause:
 
     def add(self, defs, uses, who: object) -> None:
         """Let an instruction that writes `defs` and reads `uses` join the clause."""
-        if self.conflict is None and defs and (
-                not uses.isdisjoint(defs) or any(k in self.uses for k in defs)):
-            self.conflict = who
-        if self.conflict is None and self.defs and any(k in self.defs for k in uses):
-            self.conflict = who
+        mine_defs, mine_uses = self.defs, self.uses
+        if self.conflict is None:
+            for k in defs:
+                if k in uses or k in mine_uses:
+                    self.conflict = who
+                    break
+            else:
+                if mine_defs:
+                    for k in uses:
+                        if k in mine_defs:
+                            self.conflict = who
+                            break
         for k in defs:
-            self.defs.setdefault(k, who)
+            if k not in mine_defs:
+                mine_defs[k] = who
         for k in uses:
-            self.uses.setdefault(k, who)
+            if k not in mine_uses:
+                mine_uses[k] = who
         if defs and self.writer is None:
             self.writer = who
 
