@@ -260,7 +260,6 @@ def test_recorded_instructions_resolve_registers_when_placed():
 
 
 def test_keep_order_marks_spans_round_trips_and_lowering_ignores_it():
-    assert bs.KEEP_ORDER_ATTR == ps.KEEP_ORDER_ATTR
     kb = KernelBuilder("k")
     kb.v_mov_b32(kb.v(1), 1)
     with kb.keep_order("hot") as span:

@@ -85,16 +85,20 @@ from xdsl.dialects.builtin import StringAttr
 from xdsl.ir import Block, Operation, SSAValue
 
 from asterism.errors import SourceLocation, VerifyError
-from asterism.ir.ops import BranchOp, EndKernelOp, InstructionOp, KernelOp, ModuleOp
+from asterism.ir.ops import (
+    KEEP_ORDER_ATTR,
+    BranchOp,
+    EndKernelOp,
+    InstructionOp,
+    KernelOp,
+    ModuleOp,
+)
 from asterism.isa import IsaDatabase, get_isa
 from asterism.target.timing import timing_class
 
 if TYPE_CHECKING:
     from asterism.builder.kernel import KernelBuilder
 
-# Must equal asterism.passes.schedule.KEEP_ORDER_ATTR (the builder may not import passes;
-# tests/test_schedule_builder.py checks that they agree).
-KEEP_ORDER_ATTR = "sched.keep_order"
 
 KINDS = ("salu", "smem", "valu", "trans", "mfma", "ds_read", "ds_write", "vmem_read",
          "vmem_write", "branch", "wait", "nop", "barrier")

@@ -91,6 +91,11 @@ MODIFIER_NAMES = FLAG_MODIFIERS | INT_MODIFIERS | LIST_MODIFIERS | NAME_MODIFIER
 
 ModValue = bool | int | tuple[int, ...] | str
 
+# Marks "keep order" spans on instruction ops: ops with the same string value form one span
+# per block that the scheduler moves nothing across (written by the builder's
+# `kb.keep_order()`, read by asterism.passes.schedule).
+KEEP_ORDER_ATTR = "sched.keep_order"
+
 
 def modifiers_to_attr(mods: Mapping[str, ModValue]) -> DictionaryAttr:
     """Encode Python modifier values (flag True, int, bit tuple, name) as a dictionary."""
@@ -1238,4 +1243,4 @@ __all__ = [c.__name__ for c in AMDGCN_OPS] + [
     "InstructionOp", "INSTRUCTION_OPS", "OP_FOR_ENCODING", "ABI_VALUE_OPS", "AMDGCN_OPS",
     "VIEW_OPS", "combine_alignment", "implied_alignment", "join_type", "split_types",
     "MODIFIER_NAMES", "FLAG_MODIFIERS", "INT_MODIFIERS", "LIST_MODIFIERS", "NAME_MODIFIERS",
-    "modifiers_to_attr", "attr_to_modifiers", "close_blocks"]
+    "modifiers_to_attr", "attr_to_modifiers", "close_blocks", "KEEP_ORDER_ATTR"]

@@ -57,6 +57,7 @@ from asterism.errors import ParseError
 from asterism.ir.match import immediate_of
 from asterism.ir.ops import (
     ABI_VALUE_OPS,
+    KEEP_ORDER_ATTR,
     VIEW_OPS,
     AllocaOp,
     InstructionOp,
@@ -74,10 +75,6 @@ from asterism.isa import Instruction, IsaDatabase, get_isa
 from asterism.passes.pipeline import register_pass
 from asterism.target.hazards import HazardRule, distance_rules, instruction_classes, rules_for
 from asterism.target.timing import TimingModel, get_timing, timing_class
-
-# The attribute marking "keep order" spans: ops with the same value form one span per block.
-# asterism.builder.schedule writes it under the same name (tests check they agree).
-KEEP_ORDER_ATTR = "sched.keep_order"
 
 # Instructions whose effect depends on their position in the stream (see the docstring).
 _BARRIER_PREFIXES = (
