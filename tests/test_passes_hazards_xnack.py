@@ -31,8 +31,8 @@ from asterism.builder import ModuleBuilder
 from asterism.emu.errors import SanitizerError
 from asterism.emu.hazard_check import required_wait_states
 from asterism.ir import lower_module, print_ir
-from asterism.passes.hazards import HazardViolations, check_hazards, insert_nops, kernel_target
-from asterism.passes.machine import kernels_of
+from asterism.passes.hazards import HazardViolations, check_hazards, insert_nops
+from asterism.passes.machine import kernel_target, kernels_of
 from asterism.target import get_target
 from asterism.target.hazards import SoftClause, clause_rules, instruction_classes, rules_for
 

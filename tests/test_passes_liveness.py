@@ -302,3 +302,57 @@ def test_straight_line_pressure_counts_chains(n):
     # Before the first add: the n values; the sum s (read uninitialized) is live from the
     # entry, so the peak is n + 1.
     assert live.pressure()["v"].peak == n + 1
+
+
+def clause_kernel(features: str | None = None, *, wait: bool = False, pinned: bool = False):
+    """Three global loads back to back (one VMEM soft clause unless a wait parts them); the
+    address of the first dies at it, and the second may be pinned."""
+    from asterism.builder import ModuleBuilder
+
+    kb = ModuleBuilder("m", "gfx942", features).kernel("k")
+    p = kb.s_load_dwordx2(None, kb.kernarg_ptr(), kb.arg_buffer("p", "u32", "read_only"))
+    kb.s_waitcnt(lgkmcnt=0)
+    off1 = kb.v_lshlrev_b32(None, 2, kb.workitem_id("x"))
+    off2 = kb.v_add_u32(None, 256, off1)
+    x = kb.global_load_dword(None, off1, p)
+    if wait:
+        kb.s_waitcnt(vmcnt=0)
+    y = kb.global_load_dword(kb.v(20) if pinned else None, off2, p)
+    z = kb.global_load_dword(None, off2, p, offset=4)
+    kb.s_waitcnt(vmcnt=0)
+    kb.global_store_dword(off2, kb.v_add_u32(None, kb.v_add_u32(None, x, y), z), p)
+    kb.s_endpgm()
+    module = kb.finish()
+    return kernels_of(module)[0], (off1, off2, x, y, z)
+
+
+def test_soft_clause_sources_stay_live_until_later_writes():
+    kernel, (off1, off2, x, y, z) = clause_kernel()
+    plain = KernelLiveness(kernel)
+    held = KernelLiveness(kernel, soft_clauses=True)
+    c = {name: held.class_of[v] for name, v in
+         (("off1", off1), ("off2", off2), ("x", x), ("y", y), ("z", z))}
+    cp = {name: plain.class_of[v] for name, v in
+          (("off1", off1), ("off2", off2), ("x", x), ("y", y), ("z", z))}
+    # Without clauses off1 dies at the first load: y and z may take its register, and the
+    # loads' destinations may take their own addresses' registers (x on off1).
+    assert not plain.interferes(cp["y"], cp["off1"]) and not plain.interferes(cp["z"], cp["off1"])
+    assert not plain.interferes(cp["x"], cp["off1"])
+    # In the clause: no destination on a register the clause reads up to it.
+    for dest in ("x", "y", "z"):
+        for src in ("off1", "off2"):
+            assert held.interferes(c[dest], c[src]), (dest, src)
+    assert held.pressure()["v"].peak == plain.pressure()["v"].peak + 1  # off1 held over y
+
+
+def test_soft_clauses_end_at_waits_and_pinned_destinations():
+    kernel, (off1, _off2, x, y, z) = clause_kernel(wait=True)
+    live = KernelLiveness(kernel, soft_clauses=True)
+    # the s_waitcnt ends the clause of the first load: y and z may reuse off1's register
+    assert not live.interferes(live.class_of[y], live.class_of[off1])
+    assert not live.interferes(live.class_of[z], live.class_of[off1])
+    kernel, (off1, _off2, x, y, z) = clause_kernel(pinned=True)
+    live = KernelLiveness(kernel, soft_clauses=True)
+    # a pinned destination is left as written and nothing is held across it
+    assert not live.interferes(live.class_of[z], live.class_of[off1])
+    assert live.interferes(live.class_of[x], live.class_of[off1])

@@ -9,7 +9,7 @@ import pytest
 from test_passes_regalloc_helpers import all_fixed, check_allocation, classes_before
 
 import asterism
-from asterism.builder import KernelBuilder
+from asterism.builder import KernelBuilder, ModuleBuilder
 from asterism.errors import AsterismError, ParseError
 from asterism.ir import lower_module, parse_ir, print_ir
 from asterism.ir.types import RegisterType
@@ -445,8 +445,8 @@ def test_auto_pipeline_is_inline_regalloc_waits_hazards():
     assert all(name in PASSES for name in steps)
 
 
-def build_vector_add(waits: bool = True):
-    kb = KernelBuilder("vadd", target="gfx942")
+def build_vector_add(waits: bool = True, features: str | None = None):
+    kb = ModuleBuilder("m", "gfx942", features).kernel("vadd")
     a = kb.arg_buffer("a", "f32", "read_only")
     b = kb.arg_buffer("b", "f32", "read_only")
     c = kb.arg_buffer("c", "f32", "write_only")
@@ -468,10 +468,16 @@ def build_vector_add(waits: bool = True):
     return kb.finish()
 
 
-def test_vector_add_with_relocatable_registers_on_the_emulator():
-    module = build_vector_add()
-    # hazards: the allocator reuses s0 for the last kernel-argument load, which reads s[0:1]
-    # in the same SMEM soft clause; with XNACK ("any" for gfx942) that needs an s_nop 0.
+@pytest.mark.parametrize("features, last_load", [
+    # XNACK any (gfx942's default): the three loads form one SMEM soft clause, so no
+    # destination may take s[0:1], which they all read (else an s_nop 0 must break it).
+    (None, "s_load_dwordx2 s[8:9], s[0:1], 16"),
+    (":xnack+", "s_load_dwordx2 s[8:9], s[0:1], 16"),
+    # XNACK off: nothing keeps them apart and the dead kernarg pointer's s[0:1] is reused.
+    (":xnack-", "s_load_dwordx2 s[0:1], s[0:1], 16"),
+])
+def test_vector_add_with_relocatable_registers_on_the_emulator(features, last_load):
+    module = build_vector_add(features=features)
     hsaco = asterism.compile(module, pipeline="regalloc,hazards")
     n = 512
     rng = np.random.default_rng(3)
@@ -481,7 +487,27 @@ def test_vector_add_with_relocatable_registers_on_the_emulator():
     asterism.launch(hsaco, "vadd", grid=(n // 64, 1, 1), block=(64, 1, 1), args=[a, b, c],
                     backend="emu")
     np.testing.assert_array_equal(c, a + b)
-    assert "s_load_dwordx2 s[0:1], s[0:1], 16" in asterism.translate(module)
+    text = asterism.translate(module)
+    assert last_load in text
+    assert "s_nop" not in text  # kept apart, or no clause to break
+
+
+def test_soft_clauses_kept_apart_only_while_the_registers_fit():
+    module = build_vector_add()
+    report = allocate_kernel(kernels_of(module)[0])
+    assert report.soft_clauses == "kept apart"
+    assert "XNACK soft clauses: kept apart" in report.text()
+    # s[0:1] (kernarg pointer), s2 (workgroup id), s[4:5], s[6:7], s[8:9]
+    assert report.files["s"].used == report.files["s"].peak == 9
+    # 8 SGPRs: room for the kernel only if the last load reuses s[0:1]; the allocator
+    # falls back to that and the hazards pass breaks the clause.
+    module = build_vector_add()
+    report = allocate_kernel(kernels_of(module)[0], limits=Limits(256, 256, 8, 512))
+    assert report.soft_clauses == "no room (s_nop breaks)"
+    text = asterism.translate(module, "hazards")
+    assert "s_nop 0\n\ts_load_dwordx2 s[0:1], s[0:1], 16" in text
+    module = build_vector_add(features=":xnack-")
+    assert allocate_kernel(kernels_of(module)[0]).soft_clauses == ""
 
 
 def test_vector_add_with_the_auto_pipeline_on_the_emulator():

@@ -55,13 +55,12 @@ from asterism.passes.machine import (
     implicit_names,
     is_fixed_register,
     kernel_cfg,
+    kernel_target,
     kernels_of,
-    module_target,
     no_gc,
     special_keys,
 )
 from asterism.passes.pipeline import register_pass
-from asterism.target.chip import Target, get_target
 from asterism.target.hazards import (
     HazardRule,
     InstFacts,
@@ -700,22 +699,6 @@ class _KernelHazards:
             if key not in best or v.need - v.have > best[key].need - best[key].have:
                 best[key] = v
         return list(best.values())
-
-
-def kernel_target(kernel: KernelOp) -> Target:
-    """The target of the amdgcn.module holding `kernel`, with its features (e.g. xnack-)."""
-    name = module_target(kernel)
-    target = get_target(name)
-    module = kernel.parent_op()
-    while module is not None and getattr(module, "name", "") != "amdgcn.module":
-        module = module.parent_op()
-    features = getattr(module, "features", None)
-    if features is not None and features.data:
-        given = get_target(target.name + features.data)
-        target = target.with_features(
-            xnack=target.xnack if given.xnack is None else given.xnack,
-            sramecc=target.sramecc if given.sramecc is None else given.sramecc)
-    return target
 
 
 def _s_nop(n: int, where: Operation) -> SOPPOp:

@@ -44,6 +44,14 @@ The model
   `v_mad_*64_32` write "early" (at the point before them too), so their destination also
   conflicts with the sources they read.
 
+* **XNACK soft clauses** (`soft_clauses=True`, what the register allocator asks for on a
+  target with XNACK on): back-to-back SMEM or VMEM instructions form a clause a page fault
+  replays from its start, so no instruction of it may write a register that it or an earlier
+  one reads (asterism.target.hazards; else the hazards pass breaks the clause with an
+  `s_nop 0`). In each such run the sources of earlier instructions stay live up to every
+  later one that writes a relocatable register, and those write early, as LLVM's
+  SIFormMemoryClauses keeps them apart. A pinned destination is left as written.
+
 Liveness across blocks is the usual backward fixpoint on the CFG (branch targets,
 fall-throughs). `analyze_kernel` returns a `KernelLiveness` to query: live-in/live-out per
 block, the live set before/after each op, interference, peak pressure per register file and
@@ -67,12 +75,14 @@ from asterism.ir.ops import (
     VIEW_OPS,
     AllocaOp,
     BranchOp,
+    EndKernelOp,
     FallthroughOp,
     InstructionOp,
     KernelOp,
     MakeRegisterRangeOp,
     ModuleOp,
     SplitRegisterRangeOp,
+    WaitOp,
     combine_alignment,
 )
 from asterism.ir.types import REGISTER_TYPES, RegisterType, SpecialRegType
@@ -86,6 +96,8 @@ FILES = ("v", "a", "s")
 _REG_TYPES = frozenset(REGISTER_TYPES.values())
 _INSTRUCTION_OPS = frozenset(INSTRUCTION_OPS)
 _VIEW_OPS = frozenset(VIEW_OPS)
+# Ops without instruction facts that still emit code between their neighbours.
+_CLAUSE_BREAKS = frozenset((WaitOp, BranchOp, FallthroughOp, EndKernelOp, func.CallOp))
 FILE_NAMES = {"v": "VGPR", "a": "AGPR", "s": "SGPR"}
 
 
@@ -387,8 +399,10 @@ class _LayoutView:
 class KernelLiveness:
     """Register classes, liveness and pressure of one kernel (see the module docstring)."""
 
-    def __init__(self, kernel: KernelOp, isa: IsaDatabase | None = None):
+    def __init__(self, kernel: KernelOp, isa: IsaDatabase | None = None, *,
+                 soft_clauses: bool = False):
         self.kernel = kernel
+        self.soft_clauses = soft_clauses
         if isa is None:
             module = kernel.parent_op()
             isa = get_isa(module.target_name if isinstance(module, ModuleOp) else "gfx942")
@@ -592,6 +606,31 @@ class KernelLiveness:
         self.class_of: dict[SSAValue, RegClass] = {v: c for c in classes for v in c.values
                                                    if c.bundle is None}
         self.writes_exec = writes_exec
+        if self.soft_clauses:
+            self._hold_clause_sources(op_facts)
+
+    def _hold_clause_sources(self, op_facts: list[InstFacts | None]) -> None:
+        """Keep the registers of an XNACK soft clause apart (see the module docstring): in
+        each run of back-to-back SMEM or VMEM instructions, a destination may not take a
+        register that the instruction itself or an earlier one of the run reads."""
+        classes = self.classes
+        for start, end in self.block_range:
+            for run in _clause_runs(self.ops, op_facts, self.writes, start, end):
+                held: dict[int, None] = {}  # sources of the run so far, in order
+                for k, i in enumerate(run):
+                    writes, reads = self.writes[i], self.reads[i]
+                    if any(classes[w].fixed is not None for w in writes):
+                        held = {}  # a pinned destination is where it is: nothing to steer
+                    elif writes:
+                        if k + 1 < len(run) or held:
+                            self.early[i] = True  # apart from its sources and the held ones
+                        extra = tuple(r for r in held if r not in writes and r not in reads)
+                        if extra:
+                            self.reads[i] = reads + extra
+                    for w in writes:
+                        held.pop(w, None)
+                    for r in reads:
+                        held[r] = None
 
     def _note_copy(self, i: int, op: InstructionOp, facts: InstFacts,
                    args: tuple[SSAValue, ...], cid_of: dict[int, int],
@@ -1146,6 +1185,35 @@ def _loop_depths(succs: list[list[int]], preds: list[list[int]]) -> list[int]:
         for b in body:
             depth[b] += 1
     return depth
+
+
+def _clause_runs(ops: list[Operation], op_facts: list[InstFacts | None],
+                 writes: list[tuple[int, ...]], start: int, end: int) -> Iterator[list[int]]:
+    """The runs of op indices in [start, end) that may form one soft clause: back-to-back
+    instructions of one memory unit (SMEM or VMEM; ops that emit no code do not part them)
+    up to a store that follows a write (it starts a new clause, as the hazards pass makes it
+    do). Runs of one instruction are left out."""
+    run: list[int] = []
+    unit = None
+    wrote = False
+    for i in range(start, end):
+        facts = op_facts[i]
+        if facts is None:
+            if type(ops[i]) in _CLAUSE_BREAKS:
+                if len(run) > 1:
+                    yield run
+                run, unit = [], None
+            continue
+        kind = facts.unit if facts.unit in ("smem", "vmem") else None
+        if kind != unit or (kind is not None and wrote and not writes[i]):
+            if len(run) > 1:
+                yield run
+            run, unit, wrote = [], kind, False
+        if kind is not None:
+            run.append(i)
+            wrote = wrote or bool(writes[i])
+    if len(run) > 1:
+        yield run
 
 
 def kernels_of(module: Operation) -> list[KernelOp]:

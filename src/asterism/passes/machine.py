@@ -46,6 +46,7 @@ from asterism.ir.types import (
 from asterism.ir.verify import match_instruction
 from asterism.isa import Instruction, IsaDatabase, OperandSpec
 from asterism.isa.syntax import NAMED_PAIR_CODES, NAMED_SCALAR_CODES
+from asterism.target.chip import Target, get_target
 
 KEY_AGPR = 256
 KEY_SGPR = 1024
@@ -455,3 +456,19 @@ def module_target(kernel: KernelOp) -> str:
     if parent is None:
         raise ValueError("kernel outside an amdgcn.module")
     return parent.target_name  # type: ignore[attr-defined]
+
+
+def kernel_target(kernel: KernelOp) -> Target:
+    """The target of the amdgcn.module holding `kernel`, with its features (e.g. xnack-)."""
+    name = module_target(kernel)
+    target = get_target(name)
+    module = kernel.parent_op()
+    while module is not None and getattr(module, "name", "") != "amdgcn.module":
+        module = module.parent_op()
+    features = getattr(module, "features", None)
+    if features is not None and features.data:
+        given = get_target(target.name + features.data)
+        target = target.with_features(
+            xnack=target.xnack if given.xnack is None else given.xnack,
+            sramecc=target.sramecc if given.sramecc is None else given.sramecc)
+    return target

@@ -82,6 +82,7 @@ from asterism.passes.liveness import (
     describe_classes,
     value_names,
 )
+from asterism.passes.machine import kernel_target
 from asterism.passes.pipeline import register_pass
 from asterism.target import Target, get_target, total_vgprs
 
@@ -124,6 +125,9 @@ class AllocationReport:
     # make_register_range operands the allocator copied to fresh registers (one line each:
     # where, which operand, why); the copies are v_mov_b32 / s_mov_b32 / v_accvgpr_mov_b32.
     view_copies: list[str] = field(default_factory=list)
+    # XNACK soft clauses: "kept apart" (their registers do not overlap), "no room" (they
+    # would not fit: the hazards pass breaks them with s_nop) or "" (XNACK off).
+    soft_clauses: str = ""
 
     @property
     def optimal(self) -> bool:
@@ -147,6 +151,8 @@ class AllocationReport:
         if self.view_copies:
             lines.append(f"  make_register_range operands copied: {len(self.view_copies)}")
             lines += [f"    {line}" for line in self.view_copies]
+        if self.soft_clauses:
+            lines.append(f"  XNACK soft clauses: {self.soft_clauses}")
         return "\n".join(lines)
 
 
@@ -273,12 +279,12 @@ def _parse_ranges(text: str) -> list[RegisterType]:
 
 class _KernelAllocator:
     def __init__(self, kernel: KernelOp, isa: IsaDatabase, limits: Limits,
-                 reserve: list[RegisterType], coalesce: bool):
+                 reserve: list[RegisterType], coalesce: bool, soft_clauses: bool):
         self.kernel = kernel
         self.isa = isa
         self.limits = limits
         self.coalesce = coalesce
-        self.live = KernelLiveness(kernel, isa)
+        self.live = KernelLiveness(kernel, isa, soft_clauses=soft_clauses)
         self._names: dict[SSAValue, str] | None = None
         self._types: dict[tuple, RegisterType] = {}
         self.reserved: dict[str, set[int]] = {f: set() for f in FILES}
@@ -970,15 +976,27 @@ def allocate_kernel(kernel: KernelOp, isa: IsaDatabase | None = None, *,
         isa = get_isa(getattr(module, "target_name", "gfx942"))
     if limits is None:
         limits = Limits.for_target(get_target(isa.target))
+    xnack = clauses = _xnack_on(kernel)
     with gc_paused():
         copier = _ViewCopier(kernel, isa)
         rounds = None
         while rounds is None or rounds > 0:
-            alloc = _KernelAllocator(kernel, isa, limits, list(reserve or ()), coalesce)
+            alloc = _KernelAllocator(kernel, isa, limits, list(reserve or ()), coalesce,
+                                     clauses)
             fixes = alloc.view_fixes()
             if not fixes:
-                report = alloc.run()
+                try:
+                    report = alloc.run()
+                except RegisterAllocationError:
+                    if not clauses:
+                        raise
+                    # Keeping soft clauses apart costs registers the kernel does not have:
+                    # allocate without (the hazards pass then breaks them with s_nop).
+                    clauses = False
+                    continue
                 report.view_copies = copier.notes
+                if xnack:
+                    report.soft_clauses = "kept apart" if clauses else "no room (s_nop breaks)"
                 return report
             if rounds is None:  # each round copies operands that were not copies before
                 rounds = 1 + sum(len(op.operands) for op in kernel.walk()
@@ -988,6 +1006,14 @@ def allocate_kernel(kernel: KernelOp, isa: IsaDatabase | None = None, *,
     raise RegisterAllocationError(f"kernel @{kernel.kernel_name}: the register ranges made by "
                                   "make_register_range could not be satisfied",
                                   op_location(kernel))
+
+
+def _xnack_on(kernel: KernelOp) -> bool:
+    """True if the kernel's target has XNACK on (xnack+ or any): soft clauses matter."""
+    try:
+        return kernel_target(kernel).xnack_enabled
+    except ValueError:  # a kernel outside an amdgcn.module: no target features to read
+        return False
 
 
 _INT_OPTIONS = ("max-vgprs", "max-agprs", "max-sgprs", "max-total-vgprs")
