@@ -35,7 +35,7 @@ from asterism.mc.operands import OFF, Imm, Literal, Mod, Operand, Reg, Special, 
 from asterism.mc.per_form import PerForm
 
 
-@dataclass
+@dataclass(slots=True)
 class DecodedInst:
     """One decoded instruction: where it is, its bytes and the instruction."""
 
@@ -88,13 +88,22 @@ _FIELD_TABLES.update({name: _field_table(fmt) for name, fmt in FORMATS.items()})
 
 
 
-def _route(fmt: Format | None) -> tuple[Format, str, int, int, int, tuple[str, ...]] | None:
-    """(format, its name, size, opcode lo and mask, the encoding its words have unless other
-    bits say otherwise) for Decoder.decode."""
+# What Decoder.decode looks at beyond the opcode: DPP/SDWA of the short VOP formats, the
+# scaled-MFMA prefix of VOP3P, the segment of FLAT.
+_VOP_SHORT, _VOP3P, _FLAT = 1, 2, 3
+_SPECIAL = {"VOP1": _VOP_SHORT, "VOP2": _VOP_SHORT, "VOPC": _VOP_SHORT, "VOP3P": _VOP3P,
+            "FLAT": _FLAT}
+_ENCODINGS = {"VOP3P": ("VOP3P", "MAI")}
+
+
+def _route(fmt: Format | None) -> tuple[Format, str, int, int, int, tuple[str, ...], int] | None:
+    """(format, its name, size, opcode lo and mask, the encodings its words have unless other
+    bits say otherwise, what else to look at) for Decoder.decode."""
     if fmt is None:
         return None
     op = fmt.fields["op"]
-    return fmt, fmt.name, fmt.size, op.lo, op.mask, (fmt.name,)
+    return (fmt, fmt.name, fmt.size, op.lo, op.mask, _ENCODINGS.get(fmt.name, (fmt.name,)),
+            _SPECIAL.get(fmt.name, 0))
 
 
 # The route of each value of a first dword's bits 23..31 (they identify the format: see
@@ -135,7 +144,7 @@ class Decoder:
         route = _ROUTES[w0 >> 23]
         if route is None:
             raise DecodeError(f"0x{address:x}: no encoding format matches word 0x{w0:08x}")
-        fmt, name, size, op_lo, op_mask, encs = route
+        fmt, name, size, op_lo, op_mask, encs, special = route
         if available < size:
             raise DecodeError(f"0x{address:x}: truncated {name} instruction")
         if size == 4:
@@ -143,28 +152,28 @@ class Decoder:
         word = _Word(fmt, value)
         op = (value >> op_lo) & op_mask
         prefix: _Word | None = None
-        if name in ("VOP1", "VOP2", "VOPC"):
-            src0 = value & 0x1FF  # (src0 is bits 0..8 of all three)
-            if src0 in (SRC_DPP, SRC_SDWA):
-                if available < size + 4:
-                    raise DecodeError(f"0x{address:x}: truncated DPP/SDWA instruction")
-                word.extra = int.from_bytes(data[offset + size:offset + size + 4], "little")
-                size += 4
-                encs = ("DPP",) if src0 == SRC_DPP else ("SDWA",)
-        elif name == "VOP3P":
-            encs = ("VOP3P", "MAI")
-            if op == self._scale_prefix and available >= 16:
-                nxt = int.from_bytes(data[offset + 8:offset + 16], "little")
-                nfmt = format_of(nxt & 0xFFFFFFFF)
-                if nfmt is not None and nfmt.name == "VOP3P":
-                    nword = _Word(nfmt, nxt)
-                    if self.isa.by_opcode.get(("VOP3P", "MAI_SCALE", nword["op"])):
-                        prefix, word = word, nword
-                        op = nword["op"]
-                        encs = ("MAI_SCALE",)
-                        size = 16
-        elif name == "FLAT":
-            encs = _FLAT_SEGMENTS.get(word["seg"], ("FLAT",))
+        if special:
+            if special == _VOP_SHORT:
+                src0 = value & 0x1FF  # (src0 is bits 0..8 of all three)
+                if src0 in (SRC_DPP, SRC_SDWA):
+                    if available < size + 4:
+                        raise DecodeError(f"0x{address:x}: truncated DPP/SDWA instruction")
+                    word.extra = int.from_bytes(data[offset + size:offset + size + 4], "little")
+                    size += 4
+                    encs = ("DPP",) if src0 == SRC_DPP else ("SDWA",)
+            elif special == _VOP3P:
+                if op == self._scale_prefix and available >= 16:
+                    nxt = int.from_bytes(data[offset + 8:offset + 16], "little")
+                    nfmt = format_of(nxt & 0xFFFFFFFF)
+                    if nfmt is not None and nfmt.name == "VOP3P":
+                        nword = _Word(nfmt, nxt)
+                        if self.isa.by_opcode.get(("VOP3P", "MAI_SCALE", nword["op"])):
+                            prefix, word = word, nword
+                            op = nword["op"]
+                            encs = ("MAI_SCALE",)
+                            size = 16
+            else:  # FLAT: the segment field says which family
+                encs = _FLAT_SEGMENTS.get(word["seg"], ("FLAT",))
         key = (name, encs[0], op)  # (the first encoding tells the candidate lists apart)
         plan = self._lone.get(key)
         if plan is None:
@@ -172,13 +181,15 @@ class Decoder:
             if plan is None:
                 raise DecodeError(f"0x{address:x}: no {'/'.join(encs)} instruction with opcode"
                                   f" {op} on {self.target} (word 0x{w0:08x})")
-        if plan.needs_literal is not None and plan.needs_literal(plan, word):
+        needs_literal = plan.needs_literal
+        if needs_literal is not None and needs_literal(plan, word):
             if available < size + 4:
                 raise DecodeError(f"0x{address:x}: truncated literal")
             word.literal = int.from_bytes(data[offset + size:offset + size + 4], "little")
             size += 4
-        return DecodedInst(address, size, self._build(plan, word, prefix),
-                           bytes(data[offset:offset + size]))
+        raw = data[offset:offset + size]
+        return DecodedInst(address, size, plan.build(word.value, word, prefix),
+                           raw if type(raw) is bytes else bytes(raw))
 
     def _choose_plan(self, key: tuple[str, str, int], encs: tuple[str, ...],
                      word: _Word) -> _Plan | None:
@@ -226,9 +237,6 @@ class Decoder:
 
     # -------------------------------------------------------------- operands
 
-    @staticmethod
-    def _build(plan: _Plan, word: _Word, prefix: _Word | None) -> Inst:
-        return plan.build(word.value, word, prefix)
 
 
 class _Choice:
@@ -1006,22 +1014,23 @@ def decode_code(code: bytes, target: str, base: int = 0, *,
     """Decode a whole code sequence; raises DecodeError at the first undecodable word, or
     with `skip_undecodable` lists it as (address, dword) and goes on with the next dword
     (as a disassembly listing shows data and padding)."""
-    dec = get_decoder(target)
+    decode = get_decoder(target).decode
     out: list = []
-    pos = 0
+    append = out.append
+    pos, end = 0, len(code)
     paused = pause_cyclic_gc()
     try:
-        while pos < len(code):
+        while pos < end:
             try:
-                d = dec.decode(code, pos, base + pos)
+                d = decode(code, pos, base + pos)
             except AsterismError:
                 if not skip_undecodable:
                     raise
                 word = int.from_bytes(code[pos:pos + 4].ljust(4, b"\0"), "little")
-                out.append((base + pos, word))
+                append((base + pos, word))
                 pos += 4
                 continue
-            out.append(d)
+            append(d)
             pos += d.size
     finally:
         resume_cyclic_gc(paused)

@@ -6,6 +6,7 @@ import bisect
 import copy
 import struct
 
+from asterism.mc.bulk import pause_cyclic_gc, resume_cyclic_gc
 from asterism.mc.decoder import DecodedInst
 from asterism.mc.operands import Imm, Label
 from asterism.mc.per_form import PerForm
@@ -83,17 +84,35 @@ def listing(obj, items: list, filename: str = "") -> str:
     """The whole .text of a code object with kernel labels, objdump style."""
     starts = text_symbols(obj)
     out = [f"{filename}:\tfile format elf64-amdgpu", "", "Disassembly of section .text:"]
-    for item in items:
-        addr = item.address if isinstance(item, DecodedInst) else item[0]
-        if addr in starts:
-            out += ["", f"{addr:016x} <{starts[addr]}>:"]
-        if isinstance(item, DecodedInst):
-            out.append(format_line(item, starts))
-        else:
-            _a, word = item
-            text = f".long 0x{word:08x}"
-            out.append(f"\t{text:<{TEXT_COLUMN}}// {addr:012X}: {word:08X}")
+    paused = pause_cyclic_gc()  # (see there: the items are many collector-tracked objects)
+    try:
+        _list_items(items, starts, out)
+    finally:
+        resume_cyclic_gc(paused)
     return "\n".join(out) + "\n"
+
+
+def _list_items(items: list, starts: dict[int, str], out: list[str]) -> None:
+    append = out.append
+    label_slots = _LABEL_SLOTS
+    hex_words = _hex_words
+    for item in items:
+        if type(item) is DecodedInst:
+            addr = item.address
+            if addr in starts:
+                out += ["", f"{addr:016x} <{starts[addr]}>:"]
+            form = item.inst.form
+            if form is not None and label_slots(form):
+                append(format_line(item, starts))
+            else:  # (format_line without the branch handling: nearly every instruction)
+                append(f"\t{format_inst(item.inst):<{TEXT_COLUMN}}// {addr:012X}: "
+                       f"{hex_words(item)}")
+        else:
+            addr, word = item
+            if addr in starts:
+                out += ["", f"{addr:016x} <{starts[addr]}>:"]
+            text = f".long 0x{word:08x}"
+            append(f"\t{text:<{TEXT_COLUMN}}// {addr:012X}: {word:08X}")
 
 
 def listing_json(obj, items: list) -> dict:

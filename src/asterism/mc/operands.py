@@ -23,11 +23,17 @@ class Reg:
     kind: str  # "v", "s", "a" or "ttmp"
     index: int
     count: int = 1
+    # The text, made on first use: the decoder shares one object per register among all
+    # the instructions that name it, so a listing prints each once.
+    _text: str | None = field(default=None, init=False, repr=False, compare=False)
 
     def __str__(self) -> str:
-        if self.count == 1:
-            return f"{self.kind}{self.index}"
-        return f"{self.kind}[{self.index}:{self.index + self.count - 1}]"
+        text = self._text
+        if text is None:
+            text = f"{self.kind}{self.index}" if self.count == 1 else \
+                f"{self.kind}[{self.index}:{self.index + self.count - 1}]"
+            object.__setattr__(self, "_text", text)  # (frozen: a cache, not a change)
+        return text
 
     @property
     def last(self) -> int:
@@ -77,11 +83,17 @@ class Imm:
     # How LLVM prints it (not part of the value): "dec", "hex" (SOPK immediates, SMEM
     # offsets) or "auto" (hex unless it is inline-constant sized, as SOPP immediates).
     fmt: str = field(default="dec", compare=False)
+    _text: str | None = field(default=None, init=False, repr=False, compare=False)
 
     def __str__(self) -> str:
-        if self.fmt == "hex" or (self.fmt == "auto" and not -16 <= self.value <= 64):
-            return f"-0x{-self.value:x}" if self.value < 0 else f"0x{self.value:x}"
-        return str(self.value)
+        text = self._text
+        if text is None:
+            if self.fmt == "hex" or (self.fmt == "auto" and not -16 <= self.value <= 64):
+                text = f"-0x{-self.value:x}" if self.value < 0 else f"0x{self.value:x}"
+            else:
+                text = str(self.value)
+            object.__setattr__(self, "_text", text)  # (as Reg: shared decoded constants)
+        return text
 
 
 @dataclass(frozen=True, slots=True)
