@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import NamedTuple
 
 from asterism.errors import AsterismError, DecodeError
-from asterism.isa import Form, OperandSpec, get_isa
+from asterism.isa import Form, OperandSpec, get_isa, syntax
 from asterism.isa.formats import (
     DPP,
     FORMATS,
@@ -187,9 +187,12 @@ class Decoder:
                 raise DecodeError(f"0x{address:x}: truncated literal")
             word.literal = int.from_bytes(data[offset + size:offset + size + 4], "little")
             size += 4
+        inst = plan.build(word.value, word, prefix)
+        if inst is None:
+            raise DecodeError(f"0x{address:x}: {plan.mnemonic} with an operand code or "
+                              f"modifier bit it cannot have (word 0x{w0:08x})")
         raw = data[offset:offset + size]
-        return DecodedInst(address, size, plan.build(word.value, word, prefix),
-                           raw if type(raw) is bytes else bytes(raw))
+        return DecodedInst(address, size, inst, raw if type(raw) is bytes else bytes(raw))
 
     def _choose_plan(self, key: tuple[str, str, int], encs: tuple[str, ...],
                      word: _Word) -> _Plan | None:
@@ -286,6 +289,10 @@ class _Plan:
         self.modifiers = _modifier_reader(form)
         self.vop3_modifier_bits = _vop3_modifier_bits(form, self.has_sdst) \
             if self.modifiers is _mods_vop3 else 0
+        # Modifier bits the form does not have: set, they make the word invalid (LLVM's
+        # decoder tables hold them at zero).
+        self.forbidden_bits = _vop3_forbidden_bits(form, self.has_sdst, self.srcs) \
+            if self.modifiers is _mods_vop3 and form.enc == "VOP3" else 0
         self.build_source, self.build = _compile_build(self)
 
 
@@ -324,10 +331,12 @@ def _compile_build(plan: _Plan) -> tuple[str, Callable[[int, _Word, _Word | None
         mods = {}; plan.modifiers(plan, word, prefix, operands, mods)
         return Inst(plan.mnemonic, operands, mods, plan.form)
     """
-    env: dict[str, object] = {"Inst": Inst, "_LITERAL": _LITERAL, "decode_src": decode_src,
+    env: dict[str, object] = {"Inst": Inst, "_LITERAL": _LITERAL, "_INVALID": _INVALID,
+                              "decode_src": decode_src,
                               "SRC_LITERAL": SRC_LITERAL, "plan": plan, "form": plan.form,
                               "mnemonic": plan.mnemonic, "read_modifiers": plan.modifiers}
     reads = []
+    checks: list[int] = []  # slots whose table has _INVALID entries
     for k, slot in enumerate(plan.slots):
         if slot.table is None:
             env[f"read{k}"] = slot.read
@@ -338,8 +347,16 @@ def _compile_build(plan: _Plan) -> tuple[str, Callable[[int, _Word, _Word | None
         if slot.agpr_mask:
             index += f" | (((value >> {slot.agpr_lo}) & {slot.agpr_mask}) << {slot.shift})"
         reads.append(f"table{k}[{index}]")
+        if getattr(slot.table, "checked", False):
+            checks.append(k)
     lines = ["def build(value, word, prefix):",
              f"    operands = [{', '.join(reads)}]"]
+    tests = [f"operands[{k}] is _INVALID" for k in checks]
+    if getattr(plan, "forbidden_bits", 0):
+        tests.insert(0, f"value & {plan.forbidden_bits:#x}")
+    if tests:
+        lines.append(f"    if {' or '.join(tests)}:")
+        lines.append("        return None  # (a code or modifier bit the form cannot have)")
     for pos, (width, type_) in plan.literal_slots:
         lines += [f"    if operands[{pos}] is _LITERAL:",
                   f"        operands[{pos}] = decode_src(SRC_LITERAL, {width}, type_={type_!r},"
@@ -426,6 +443,7 @@ class _Table(dict):
         super().__init__()
         self._make = make
         self.literal = literal
+        self.checked = False  # may hold _INVALID entries (set by _table for those kinds)
 
     def __missing__(self, index: int) -> Operand:
         op = self._make(index)
@@ -437,6 +455,11 @@ class _Table(dict):
 _TABLE_LIMIT = 1 << 16
 _TABLES: dict[tuple, _Table] = {}  # shared tables by what their entries depend on
 _LITERAL = object()  # table entry of the literal code: replaced by the Literal after the read
+_INVALID = object()  # table entry of a code the operand cannot have (the word is rejected)
+# Scalar registers that cannot start a 64-bit (or wider) operand, as LLVM decodes them.
+# (null is a register of any width: "s_ashr_i64 null, ...")
+_NOT_PAIR_STARTS = frozenset(("vcc_hi", "exec_hi", "flat_scratch_hi", "xnack_mask_hi", "m0",
+                              "src_lds_direct"))
 _REGS: dict[tuple[str, int, int], Reg] = {}
 
 
@@ -450,6 +473,29 @@ def _reg(kind: str, index: int, count: int) -> Reg:
 
 def _shared(op: Operand | None) -> Operand | None:
     return _reg(op.kind, op.index, op.count) if type(op) is Reg else op
+
+
+def _scalar_entry(code: int, width: int) -> object:
+    """The table entry of a scalar register code: _INVALID for a code that names no
+    register, or one that cannot start a range of `width` (odd SGPRs and TTMPs, upper
+    halves, m0...), as llvm-objdump rejects them."""
+    op = decode_scalar_reg(code, width)
+    if op is None or width >= 2 and (
+            type(op) is Reg and op.index & 1 or type(op) is Special
+            and op.name in _NOT_PAIR_STARTS):
+        return _INVALID
+    return _shared(op)
+
+
+def _src_entry(code: int, width: int, type_: str | None, agpr: bool) -> object:
+    """The table entry of a source code: _LITERAL, _INVALID (reserved codes, scalar
+    registers that cannot start the operand's range) or the operand."""
+    if code == SRC_LITERAL:
+        return _LITERAL
+    if code < syntax.SRC_VGPR_BASE and syntax.inline_int_value(code) is None and \
+            code not in syntax.INLINE_FLOATS:
+        return _scalar_entry(code, width)
+    return _shared(decode_src(code, width, type_=type_, agpr=agpr))
 
 
 def _table(key: tuple, make: Callable[[int], Operand],
@@ -482,6 +528,7 @@ def _field_slot(form: Form, spec: OperandSpec, lo: int, mask: int, kind: str,
         return make(index & mask, always_agpr or bool(index >> shift))
 
     table = _table((kind, spec.width, spec.type, always_agpr, mask), entry, literal)
+    table.checked = kind in ("src", "scalar")
     if agpr_bit is None:
         return _Slot(lo, mask, 0, 0, shift, table, None)
     return _Slot(lo, mask, agpr_bit, 1, shift, table, None)
@@ -539,8 +586,8 @@ def _field_slot_of(form: Form, spec: OperandSpec, fmt: Format) -> _Slot:
         return _src_slot(form, spec, lo, mask)
     if name in ("sdst", "sdata") or ("s" in spec.kinds and not (
             "v" in spec.kinds or "a" in spec.kinds)):
-        return _field_slot(form, spec, lo, mask, "scalar", lambda code, agpr: (
-            _shared(decode_scalar_reg(code, width)) or Imm(code)))
+        return _field_slot(form, spec, lo, mask, "scalar",
+                           lambda code, agpr: _scalar_entry(code, width))
     if "v" in spec.kinds or "a" in spec.kinds:
         return _vector_slot(form, spec, lo, mask)
     return _field_slot(form, spec, lo, mask, "imm", lambda code, agpr: Imm(code))
@@ -556,9 +603,8 @@ def _vector_slot(form: Form, spec: OperandSpec, lo: int, mask: int) -> _Slot:
 def _src_slot(form: Form, spec: OperandSpec, lo: int, mask: int) -> _Slot:
     """A 9-bit (or SOP) source: register, inline constant or (_LITERAL) the literal."""
     width, type_ = spec.width, spec.type
-    return _field_slot(form, spec, lo, mask, "src", lambda code, agpr: (
-        _LITERAL if code == SRC_LITERAL
-        else _shared(decode_src(code, width, type_=type_, agpr=agpr))), (width, type_))
+    return _field_slot(form, spec, lo, mask, "src",
+                       lambda code, agpr: _src_entry(code, width, type_, agpr), (width, type_))
 
 
 def _width_rule(form: Form, spec: OperandSpec) -> Callable[[_Word], int] | None:
@@ -789,6 +835,27 @@ def _mods_vop3(plan: _Plan, word: _Word, prefix: _Word | None, operands: list[Op
         bits = word["op_sel"]
         if bits:
             mods["op_sel"] = tuple((bits >> k) & 1 for k in plan.op_sel_positions)
+
+
+def _vop3_forbidden_bits(form: Form, has_sdst: bool, srcs: list[int]) -> int:
+    """VOP3 word bits that must be zero for `form`, as LLVM's decoder holds them: clamp and
+    omod when the form has none, the neg/abs bits of a source it does not have unless it has
+    op_sel. (Modifier bits of a source it has without modifiers, op_sel, and the fields of
+    absent sources are ignored, as LLVM ignores them.)"""
+    fields = FORMATS["VOP3"].fields
+    bits = 0
+    for name in ("clamp", "omod"):
+        if name not in form.modifiers:
+            bits |= fields[name].mask << fields[name].lo
+    if "op_sel" in form.modifiers:
+        return bits  # (LLVM's op_sel encodings ignore the bits of absent sources)
+    present = {int(form.operands[i].name[-1]) for i in srcs}
+    for k in range(3):
+        if k not in present:
+            bits |= 1 << (fields["neg"].lo + k)
+            if not has_sdst:
+                bits |= 1 << (fields["abs"].lo + k)
+    return bits
 
 
 def _vop3_modifier_bits(form: Form, has_sdst: bool) -> int:
