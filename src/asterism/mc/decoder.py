@@ -347,12 +347,12 @@ def _compile_build(plan: _Plan) -> tuple[str, Callable[[int, _Word, _Word | None
         if slot.agpr_mask:
             index += f" | (((value >> {slot.agpr_lo}) & {slot.agpr_mask}) << {slot.shift})"
         reads.append(f"table{k}[{index}]")
-        if getattr(slot.table, "checked", False):
+        if isinstance(slot.table, _Table) and slot.table.checked:
             checks.append(k)
     lines = ["def build(value, word, prefix):",
              f"    operands = [{', '.join(reads)}]"]
     tests = [f"operands[{k}] is _INVALID" for k in checks]
-    if getattr(plan, "forbidden_bits", 0):
+    if plan.forbidden_bits:
         tests.insert(0, f"value & {plan.forbidden_bits:#x}")
     if tests:
         lines.append(f"    if {' or '.join(tests)}:")
