@@ -78,6 +78,7 @@ def _hex_words(d: DecodedInst) -> str:
 
 # dword count -> (its "%08X %08X..." text, its unpacker) for instruction sizes
 _WORDS = {n: (" ".join(["%08X"] * n), struct.Struct(f"<{n}I").unpack) for n in range(1, 5)}
+_HEX_OF_SIZE = {4 * n: words for n, words in _WORDS.items()}  # the same by size in bytes
 
 
 def listing(obj, items: list, filename: str = "") -> str:
@@ -95,18 +96,23 @@ def listing(obj, items: list, filename: str = "") -> str:
 def _list_items(items: list, starts: dict[int, str], out: list[str]) -> None:
     append = out.append
     label_slots = _LABEL_SLOTS
-    hex_words = _hex_words
+    hex_of_size = _HEX_OF_SIZE
     for item in items:
         if type(item) is DecodedInst:
             addr = item.address
             if addr in starts:
                 out += ["", f"{addr:016x} <{starts[addr]}>:"]
-            form = item.inst.form
-            if form is not None and label_slots(form):
+            inst = item.inst
+            form = inst.form
+            # (only SOPP has branch targets: the other forms skip the per-form lookup)
+            if form is not None and form.enc == "SOPP" and label_slots(form):
                 append(format_line(item, starts))
-            else:  # (format_line without the branch handling: nearly every instruction)
-                append(f"\t{format_inst(item.inst):<{TEXT_COLUMN}}// {addr:012X}: "
-                       f"{hex_words(item)}")
+                continue
+            raw = item.raw
+            words = hex_of_size.get(len(raw))
+            hexed = words[0] % words[1](raw) if words else _hex_words(item)
+            # (format_line without the branch handling: nearly every instruction)
+            append(f"\t{format_inst(inst):<{TEXT_COLUMN}}// {addr:012X}: {hexed}")
         else:
             addr, word = item
             if addr in starts:
