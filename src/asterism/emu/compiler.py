@@ -19,7 +19,6 @@ import numpy as np
 
 from asterism.emu.core import (
     EXEC,
-    KEY_SCC,
     KEY_SGPR,
     M0,
     VCC,
@@ -32,6 +31,7 @@ from asterism.isa.database import SUFFIXES
 from asterism.isa.syntax import INLINE_FLOATS, INV_2PI_BITS, NAMED_PAIR_CODES, NAMED_SCALAR_CODES
 from asterism.mc.inst import Inst
 from asterism.mc.operands import FloatImm, Imm, Label, Literal, Mod, Off, Operand, Reg, Special
+from asterism.target.hazards import KEY_SCC
 
 Op = Callable[[Group], int]
 Builder = Callable[["OpInfo"], Op]

@@ -21,6 +21,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from asterism.target.hazards import KEY_AGPR, KEY_SGPR, register_key_name
+
 if TYPE_CHECKING:
     from asterism.emu.memory import DeviceMemory
 
@@ -32,9 +34,6 @@ FLAT_SCRATCH = 102
 XNACK_MASK = 104
 TTMP = 108
 
-KEY_AGPR = 256
-KEY_SGPR = 1024
-KEY_SCC = 1200
 
 LANES = 64
 LANE_IDS = np.arange(LANES, dtype=np.uint32)
@@ -63,23 +62,7 @@ def reg_keys(kind: str, index: int, count: int) -> range:
     return range(base + index, base + index + count)
 
 
-def key_name(key: int) -> str:
-    """Assembly name of a register key (v5, a3, s7, vcc_lo, exec_hi, m0, scc)."""
-    if key < KEY_AGPR:
-        return f"v{key}"
-    if key < KEY_SGPR:
-        return f"a{key - KEY_AGPR}"
-    if key == KEY_SCC:
-        return "scc"
-    s = key - KEY_SGPR
-    named = {VCC: "vcc_lo", VCC + 1: "vcc_hi", EXEC: "exec_lo", EXEC + 1: "exec_hi", M0: "m0",
-             FLAT_SCRATCH: "flat_scratch_lo", FLAT_SCRATCH + 1: "flat_scratch_hi",
-             XNACK_MASK: "xnack_mask_lo", XNACK_MASK + 1: "xnack_mask_hi"}
-    if s in named:
-        return named[s]
-    if TTMP <= s < TTMP + 16:
-        return f"ttmp{s - TTMP}"
-    return f"s{s}"
+key_name = register_key_name
 
 
 def keys_text(keys) -> str:

@@ -27,17 +27,18 @@ from asterism.emu.errors import SanitizerError
 from asterism.mc.operands import Imm, Mod, Reg, Special
 from asterism.target.chip import Target
 from asterism.target.hazards import (
+    KEY_HWREG,
     HazardRule,
     InstFacts,
     SoftClause,
     clause_rules,
     distance_rules,
     instruction_classes,
+    join_clause,
     mfma_passes,
     rules_for,
 )
 
-KEY_HWREG = 2000
 _EXEC_KEYS = (KEY_SGPR + EXEC, KEY_SGPR + EXEC + 1)
 _VCC_KEYS = (KEY_SGPR + VCC, KEY_SGPR + VCC + 1)
 _M0_KEYS = (KEY_SGPR + M0,)
@@ -350,14 +351,8 @@ class HazardChecker:
         member = prep.member
         clauses = st.clauses
         if member is not None:
-            clause = clauses.get(member.kind)
-            if clause is None:
-                clauses.clear()  # an instruction of the other kind ends that clause
-                clause = clauses[member.kind] = SoftClause()
-            elif len(clauses) > 1:
-                for kind in [k for k in clauses if k != member.kind]:
-                    del clauses[kind]
-            clause.add(member.defs, member.uses, Event(now, prep.facts, "clause", (0, 0), info))
+            join_clause(clauses, member.kind, member.defs, member.uses,
+                        Event(now, prep.facts, "clause", (0, 0), info))
         elif clauses:
             clauses.clear()  # any other instruction ends the clauses
         st.clock = now + prep.facts.wait_states

@@ -764,16 +764,14 @@ def _buffer_slot(form: Form, spec: OperandSpec, fmt: Format) -> _Slot:
 
 
 def _simm16(form: Form, spec: OperandSpec, value: int) -> Operand:
-    from asterism.isa import syntax
-
     if spec.syntax == "waitcnt":
         return Syntax(value, syntax.format_waitcnt(value))
     if spec.syntax == "hwreg":
         return Syntax(value, syntax.format_hwreg(value))
     if spec.syntax == "sendmsg":
-        return Syntax(value, _format_sendmsg(value))
+        return Syntax(value, syntax.format_sendmsg(value))
     if spec.syntax == "gpr_idx":
-        return Syntax(value, _format_gpr_idx(value))
+        return Syntax(value, syntax.format_gpr_idx(value))
     if spec.syntax == "label":
         return Imm(value)  # LLVM prints branch offsets as unsigned 16-bit words
     if form.enc == "SOPK":
@@ -1033,36 +1031,6 @@ def op_sel_positions(form: Form) -> list[int]:
 
 def _signed(value: int, bits: int) -> int:
     return value - (1 << bits) if value & (1 << (bits - 1)) else value
-
-
-def _format_sendmsg(value: int) -> str:
-    from asterism.isa import syntax
-
-    msg, op, stream = value & 0xF, (value >> 4) & 0x7, (value >> 8) & 0x3
-    name = syntax.SENDMSG_NAMES.get(msg)
-    # LLVM prints the symbolic form only for valid (message, operation, stream) triples.
-    if name is None:
-        return str(value)
-    if msg in (2, 3):
-        if op > 3 or (op == 0 and stream):
-            return str(value)
-        text = f"sendmsg({name}, {syntax.GS_OPS[op]}"
-        return text + (f", {stream})" if op else ")")
-    if msg == 15:
-        if op not in syntax.SYSMSG_OPS or stream:
-            return str(value)
-        return f"sendmsg({name}, {syntax.SYSMSG_OPS[op]})"
-    if op or stream:
-        return str(value)
-    return f"sendmsg({name})"
-
-
-def _format_gpr_idx(value: int) -> str:
-    if value > 15:
-        return f"0x{value:x}"
-    names = ["SRC0", "SRC1", "SRC2", "DST"]
-    on = [n for k, n in enumerate(names) if (value >> k) & 1]
-    return f"gpr_idx({','.join(on)})"
 
 
 _DECODERS: dict[str, Decoder] = {}

@@ -62,17 +62,18 @@ from asterism.passes.machine import (
 )
 from asterism.passes.pipeline import register_pass
 from asterism.target.hazards import (
+    KEY_HWREG,
     HazardRule,
     InstFacts,
     SoftClause,
     clause_rules,
     distance_rules,
     instruction_classes,
+    join_clause,
     mfma_passes,
     rules_for,
 )
 
-KEY_HWREG = 2000  # hardware registers of s_setreg/s_getreg (as the emulator numbers them)
 _EXEC_KEYS = special_keys("exec")
 _VCC_KEYS = special_keys("vcc")
 _M0_KEYS = special_keys("m0")
@@ -577,14 +578,7 @@ class _KernelHazards:
         clauses = st.clauses
         member = p.member
         if member is not None:
-            clause = clauses.get(member.kind)
-            if clause is None:
-                clauses.clear()  # an instruction of the other kind ends that clause
-                clause = clauses[member.kind] = SoftClause()
-            elif len(clauses) > 1:
-                for kind in [k for k in clauses if k != member.kind]:
-                    del clauses[kind]
-            clause.add(member.defs, member.uses, p.index)
+            join_clause(clauses, member.kind, member.defs, member.uses, p.index)
         elif clauses and p.facts.wait_states:
             clauses.clear()  # any other instruction ends the clauses
         for role, keys, rng in p.records:

@@ -47,10 +47,8 @@ from asterism.ir.verify import match_instruction
 from asterism.isa import Instruction, IsaDatabase, OperandSpec
 from asterism.isa.syntax import NAMED_PAIR_CODES, NAMED_SCALAR_CODES
 from asterism.target.chip import Target, get_target
+from asterism.target.hazards import KEY_AGPR, KEY_SCC, KEY_SGPR, register_key_name
 
-KEY_AGPR = 256
-KEY_SGPR = 1024
-KEY_SCC = 1200
 Key = int | tuple
 
 # Named registers the register keys track (implicit operands of the ISA database included).
@@ -76,17 +74,7 @@ def key_name(key: Key) -> str:
     """Assembly-like name of a key (v5, a3, s7, vcc_lo, m0, scc, or %reg[i])."""
     if isinstance(key, tuple):
         return f"%{key[0].split('#')[0]}[{key[1]}]"
-    if key < KEY_AGPR:
-        return f"v{key}"
-    if key < KEY_SGPR:
-        return f"a{key - KEY_AGPR}"
-    if key == KEY_SCC:
-        return "scc"
-    s = key - KEY_SGPR
-    for name, code in NAMED_SCALAR_CODES.items():
-        if code == s and code < 128:
-            return name
-    return f"s{s}"
+    return register_key_name(key)
 
 
 # ---------------------------------------------------------------------------- CFG

@@ -62,7 +62,34 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from functools import cache
 
+from asterism.isa.syntax import NAMED_SCALAR_CODES, TTMP_BASE
 from asterism.target.chip import Target, get_target
+
+# Register keys: how the hazards pass and the emulator's checker number the registers they
+# track (both must agree: their reports are compared). VGPRs 0..255, AGPRs from KEY_AGPR,
+# scalar codes from KEY_SGPR (vcc, exec, m0 by their codes), scc, hardware registers.
+KEY_AGPR = 256
+KEY_SGPR = 1024
+KEY_SCC = 1200
+KEY_HWREG = 2000  # s_setreg/s_getreg hardware registers (KEY_HWREG + id)
+_SCALAR_NAMES = {code: name for name, code in reversed(NAMED_SCALAR_CODES.items())
+                 if code < 128}
+
+
+def register_key_name(key: int) -> str:
+    """Assembly name of a register key (v5, a3, s7, vcc_lo, exec_hi, m0, ttmp2, scc)."""
+    if key < KEY_AGPR:
+        return f"v{key}"
+    if key < KEY_SGPR:
+        return f"a{key - KEY_AGPR}"
+    if key == KEY_SCC:
+        return "scc"
+    s = key - KEY_SGPR
+    if s in _SCALAR_NAMES:
+        return _SCALAR_NAMES[s]
+    if TTMP_BASE <= s < TTMP_BASE + 16:
+        return f"ttmp{s - TTMP_BASE}"
+    return f"s{s}"
 
 ALL = ("gfx942", "gfx950")
 
@@ -447,6 +474,19 @@ class SoftClause:
         c.writer = self.writer
         c.conflict = self.conflict
         return c
+
+
+def join_clause(clauses: dict[str, SoftClause], kind: str, defs, uses, who: object) -> None:
+    """Let an instruction of clause `kind` join the clause of that kind open in `clauses`
+    (one is opened if none is); the clause of the other kind ends."""
+    clause = clauses.get(kind)
+    if clause is None:
+        clauses.clear()  # an instruction of the other kind ends that clause
+        clause = clauses[kind] = SoftClause()
+    elif len(clauses) > 1:
+        for other in [k for k in clauses if k != kind]:
+            del clauses[other]
+    clause.add(defs, uses, who)
 
 
 # ---------------------------------------------------------------------------- classification
