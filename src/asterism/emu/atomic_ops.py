@@ -7,6 +7,8 @@ the limit at 0 or above it; float min/max pick the other operand for a NaN).
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
 
 from asterism.emu.fp import bf16_to_f32, f32_to_bf16
@@ -110,3 +112,12 @@ def parse_atomic(mnemonic: str) -> tuple[str, int] | None:
         base = names.get(base, base)
         return base, 8 if ty.endswith("64") else 4
     return None
+
+
+def atomic_of(mnemonic: str) -> tuple[str, Callable, int] | None:
+    """(operation, its function in ATOMIC_FNS, bytes) of an atomic mnemonic the emulator
+    implements; None otherwise."""
+    parsed = parse_atomic(mnemonic)
+    if parsed is None or parsed[0] not in ATOMIC_FNS:
+        return None
+    return parsed[0], ATOMIC_FNS[parsed[0]], parsed[1]

@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 from asterism.emu import spaces
-from asterism.emu.atomic_ops import ATOMIC_FNS, parse_atomic
+from asterism.emu.atomic_ops import atomic_of, parse_atomic
 from asterism.emu.compiler import CompileError, OpInfo, builder, unsupported_op
 from asterism.emu.core import M0, Group
 from asterism.emu.sem_mem import gather_store_data, write_loaded
@@ -119,11 +119,10 @@ def _ds_write2(info: OpInfo):
 
 
 def _ds_atomic(info: OpInfo):
-    parsed = parse_atomic(info.mnemonic)
-    if parsed is None or parsed[0] not in ATOMIC_FNS:
+    found = atomic_of(info.mnemonic)
+    if found is None:
         return unsupported_op(info, "LDS atomic operation")
-    opname, nbytes = parsed
-    fn = ATOMIC_FNS[opname]
+    opname, fn, nbytes = found
     addr = _addr(info)
     off = np.uint64(_offset(info))
     width = nbytes // 4

@@ -12,7 +12,7 @@ from __future__ import annotations
 import numpy as np
 
 from asterism.emu import spaces
-from asterism.emu.atomic_ops import ATOMIC_FNS, parse_atomic
+from asterism.emu.atomic_ops import atomic_of
 from asterism.emu.compiler import CompileError, OpInfo, builder, sread, swrite, unsupported_op
 from asterism.emu.core import M0, Group
 from asterism.emu.memory import MemoryAccessError
@@ -196,11 +196,10 @@ def _smem_store(info: OpInfo):
 
 
 def _smem_atomic(info: OpInfo):
-    parsed = parse_atomic(info.mnemonic)
-    if parsed is None or parsed[0] not in ATOMIC_FNS:
+    found = atomic_of(info.mnemonic)
+    if found is None:
         return unsupported_op(info, "scalar atomic operation")
-    opname, nbytes = parsed
-    fn = ATOMIC_FNS[opname]
+    opname, fn, nbytes = found
     addr = _smem_addr(info)
     first, _count = _sdata(info)
     glc = bool(info.mods.get("glc"))
@@ -377,11 +376,10 @@ def _flat_store(info: OpInfo):
 
 
 def _atomic_common(info: OpInfo, data_slot: str):
-    parsed = parse_atomic(info.mnemonic)
-    if parsed is None or parsed[0] not in ATOMIC_FNS:
+    found = atomic_of(info.mnemonic)
+    if found is None:
         raise CompileError("unknown atomic operation")
-    opname, nbytes = parsed
-    fn = ATOMIC_FNS[opname]
+    opname, fn, nbytes = found
     drow = vreg_row(info, info.op(data_slot))
     width = nbytes // 4
     cmp = opname == "cmpswap"
