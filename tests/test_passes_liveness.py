@@ -13,6 +13,7 @@ from asterism.passes.liveness import (
     iter_bits,
     kernels_of,
 )
+from asterism.target.hazards import soft_clause_kinds
 
 
 def kernel_of(body: str, args: str = "", filename: str = "t.mlir") -> KernelLiveness:
@@ -329,7 +330,7 @@ def clause_kernel(features: str | None = None, *, wait: bool = False, pinned: bo
 def test_soft_clause_sources_stay_live_until_later_writes():
     kernel, (off1, off2, x, y, z) = clause_kernel()
     plain = KernelLiveness(kernel)
-    held = KernelLiveness(kernel, soft_clauses=True)
+    held = KernelLiveness(kernel, soft_clauses=soft_clause_kinds("gfx942"))
     c = {name: held.class_of[v] for name, v in
          (("off1", off1), ("off2", off2), ("x", x), ("y", y), ("z", z))}
     cp = {name: plain.class_of[v] for name, v in
@@ -347,12 +348,12 @@ def test_soft_clause_sources_stay_live_until_later_writes():
 
 def test_soft_clauses_end_at_waits_and_pinned_destinations():
     kernel, (off1, _off2, x, y, z) = clause_kernel(wait=True)
-    live = KernelLiveness(kernel, soft_clauses=True)
+    live = KernelLiveness(kernel, soft_clauses=soft_clause_kinds("gfx942"))
     # the s_waitcnt ends the clause of the first load: y and z may reuse off1's register
     assert not live.interferes(live.class_of[y], live.class_of[off1])
     assert not live.interferes(live.class_of[z], live.class_of[off1])
     kernel, (off1, _off2, x, y, z) = clause_kernel(pinned=True)
-    live = KernelLiveness(kernel, soft_clauses=True)
+    live = KernelLiveness(kernel, soft_clauses=soft_clause_kinds("gfx942"))
     # a pinned destination is left as written and nothing is held across it
     assert not live.interferes(live.class_of[z], live.class_of[off1])
     assert live.interferes(live.class_of[x], live.class_of[off1])

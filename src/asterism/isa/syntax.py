@@ -40,6 +40,10 @@ INLINE_FLOATS: dict[int, float] = {
 INV_2PI_BITS = {"f16": 0x3118, "bf16": 0x3E22, "f32": 0x3E22F983, "f64": 0x3FC45F306DC9C882}
 SRC_LITERAL = 255
 SRC_VGPR_BASE = 256
+# Named scalar registers that cannot start a 64-bit (or wider) operand: llvm-objdump rejects
+# them there. (null is a register of any width: "s_ashr_i64 null, ...".)
+NOT_PAIR_STARTS = frozenset(("vcc_hi", "exec_hi", "flat_scratch_hi", "xnack_mask_hi", "m0",
+                             "src_lds_direct"))
 
 
 def inline_int_code(value: int) -> int | None:

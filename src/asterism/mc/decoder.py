@@ -456,10 +456,6 @@ _TABLE_LIMIT = 1 << 16
 _TABLES: dict[tuple, _Table] = {}  # shared tables by what their entries depend on
 _LITERAL = object()  # table entry of the literal code: replaced by the Literal after the read
 _INVALID = object()  # table entry of a code the operand cannot have (the word is rejected)
-# Scalar registers that cannot start a 64-bit (or wider) operand, as LLVM decodes them.
-# (null is a register of any width: "s_ashr_i64 null, ...")
-_NOT_PAIR_STARTS = frozenset(("vcc_hi", "exec_hi", "flat_scratch_hi", "xnack_mask_hi", "m0",
-                              "src_lds_direct"))
 _REGS: dict[tuple[str, int, int], Reg] = {}
 
 
@@ -482,7 +478,7 @@ def _scalar_entry(code: int, width: int) -> object:
     op = decode_scalar_reg(code, width)
     if op is None or width >= 2 and (
             type(op) is Reg and op.index & 1 or type(op) is Special
-            and op.name in _NOT_PAIR_STARTS):
+            and op.name in syntax.NOT_PAIR_STARTS):
         return _INVALID
     return _shared(op)
 

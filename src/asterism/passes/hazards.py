@@ -72,6 +72,7 @@ from asterism.target.hazards import (
     join_clause,
     mfma_passes,
     rules_for,
+    soft_clause_kinds,
 )
 
 _EXEC_KEYS = special_keys("exec")
@@ -406,7 +407,7 @@ class _KernelHazards:
         every = rules_for(target)
         self.rules = distance_rules(every)
         self.clause_rules = clause_rules(every)
-        self.clause_kinds = frozenset(r.clause for r in self.clause_rules)
+        self.clause_kinds = soft_clause_kinds(target)
         self.producer_roles = sorted({(r.producer, r.produces) for r in self.rules})
         # The rules each instruction class is a consumer of (checked in table order).
         self.by_consumer: dict[str, list[HazardRule]] = {}

@@ -44,8 +44,9 @@ The model
   `v_mad_*64_32` write "early" (at the point before them too), so their destination also
   conflicts with the sources they read.
 
-* **XNACK soft clauses** (`soft_clauses=True`, what the register allocator asks for on a
-  target with XNACK on): back-to-back SMEM or VMEM instructions form a clause a page fault
+* **XNACK soft clauses** (`soft_clauses`: the instruction classes that form them on the
+  target, `asterism.target.hazards.soft_clause_kinds`, which the register allocator passes
+  when XNACK is on): back-to-back SMEM or VMEM instructions form a clause a page fault
   replays from its start, so no instruction of it may write a register that it or an earlier
   one reads (asterism.target.hazards; else the hazards pass breaks the clause with an
   `s_nop 0`). In each such run the sources of earlier instructions stay live up to every
@@ -400,7 +401,7 @@ class KernelLiveness:
     """Register classes, liveness and pressure of one kernel (see the module docstring)."""
 
     def __init__(self, kernel: KernelOp, isa: IsaDatabase | None = None, *,
-                 soft_clauses: bool = False):
+                 soft_clauses: frozenset[str] = frozenset()):
         self.kernel = kernel
         self.soft_clauses = soft_clauses
         if isa is None:
@@ -607,15 +608,16 @@ class KernelLiveness:
                                                    if c.bundle is None}
         self.writes_exec = writes_exec
         if self.soft_clauses:
-            self._hold_clause_sources(op_facts)
+            self._hold_clause_sources(op_facts, self.soft_clauses)
 
-    def _hold_clause_sources(self, op_facts: list[InstFacts | None]) -> None:
+    def _hold_clause_sources(self, op_facts: list[InstFacts | None],
+                             kinds: frozenset[str]) -> None:
         """Keep the registers of an XNACK soft clause apart (see the module docstring): in
         each run of back-to-back SMEM or VMEM instructions, a destination may not take a
         register that the instruction itself or an earlier one of the run reads."""
         classes = self.classes
         for start, end in self.block_range:
-            for run in _clause_runs(self.ops, op_facts, self.writes, start, end):
+            for run in _clause_runs(self.ops, op_facts, self.writes, kinds, start, end):
                 held: dict[int, None] = {}  # sources of the run so far, in order
                 for k, i in enumerate(run):
                     writes, reads = self.writes[i], self.reads[i]
@@ -1188,9 +1190,10 @@ def _loop_depths(succs: list[list[int]], preds: list[list[int]]) -> list[int]:
 
 
 def _clause_runs(ops: list[Operation], op_facts: list[InstFacts | None],
-                 writes: list[tuple[int, ...]], start: int, end: int) -> Iterator[list[int]]:
+                 writes: list[tuple[int, ...]], kinds: frozenset[str], start: int,
+                 end: int) -> Iterator[list[int]]:
     """The runs of op indices in [start, end) that may form one soft clause: back-to-back
-    instructions of one memory unit (SMEM or VMEM; ops that emit no code do not part them)
+    instructions of one unit among `kinds` (ops that emit no code do not part them)
     up to a store that follows a write (it starts a new clause, as the hazards pass makes it
     do). Runs of one instruction are left out."""
     run: list[int] = []
@@ -1204,7 +1207,7 @@ def _clause_runs(ops: list[Operation], op_facts: list[InstFacts | None],
                     yield run
                 run, unit = [], None
             continue
-        kind = facts.unit if facts.unit in ("smem", "vmem") else None
+        kind = facts.unit if facts.unit in kinds else None  # (unit = hazard class name)
         if kind != unit or (kind is not None and wrote and not writes[i]):
             if len(run) > 1:
                 yield run

@@ -85,6 +85,7 @@ from asterism.passes.liveness import (
 from asterism.passes.machine import kernel_target
 from asterism.passes.pipeline import register_pass
 from asterism.target import Target, get_target, total_vgprs
+from asterism.target.hazards import soft_clause_kinds
 
 
 class RegisterAllocationError(VerifyError):
@@ -279,7 +280,7 @@ def _parse_ranges(text: str) -> list[RegisterType]:
 
 class _KernelAllocator:
     def __init__(self, kernel: KernelOp, isa: IsaDatabase, limits: Limits,
-                 reserve: list[RegisterType], coalesce: bool, soft_clauses: bool):
+                 reserve: list[RegisterType], coalesce: bool, soft_clauses: frozenset[str]):
         self.kernel = kernel
         self.isa = isa
         self.limits = limits
@@ -976,7 +977,7 @@ def allocate_kernel(kernel: KernelOp, isa: IsaDatabase | None = None, *,
         isa = get_isa(getattr(module, "target_name", "gfx942"))
     if limits is None:
         limits = Limits.for_target(get_target(isa.target))
-    xnack = clauses = _xnack_on(kernel)
+    xnack = clauses = _clause_kinds(kernel)
     with gc_paused():
         copier = _ViewCopier(kernel, isa)
         rounds = None
@@ -992,7 +993,7 @@ def allocate_kernel(kernel: KernelOp, isa: IsaDatabase | None = None, *,
                         raise
                     # Keeping soft clauses apart costs registers the kernel does not have:
                     # allocate without (the hazards pass then breaks them with s_nop).
-                    clauses = False
+                    clauses = frozenset()
                     continue
                 report.view_copies = copier.notes
                 if xnack:
@@ -1008,12 +1009,12 @@ def allocate_kernel(kernel: KernelOp, isa: IsaDatabase | None = None, *,
                                   op_location(kernel))
 
 
-def _xnack_on(kernel: KernelOp) -> bool:
-    """True if the kernel's target has XNACK on (xnack+ or any): soft clauses matter."""
+def _clause_kinds(kernel: KernelOp) -> frozenset[str]:
+    """The soft-clause kinds of the kernel's target (none unless XNACK is on)."""
     try:
-        return kernel_target(kernel).xnack_enabled
+        return soft_clause_kinds(kernel_target(kernel))
     except ValueError:  # a kernel outside an amdgcn.module: no target features to read
-        return False
+        return frozenset()
 
 
 _INT_OPTIONS = ("max-vgprs", "max-agprs", "max-sgprs", "max-total-vgprs")

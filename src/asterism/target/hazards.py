@@ -390,6 +390,12 @@ def clause_rules(rules: tuple[HazardRule, ...]) -> tuple[HazardRule, ...]:
     return tuple(r for r in rules if r.clause)
 
 
+def soft_clause_kinds(target: str | Target) -> frozenset[str]:
+    """The instruction classes whose back-to-back instructions form soft clauses on `target`
+    (smem, vmem with XNACK on; none with it off)."""
+    return frozenset(r.clause for r in clause_rules(rules_for(target)))
+
+
 class SoftClause:
     """An open soft clause, for the hazards pass and the emulator's checker alike: the
     registers its instructions write and read, each with one instruction that does (`who`:
