@@ -5,8 +5,8 @@ Builds a 100k-instruction kernel with the instruction mix of a real hand-written
 shared aiter GEMM sample) and random operands, then times:
   * assemble: `asterism` (parse + encode + HSACO write, in process) vs `llvm-mc -filetype=obj`
     + `ld.lld -shared` on the same .s file;
-  * disassemble: asterism (decode + print the objdump-style listing) vs `llvm-objdump -d` on
-    the same code object.
+  * disassemble: asterism (read + decode + print the objdump-style listing, what `asterism
+    disasm` does) vs `llvm-objdump -d` on the same code object.
 Prints instructions/s and the ratio asterism / LLVM (higher is better for asterism).
 
 Usage: python benchmarks/bench_mc.py [--instructions 100000] [--repeat 3]
@@ -27,7 +27,6 @@ sys.path.insert(0, str(REPO / "src"))
 
 from asterism import api  # noqa: E402
 from asterism.mc.decoder import DecodedInst  # noqa: E402
-from asterism.mc.listing import listing  # noqa: E402
 from asterism.mc.llvm_tools import require_llvm_tool  # noqa: E402
 from asterism.mc.printer import format_inst  # noqa: E402
 
@@ -99,15 +98,17 @@ def main() -> None:
         same = api.disassemble(h_ours)[0].text == api.disassemble(h_llvm)[0].text
 
         def ours_dis() -> None:
-            obj, items = api.disassemble(h_llvm)
-            listing(obj, items, h_llvm)
+            api.disassembly_listing(h_llvm)  # (what `asterism disasm` prints)
 
         def llvm_dis() -> None:
             subprocess.run([objdump, "-d", h_llvm], check=True, stdout=subprocess.DEVNULL)
 
         t_ours_dis = best(ours_dis, args.repeat)
         t_llvm_dis = best(llvm_dis, args.repeat)
-    print(f"{n} instructions (best of {args.repeat}); .text identical to LLVM's: {same}")
+        listed = api.disassembly_listing(h_llvm) == subprocess.run(
+            [objdump, "-d", h_llvm], check=True, capture_output=True, text=True).stdout
+    print(f"{n} instructions (best of {args.repeat}); .text identical to LLVM's: {same}; "
+          f"listing identical to llvm-objdump's: {listed}")
     print(f"assemble    asterism {n / t_ours_asm:12,.0f} inst/s ({t_ours_asm:6.3f} s)   "
           f"llvm-mc+ld.lld {n / t_llvm_asm:12,.0f} inst/s ({t_llvm_asm:6.3f} s)   "
           f"ratio {t_llvm_asm / t_ours_asm:5.2f}x")

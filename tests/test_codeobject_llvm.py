@@ -319,3 +319,71 @@ def test_relocatable_object_is_refused(llvm_mc, ld_lld, tmp_path) -> None:
     obj, _ = _build(tmp_path, llvm_mc, ld_lld, "gfx942", 5)
     with pytest.raises(CodeObjectError, match="relocatable object"):
         read_code_object(obj)
+
+
+LABELLED_KERNELS = """
+.amdgcn_target "amdgcn-amd-amdhsa--gfx942"
+.text
+.globl first
+.p2align 8
+.type first,@function
+first:
+  s_cbranch_scc0 done
+top:
+  s_sub_u32 s2, s2, 1
+  s_cbranch_scc1 .Lskip
+  s_branch top
+.Lskip:
+  v_mov_b32 v0, 1
+done:
+  s_endpgm
+.globl second
+.p2align 8
+.type second,@function
+second:
+again:
+  s_cbranch_execz again
+  s_endpgm
+.rodata
+.p2align 6
+.amdhsa_kernel first
+  .amdhsa_next_free_vgpr 4
+  .amdhsa_next_free_sgpr 8
+  .amdhsa_accum_offset 4
+.end_amdhsa_kernel
+.amdhsa_kernel second
+  .amdhsa_next_free_vgpr 4
+  .amdhsa_next_free_sgpr 8
+  .amdhsa_accum_offset 4
+.end_amdhsa_kernel
+"""
+
+
+def test_assembled_labels_are_symbols_like_ld_lld(llvm_mc, ld_lld, llvm_readelf, llvm_objdump,
+                                                  tmp_path) -> None:
+    """`asterism asm` keeps named labels as local symbols in llvm-mc's order (first
+    mention) and drops .L labels: the file reads as ld.lld's does (only .comment, the
+    producer's name, differs), so branches to labels disassemble to their names."""
+    from asterism import api
+    from asterism.mc.asm_writer import print_module
+    from asterism.mc.parser import parse_asm
+
+    # (print_module adds the metadata block llvm-mc needs and asterism would make itself)
+    source = print_module(parse_asm(LABELLED_KERNELS, "k.s", None))
+    (tmp_path / "k.s").write_text(source)
+    subprocess.run([llvm_mc, "-triple", "amdgcn-amd-amdhsa", "-mcpu=gfx942", "-filetype=obj",
+                    str(tmp_path / "k.s"), "-o", str(tmp_path / "k.o")], check=True)
+    subprocess.run([ld_lld, "-shared", str(tmp_path / "k.o"), "-o", str(tmp_path / "k.co")],
+                   check=True)
+    ours = api.assemble(source, None, "k.s")
+    (tmp_path / "ours.co").write_bytes(ours)
+    lld_elf, our_elf = parse_elf((tmp_path / "k.co").read_bytes()), parse_elf(ours)
+    for name in (".text", ".rodata", ".note", ".dynsym", ".symtab", ".strtab", ".dynamic"):
+        assert our_elf.section(name).data == lld_elf.section(name).data, name
+    for tool, args in ((llvm_readelf, ["-s"]), (llvm_objdump, ["-d"])):
+        assert (_tool(tool, *args, str(tmp_path / "ours.co"))
+                == _tool(tool, *args, str(tmp_path / "k.co"))), args
+    symbols = _tool(llvm_readelf, "-s", str(tmp_path / "ours.co"))
+    assert re.search(r"NOTYPE +LOCAL +DEFAULT +\d+ done\n.*NOTYPE +LOCAL +DEFAULT +\d+ top\n",
+                     symbols) and ".Lskip" not in symbols
+    assert "s_cbranch_scc0 done " in api.disassembly_listing(ours)

@@ -70,3 +70,69 @@ def test_database_examples_reassemble_identically(llvm_mc, target):
     bad = [(line, data.hex()) for line, data in zip(lines, llvm)
            if our_encoding(line, target) != data]
     assert not bad, bad[:5]
+
+
+def _kernel_source(lines: list[str], target: str) -> str:
+    return "\n".join([
+        f'.amdgcn_target "amdgcn-amd-amdhsa--{target}"', ".text", ".globl k", ".p2align 8",
+        ".type k,@function", "k:", *lines, "s_endpgm", ".rodata", ".p2align 6",
+        ".amdhsa_kernel k", "  .amdhsa_next_free_vgpr 256", "  .amdhsa_next_free_sgpr 96",
+        "  .amdhsa_accum_offset 256", ".end_amdhsa_kernel", ""])
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_disasm_listing_equals_llvm_objdump(llvm_mc, llvm_objdump, target, tmp_path):
+    """`asterism disasm` prints what llvm-objdump -d prints, byte for byte, for a kernel
+    holding a random instance of every form the target has (branches included)."""
+    import subprocess
+
+    from asterism import api
+
+    lines = random_lines(target, 1, seed=11)
+    accepted = [line for line, data in zip(lines, llvm_encode(lines, target))
+                if isinstance(data, bytes)]
+    path = tmp_path / "k.co"
+    path.write_bytes(api.assemble(_kernel_source(accepted, target), None, "k.s"))
+    theirs = subprocess.run([llvm_objdump, "-d", str(path)], capture_output=True, text=True,
+                            check=True).stdout
+    ours = api.disassembly_listing(path)
+    assert len(ours.splitlines()) > len(accepted)
+    assert ours == theirs
+
+
+def test_disasm_listing_of_shared_samples_equals_llvm_objdump(llvm_objdump, shared_data):
+    import subprocess
+
+    from asterism import api
+
+    paths = sorted((shared_data / "codeobjects").glob("*.co"))
+    assert paths
+    for path in paths:
+        theirs = subprocess.run([llvm_objdump, "-d", str(path)], capture_output=True,
+                                text=True, check=True).stdout
+        assert api.disassembly_listing(path) == theirs, path.name
+
+
+def test_disasm_listing_of_shared_addresses_equals_llvm_objdump(llvm_mc, ld_lld, llvm_objdump,
+                                                                tmp_path):
+    """Symbols sharing an address (kernel and labels): the header shows the last by name,
+    a branch there names the first label, other targets annotate by the nearest symbol of
+    the section they fall in (.rodata's k.kd below .text), as llvm-objdump does."""
+    import subprocess
+
+    from asterism import api
+
+    body = ["start:", "aaa:", "s_nop 0", "s_branch start", "mid:", "s_branch 65533",
+            "s_branch 65500", "s_branch 300"]
+    (tmp_path / "k.s").write_text(_kernel_source(body, "gfx942"))
+    subprocess.run([llvm_mc, "-triple=amdgcn-amd-amdhsa", "-mcpu=gfx942", "-filetype=obj",
+                    str(tmp_path / "k.s"), "-o", str(tmp_path / "k.o")], check=True)
+    subprocess.run([ld_lld, "-shared", str(tmp_path / "k.o"), "-o", str(tmp_path / "k.co")],
+                   check=True)
+    for path in (tmp_path / "k.co", tmp_path / "ours.co"):
+        if path.name == "ours.co":
+            path.write_bytes(api.assemble((tmp_path / "k.s").read_text(), None, "k.s"))
+        theirs = subprocess.run([llvm_objdump, "-d", str(path)], capture_output=True,
+                                text=True, check=True).stdout
+        assert "<start>:" in theirs and "s_branch aaa" in theirs and "<k.kd+0x" in theirs
+        assert api.disassembly_listing(path) == theirs, path.name

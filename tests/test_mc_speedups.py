@@ -13,7 +13,6 @@ import random
 
 import pytest
 
-from asterism import api
 from asterism.errors import AsterismError, VerifyError
 from asterism.isa import get_isa
 from asterism.mc import asm_syntax, decoder
@@ -226,20 +225,3 @@ def test_only_sopp_forms_have_branch_targets(target):
     encodings = {f.enc for inst in isa.instructions.values() for f in inst.forms
                  if any(spec.syntax == "label" for spec in f.operands)}
     assert encodings == {"SOPP"}
-
-
-def test_listing_lines_equal_format_line():
-    from asterism.mc.decoder import decode_code
-    from asterism.mc.listing import format_line, listing
-
-    text = "s_mov_b32 s0, 1\nL:\nv_add_u32 v1, v2, v3\ns_cbranch_scc0 L\n" \
-           "v_mfma_f32_16x16x16_f16 v[0:3], v[4:5], v[6:7], 0\ns_endpgm\n"
-    obj, items = api.disassemble(api.assemble(
-        ".amdgcn_target \"amdgcn-amd-amdhsa--gfx942\"\n.text\n.globl k\n.p2align 8\n"
-        ".type k,@function\nk:\n" + text + ".rodata\n.p2align 6\n.amdhsa_kernel k\n"
-        "  .amdhsa_next_free_vgpr 8\n  .amdhsa_next_free_sgpr 8\n"
-        "  .amdhsa_accum_offset 8\n.end_amdhsa_kernel\n", None, "t.s"))
-    starts = {obj.text_address: "k"}
-    lines = [line for line in listing(obj, items).splitlines() if line.startswith("\t")]
-    assert lines == [format_line(d, starts) for d in items]
-    assert decode_code(obj.text, "gfx942", obj.text_address) == items

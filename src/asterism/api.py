@@ -8,7 +8,6 @@
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
 
 
 def _read(source: str | os.PathLike[str] | bytes, what: str) -> tuple[str, str]:
@@ -89,15 +88,6 @@ def assemble(source, target: str | None = None, filename: str | None = None) -> 
     return assemble_mc(parse_asm(text, filename or name, target))
 
 
-@dataclass
-class DisassembledKernel:
-    """The instructions of one kernel of a code object."""
-
-    name: str
-    address: int
-    lines: list
-
-
 def disassemble(source) -> tuple[object, list]:
     """Decode every kernel of a code object: (CodeObject, [DecodedInst or undecodable])."""
     from asterism.mc.codeobject import read_code_object
@@ -106,3 +96,11 @@ def disassemble(source) -> tuple[object, list]:
     obj = read_code_object(source)
     items = decode_code(obj.text, obj.target.name, obj.text_address, skip_undecodable=True)
     return obj, items
+
+
+def disassembly_listing(source, filename: str | None = None) -> str:
+    """The llvm-objdump -d style listing of a code object's .text (path or bytes), decoded
+    and printed in one pass; `filename` names it in the header (default: the path)."""
+    from asterism.mc.listing import listing
+
+    return listing(source, filename)

@@ -123,13 +123,13 @@ def cmd_asm(args) -> int:
 def cmd_disasm(args) -> int:
     """HSACO -> listing."""
     from asterism import api
-    from asterism.mc.listing import listing, listing_json
+    from asterism.mc.listing import listing_json
 
-    obj, items = api.disassemble(args.input)
     if args.json:
+        obj, items = api.disassemble(args.input)
         _write_output(args.output, json.dumps(listing_json(obj, items), indent=1) + "\n")
     else:
-        _write_output(args.output, listing(obj, items, args.input))
+        _write_output(args.output, api.disassembly_listing(args.input))
     return 0
 
 

@@ -12,6 +12,7 @@ from asterism.errors import AsterismError, VerifyError
 from asterism.mc.bulk import pause_cyclic_gc, resume_cyclic_gc
 from asterism.mc.codeobject import (
     CodeObject,
+    ExtraSymbol,
     KernelSymbol,
     descriptor_from_directives,
     make_metadata,
@@ -28,8 +29,11 @@ KERNEL_ALIGN = 256
 S_NOP_0 = (0xBF800000).to_bytes(4, "little")
 
 
-def encode_text(module: McModule) -> tuple[bytes, list[tuple[McKernel, int, int]]]:
-    """The .text bytes and (kernel, offset, size) of every kernel.
+def encode_text(module: McModule) -> tuple[bytes, list[tuple[McKernel, int, int]],
+                                           list[tuple[str, int]]]:
+    """The .text bytes, (kernel, offset, size) of every kernel and (name, offset) of the
+    labels that become symbols: as llvm-mc, those not named .L..., in the order of their
+    first mention (definition or branch), which is llvm-mc's symbol table order.
 
     One encoding pass: instruction sizes do not depend on label values, so branches are
     encoded with a placeholder target first and re-encoded once the labels are placed.
@@ -41,8 +45,10 @@ def encode_text(module: McModule) -> tuple[bytes, list[tuple[McKernel, int, int]
         resume_cyclic_gc(paused)
 
 
-def _encode_text(module: McModule) -> tuple[bytes, list[tuple[McKernel, int, int]]]:
+def _encode_text(module: McModule) -> tuple[bytes, list[tuple[McKernel, int, int]],
+                                            list[tuple[str, int]]]:
     labels: dict[str, int] = {}
+    mentioned: dict[str, None] = {}  # label names by first mention
     text = bytearray()
     placed: list[tuple[McKernel, int, int]] = []
     fixups: list[tuple[Inst, int, int]] = []
@@ -57,8 +63,12 @@ def _encode_text(module: McModule) -> tuple[bytes, list[tuple[McKernel, int, int
                     raise VerifyError(f"label '{item.name}' is defined more than once",
                                       getattr(item, "loc", None))
                 labels[item.name] = len(text)
+                mentioned.setdefault(item.name)
                 continue
             if Label in map(type, item.operands):  # (a branch to a label)
+                for op in item.operands:
+                    if type(op) is Label:
+                        mentioned.setdefault(op.name)
                 data = ENCODER.encode(item, len(text), any_label)
                 fixups.append((item, len(text), len(data)))
             else:
@@ -67,7 +77,10 @@ def _encode_text(module: McModule) -> tuple[bytes, list[tuple[McKernel, int, int
         placed.append((kernel, start, len(text) - start))
     for item, pos, size in fixups:
         text[pos:pos + size] = ENCODER.encode(item, pos, labels)
-    return bytes(text), placed
+    kernels = {kernel.name for kernel in module.kernels}
+    symbols = [(name, labels[name]) for name in mentioned
+               if not name.startswith(".L") and name in labels and name not in kernels]
+    return bytes(text), placed, symbols
 
 
 def assemble_module(module: McModule) -> CodeObject:
@@ -75,7 +88,7 @@ def assemble_module(module: McModule) -> CodeObject:
     target = get_target(module.target + (module.features or ""))
     if not module.kernels:
         raise VerifyError("nothing to assemble: the module has no kernel")
-    text, placed = encode_text(module)
+    text, placed, labels = encode_text(module)
     symbols = []
     entries = []
     for kernel, offset, size in placed:
@@ -90,7 +103,8 @@ def assemble_module(module: McModule) -> CodeObject:
         symbols.append(KernelSymbol(kernel.name, offset, kd, size=size, metadata=meta))
     raw_meta = getattr(module, "metadata", None)
     metadata = raw_meta if raw_meta else make_metadata(entries, target)
-    return CodeObject(target, text, symbols, metadata=metadata)
+    return CodeObject(target, text, symbols, metadata=metadata,
+                      symbols=[ExtraSymbol(name, ".text", offset) for name, offset in labels])
 
 
 def assemble(module: McModule) -> bytes:

@@ -63,11 +63,12 @@ class _Word:
 
     __slots__ = ("fmt", "value", "extra", "literal", "_table")
 
-    def __init__(self, fmt: Format, value: int, extra: int | None = None):
+    def __init__(self, fmt: Format, value: int, extra: int | None = None,
+                 literal: int | None = None):
         self.fmt = fmt
         self.value = value
         self.extra = extra
-        self.literal: int | None = None
+        self.literal = literal
         self._table = _FIELD_TABLES[fmt.name]
 
     def __getitem__(self, name: str) -> int:
@@ -110,6 +111,7 @@ def _route(fmt: Format | None) -> tuple[Format, str, int, int, int, tuple[str, .
 # formats.format_of).
 _ROUTES = [_route(format_of(top << 23)) for top in range(512)]
 _FLAT_SEGMENTS = {0: ("FLAT",), 1: ("SCRATCH",), 2: ("GLOBAL",)}
+_SEG_LO, _SEG_MASK = _FIELD_TABLES["FLAT"]["seg"]
 assert all(FORMATS[name].fields["src0"].lo == 0 and FORMATS[name].fields["src0"].width == 9
            for name in ("VOP1", "VOP2", "VOPC"))
 assert all(f.size in (4, 8) for f in FORMATS.values())  # (Decoder.decode reads 4 or 8 bytes)
@@ -133,8 +135,11 @@ class Decoder:
 
     # -------------------------------------------------------------- entry points
 
-    def decode(self, data: bytes, offset: int = 0, address: int = 0) -> DecodedInst:
-        """Decode the instruction at `data[offset:]` (located at `address`)."""
+    def locate(self, data: bytes, offset: int = 0, address: int = 0
+               ) -> tuple[_Plan, int, int | None, int | None, _Word | None, int]:
+        """(plan, value, extra, literal, prefix, size) of the instruction at `data[offset:]`
+        (located at `address`): the plan of its form, its one or two words, the DPP/SDWA
+        dword, the literal, the scaled-MFMA prefix word and its size in bytes."""
         available = len(data) - offset
         if available < 4:
             raise DecodeError(f"truncated instruction at 0x{address:x}")
@@ -149,16 +154,15 @@ class Decoder:
             raise DecodeError(f"0x{address:x}: truncated {name} instruction")
         if size == 4:
             value = w0
-        word = _Word(fmt, value)
         op = (value >> op_lo) & op_mask
-        prefix: _Word | None = None
+        extra = literal = prefix = None
         if special:
             if special == _VOP_SHORT:
                 src0 = value & 0x1FF  # (src0 is bits 0..8 of all three)
                 if src0 in (SRC_DPP, SRC_SDWA):
                     if available < size + 4:
                         raise DecodeError(f"0x{address:x}: truncated DPP/SDWA instruction")
-                    word.extra = int.from_bytes(data[offset + size:offset + size + 4], "little")
+                    extra = int.from_bytes(data[offset + size:offset + size + 4], "little")
                     size += 4
                     encs = ("DPP",) if src0 == SRC_DPP else ("SDWA",)
             elif special == _VOP3P:
@@ -166,36 +170,39 @@ class Decoder:
                     nxt = int.from_bytes(data[offset + 8:offset + 16], "little")
                     nfmt = format_of(nxt & 0xFFFFFFFF)
                     if nfmt is not None and nfmt.name == "VOP3P":
-                        nword = _Word(nfmt, nxt)
-                        if self.isa.by_opcode.get(("VOP3P", "MAI_SCALE", nword["op"])):
-                            prefix, word = word, nword
-                            op = nword["op"]
+                        nop = (nxt >> op_lo) & op_mask
+                        if self.isa.by_opcode.get(("VOP3P", "MAI_SCALE", nop)):
+                            prefix, value, op = _Word(fmt, value), nxt, nop
                             encs = ("MAI_SCALE",)
                             size = 16
             else:  # FLAT: the segment field says which family
-                encs = _FLAT_SEGMENTS.get(word["seg"], ("FLAT",))
+                encs = _FLAT_SEGMENTS.get((value >> _SEG_LO) & _SEG_MASK, ("FLAT",))
         key = (name, encs[0], op)  # (the first encoding tells the candidate lists apart)
         plan = self._lone.get(key)
         if plan is None:
-            plan = self._choose_plan(key, encs, word)
+            plan = self._choose_plan(key, encs, value)
             if plan is None:
                 raise DecodeError(f"0x{address:x}: no {'/'.join(encs)} instruction with opcode"
                                   f" {op} on {self.target} (word 0x{w0:08x})")
         needs_literal = plan.needs_literal
-        if needs_literal is not None and needs_literal(plan, word):
+        if needs_literal is not None and needs_literal(value):
             if available < size + 4:
                 raise DecodeError(f"0x{address:x}: truncated literal")
-            word.literal = int.from_bytes(data[offset + size:offset + size + 4], "little")
+            literal = int.from_bytes(data[offset + size:offset + size + 4], "little")
             size += 4
-        inst = plan.build(word.value, word, prefix)
+        return plan, value, extra, literal, prefix, size
+
+    def decode(self, data: bytes, offset: int = 0, address: int = 0) -> DecodedInst:
+        """Decode the instruction at `data[offset:]` (located at `address`)."""
+        plan, value, extra, literal, prefix, size = self.locate(data, offset, address)
+        inst = plan.build(value, extra, literal, prefix)
         if inst is None:
-            raise DecodeError(f"0x{address:x}: {plan.mnemonic} with an operand code or "
-                              f"modifier bit it cannot have (word 0x{w0:08x})")
+            raise invalid_word(plan, data, offset, address)
         raw = data[offset:offset + size]
         return DecodedInst(address, size, inst, raw if type(raw) is bytes else bytes(raw))
 
     def _choose_plan(self, key: tuple[str, str, int], encs: tuple[str, ...],
-                     word: _Word) -> _Plan | None:
+                     value: int) -> _Plan | None:
         """The plan of the form the word encodes, among the candidates of its opcode."""
         choice = self._candidates.get(key)
         if choice is None:
@@ -206,10 +213,10 @@ class Decoder:
             if len(plans) == 1 and plans[0].always_fits:
                 self._lone[key] = plans[0]
         # (the choice depends only on the variant bits: remembered by their values)
-        bits = word.value & choice.variant_bits
+        bits = value & choice.variant_bits
         plan = choice.by_bits.get(bits)
         if plan is None:
-            plan = self._select_plan(choice.plans, word)
+            plan = self._select_plan(choice.plans, value)
             if plan is not None and len(choice.by_bits) < 4096:
                 choice.by_bits[bits] = plan
         return plan
@@ -217,10 +224,9 @@ class Decoder:
     # -------------------------------------------------------------- form selection
 
     @staticmethod
-    def _select_plan(plans: list[_Plan], word: _Word) -> _Plan | None:
+    def _select_plan(plans: list[_Plan], value: int) -> _Plan | None:
         """The candidate whose variant fields match the most (the first of equals)."""
         best, best_score = None, -1
-        value = word.value
         for plan in plans:
             score = 0  # variant fields matched (before the first mismatch)
             ok = True
@@ -232,14 +238,21 @@ class Decoder:
             if plan.smem_offset_variant:
                 # imm=1, soe=0: immediate offset; otherwise an SGPR offset (in SOFFSET when
                 # soe=1, else in OFFSET[6:0]), plus the immediate as offset: when imm=1.
+                imm_lo, imm_mask = _FIELD_TABLES["SMEM"]["imm"]
+                soe_lo, soe_mask = _FIELD_TABLES["SMEM"]["soe"]
                 ok = (plan.form.base_variant == "imm") == (
-                    word["imm"] == 1 and word["soe"] == 0)
+                    (value >> imm_lo) & imm_mask == 1 and (value >> soe_lo) & soe_mask == 0)
             if ok and score > best_score:
                 best, best_score = plan, score
         return best
 
-    # -------------------------------------------------------------- operands
 
+def invalid_word(plan: _Plan, data: bytes, offset: int, address: int) -> DecodeError:
+    """The error for a word whose form `plan` is, with an operand code or modifier bit the
+    form cannot have."""
+    w0 = int.from_bytes(data[offset:offset + 4], "little")
+    return DecodeError(f"0x{address:x}: {plan.mnemonic} with an operand code or "
+                       f"modifier bit it cannot have (word 0x{w0:08x})")
 
 
 class _Choice:
@@ -275,8 +288,8 @@ class _Plan:
         # A lone candidate without variant bits is the answer whatever the word says.
         self.always_fits = not self.variant_fields and not self.smem_offset_variant
         self.literal_fields, self.literal_always = self._literal_facts(form, fmt)
-        self.needs_literal: Callable[[_Plan, _Word], bool] | None = (
-            _needs_literal_generic if self.literal_fields is None
+        self.needs_literal: Callable[[int], bool] | None = (
+            _generic_needs_literal(form, fmt) if self.literal_fields is None
             else _compile_needs_literal(form, self.literal_fields, self.literal_always))
         self.slots = tuple(_slot(form, spec, fmt) for spec in form.operands)
         # (position, (width, type)) of the slots whose table holds the literal marker
@@ -287,14 +300,14 @@ class _Plan:
         self.has_sdst = any(s.name == "sdst" for s in form.operands)
         self.op_sel_positions = op_sel_positions(form)
         self.modifiers = _modifier_reader(form)
-        self.vop3_modifier_bits = _vop3_modifier_bits(form, self.has_sdst) \
-            if self.modifiers is _mods_vop3 else 0
+        # (whether the reader wraps or replaces operands, or only adds modifiers)
+        self.modifiers_touch_operands = self.modifiers in _OPERAND_TOUCHING_READERS
+        self.quiet_bits = _quiet_bits(form, self.modifiers, self.has_sdst)
         # Modifier bits the form does not have: set, they make the word invalid (LLVM's
         # decoder tables hold them at zero).
         self.forbidden_bits = _vop3_forbidden_bits(form, self.has_sdst, self.srcs) \
             if self.modifiers is _mods_vop3 and form.enc == "VOP3" else 0
         self.build_source, self.build = _compile_build(self)
-
 
     @staticmethod
     def _literal_facts(form: Form, fmt: Format) -> tuple[list[tuple[int, int]] | None, bool]:
@@ -320,18 +333,25 @@ class _Plan:
 _PLANS = PerForm(_Plan)
 
 
-def _compile_build(plan: _Plan) -> tuple[str, Callable[[int, _Word, _Word | None], Inst | None]]:
-    """(source, function) of build(value, word, prefix): the form's Inst from the word.
+def _compile_build(plan: _Plan) -> tuple[str, Callable[[int, int | None, int | None,
+                                                          _Word | None], Inst | None]]:
+    """(source, function) of build(value, extra, literal, prefix): the form's Inst from the
+    word (None if it holds a code or modifier bit the form cannot have).
 
     The function is generated for the form so that reading its operands is one expression
     per slot with the field positions as constants (a loop over the slots costs about twice
     as much). It does what this would, slot by slot:
+        word = _Word(fmt, value, extra, literal)
         operands = [read(slot) for slot in plan.slots]
         replace each _LITERAL of plan.literal_slots by the Literal of the word
-        mods = {}; plan.modifiers(plan, word, prefix, operands, mods)
+        mods = {}
+        if plan.quiet_bits is None or value & plan.quiet_bits:
+            plan.modifiers(plan, word, prefix, operands, mods)
         return Inst(plan.mnemonic, operands, mods, plan.form)
+    (the _Word only when a reader needs it).
     """
     env: dict[str, object] = {"Inst": Inst, "_LITERAL": _LITERAL, "_INVALID": _INVALID,
+                              "_Word": _Word, "fmt": FORMATS[plan.form.format],
                               "decode_src": decode_src,
                               "SRC_LITERAL": SRC_LITERAL, "plan": plan, "form": plan.form,
                               "mnemonic": plan.mnemonic, "read_modifiers": plan.modifiers}
@@ -343,14 +363,15 @@ def _compile_build(plan: _Plan) -> tuple[str, Callable[[int, _Word, _Word | None
             reads.append(f"read{k}(word, prefix)")
             continue
         env[f"table{k}"] = slot.table
-        index = f"(value >> {slot.lo}) & {slot.mask}" if slot.mask else "0"
-        if slot.agpr_mask:
-            index += f" | (((value >> {slot.agpr_lo}) & {slot.agpr_mask}) << {slot.shift})"
-        reads.append(f"table{k}[{index}]")
+        reads.append(f"table{k}[{slot_index(slot)}]")
         if isinstance(slot.table, _Table) and slot.table.checked:
             checks.append(k)
-    lines = ["def build(value, word, prefix):",
-             f"    operands = [{', '.join(reads)}]"]
+    make_word = "word = _Word(fmt, value, extra, literal)"
+    lines = ["def build(value, extra, literal, prefix):"]
+    word_made = any(slot.table is None for slot in plan.slots)
+    if word_made:
+        lines.append(f"    {make_word}")
+    lines.append(f"    operands = [{', '.join(reads)}]")
     tests = [f"operands[{k}] is _INVALID" for k in checks]
     if plan.forbidden_bits:
         tests.insert(0, f"value & {plan.forbidden_bits:#x}")
@@ -360,10 +381,16 @@ def _compile_build(plan: _Plan) -> tuple[str, Callable[[int, _Word, _Word | None
     for pos, (width, type_) in plan.literal_slots:
         lines += [f"    if operands[{pos}] is _LITERAL:",
                   f"        operands[{pos}] = decode_src(SRC_LITERAL, {width}, type_={type_!r},"
-                  " literal=word.literal)"]
+                  " literal=literal)"]
     lines.append("    mods = {}")
     if plan.modifiers is not None:
-        lines.append("    read_modifiers(plan, word, prefix, operands, mods)")
+        indent = "    "
+        if plan.quiet_bits is not None:
+            lines.append(f"    if value & {plan.quiet_bits:#x}:")
+            indent += "    "
+        if not word_made:
+            lines.append(f"{indent}{make_word}")
+        lines.append(f"{indent}read_modifiers(plan, word, prefix, operands, mods)")
     lines.append("    return Inst(mnemonic, operands, mods, form)" if plan.form.enc
                  else "    return None")
     source = "\n".join(lines) + "\n"
@@ -371,10 +398,17 @@ def _compile_build(plan: _Plan) -> tuple[str, Callable[[int, _Word, _Word | None
     return source, env["build"]  # type: ignore[return-value]
 
 
+def slot_index(slot: _Slot, value: str = "value") -> str:
+    """The Python expression of a table slot's index in the word `value`."""
+    index = f"({value} >> {slot.lo}) & {slot.mask}" if slot.mask else "0"
+    if slot.agpr_mask:
+        index += f" | ((({value} >> {slot.agpr_lo}) & {slot.agpr_mask}) << {slot.shift})"
+    return index
+
 
 def _compile_needs_literal(form: Form, fields: list[tuple[int, int]], always: bool
-                           ) -> Callable[[_Plan, _Word], bool] | None:
-    """needs_literal(plan, word): True if a 32-bit literal follows the instruction word (the
+                           ) -> Callable[[int], bool] | None:
+    """needs_literal(value): True if a 32-bit literal follows the instruction word (the
     buffer soffset or a source field holds the literal code, or the form always has one);
     None if no word of the form has one. Generated, as _compile_build, with the field
     positions as constants."""
@@ -386,30 +420,33 @@ def _compile_needs_literal(form: Form, fields: list[tuple[int, int]], always: bo
         tests.append("True")
     if not tests:
         return None
-    source = (f"def needs_literal(plan, word):\n    value = word.value\n"
-              f"    return {' or '.join(tests)}\n")
+    source = f"def needs_literal(value):\n    return {' or '.join(tests)}\n"
     env: dict[str, object] = {}
     exec(compile(source, f"<literal test of {form.mc_name or form.mnemonic}>", "exec"), env)
     return env["needs_literal"]  # type: ignore[return-value]
 
 
-def _needs_literal_generic(plan: _Plan, word: _Word) -> bool:
-    """_needs_literal for forms with a source slot the format has no field for."""
-    form = plan.form
-    if form.enc in ("MUBUF", "MTBUF") and word["soffset"] == SRC_LITERAL:
-        return True
-    for spec in form.operands:
-        if spec.name == "literal":
+def _generic_needs_literal(form: Form, fmt: Format) -> Callable[[int], bool]:
+    """needs_literal for forms with a source slot the format has no field for (it raises
+    KeyError on the missing field, as reading that slot would)."""
+
+    def needs_literal(value: int) -> bool:
+        if form.enc in ("MUBUF", "MTBUF") and fmt.fields["soffset"].get(value) == SRC_LITERAL:
             return True
-        if spec.name in ("src0", "src1", "src2", "ssrc0", "ssrc1") and (
-                spec.is_register or spec.kinds):
-            if form.enc in ("DPP", "SDWA") and spec.name == "src0":
-                continue
-            if word.fmt.fields[spec.name].width != 9 and form.enc not in _SOP_ENCS:
-                continue
-            if word.fmt.fields[spec.name].get(word.value) == SRC_LITERAL:
+        for spec in form.operands:
+            if spec.name == "literal":
                 return True
-    return False
+            if spec.name in ("src0", "src1", "src2", "ssrc0", "ssrc1") and (
+                    spec.is_register or spec.kinds):
+                if form.enc in ("DPP", "SDWA") and spec.name == "src0":
+                    continue
+                if fmt.fields[spec.name].width != 9 and form.enc not in _SOP_ENCS:
+                    continue
+                if fmt.fields[spec.name].get(value) == SRC_LITERAL:
+                    return True
+        return False
+
+    return needs_literal
 
 
 # ---------------------------------------------------------------------- operand slots
@@ -798,6 +835,16 @@ def _modifier_reader(form: Form) -> ModifierReader | None:
             "SDWA": _mods_sdwa}.get(enc)
 
 
+def _touches_operands(reader: ModifierReader) -> ModifierReader:
+    """Marks a reader that wraps operands in source modifiers or replaces them (the others
+    only add modifiers)."""
+    _OPERAND_TOUCHING_READERS.add(reader)
+    return reader
+
+
+_OPERAND_TOUCHING_READERS: set[ModifierReader] = set()
+
+
 def _mods_bitop3(plan: _Plan, word: _Word, prefix: _Word | None, operands: list[Operand],
                  mods: dict[str, object]) -> None:
     # gfx950 v_bitop3: the 8-bit truth table is spread over NEG, ABS and OMOD.
@@ -808,10 +855,9 @@ def _mods_bitop3(plan: _Plan, word: _Word, prefix: _Word | None, operands: list[
         mods["op_sel"] = tuple((word["op_sel"] >> k) & 1 for k in plan.op_sel_positions)
 
 
+@_touches_operands
 def _mods_vop3(plan: _Plan, word: _Word, prefix: _Word | None, operands: list[Operand],
                mods: dict[str, object]) -> None:
-    if not word.value & plan.vop3_modifier_bits:
-        return  # (every field read below is zero)
     form = plan.form
     has_sdst = plan.has_sdst
     neg = word["neg"]
@@ -852,6 +898,25 @@ def _vop3_forbidden_bits(form: Form, has_sdst: bool, srcs: list[int]) -> int:
     return bits
 
 
+def _quiet_bits(form: Form, reader: ModifierReader | None, has_sdst: bool) -> int | None:
+    """The word bits the form's modifier reader reads, for the readers that add nothing
+    (no modifier, no source modifier) while those bits are all zero: build skips the reader
+    then. None: the reader always runs (it prints defaults or reads other words)."""
+    fields = FORMATS[form.format].fields
+    if reader is _mods_vop3:
+        return _vop3_modifier_bits(form, has_sdst)
+    names = {_mods_ds: ("offset0", "offset1", "gds"),
+             _mods_flat: ("offset", "sc0", "nt", "sc1")}.get(reader)
+    if reader is _mods_mfma and form.enc == "MAI":
+        names = ("cbsz", "abid", "blgp")  # (neg is the blgp field)
+    if names is None:
+        return None
+    bits = 0
+    for name in names:
+        bits |= fields[name].mask << fields[name].lo
+    return bits
+
+
 def _vop3_modifier_bits(form: Form, has_sdst: bool) -> int:
     """The VOP3 word bits _mods_vop3 reads (neg, clamp, omod, and abs/op_sel when they are
     not the scalar destination)."""
@@ -867,6 +932,7 @@ def _vop3_modifier_bits(form: Form, has_sdst: bool) -> int:
     return bits
 
 
+@_touches_operands
 def _mods_vop3p(plan: _Plan, word: _Word, prefix: _Word | None, operands: list[Operand],
                 mods: dict[str, object]) -> None:
     form = plan.form
@@ -967,6 +1033,7 @@ def _mods_smem(plan: _Plan, word: _Word, prefix: _Word | None, operands: list[Op
             mods[name] = True
 
 
+@_touches_operands
 def _mods_dpp(plan: _Plan, word: _Word, prefix: _Word | None, operands: list[Operand],
               mods: dict[str, object]) -> None:
     form = plan.form
@@ -984,6 +1051,7 @@ def _mods_dpp(plan: _Plan, word: _Word, prefix: _Word | None, operands: list[Ope
         mods["bound_ctrl"] = True
 
 
+@_touches_operands
 def _mods_sdwa(plan: _Plan, word: _Word, prefix: _Word | None, operands: list[Operand],
                mods: dict[str, object]) -> None:
     form = plan.form

@@ -4,10 +4,27 @@ from __future__ import annotations
 
 import bisect
 import copy
+import os
 import struct
+from dataclasses import dataclass, field
+from pathlib import Path
 
+from asterism.errors import AsterismError
 from asterism.mc.bulk import pause_cyclic_gc, resume_cyclic_gc
-from asterism.mc.decoder import DecodedInst
+from asterism.mc.codeobject import read_code_object
+from asterism.mc.codeobject.elf import (
+    SHN_ABS,
+    SHN_UNDEF,
+    SHT_DYNSYM,
+    SHT_SYMTAB,
+    STT_FILE,
+    STT_NOTYPE,
+    STT_SECTION,
+    ElfFile,
+    parse_elf,
+)
+from asterism.mc.decoded_text import text_of
+from asterism.mc.decoder import DecodedInst, get_decoder
 from asterism.mc.operands import Imm, Label
 from asterism.mc.per_form import PerForm
 from asterism.mc.printer import format_inst
@@ -15,13 +32,63 @@ from asterism.mc.printer import format_inst
 TEXT_COLUMN = 59  # llvm-objdump pads the instruction text to this width before "//"
 
 
-def text_symbols(obj) -> dict[int, str]:
-    """Address -> name of the kernels and labels that live in .text."""
-    syms = {k.address or (obj.text_address + k.offset): k.name for k in obj.kernels}
-    for s in getattr(obj, "symbols", []):
-        if s.section == ".text":
-            syms.setdefault(obj.text_address + s.offset, s.name)
-    return syms
+@dataclass
+class ListingSymbols:
+    """The symbols of a code object as llvm-objdump -d uses them, sorted as it sorts them
+    (address, then name, then type):
+    - `headers`: .text address -> the name of its header line (the last symbol there);
+    - `labels`: .text address -> the untyped symbol (label) a branch there is named by (the
+      first there), as LLVM's AMDGPU symbolizer names branch targets;
+    - `sections`: (start address, its symbols) of every section in address order, and
+      `absolute` symbols: the other branch targets are annotated <symbol+0xoffset> by the
+      last symbol at or before the target in the last section starting at or before it."""
+
+    headers: dict[int, str] = field(default_factory=dict)
+    labels: dict[int, str] = field(default_factory=dict)
+    sections: list[tuple[int, list[tuple[int, str]]]] = field(default_factory=list)
+    absolute: list[tuple[int, str]] = field(default_factory=list)
+
+    @classmethod
+    def of_elf(cls, elf: ElfFile) -> ListingSymbols:
+        """The symbols of a parsed code object (its .symtab, else its .dynsym)."""
+        tables = elf.sections_of_type(SHT_SYMTAB) or elf.sections_of_type(SHT_DYNSYM)
+        symbols = sorted((s.value, s.name, s.type, s.shndx)
+                         for s in (elf.symbols(tables[0])[1:] if tables else [])
+                         if s.name and s.type not in (STT_SECTION, STT_FILE))
+        text = elf.section(".text")
+        text_index = elf.sections.index(text) if text is not None else -1
+        by_section: dict[int, list[tuple[int, str]]] = {}
+        out = cls()
+        for addr, name, type_, shndx in symbols:
+            if shndx == SHN_ABS:
+                out.absolute.append((addr, name))
+            elif shndx != SHN_UNDEF:
+                by_section.setdefault(shndx, []).append((addr, name))
+            if shndx == text_index:
+                out.headers[addr] = name
+                if type_ == STT_NOTYPE:
+                    out.labels.setdefault(addr, name)
+        out.sections = sorted(((sec.addr, by_section.get(i, []))
+                               for i, sec in enumerate(elf.sections)), key=lambda e: e[0])
+        return out
+
+    def annotation(self, target: int) -> str:
+        """" <symbol>" or " <symbol+0xoffset>" for a branch target ("" if none applies)."""
+        target &= (1 << 64) - 1  # (llvm-objdump computes it unsigned)
+        starts = [start for start, _syms in self.sections]
+        k = bisect.bisect_right(starts, target)
+        candidates = []
+        if k:  # (the sections that start where the last one at or before the target does)
+            first = starts[k - 1]
+            while k and starts[k - 1] == first:
+                candidates.append(self.sections[k - 1][1])
+                k -= 1
+        for symbols in (*candidates, self.absolute):
+            j = bisect.bisect_right(symbols, (target, chr(0x10FFFF)))
+            if j:
+                addr, name = symbols[j - 1]
+                return f" <{name}+0x{target - addr:x}>" if target != addr else f" <{name}>"
+        return ""
 
 
 def branch_target(d: DecodedInst) -> int | None:
@@ -45,22 +112,19 @@ _LABEL_SLOTS = PerForm(lambda form: tuple(pos for pos, spec in enumerate(form.op
                                           if spec.syntax == "label"))
 
 
-def format_line(d: DecodedInst, symbols: dict[int, str] | None = None) -> str:
-    """One instruction like llvm-objdump -d prints it (text, address, raw dwords), with
-    branch targets named by the symbol there or annotated as <symbol+offset>."""
+def format_line(d: DecodedInst, symbols: ListingSymbols | None = None) -> str:
+    """One instruction like llvm-objdump -d prints it (text, address, raw dwords), a branch
+    to a label named by it, another branch annotated with its target's symbol."""
     inst, note = d.inst, ""
     form = inst.form
     target = branch_target(d) if form is not None and _LABEL_SLOTS(form) else None
-    if target is not None and symbols:
-        if target in symbols:
+    if target is not None and symbols is not None:
+        if target in symbols.labels:
             inst = copy.copy(inst)
-            inst.operands = [Label(symbols[target]) if s.syntax == "label" else o
-                             for s, o in zip(inst.form.operands, inst.operands)]
+            inst.operands = [Label(symbols.labels[target]) if s.syntax == "label" else o
+                             for s, o in zip(form.operands, inst.operands)]
         else:
-            addrs = sorted(symbols)
-            k = bisect.bisect_right(addrs, target) - 1
-            if k >= 0:
-                note = f" <{symbols[addrs[k]]}+0x{target - addrs[k]:x}>"
+            note = symbols.annotation(target)
     text = format_inst(inst)
     pad = text.ljust(TEXT_COLUMN)  # (longer text runs straight into the comment, as in objdump)
     return f"\t{pad}// {d.address:012X}: {_hex_words(d)}{note}"
@@ -78,47 +142,76 @@ def _hex_words(d: DecodedInst) -> str:
 
 # dword count -> (its "%08X %08X..." text, its unpacker) for instruction sizes
 _WORDS = {n: (" ".join(["%08X"] * n), struct.Struct(f"<{n}I").unpack) for n in range(1, 5)}
-_HEX_OF_SIZE = {4 * n: words for n, words in _WORDS.items()}  # the same by size in bytes
 
 
-def listing(obj, items: list, filename: str = "") -> str:
-    """The whole .text of a code object with kernel labels, objdump style."""
-    starts = text_symbols(obj)
-    out = [f"{filename}:\tfile format elf64-amdgpu", "", "Disassembly of section .text:"]
-    paused = pause_cyclic_gc()  # (see there: the items are many collector-tracked objects)
+def listing(source: bytes | str | os.PathLike[str], filename: str | None = None) -> str:
+    """The whole .text of a code object (bytes or path) in llvm-objdump -d's layout: symbol
+    headers, and words that do not decode listed as `.long`, as llvm-objdump lists them.
+    `filename` is the name in the header line (default: the path)."""
+    obj = read_code_object(source)  # (its errors name the file)
+    if isinstance(source, bytes | bytearray | memoryview):
+        data, name = bytes(source), ""
+    else:
+        data, name = Path(source).read_bytes(), os.fspath(source)
+    filename = name if filename is None else filename
+    symbols = ListingSymbols.of_elf(parse_elf(data))
+    # (the layout of llvm-objdump -d, from its leading empty line)
+    out = ["", f"{filename}:\tfile format elf64-amdgpu", "", "Disassembly of section .text:"]
+    paused = pause_cyclic_gc()  # (see there: the listing is many collector-tracked objects)
     try:
-        _list_items(items, starts, out)
+        _list_code(get_decoder(obj.target.name), obj.text, obj.text_address, symbols, out)
     finally:
         resume_cyclic_gc(paused)
     return "\n".join(out) + "\n"
 
 
-def _list_items(items: list, starts: dict[int, str], out: list[str]) -> None:
+def _list_code(decoder, code: bytes, base: int, symbols: ListingSymbols, out: list[str]
+               ) -> None:
+    """Decode `code` (the .text at `base`) and append its listing lines: each word goes from
+    its bits to its text (mc/decoded_text.py) without an instruction object, except
+    branches, whose targets are named (format_line)."""
     append = out.append
+    locate = decoder.locate
     label_slots = _LABEL_SLOTS
-    hex_of_size = _HEX_OF_SIZE
-    for item in items:
-        if type(item) is DecodedInst:
-            addr = item.address
-            if addr in starts:
-                out += ["", f"{addr:016x} <{starts[addr]}>:"]
-            inst = item.inst
-            form = inst.form
+    headers = symbols.headers
+    hexed_words = _dword_texts(code)
+    pos, end = 0, len(code)
+    while pos < end:
+        addr = base + pos
+        if addr in headers:
+            out += ["", f"{addr:016x} <{headers[addr]}>:"]
+        try:
+            plan, value, extra, literal, prefix, size = locate(code, pos, addr)
+        except AsterismError:
+            plan = None
+        text = None
+        if plan is not None:
+            form = plan.form
             # (only SOPP has branch targets: the other forms skip the per-form lookup)
-            if form is not None and form.enc == "SOPP" and label_slots(form):
-                append(format_line(item, starts))
-                continue
-            raw = item.raw
-            words = hex_of_size.get(len(raw))
-            hexed = words[0] % words[1](raw) if words else _hex_words(item)
-            # (format_line without the branch handling: nearly every instruction)
-            append(f"\t{format_inst(inst):<{TEXT_COLUMN}}// {addr:012X}: {hexed}")
-        else:
-            addr, word = item
-            if addr in starts:
-                out += ["", f"{addr:016x} <{starts[addr]}>:"]
-            text = f".long 0x{word:08x}"
-            append(f"\t{text:<{TEXT_COLUMN}}// {addr:012X}: {word:08X}")
+            if form.enc == "SOPP" and label_slots(form):
+                inst = plan.build(value, extra, literal, prefix)
+                if inst is not None:
+                    raw = bytes(code[pos:pos + size])
+                    append(format_line(DecodedInst(addr, size, inst, raw), symbols))
+                    pos += size
+                    continue
+            else:
+                text = text_of(plan)(value, extra, literal, prefix)
+        if text is None:
+            word = int.from_bytes(code[pos:pos + 4].ljust(4, b"\0"), "little")
+            text, size = f".long 0x{word:08x}", 4
+        k = pos >> 2
+        hexed = hexed_words[k] if size == 4 else " ".join(hexed_words[k:k + (size >> 2)])
+        append(f"\t{text:<{TEXT_COLUMN}}// {addr:012X}: {hexed}")
+        pos += size
+
+
+def _dword_texts(code: bytes) -> list[str]:
+    """The objdump text ("%08X") of each little-endian dword of `code` (zero-padded)."""
+    n = (len(code) + 3) >> 2
+    if not n:
+        return []
+    return (("%08X " * n) % struct.unpack(f"<{n}I", bytes(code).ljust(4 * n, b"\0"))).split()
 
 
 def listing_json(obj, items: list) -> dict:
