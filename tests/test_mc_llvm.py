@@ -50,11 +50,13 @@ def test_random_instructions_match_llvm(llvm_mc, llvm_objdump, target):
 
 @pytest.mark.sweep
 @pytest.mark.parametrize("target", TARGETS)
-def test_random_instruction_sweep(llvm_mc, llvm_objdump, target):
+def test_random_instruction_sweep(llvm_mc, llvm_objdump, target, tmp_path):
     per_form = int(os.environ.get("ASTERISM_SWEEP_PER_FORM", "8"))
     enc, dec, enc_bad, dec_bad = _differential(target, per_form=per_form, seed=7)
     assert not enc_bad, f"encoding mismatches: {enc_bad[:5]}"
     assert not dec_bad, f"decoding mismatches: {dec_bad[:5]}"
+    _listing_equals_llvm_objdump(random_lines(target, per_form, seed=7), target, tmp_path,
+                                 llvm_objdump)
 
 
 @pytest.mark.parametrize("target", TARGETS)
@@ -80,15 +82,14 @@ def _kernel_source(lines: list[str], target: str) -> str:
         "  .amdhsa_accum_offset 256", ".end_amdhsa_kernel", ""])
 
 
-@pytest.mark.parametrize("target", TARGETS)
-def test_disasm_listing_equals_llvm_objdump(llvm_mc, llvm_objdump, target, tmp_path):
-    """`asterism disasm` prints what llvm-objdump -d prints, byte for byte, for a kernel
-    holding a random instance of every form the target has (branches included)."""
+def _listing_equals_llvm_objdump(lines: list[str], target: str, tmp_path,
+                                 llvm_objdump: str) -> None:
+    """A kernel of the lines LLVM accepts, assembled by asterism: `asterism disasm` prints
+    what llvm-objdump -d prints, byte for byte."""
     import subprocess
 
     from asterism import api
 
-    lines = random_lines(target, 1, seed=11)
     accepted = [line for line, data in zip(lines, llvm_encode(lines, target))
                 if isinstance(data, bytes)]
     path = tmp_path / "k.co"
@@ -98,6 +99,13 @@ def test_disasm_listing_equals_llvm_objdump(llvm_mc, llvm_objdump, target, tmp_p
     ours = api.disassembly_listing(path)
     assert len(ours.splitlines()) > len(accepted)
     assert ours == theirs
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_disasm_listing_equals_llvm_objdump(llvm_mc, llvm_objdump, target, tmp_path):
+    """A random instance of every form the target has (branches included)."""
+    _listing_equals_llvm_objdump(random_lines(target, 1, seed=11), target, tmp_path,
+                                 llvm_objdump)
 
 
 def test_disasm_listing_of_shared_samples_equals_llvm_objdump(llvm_objdump, shared_data):
