@@ -111,12 +111,33 @@ def build_probe() -> Path:
 
 
 def probe(target: str, hexlines: list[str]) -> list[dict]:
-    """Decode hex lines with LLVM; one JSON record per line."""
-    exe = build_probe()
-    out = subprocess.run([str(exe), target], input="\n".join(hexlines) + "\n",
-                         capture_output=True, text=True, check=True).stdout.splitlines()
-    assert len(out) == len(hexlines), (len(out), len(hexlines))
-    return [json.loads(line) for line in out]
+    """Decode hex lines with LLVM; one JSON record per line. Words LLVM's disassembler
+    crashes on (some SDWA words) get {"ok": false, "crashed": true}; the probe resumes after
+    them (in chunks, so that a crash re-feeds few lines)."""
+    out: list[dict] = []
+    for start in range(0, len(hexlines), PROBE_CHUNK):
+        chunk = hexlines[start:start + PROBE_CHUNK]
+        while chunk:
+            done = _probe_run(target, chunk)
+            out += done
+            chunk = chunk[len(done):]
+            if chunk:  # (it crashed on chunk[0])
+                out.append({"ok": False, "crashed": True})
+                chunk = chunk[1:]
+    return out
+
+
+PROBE_CHUNK = 8192
+
+
+def _probe_run(target: str, hexlines: list[str]) -> list[dict]:
+    """The records of one isa_probe run: all lines, or those before the word it crashed on
+    (the probe flushes each record)."""
+    res = subprocess.run([str(build_probe()), target], input="\n".join(hexlines) + "\n",
+                         capture_output=True, text=True)
+    done = [json.loads(line) for line in res.stdout.splitlines()]
+    assert len(done) == len(hexlines) or res.returncode != 0, (len(done), len(hexlines))
+    return done
 
 
 def llvm_mc_accepts(target: str, lines: list[str]) -> list[bool]:
@@ -771,6 +792,67 @@ def probe_modifiers(target: str, forms: list[dict]) -> None:
                 f["modifiers"].append(name)
 
 
+# The bit groups of the DPP/SDWA dword after src0: a group is reserved for a form when every
+# single-bit change of it makes LLVM reject the word (so multi-bit controls with other valid
+# values, dpp_ctrl or a select, are not).
+EXTRA_GROUPS = {
+    "DPP": [(8, 9), (17, 1), (18, 1), (19, 1), (20, 1), (21, 1), (22, 1), (23, 1), (24, 4),
+            (28, 4)],
+    "SDWA": [(8, 3), (11, 2), (13, 1), (14, 2), (16, 3), (19, 1), (20, 1), (21, 1), (22, 1),
+             (23, 1), (24, 3), (27, 1), (28, 1), (29, 1), (30, 1), (31, 1)],
+}
+
+
+def probe_reserved_bits(target: str, forms: list[dict]) -> None:
+    """Record, per form, the bits of its instruction word that LLVM's decoder holds at their
+    value in the form's sample word (flipping one alone makes LLVM reject the word): unused
+    operand fields (DS vdst of a store, FLAT saddr), modifier bits of forms without the
+    modifier (VOP3 neg/abs/clamp/omod), reserved bits; and the bit groups of the DPP/SDWA
+    dword it holds (see EXTRA_GROUPS). The opcode, the format bits (23..31 of the first
+    dword) and the form's operand fields are not probed: operand codes are checked one by
+    one. Scaled MFMAs (two words) are left out."""
+    jobs: list[tuple[dict, str, int]] = []
+    lines: list[str] = []
+    for f in forms:
+        pr: Probe = f["probe"]
+        f["reserved"] = f["reserved_extra"] = 0
+        if f["enc"] == "MAI_SCALE":
+            continue
+        fmt = FORMATS[pr.fmt]
+        covered = 0
+        for fld in fmt.fields.values():
+            covered |= fld.mask << fld.lo
+        skip = (0x1FF << 23) & ~covered  # the format bits
+        for name in ["op", *(slot.get("field") for slot in f["slots"])]:
+            if name in fmt.fields:
+                skip |= fmt.fields[name].mask << fmt.fields[name].lo
+        extra = pr.extra.to_bytes(4, "little") if pr.extra is not None else b""
+        for bit in range(8 * pr.size):
+            if not (skip >> bit) & 1:
+                jobs.append((f, "word", bit))
+                data = (pr.value ^ (1 << bit)).to_bytes(pr.size, "little") + extra + TAIL
+                lines.append(data.hex())
+        for lo, width in EXTRA_GROUPS.get(f["enc"], []):
+            for bit in range(lo, lo + width):
+                jobs.append((f, "extra", bit))
+                data = pr.value.to_bytes(pr.size, "little") + \
+                    (pr.extra ^ (1 << bit)).to_bytes(4, "little") + TAIL
+                lines.append(data.hex())
+    rejected: dict[int, int] = defaultdict(int)  # id(form) -> the extra bits LLVM rejects
+    for (f, where, bit), rec in zip(jobs, probe(target, lines)):
+        if rec["ok"]:
+            continue
+        if where == "word":
+            f["reserved"] |= 1 << bit
+        else:
+            rejected[id(f)] |= 1 << bit
+    for f in forms:
+        for lo, width in EXTRA_GROUPS.get(f["enc"], []):
+            group = ((1 << width) - 1) << lo
+            if rejected[id(f)] & group == group:
+                f["reserved_extra"] |= group
+
+
 # ----------------------------------------------------------------------------- operand kinds
 
 
@@ -1090,6 +1172,12 @@ def build_database(target: str, forms: list[dict], coverage: dict, passes: dict)
             fixed["glc" if f["fmt"] == "SMEM" else "sc0"] = 1
         if fixed:
             form["fixed"] = fixed
+        if f.get("reserved"):
+            # (mask, value): word bits LLVM's decoder holds at these values for this form
+            form["reserved"] = [f["reserved"], f["probe"].value & f["reserved"]]
+        if f.get("reserved_extra"):
+            # the same for the DPP/SDWA dword
+            form["reserved_extra"] = [f["reserved_extra"], f["probe"].extra & f["reserved_extra"]]
         if not f.get("reassembles", True):
             form["reassembles"] = False
         inst["forms"].append(form)
@@ -1248,6 +1336,7 @@ def generate(target: str) -> dict:
     print(f"[{target}] {len(forms)} forms; probing modifiers ...", file=sys.stderr)
     probe_modifiers(target, forms)
     probe_input_mods(target, forms)
+    probe_reserved_bits(target, forms)
     print(f"[{target}] probing operand kinds with llvm-mc ...", file=sys.stderr)
     probe_kinds(target, forms)
     print(f"[{target}] MFMA passes (llvm-mca) and coverage ...", file=sys.stderr)

@@ -53,6 +53,7 @@ int main(int argc, char **argv) {
 
   std::string line;
   while (std::getline(std::cin, line)) {
+    outs().flush();  // (the lines so far survive a crash on this word: gen_isa resumes after it)
     std::vector<uint8_t> bytes;
     for (size_t i = 0; i + 1 < line.size(); i += 2)
       bytes.push_back((uint8_t)std::stoul(line.substr(i, 2), nullptr, 16));

@@ -71,6 +71,10 @@ class Form:
     target: str = ""  # the target whose database holds this form
     op_sel_len: int = 0  # VOP3 op_sel: how many bits LLVM prints (sources + destination)
     assembles: bool = True  # False: LLVM decodes this form but its assembler rejects it
+    # (mask, value): bits of the instruction word LLVM's decoder holds at these values for
+    # this form (unused operand fields, modifier bits it does not have), probed from LLVM
+    reserved: tuple[int, int] = (0, 0)
+    reserved_extra: tuple[int, int] = (0, 0)  # the same for the DPP/SDWA dword
 
     @property
     def base_variant(self) -> str | None:
@@ -188,7 +192,9 @@ def _instruction_from_json(raw: dict, target: str) -> Instruction:
              modifiers=tuple(f.get("modifiers", ())), counters=tuple(f.get("counters", ())),
              variant=f.get("variant"), fixed=dict(f.get("fixed", {})),
              mc_name=f.get("mc_name", ""), example=f.get("example", ""), target=target,
-             op_sel_len=f.get("op_sel_len", 0), assembles=f.get("reassembles", True))
+             op_sel_len=f.get("op_sel_len", 0), assembles=f.get("reassembles", True),
+             reserved=tuple(f.get("reserved", (0, 0))),
+             reserved_extra=tuple(f.get("reserved_extra", (0, 0))))
         for f in raw["forms"])
     return Instruction(
         mnemonic=mnemonic, unit=raw["unit"], flags=frozenset(raw.get("flags", ())),

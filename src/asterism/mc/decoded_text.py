@@ -21,7 +21,15 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from asterism.isa.formats import FORMATS, SRC_LITERAL
-from asterism.mc.decoder import _INVALID, _LITERAL, _Plan, _Table, _Word, slot_index
+from asterism.mc.decoder import (
+    _INVALID,
+    _LITERAL,
+    _Plan,
+    _Table,
+    _Word,
+    reserved_tests,
+    slot_index,
+)
 from asterism.mc.inst import Inst
 from asterism.mc.operand_codes import decode_src
 from asterism.mc.printer import format_inst, format_modifiers
@@ -107,9 +115,12 @@ def _compile_text(plan: _Plan) -> TextOfWord:
                               "LITERAL_TEXT": _LITERAL_TEXT, "decode_src": decode_src,
                               "SRC_LITERAL": SRC_LITERAL, "tail": _modifier_text(plan)}
     lines = ["def text(value, extra, literal, prefix):"]
-    bail = plan.forbidden_bits | ((plan.quiet_bits or 0) if touches else 0)
+    # (a reserved bit off its value; modifier bits a wrapping reader would read)
+    bail = reserved_tests(plan)
+    if touches:
+        bail.append(f"value & {plan.quiet_bits:#x}")
     if bail:
-        lines += [f"    if value & {bail:#x}:",
+        lines += [f"    if {' or '.join(bail)}:",
                   "        return full(value, extra, literal, prefix)"]
     if any(slot.table is None for slot in plan.slots):
         lines.append("    word = _Word(fmt, value, extra, literal)")

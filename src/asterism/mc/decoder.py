@@ -303,10 +303,9 @@ class _Plan:
         # (whether the reader wraps or replaces operands, or only adds modifiers)
         self.modifiers_touch_operands = self.modifiers in _OPERAND_TOUCHING_READERS
         self.quiet_bits = _quiet_bits(form, self.modifiers, self.has_sdst)
-        # Modifier bits the form does not have: set, they make the word invalid (LLVM's
-        # decoder tables hold them at zero).
-        self.forbidden_bits = _vop3_forbidden_bits(form, self.has_sdst, self.srcs) \
-            if self.modifiers is _mods_vop3 and form.enc == "VOP3" else 0
+        # Bits LLVM's decoder holds at fixed values for the form (the word is invalid else).
+        self.reserved_mask, self.reserved_value = form.reserved
+        self.reserved_extra_mask, self.reserved_extra_value = form.reserved_extra
         self.build_source, self.build = _compile_build(self)
 
     @staticmethod
@@ -373,8 +372,7 @@ def _compile_build(plan: _Plan) -> tuple[str, Callable[[int, int | None, int | N
         lines.append(f"    {make_word}")
     lines.append(f"    operands = [{', '.join(reads)}]")
     tests = [f"operands[{k}] is _INVALID" for k in checks]
-    if plan.forbidden_bits:
-        tests.insert(0, f"value & {plan.forbidden_bits:#x}")
+    tests[:0] = reserved_tests(plan)
     if tests:
         lines.append(f"    if {' or '.join(tests)}:")
         lines.append("        return None  # (a code or modifier bit the form cannot have)")
@@ -396,6 +394,17 @@ def _compile_build(plan: _Plan) -> tuple[str, Callable[[int, int | None, int | N
     source = "\n".join(lines) + "\n"
     exec(compile(source, f"<decoder plan of {plan.form.mc_name or plan.mnemonic}>", "exec"), env)
     return source, env["build"]  # type: ignore[return-value]
+
+
+def reserved_tests(plan: _Plan) -> list[str]:
+    """Python tests (on `value` and `extra`) that are true when a reserved bit of the word or
+    of the DPP/SDWA dword is off the value LLVM's decoder holds it at."""
+    tests = []
+    if plan.reserved_mask:
+        tests.append(f"value & {plan.reserved_mask:#x} != {plan.reserved_value:#x}")
+    if plan.reserved_extra_mask:
+        tests.append(f"extra & {plan.reserved_extra_mask:#x} != {plan.reserved_extra_value:#x}")
+    return tests
 
 
 def slot_index(slot: _Slot, value: str = "value") -> str:
@@ -875,27 +884,6 @@ def _mods_vop3(plan: _Plan, word: _Word, prefix: _Word | None, operands: list[Op
         bits = word["op_sel"]
         if bits:
             mods["op_sel"] = tuple((bits >> k) & 1 for k in plan.op_sel_positions)
-
-
-def _vop3_forbidden_bits(form: Form, has_sdst: bool, srcs: list[int]) -> int:
-    """VOP3 word bits that must be zero for `form`, as LLVM's decoder holds them: clamp and
-    omod when the form has none, the neg/abs bits of a source it does not have unless it has
-    op_sel. (Modifier bits of a source it has without modifiers, op_sel, and the fields of
-    absent sources are ignored, as LLVM ignores them.)"""
-    fields = FORMATS["VOP3"].fields
-    bits = 0
-    for name in ("clamp", "omod"):
-        if name not in form.modifiers:
-            bits |= fields[name].mask << fields[name].lo
-    if "op_sel" in form.modifiers:
-        return bits  # (LLVM's op_sel encodings ignore the bits of absent sources)
-    present = {int(form.operands[i].name[-1]) for i in srcs}
-    for k in range(3):
-        if k not in present:
-            bits |= 1 << (fields["neg"].lo + k)
-            if not has_sdst:
-                bits |= 1 << (fields["abs"].lo + k)
-    return bits
 
 
 def _quiet_bits(form: Form, reader: ModifierReader | None, has_sdst: bool) -> int | None:
