@@ -259,6 +259,19 @@ OFF_BY_A_BIT = [
     # abs bits of sources without modifiers (and op_sel bits) are ignored, as LLVM does
     ("488a92d26abe0210", "v_trig_preop_f64 v[72:73], vcc, v95 clamp mul:4"),
     ("a68339d15b4b0000", "v_dot4c_i32_i8_e64 v166, v91, s37 clamp"),
+    # ... where the form has source modifiers at all: neg of sources without them too
+    ("aa5eddd17035e4c1", "v_cvt_pk_u8_f32 v170, v112, s26, ttmp13"),
+    # the reserved bits LLVM's decoder holds (probed per form by tools/gen_isa.py)
+    ("b0008bd2e3770340", None),  # v_bcnt_u32_b32 with neg: no source takes modifiers
+    ("000012d8cc0d0044", None),  # ds_and_b32 with a vdst field: it returns nothing
+    ("000009dd34020878", None),  # flat_atomic_add with a saddr field: FLAT has none
+    ("f9d6487c9d008189", None),  # v_cmp_gt_f16_sdwa with sext on a float source
+    ("fa163c7f8a418115", None),  # v_cvt_f32_f16_dpp with abs on a second source
+    # scalar register ranges: pairs start even, quads at a multiple of 4, no m0 base
+    ("008004dd664e5f00", None),  # global_atomic_cmpswap with saddr s[95:96]
+    ("eb0818c07c004000", None),  # s_scratch_load_dwordx2 into s[35:36]
+    ("be0c04c216000020", None),  # s_atomic_cmpswap with base m0
+    ("7d2330c03c000000", None),  # s_buffer_load_dwordx16 with base ttmp[14:17]
 ]
 
 

@@ -13,7 +13,10 @@ How the facts are derived, all from LLVM 22's own MC layer:
    registers, TSFlags (counters, MFMA, ...) and MCID flags (branch, barrier, ...).
    Which printed operand came from which field follows from the distinct values.
 2. **Modifier probing.** Modifier bits (clamp, omod, op_sel, cache bits, ...) are set one at
-   a time and decoded again: a modifier is recorded when LLVM prints it.
+   a time and decoded again: a modifier is recorded when LLVM prints it. Likewise every other
+   bit outside the form's operand fields (and the DPP/SDWA dword's bit groups) is flipped
+   alone: when LLVM then rejects the word, the bit is reserved for the form (the decoder
+   rejects words that do not hold it at its value).
 3. **Operand-kind probing.** Each operand of each form is replaced by an SGPR, a VGPR, an
    AGPR, an inline constant and a literal, and the lines are assembled in one batch with
    `llvm-mc`; what LLVM accepts is what the database allows.

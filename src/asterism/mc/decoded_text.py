@@ -57,7 +57,7 @@ class _TextTable(dict):
 
 
 _TEXT_TABLES: dict[int, tuple[dict, _TextTable]] = {}  # id(operand table) -> its texts
-_TEXTS: dict[int, TextOfWord] = {}  # id(plan) -> its text function (plans live forever)
+_TEXTS: dict[_Plan, TextOfWord] = {}  # plan -> its text function
 
 
 def _text_table(table: dict) -> _TextTable:
@@ -70,9 +70,9 @@ def _text_table(table: dict) -> _TextTable:
 
 def text_of(plan: _Plan) -> TextOfWord:
     """The text function of a decoder plan (compiled on first use)."""
-    fn = _TEXTS.get(id(plan))
+    fn = _TEXTS.get(plan)
     if fn is None:
-        fn = _TEXTS[id(plan)] = _compile_text(plan)
+        fn = _TEXTS[plan] = _compile_text(plan)
     return fn
 
 

@@ -519,13 +519,17 @@ def _shared(op: Operand | None) -> Operand | None:
 
 def _scalar_entry(code: int, width: int) -> object:
     """The table entry of a scalar register code: _INVALID for a code that names no
-    register, or one that cannot start a range of `width` (odd SGPRs and TTMPs, upper
-    halves, m0...), as llvm-objdump rejects them."""
+    register, or one that cannot start a range of `width` (SGPR/TTMP pairs start even,
+    wider ranges at a multiple of 4 and only SGPRs/TTMPs have them; upper halves, m0...), as
+    llvm-objdump rejects them."""
     op = decode_scalar_reg(code, width)
-    if op is None or width >= 2 and (
-            type(op) is Reg and op.index & 1 or type(op) is Special
-            and op.name in syntax.NOT_PAIR_STARTS):
+    if op is None:
         return _INVALID
+    if width >= 2:
+        align = 2 if width == 2 else 4
+        if type(op) is Reg and op.index % align or type(op) is Special and (
+                width > 2 or op.name in syntax.NOT_PAIR_STARTS):
+            return _INVALID
     return _shared(op)
 
 
@@ -570,7 +574,7 @@ def _field_slot(form: Form, spec: OperandSpec, lo: int, mask: int, kind: str,
         return make(index & mask, always_agpr or bool(index >> shift))
 
     table = _table((kind, spec.width, spec.type, always_agpr, mask), entry, literal)
-    table.checked = kind in ("src", "scalar")
+    table.checked = kind in ("src", "scalar", "saddr", "sbase")
     if agpr_bit is None:
         return _Slot(lo, mask, 0, 0, shift, table, None)
     return _Slot(lo, mask, agpr_bit, 1, shift, table, None)
@@ -597,7 +601,7 @@ def _slot(form: Form, spec: OperandSpec, fmt: Format) -> _Slot:
     if enc == "SDWA" and name == "vsrc1":
         return _reader_slot(_sdwa_vsrc1_reader(form, spec, fmt))
     if enc == "SMEM":
-        return _reader_slot(_smem_reader(form, spec))
+        return _smem_slot(form, spec, fmt)
     if enc in ("MUBUF", "MTBUF") and name in ("vaddr", "srsrc", "soffset", "vdata"):
         return _buffer_slot(form, spec, fmt)
     if enc in ("FLAT", "GLOBAL", "SCRATCH"):
@@ -605,8 +609,7 @@ def _slot(form: Form, spec: OperandSpec, fmt: Format) -> _Slot:
             fld = fmt.fields["saddr"]
             width = spec.width
             return _field_slot(form, spec, fld.lo, fld.mask, "saddr", lambda code, agpr: (
-                OFF if code == 0x7F else (_shared(decode_scalar_reg(code, width))
-                                          or Imm(code))))
+                OFF if code == 0x7F else _scalar_entry(code, width)))
         if name == "addr" and form.base_variant == "scratch_saddr":
             return _constant_slot(OFF)
     return _field_slot_of(form, spec, fmt)
@@ -757,18 +760,25 @@ def _read_slot(slot: _Slot, word: _Word, prefix: _Word | None) -> Operand:
                       | (((value >> slot.agpr_lo) & slot.agpr_mask) << slot.shift)]
 
 
+def _smem_slot(form: Form, spec: OperandSpec, fmt: Format) -> _Slot:
+    """SMEM sbase (its field holds the register number / 2) and sdata registers: checked
+    tables; the rest: readers."""
+    name, width = spec.name, spec.width  # (no SMEM width depends on other fields)
+    if name == "sbase":
+        fld = fmt.fields["sbase"]
+        return _field_slot(form, spec, fld.lo, fld.mask, "sbase",
+                           lambda code, agpr: _scalar_entry(code * 2, width))
+    if name == "sdata" and "k" not in spec.kinds:
+        fld = fmt.fields["sdata"]
+        return _field_slot(form, spec, fld.lo, fld.mask, "scalar",
+                           lambda code, agpr: _scalar_entry(code, width))
+    return _reader_slot(_smem_reader(form, spec))
+
+
 def _smem_reader(form: Form, spec: OperandSpec) -> SlotReader:
     name = spec.name
-    width = spec.width  # (no SMEM width depends on other fields)
-    if name == "sbase":
-        def read_sbase(word: _Word, prefix: _Word | None) -> Operand:
-            code = word["sbase"] * 2
-            return decode_scalar_reg(code, width) or Reg("s", code, width)
-        return read_sbase
-    if name == "sdata":
-        if "k" in spec.kinds:  # s_atc_probe*: the field holds an immediate
-            return lambda word, prefix: Imm(word["sdata"], fmt="auto")
-        return lambda word, prefix: decode_scalar_reg(word["sdata"], width) or Imm(word["sdata"])
+    if name == "sdata":  # s_atc_probe*: the field holds an immediate
+        return lambda word, prefix: Imm(word["sdata"], fmt="auto")
     if name == "offset":
         return lambda word, prefix: Imm(_signed(word["offset"], 21), fmt="hex")
     if name == "soffset":
