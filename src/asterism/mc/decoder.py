@@ -112,6 +112,8 @@ def _route(fmt: Format | None) -> tuple[Format, str, int, int, int, tuple[str, .
 _ROUTES = [_route(format_of(top << 23)) for top in range(512)]
 _FLAT_SEGMENTS = {0: ("FLAT",), 1: ("SCRATCH",), 2: ("GLOBAL",)}
 _SEG_LO, _SEG_MASK = _FIELD_TABLES["FLAT"]["seg"]
+_IMM_LO, _IMM_MASK = _FIELD_TABLES["SMEM"]["imm"]
+_SOE_LO, _SOE_MASK = _FIELD_TABLES["SMEM"]["soe"]
 assert all(FORMATS[name].fields["src0"].lo == 0 and FORMATS[name].fields["src0"].width == 9
            for name in ("VOP1", "VOP2", "VOPC"))
 assert all(f.size in (4, 8) for f in FORMATS.values())  # (Decoder.decode reads 4 or 8 bytes)
@@ -197,7 +199,7 @@ class Decoder:
         plan, value, extra, literal, prefix, size = self.locate(data, offset, address)
         inst = plan.build(value, extra, literal, prefix)
         if inst is None:
-            raise invalid_word(plan, data, offset, address)
+            raise _invalid_word(plan, data, offset, address)
         raw = data[offset:offset + size]
         return DecodedInst(address, size, inst, raw if type(raw) is bytes else bytes(raw))
 
@@ -238,16 +240,14 @@ class Decoder:
             if plan.smem_offset_variant:
                 # imm=1, soe=0: immediate offset; otherwise an SGPR offset (in SOFFSET when
                 # soe=1, else in OFFSET[6:0]), plus the immediate as offset: when imm=1.
-                imm_lo, imm_mask = _FIELD_TABLES["SMEM"]["imm"]
-                soe_lo, soe_mask = _FIELD_TABLES["SMEM"]["soe"]
                 ok = (plan.form.base_variant == "imm") == (
-                    (value >> imm_lo) & imm_mask == 1 and (value >> soe_lo) & soe_mask == 0)
+                    (value >> _IMM_LO) & _IMM_MASK == 1 and (value >> _SOE_LO) & _SOE_MASK == 0)
             if ok and score > best_score:
                 best, best_score = plan, score
         return best
 
 
-def invalid_word(plan: _Plan, data: bytes, offset: int, address: int) -> DecodeError:
+def _invalid_word(plan: _Plan, data: bytes, offset: int, address: int) -> DecodeError:
     """The error for a word whose form `plan` is, with an operand code or modifier bit the
     form cannot have."""
     w0 = int.from_bytes(data[offset:offset + 4], "little")
