@@ -272,25 +272,37 @@ OFF_BY_A_BIT = [
     ("eb0818c07c004000", None),  # s_scratch_load_dwordx2 into s[35:36]
     ("be0c04c216000020", None),  # s_atomic_cmpswap with base m0
     ("7d2330c03c000000", None),  # s_buffer_load_dwordx16 with base ttmp[14:17]
+    # bits LLVM ignores: buffer_wbl2 has no offset and no nt
+    ("0700a2e000000000", "buffer_wbl2"),
 ]
+OFF_BY_A_BIT_GFX950 = [
+    # a bf16 literal prints whole (an f16 one by its low 16 bits); lit() by the low 16 bits
+    ("ffb68a7ed8110040", "v_cvt_f32_bf16_e32 v69, 0x400011d8"),
+    ("ffb68a7e803f0040", "v_cvt_f32_bf16_e32 v69, lit(0x40003f80)"),
+    ("ff168a7ed8110040", "v_cvt_f32_f16_e32 v69, 0x11d8"),
+]
+_OFF_BY_A_BIT_ALL = [("gfx942", w, t) for w, t in OFF_BY_A_BIT] + \
+    [("gfx950", w, t) for w, t in OFF_BY_A_BIT_GFX950]
 
 
-@pytest.mark.parametrize("word,text", OFF_BY_A_BIT)
-def test_words_llvm_rejects_are_rejected(word, text):
+@pytest.mark.parametrize("target,word,text", _OFF_BY_A_BIT_ALL)
+def test_words_llvm_rejects_are_rejected(target, word, text):
     data = bytes.fromhex(word)
     if text is None:
         with pytest.raises(DecodeError, match="cannot have"):
-            get_decoder("gfx942").decode(data)
+            get_decoder(target).decode(data)
     else:
-        assert format_inst(get_decoder("gfx942").decode(data).inst) == text
+        assert format_inst(get_decoder(target).decode(data).inst) == text
 
 
 @pytest.mark.llvm
-def test_off_by_a_bit_words_as_llvm_objdump_reads_them(llvm_objdump):
+@pytest.mark.parametrize("target,words", [("gfx942", OFF_BY_A_BIT),
+                                          ("gfx950", OFF_BY_A_BIT_GFX950)])
+def test_off_by_a_bit_words_as_llvm_objdump_reads_them(llvm_objdump, target, words):
     from asterism.mc.llvm_oracle import llvm_disassemble
 
-    texts = llvm_disassemble([bytes.fromhex(w) for w, _t in OFF_BY_A_BIT], "gfx942")
-    for (word, text), theirs in zip(OFF_BY_A_BIT, texts):
+    texts = llvm_disassemble([bytes.fromhex(w) for w, _t in words], target)
+    for (word, text), theirs in zip(words, texts):
         if text is None:  # rejected: shown as data, or read together with what follows
             dword = f".long 0x{word[6:8]}{word[4:6]}{word[2:4]}{word[0:2]}"
             assert theirs in (dword, "<no instruction>"), word

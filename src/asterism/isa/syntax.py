@@ -237,6 +237,8 @@ INLINE_FLOAT_BITS: dict[str, tuple[int, ...]] = {
     "bf16": (0x3F00, 0xBF00, 0x3F80, 0xBF80, 0x4000, 0xC000, 0x4080, 0xC080, 0x3E22),
 }
 SIXTEEN_BIT_TYPES = {"f16", "bf16", "i16"}
+# 16-bit operand types whose literal LLVM prints as its low 16 bits (a bf16 one prints whole)
+SIXTEEN_BIT_PRINTED_TYPES = frozenset({"f16", "i16"})
 
 
 def is_inline_bits(bits: int, type_: str | None) -> bool:

@@ -1010,9 +1010,10 @@ def _mods_buffer(plan: _Plan, word: _Word, prefix: _Word | None, operands: list[
         mods["idxen"] = True
     if word["offen"]:
         mods["offen"] = True
-    mods["offset"] = word["offset"]
+    if "offset" in form.modifiers:  # (buffer_wbl2 and buffer_inv ignore offset and nt)
+        mods["offset"] = word["offset"]
     for name in ("sc0", "nt", "sc1"):
-        if name in word.fmt.fields and word[name] and not (
+        if name in word.fmt.fields and word[name] and name in form.modifiers and not (
                 name == "sc0" and form.fixed.get("sc0")):
             mods[name] = True
     if form.fixed.get("sc0"):

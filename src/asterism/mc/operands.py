@@ -11,7 +11,7 @@ import re
 import struct
 from dataclasses import dataclass, field
 
-from asterism.isa.syntax import SIXTEEN_BIT_TYPES, is_inline_bits
+from asterism.isa.syntax import SIXTEEN_BIT_PRINTED_TYPES, is_inline_bits
 
 REGISTER_KINDS = ("v", "s", "a", "ttmp")
 
@@ -126,7 +126,7 @@ class Literal:
         # 16-bit operands show their 16 bits.
         if is_inline_bits(self.bits, self.type):
             return f"lit(0x{self.bits:x})"
-        if self.type in SIXTEEN_BIT_TYPES:
+        if self.type in SIXTEEN_BIT_PRINTED_TYPES:
             return f"0x{self.bits & 0xFFFF:x}"
         return f"0x{self.bits:x}"
 
