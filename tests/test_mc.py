@@ -274,12 +274,20 @@ OFF_BY_A_BIT = [
     ("7d2330c03c000000", None),  # s_buffer_load_dwordx16 with base ttmp[14:17]
     # bits LLVM ignores: buffer_wbl2 has no offset and no nt
     ("0700a2e000000000", "buffer_wbl2"),
+    # operand codes: a buffer resource at m0, a reserved soffset or SDWA source code,
+    # register ranges past a255
+    ("865302e1c4a41f5d", None),  # buffer_atomic_swap with srsrc m0
+    ("002080e1fc6891d5", None),  # buffer_atomic_swap_x2 with soffset code 213
+    ("f9ae957d37208381", None),  # v_cmp_eq_u32_sdwa with source code 215
+    ("00605fdcda00fffe", None),  # scratch_load_dwordx4 into a[254:257]
+    ("f480c8d3c293a21d", None),  # v_mfma_f32_32x32x4_2b_f16 into a[244:275]
 ]
 OFF_BY_A_BIT_GFX950 = [
     # a bf16 literal prints whole (an f16 one by its low 16 bits); lit() by the low 16 bits
     ("ffb68a7ed8110040", "v_cvt_f32_bf16_e32 v69, 0x400011d8"),
     ("ffb68a7e803f0040", "v_cvt_f32_bf16_e32 v69, lit(0x40003f80)"),
     ("ff168a7ed8110040", "v_cvt_f32_f16_e32 v69, 0x11d8"),
+    ("7a00fad09dce0100", None),  # src_flat_scratch_base_hi cannot start a 64-bit source
 ]
 _OFF_BY_A_BIT_ALL = [("gfx942", w, t) for w, t in OFF_BY_A_BIT] + \
     [("gfx950", w, t) for w, t in OFF_BY_A_BIT_GFX950]

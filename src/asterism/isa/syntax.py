@@ -43,7 +43,7 @@ SRC_VGPR_BASE = 256
 # Named scalar registers that cannot start a 64-bit (or wider) operand: llvm-objdump rejects
 # them there. (null is a register of any width: "s_ashr_i64 null, ...".)
 NOT_PAIR_STARTS = frozenset(("vcc_hi", "exec_hi", "flat_scratch_hi", "xnack_mask_hi", "m0",
-                             "src_lds_direct"))
+                             "src_lds_direct", "src_flat_scratch_base_hi"))
 
 
 def inline_int_code(value: int) -> int | None:

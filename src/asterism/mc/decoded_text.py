@@ -112,7 +112,8 @@ def _compile_text(plan: _Plan) -> TextOfWord:
     if touches and plan.quiet_bits is None:
         return full
     env: dict[str, object] = {"full": full, "_Word": _Word, "fmt": FORMATS[form.format],
-                              "LITERAL_TEXT": _LITERAL_TEXT, "decode_src": decode_src,
+                              "LITERAL_TEXT": _LITERAL_TEXT, "INVALID": _INVALID,
+                              "decode_src": decode_src,
                               "SRC_LITERAL": SRC_LITERAL, "tail": _modifier_text(plan)}
     lines = ["def text(value, extra, literal, prefix):"]
     # (a reserved bit off its value; modifier bits a wrapping reader would read)
@@ -128,7 +129,10 @@ def _compile_text(plan: _Plan) -> TextOfWord:
     for k, slot in enumerate(plan.slots):
         if slot.table is None:
             env[f"read{k}"] = slot.read
-            lines.append(f"    t{k} = str(read{k}(word, prefix))")
+            lines += [f"    t{k} = read{k}(word, prefix)",
+                      f"    if t{k} is INVALID:",
+                      "        return None  # (a code the operand cannot have)",
+                      f"    t{k} = str(t{k})"]
             continue
         env[f"texts{k}"] = _text_table(slot.table)
         lines.append(f"    t{k} = texts{k}[{slot_index(slot)}]")

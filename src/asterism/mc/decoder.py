@@ -360,6 +360,7 @@ def _compile_build(plan: _Plan) -> tuple[str, Callable[[int, int | None, int | N
         if slot.table is None:
             env[f"read{k}"] = slot.read
             reads.append(f"read{k}(word, prefix)")
+            checks.append(k)  # (a reader may find a code the operand cannot have too)
             continue
         env[f"table{k}"] = slot.table
         reads.append(f"table{k}[{slot_index(slot)}]")
@@ -535,12 +536,15 @@ def _scalar_entry(code: int, width: int) -> object:
 
 def _src_entry(code: int, width: int, type_: str | None, agpr: bool) -> object:
     """The table entry of a source code: _LITERAL, _INVALID (reserved codes, scalar
-    registers that cannot start the operand's range) or the operand."""
+    registers that cannot start the operand's range, ranges past the last vector register)
+    or the operand."""
     if code == SRC_LITERAL:
         return _LITERAL
     if code < syntax.SRC_VGPR_BASE and syntax.inline_int_value(code) is None and \
             code not in syntax.INLINE_FLOATS:
         return _scalar_entry(code, width)
+    if code >= syntax.SRC_VGPR_BASE and code - syntax.SRC_VGPR_BASE + width > 256:
+        return _INVALID  # (a range past the last VGPR/AGPR)
     return _shared(decode_src(code, width, type_=type_, agpr=agpr))
 
 
@@ -574,7 +578,7 @@ def _field_slot(form: Form, spec: OperandSpec, lo: int, mask: int, kind: str,
         return make(index & mask, always_agpr or bool(index >> shift))
 
     table = _table((kind, spec.width, spec.type, always_agpr, mask), entry, literal)
-    table.checked = kind in ("src", "scalar", "saddr", "sbase")
+    table.checked = kind in ("src", "scalar", "saddr", "sbase", "srsrc", "soffset", "vector")
     if agpr_bit is None:
         return _Slot(lo, mask, 0, 0, shift, table, None)
     return _Slot(lo, mask, agpr_bit, 1, shift, table, None)
@@ -641,8 +645,8 @@ def _field_slot_of(form: Form, spec: OperandSpec, fmt: Format) -> _Slot:
 def _vector_slot(form: Form, spec: OperandSpec, lo: int, mask: int) -> _Slot:
     """A VGPR or AGPR index field."""
     width = spec.width
-    return _field_slot(form, spec, lo, mask, "vector",
-                       lambda code, agpr: _reg("a" if agpr else "v", code, width))
+    return _field_slot(form, spec, lo, mask, "vector", lambda code, agpr: (
+        _reg("a" if agpr else "v", code, width) if code + width <= 256 else _INVALID))
 
 
 def _src_slot(form: Form, spec: OperandSpec, lo: int, mask: int) -> _Slot:
@@ -729,11 +733,11 @@ def _extra_src0_reader(form: Form, spec: OperandSpec) -> SlotReader:
     sdwa = form.enc == "SDWA"
     width = spec.width  # (no DPP/SDWA width depends on other fields)
 
-    def read(word: _Word, prefix: _Word | None) -> Operand:
+    def read(word: _Word, prefix: _Word | None) -> object:
         code = src0.get(word.extra)
         if sdwa and SDWA["s0"].get(word.extra):
-            return decode_src(code, width, type_=spec.type)
-        return Reg("v", code, width)
+            return _sdwa_src_entry(code, width, spec.type)
+        return _reg("v", code, width) if code + width <= 256 else _INVALID
 
     return read
 
@@ -743,12 +747,19 @@ def _sdwa_vsrc1_reader(form: Form, spec: OperandSpec, fmt: Format) -> SlotReader
     in_field = _field_slot_of(form, spec, fmt)
     width = spec.width
 
-    def read(word: _Word, prefix: _Word | None) -> Operand:
+    def read(word: _Word, prefix: _Word | None) -> object:
         if SDWA["s1"].get(word.extra):
-            return decode_src(word["vsrc1"], width, type_=spec.type)
+            return _sdwa_src_entry(word["vsrc1"], width, spec.type)
         return _read_slot(in_field, word, prefix)
 
     return read
+
+
+def _sdwa_src_entry(code: int, width: int, type_: str | None) -> object:
+    """An SDWA source given as a scalar/constant code (S0/S1 set): as _src_entry, but no
+    literal follows an SDWA word (_INVALID)."""
+    entry = _src_entry(code, width, type_, False)
+    return _INVALID if entry is _LITERAL else entry
 
 
 def _read_slot(slot: _Slot, word: _Word, prefix: _Word | None) -> Operand:
@@ -806,12 +817,11 @@ def _buffer_slot(form: Form, spec: OperandSpec, fmt: Format) -> _Slot:
         return _reader_slot(read_vaddr)
     fld = fmt.fields[name]
     if name == "srsrc":
-        return _field_slot(form, spec, fld.lo, fld.mask, "srsrc", lambda code, agpr: (
-            _shared(decode_scalar_reg(code * 4, width)) or _reg("s", code * 4, width)))
+        return _field_slot(form, spec, fld.lo, fld.mask, "srsrc",
+                           lambda code, agpr: _scalar_entry(code * 4, width))
     if name == "soffset":
-        return _field_slot(form, spec, fld.lo, fld.mask, "soffset", lambda code, agpr: (
-            _LITERAL if code == SRC_LITERAL else _shared(decode_src(code, 1, type_="i32"))),
-            (1, "i32"))
+        return _field_slot(form, spec, fld.lo, fld.mask, "soffset",
+                           lambda code, agpr: _src_entry(code, 1, "i32", False), (1, "i32"))
     return _vector_slot(form, spec, fld.lo, fld.mask)
 
 
