@@ -292,6 +292,20 @@ def test_hazard_wait_states_of_linked_pairs():
     assert pair(unrelated) == 0
 
 
+def test_hazard_links_follow_program_order(monkeypatch):
+    # Several VALU writes feed one MFMA: the links come in program order whatever order a
+    # set of the producers iterates in (Node hashes by address; here forced backwards).
+    kb = KernelBuilder("k")
+    for i in range(4):
+        kb.v_mov_b32(kb.v(i), i)
+    kb.v_mfma_f32_16x16x16_f16(kb.a[0:4], kb.v[0:2], kb.v[2:4], kb.a[0:4])
+    nodes = [n for n in nodes_of(kb.finish()) if not n.pure]
+    monkeypatch.setattr(ps.Node, "__hash__", lambda n: 1000 - n.pos)
+    links = ps._hazard_links([nodes], {}, rules_for("gfx942"))
+    producers = [p.pos for p, c, _need in links if c is nodes[-1]]
+    assert len(producers) == 4 and producers == sorted(producers)
+
+
 def test_regions_and_multi_block_kernels_stay_valid():
     kb = KernelBuilder("k")
     kb.s_mov_b32(kb.s(12), 3)

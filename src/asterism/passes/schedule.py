@@ -592,6 +592,9 @@ def _hazard_links(blocks: list[list[Node]], succs: dict[int, list[int]],
     entry = [dict(empty) for _ in blocks]
     exits: list[dict | None] = [None] * len(blocks)
     links: dict[tuple[int, int], tuple[Node, Node, int]] = {}
+    # (program order: the producers of a consumer are linked in it, not in set order, which
+    # follows object addresses and would make the guard's output vary from run to run)
+    seq = {n: i for i, n in enumerate(n for nodes in blocks for n in nodes)}
     changed = True
     rounds = 0
     while changed and rounds < 8:
@@ -613,7 +616,7 @@ def _hazard_links(blocks: list[list[Node]], succs: dict[int, list[int]],
                     cands |= w
                     if a in n.writes:
                         cands |= r
-                for p in cands:
+                for p in sorted(cands, key=seq.__getitem__):
                     key = (id(p), id(n))
                     if key in links or p is n:
                         continue
