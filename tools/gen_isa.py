@@ -797,15 +797,22 @@ def probe_modifiers(target: str, forms: list[dict]) -> None:
                 f["modifiers"].append(name)
 
 
-# The bit groups of the DPP/SDWA dword after src0: a group is reserved for a form when every
-# single-bit change of it makes LLVM reject the word (so multi-bit controls with other valid
-# values, dpp_ctrl or a select, are not).
-EXTRA_GROUPS = {
-    "DPP": [(8, 9), (17, 1), (18, 1), (19, 1), (20, 1), (21, 1), (22, 1), (23, 1), (24, 4),
-            (28, 4)],
-    "SDWA": [(8, 3), (11, 2), (13, 1), (14, 2), (16, 3), (19, 1), (20, 1), (21, 1), (22, 1),
-             (23, 1), (24, 3), (27, 1), (28, 1), (29, 1), (30, 1), (31, 1)],
-}
+def _extra_groups(layout: dict, overlays: tuple[str, ...]) -> list[tuple[int, int]]:
+    """(lo, width) of the bit groups of a DPP/SDWA dword after src0: its fields (not the
+    `overlays`, fields laid over others) and each bit no field covers. A group is reserved
+    for a form when every single-bit change of it makes LLVM reject the word, so multi-bit
+    controls with other valid values (dpp_ctrl, a select) are not."""
+    groups = [(f.lo, f.width) for name, f in layout.items()
+              if name != "src0" and name not in overlays]
+    covered = 0
+    for f in layout.values():
+        covered |= f.mask << f.lo
+    groups += [(bit, 1) for bit in range(32) if not (covered >> bit) & 1]
+    return sorted(groups)
+
+
+# (SDWA's sdst and sd are the VOPC reading of dst_sel/dst_unused/clamp and omod's high bit)
+EXTRA_GROUPS = {"DPP": _extra_groups(DPP, ()), "SDWA": _extra_groups(SDWA, ("sdst", "sd"))}
 
 
 def probe_reserved_bits(target: str, forms: list[dict]) -> None:

@@ -7,11 +7,10 @@ import copy
 import os
 import struct
 from dataclasses import dataclass, field
-from pathlib import Path
 
 from asterism.errors import AsterismError
 from asterism.mc.bulk import pause_cyclic_gc, resume_cyclic_gc
-from asterism.mc.codeobject import read_code_object
+from asterism.mc.codeobject import load_code_object
 from asterism.mc.codeobject.elf import (
     SHN_ABS,
     SHN_UNDEF,
@@ -148,12 +147,10 @@ def listing(source: bytes | str | os.PathLike[str], filename: str | None = None)
     """The whole .text of a code object (bytes or path) in llvm-objdump -d's layout: symbol
     headers, and words that do not decode listed as `.long`, as llvm-objdump lists them.
     `filename` is the name in the header line (default: the path)."""
-    obj = read_code_object(source)  # (its errors name the file)
-    if isinstance(source, bytes | bytearray | memoryview):
-        data, name = bytes(source), ""
-    else:
-        data, name = Path(source).read_bytes(), os.fspath(source)
-    filename = name if filename is None else filename
+    obj, data = load_code_object(source)  # (its errors name the file)
+    if filename is None:
+        filename = "" if isinstance(source, bytes | bytearray | memoryview) else \
+            os.fspath(source)
     symbols = ListingSymbols.of_elf(parse_elf(data))
     # (the layout of llvm-objdump -d, from its leading empty line)
     out = ["", f"{filename}:\tfile format elf64-amdgpu", "", "Disassembly of section .text:"]

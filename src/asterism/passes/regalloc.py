@@ -70,6 +70,7 @@ from asterism.ir.ops import (
 from asterism.ir.types import REGISTER_TYPES, RegisterType
 from asterism.ir.verify import amdgcn_modules, op_location, op_title
 from asterism.isa import IsaDatabase, get_isa
+from asterism.mc.operands import Reg
 from asterism.passes.instfacts import gc_paused
 from asterism.passes.liveness import (
     FILE_NAMES,
@@ -484,7 +485,7 @@ class _KernelAllocator:
     def _pin_culprit(self, c: RegClass, first: int) -> ViewConflict:
         n = len(self.live.classes)
         found = self._replay(lambda find: find(c.id) == find(n), True)
-        reg = f"{c.kind}{first}" if c.width == 1 else f"{c.kind}[{first}:{first + c.width - 1}]"
+        reg = Reg(c.kind, first, c.width)
         if found is None:
             raise RegisterAllocationError(
                 f"{self.name(c)} must be in {reg}, which other pinned values use at the same "

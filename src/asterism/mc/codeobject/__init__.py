@@ -28,7 +28,7 @@ from asterism.mc.codeobject.metadata import (
     make_metadata,
 )
 from asterism.mc.codeobject.model import CodeObject, ExtraSymbol, KernelSymbol
-from asterism.mc.codeobject.reader import read_code_object
+from asterism.mc.codeobject.reader import load_code_object, read_code_object
 from asterism.mc.codeobject.writer import write_code_object, write_file_atomic
 
 __all__ = [
@@ -52,6 +52,7 @@ __all__ = [
     "make_kernel_descriptor",
     "make_kernel_metadata",
     "make_metadata",
+    "load_code_object",
     "read_code_object",
     "write_code_object",
     "write_file_atomic",

@@ -66,9 +66,15 @@ def _load(source: bytes | bytearray | memoryview | str | os.PathLike[str]) -> tu
 def read_code_object(source: bytes | bytearray | memoryview | str | os.PathLike[str]
                      ) -> CodeObject:
     """Read a code object from bytes or a path; CodeObjectError says what is wrong with it."""
+    return load_code_object(source)[0]
+
+
+def load_code_object(source: bytes | bytearray | memoryview | str | os.PathLike[str]
+                     ) -> tuple[CodeObject, bytes]:
+    """read_code_object, with the file's bytes too (for readers of its ELF, the listing)."""
     data, where = _load(source)
     try:
-        return _read(data)
+        return _read(data), data
     except CodeObjectError as exc:
         if where == "<bytes>":
             raise
