@@ -333,7 +333,8 @@ def _data_dwords(info: OpInfo) -> int:
     return max(best, data)
 
 
-def _static(info: OpInfo, tm: TimingModel) -> _Static:
+def make_static(info: OpInfo, tm: TimingModel) -> _Static:
+    """What the model needs of one instruction (its kind, port, unit, registers, counters)."""
     isa = info.isa
     if isa is None:
         return _Static("nop", None, CAT_IMMED, None, cycles=tm.issue_cycles)
@@ -454,8 +455,8 @@ class _Recorder:
 
 @dataclass(eq=False)
 class _Wave:
-    row: int  # wave index in the dispatch batch
-    group: Group
+    row: int  # wave index in the dispatch batch (trace-driven: in the replay)
+    group: Group | None  # functional state (None when trace-driven)
     wg: int  # workgroup slot in the batch
     order: int = 0  # launch order: lower = older = higher issue priority
     cu: int = 0
@@ -478,6 +479,9 @@ class _Wave:
     released: bool = False
     records: list[tuple[int, int, int, int, int]] = field(default_factory=list)
     stall_states: list[int] = field(default_factory=list)
+    stream: list[int] = field(default_factory=list)  # trace-driven: instruction indices
+    pos: int = 0  # trace-driven: position of the current instruction in `stream`
+    issue_pos: int = 0  # trace-driven: position of the instruction issuing now
 
 
 @dataclass(eq=False)
@@ -506,8 +510,239 @@ def _up(t: int, q: int) -> int:
     return -(-t // q) * q
 
 
-class TimedDispatch:
-    """One timed dispatch (built by Emulator.run when timing is on)."""
+class IssueModel:
+    """The model's core: issue, dependencies, units, counters, waits, barriers, s_endpgm.
+
+    A driver subclass says where each wave's next instruction comes from
+    (`_advance`: functional execution, or a recorded instruction stream), how waves reach
+    the CUs (`_admit`) and when a memory access completes (`_memory_latency`); everything
+    else is this one piece of code, for the functional timed run and for trace replay.
+    """
+
+    tm: TimingModel
+    target: Any
+    statics: list[_Static]
+    lds_size: int = 0
+    wgs_per_cu: int = 1
+    kernel: str = ""
+
+    # ------------------------------------------------------------------ driver hooks
+
+    def _advance(self, w: _Wave) -> int:
+        """Move the wave to its next instruction; returns END, BARRIER or the next index."""
+        raise NotImplementedError
+
+    def _taken(self, w: _Wave, index: int, nxt: int) -> bool:
+        """Whether the branch at `index` went somewhere other than the next instruction."""
+        raise NotImplementedError
+
+    def _memory_latency(self, w: _Wave, st: _Static, now: int) -> int:
+        """Cycles from issue until the memory instruction's counter entries complete."""
+        raise NotImplementedError
+
+    def _admit(self, cu: _Cu, now: int, order: list[int]) -> None:
+        """Launch the waves that reach `cu` by `now`."""
+        raise NotImplementedError
+
+    def _past_end(self, w: _Wave, now: int) -> None:
+        """The wave ran past its last instruction (functional: the op raises)."""
+        self._advance(w)
+
+    def _before_issue(self, w: _Wave) -> None:
+        """Called just before an issuing instruction runs (functional: reset the recorder)."""
+
+    def _after_issue(self, w: _Wave, st: _Static, now: int) -> None:
+        """Called after an instruction issued (functional: s_memtime's clock value)."""
+
+    def _deadlock_error(self, w: _Wave | None) -> EmulatorError:
+        """The error for a model that cannot progress (`w`: a wave stuck at a barrier)."""
+        if w is not None:
+            return DeadlockError("waves wait at s_barrier but the other waves of their "
+                                 f"workgroup can never arrive ({len(self.arrived[w.wg])} of "
+                                 f"{self.running[w.wg]} arrived)", kernel=self.kernel)
+        return DeadlockError("the timing model cannot make progress (no wave can issue)",
+                             kernel=self.kernel)
+
+    # ------------------------------------------------------------------ the model
+
+    def _loop(self, cus: list[_Cu], waves: list[_Wave]) -> None:
+        q = self.tm.issue_cycles
+        now = 0
+        order = [0]
+        left = len(waves)
+        while left:
+            for cu in cus:
+                left -= self._release(cu, now)
+                self._admit(cu, now, order)
+            if not left:
+                break
+            for cu in cus:
+                for s in range(cu.simds):
+                    used: set[str] = set()
+                    for w in list(cu.resident[s]):
+                        if w.state == "run" and w.ready <= now:
+                            self._step(cu, w, now, used)
+            nxt = _NEVER
+            for cu in cus:
+                for s in range(cu.simds):
+                    for w in cu.resident[s]:
+                        if w.state == "run":
+                            nxt = min(nxt, self._earliest(cu, w))
+                        elif w.state == "done" and not w.released:
+                            nxt = min(nxt, w.end)
+            if nxt >= _NEVER:
+                stuck = next((w for cu in cus for s in range(cu.simds)
+                              for w in cu.resident[s] if w.state == "barrier"), None)
+                raise self._deadlock_error(stuck)
+            now = max(now + q, _up(nxt, q))
+
+    def _release(self, cu: _Cu, now: int) -> int:
+        """Free the slots of waves that ended by `now`; returns how many."""
+        freed = 0
+        for s in range(cu.simds):
+            for w in list(cu.resident[s]):
+                if w.state == "done" and not w.released and w.end <= now:
+                    w.released = True
+                    cu.resident[s].remove(w)
+                    cu.slots[s][w.slot] = None
+                    freed += 1
+                    self.alive[w.wg] -= 1
+                    if self.alive[w.wg] == 0:
+                        cu.workgroups -= 1
+                        cu.lds_used -= self.lds_size
+        return freed
+
+    def _unit_free(self, cu: _Cu, w: _Wave, unit: str | None) -> int:
+        if unit is None:
+            return 0
+        if unit in ("lds", "vmem"):
+            return cu.units.get(unit, 0)
+        return cu.simd_units[w.simd].get(unit, 0)
+
+    @staticmethod
+    def _deps(w: _Wave, st: _Static) -> int:
+        t = 0
+        regs = w.regs
+        for k in st.uses:
+            r = regs.get(k)
+            if r is not None and r[0] > t:
+                t = r[0]
+        for k in st.srcc:
+            r = regs.get(k)
+            if r is not None and r[1] > t:
+                t = r[1]
+        return t
+
+    def _earliest(self, cu: _Cu, w: _Wave) -> int:
+        if w.idx >= len(self.statics):
+            return w.ready
+        st = self.statics[w.idx]
+        if st.port is None:
+            return w.ready
+        return max(w.ready, self._deps(w, st), self._unit_free(cu, w, st.unit))
+
+    def _step(self, cu: _Cu, w: _Wave, now: int, used: set[str]) -> None:
+        index = w.idx
+        if index >= len(self.statics):
+            self._past_end(w, now)
+            return
+        st = self.statics[index]
+        kind = st.kind
+        q = self.tm.issue_cycles
+        if kind == "waitcnt":
+            done = max(_counter_ready(w.vm, st.wait[0]), _counter_ready(w.lgkm, st.wait[1]))
+            w.vm = [c for c in w.vm if c > done]
+            w.lgkm = [c for c in w.lgkm if c > done]
+            self._advance(w)
+            self._record(w, index, CAT_IMMED, max(q, _up(done, q) - w.ready), WAIT)
+            return
+        if kind == "nop":
+            self._advance(w)
+            self._record(w, index, st.category, st.cycles, STALL)
+            return
+        if kind == "barrier":
+            self._advance(w)
+            w.state = "barrier"
+            w.arrive = now
+            w.barrier_index = index
+            self.arrived[w.wg].append(w)
+            self._try_release(w.wg, now)
+            return
+        if st.port is not None:
+            if max(self._deps(w, st), self._unit_free(cu, w, st.unit)) > now:
+                return
+            if st.port in used:
+                return  # an older wave of this SIMD took the port in this issue cycle
+            used.add(st.port)
+        start = w.ready
+        self._before_issue(w)
+        nxt = self._advance(w)
+        category = st.category
+        issue = q
+        if kind == "endpgm":
+            drain = max([w.xdl_done, *w.vm, *w.lgkm, 0])
+            issue = max(self.tm.dispatch["endpgm"], drain - now)
+        elif kind == "branch":
+            taken = st.taken_always or self._taken(w, index, nxt)
+            category = CAT_JUMP if taken else CAT_NEXT
+        if st.unit is not None:
+            busy = now + st.occupancy
+            if st.unit in ("lds", "vmem"):
+                cu.units[st.unit] = busy
+            else:
+                cu.simd_units[w.simd][st.unit] = busy
+        for k in st.defs:
+            w.regs[k] = (now + st.ready, now + st.ready_srcc)
+        if st.xdl_result:
+            w.xdl_done = max(w.xdl_done, now + st.xdl_result)
+        self._after_issue(w, st, now)
+        if st.streams:
+            self._memory(w, st, now)
+        w.records.append((start, category, now - start, now - start + issue, index + 1))
+        w.stall_states.append(STALL)
+        w.ready = now + issue
+        if category == CAT_JUMP:
+            w.ready += self.tm.dispatch["taken_branch"]
+        if kind == "endpgm":
+            w.state = "done"
+            w.end = w.ready
+            self.running[w.wg] -= 1
+            self._try_release(w.wg, now)
+
+    def _record(self, w: _Wave, index: int, category: int, cycles: int, state: int) -> None:
+        """Record an instruction the wave spent `cycles` on without issuing (stall only)."""
+        w.records.append((w.ready, category, cycles, cycles, index + 1))
+        w.stall_states.append(state)
+        w.ready += cycles
+
+    def _try_release(self, wg: int, now: int) -> None:
+        waiting = self.arrived[wg]
+        if not waiting or len(waiting) < self.running[wg]:
+            return
+        q = self.tm.issue_cycles
+        release = _up(now + self.tm.dispatch["barrier"], q)
+        for w in waiting:
+            cycles = max(q, release - w.arrive)
+            w.records.append((w.arrive, CAT_IMMED, cycles, cycles, w.barrier_index + 1))
+            w.stall_states.append(WAIT)
+            w.ready = w.arrive + cycles
+            w.state = "run"
+        self.arrived[wg] = []
+
+    def _memory(self, w: _Wave, st: _Static, now: int) -> None:
+        """Queue the instruction's counter entries with their completion times."""
+        done = now + self._memory_latency(w, st, now)
+        for ctr, in_order in st.streams:
+            t = done
+            if in_order:
+                t = max(t, w.last_in_order.get(ctr, 0))
+                w.last_in_order[ctr] = t
+            (w.vm if ctr == san.VM else w.lgkm).append(t)
+
+
+class TimedDispatch(IssueModel):
+    """One timed dispatch (built by Emulator.run when timing is on): the model drives the
+    emulator's functional execution, one instruction of one wave at a time."""
 
     def __init__(self, emu, comp, descriptor, kernel: str, grid3, block3, lds_size: int,
                  options: TimingOptions):
@@ -532,7 +767,7 @@ class TimedDispatch:
         tpw = block3[0] * block3[1] * block3[2]
         self.waves_per_wg = -(-tpw // target.wave_size)
         self.slots_per_simd, self.wgs_per_cu = self._occupancy(descriptor, lds_size)
-        self.statics = [_static(info, self.tm) for info in comp.infos]
+        self.statics = [make_static(info, self.tm) for info in comp.infos]
         self.result: TimingResult | None = None
         self._ctx: LaunchInfo | None = None
 
@@ -632,51 +867,6 @@ class TimedDispatch:
         self._loop(cus, waves)
         self.result = self._make_result(waves, np.arange(n_wg))
 
-    def _loop(self, cus: list[_Cu], waves: list[_Wave]) -> None:
-        q = self.tm.issue_cycles
-        now = 0
-        order = [0]
-        left = len(waves)
-        while left:
-            for cu in cus:
-                left -= self._release(cu, now)
-                self._admit(cu, now, order)
-            if not left:
-                break
-            for cu in cus:
-                for s in range(cu.simds):
-                    used: set[str] = set()
-                    for w in list(cu.resident[s]):
-                        if w.state == "run" and w.ready <= now:
-                            self._step(cu, w, now, used)
-            nxt = _NEVER
-            for cu in cus:
-                for s in range(cu.simds):
-                    for w in cu.resident[s]:
-                        if w.state == "run":
-                            nxt = min(nxt, self._earliest(cu, w))
-                        elif w.state == "done" and not w.released:
-                            nxt = min(nxt, w.end)
-            if nxt >= _NEVER:
-                raise self._deadlock(cus)
-            now = max(now + q, _up(nxt, q))
-
-    def _release(self, cu: _Cu, now: int) -> int:
-        """Free the slots of waves that ended by `now`; returns how many."""
-        freed = 0
-        for s in range(cu.simds):
-            for w in list(cu.resident[s]):
-                if w.state == "done" and not w.released and w.end <= now:
-                    w.released = True
-                    cu.resident[s].remove(w)
-                    cu.slots[s][w.slot] = None
-                    freed += 1
-                    self.alive[w.wg] -= 1
-                    if self.alive[w.wg] == 0:
-                        cu.workgroups -= 1
-                        cu.lds_used -= self.lds_size
-        return freed
-
     def _admit(self, cu: _Cu, now: int, order: list[int]) -> None:
         t = self.target
         interval = self.tm.dispatch["wave_launch_interval"]
@@ -710,113 +900,38 @@ class TimedDispatch:
                 order[0] += 1
                 cu.resident[s].append(w)
 
-    def _unit_free(self, cu: _Cu, w: _Wave, unit: str | None) -> int:
-        if unit is None:
-            return 0
-        if unit in ("lds", "vmem"):
-            return cu.units.get(unit, 0)
-        return cu.simd_units[w.simd].get(unit, 0)
-
-    @staticmethod
-    def _deps(w: _Wave, st: _Static) -> int:
-        t = 0
-        regs = w.regs
-        for k in st.uses:
-            r = regs.get(k)
-            if r is not None and r[0] > t:
-                t = r[0]
-        for k in st.srcc:
-            r = regs.get(k)
-            if r is not None and r[1] > t:
-                t = r[1]
-        return t
-
-    def _earliest(self, cu: _Cu, w: _Wave) -> int:
-        if w.idx >= len(self.statics):
-            return w.ready
-        st = self.statics[w.idx]
-        if st.port is None:
-            return w.ready
-        return max(w.ready, self._deps(w, st), self._unit_free(cu, w, st.unit))
-
     # ------------------------------------------------------------------ one instruction
 
-    def _step(self, cu: _Cu, w: _Wave, now: int, used: set[str]) -> None:
-        index = w.idx
-        if index >= len(self.statics):  # ran past the last instruction: the op raises
-            self._execute(w)
-            return
-        st = self.statics[index]
-        kind = st.kind
-        q = self.tm.issue_cycles
-        if kind == "waitcnt":
-            done = max(_counter_ready(w.vm, st.wait[0]), _counter_ready(w.lgkm, st.wait[1]))
-            w.vm = [c for c in w.vm if c > done]
-            w.lgkm = [c for c in w.lgkm if c > done]
-            self._execute(w)
-            self._record(w, index, CAT_IMMED, max(q, _up(done, q) - w.ready), WAIT)
-            return
-        if kind == "nop":
-            self._execute(w)
-            self._record(w, index, st.category, st.cycles, STALL)
-            return
-        if kind == "barrier":
-            self._execute(w)
-            w.state = "barrier"
-            w.arrive = now
-            w.barrier_index = index
-            self.arrived[w.wg].append(w)
-            self._try_release(w.wg, now)
-            return
-        if st.port is not None:
-            if max(self._deps(w, st), self._unit_free(cu, w, st.unit)) > now:
-                return
-            if st.port in used:
-                return  # an older wave of this SIMD took the port in this issue cycle
-            used.add(st.port)
-        start = w.ready
+    def _before_issue(self, w: _Wave) -> None:
         self.recorder.spans.clear()
-        nxt = self._execute(w)
-        category = st.category
-        issue = q
-        if kind == "endpgm":
-            drain = max([w.xdl_done, *w.vm, *w.lgkm, 0])
-            issue = max(self.tm.dispatch["endpgm"], drain - now)
-        elif kind == "branch":
-            taken = st.taken_always or nxt != self.comp.infos[index].next_index
-            category = CAT_JUMP if taken else CAT_NEXT
-        if st.unit is not None:
-            busy = now + st.occupancy
-            if st.unit in ("lds", "vmem"):
-                cu.units[st.unit] = busy
-            else:
-                cu.simd_units[w.simd][st.unit] = busy
-        for k in st.defs:
-            w.regs[k] = (now + st.ready, now + st.ready_srcc)
-        if st.xdl_result:
-            w.xdl_done = max(w.xdl_done, now + st.xdl_result)
+
+    def _after_issue(self, w: _Wave, st: _Static, now: int) -> None:
         if st.clock:
             self._write_clock(w, st, now)
-        if st.streams:
-            self._memory(w, st, now)
-        w.records.append((start, category, now - start, now - start + issue, index + 1))
-        w.stall_states.append(STALL)
-        w.ready = now + issue
-        if category == CAT_JUMP:
-            w.ready += self.tm.dispatch["taken_branch"]
-        if kind == "endpgm":
-            w.state = "done"
-            w.end = w.ready
-            self.running[w.wg] -= 1
-            self._try_release(w.wg, now)
 
-    def _record(self, w: _Wave, index: int, category: int, cycles: int, state: int) -> None:
-        """Record an instruction the wave spent `cycles` on without issuing (stall only)."""
-        w.records.append((w.ready, category, cycles, cycles, index + 1))
-        w.stall_states.append(state)
-        w.ready += cycles
+    def _taken(self, w: _Wave, index: int, nxt: int) -> bool:
+        return nxt != self.comp.infos[index].next_index
 
-    def _execute(self, w: _Wave) -> int:
+    def _memory_latency(self, w: _Wave, st: _Static, now: int) -> int:
+        """Latency by where the touched lines are: first touch in the dispatch pays HBM."""
+        mem = self.tm.memory
+        lines = self.recorder.take_lines(mem["line_bytes"])
+        hit = lines <= self.seen_lines
+        if st.mem == "lds":
+            lat = mem["lds"]
+        elif st.mem == "smem":
+            lat = mem["smem"] if hit else mem["hbm"]
+        elif not lines:
+            # FLAT that went to LDS (or no active lane): the LDS answers
+            lat = mem["lds"] if st.mem == "flat" else mem["l2_hit"]
+        elif st.store:
+            lat = mem["l2_hit"]  # stores are acknowledged by the L2 (write-back)
+        else:
+            lat = mem["l2_hit"] if hit else mem["hbm"]
+        self.seen_lines |= lines
+        return lat
+
+    def _advance(self, w: _Wave) -> int:
         """Run the wave's next instruction functionally; returns the op's result."""
         g = w.group
         info = self.comp.infos[w.idx] if w.idx < len(self.comp.infos) else None
@@ -856,45 +971,6 @@ class TimedDispatch:
     def _workgroup(self, w: _Wave) -> tuple[int, ...]:
         return tuple(int(x) for x in self._ctx.wg_ids[w.row])
 
-    def _try_release(self, wg: int, now: int) -> None:
-        waiting = self.arrived[wg]
-        if not waiting or len(waiting) < self.running[wg]:
-            return
-        q = self.tm.issue_cycles
-        release = _up(now + self.tm.dispatch["barrier"], q)
-        for w in waiting:
-            cycles = max(q, release - w.arrive)
-            w.records.append((w.arrive, CAT_IMMED, cycles, cycles, w.barrier_index + 1))
-            w.stall_states.append(WAIT)
-            w.ready = w.arrive + cycles
-            w.state = "run"
-        self.arrived[wg] = []
-
-    def _memory(self, w: _Wave, st: _Static, now: int) -> None:
-        """Queue the instruction's counter entries with their modeled completion times."""
-        mem = self.tm.memory
-        lines = self.recorder.take_lines(mem["line_bytes"])
-        hit = lines <= self.seen_lines
-        if st.mem == "lds":
-            lat = mem["lds"]
-        elif st.mem == "smem":
-            lat = mem["smem"] if hit else mem["hbm"]
-        elif not lines:
-            # FLAT that went to LDS (or no active lane): the LDS answers
-            lat = mem["lds"] if st.mem == "flat" else mem["l2_hit"]
-        elif st.store:
-            lat = mem["l2_hit"]  # stores are acknowledged by the L2 (write-back)
-        else:
-            lat = mem["l2_hit"] if hit else mem["hbm"]
-        self.seen_lines |= lines
-        done = now + lat
-        for ctr, in_order in st.streams:
-            t = done
-            if in_order:
-                t = max(t, w.last_in_order.get(ctr, 0))
-                w.last_in_order[ctr] = t
-            (w.vm if ctr == san.VM else w.lgkm).append(t)
-
     def _write_clock(self, w: _Wave, st: _Static, now: int) -> None:
         """s_memtime: the model's cycle; s_memrealtime: the same on its 100 MHz clock."""
         if st.sdata < 0:
@@ -904,20 +980,111 @@ class TimedDispatch:
         g.s[:, st.sdata] = np.uint32(value & 0xFFFFFFFF)
         g.s[:, st.sdata + 1] = np.uint32(value >> 32)
 
-    def _deadlock(self, cus: list[_Cu]) -> EmulatorError:
-        for cu in cus:
-            for s in range(cu.simds):
-                for w in cu.resident[s]:
-                    if w.state == "barrier":
-                        info = self.comp.infos[w.barrier_index]
-                        return DeadlockError(
-                            "waves wait at s_barrier but the other waves of their workgroup "
-                            f"can never arrive ({len(self.arrived[w.wg])} of "
-                            f"{self.running[w.wg]} arrived)", kernel=self.kernel,
-                            pc=info.address, inst=info.text, workgroup=self._workgroup(w),
-                            wave=int(self._ctx.wave_in_wg[w.row]))
-        return DeadlockError("the timing model cannot make progress (no wave can issue)",
-                             kernel=self.kernel)
+    def _deadlock_error(self, w: _Wave | None) -> EmulatorError:
+        if w is None:
+            return super()._deadlock_error(None)
+        info = self.comp.infos[w.barrier_index]
+        return DeadlockError(
+            "waves wait at s_barrier but the other waves of their workgroup "
+            f"can never arrive ({len(self.arrived[w.wg])} of "
+            f"{self.running[w.wg]} arrived)", kernel=self.kernel,
+            pc=info.address, inst=info.text, workgroup=self._workgroup(w),
+            wave=int(self._ctx.wave_in_wg[w.row]))
+
+
+@dataclass
+class StreamWave:
+    """One wave to replay: where it ran, when it started, the instructions it executed.
+
+    `stream` lists instruction indices (into the model's statics) in execution order;
+    `latency` optionally maps a position of the stream to the measured cycles from that
+    memory instruction's issue to its completion (`--memory measured`).
+    """
+
+    cu: int  # waves with the same cu share its units and form one workgroup for barriers
+    simd: int
+    slot: int
+    begin: int
+    stream: list[int]
+    latency: Mapping[int, int] | None = None
+
+
+class TraceDrivenModel(IssueModel):
+    """The timing model driven by recorded instruction streams instead of functional
+    execution: no registers' values, no addresses, no kernel arguments needed.
+
+    Memory completes after the model's latency for its kind (LDS, scalar, vector store; a
+    vector load whose addresses are unknown after ``memory.vmem_unknown``) or, for stream
+    positions with a measured latency, after that."""
+
+    def __init__(self, target, tm: TimingModel, statics: list[_Static],
+                 fallthrough: list[int], waves: list[StreamWave], kernel: str = ""):
+        self.target = target
+        self.tm = tm
+        self.statics = statics
+        self.fallthrough = fallthrough
+        self.inputs = waves
+        self.kernel = kernel
+
+    def run(self) -> list[WaveTiming]:
+        """Replay every wave together (same CU: shared units and barriers)."""
+        t = self.target
+        cus: dict[int, _Cu] = {}
+        waves: list[_Wave] = []
+        for k, sw in enumerate(self.inputs):
+            if not sw.stream:
+                continue
+            cu = cus.setdefault(sw.cu, _Cu(sw.cu, t.simds_per_cu, t.max_waves_per_simd))
+            w = _Wave(k, None, sw.cu, order=k, cu=sw.cu, simd=sw.simd % t.simds_per_cu,
+                      slot=sw.slot % t.max_waves_per_simd, begin=sw.begin,
+                      ready=sw.begin + self.tm.dispatch["wave_start"], idx=sw.stream[0],
+                      state="run", stream=sw.stream)
+            cu.slots[w.simd][w.slot] = w
+            cu.resident[w.simd].append(w)
+            waves.append(w)
+        for cu in cus.values():
+            for resident in cu.resident:
+                resident.sort(key=lambda w: (w.begin, w.order))
+            cu.workgroups = 1
+        self.alive = {c: sum(1 for w in waves if w.wg == c) for c in cus}
+        self.running = dict(self.alive)
+        self.arrived = {c: [] for c in cus}
+        self._loop(list(cus.values()), waves)
+        return [WaveTiming(w.cu, w.simd, w.slot, 0, (0, 0, 0), w.row, w.begin, w.end,
+                           w.records, w.stall_states) for w in waves]
+
+    def _advance(self, w: _Wave) -> int:
+        w.pos += 1
+        if w.pos < len(w.stream):
+            w.idx = w.stream[w.pos]
+            return w.idx
+        w.idx = len(self.statics)
+        return END
+
+    def _past_end(self, w: _Wave, now: int) -> None:
+        # A stream that stops without s_endpgm (a truncated capture): the wave ends here.
+        w.state = "done"
+        w.end = w.ready
+        self.running[w.wg] -= 1
+        self._try_release(w.wg, now)
+
+    def _taken(self, w: _Wave, index: int, nxt: int) -> bool:
+        return nxt != self.fallthrough[index]
+
+    def _before_issue(self, w: _Wave) -> None:
+        w.issue_pos = w.pos
+
+    def _memory_latency(self, w: _Wave, st: _Static, now: int) -> int:
+        measured = self.inputs[w.row].latency
+        if measured is not None and w.issue_pos in measured:
+            return measured[w.issue_pos]
+        mem = self.tm.memory
+        if st.mem in ("lds", "smem"):
+            return mem[st.mem]
+        return mem["l2_hit"] if st.store else mem["vmem_unknown"]
+
+    def _admit(self, cu: _Cu, now: int, order: list[int]) -> None:
+        return  # every wave is resident from the start, at its recorded place
 
 
 def _counter_ready(entries: list[int], limit: int) -> int:
@@ -927,5 +1094,6 @@ def _counter_ready(entries: list[int], limit: int) -> int:
     return sorted(entries)[len(entries) - limit - 1]
 
 
-__all__ = ["MODEL_NOTE", "PARAMS_FILE", "PRODUCER", "TimedDispatch", "TimingError",
-           "TimingOptions", "TimingResult", "WaveTiming", "parse_latencies"]
+__all__ = ["MODEL_NOTE", "PARAMS_FILE", "PRODUCER", "IssueModel", "StreamWave",
+           "TimedDispatch", "TimingError", "TimingOptions", "TimingResult", "TraceDrivenModel",
+           "WaveTiming", "make_static", "parse_latencies"]

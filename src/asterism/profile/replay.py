@@ -1,0 +1,514 @@
+"""Replay a captured thread trace through the timing model and measure the model's error.
+
+A capture records, per traced wave, every executed instruction in order (code.json row,
+issue time, stall, duration). That stream is enough to drive the timing model without
+executing anything (`emu.timing.TraceDrivenModel`): each wave starts at its measured
+begin, on the SIMD and slot it ran on, and issues the same instructions in the same order;
+waves of one traced CU share its units and barriers. The model's records are then compared
+with the measured ones: cycles per wave and in total, per instruction category, the stall
+split (vmcnt, lgkmcnt, MFMA/VALU dependency, barrier) and the top-10 hotspot lists.
+
+Memory completion comes from the model (``memory="model"``: LDS, scalar and vector
+latencies of target/data/timing.toml; a vector load's addresses are unknown, so it takes
+``memory.vmem_unknown``) or from the capture (``memory="measured"``): each memory
+instruction completes as long after its modeled issue as it did after its measured issue,
+where that is known: the capture's waitcnt links name the loads each ``s_waitcnt``
+drained, and the wait's measured end bounds their completion.
+"""
+
+from __future__ import annotations
+
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+from asterism.errors import AsterismError
+from asterism.profile.att import InstCategory, Trace, Wave, category_name, read_att
+
+MEMORY_MODES = ("model", "measured")
+STALL_CLASSES = ("vmcnt", "lgkmcnt", "mfma_valu", "barrier", "other")
+TOP_N = 10
+MODEL_LABEL = "modeled"
+
+
+class ReplayError(AsterismError):
+    """A capture that cannot be replayed (no waves, unknown instructions, bad options)."""
+
+
+@dataclass(frozen=True)
+class Figures:
+    """What one side (measured or modeled) of a replay adds up to."""
+
+    cycles: int  # sum over waves of end - begin
+    stall: int
+    per_category: dict[str, tuple[int, int]]  # name -> (cycles, stall)
+    stall_split: dict[str, int]  # STALL_CLASSES -> cycles
+    per_line: dict[int, tuple[int, int]]  # code.json line -> (cycles, stall)
+
+    def stall_shares(self) -> dict[str, float]:
+        """Each stall class as a percentage of all stall cycles."""
+        total = sum(self.stall_split.values()) or 1
+        return {k: 100.0 * v / total for k, v in self.stall_split.items()}
+
+    def top(self, rank: str = "stall", n: int = TOP_N) -> list[int]:
+        """The `n` code lines with the most stall (or cycles), ties by line."""
+        key = 1 if rank == "stall" else 0
+        lines = sorted(self.per_line, key=lambda ln: (-self.per_line[ln][key], ln))
+        return lines[:n]
+
+
+@dataclass(frozen=True)
+class WaveComparison:
+    """One traced wave: measured and modeled lifetime."""
+
+    name: str
+    cu: int
+    simd: int
+    slot: int
+    instructions: int
+    measured: int
+    modeled: int
+
+    @property
+    def error(self) -> float:
+        """Modeled minus measured, as a percentage of measured."""
+        return 100.0 * (self.modeled - self.measured) / max(self.measured, 1)
+
+
+@dataclass
+class ReplayResult:
+    """A replay's comparison of modeled with measured figures."""
+
+    capture: str
+    kernel: str
+    target: str
+    memory: str
+    waves: list[WaveComparison]
+    measured: Figures
+    modeled: Figures
+    texts: dict[int, str]  # code.json line -> ISA text
+    measured_latencies: int = 0  # memory instructions given a measured latency
+    modeled_records: dict[str, list[tuple[int, int, int, int, int]]] = field(
+        default_factory=dict)  # wave name -> modeled records (for pictures)
+    measured_records: dict[str, list[tuple[int, int, int, int, int]]] = field(
+        default_factory=dict)
+
+    @property
+    def cycles_error(self) -> float:
+        """Total modeled cycles minus measured, in percent of measured."""
+        return 100.0 * (self.modeled.cycles - self.measured.cycles) / max(self.measured.cycles, 1)
+
+    def hotspot_overlap(self, rank: str = "stall", n: int = TOP_N) -> int:
+        """How many of the measured top-`n` lines are also in the modeled top-`n`."""
+        return len(set(self.measured.top(rank, n)) & set(self.modeled.top(rank, n)))
+
+    def stall_split_error(self) -> dict[str, float]:
+        """Per stall class: modeled share minus measured share, in percentage points."""
+        m, o = self.measured.stall_shares(), self.modeled.stall_shares()
+        return {k: o[k] - m[k] for k in STALL_CLASSES}
+
+    def to_json(self) -> dict[str, Any]:
+        """Every figure as plain data; modeled figures are labelled as such."""
+        def side(f: Figures) -> dict[str, Any]:
+            return {"cycles": f.cycles, "stall": f.stall,
+                    "per_category": {k: {"cycles": c, "stall": s}
+                                     for k, (c, s) in sorted(f.per_category.items())},
+                    "stall_split": dict(f.stall_split),
+                    "stall_split_percent": {k: round(v, 2) for k, v in
+                                            f.stall_shares().items()},
+                    "top_stall": f.top("stall"), "top_cycles": f.top("cycles")}
+
+        return {"capture": self.capture, "kernel": self.kernel, "target": self.target,
+                "memory": self.memory, "note": "modeled figures come from asterism's timing "
+                "model (not measured); measured figures from the capture",
+                "measured_cycles": self.measured.cycles, "modeled_cycles": self.modeled.cycles,
+                "cycles_error_percent": round(self.cycles_error, 2),
+                "hotspot_overlap_stall": self.hotspot_overlap("stall"),
+                "hotspot_overlap_cycles": self.hotspot_overlap("cycles"),
+                "stall_split_error_points": {k: round(v, 2) for k, v in
+                                             self.stall_split_error().items()},
+                "measured_memory_latencies": self.measured_latencies,
+                "waves": [{"name": w.name, "cu": w.cu, "simd": w.simd, "slot": w.slot,
+                           "instructions": w.instructions, "measured_cycles": w.measured,
+                           "modeled_cycles": w.modeled, "error_percent": round(w.error, 2)}
+                          for w in self.waves],
+                "measured": side(self.measured), "modeled": side(self.modeled)}
+
+    def summary(self) -> str:
+        """A readable comparison table (modeled figures labelled)."""
+        out = [f"replay of {self.capture} ({self.kernel}, {self.target}), memory latencies: "
+               f"{'measured where the capture links them' if self.memory == 'measured' else 'model'}",
+               f"  total cycles of the traced waves: measured {self.measured.cycles}, "
+               f"{MODEL_LABEL} {self.modeled.cycles} ({self.cycles_error:+.1f} %)",
+               "", "  wave                  insts   measured    modeled   error"]
+        for w in self.waves:
+            out.append(f"  {w.name:<20s} {w.instructions:6d} {w.measured:10d} {w.modeled:10d} "
+                       f"{w.error:+6.1f} %")
+        out += ["", "  category       measured cycles / stall      modeled cycles / stall"]
+        for name in sorted(set(self.measured.per_category) | set(self.modeled.per_category)):
+            mc, ms = self.measured.per_category.get(name, (0, 0))
+            oc, os_ = self.modeled.per_category.get(name, (0, 0))
+            out.append(f"  {name:<12s} {mc:12d} / {ms:<10d}   {oc:12d} / {os_:<10d}")
+        out += ["", "  stall split      measured   modeled   (points)"]
+        ms, os_ = self.measured.stall_shares(), self.modeled.stall_shares()
+        for k in STALL_CLASSES:
+            out.append(f"  {k:<12s} {ms[k]:9.1f} % {os_[k]:8.1f} %   {os_[k] - ms[k]:+6.1f}")
+        out += ["", f"  top-{TOP_N} hotspots by stall: {self.hotspot_overlap('stall')} of "
+                    f"{TOP_N} in both lists (by cycles: {self.hotspot_overlap('cycles')})",
+                "     line  measured stall  modeled stall  instruction"]
+        for line in self.measured.top("stall"):
+            mark = "*" if line in self.modeled.top("stall") else " "
+            out.append(f"  {mark}{line:6d} {self.measured.per_line[line][1]:15d} "
+                       f"{self.modeled.per_line.get(line, (0, 0))[1]:14d}  "
+                       f"{self.texts.get(line, '')}")
+        return "\n".join(out) + "\n"
+
+
+# ---------------------------------------------------------------------------- replay
+
+
+def _figures(waves: Iterable[tuple[int, int, Sequence]], classify: Mapping[int, str]) -> Figures:
+    """Sum (begin, end, records) of several waves into Figures."""
+    cycles = stall = 0
+    per_cat: dict[str, list[int]] = {}
+    split = dict.fromkeys(STALL_CLASSES, 0)
+    per_line: dict[int, list[int]] = {}
+    for begin, end, records in waves:
+        cycles += end - begin
+        for rec in records:
+            _time, cat, st, dur, line = rec[:5]
+            stall += st
+            c = per_cat.setdefault(category_name(cat), [0, 0])
+            c[0] += dur
+            c[1] += st
+            pl = per_line.setdefault(line, [0, 0])
+            pl[0] += dur
+            pl[1] += st
+            split[classify.get(line, "other")] += st
+    return Figures(cycles, stall, {k: (v[0], v[1]) for k, v in per_cat.items()}, split,
+                   {k: (v[0], v[1]) for k, v in per_line.items()})
+
+
+def _stall_class(static, mnemonic: str, category: int) -> str:
+    """Which stall class a line's stall counts in (the same rule for both sides)."""
+    if static.kind == "waitcnt":
+        vm, lgkm = static.wait
+        return "vmcnt" if vm < 63 or lgkm >= 15 else "lgkmcnt"
+    if static.kind == "barrier":
+        return "barrier"
+    if category == InstCategory.VALU:
+        return "mfma_valu"
+    return "other"
+
+
+@dataclass
+class _Program:
+    """The capture's code rows as model instructions."""
+
+    statics: list
+    fallthrough: list[int]
+    index_of_line: dict[int, int]
+    line_of_index: list[int]
+    texts: dict[int, str]
+    classify: dict[int, str]
+    memory_lines: set[int]
+
+
+def _program(trace: Trace, target: str, tm) -> _Program:
+    from asterism.emu.compiler import PlainInst, make_infos
+    from asterism.emu.timing import make_static
+    from asterism.errors import ParseError
+    from asterism.mc.asm_syntax import InstParser
+    from asterism.mc.matcher import MatchError, select_form
+
+    parser = InstParser()
+    rows = [r for r in trace.code.rows if not r.is_label and r.isa.strip()]
+    insts = []
+    for r in rows:
+        try:
+            inst = parser.parse(r.isa)
+            inst.form = select_form(inst, target)
+        except (ParseError, MatchError, AsterismError) as err:
+            raise ReplayError(f"code.json line {r.line}: cannot read '{r.isa}' as a {target} "
+                              f"instruction: {err}") from None
+        insts.append(inst)
+    plain = [PlainInst(r.vaddr, 4, inst) for r, inst in zip(rows, insts, strict=True)]
+    infos = make_infos(plain, target)
+    statics = [make_static(info, tm) for info in infos]
+    index_of_line = {r.line: i for i, r in enumerate(rows)}
+    line_of_index = [r.line for r in rows]
+    fallthrough = list(range(1, len(rows) + 1))
+    classify = {}
+    memory_lines = set()
+    for i, r in enumerate(rows):
+        st = statics[i]
+        classify[r.line] = _stall_class(st, infos[i].mnemonic, st.category)
+        if st.kind == "mem":
+            memory_lines.add(r.line)
+    return _Program(statics, fallthrough, index_of_line, line_of_index,
+                    {r.line: r.isa for r in rows}, classify, memory_lines)
+
+
+def measured_latencies(wave: Wave, memory_lines: set[int]) -> dict[int, int]:
+    """Stream position -> measured cycles from a memory instruction's issue to the end of
+    the first ``s_waitcnt`` that drained it (the capture's waitcnt links).
+
+    The links list, per executed wait that drained something, the static lines it waited
+    for; a link belongs to the next execution of its wait line whose producers all have an
+    executed, not yet drained instance (a wait that drained nothing has no link)."""
+    records = [r for r in wave.instructions if r.line != 0]
+    links = list(wave.waitcnt)
+    out: dict[int, int] = {}
+    pending: dict[int, int] = {}  # line -> position of its latest undrained execution
+    k = 0
+    for pos, rec in enumerate(records):
+        if rec.line in memory_lines:
+            pending[rec.line] = pos
+            continue
+        while k < len(links) and links[k].line == rec.line and \
+                all(p in pending for p in links[k].producers):
+            release = rec.time + rec.duration
+            for p in links[k].producers:
+                q = pending.pop(p)
+                out[q] = max(1, release - records[q].issue_time)
+            k += 1
+    return out
+
+
+def replay_trace(trace: Trace, target: str = "gfx950", memory: str = "model",
+                 timing=None, name: str = "") -> ReplayResult:
+    """Replay every traced wave of `trace` through the timing model (`timing`: a
+    target.timing.TimingModel, default the target's) and compare with the capture."""
+    from asterism.emu.timing import StreamWave, TraceDrivenModel
+    from asterism.target import get_target
+    from asterism.target.timing import get_timing
+
+    if memory not in MEMORY_MODES:
+        raise ReplayError(f"memory must be one of {', '.join(MEMORY_MODES)}, got {memory!r}")
+    if not trace.waves:
+        raise ReplayError("the capture has no traced waves to replay")
+    tgt = get_target(target)
+    tm = timing or get_timing(tgt.name)
+    prog = _program(trace, tgt.name, tm)
+    cu_ids: dict[tuple[int, int], int] = {}
+    inputs, kept = [], []
+    n_measured = 0
+    for wave in trace.waves:
+        records = [r for r in wave.instructions if r.line != 0]
+        missing = [r.line for r in records if r.line not in prog.index_of_line]
+        if missing:
+            raise ReplayError(f"{wave.filename}: record names code.json line {missing[0]}, "
+                              "which is not an instruction")
+        lat = measured_latencies(wave, prog.memory_lines) if memory == "measured" else None
+        n_measured += len(lat or {})
+        cu = cu_ids.setdefault((wave.se, wave.cu), len(cu_ids))
+        inputs.append(StreamWave(cu, wave.simd, wave.slot, wave.begin,
+                                 [prog.index_of_line[r.line] for r in records], lat))
+        kept.append((wave, records))
+    model = TraceDrivenModel(tgt, tm, prog.statics, prog.fallthrough, inputs,
+                             kernel=name or "replay")
+    modeled = model.run()
+    by_row = {m.wave: m for m in modeled}
+    comparisons, modeled_side, measured_side = [], [], []
+    modeled_records, measured_records = {}, {}
+    for k, (wave, records) in enumerate(kept):
+        m = by_row.get(k)
+        recs = [(t, c, s, d, prog.line_of_index[i - 1]) for t, c, s, d, i in m.records] \
+            if m else []
+        m_end = m.end if m else wave.begin
+        comparisons.append(WaveComparison(wave.filename.removesuffix(".json"), wave.cu,
+                                          wave.simd, wave.slot, len(records), wave.duration,
+                                          m_end - wave.begin))
+        modeled_side.append((wave.begin, m_end, recs))
+        measured_side.append((wave.begin, wave.end,
+                              [(r.time, r.category, r.stall, r.duration, r.line)
+                               for r in records]))
+        modeled_records[comparisons[-1].name] = recs
+        measured_records[comparisons[-1].name] = measured_side[-1][2]
+    kernels = trace.kernel_names()
+    return ReplayResult(str(trace.path or name), kernels[0] if kernels else name, tgt.name,
+                        memory, comparisons, _figures(measured_side, prog.classify),
+                        _figures(modeled_side, prog.classify), prog.texts, n_measured,
+                        modeled_records, measured_records)
+
+
+def replay(path: str | Path, target: str = "gfx950", memory: str = "model",
+           timing=None) -> ReplayResult:
+    """Read the ATT capture folder at `path` and replay it (see `replay_trace`)."""
+    trace = read_att(path)
+    return replay_trace(trace, target, memory, timing, name=Path(path).name)
+
+
+# ---------------------------------------------------------------------------- calibration
+
+# What calibration fits: (section, key) of the timing model, and the values it tries.
+FIT_PARAMETERS: tuple[tuple[str, str], ...] = (
+    ("memory", "vmem_unknown"), ("memory", "lds"), ("memory", "smem"),
+    ("memory", "l2_hit"), ("mfma", "result_extra"), ("dispatch", "taken_branch"),
+    ("dispatch", "barrier"))
+
+
+def with_parameter(tm, section: str, key: str, value: int):
+    """A copy of the TimingModel `tm` with one parameter changed."""
+    if section == "mfma":
+        return replace(tm, mfma=replace(tm.mfma, **{key: value}))
+    table = dict(getattr(tm, section))
+    table[key] = value
+    return replace(tm, **{section: table})
+
+
+def parameter(tm, section: str, key: str) -> int:
+    """The value of one parameter of the TimingModel `tm`."""
+    if section == "mfma":
+        return getattr(tm.mfma, key)
+    return getattr(tm, section)[key]
+
+
+def calibration_error(results: Sequence[ReplayResult]) -> float:
+    """The fit's objective: mean |cycles error| (percent) plus half the mean stall-split
+    error (points) over the captures."""
+    cyc = sum(abs(r.cycles_error) for r in results) / len(results)
+    split = sum(sum(abs(v) for v in r.stall_split_error().values()) / len(STALL_CLASSES)
+                for r in results) / len(results)
+    return cyc + 0.5 * split
+
+
+@dataclass
+class Calibration:
+    """Fitted timing parameters and the error before and after."""
+
+    target: str
+    captures: list[str]
+    before: dict[tuple[str, str], int]
+    after: dict[tuple[str, str], int]
+    error_before: float
+    error_after: float
+    results_before: list[ReplayResult]
+    results_after: list[ReplayResult]
+    evaluations: int
+
+    def to_toml(self) -> str:
+        """The changed parameters as a timing.toml overlay, each with its source named."""
+        caps = ", ".join(Path(c).name for c in self.captures)
+        out = [f"# Fitted by `asterism trace calibrate` on {caps} (replay of the traced",
+               "# waves, memory latencies from the model; objective: mean |cycles error| +",
+               f"# 0.5 * mean stall-split error: {self.error_before:.2f} -> "
+               f"{self.error_after:.2f}).", ""]
+        sections: dict[str, list[str]] = {}
+        for (section, key), value in self.after.items():
+            if value != self.before[(section, key)]:
+                sections.setdefault(section, []).append(
+                    f"{key} = {value}  # [fit] was {self.before[(section, key)]}")
+        for section, lines in sections.items():
+            out.append(f"[{self.target}.{section}]")
+            out += lines
+            out.append("")
+        return "\n".join(out)
+
+    def summary(self) -> str:
+        """The fitted values and the error before and after, per capture."""
+        out = [f"calibration of the timing model for {self.target} on "
+               f"{len(self.captures)} capture(s), {self.evaluations} replays",
+               f"  objective: {self.error_before:.2f} -> {self.error_after:.2f}",
+               "  parameter                  before    after"]
+        for k, v in self.after.items():
+            out.append(f"  {k[0] + '.' + k[1]:<25s} {self.before[k]:7d} {v:8d}")
+        out.append("  capture                         cycles error before -> after   "
+                   "hotspots (stall) before -> after")
+        for b, a in zip(self.results_before, self.results_after, strict=True):
+            out.append(f"  {Path(b.capture).name:<30s} {b.cycles_error:+8.1f} % -> "
+                       f"{a.cycles_error:+6.1f} %   {b.hotspot_overlap()} -> "
+                       f"{a.hotspot_overlap()} of {TOP_N}")
+        return "\n".join(out) + "\n"
+
+
+def calibrate(paths: Sequence[str | Path], target: str = "gfx950", rounds: int = 3,
+              progress=None) -> Calibration:
+    """Fit FIT_PARAMETERS to the captures by coordinate descent over multiplicative steps
+    (each parameter in turn, keeping a change only when the objective improves)."""
+    from asterism.target import get_target
+    from asterism.target.timing import get_timing
+
+    if not paths:
+        raise ReplayError("calibrate needs at least one capture")
+    tgt = get_target(target)
+    traces = [(read_att(p), Path(p).name) for p in paths]
+    tm = get_timing(tgt.name)
+    evaluations = 0
+
+    def evaluate(model) -> tuple[float, list[ReplayResult]]:
+        nonlocal evaluations
+        evaluations += len(traces)
+        res = [replay_trace(t, tgt.name, "model", model, name=n) for t, n in traces]
+        return calibration_error(res), res
+
+    before = {p: parameter(tm, *p) for p in FIT_PARAMETERS}
+    err0, res0 = evaluate(tm)
+    best, best_err, best_res = tm, err0, res0
+    factors = (0.5, 0.75, 0.9, 1.1, 1.33, 2.0)
+    for rnd in range(rounds):
+        improved = False
+        for section, key in FIT_PARAMETERS:
+            current = parameter(best, section, key)
+            candidates = sorted({max(0, round(current * f / 4) * 4) for f in factors}
+                                | ({4, 8} if current == 0 else set()))
+            for value in candidates:
+                if value == current:
+                    continue
+                trial = with_parameter(best, section, key, value)
+                err, res = evaluate(trial)
+                if err < best_err - 1e-9:
+                    best, best_err, best_res, improved = trial, err, res, True
+                    current = value
+            if progress:
+                progress(f"round {rnd + 1}/{rounds}: {section}.{key} = "
+                         f"{parameter(best, section, key)} (objective {best_err:.2f})")
+        if not improved:
+            break
+    after = {p: parameter(best, *p) for p in FIT_PARAMETERS}
+    return Calibration(tgt.name, [str(p) for p in paths], before, after, err0, best_err,
+                       res0, best_res, evaluations)
+
+
+def plot_replay(result: ReplayResult, out_png: str | Path, waves: int = 4) -> Path:
+    """Measured vs modeled timeline of the first `waves` waves (one row each side)."""
+    from asterism.profile.plot import _matplotlib
+
+    plt, _mpl, patches = _matplotlib()
+    names = list(result.measured_records)[:waves]
+    colors = {}
+    palette = ["#4e79a7", "#f28e2b", "#e15759", "#76b7b2", "#59a14f", "#edc948",
+               "#b07aa1", "#ff9da7", "#9c755f", "#bab0ac", "#17becf", "#8c564b"]
+    fig, ax = plt.subplots(figsize=(12, 0.9 * 2 * max(1, len(names)) + 1.2))
+    y = 0
+    ticks, labels = [], []
+    for name in names:
+        for side, recs in (("measured", result.measured_records[name]),
+                           (MODEL_LABEL, result.modeled_records.get(name, []))):
+            spans = [(t, max(d, 1)) for t, _c, _s, d, _l in recs]
+            cats = [category_name(c) for _t, c, _s, _d, _l in recs]
+            for cat in cats:
+                colors.setdefault(cat, palette[len(colors) % len(palette)])
+            ax.broken_barh(spans, (y - 0.4, 0.8), facecolors=[colors[c] for c in cats])
+            ticks.append(y)
+            labels.append(f"{name} {side}")
+            y += 1
+    ax.set_yticks(ticks, labels)
+    ax.set_xlabel("cycles (shader clock)")
+    ax.set_title(f"{result.kernel}: measured vs {MODEL_LABEL} timeline "
+                 f"(memory: {result.memory})")
+    ax.legend(handles=[patches.Patch(color=c, label=k) for k, c in colors.items()],
+              loc="upper right", fontsize=7, ncol=4)
+    fig.tight_layout()
+    out = Path(out_png)
+    fig.savefig(out, dpi=110)
+    plt.close(fig)
+    return out
+
+
+__all__ = ["FIT_PARAMETERS", "MEMORY_MODES", "STALL_CLASSES", "Calibration", "Figures",
+           "ReplayError", "ReplayResult", "WaveComparison", "calibrate", "calibration_error",
+           "measured_latencies", "plot_replay", "replay", "replay_trace"]
+
