@@ -379,6 +379,11 @@ def make_static(info: OpInfo, tm: TimingModel) -> _Static:
                        xdl_result=busy + tm.mfma.result_extra)
     mc = san.classify(info)
     streams = mc.streams if mc is not None else ()
+    if mc is not None and mc.lds_dma:
+        # [att] an LDS DMA load (buffer_load ... lds) holds only vmcnt on the hardware: in
+        # flash_attn_func_small, `s_waitcnt lgkmcnt(3)` right after four of them never
+        # stalls. (The sanitizer stays with LLVM's conservative lgkmcnt rule.)
+        streams = tuple(s for s in streams if s[0] != san.LGKM)
     dwords = _data_dwords(info)
     if cls in ("ds_read", "ds_write"):
         return _Static("mem", port, CAT_LDS, "lds", tm.occupancy_of(isa, dwords), uses,
@@ -393,12 +398,14 @@ def make_static(info: OpInfo, tm: TimingModel) -> _Static:
         return _Static("mem", port, CAT_SMEM, "smem", tm.occupancy["smem"], uses,
                        streams=streams, mem="smem", store="may_store" in isa.flags,
                        clock=clock, sdata=sdata)
-    # vector memory: the CU's path moves 64 lanes * dwords * 4 bytes
+    # vector memory: the CU's path moves 64 lanes * dwords * 4 bytes. The ATT decoder files
+    # FLAT, GLOBAL and SCRATCH instructions under FLAT, buffer instructions under VMEM.
     flat = info.enc == "FLAT"
+    category = CAT_FLAT if info.enc in ("FLAT", "GLOBAL", "SCRATCH") else CAT_VMEM
     bw = tm.memory["vmem_bytes_per_cycle"]
     busy = max(tm.occupancy[cls], -(-64 * 4 * dwords // bw))
     store = "may_store" in isa.flags and "may_load" not in isa.flags
-    return _Static("mem", port, CAT_FLAT if flat else CAT_VMEM, "vmem", busy, uses,
+    return _Static("mem", port, category, "vmem", busy, uses,
                    streams=streams, mem="flat" if flat else "vmem", store=store)
 
 
@@ -544,6 +551,11 @@ class IssueModel:
         """Launch the waves that reach `cu` by `now`."""
         raise NotImplementedError
 
+    def _accepted(self, w: _Wave, st: _Static) -> int:
+        """The earliest time the memory path accepts the wave's next memory instruction
+        (beyond its unit; 0 in the functional model, measured in a replay)."""
+        return 0
+
     def _past_end(self, w: _Wave, now: int) -> None:
         """The wave ran past its last instruction (functional: the op raises)."""
         self._advance(w)
@@ -639,7 +651,8 @@ class IssueModel:
         st = self.statics[w.idx]
         if st.port is None:
             return w.ready
-        return max(w.ready, self._deps(w, st), self._unit_free(cu, w, st.unit))
+        return max(w.ready, self._deps(w, st), self._unit_free(cu, w, st.unit),
+                   self._accepted(w, st))
 
     def _step(self, cu: _Cu, w: _Wave, now: int, used: set[str]) -> None:
         index = w.idx
@@ -669,7 +682,8 @@ class IssueModel:
             self._try_release(w.wg, now)
             return
         if st.port is not None:
-            if max(self._deps(w, st), self._unit_free(cu, w, st.unit)) > now:
+            if max(self._deps(w, st), self._unit_free(cu, w, st.unit),
+                   self._accepted(w, st)) > now:
                 return
             if st.port in used:
                 return  # an older wave of this SIMD took the port in this issue cycle
@@ -845,7 +859,7 @@ class TimedDispatch(IssueModel):
         g0 = groups[0]
         self.recorder = _Recorder(ctx.memory)
         ctx.memory = self.recorder
-        self.seen_lines: set[int] = set()
+        self.line_ready: dict[int, int] = {}  # cache line -> when its first fill arrives
         ops = comp.ops
         self.ops = ops
         waves: list[_Wave] = [_Wave(k, g0.take(np.array([k])), int(wg_of_wave[k]))
@@ -916,20 +930,15 @@ class TimedDispatch(IssueModel):
         """Latency by where the touched lines are: first touch in the dispatch pays HBM."""
         mem = self.tm.memory
         lines = self.recorder.take_lines(mem["line_bytes"])
-        hit = lines <= self.seen_lines
         if st.mem == "lds":
-            lat = mem["lds"]
-        elif st.mem == "smem":
-            lat = mem["smem"] if hit else mem["hbm"]
-        elif not lines:
+            return mem["lds"]
+        if not lines:
             # FLAT that went to LDS (or no active lane): the LDS answers
-            lat = mem["lds"] if st.mem == "flat" else mem["l2_hit"]
-        elif st.store:
-            lat = mem["l2_hit"]  # stores are acknowledged by the L2 (write-back)
-        else:
-            lat = mem["l2_hit"] if hit else mem["hbm"]
-        self.seen_lines |= lines
-        return lat
+            return mem["lds"] if st.mem == "flat" else mem["l2_hit"]
+        if st.store:
+            return mem["l2_hit"]  # stores are acknowledged by the L2 (write-back)
+        return cached_latency(self.line_ready, lines, now, mem["smem" if st.mem == "smem"
+                                                               else "l2_hit"], mem["hbm"])
 
     def _advance(self, w: _Wave) -> int:
         """Run the wave's next instruction functionally; returns the op's result."""
@@ -998,7 +1007,9 @@ class StreamWave:
 
     `stream` lists instruction indices (into the model's statics) in execution order;
     `latency` optionally maps a position of the stream to the measured cycles from that
-    memory instruction's issue to its completion (`--memory measured`).
+    memory instruction's issue to its completion, and `accept` a vector memory
+    instruction's position to its measured issue stall: how long the memory path took to
+    accept it (`--memory measured`).
     """
 
     cu: int  # waves with the same cu share its units and form one workgroup for barriers
@@ -1007,15 +1018,17 @@ class StreamWave:
     begin: int
     stream: list[int]
     latency: Mapping[int, int] | None = None
+    accept: Mapping[int, int] | None = None  # position -> measured issue stall (vector memory)
 
 
 class TraceDrivenModel(IssueModel):
     """The timing model driven by recorded instruction streams instead of functional
     execution: no registers' values, no addresses, no kernel arguments needed.
 
-    Memory completes after the model's latency for its kind (LDS, scalar, vector store; a
-    vector load whose addresses are unknown after ``memory.vmem_unknown``) or, for stream
-    positions with a measured latency, after that."""
+    Memory completes after the model's latency for its kind (LDS; scalar: HBM the first
+    time a CU runs that load, the scalar cache after; vector store: L2; a vector load, whose
+    addresses are unknown: ``memory.vmem_unknown``) or, for stream positions with a
+    measured latency, after that."""
 
     def __init__(self, target, tm: TimingModel, statics: list[_Static],
                  fallthrough: list[int], waves: list[StreamWave], kernel: str = ""):
@@ -1025,6 +1038,7 @@ class TraceDrivenModel(IssueModel):
         self.fallthrough = fallthrough
         self.inputs = waves
         self.kernel = kernel
+        self.line_ready: dict[int, int] = {}
 
     def run(self) -> list[WaveTiming]:
         """Replay every wave together (same CU: shared units and barriers)."""
@@ -1071,6 +1085,12 @@ class TraceDrivenModel(IssueModel):
     def _taken(self, w: _Wave, index: int, nxt: int) -> bool:
         return nxt != self.fallthrough[index]
 
+    def _accepted(self, w: _Wave, st: _Static) -> int:
+        accept = self.inputs[w.row].accept
+        if accept is None or st.unit != "vmem":
+            return 0
+        return w.ready + accept.get(w.pos, 0)
+
     def _before_issue(self, w: _Wave) -> None:
         w.issue_pos = w.pos
 
@@ -1079,12 +1099,32 @@ class TraceDrivenModel(IssueModel):
         if measured is not None and w.issue_pos in measured:
             return measured[w.issue_pos]
         mem = self.tm.memory
-        if st.mem in ("lds", "smem"):
-            return mem[st.mem]
+        if st.mem == "smem":
+            # Without addresses, a scalar load instruction stands for the lines it reads
+            # (kernel arguments, constants): its first execution on a CU is a first touch
+            # and pays HBM like the functional model's cold line, later ones hit the scalar
+            # cache, or wait for the fill still in flight.
+            key = (w.cu << 32) | w.stream[w.issue_pos]
+            return cached_latency(self.line_ready, (key,), now, mem["smem"], mem["hbm"])
+        if st.mem == "lds":
+            return mem["lds"]
         return mem["l2_hit"] if st.store else mem["vmem_unknown"]
 
     def _admit(self, cu: _Cu, now: int, order: list[int]) -> None:
         return  # every wave is resident from the start, at its recorded place
+
+
+def cached_latency(line_ready: dict[int, int], lines, now: int, hit: int, miss: int) -> int:
+    """Latency of a read of `lines` issued at `now`: `miss` when a line is touched for the
+    first time (its fill then arrives at now + miss), else `hit`, or later when a fill it
+    needs is still in flight (requests to a missing line wait for the same fill)."""
+    ready = now + hit
+    for line in lines:
+        fill = line_ready.get(line)
+        if fill is None:
+            line_ready[line] = fill = now + miss
+        ready = max(ready, fill)
+    return ready - now
 
 
 def _counter_ready(entries: list[int], limit: int) -> int:

@@ -45,7 +45,8 @@ _MFMA_KEYS = {"cycles_per_pass", "dependent_extra", "result_extra"}
 _LDS_KEYS = {"bytes_per_cycle"}
 MEMORY_KEYS = ("lds", "smem", "l2_hit", "hbm", "vmem_unknown", "line_bytes",
                "vmem_bytes_per_cycle")
-MEMORY_LATENCY_KEYS = ("lds", "smem", "l2_hit", "hbm", "vmem_unknown")  # what `--latency k=v` may override
+# What `--latency k=v` may override.
+MEMORY_LATENCY_KEYS = ("lds", "smem", "l2_hit", "hbm", "vmem_unknown")
 # Latencies of reads that come from the memory section, so that the scheduler's estimate and
 # the emulator's timing model use one number (a vector read is costed at HBM: first touch).
 LATENCY_FROM_MEMORY = {"smem": "smem", "ds_read": "lds", "vmem_read": "hbm"}
