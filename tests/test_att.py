@@ -39,6 +39,7 @@ from asterism.profile.att import (
     state_name,
 )
 from asterism.profile.att_writer import write_att
+from asterism.profile.isa_text import memory_kind
 from asterism.profile.report import (
     MFMA_WINDOW,
     STALL_CAUSES,
@@ -47,7 +48,7 @@ from asterism.profile.report import (
     render_json,
     render_markdown,
 )
-from asterism.profile.waitcnt import decoder_links
+from asterism.profile.waitcnt import capture_events, decoder_links, wait_events
 
 KERNEL = "pa_mqa_logits_fp4_kernel_0"
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
@@ -64,6 +65,28 @@ def capture_dir() -> Path:
 @pytest.fixture(scope="module")
 def trace(capture_dir: Path) -> Trace:
     return read_att(capture_dir)
+
+
+SHARED_ATT = Path(__file__).parent / "data" / "shared" / "att"
+CAPTURES = ["pa_mqa_logits_fp4_small", "flash_attn_func_small"]
+
+
+@pytest.fixture(scope="module")
+def flash_dir() -> Path:
+    path = SHARED_ATT / "flash_attn_func_small"
+    if not path.is_dir():
+        pytest.skip(f"shared ATT capture not found at {path}")
+    return path
+
+
+def _raw_waves(folder: Path) -> dict[str, dict[str, Any]]:
+    """The wave files' "wave" objects, read with nothing but json (the tests' reference)."""
+    return {f.name: json.loads(f.read_text())["wave"]
+            for f in sorted(folder.glob("se*_sm*_sl*_wv*.json"))}
+
+
+def _raw_rows(folder: Path) -> dict[int, list[Any]]:
+    return {row[2]: row for row in json.loads((folder / "code.json").read_text())["code"]}
 
 
 @pytest.fixture()
@@ -239,7 +262,8 @@ def _mini_trace() -> Trace:
     ]
     wave = Wave(se=0, simd=2, slot=1, id=0, cu=3, begin=90, end=3040, instructions=recs,
                 timeline=[StateSpan(1, 10), StateSpan(2, 2940)])
-    return Trace(code=CodeListing(rows), waves=[wave])
+    # Marked modeled: its waitcnt links are worked out, as for asterism's own traces.
+    return Trace(code=CodeListing(rows), waves=[wave], modeled=True)
 
 
 def test_stall_cause_rules() -> None:
@@ -279,7 +303,8 @@ def test_reports_render(trace: Trace) -> None:
     assert "| lgkmcnt wait | 7920 |" in md
     data = json.loads(render_json(report, top=3, context=2))
     assert data["provenance"] == "hardware" and data["modeled"] is False
-    assert [h["line"] for h in data["hotspots"]] == [62, 6, 726]
+    # Ranked by stall (the default): see test_hotspots_ranked_by_stall for the order.
+    assert [h["line"] for h in data["hotspots"]] == [62, 6, 494]
     assert [c["line"] for c in data["hotspots"][0]["context"]] == [60, 61, 62, 63, 64]
     assert data["totals"]["instructions"] == 1576
     assert len(data["listing"]) == 727
@@ -303,6 +328,201 @@ def test_source_mapping(trace: Trace, tmp_path: Path) -> None:
     bad.write_text('{"pc": "x"}')
     with pytest.raises(TraceError, match="not an address"):
         load_source_map(bad)
+
+
+# ------------------------------------------------------------------------------- waitcnt links
+
+
+@pytest.mark.parametrize("name", CAPTURES)
+def test_recomputed_links_agree_with_capture(name: str) -> None:
+    """The recomputation (used for modeled traces) against the decoder's own links, read
+    straight from the wave files' JSON: every link agrees, in order."""
+    folder = SHARED_ATT / name
+    if not folder.is_dir():
+        pytest.skip(f"shared ATT capture not found at {folder}")
+    raw = _raw_waves(folder)
+    trace = read_att(folder)
+    agree = total = 0
+    for wave in trace.waves:
+        theirs = [(line, tuple(p for p, _ in deps)) for line, deps in
+                  raw[wave.filename]["waitcnt"] or []]
+        ours = [(link.line, link.producers) for link in decoder_links(wave, trace.code)]
+        total += len(theirs)
+        agree += sum(a == b for a, b in zip(ours, theirs))
+        assert len(ours) == len(theirs), wave.filename
+    # Link counts: the lengths of the "waitcnt" lists of the wave files, summed.
+    expected = {"pa_mqa_logits_fp4_small": 84, "flash_attn_func_small": 2264}[name]
+    assert (agree, total) == (expected, expected)
+
+
+def test_global_loads_count_in_order(flash_dir: Path) -> None:
+    """global_* are filed as FLAT by the hardware but count in vmcnt alone, in order."""
+    assert memory_kind("global_load_dwordx4", InstCategory.FLAT) == "VMEM"
+    assert memory_kind("scratch_load_dword", InstCategory.FLAT) == "VMEM"
+    assert memory_kind("flat_load_dword", InstCategory.FLAT) == "FLAT"
+    report = analyze(read_att(flash_dir))
+    # se2_sm0_sl0_wv0.json's waitcnt list holds [288, [[194,0],[201,0],[208,0],[215,0],
+    # [243,0]]]: `s_waitcnt vmcnt(7)` waited for the four buffer_load_dwordx4 of lines 194,
+    # 201, 208, 215 and the global_load_dwordx4 of line 243 (the next 7 global loads,
+    # lines 244-250, stay outstanding).
+    (link,) = report.waits_of(288)
+    assert link.counter == "vmcnt"
+    assert [(p.line, p.isa.split()[0]) for p in link.producers] == [
+        (194, "buffer_load_dwordx4"), (201, "buffer_load_dwordx4"),
+        (208, "buffer_load_dwordx4"), (215, "buffer_load_dwordx4"),
+        (243, "global_load_dwordx4")]
+    raw = _raw_waves(flash_dir)
+    # The 8 waves each ran it once; its stall is the sum of their records for line 288.
+    assert link.occurrences == 8
+    assert link.stall == sum(r[2] for w in raw.values() for r in w["instructions"]
+                             if r[4] == 288)
+
+
+def test_capture_links_are_read_not_recomputed(scratch_copy: Path) -> None:
+    """A hardware capture's report shows the decoder's links, whatever a recomputation says;
+    a modeled trace's are recomputed."""
+    def edit(d: dict[str, Any]) -> None:
+        # The first link, [6, [[1,0],[2,0]]], now names only line 2.
+        d["wave"]["waitcnt"][0] = [6, [[2, 0]]]
+    _edit_json(scratch_copy / "se1_sm0_sl0_wv0.json", edit)
+    trace = read_att(scratch_copy)
+    events = capture_events(trace.waves[0], trace.code)
+    first = events[0]
+    assert (first.line, first.counter) == (6, "lgkmcnt")
+    assert [trace.waves[0].instructions[p].line for p in first.producers] == [2]
+    report = analyze(trace)
+    (link,) = report.waits_of(6)
+    # Line 1 is gone in wave 0 only; the other three waves still name lines 1 and 2.
+    assert [p.line for p in link.producers] == [1, 2] and link.occurrences == 4
+    one = replace(trace, waves=trace.waves[:1])
+    (link,) = analyze(one).waits_of(6)
+    assert [p.line for p in link.producers] == [2]
+    (link,) = analyze(replace(one, modeled=True)).waits_of(6)
+    assert [p.line for p in link.producers] == [1, 2]
+
+
+def test_capture_events_equal_recomputed_events(trace: Trace) -> None:
+    for wave in trace.waves:
+        assert capture_events(wave, trace.code) == wait_events(wave, trace.code)
+
+
+def test_capture_link_out_of_order_is_an_error(scratch_copy: Path) -> None:
+    def edit(d: dict[str, Any]) -> None:
+        d["wave"]["waitcnt"].reverse()
+    _edit_json(scratch_copy / "se1_sm0_sl0_wv0.json", edit)
+    with pytest.raises(TraceError, match="se1_sm0_sl0_wv0.json: waitcnt link #"):
+        analyze(read_att(scratch_copy))
+
+
+def test_mixed_lgkm_kinds_are_unordered() -> None:
+    """LDS and messages both count in lgkmcnt; mixed, their order is unknown (LLVM's rule),
+    so only lgkmcnt(0) attributes them. LDS alone is in order."""
+    isa = ["; k", "ds_read_b32 v1, v0", "s_sendmsg sendmsg(MSG_INTERRUPT)", "ds_read_b32 v2, v0",
+           "s_waitcnt lgkmcnt(1)", "s_waitcnt lgkmcnt(0)", "ds_read_b32 v3, v0",
+           "ds_read_b32 v4, v0", "s_waitcnt lgkmcnt(1)", "s_endpgm"]
+    rows = [CodeRow(i, t, vaddr=4 * i) for i, t in enumerate(isa)]
+    c = InstCategory
+    cats = [c.LDS, c.MESSAGE, c.LDS, c.IMMED, c.IMMED, c.LDS, c.LDS, c.IMMED, c.MESSAGE]
+    recs = [InstRecord(10 * i, cat, 0, 4, i + 1) for i, cat in enumerate(cats)]
+    wave = Wave(se=0, simd=0, slot=0, id=0, cu=0, begin=0, end=100, instructions=recs)
+    got = [(e.line, e.counter, [recs[p].line for p in e.producers])
+           for e in wait_events(wave, CodeListing(rows))]
+    assert got == [(5, "lgkmcnt", [1, 2, 3]), (8, "lgkmcnt", [6])]
+
+
+# ------------------------------------------------------------------------------- ranking, source
+
+
+def _line_sums(folder: Path) -> dict[int, tuple[int, int]]:
+    """(stall, cycles) per code line, summed over the wave files' records (independent)."""
+    rows = _raw_rows(folder)
+    sums: dict[int, list[int]] = {}
+    for wave in _raw_waves(folder).values():
+        for _time, _cat, stall, duration, line in (r[:5] for r in wave["instructions"]):
+            if rows[line][0].startswith(";"):
+                continue
+            acc = sums.setdefault(line, [0, 0])
+            acc[0] += stall
+            acc[1] += duration
+    return {k: (v[0], v[1]) for k, v in sums.items()}
+
+
+@pytest.mark.parametrize("name", CAPTURES)
+def test_hotspots_ranked_by_stall(name: str) -> None:
+    folder = SHARED_ATT / name
+    if not folder.is_dir():
+        pytest.skip(f"shared ATT capture not found at {folder}")
+    sums = _line_sums(folder)
+    by_stall = sorted(sums, key=lambda k: (-sums[k][0], -sums[k][1], k))[:10]
+    by_cycles = sorted(sums, key=lambda k: (-sums[k][1], -sums[k][0], k))[:10]
+    total_stall = sum(v[0] for v in sums.values())
+    total_cycles = sum(v[1] for v in sums.values())
+    report = analyze(read_att(folder))
+    assert [h.line for h in report.hotspots(10)] == by_stall
+    assert [h.line for h in report.hotspots(10, "cycles")] == by_cycles
+    rows = _raw_rows(folder)
+    endpgm = next(k for k in sums if rows[k][0] == "s_endpgm")
+    # By cycles s_endpgm (no stall) is in the top 10; by stall it is not.
+    assert endpgm in by_cycles and endpgm not in by_stall
+    data = json.loads(render_json(report, top=10))
+    assert data["hotspot_rank"] == "stall"
+    for h in data["hotspots"]:
+        stall, cycles = sums[h["line"]]
+        assert h["stall_share_pct"] == pytest.approx(100 * stall / total_stall)
+        assert h["cycle_share_pct"] == pytest.approx(100 * cycles / total_cycles)
+    md = render_markdown(report, top=10)
+    first = by_stall[0]
+    share_s = f"{100 * sums[first][0] / total_stall:.1f}%"
+    share_c = f"{100 * sums[first][1] / total_cycles:.1f}%"
+    assert "## Top 10 hotspots (by stall cycles)" in md
+    assert (f"| 1 | {first} | 0x{rows[first][5]:x} | {sums[first][0]} | {share_s} | "
+            f"{sums[first][1]} | {share_c} |") in md
+    assert "## Top 10 hotspots (by cycles)" in render_markdown(report, top=10, rank="cycles")
+    with pytest.raises(TraceError, match="--rank"):
+        report.hotspots(3, "hits")
+
+
+def test_pa_mqa_ranking_by_hand(trace: Trace) -> None:
+    report = analyze(trace)
+    # Line 62 s_waitcnt lgkmcnt(0): 4088 stall (test_hand_computed_figures); line 6: 3036
+    # (code.json Stall column); line 494 next by the Stall column, while line 726
+    # (s_endpgm, Stall 0) is third by the Latency column.
+    assert [h.line for h in report.hotspots(3)] == [62, 6, 494]
+    assert [h.line for h in report.hotspots(3, "cycles")] == [62, 6, 726]
+    assert trace.code.row(726).isa == "s_endpgm" and trace.code.row(726).stall == 0
+
+
+def test_source_lines_from_capture(flash_dir: Path) -> None:
+    """flash_attn_func_small ships its sources: the hotspot table shows file:line and text."""
+    rows = _raw_rows(flash_dir)
+    tree = json.loads((flash_dir / "snapshots.json").read_text())
+    copy = tree["/"]["sgl-workspace"]["jin"]["flash_attn_func_probe"]["build-fly"][
+        "python_packages"]["flydsl"]["expr"]["numeric.py"]
+    assert copy == "source_1_numeric.py"
+    # Row 3 (s_waitcnt lgkmcnt(0)) points at numeric.py:872; the top stall hotspot.
+    assert rows[3][3].endswith("/flydsl/expr/numeric.py:872")
+    text = (flash_dir / copy).read_text().splitlines()[871].strip()
+    assert text.startswith("x = index_cast(")
+    report = analyze(read_att(flash_dir))
+    top = report.hotspots(1)[0]
+    assert (top.line, top.source_text) == (3, text)
+    md = render_markdown(report, top=3)
+    head = md[md.index("## Top 3"):md.index("### 1.")]
+    assert "| source |" in head and f"`numeric.py:872` `{text}` |" in head
+    assert f"Source: `{rows[3][3]}`: `{text}`" in md
+    data = json.loads(render_json(report, top=1))
+    assert data["hotspots"][0]["source_text"] == text
+
+
+def test_trace_report_rank_option(capture_dir: Path, capsys: pytest.CaptureFixture[str]
+                                  ) -> None:
+    from asterism.cli import main
+
+    assert main(["trace", "report", str(capture_dir), "--top", "3", "--json"]) == 0
+    assert [h["line"] for h in json.loads(capsys.readouterr().out)["hotspots"]] == [62, 6, 494]
+    assert main(["trace", "report", str(capture_dir), "--top", "3", "--json",
+                 "--rank", "cycles"]) == 0
+    assert [h["line"] for h in json.loads(capsys.readouterr().out)["hotspots"]] == [62, 6, 726]
 
 
 # ------------------------------------------------------------------------------- writer

@@ -29,6 +29,107 @@ def test_stats_agree_with_metadata(shared_data, name):
     assert sum(s.mfma.values()) == s.mix["mfma"]
 
 
+def _notes_counts(readelf: str, path) -> dict[str, int]:
+    """.vgpr_count / .sgpr_count of the code object's metadata, as llvm-readelf prints them."""
+    notes = subprocess.run([readelf, "--notes", str(path)], capture_output=True, text=True,
+                           check=True).stdout
+    return {k: int(v) for k, v in re.findall(r"^\s+(\.[vs]gpr_count):\s+(\d+)", notes, re.M)}
+
+
+def _objdump_descriptor(objdump: str, path, target: str) -> dict[str, int]:
+    """The .amdhsa_* directives llvm-objdump reconstructs from the kernel descriptor."""
+    dump = subprocess.run([objdump, "-D", f"--mcpu={target}", "-j", ".rodata", str(path)],
+                          capture_output=True, text=True, check=True).stdout
+    return {k: int(v) for k, v in re.findall(r"^\s+\.amdhsa_(\w+) (\d+)$", dump, re.M)}
+
+
+@pytest.mark.llvm
+@pytest.mark.parametrize("name", SAMPLES)
+def test_register_totals_match_metadata_and_descriptor(shared_data, llvm_readelf,
+                                                       llvm_objdump, name):
+    """vgprs/sgprs are the program's share; the *_total fields are what LLVM's tools show."""
+    path = shared_data / "codeobjects" / name
+    target = name.split("_")[1]
+    notes = _notes_counts(llvm_readelf, path)
+    kd = _objdump_descriptor(llvm_objdump, path, target)
+    (s,) = code_object_stats(path)
+    assert s.vgprs_total == s.vgprs + s.agprs == notes[".vgpr_count"] == kd["next_free_vgpr"]
+    assert s.accum_offset == kd["accum_offset"]
+    # gfx942/gfx950 have architected flat scratch: VCC + XNACK_MASK + FLAT_SCRATCH = 6.
+    assert s.sgprs_reserved == 6
+    # llvm-objdump prints the allocation with .amdhsa_reserve_vcc/xnack_mask 0: extras in.
+    assert (kd["reserve_vcc"], kd["reserve_xnack_mask"]) == (0, 0)
+    assert s.sgprs_total == s.sgprs + 6 == kd["next_free_sgpr"]
+    assert (s.metadata_vgpr_count, s.metadata_sgpr_count) == (notes[".vgpr_count"],
+                                                              notes[".sgpr_count"])
+    # The hand-written fmha's metadata claims 96 SGPRs, one granule (8) below what its
+    # descriptor allocates (104); the GEMMs agree (112).
+    expect_sgpr = {"fmha": 96}.get(name.split("_")[2], s.sgprs_total)
+    assert notes[".sgpr_count"] == expect_sgpr
+
+
+def test_register_fields_are_labelled(shared_data, capsys):
+    path = str(shared_data / "codeobjects" / SAMPLES[1])
+    assert main(["stats", path]) == 0
+    out = capsys.readouterr().out
+    # Figures from llvm-objdump's descriptor (.amdhsa_next_free_vgpr 256, accum_offset 160,
+    # .amdhsa_next_free_sgpr 104) and llvm-readelf --notes (.vgpr_count 256, .sgpr_count 96).
+    assert ("VGPRs allocated: 256 arch + 0 acc (accum_offset 160) = 256 unified "
+            "(metadata .vgpr_count 256)") in out
+    assert ("SGPRs allocated: 98 + 6 reserved (VCC, FLAT_SCRATCH, XNACK_MASK) = 104 "
+            "(metadata .sgpr_count 96, differs by -8)") in out
+    assert main(["stats", "--json", path]) == 0
+    (k,) = json.loads(capsys.readouterr().out)
+    assert (k["vgprs_total"], k["sgprs"], k["sgprs_reserved"], k["sgprs_total"]) == (
+        256, 98, 6, 104)
+    assert (k["metadata_vgpr_count"], k["metadata_sgpr_count"]) == (256, 96)
+    assert {"vgprs", "agprs", "vgprs_total", "sgprs", "sgprs_reserved",
+            "sgprs_total"} <= set(k["register_fields"])
+
+
+ACC_KERNEL = """\
+.amdgcn_target "amdgcn-amd-amdhsa--gfx942"
+.text
+.globl k
+.p2align 8
+.type k,@function
+k:
+  v_accvgpr_write_b32 a0, v0
+  v_accvgpr_write_b32 a1, v1
+  v_mfma_f32_16x16x16_f16 a[0:3], v[0:1], v[2:3], a[0:3]
+  v_smfmac_f32_16x16x32_f16 v[4:7], v[0:1], v[8:11], v12
+  v_accvgpr_read_b32 v3, a0
+  s_endpgm
+.rodata
+.p2align 6
+.amdhsa_kernel k
+  .amdhsa_next_free_vgpr 24
+  .amdhsa_next_free_sgpr 8
+  .amdhsa_accum_offset 16
+.end_amdhsa_kernel
+"""
+
+
+@pytest.mark.llvm
+def test_accvgpr_moves_are_not_mfma(llvm_mc, ld_lld, llvm_objdump, tmp_path):
+    """Only MFMA/SMFMAC count as matrix ops; v_accvgpr_read/write are VALU moves."""
+    (tmp_path / "k.s").write_text(ACC_KERNEL)
+    subprocess.run([llvm_mc, "-triple", "amdgcn-amd-amdhsa", "-mcpu=gfx942", "-filetype=obj",
+                    str(tmp_path / "k.s"), "-o", str(tmp_path / "k.o")], check=True)
+    subprocess.run([ld_lld, "-shared", str(tmp_path / "k.o"), "-o", str(tmp_path / "k.co")],
+                   check=True)
+    (s,) = code_object_stats(tmp_path / "k.co")
+    assert s.mfma == {"v_mfma_f32_16x16x16_f16": 1, "v_smfmac_f32_16x16x32_f16": 1}
+    assert s.mix == {"mfma": 2, "valu": 3, "program_end": 1}
+    # llvm-mc's descriptor: .amdhsa_next_free_vgpr 24 -> 24 unified, AGPRs from 16 (the code
+    # uses a0..a3), so 16 arch + 8 acc; .amdhsa_next_free_sgpr 8 + 6 reserved = 14, rounded
+    # up to the granule of 8 = 16 (llvm-objdump reads it back as .amdhsa_next_free_sgpr 16),
+    # of which 16 - 6 = 10 are the program's.
+    kd = _objdump_descriptor(llvm_objdump, tmp_path / "k.co", "gfx942")
+    assert (s.vgprs, s.agprs, s.vgprs_total) == (16, 8, 24) and kd["next_free_vgpr"] == 24
+    assert (s.sgprs, s.sgprs_total) == (10, 16) and kd["next_free_sgpr"] == 16
+
+
 def test_fmha_figures_by_hand(shared_data):
     (s,) = code_object_stats(shared_data / "codeobjects" / SAMPLES[1])
     # 512 work-items = 8 waves per workgroup; 64 KiB LDS lets one workgroup per CU, i.e.

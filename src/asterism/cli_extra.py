@@ -11,7 +11,7 @@ def cmd_trace_report(args) -> int:
     from asterism.profile import trace_report
 
     _write_output(args.output, trace_report(args.dir, top=args.top, as_json=args.json,
-                                            source_map=args.source_map))
+                                            source_map=args.source_map, rank=args.rank))
     return 0
 
 
@@ -354,6 +354,8 @@ def register(sub, verb) -> None:
     r.add_argument("--top", type=int, default=10, help="hotspot instructions to list")
     r.add_argument("--json", action="store_true", help="machine-readable output")
     r.add_argument("--source-map", help="JSON map of address -> source location")
+    r.add_argument("--rank", choices=("stall", "cycles"), default="stall",
+                   help="order hotspots by stall cycles (default) or by total cycles")
     r.add_argument("-o", "--output", help="output file (default: stdout)")
     pl = tsub.add_parser("plot", help="wave timeline + stall breakdown picture (PNG)")
     pl.set_defaults(fn=cmd_trace_plot)

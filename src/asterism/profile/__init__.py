@@ -15,6 +15,7 @@ from pathlib import Path
 from asterism.profile.att import Trace, TraceError, read_att
 from asterism.profile.att_writer import write_att
 from asterism.profile.report import (
+    RANKS,
     Report,
     analyze,
     load_source_map,
@@ -24,15 +25,21 @@ from asterism.profile.report import (
 
 
 def trace_report(path: str | Path, top: int = 10, as_json: bool = False,
-                 source_map: Mapping[int, str] | str | Path | None = None) -> str:
-    """Read the ATT folder `path` and return its report (Markdown, or JSON if `as_json`)."""
+                 source_map: Mapping[int, str] | str | Path | None = None,
+                 rank: str = "stall") -> str:
+    """Read the ATT folder `path` and return its report (Markdown, or JSON if `as_json`),
+    hotspots ranked by `rank` ("stall" or "cycles")."""
     if top < 0:
         raise TraceError(f"--top must be 0 or more, got {top}")
+    if rank not in RANKS:
+        raise TraceError(f"--rank must be one of {', '.join(RANKS)}, got {rank!r}")
     trace = read_att(path)
     if isinstance(source_map, (str, Path)):
         source_map = load_source_map(source_map)
     report = analyze(trace, source_map)
-    return render_json(report, top=top) if as_json else render_markdown(report, top=top)
+    if as_json:
+        return render_json(report, top=top, rank=rank)
+    return render_markdown(report, top=top, rank=rank)
 
 
 def trace_plot(path: str | Path, out_png: str | Path) -> None:

@@ -74,8 +74,12 @@ the vendored capture ``tests/data/shared/att/pa_mqa_logits_fp4_small``):
     "[gfx_clock, realtime_clock]", "frequency": Hz}}``: clock pairs to convert cycles to
     seconds; ``realtime_clock / frequency`` is seconds.
 
-Other files (``snapshots.json`` and copied ``source_*`` files, perf-counter files) are kept
-as bytes and written back unchanged.
+``snapshots.json`` and ``source_<n>_<name>``  (when the decoder was given the sources)
+    Copies of the source files the code rows point to. ``snapshots.json`` is the directory
+    tree of the original paths, ``{"/": {"dir": {... {"file.py": "source_0_file.py"}}}}``,
+    each leaf naming the copy in the folder. :func:`source_files` reads them.
+
+These and other files (perf-counter files) are kept as bytes and written back unchanged.
 
 A trace produced by a timing model (not hardware) carries ``"asterism": {"modeled": true,
 "producer": ...}`` in ``filenames.json``; the viewer ignores the key, the analyzer states it.
@@ -102,6 +106,7 @@ CODE_FILE = "code.json"
 FILENAMES_FILE = "filenames.json"
 OCCUPANCY_FILE = "occupancy.json"
 REALTIME_FILE = "realtime.json"
+SNAPSHOTS_FILE = "snapshots.json"
 WAVE_FILE_RE = re.compile(r"^se(\d+)_sm(\d+)_sl(\d+)_wv(\d+)\.json$")
 WSTATES_FILE_RE = re.compile(r"^wstates(\d+)\.json$")
 _REALTIME_SE_RE = re.compile(r"^SE(\d+)$")
@@ -396,6 +401,35 @@ class Trace:
         if not names and self.occupancy is not None:
             names = [n for i, n in sorted(self.occupancy.dispatches.items()) if i != 0]
         return names
+
+
+def _snapshot_leaves(node: Any, prefix: str, out: dict[str, str]) -> None:
+    if isinstance(node, str):
+        out[prefix] = node
+    elif isinstance(node, dict):
+        for name, child in node.items():
+            path = name if not prefix else prefix.rstrip("/") + "/" + name
+            _snapshot_leaves(child, path, out)
+
+
+def source_files(trace: Trace) -> dict[str, list[str]]:
+    """The source files a capture ships (``snapshots.json``): original path -> its lines."""
+    raw = trace.extra_files.get(SNAPSHOTS_FILE)
+    if raw is None:
+        return {}
+    where = trace.path / SNAPSHOTS_FILE if trace.path is not None else Path(SNAPSHOTS_FILE)
+    try:
+        tree = json.loads(raw.decode("utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise TraceError(f"{where}: not a JSON source snapshot index: {exc}") from None
+    leaves: dict[str, str] = {}
+    _snapshot_leaves(tree, "", leaves)
+    out: dict[str, list[str]] = {}
+    for path, copy in leaves.items():
+        data = trace.extra_files.get(copy)
+        if data is not None:  # an index entry without its copy gives no text
+            out[path] = data.decode("utf-8", errors="replace").splitlines()
+    return out
 
 
 # ---------------------------------------------------------------------------- derived data

@@ -96,7 +96,9 @@ def memory_kind(mn: str, category: int) -> str | None:
     if category == InstCategory.VMEM:
         return "VMEM"
     if category == InstCategory.FLAT:
-        return "FLAT"
+        # The hardware files every FLAT-encoded op as FLAT, but global_* and scratch_* only
+        # reach vector memory: they count in vmcnt alone and return in order like buffer_*.
+        return "VMEM" if mn.startswith(("global_", "scratch_")) else "FLAT"
     if category == InstCategory.SMEM:
         return "SMEM"
     if category == InstCategory.LDS:

@@ -33,6 +33,14 @@ bucket, chosen by the first rule that matches:
 These rules read the instruction text and the trace's categories; they are heuristics for
 ranking, not hardware ground truth (the trace records how long an instruction stalled,
 not why).
+
+The s_waitcnt producers of a hardware capture are the decoder's own links (its wave files
+record them); only a modeled trace has them recomputed (:mod:`asterism.profile.waitcnt`).
+
+Hotspots are ranked by stall cycles (``rank="stall"``, the default: what there is to fix)
+or by total cycles (``rank="cycles"``); each shows its share of all stall cycles and of
+all instruction cycles. When the capture ships the source files its rows point to
+(``snapshots.json``), each row also carries the text of its source line.
 """
 
 from __future__ import annotations
@@ -49,6 +57,7 @@ from asterism.profile.att import (
     Trace,
     TraceError,
     WaveState,
+    source_files,
     state_name,
 )
 from asterism.profile.isa_text import (
@@ -63,10 +72,13 @@ from asterism.profile.isa_text import (
     waitcnt_counts,
     writes_first_operand,
 )
-from asterism.profile.waitcnt import wait_events
+from asterism.profile.waitcnt import trace_wait_events
 
 STALL_CAUSES = ("vmcnt wait", "lgkmcnt wait", "barrier", "MFMA dependency", "VMEM issue",
                 "LDS", "SMEM", "other")
+
+# Hotspot orders: by stall cycles (what there is to fix), or by total cycles.
+RANKS = ("stall", "cycles")
 
 # Cycles after an MFMA issues during which a stall next to it is blamed on it: the longest
 # single MFMA on gfx942/gfx950 takes 16 passes of 4 cycles.
@@ -82,6 +94,7 @@ class InstStats:
     codeobj: int
     isa: str
     source: str = ""
+    source_text: str = ""  # the text of the source line, when the capture ships the file
     unit: str = ""
     hits: int = 0
     cycles: int = 0
@@ -198,11 +211,26 @@ class Report:
         """Cycles from the first wave's start to the last wave's end."""
         return self.end - self.begin
 
-    def hotspots(self, top: int = 10) -> list[InstStats]:
-        """The `top` executed instructions with the most cycles (then stall)."""
+    def hotspots(self, top: int = 10, rank: str = "stall") -> list[InstStats]:
+        """The `top` executed instructions with the most stall cycles (then cycles), or with
+        the most cycles (then stall) for ``rank="cycles"``."""
         rows = [r for r in self.listing if r.hits and not r.is_label]
-        rows.sort(key=lambda r: (-r.cycles, -r.stall, r.line))
+        if rank == "stall":
+            rows.sort(key=lambda r: (-r.stall, -r.cycles, r.line))
+        elif rank == "cycles":
+            rows.sort(key=lambda r: (-r.cycles, -r.stall, r.line))
+        else:
+            raise TraceError(f"--rank must be one of {', '.join(RANKS)}, got {rank!r}")
         return rows[:max(top, 0)]
+
+    def stall_share(self, row: InstStats) -> float | None:
+        """Percent of all stall cycles spent in `row` (None if nothing stalled)."""
+        return 100.0 * row.stall / self.stall_cycles if self.stall_cycles else None
+
+    def cycle_share(self, row: InstStats) -> float | None:
+        """Percent of all instruction cycles (stall + issue) spent in `row`."""
+        total = self.stall_cycles + self.issue_cycles
+        return 100.0 * row.cycles / total if total else None
 
     def context(self, line: int, lines: int = 3) -> list[InstStats]:
         """The listing around `line`: `lines` rows before and after it."""
@@ -237,6 +265,21 @@ def load_source_map(path: str | Path) -> dict[int, str]:
             raise TraceError(f"{file}: location of {key} must be a string")
         out[addr] = value
     return out
+
+
+def _split_location(location: str) -> tuple[str, int] | None:
+    """("file", line) of a ``file:line`` location (the first one if several are joined)."""
+    first = location.split(";")[0].split(", ")[0].strip()
+    path, sep, line = first.rpartition(":")
+    return (path, int(line)) if sep and path and line.isdigit() else None
+
+
+def _source_line(location: str, files: Mapping[str, list[str]]) -> str:
+    where = _split_location(location)
+    if where is None or where[0] not in files:
+        return ""
+    lines = files[where[0]]
+    return lines[where[1] - 1].strip() if 0 < where[1] <= len(lines) else ""
 
 
 def _classify(mn: str, category: int, isa: str, drained: list[str],
@@ -278,6 +321,10 @@ def analyze(trace: Trace, source_map: Mapping[int, str] | None = None) -> Report
                   source=(source_map or {}).get(r.vaddr, r.source), is_label=r.is_label)
         for r in code.rows
     ]
+    files = source_files(trace)
+    if files:
+        for stats in listing:
+            stats.source_text = _source_line(stats.source, files)
     by_line = {s.line: s for s in listing}
     text = {r.line: (mnemonic(r.isa), r.isa) for r in code.rows}
     unit_counts: dict[int, dict[str, int]] = {}
@@ -289,7 +336,7 @@ def analyze(trace: Trace, source_map: Mapping[int, str] | None = None) -> Report
     n_inst = stall_total = dur_total = idle_total = unknown = 0
 
     for wave in trace.waves:
-        events = wait_events(wave, code)
+        events = trace_wait_events(wave, code, trace.modeled)
         drained_at: dict[int, list[str]] = {}
         for ev in events:
             drained_at.setdefault(ev.index, []).append(ev.counter)
@@ -435,6 +482,23 @@ def _pct(part: float, whole: float) -> str:
     return f"{100.0 * part / whole:.1f}%" if whole else "-"
 
 
+def _share(value: float | None) -> str:
+    return "-" if value is None else f"{value:.1f}%"
+
+
+def _short_location(location: str) -> str:
+    """``name.py:12`` for a ``/long/path/name.py:12`` location (the table stays narrow)."""
+    where = _split_location(location)
+    return f"{Path(where[0]).name}:{where[1]}" if where else location
+
+
+def _source_cell(h: InstStats) -> str:
+    if not h.source:
+        return "-"
+    cell = f"`{_cell(_short_location(h.source))}`"
+    return cell + (f" `{_cell(h.source_text)}`" if h.source_text else "")
+
+
 def _cell(text: str) -> str:
     # Markdown table cells cannot hold a bare pipe.
     return text.replace("|", "\\|")
@@ -449,8 +513,9 @@ def _provenance(report: Report) -> str:
             f"{report.format_version}, gfxip {report.gfxip}).")
 
 
-def render_markdown(report: Report, top: int = 10, context: int = 3) -> str:
-    """The report as Markdown, with the `top` hotspots and `context` lines around each."""
+def render_markdown(report: Report, top: int = 10, context: int = 3, rank: str = "stall") -> str:
+    """The report as Markdown, with the `top` hotspots (ranked by `rank`, see RANKS) and
+    `context` lines around each."""
     out: list[str] = []
     title = ", ".join(report.kernels) or "(unnamed kernel)"
     out.append(f"# Trace report: {title}")
@@ -517,22 +582,27 @@ def render_markdown(report: Report, top: int = 10, context: int = 3) -> str:
         out.append(f"| {u.unit} | {u.count} | {u.cycles} | {u.stall} |")
     out.append("")
 
-    hot = report.hotspots(top)
-    total_cycles = report.stall_cycles + report.issue_cycles
-    out.append(f"## Top {len(hot)} hotspots (by cycles)")
+    hot = report.hotspots(top, rank)
+    with_source = any(h.source for h in hot)
+    out.append(f"## Top {len(hot)} hotspots (by {'stall ' if rank == 'stall' else ''}cycles)")
     out.append("")
-    out.append("| # | line | PC | cycles | share | stall | idle | hits | cause | instruction |")
-    out.append("|---:|---:|---|---:|---:|---:|---:|---:|---|---|")
+    out.append("| # | line | PC | stall | % of stall | cycles | % of cycles | idle | hits | cause "
+               "| instruction |" + (" source |" if with_source else ""))
+    out.append("|---:|---:|---|---:|---:|---:|---:|---:|---:|---|---|"
+               + ("---|" if with_source else ""))
     for n, h in enumerate(hot, 1):
-        out.append(f"| {n} | {h.line} | 0x{h.vaddr:x} | {h.cycles} | "
-                   f"{_pct(h.cycles, total_cycles)} | {h.stall} | {h.idle} | {h.hits} | "
-                   f"{h.cause or '-'} | `{_cell(h.isa)}` |")
+        out.append(f"| {n} | {h.line} | 0x{h.vaddr:x} | {h.stall} | "
+                   f"{_share(report.stall_share(h))} | {h.cycles} | "
+                   f"{_share(report.cycle_share(h))} | {h.idle} | {h.hits} | "
+                   f"{h.cause or '-'} | `{_cell(h.isa)}` |"
+                   + (f" {_source_cell(h)} |" if with_source else ""))
     out.append("")
     for n, h in enumerate(hot, 1):
         out.append(f"### {n}. line {h.line}, PC 0x{h.vaddr:x}: `{h.isa}`")
         out.append("")
         if h.source:
-            out.append(f"Source: `{h.source}`")
+            out.append(f"Source: `{h.source}`" + (f": `{h.source_text}`" if h.source_text
+                                                   else ""))
             out.append("")
         for wl in report.waits_of(h.line):
             prods = "; ".join(f"line {p.line} ({p.kind}) `{p.isa}`" for p in wl.producers)
@@ -591,8 +661,17 @@ def _stats_dict(s: InstStats) -> dict[str, Any]:
     return d
 
 
-def render_json(report: Report, top: int = 10, context: int = 3) -> str:
-    """The report as JSON: all figures, the full listing and the `top` hotspots."""
+def _hotspot_dict(report: Report, h: InstStats, context: int) -> dict[str, Any]:
+    return {**_stats_dict(h),
+            "stall_share_pct": report.stall_share(h),
+            "cycle_share_pct": report.cycle_share(h),
+            "context": [_stats_dict(c) for c in report.context(h.line, context)],
+            "waited_on": [asdict(w) for w in report.waits_of(h.line)]}
+
+
+def render_json(report: Report, top: int = 10, context: int = 3, rank: str = "stall") -> str:
+    """The report as JSON: all figures, the full listing and the `top` hotspots (ranked by
+    `rank`, see RANKS)."""
     data: dict[str, Any] = {
         "kernels": report.kernels,
         "path": report.path,
@@ -618,12 +697,8 @@ def render_json(report: Report, top: int = 10, context: int = 3) -> str:
         "per_wave": [asdict(w) for w in report.per_wave],
         "stalls": report.stalls,
         "units": [asdict(u) for u in report.units],
-        "hotspots": [
-            {**_stats_dict(h),
-             "context": [_stats_dict(c) for c in report.context(h.line, context)],
-             "waited_on": [asdict(w) for w in report.waits_of(h.line)]}
-            for h in report.hotspots(top)
-        ],
+        "hotspot_rank": rank,
+        "hotspots": [_hotspot_dict(report, h, context) for h in report.hotspots(top, rank)],
         "wait_links": [asdict(w) for w in report.wait_links],
         "sources": [asdict(s) for s in report.sources],
         "mapped_rows": report.mapped_rows,

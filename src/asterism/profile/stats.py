@@ -16,6 +16,22 @@ from asterism.mc.decoder import DecodedInst, get_decoder
 from asterism.mc.operands import Mod, Reg, Syntax
 from asterism.target import get_target, occupancy
 from asterism.target.registers import extra_sgprs
+from asterism.target.timing import timing_class
+
+# What each register figure counts, printed with --json so a reader can compare them with the
+# code object's metadata (.vgpr_count, .sgpr_count) and llvm-objdump's descriptor directives.
+REGISTER_FIELDS = {
+    "vgprs": "ArchVGPRs the descriptor allocates per lane (below accum_offset when the code "
+             "uses AGPRs, else the whole unified allocation)",
+    "agprs": "AccVGPRs the descriptor allocates per lane (from accum_offset up)",
+    "vgprs_total": "vgprs + agprs: the unified VGPR allocation, what metadata .vgpr_count "
+                   "and the descriptor's .amdhsa_next_free_vgpr give",
+    "sgprs": "SGPRs the descriptor allocates for the program, without the reserved ones",
+    "sgprs_reserved": "SGPRs the hardware reserves on top (VCC, FLAT_SCRATCH, XNACK_MASK)",
+    "sgprs_total": "sgprs + sgprs_reserved: the descriptor's SGPR allocation (llvm-objdump's "
+                   ".amdhsa_next_free_sgpr); metadata .sgpr_count includes the reserved too",
+    "used_vgprs": "highest VGPR index the code names + 1 (likewise used_agprs, used_sgprs)",
+}
 
 
 @dataclass
@@ -26,11 +42,17 @@ class KernelStats:
     target: str
     code_bytes: int
     instructions: int
-    # Registers as the descriptor allocates them, and as the code actually uses them.
+    # Registers as the descriptor allocates them, and as the code actually uses them
+    # (REGISTER_FIELDS says what each counts).
     vgprs: int
     agprs: int
     sgprs: int
     accum_offset: int
+    vgprs_total: int
+    sgprs_reserved: int
+    sgprs_total: int
+    metadata_vgpr_count: int | None
+    metadata_sgpr_count: int | None
     used_vgprs: int
     used_agprs: int
     used_sgprs: int
@@ -59,7 +81,8 @@ def classify(d: DecodedInst) -> str:
     if "workgroup_barrier" in flags:
         return "barrier"
     if unit == "mfma":
-        return "mfma"
+        # The MAI unit also holds v_accvgpr_read/write, VALU moves with no matrix pass.
+        return "mfma" if timing_class(facts) == "mfma" else "valu"
     if unit == "vmem":
         if "atomic" in flags:
             return "vmem_atomic"
@@ -96,6 +119,11 @@ def _used_registers(items: list[DecodedInst]) -> tuple[int, int, int]:
     return v, a, s
 
 
+def _meta_int(meta: dict, key: str) -> int | None:
+    value = meta.get(key)
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
 def _waitcnt_label(simm: int) -> str:
     counts = decode_waitcnt(simm)
     parts = [f"{n}({counts[n]})" for n in ("vmcnt", "expcnt", "lgkmcnt")
@@ -114,8 +142,10 @@ def kernel_stats(obj, kernel, items: list[DecodedInst]) -> KernelStats:
     # the code uses AGPRs (otherwise every entry is an ArchVGPR).
     agprs = max(0, total - accum) if used_a else 0
     vgprs = accum if agprs else total
-    # The descriptor's SGPR figure includes the reserved VCC/XNACK/FLAT_SCRATCH registers.
-    sgprs = max(0, kd.sgprs(t) - extra_sgprs(t))
+    # The descriptor's SGPR figure includes the reserved VCC/XNACK/FLAT_SCRATCH registers
+    # (always 6 on gfx940+, whose flat scratch is architected).
+    reserved = extra_sgprs(t)
+    sgprs = max(0, kd.sgprs(t) - reserved)
     meta = kernel.metadata or {}
     wg = list(meta.get(".reqd_workgroup_size") or [meta.get(".max_flat_workgroup_size", 64), 1, 1])
     waves_per_wg = max(1, -(-(wg[0] * wg[1] * wg[2]) // t.wave_size))
@@ -135,7 +165,10 @@ def kernel_stats(obj, kernel, items: list[DecodedInst]) -> KernelStats:
     code = sum(d.size for d in items)
     return KernelStats(
         name=kernel.name, target=t.target_id, code_bytes=code, instructions=len(items),
-        vgprs=vgprs, agprs=agprs, sgprs=sgprs, accum_offset=accum, used_vgprs=used_v,
+        vgprs=vgprs, agprs=agprs, sgprs=sgprs, accum_offset=accum,
+        vgprs_total=vgprs + agprs, sgprs_reserved=reserved, sgprs_total=sgprs + reserved,
+        metadata_vgpr_count=_meta_int(meta, ".vgpr_count"),
+        metadata_sgpr_count=_meta_int(meta, ".sgpr_count"), used_vgprs=used_v,
         used_agprs=used_a, used_sgprs=used_s, lds_bytes=kd.group_segment_fixed_size,
         scratch_bytes=kd.private_segment_fixed_size,
         kernarg_bytes=max(kd.kernarg_size, int(meta.get(".kernarg_segment_size", 0))),
@@ -187,9 +220,7 @@ def render_stats(stats: list[KernelStats]) -> str:
     for s in stats:
         lines.append(f"kernel {s.name} ({s.target})")
         lines.append(f"  code: {s.instructions} instructions, {s.code_bytes} bytes")
-        lines.append(f"  registers: {s.vgprs} VGPRs, {s.agprs} AGPRs (accum_offset "
-                     f"{s.accum_offset}), {s.sgprs} SGPRs allocated; used v{s.used_vgprs} "
-                     f"a{s.used_agprs} s{s.used_sgprs}")
+        lines.extend(_register_lines(s))
         lines.append(f"  memory: LDS {s.lds_bytes} B, scratch {s.scratch_bytes} B, kernargs "
                      f"{s.kernarg_bytes} B; workgroup {tuple(s.workgroup_size)}")
         lines.append(f"  occupancy: {s.waves_per_simd} waves/SIMD (limited by "
@@ -200,6 +231,26 @@ def render_stats(stats: list[KernelStats]) -> str:
         if s.waitcnt:
             lines.append("  s_waitcnt: " + ", ".join(f"{k} x{v}" for k, v in s.waitcnt.items()))
     return "\n".join(lines) + "\n"
+
+
+def _metadata_note(key: str, value: int | None, total: int) -> str:
+    if value is None:
+        return f"no metadata {key}"
+    return f"metadata {key} {value}" + ("" if value == total else f", differs by {value - total}")
+
+
+def _register_lines(s: KernelStats) -> list[str]:
+    """The register figures, each with what it counts and the total the metadata uses."""
+    vnote = _metadata_note(".vgpr_count", s.metadata_vgpr_count, s.vgprs_total)
+    snote = _metadata_note(".sgpr_count", s.metadata_sgpr_count, s.sgprs_total)
+    return [
+        f"  VGPRs allocated: {s.vgprs} arch + {s.agprs} acc (accum_offset {s.accum_offset}) "
+        f"= {s.vgprs_total} unified ({vnote})",
+        f"  SGPRs allocated: {s.sgprs} + {s.sgprs_reserved} reserved (VCC, FLAT_SCRATCH, "
+        f"XNACK_MASK) = {s.sgprs_total} ({snote})",
+        f"  registers used by the code (highest index + 1): v{s.used_vgprs} a{s.used_agprs} "
+        f"s{s.used_sgprs}",
+    ]
 
 
 def render_diff(a: list[KernelStats], b: list[KernelStats], name_a: str, name_b: str) -> str:
@@ -213,8 +264,8 @@ def render_diff(a: list[KernelStats], b: list[KernelStats], name_a: str, name_b:
             lines.append(f"kernel {x.name}: only in {name_a}")
             continue
         lines.append(f"kernel {x.name} vs {y.name}   ({name_a} -> {name_b})")
-        for key in ("target", "instructions", "code_bytes", "vgprs", "agprs", "sgprs",
-                    "lds_bytes", "scratch_bytes", "waves_per_simd"):
+        for key in ("target", "instructions", "code_bytes", "vgprs", "agprs", "vgprs_total",
+                    "sgprs", "sgprs_total", "lds_bytes", "scratch_bytes", "waves_per_simd"):
             va, vb = getattr(x, key), getattr(y, key)
             mark = "" if va == vb else "   *"
             lines.append(f"  {key:<16} {va!s:>26} {vb!s:>26}{mark}")
@@ -228,4 +279,5 @@ def render_diff(a: list[KernelStats], b: list[KernelStats], name_a: str, name_b:
 
 def stats_json(stats: list[KernelStats]) -> str:
     """JSON for tools."""
-    return json.dumps([asdict(s) for s in stats], indent=1) + "\n"
+    return json.dumps([{**asdict(s), "register_fields": REGISTER_FIELDS} for s in stats],
+                      indent=1) + "\n"

@@ -1,22 +1,32 @@
 """Which memory instructions each executed ``s_waitcnt`` waited for.
 
-GFX9 counts outstanding memory operations per wave in counters: ``vmcnt`` (vector memory
-loads and stores, returned in issue order), ``lgkmcnt`` (LDS, GDS, messages in order;
-scalar memory *out of order*) and both for FLAT. ``s_waitcnt vmcnt(N)`` blocks until at
-most N are outstanding, so with in-order returns it waits for all but the N most recent.
+A hardware capture answers this itself: rocprofv3's ATT decoder writes a ``waitcnt`` list
+in every wave file (``[line, [[producer_line, 0], ...]]`` per executed s_waitcnt that
+drained something; a wait on both counters gives two entries, lgkmcnt first).
+:func:`capture_events` reads those. Only a modeled trace (asterism's timing model, written
+by :mod:`asterism.profile.att_writer`) has to be worked out, by :func:`wait_events`:
+
+GFX9 counts outstanding memory operations per wave in counters: ``vmcnt`` (vector memory:
+buffer_*, global_*, scratch_* loads and stores, returned in issue order), ``lgkmcnt`` (LDS,
+GDS and messages, each in order; scalar memory *out of order*) and both for FLAT.
+``s_waitcnt vmcnt(N)`` blocks until at most N are outstanding, so with in-order returns it
+waits for all but the N most recent.
 
 The walk over a wave's executed instructions keeps a pending list per counter. At a wait
-with threshold N the oldest ``len - N`` entries are the producers it waited for. While a
-scalar load (or a FLAT op, which may go to either path) is pending, completion order is
-unknown, so only a wait for 0 can be attributed; that is also what rocprofiler-sdk's
-decoder does, and :func:`decoder_links` reproduces its ``waitcnt`` entries.
+with threshold N the oldest ``len - N`` entries are the producers it waited for. The order
+is unknown, so only a wait for 0 can be attributed, while a counter holds a scalar load, a
+FLAT op (``flat_*``, which may go to either path) or a mix of kinds (LDS with messages: the
+rule LLVM's SIInsertWaitcnts follows). The hardware files global_*/scratch_* under the
+FLAT category, but they only reach vector memory, so they count as in-order VMEM
+(:func:`~asterism.profile.isa_text.memory_kind`). :func:`decoder_links` writes the result
+in the decoder's form; on both shared MI350X captures it equals the decoder's own links.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from asterism.profile.att import CodeListing, WaitcntLink, Wave
+from asterism.profile.att import CodeListing, TraceError, WaitcntLink, Wave
 from asterism.profile.isa_text import (
     counters_of,
     is_waitcnt,
@@ -40,10 +50,21 @@ class WaitEvent:
     producers: tuple[int, ...]
 
 
+# Kinds whose returns a counter cannot order (see the module docstring).
+_UNORDERED_KINDS = ("SMEM", "FLAT")
+
+
 class _Counter:
     def __init__(self) -> None:
         self.pending: list[int] = []
+        self.kinds: set[str] = set()
         self.unordered = False
+
+    def push(self, index: int, kind: str) -> None:
+        if kind in _UNORDERED_KINDS or (self.pending and kind not in self.kinds):
+            self.unordered = True
+        self.pending.append(index)
+        self.kinds.add(kind)
 
     def drain(self, threshold: int) -> list[int]:
         if threshold == 0:
@@ -52,6 +73,8 @@ class _Counter:
             return []
         n = max(len(self.pending) - threshold, 0)
         done, self.pending = self.pending[:n], self.pending[n:]
+        if not self.pending:
+            self.kinds.clear()
         return done
 
 
@@ -82,10 +105,68 @@ def wait_events(wave: Wave, code: CodeListing) -> list[WaitEvent]:
             continue
         kind = memory_kind(mn, rec.category)
         for name in counters_of(kind):
-            counters[name].pending.append(i)
-            if kind in ("SMEM", "FLAT"):
-                counters[name].unordered = True
+            counters[name].push(i, kind or "")
     return events
+
+
+def _link_counter(link: WaitcntLink, last: dict[int, int], wave: Wave,
+                  code: CodeListing) -> str | None:
+    """The counter a recorded link drained, from its producers' kinds (None: either)."""
+    kinds = set()
+    for line in link.producers:
+        index = last.get(line)
+        if index is not None:
+            row = code.row(line)
+            kinds.add(memory_kind(mnemonic(row.isa) if row else "",
+                                  wave.instructions[index].category))
+    counters = {c for k in kinds for c in counters_of(k)}
+    if counters == {"vmcnt"} or counters == {"lgkmcnt"}:
+        return counters.pop()
+    if kinds & {"SMEM", "LDS", "MSG"}:
+        return "lgkmcnt"
+    return None
+
+
+def capture_events(wave: Wave, code: CodeListing) -> list[WaitEvent]:
+    """The wave's recorded ``waitcnt`` links (a hardware capture's) as WaitEvents.
+
+    Each link is matched to the executed s_waitcnt it belongs to (links are in execution
+    order) and each producer line to its latest execution before that wait.
+    """
+    links, k = wave.waitcnt, 0
+    last: dict[int, int] = {}  # line -> index of its latest execution so far
+    events: list[WaitEvent] = []
+    for i, rec in enumerate(wave.instructions):
+        row = code.row(rec.line)
+        if row is None or row.is_label:
+            continue
+        if not is_waitcnt(mnemonic(row.isa)):
+            last[rec.line] = i
+            continue
+        named = waitcnt_counts(row.isa)
+        # (a text that names neither counter, e.g. a raw immediate, may drain either)
+        counts = [c for c in ("lgkmcnt", "vmcnt") if c in named] or ["lgkmcnt", "vmcnt"]
+        # One link per counter the text names, lgkmcnt before vmcnt; a second link for the
+        # same line belongs here only if it can be the vmcnt one after an lgkmcnt one.
+        taken: list[str] = []
+        while k < len(links) and links[k].line == rec.line and len(taken) < len(counts):
+            counter = _link_counter(links[k], last, wave, code)
+            choices = [c for c in counts if c not in taken and counter in (None, c)]
+            if not choices or (taken and choices[0] != "vmcnt"):
+                break
+            taken.append(choices[0])
+            producers = tuple(last[p] for p in links[k].producers if p in last)
+            events.append(WaitEvent(i, rec.line, choices[0], producers))
+            k += 1
+    if k < len(links):
+        raise TraceError(f"{wave.filename}: waitcnt link #{k} (line {links[k].line}) matches "
+                         "no executed s_waitcnt in order")
+    return events
+
+
+def trace_wait_events(wave: Wave, code: CodeListing, modeled: bool) -> list[WaitEvent]:
+    """The wave's wait events: the capture's own links, recomputed for a modeled trace."""
+    return wait_events(wave, code) if modeled else capture_events(wave, code)
 
 
 def decoder_links(wave: Wave, code: CodeListing) -> list[WaitcntLink]:
