@@ -1,0 +1,198 @@
+"""Trace replay: the timing model driven by a capture's instruction streams.
+
+References: the capture files themselves (measured figures recomputed here from the raw
+JSON, independently of the reader and of the replay code), hand-computed cycles for small
+streams, and asterism's own modeled traces, which must replay to exactly their own cycles.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import asterism
+from asterism.builder import KernelBuilder
+from asterism.emu.timing import StreamWave, TraceDrivenModel, cached_latency, make_static
+from asterism.profile.replay import (
+    STALL_CLASSES,
+    ReplayError,
+    calibrate,
+    measured_latencies,
+    replay,
+    with_parameter,
+)
+from asterism.target import get_target
+from asterism.target.timing import get_timing
+from test_timing_trace import exchange_kernel
+
+SHARED = Path(__file__).resolve().parent / "data" / "shared" / "att"
+CAPTURES = ["pa_mqa_logits_fp4_small", "flash_attn_func_small"]
+
+
+def _raw_waves(capture: str) -> list[dict]:
+    return [json.loads(p.read_text())["wave"] for p in sorted((SHARED / capture).glob("se*.json"))]
+
+
+@pytest.mark.parametrize("capture", CAPTURES)
+def test_measured_side_equals_the_files(capture):
+    """Totals, per-category cycles/stall and the stall-ranked top 10, summed from the raw
+    wave JSON by hand."""
+    r = replay(SHARED / capture)
+    waves = _raw_waves(capture)
+    assert r.measured.cycles == sum(w["end"] - w["begin"] for w in waves)
+    assert [w.measured for w in r.waves] == [w["end"] - w["begin"] for w in waves]
+    names = {1: "SMEM", 2: "SALU", 3: "VMEM", 4: "FLAT", 5: "LDS", 6: "VALU", 7: "JUMP",
+             8: "NEXT", 9: "IMMED", 11: "MESSAGE"}
+    cats: dict[str, list[int]] = {}
+    lines: dict[int, int] = {}
+    for w in waves:
+        for _t, cat, stall, dur, line in w["instructions"]:
+            c = cats.setdefault(names[cat], [0, 0])
+            c[0] += dur
+            c[1] += stall
+            lines[line] = lines.get(line, 0) + stall
+    assert {k: tuple(v) for k, v in cats.items()} == r.measured.per_category
+    top = sorted(lines, key=lambda ln: (-lines[ln], ln))[:10]
+    assert r.measured.top("stall") == top
+    assert sum(r.measured.stall_split.values()) == sum(v[1] for v in cats.values())
+
+
+def test_measured_latency_from_links_by_hand():
+    """pa_mqa, wave se1_sm0: the s_waitcnt at line 6 (time 173080, duration 760) drained
+    the s_loads at lines 1 and 2 (issued at 173060 and 173064)."""
+    from asterism.profile.att import read_att
+    from asterism.profile.replay import _program
+
+    trace = read_att(SHARED / "pa_mqa_logits_fp4_small")
+    prog = _program(trace, "gfx950", get_timing("gfx950"))
+    wave = next(w for w in trace.waves if w.filename == "se1_sm0_sl0_wv0.json")
+    lat = measured_latencies(wave, prog.memory_lines)
+    assert lat[0] == 173080 + 760 - 173060
+    assert lat[1] == 173080 + 760 - 173064
+    # every linked producer got a latency, plus the accesses s_endpgm drained
+    linked = sum(len(link.producers) for link in wave.waitcnt)
+    assert len(lat) >= linked
+
+
+@pytest.mark.parametrize("memory", ["model", "measured"])
+def test_modeled_trace_replays_to_its_own_cycles(tmp_path, memory):
+    """A trace written by asterism's timing model replays record for record."""
+    out = np.zeros(64 * 4 * 2, np.uint32)
+    asterism.launch(exchange_kernel(4), "exchange", grid=2, block=256, args=[out],
+                    timing=True, trace_dir=tmp_path / "t")
+    r = replay(tmp_path / "t", target="gfx942", memory=memory)
+    assert r.modeled.cycles == r.measured.cycles > 0
+    for name, recs in r.measured_records.items():
+        assert r.modeled_records[name] == recs
+    assert r.cycles_error == 0 and r.hotspot_overlap() == min(10, len(r.measured.per_line))
+
+
+def _statics(lines: list[str], target: str = "gfx950"):
+    from asterism.emu.compiler import PlainInst, make_infos
+    from asterism.mc.asm_syntax import InstParser
+    from asterism.mc.matcher import select_form
+
+    tm = get_timing(target)
+    insts = []
+    for text in lines:
+        inst = InstParser().parse(text)
+        inst.form = select_form(inst, target)
+        insts.append(inst)
+    infos = make_infos([PlainInst(4 * i, 4, inst) for i, inst in enumerate(insts)], target)
+    return tm, [make_static(i, tm) for i in infos]
+
+
+def test_trace_driven_stream_by_hand():
+    """Three dependent VALU ops, an MFMA and a reader of its result, on gfx950: issue every
+    4 cycles, v_mfma_f32_16x16x16_f16 takes 4 passes (16 cycles) + 4 write-back before a
+    VALU may read it."""
+    tm, statics = _statics([
+        "v_add_u32 v1, v0, v0", "v_add_u32 v2, v1, v1", "v_add_u32 v3, v2, v2",
+        "v_mfma_f32_16x16x16_f16 v[4:7], v[0:1], v[2:3], 0", "v_mov_b32 v8, v4",
+        "s_endpgm"])
+    model = TraceDrivenModel(get_target("gfx950"), tm, statics, list(range(1, 7)),
+                             [StreamWave(0, 0, 0, 100, list(range(6)))])
+    (w,) = model.run()
+    start = 100 + tm.dispatch["wave_start"]
+    times = [r[0] + r[2] for r in w.records]  # issue times
+    assert times[:4] == [start, start + 4, start + 8, start + 12]
+    assert times[4] == start + 12 + 16 + tm.mfma.result_extra
+    assert w.end == times[5] + tm.dispatch["endpgm"]
+
+
+def test_fill_in_flight_is_shared():
+    """A second read of a line whose fill is in flight waits for that fill."""
+    ready: dict[int, int] = {}
+    assert cached_latency(ready, {7}, 100, 64, 600) == 600
+    assert cached_latency(ready, {7}, 140, 64, 600) == 560  # waits for the same fill
+    assert cached_latency(ready, {7}, 1000, 64, 600) == 64  # a hit once it arrived
+    assert cached_latency(ready, {7, 8}, 1000, 64, 600) == 600
+
+
+def test_functional_model_waves_share_a_cold_line():
+    """Four waves load the same kernel argument line at nearly the same time: each waits for
+    the one HBM fill (before the fix, only the first did; the others took a cache hit)."""
+    kb = KernelBuilder("k", workgroup_size=(256, 1, 1))
+    out = kb.arg_buffer("out", "u32", access="write_only")
+    kb.s_load_dwordx2(kb.s[4:6], kb.kernarg_ptr(), out)
+    kb.s_waitcnt(lgkmcnt=0)
+    kb.s_endpgm()
+    res = asterism.launch(kb.finish(), "k", grid=1, block=256, args=[np.zeros(4, np.uint32)],
+                          timing=True)
+    hbm = get_timing("gfx942").memory["hbm"]
+    waits = [w.records[1][2] for w in res.timing.waves]
+    assert all(wait >= hbm - 40 for wait in waits), waits
+
+
+def test_lds_dma_and_global_categories():
+    """buffer_load ... lds holds vmcnt only; GLOBAL/SCRATCH ops are category FLAT (as the
+    ATT decoder files them), buffer ops VMEM."""
+    from asterism.emu import sanitizer as san
+
+    _tm, st = _statics(["buffer_load_dwordx4 v1, s[4:7], 0 offen lds",
+                        "global_load_dword v1, v[2:3], off", "buffer_load_dword v1, v2, s[4:7], 0 offen",
+                        "scratch_load_dword v1, off, s2"])
+    assert [c for c, _ in st[0].streams] == [san.VM]
+    assert [s.category for s in st] == [3, 4, 3, 4]
+
+
+def test_replay_goals_on_shared_captures():
+    """The figures quoted in the closing note (modeled, not measured): --memory measured
+    within 5 % and 7+ of the top-10 hotspots on both captures."""
+    for capture in CAPTURES:
+        r = replay(SHARED / capture, memory="measured")
+        assert abs(r.cycles_error) <= 5, (capture, r.cycles_error)
+        assert r.hotspot_overlap() >= 7, capture
+        assert set(r.stall_split_error()) == set(STALL_CLASSES)
+
+
+def test_calibrate_improves_the_objective():
+    cal = calibrate([SHARED / "pa_mqa_logits_fp4_small"], rounds=1)
+    assert cal.error_after <= cal.error_before
+    text = cal.to_toml()
+    assert "[fit]" in text or cal.after == cal.before
+    assert "pa_mqa_logits_fp4_small" in text
+
+
+def test_with_parameter_copies():
+    tm = get_timing("gfx950")
+    tm2 = with_parameter(tm, "memory", "lds", 99)
+    assert tm2.memory["lds"] == 99 and tm.memory["lds"] != 99
+    assert with_parameter(tm, "mfma", "result_extra", 9).mfma.result_extra == 9
+
+
+def test_bad_inputs(tmp_path):
+    with pytest.raises(ReplayError, match="memory must be one of"):
+        replay(SHARED / "pa_mqa_logits_fp4_small", memory="bogus")
+    bad = tmp_path / "cap"
+    bad.mkdir()
+    for f in (SHARED / "pa_mqa_logits_fp4_small").iterdir():
+        (bad / f.name).write_bytes(f.read_bytes())
+    code = json.loads((bad / "code.json").read_text())
+    code["code"][1][0] = "v_not_an_instruction v1"
+    (bad / "code.json").write_text(json.dumps(code))
+    with pytest.raises(ReplayError, match="code.json line 1: cannot read"):
+        replay(bad)
