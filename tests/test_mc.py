@@ -316,3 +316,13 @@ def test_off_by_a_bit_words_as_llvm_objdump_reads_them(llvm_objdump, target, wor
             assert theirs in (dword, "<no instruction>"), word
         else:
             assert theirs == text, word
+
+
+def test_sdwa_compare_with_an_sgpr_destination_round_trips():
+    """A real gfx942 kernel's word (issue 12): read -> print -> parse -> encode gives it back
+    (the destination is any SGPR pair, with the sd bit, not only vcc)."""
+    words = bytes.fromhex("f916867d00900604")  # 7D8616F9 04069000
+    text = format_inst(get_decoder("gfx942").decode(words, 0, 0).inst)
+    assert text == "v_cmp_le_i32_sdwa s[16:17], v0, v11 src0_sel:DWORD src1_sel:WORD_0"
+    assert enc(text) == words
+    assert api.assemble(HEADER + text + "\n", None, "t.s")  # the `asterism asm` path

@@ -144,3 +144,19 @@ def test_disasm_listing_of_shared_addresses_equals_llvm_objdump(llvm_mc, ld_lld,
                                 text=True, check=True).stdout
         assert "<start>:" in theirs and "s_branch aaa" in theirs and "<k.kd+0x" in theirs
         assert api.disassembly_listing(path) == theirs, path.name
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_sdwa_compare_destinations_encode_as_llvm(llvm_mc, target):
+    """Every destination LLVM takes for an SDWA compare (vcc or any aligned SGPR pair, TTMP
+    pair or named pair) encodes to llvm-mc's bytes; those it refuses are refused."""
+    dsts = ["vcc", "s[16:17]", "s[100:101]", "exec", "ttmp[0:1]", "ttmp[14:15]",
+            "flat_scratch", "xnack_mask", "s[101:102]", "s5", "v[0:1]"]
+    lines = [f"{m} {d}, v0, {s1} src0_sel:{sel} src1_sel:WORD_0"
+             for d in dsts for m, s1, sel in (("v_cmp_le_i32_sdwa", "v11", "DWORD"),
+                                              ("v_cmpx_class_f32_sdwa", "s3", "BYTE_1"))]
+    llvm = llvm_encode(lines, target)
+    assert sum(isinstance(d, bytes) for d in llvm) == 16
+    for line, data in zip(lines, llvm):
+        ours = our_encoding(line, target)
+        assert ours == data if isinstance(data, bytes) else not isinstance(ours, bytes), line

@@ -9,7 +9,7 @@ database name) and what was expected.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from asterism.errors import VerifyError
 from asterism.isa import Form, IsaDatabase, OperandSpec, get_isa, syntax
@@ -95,14 +95,29 @@ def _reg_count(op: Operand) -> int:
     return 0
 
 
+def fixed_alternative(form: Form, spec: OperandSpec) -> OperandSpec | None:
+    """What a fixed-register slot also accepts, or None: an SDWA compare writes vcc or, with
+    its `sd` bit, any SGPR pair (as LLVM's assembler and decoder take it)."""
+    if spec.fixed == "vcc" and spec.role == "def" and form.enc == "SDWA" \
+            and form.format == "VOPC":
+        return replace(spec, fixed=None, kinds=("s",), width=2)
+    return None
+
+
 def check_operand(inst: Inst, form: Form, pos: int, spec: OperandSpec, op: Operand) -> None:
     """Raise MatchError if `op` cannot be operand `pos` (`spec`) of `form`."""
     where = f"operand {pos + 1} ({spec.name})"
     if spec.fixed:
         name = op.name if isinstance(op, Special) else None
-        if name != spec.fixed:
+        if name == spec.fixed:
+            return
+        alternative = fixed_alternative(form, spec)
+        if alternative is None:
             raise MatchError(pos, f"{where}: expected {spec.fixed}, got {_describe(op)}")
-        return
+        if operand_kind(op) != "s":
+            raise MatchError(pos, f"{where}: expected {spec.fixed} or an SGPR pair, got "
+                                  f"{_describe(op)}")
+        spec = alternative
     if isinstance(op, Mod):
         if not spec.mods:
             raise MatchError(pos, f"{where}: source modifiers (neg/abs/sext) are not allowed")
@@ -434,6 +449,10 @@ def _operand_test(form: Form, spec: OperandSpec) -> Callable[[Operand], bool]:
     of them: a rejection is re-checked by check_operand)."""
     if spec.fixed:
         fixed = spec.fixed
+        alternative = fixed_alternative(form, spec)
+        if alternative is not None:
+            other = _operand_test(form, alternative)
+            return lambda op: (type(op) is Special and op.name == fixed) or other(op)
         return lambda op: type(op) is Special and op.name == fixed
     kinds = set(spec.kinds)
     allow_mods, excludes, width, align = spec.mods, spec.excludes, spec.width, spec.align
