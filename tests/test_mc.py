@@ -326,3 +326,31 @@ def test_sdwa_compare_with_an_sgpr_destination_round_trips():
     assert text == "v_cmp_le_i32_sdwa s[16:17], v0, v11 src0_sel:DWORD src1_sel:WORD_0"
     assert enc(text) == words
     assert api.assemble(HEADER + text + "\n", None, "t.s")  # the `asterism asm` path
+
+
+@pytest.mark.parametrize("target", ["gfx942", "gfx950"])
+def test_random_operands_draw_every_alternative(target):
+    """The differential tests' generator draws every operand alternative of every slot (an
+    older one never drew TTMPs, constant registers, inline floats in 16-bit integer slots or
+    an SGPR pair as an SDWA compare's destination)."""
+    import random
+
+    from asterism.isa import get_isa
+    from asterism.mc.random_inst import alternative_of, random_inst, slot_alternatives
+
+    rng = random.Random(5)
+    missing = []
+    for form in (f for i in get_isa(target).instructions.values() for f in i.forms):
+        want = {(k, alt) for k, spec in enumerate(form.operands)
+                for alt in slot_alternatives(form, spec)}
+        for _ in range(400):
+            inst = random_inst(form, rng)
+            want -= {(k, alternative_of(spec, op))
+                     for k, (spec, op) in enumerate(zip(form.operands, inst.operands))}
+            if not want:
+                break
+        missing += [(form.printed_mnemonic, k, alt) for k, alt in want]
+    assert not missing, missing[:10]
+    sdwa_cmp = next(f for f in get_isa(target).resolve("v_cmp_le_i32_sdwa")[0].forms
+                    if f.enc == "SDWA")
+    assert set(slot_alternatives(sdwa_cmp, sdwa_cmp.operands[0])) >= {"fixed", "sgpr", "ttmp"}

@@ -709,11 +709,12 @@ def _scalar(op: Operand, what: str) -> int:
 
 
 def _aligned(op: Operand, align: int, what: str) -> int:
-    if not (isinstance(op, Reg) and op.kind == "s"):
+    """The scalar code of an SGPR or TTMP range that starts at a multiple of `align`."""
+    if not (isinstance(op, Reg) and op.kind in ("s", "ttmp")):
         raise EncodeError(f"{what}: expected an SGPR range, got {op}")
     if op.index % align:
         raise EncodeError(f"{what}: {op} must start at a multiple of {align}")
-    return op.index
+    return scalar_code(op)
 
 
 def _scale_prefix_opcode(form: Form) -> int:

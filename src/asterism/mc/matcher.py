@@ -37,6 +37,9 @@ SDWA_MODIFIERS = {"dst_sel", "dst_unused", "src0_sel", "src1_sel"}
 ENC_ORDER = {"VOP1": 0, "VOP2": 0, "VOPC": 0, "VOP3": 1, "VOP3P": 1, "MAI": 1, "MAI_SCALE": 1,
              "DPP": 2, "SDWA": 2}
 SRC_FIELDS = {"src0", "src1", "src2", "vsrc1", "ssrc0", "ssrc1", "scale_src0", "scale_src1"}
+# The aperture constants are source codes, not register ranges: LLVM reads them at any width.
+APERTURES = {"src_shared_base", "src_shared_limit", "src_private_base", "src_private_limit",
+             "shared_base", "shared_limit", "private_base", "private_limit"}
 VALU_ENCS = {"VOP1", "VOP2", "VOPC", "VOP3", "VOP3P", "MAI", "MAI_SCALE", "DPP", "SDWA"}
 
 
@@ -148,7 +151,11 @@ def check_operand(inst: Inst, form: Form, pos: int, spec: OperandSpec, op: Opera
     base = op.operand if isinstance(op, Mod) else op
     if isinstance(base, Special) and base.name in spec.excludes:
         raise MatchError(pos, f"{where}: {base.name} is not allowed here")
-    if kind in ("v", "a", "s") and spec.width:
+    if isinstance(base, Special) and base.name in APERTURES and "i" not in kinds:
+        raise MatchError(pos, f"{where}: the constant {base.name} is not allowed here (a "
+                              "register operand)")
+    if kind in ("v", "a", "s") and spec.width and not (
+            isinstance(base, Special) and base.name in APERTURES and spec.role == "use"):
         count = _reg_count(op)
         if count != spec.width and not _width_flexible(form, spec, count):
             raise MatchError(pos, f"{where}: expected {spec.width} register"
@@ -486,7 +493,9 @@ def _operand_test(form: Form, spec: OperandSpec) -> Callable[[Operand], bool]:
             return align <= 1 or op.kind == "ttmp" or not op.index % align
         if t is Special:
             return "s" in kinds and op.name not in excludes and (
-                not width or SPECIAL_REGISTERS.get(op.name) == width)
+                not width or SPECIAL_REGISTERS.get(op.name) == width
+                or (op.name in APERTURES and spec.role == "use")) and (
+                op.name not in APERTURES or "i" in kinds)
         if t is Imm:
             return inline_ok if -16 <= op.value <= 64 else literal_ok
         if t is FloatImm:
