@@ -354,3 +354,16 @@ def test_random_operands_draw_every_alternative(target):
     sdwa_cmp = next(f for f in get_isa(target).resolve("v_cmp_le_i32_sdwa")[0].forms
                     if f.enc == "SDWA")
     assert set(slot_alternatives(sdwa_cmp, sdwa_cmp.operands[0])) >= {"fixed", "sgpr", "ttmp"}
+
+
+def test_64_bit_literal_text_round_trips():
+    """Issue 12: s_mov_b64's literal 0xffffffff printed lit(0xffffffff) (llvm-objdump prints
+    0xffffffff) and `asterism asm` could not parse lit(...)."""
+    words = bytes.fromhex("ff0182beffffffff")  # BE8201FF FFFFFFFF
+    text = format_inst(get_decoder("gfx942").decode(words, 0, 0).inst)
+    assert text == "s_mov_b64 s[2:3], 0xffffffff"
+    assert enc(text) == words
+    assert enc("s_mov_b64 s[2:3], lit(0xffffffff)") == words
+    assert enc("s_mov_b32 s2, lit(1)") == bytes.fromhex("ff0082be01000000")
+    with pytest.raises(ParseError, match="32-bit literal"):
+        enc("s_mov_b32 s2, lit(0x100000000)")

@@ -72,7 +72,7 @@ def operand_kind(op: Operand) -> str:
     if isinstance(op, Imm):
         return "i" if syntax.inline_int_code(op.value) is not None else "l"
     if isinstance(op, FloatImm):
-        return "i" if syntax.inline_float_code(op.value) is not None else "l"
+        return "i" if syntax.inline_float_code(op.value) is not None and not op.lit else "l"
     return "?"
 
 
@@ -139,6 +139,7 @@ def check_operand(inst: Inst, form: Form, pos: int, spec: OperandSpec, op: Opera
         raise MatchError(pos, f"{where}: expected {_expected(spec)}, got label {op}")
     if kind == "k" and spec.syntax:
         return
+    _check_forced_literal(pos, where, spec, op)
     if kind in ("i", "l") and "k" in kinds:
         return  # a plain immediate field; range is checked by the encoder
     if kind == "l" and isinstance(op, Imm) and syntax.inline_int_code(
@@ -171,6 +172,19 @@ def check_operand(inst: Inst, form: Form, pos: int, spec: OperandSpec, op: Opera
             if reg.index % need:
                 raise MatchError(pos, f"{where}: SGPR range {reg} must start at a multiple of"
                                       f" {need}")
+
+
+def _check_forced_literal(pos: int, where: str, spec: OperandSpec, op: Operand) -> None:
+    """lit(float) and lit64(...) where LLVM's assembler refuses them on gfx9."""
+    if isinstance(op, FloatImm) and spec.type == "i64" and (
+            op.lit or syntax.inline_float_code(op.value) is None):
+        raise MatchError(pos, f"{where}: a 64-bit integer operand takes a float only as an "
+                              "inline constant")
+    spelling = op.spelling if isinstance(op, Literal) else op.lit if isinstance(
+        op, FloatImm) else ""
+    if spelling == "lit64" and spec.type and spec.type.lstrip("v2").startswith(("f", "bf")):
+        raise MatchError(pos, f"{where}: lit64 is not supported on this GPU (for a "
+                              f"{spec.type} operand)")
 
 
 def _width_flexible(form: Form, spec: OperandSpec, count: int) -> bool:
@@ -444,7 +458,7 @@ def _bus_reads(ops: list[Operand], positions: tuple[int, ...], reads_vcc: bool) 
         elif t is Special or t is Literal:
             reads += 1
         elif t is FloatImm:
-            if syntax.inline_float_code(op.value) is None:
+            if syntax.inline_float_code(op.value) is None or op.lit:
                 reads += 1
         elif not (t is Syntax or t is Label or t is Off):
             return 2
@@ -499,9 +513,13 @@ def _operand_test(form: Form, spec: OperandSpec) -> Callable[[Operand], bool]:
         if t is Imm:
             return inline_ok if -16 <= op.value <= 64 else literal_ok
         if t is FloatImm:
-            return inline_ok if syntax.inline_float_code(op.value) is not None else literal_ok
+            if op.lit:
+                return False  # (check_operand knows where LLVM refuses it)
+            if syntax.inline_float_code(op.value) is not None:
+                return inline_ok
+            return literal_ok and spec.type != "i64"
         if t is Literal:
-            return literal_ok
+            return literal_ok and op.spelling == "lit"
         if t is Syntax:
             return syntax_ok
         if t is Label:
