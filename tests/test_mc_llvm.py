@@ -285,3 +285,26 @@ def test_lit_where_llvm_mc_drops_the_literal_is_refused(llvm_mc, line):
     assert isinstance(data, bytes) and (len(data) == 8 and data[4] == 0xFF
                                         or data[4:] == (2).to_bytes(4, "little"))
     assert not isinstance(our_encoding(line, "gfx942"), bytes)
+
+
+def test_disasm_listing_names_text_before_the_first_symbol(llvm_mc, ld_lld, llvm_objdump,
+                                                          tmp_path):
+    """Padding words at the start of .text that no symbol covers (a real gfx942 kernel has
+    .text at 0x1800, its symbol at 0x1c00): llvm-objdump heads them `<.text>:`."""
+    import subprocess
+
+    from asterism import api
+
+    source = _kernel_source(["s_endpgm"], "gfx942").replace(
+        ".text\n", ".text\ns_nop 0\ns_nop 1\n.p2align 8\n", 1)
+    (tmp_path / "k.s").write_text(source)
+    subprocess.run([llvm_mc, "-triple=amdgcn-amd-amdhsa", "-mcpu=gfx942", "-filetype=obj",
+                    str(tmp_path / "k.s"), "-o", str(tmp_path / "k.o")], check=True)
+    subprocess.run([ld_lld, "-shared", str(tmp_path / "k.o"), "-o", str(tmp_path / "k.co")],
+                   check=True)
+    # (asterism's own assembler takes no instructions before the first kernel label)
+    path = tmp_path / "k.co"
+    theirs = subprocess.run([llvm_objdump, "-d", str(path)], capture_output=True, text=True,
+                            check=True).stdout
+    assert " <.text>:\n\ts_nop 0 " in theirs and " <k>:\n" in theirs
+    assert api.disassembly_listing(path) == theirs
