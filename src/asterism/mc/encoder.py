@@ -650,7 +650,8 @@ def _mods_sdwa(plan: _Plan, inst: Inst, st: _State) -> None:
         if not (isinstance(dst, Special) and dst.name == "vcc"):
             x = SDWA["sd"].put(x, 1)
             x = SDWA["sdst"].put(x, _scalar(dst, "sdst"))
-    x = SDWA["clamp"].put(x, int(bool(m.get("clamp"))))
+    if plan.form.format != "VOPC":  # (a compare has no clamp: bit 13 is part of its sdst)
+        x = SDWA["clamp"].put(x, int(bool(m.get("clamp"))))
     x = SDWA["src0_sel"].put(x, _sel(m.get("src0_sel", "DWORD"), SDWA_SEL, "src0_sel"))
     if plan.form.format != "VOP1":  # VOP1 has no second source: its select stays 0
         x = SDWA["src1_sel"].put(x, _sel(m.get("src1_sel", "DWORD"), SDWA_SEL, "src1_sel"))
@@ -708,11 +709,12 @@ def _scalar(op: Operand, what: str) -> int:
 
 
 def _aligned(op: Operand, align: int, what: str) -> int:
-    if not (isinstance(op, Reg) and op.kind == "s"):
+    """The scalar code of an SGPR or TTMP range that starts at a multiple of `align`."""
+    if not (isinstance(op, Reg) and op.kind in ("s", "ttmp")):
         raise EncodeError(f"{what}: expected an SGPR range, got {op}")
     if op.index % align:
         raise EncodeError(f"{what}: {op} must start at a multiple of {align}")
-    return op.index
+    return scalar_code(op)
 
 
 def _scale_prefix_opcode(form: Form) -> int:
