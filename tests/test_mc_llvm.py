@@ -308,3 +308,27 @@ def test_disasm_listing_names_text_before_the_first_symbol(llvm_mc, ld_lld, llvm
                             check=True).stdout
     assert " <.text>:\n\ts_nop 0 " in theirs and " <k>:\n" in theirs
     assert api.disassembly_listing(path) == theirs
+
+
+BUFFER_ADDRESS_LINES = [
+    "buffer_load_dword v1, off, s[4:7], 0", "buffer_load_dword v1, off, s[4:7], 0 offen",
+    "buffer_load_dword v1, v2, s[4:7], 0", "buffer_load_dword v1, v2, s[4:7], 0 offen",
+    "buffer_load_dword v1, v2, s[4:7], s3 idxen offset:12",
+    "buffer_load_dword v1, v[2:3], s[4:7], 0 idxen offen",
+    "buffer_store_dword v1, off, s[4:7], s2 offset:8", "buffer_load_dword off, s[4:7], 0 lds",
+    "buffer_load_dword v2, s[4:7], 0 offen lds", "buffer_atomic_add v1, off, s[4:7], 0 sc0",
+    "buffer_load_dword v1, off, s[4:7], 0 idxen",
+    "tbuffer_load_format_x v1, off, s[4:7], 0 format:[BUF_DATA_FORMAT_32,BUF_NUM_FORMAT_FLOAT]",
+    "buffer_load_dwordx4 v[4:7], off, s[8:11], s2 offset:4095 sc0 sc1 nt"]
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_buffer_address_off_as_llvm_mc(llvm_mc, target):
+    """A buffer address is `off` exactly when neither offen nor idxen is set: llvm-mc's bytes
+    where it accepts, refused where it refuses (a VGPR without offen/idxen was encoded and
+    ignored by the hardware; `off` was refused although every such word disassembles to it)."""
+    llvm = llvm_encode(BUFFER_ADDRESS_LINES, target)
+    assert sum(isinstance(d, bytes) for d in llvm) == 10
+    for line, data in zip(BUFFER_ADDRESS_LINES, llvm):
+        ours = our_encoding(line, target)
+        assert ours == data if isinstance(data, bytes) else not isinstance(ours, bytes), line

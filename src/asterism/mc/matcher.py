@@ -107,9 +107,29 @@ def fixed_alternative(form: Form, spec: OperandSpec) -> OperandSpec | None:
     return None
 
 
+def _is_buffer_vaddr(form: Form, spec: OperandSpec) -> bool:
+    return form.enc in ("MUBUF", "MTBUF") and spec.name == "vaddr"
+
+
+def _check_buffer_vaddr(inst: Inst, pos: int, where: str, op: Operand) -> bool:
+    """A buffer address is `off` exactly when neither offen nor idxen is set (as LLVM's
+    assembler takes it); True when `op` is `off` and that is right."""
+    indexed = bool(inst.modifiers.get("offen") or inst.modifiers.get("idxen"))
+    if isinstance(op, Off):
+        if indexed:
+            raise MatchError(pos, f"{where}: offen/idxen need an address VGPR, got off")
+        return True
+    if not indexed and operand_kind(op) in ("v", "a"):
+        raise MatchError(pos, f"{where}: an address VGPR needs offen or idxen (without them "
+                              "the address is `off`)")
+    return False
+
+
 def check_operand(inst: Inst, form: Form, pos: int, spec: OperandSpec, op: Operand) -> None:
     """Raise MatchError if `op` cannot be operand `pos` (`spec`) of `form`."""
     where = f"operand {pos + 1} ({spec.name})"
+    if _is_buffer_vaddr(form, spec) and _check_buffer_vaddr(inst, pos, where, op):
+        return
     if spec.fixed:
         name = op.name if isinstance(op, Special) else None
         if name == spec.fixed:
@@ -468,6 +488,10 @@ def _bus_reads(ops: list[Operand], positions: tuple[int, ...], reads_vcc: bool) 
 def _operand_test(form: Form, spec: OperandSpec) -> Callable[[Operand], bool]:
     """A test accepting the operands check_operand accepts in this slot (and maybe not all
     of them: a rejection is re-checked by check_operand)."""
+    if _is_buffer_vaddr(form, spec):
+        # `off` or a VGPR depending on offen/idxen, which an operand test cannot see: the
+        # authority (check_operand) decides.
+        return lambda op: False
     if spec.fixed:
         fixed = spec.fixed
         alternative = fixed_alternative(form, spec)
