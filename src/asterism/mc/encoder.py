@@ -449,7 +449,7 @@ def _simm16(form: Form, spec: OperandSpec, op: Operand, address: int,
         if delta % 4:
             raise EncodeError(f"branch target '{op.name}' is not 4-byte aligned")
         delta //= 4
-        _check_range(delta, -(1 << 15), (1 << 15) - 1, "branch offset (words)")
+        _check_range(delta, -(1 << 15), (1 << 15) - 1, f"branch to '{op.name}': offset (words)")
         return delta & 0xFFFF
     if isinstance(op, Syntax):
         return op.value & 0xFFFF
@@ -739,10 +739,17 @@ def inst_size(inst: Inst) -> int:
 
 
 class _AnyLabel(dict):
-    """A label map that resolves every name to the current instruction (for sizing)."""
+    """A label map that resolves every name to just after the instruction being sized, so
+    the provisional branch offset is 0 and always in range: sizing must not range-check an
+    offset that the real label address has not given yet. `at` is that address (4 for an
+    instruction at 0)."""
+
+    def __init__(self, at: int = 4):
+        super().__init__()
+        self.at = at
 
     def __contains__(self, key) -> bool:
         return True
 
     def __getitem__(self, key) -> int:
-        return 4
+        return self.at
