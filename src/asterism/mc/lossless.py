@@ -60,6 +60,17 @@ def exact_inst(decoded) -> Inst | None:
     return inst
 
 
+def decoded_text(decoded) -> str:
+    """The lossless text of a DecodedInst (its words as `.long` when our encoder cannot
+    make them from the instruction at all)."""
+    from asterism.mc.printer import format_inst
+
+    inst = exact_inst(decoded)
+    if inst is None:
+        return words_text(decoded.raw, format_inst(decoded.inst))
+    return lossless_text(inst)
+
+
 def lossless_text(inst: Inst) -> str:
     """The text of `inst` that parses and encodes back to exactly its words: LLVM's text when
     that holds, else `.long` words followed by the LLVM text as a comment. A decoded
