@@ -125,7 +125,11 @@ def cmd_disasm(args) -> int:
     from asterism import api
     from asterism.mc.listing import listing_json
 
-    if args.json:
+    if args.reassemblable:
+        from asterism.mc.lossless import reassemblable_text
+
+        _write_output(args.output, reassemblable_text(args.input))
+    elif args.json:
         obj, items = api.disassemble(args.input)
         _write_output(args.output, json.dumps(listing_json(obj, items), indent=1) + "\n")
     else:
@@ -253,6 +257,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("input", help="code object (.hsaco / .co)")
     p.add_argument("-o", "--output", help="output file (default: stdout)")
     p.add_argument("--json", action="store_true", help="machine-readable output")
+    p.add_argument("--reassemblable", action="store_true",
+                   help="an assembly file that `asterism asm` turns back into the same .text "
+                        "(every encoded bit kept: words LLVM's text cannot express print as "
+                        ".long)")
 
     p = verb("isa", cmd_isa, "describe an instruction from the ISA database",
              "Encodings, operands (kinds, widths, types), modifiers, counters and flags of an "

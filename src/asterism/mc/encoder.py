@@ -19,6 +19,7 @@ from asterism.isa.formats import DPP, FORMATS, SDWA, SRC_DPP, SRC_SDWA, Format
 from asterism.isa.syntax import SDWA_SEL, SDWA_UNUSED, SRC_VGPR_BASE
 from asterism.mc.decoder import op_sel_positions
 from asterism.mc.inst import Inst
+from asterism.mc.lossless import DATA, HIDDEN_BITS, data_bytes
 from asterism.mc.operand_codes import scalar_code, src_code
 from asterism.mc.operands import (
     FloatImm,
@@ -122,13 +123,19 @@ class Encoder:
         """Machine code of `inst` placed at `address` (labels map names to addresses)."""
         form = inst.form
         if form is None:
+            if inst.mnemonic == DATA:
+                return data_bytes(inst)  # (`.long` words in .text)
             raise EncodeError(f"{inst.mnemonic}: no encoding form selected")
         try:
-            return self._encode(inst, form, address, labels if labels is not None else {})
+            data = self._encode(inst, form, address, labels if labels is not None else {})
         except EncodeError as err:
             if err.location is None and inst.loc is not None:
                 raise EncodeError(f"{inst.mnemonic}: {err.message}", inst.loc) from None
             raise
+        hidden = inst.modifiers.get(HIDDEN_BITS)
+        if hidden:  # (bits of words read from `.long` that the operands do not give)
+            data = (int.from_bytes(data, "little") ^ hidden).to_bytes(len(data), "little")
+        return data
 
     def _encode(self, inst: Inst, form: Form, address: int, labels: dict[str, int]) -> bytes:
         plan = _PLANS(form)
@@ -449,7 +456,7 @@ def _simm16(form: Form, spec: OperandSpec, op: Operand, address: int,
         if delta % 4:
             raise EncodeError(f"branch target '{op.name}' is not 4-byte aligned")
         delta //= 4
-        _check_range(delta, -(1 << 15), (1 << 15) - 1, "branch offset (words)")
+        _check_range(delta, -(1 << 15), (1 << 15) - 1, f"branch to '{op.name}': offset (words)")
         return delta & 0xFFFF
     if isinstance(op, Syntax):
         return op.value & 0xFFFF
@@ -741,10 +748,17 @@ def inst_size(inst: Inst) -> int:
 
 
 class _AnyLabel(dict):
-    """A label map that resolves every name to the current instruction (for sizing)."""
+    """A label map that resolves every name to just after the instruction being sized, so
+    the provisional branch offset is 0 and always in range: sizing must not range-check an
+    offset that the real label address has not given yet. `at` is that address (4 for an
+    instruction at 0)."""
+
+    def __init__(self, at: int = 4):
+        super().__init__()
+        self.at = at
 
     def __contains__(self, key) -> bool:
         return True
 
     def __getitem__(self, key) -> int:
-        return 4
+        return self.at
