@@ -209,6 +209,20 @@ def test_cli_package_has_no_import_circle():
     assert groups <= {f.stem for f in cli_dir.glob("*.py")}
 
 
+def test_each_group_registers_the_verbs_main_lists():
+    """`asterism VERB` builds only VERB's group: the verb lists in VERB_GROUPS must be true."""
+    import argparse
+    import importlib
+
+    main_module = importlib.import_module("asterism.cli.main")
+    for group, verbs in main_module.VERB_GROUPS.items():
+        parser = main_module.build_parser((group,))
+        sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+        assert tuple(sub.choices) == verbs, group
+        assert main_module.groups_of([verbs[-1], "--help"]) == (group,)
+    assert main_module.groups_of(["--help"]) == tuple(main_module.VERB_GROUPS)
+
+
 def _loaded_top_packages(argv: list[str], cwd: Path) -> set[str]:
     """The top-level packages a fresh `python -m asterism.cli ARGV` imports."""
     res = subprocess.run([sys.executable, "-X", "importtime", "-m", "asterism.cli", *argv],
