@@ -140,9 +140,11 @@ class Config:
                 "stats": 2}
 
     def vgpr_estimate(self) -> int:
-        """Pinned regions plus the temporaries a loop iteration keeps live at its peak."""
-        temps = 4 * self.tiles * self.frag + 2 * self.frag + 24
-        return sum(self.pinned_vgprs.values()) + temps
+        """VGPRs of the kernel: v0-v7 (work-item id, early temporaries), the pinned regions
+        (8-aligned) and what an iteration keeps live at its peak: the packed P of the whole
+        block (8 per tile), one V fragment pair and a few addresses and statistics."""
+        pinned = sum(-(-n // 8) * 8 for n in self.pinned_vgprs.values())
+        return 8 + pinned + 8 * self.tiles + 2 * self.frag + 8
 
 
 def check(target: str, p: dict[str, Any]) -> Config:
@@ -160,8 +162,8 @@ def check(target: str, p: dict[str, Any]) -> Config:
     require(p["block_m"] == ROWS_PER_WAVE * p["waves"], "block_m",
             f"must be {ROWS_PER_WAVE} * waves = {ROWS_PER_WAVE * p['waves']} (one 32-row "
             f"MFMA tile per wave), got {p['block_m']}")
-    require(p["block_n"] in (32, 64, 128), "block_n",
-            f"must be 32, 64 or 128, got {p['block_n']}")
+    require(p["block_n"] in (32, 64, 128, 256), "block_n",
+            f"must be 32, 64, 128 or 256, got {p['block_n']}")
     require(p["scale"] >= 0, "scale", f"must be positive (or 0 for 1/sqrt(head_dim)), "
             f"got {p['scale']}")
     if p["causal"]:
