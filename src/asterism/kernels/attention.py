@@ -249,9 +249,9 @@ class _Builder:
     def init_state(self) -> None:
         """O = 0, m = M_INIT, l = 0; Q into its registers."""
         cfg, kb = self.cfg, self.kb
-        O, st = self.region["O"], self.region["stats"]
-        for r in range(len(O)):
-            kb.v_mov_b32(O[r], 0)
+        acc_o, st = self.region["O"], self.region["stats"]
+        for r in range(len(acc_o)):
+            kb.v_mov_b32(acc_o[r], 0)
         kb.v_mov_b32(st[0], M_INIT)
         kb.v_mov_b32(st[1], 0)
         # Lane l holds Q[row][kstep * s + (kstep / 2) * h ...] for each MFMA step s.
@@ -268,7 +268,6 @@ class _Builder:
     def lane_constants(self) -> None:
         """Per-lane LDS addresses of the K/V fragments and the key limit of the masks."""
         cfg, kb = self.cfg, self.kb
-        rb = cfg.row_bytes
         # K fragment: row l % 32 of the 32-key tile, bytes kstep * h of each step.
         self.addr_k = self.row_offset(self.lane32,
                                       kb.v_lshlrev_b32(None, _log2(cfg.kstep), self.half))
@@ -360,7 +359,7 @@ class _Builder:
     def softmax(self) -> None:
         """Online softmax update: m, l, the O rescale and P = exp2(S * c - m)."""
         cfg, kb = self.cfg, self.kb
-        S, O, st = self.region["S"], self.region["O"], self.region["stats"]
+        S, acc_o, st = self.region["S"], self.region["O"], self.region["stats"]
         n = 16 * cfg.tiles
         tmax = kb.v_max_f32(None, S[0], S[1])
         for r in range(2, n - 1, 2):
@@ -368,11 +367,17 @@ class _Builder:
         other = self.exchange(tmax)
         tmax = kb.v_max_f32(None, tmax, other)
         m_new = kb.v_max_f32(None, st[0], kb.v_mul_f32(None, self.c_scale, tmax))
+        # Deferred rescale: when no row's max moved, alpha is 1 everywhere; skip the
+        # multiplications of l and the D/2 O accumulators.
+        kb.v_cmp_neq_f32(m_new, st[0])
+        same = kb.new_label("max_kept")
+        kb.s_cbranch_vccz(same)
         alpha = kb.v_exp_f32(None, kb.v_sub_f32(None, st[0], m_new))
-        kb.v_mov_b32(st[0], m_new)
         kb.v_mul_f32(st[1], alpha, st[1])
-        for r in range(len(O)):
-            kb.v_mul_f32(O[r], alpha, O[r])
+        for r in range(len(acc_o)):
+            kb.v_mul_f32(acc_o[r], alpha, acc_o[r])
+        kb.place(same)
+        kb.v_mov_b32(st[0], m_new)
         neg_m = kb.v_sub_f32(None, 0, m_new)
         for r in range(n):
             kb.v_fma_f32(S[r], S[r], self.c_scale, neg_m)
@@ -408,7 +413,7 @@ class _Builder:
     def accumulate(self) -> None:
         """O^T += V^T P^T: P from the S registers, V^T read transposed from LDS."""
         cfg, kb = self.cfg, self.kb
-        S, O = self.region["S"], self.region["O"]
+        S, acc_o = self.region["S"], self.region["O"]
         steps = 32 // cfg.kstep
         p = {}
         for u in range(cfg.tiles):
@@ -418,12 +423,12 @@ class _Builder:
                          for w in range(cfg.frag)]
                 p[u, t] = kb.join(*words, align=2)
         for db in range(cfg.head_dim // 32):
-            acc = O[16 * db:16 * db + 16]
+            acc = acc_o[16 * db:16 * db + 16]
             for u in range(cfg.tiles):
                 for t in range(steps):
                     key = 32 * u + cfg.kstep * t
                     vf = self.v_fragment(key, db)
-                    acc = kb.emit(cfg.mfma, O[16 * db:16 * db + 16], vf, p[u, t], acc)
+                    acc = kb.emit(cfg.mfma, acc_o[16 * db:16 * db + 16], vf, p[u, t], acc)
 
     def v_fragment(self, key: int, db: int):
         """The V^T operand of keys key.. (kstep of them) and head-dim block db."""
@@ -444,25 +449,56 @@ class _Builder:
         return kb.join(*words, align=2)
 
     def loop(self) -> None:
-        """The key-block loop (masked blocks only where a mask can apply)."""
+        """The key-block loops: first the blocks no mask touches (no mask code), then the
+        ones at the ragged end or the causal diagonal (masked)."""
         cfg, kb = self.cfg, self.kb
-        key_off = kb.s_mov_b32(None, 0)  # byte offset of the block's first key row
-        key0 = kb.s_mov_b32(None, 0)
+        self.key_off = kb.s_mov_b32(None, 0)  # byte offset of the block's first key row
+        self.key0 = kb.s_mov_b32(None, 0)  # its first key
         count = self.block_count()
-        top = kb.label("key_loop")
-        kb.s_barrier()  # every wave is done with the previous tiles
-        self.load_tiles(key_off)
-        kb.s_barrier()
-        self.scores()
-        if cfg.causal or cfg.ragged:
-            self.mask(key0)
-        self.softmax()
-        self.accumulate()
-        kb.s_add_u32(key_off, key_off, cfg.tile_bytes)
-        kb.s_add_u32(key0, key0, cfg.block_n)
+        if not (cfg.causal or cfg.ragged):
+            self.key_loop(count, masked=False, name="key_loop")
+            return
+        full = self.full_blocks()
+        rest = kb.s_sub_u32(None, count, full)
+        self.key_loop(full, masked=False, name="key_loop")
+        self.key_loop(rest, masked=True, name="masked_loop")
+
+    def key_loop(self, count, masked: bool, name: str) -> None:
+        """`count` (SGPR, may be 0) iterations of the loop body."""
+        kb = self.kb
+        done = kb.new_label(f"{name}_end")
+        kb.s_cmp_eq_u32(count, 0)
+        kb.s_cbranch_scc1(done)
+        top = kb.label(name)
+        self.body(masked)
         kb.s_sub_u32(count, count, 1)
         kb.s_cmp_lg_u32(count, 0)
         kb.s_cbranch_scc1(top)
+        kb.place(done)
+
+    def body(self, masked: bool) -> None:
+        """One key block: tiles to LDS, S, (mask), softmax, O += P V."""
+        cfg, kb = self.cfg, self.kb
+        kb.s_barrier()  # every wave is done with the previous tiles
+        self.load_tiles(self.key_off)
+        kb.s_barrier()
+        self.scores()
+        if masked:
+            self.mask(self.key0)
+        self.softmax()
+        self.accumulate()
+        kb.s_add_u32(self.key_off, self.key_off, cfg.tile_bytes)
+        kb.s_add_u32(self.key0, self.key0, cfg.block_n)
+
+    def full_blocks(self):
+        """Key blocks before the first one a mask touches, for every row of the workgroup:
+        all keys below min(seq_k, row0 + 1 + seq_k - seq_q) are visible to its rows."""
+        cfg, kb = self.cfg, self.kb
+        if not cfg.causal:
+            return kb.s_mov_b32(None, cfg.seq_k // cfg.block_n)
+        lim = kb.s_add_u32(None, self.row0, 1 + cfg.seq_k - cfg.seq_q)
+        lim = kb.s_min_u32(None, lim, cfg.seq_k)
+        return kb.s_lshr_b32(None, lim, _log2(cfg.block_n))
 
     def block_count(self):
         """Key blocks this workgroup visits (fewer when causal: up to its last visible key)."""
@@ -478,7 +514,7 @@ class _Builder:
     def store(self) -> None:
         """O = O^T / l, converted and stored 4 head-dim values per lane and store."""
         cfg, kb = self.cfg, self.kb
-        O, st = self.region["O"], self.region["stats"]
+        acc_o, st = self.region["O"], self.region["stats"]
         total = kb.v_add_f32(None, st[1], self.exchange_sum(st[1]))
         inv = kb.v_rcp_f32(None, total)
         voff = self.row_offset(self.query_row(), kb.v_lshlrev_b32(None, 3, self.half))
@@ -486,7 +522,7 @@ class _Builder:
         for db in range(cfg.head_dim // 32):
             for g in range(4):
                 r = 16 * db + 4 * g
-                vals = [kb.v_mul_f32(None, inv, O[r + k]) for k in range(4)]
+                vals = [kb.v_mul_f32(None, inv, acc_o[r + k]) for k in range(4)]
                 data = kb.join(self.pack(vals[0], vals[1]), self.pack(vals[2], vals[3]),
                                align=2)
                 kb.buffer_store_dwordx2(data, voff, self.ro, soff, offen=True,
