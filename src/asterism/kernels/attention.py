@@ -35,6 +35,7 @@ from typing import Any
 
 import numpy as np
 
+from asterism.builder import Group, Stream, after, unroll
 from asterism.kernels.base import KernelCase, KernelGenerator, Param, register, require
 
 NAME = "flash_attention_fwd"
@@ -43,6 +44,8 @@ ROWS_PER_WAVE = 32  # one 32x32 MFMA tile of queries per wave
 LOG2E = 1.4426950408889634
 NEG_INF_BITS = 0xFF800000
 M_INIT = -1.0e30  # finite start of the running max: exp2(M_INIT - m) is 0, never NaN
+COPY_LAG = 4  # global -> LDS copies through registers: loads in flight before the writes
+READ_AHEAD = 2  # MFMA steps the LDS operand reads run ahead of their MFMA
 BUFFER_WORD3 = 0x00020000  # raw buffer, 32-bit data format (range-checked, stride 0)
 
 PARAMS = (
@@ -144,7 +147,7 @@ class Config:
         (8-aligned) and what an iteration keeps live at its peak: the packed P of the whole
         block (8 per tile), one V fragment pair and a few addresses and statistics."""
         pinned = sum(-(-n // 8) * 8 for n in self.pinned_vgprs.values())
-        return 8 + pinned + 8 * self.tiles + 2 * self.frag + 8
+        return 8 + pinned + 8 * self.tiles + (READ_AHEAD + 1) * self.frag + 4 * COPY_LAG + 8
 
 
 def check(target: str, p: dict[str, Any]) -> Config:
@@ -323,27 +326,60 @@ class _Builder:
         # voffset, the load's place in the tile into the 12-bit offset where it fits.
         first = kb.v_add_u32(None, key_off, self.copy_voff)
         voffs = {0: first}
-        for rsrc, base in ((self.rk, 0), (self.rv, cfg.tile_bytes)):
-            for r in range(cfg.loads_per_lane):
-                hi, lo = divmod(r * step, 4096)
-                if hi not in voffs:
-                    voffs[hi] = kb.v_add_u32(None, 4096 * hi, first)
-                data = kb.buffer_load_dwordx4(kb.vregs(4, align=4), voffs[hi], rsrc, 0,
-                                              offen=True, offset=lo)
-                kb.ds_write_b128(self.copy_voff, data, offset=base + r * step)
+        copies = [(rsrc, base, r) for rsrc, base in ((self.rk, 0), (self.rv, cfg.tile_bytes))
+                  for r in range(cfg.loads_per_lane)]
+        loaded = []
+
+        def load(rsrc, base, r):
+            hi, lo = divmod(r * step, 4096)
+            if hi not in voffs:
+                voffs[hi] = kb.v_add_u32(None, 4096 * hi, first)
+            loaded.append((kb.buffer_load_dwordx4(kb.vregs(4, align=4), voffs[hi], rsrc, 0,
+                                                  offen=True, offset=lo), base + r * step))
+
+        def write():
+            data, offset = loaded.pop(0)
+            kb.ds_write_b128(self.copy_voff, data, offset=offset)
+
+        # COPY_LAG loads in flight: each write waits for the oldest (vmcnt(COPY_LAG - 1)).
+        for k, copy in enumerate(copies):
+            load(*copy)
+            if k >= COPY_LAG - 1:
+                write()
+        while loaded:
+            write()
+
+    def pipelined(self, reads: Stream, mfmas: Stream, per_step: int) -> None:
+        """MFMA step k co-issued with the LDS reads of step k + READ_AHEAD (the first
+        READ_AHEAD steps' reads go first): the waits become lgkmcnt(n > 0)."""
+        kb = self.kb
+        for emit in reads.take(READ_AHEAD * 1):
+            emit(kb)
+        n = len(mfmas)
+        expect = [Group(mfma=1, ds_read=per_step)] * (n - READ_AHEAD) + [Group(mfma=1)] * \
+            READ_AHEAD
+        kb.interleave(mfmas, after(reads, exhausted="stop"), expect=expect)
 
     def scores(self) -> None:
         """S^T = K Q^T for each 32-key tile of the block (MFMAs from LDS and Q)."""
         cfg, kb = self.cfg, self.kb
         S, Q = self.region["S"], self.region["Q"]
         read = kb.ds_read_b128 if cfg.frag == 4 else kb.ds_read_b64
-        for u in range(cfg.tiles):
+        steps = cfg.head_dim // cfg.kstep
+        frags = {}
+
+        def read_k(kb, u, s):
+            frags[u, s] = read(kb.vregs(cfg.frag, align=2), self.addr_k,
+                               offset=32 * u * cfg.row_bytes + 2 * cfg.kstep * s)
+
+        def mfma(kb, u, s):
             acc = S[16 * u:16 * u + 16]
-            for s in range(cfg.head_dim // cfg.kstep):
-                kf = read(kb.vregs(cfg.frag, align=2), self.addr_k,
-                          offset=32 * u * cfg.row_bytes + 2 * cfg.kstep * s)
-                qf = Q[cfg.frag * s:cfg.frag * (s + 1)]
-                acc = kb.emit(cfg.mfma, S[16 * u:16 * u + 16], kf, qf, 0 if s == 0 else acc)
+            kb.emit(cfg.mfma, acc, frags.pop((u, s)), Q[cfg.frag * s:cfg.frag * (s + 1)],
+                    0 if s == 0 else acc)
+
+        space = unroll(cfg.tiles, steps)
+        self.pipelined(Stream.over("ds_read", space, read_k), Stream.over("mfma", space, mfma),
+                       1)
 
     def mask(self, key0) -> None:
         """-inf for keys at or past this lane's limit (key0: the block's first key, SGPR)."""
@@ -422,13 +458,18 @@ class _Builder:
                 words = [self.pack(S[first + 2 * w], S[first + 2 * w + 1])
                          for w in range(cfg.frag)]
                 p[u, t] = kb.join(*words, align=2)
-        for db in range(cfg.head_dim // 32):
+        frags = {}
+
+        def read_v(kb, db, u, t):
+            frags[db, u, t] = self.v_fragment(32 * u + cfg.kstep * t, db)
+
+        def mfma(kb, db, u, t):
             acc = acc_o[16 * db:16 * db + 16]
-            for u in range(cfg.tiles):
-                for t in range(steps):
-                    key = 32 * u + cfg.kstep * t
-                    vf = self.v_fragment(key, db)
-                    acc = kb.emit(cfg.mfma, acc_o[16 * db:16 * db + 16], vf, p[u, t], acc)
+            kb.emit(cfg.mfma, acc, frags.pop((db, u, t)), p[u, t], acc)
+
+        space = unroll(cfg.head_dim // 32, cfg.tiles, steps)
+        self.pipelined(Stream.over("ds_read", space, read_v), Stream.over("mfma", space, mfma),
+                       2 if cfg.target == "gfx950" else 4)
 
     def v_fragment(self, key: int, db: int):
         """The V^T operand of keys key.. (kstep of them) and head-dim block db."""
