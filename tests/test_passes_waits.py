@@ -93,28 +93,6 @@ def test_same_stream_overwrite_needs_no_wait_but_valu_overwrite_does():
     assert waits_of(kernel(body)) == ["s_waitcnt vmcnt(0) -> v_mov_b32 v2, 0"]
 
 
-def test_d16_half_load_into_a_register_in_flight_on_the_same_stream_needs_no_wait():
-    # ds_read_u16_d16_hi keeps the low half of its destination: it reads the register, but
-    # only when its data returns, after the in-order LDS load that writes the low half.
-    def body(kb):
-        kb.ds_read_u16(kb.v(2), kb.v(1), offset=0)
-        kb.ds_read_u16_d16_hi(kb.v(2), kb.v(1), offset=256)
-        kb.ds_read_u16_d16(kb.v(3), kb.v(1), offset=512)
-        use(kb, 2)          # the younger d16 load may stay in flight
-        kb.global_load_short_d16_hi(kb.v(3), kb.v(1), kb.s[4:6])  # another stream: waits
-    assert waits_of(kernel(body)) == [
-        "s_waitcnt lgkmcnt(1) -> v_add_u32 v40, v2, v2",
-        "s_waitcnt lgkmcnt(0) -> global_load_short_d16_hi v3, v1, s[4:5]"]
-
-
-def test_d16_load_whose_address_is_in_flight_waits():
-    def body(kb):
-        kb.ds_read_u16(kb.v(2), kb.v(1))
-        kb.ds_read_u16_d16_hi(kb.v(2), kb.v(2), offset=256)  # v2 is also the address
-    assert waits_of(kernel(body)) == [
-        "s_waitcnt lgkmcnt(0) -> ds_read_u16_d16_hi v2, v2 offset:256"]
-
-
 def test_address_register_read_is_a_use():
     def body(kb):
         gload(kb, 1)        # v1 is the address of the next load and the load's result

@@ -64,7 +64,6 @@ from asterism.passes.machine import (
     kernels_of,
     module_target,
     no_gc,
-    operand_access,
 )
 from asterism.passes.pipeline import register_pass
 
@@ -265,7 +264,6 @@ class _OpFacts:
     barrier: bool = False
     tokens: tuple[int, ...] = ()
     lds_access: bool = False
-    merge_uses: frozenset = frozenset()  # destinations read only as the kept half (d16)
 
 
 class _KernelWaits:
@@ -317,18 +315,7 @@ class _KernelWaits:
                     self.dma_items.add(f.index)
                 if f.mem.lds or f.mem.dma:
                     self.lds_items.add(f.index)
-                f.merge_uses = self._merge_uses(op)
         return f
-
-    def _merge_uses(self, op: InstructionOp) -> frozenset:
-        """Registers a memory instruction reads only through a written operand (the half a
-        d16 load keeps), not as an address or data operand read at issue."""
-        tied: set[Key] = set()
-        plain: set[Key] = set()
-        for (written, read), arg in zip(operand_access(self.mk.match(op)), op.operands):
-            if read:
-                (tied if written else plain).update(self.mk.keys(arg))
-        return frozenset(tied - plain)
 
     # ------------------------------------------------------------------ transfer
 
@@ -339,23 +326,15 @@ class _KernelWaits:
             state.wait_for((t, "op"), need)
         if not state.items:
             return need
-        members = set(f.mem.members) if f.mem is not None else set()
-
-        def same_stream(item: ItemId) -> bool:
-            # A later instruction of the same ordered stream completes after `item`.
-            reqs = state.items.get(item, {})
-            return any(s is not None and (c, s) in members for c, (s, _k) in reqs.items())
-
         for key in f.uses:
             for item in state.regs.get(key, ()):
-                # A d16 load's destination is read (its other half is kept) when the data
-                # returns, after an older load of the same ordered stream has written it.
-                if key in f.merge_uses and same_stream(item):
-                    continue
                 state.wait_for(item, need)
+        members = set(f.mem.members) if f.mem is not None else set()
         for key in f.defs:
             for item in state.regs.get(key, ()):
-                if not same_stream(item):
+                reqs = state.items.get(item, {})
+                # A later instruction of the same ordered stream writes after it anyway.
+                if not any(s is not None and (c, s) in members for c, (s, _k) in reqs.items()):
                     state.wait_for(item, need)
             for item in state.locked.get(key, ()):
                 state.wait_for(item, need)
