@@ -349,15 +349,16 @@ class _Builder:
         while loaded:
             write()
 
-    def pipelined(self, reads: Stream, mfmas: Stream, per_step: int) -> None:
+    def pipelined(self, reads: Stream, mfmas: Stream, per_step: int, valu: int = 0) -> None:
         """MFMA step k co-issued with the LDS reads of step k + READ_AHEAD (the first
         READ_AHEAD steps' reads go first): the waits become lgkmcnt(n > 0)."""
         kb = self.kb
         for emit in reads.take(READ_AHEAD * 1):
             emit(kb)
         n = len(mfmas)
-        expect = [Group(mfma=1, ds_read=per_step)] * (n - READ_AHEAD) + [Group(mfma=1)] * \
-            READ_AHEAD
+        extra = {"valu": valu} if valu else {}
+        expect = [Group(mfma=1, ds_read=per_step, **extra)] * (n - READ_AHEAD) + \
+            [Group(mfma=1, **extra)] * READ_AHEAD
         kb.interleave(mfmas, after(reads, exhausted="stop"), expect=expect)
 
     def scores(self) -> None:
@@ -465,11 +466,16 @@ class _Builder:
 
         def mfma(kb, db, u, t):
             acc = acc_o[16 * db:16 * db + 16]
-            kb.emit(cfg.mfma, acc, frags.pop((db, u, t)), p[u, t], acc)
+            vf = frags.pop((db, u, t))
+            if isinstance(vf, list):  # gfx942: pair the 16-bit halves now
+                vf = kb.join(*(kb.v_lshl_or_b32(None, vf[2 * w + 1], 16, vf[2 * w])
+                               for w in range(2)), align=2)
+            kb.emit(cfg.mfma, acc, vf, p[u, t], acc)
 
         space = unroll(cfg.head_dim // 32, cfg.tiles, steps)
+        gfx950 = cfg.target == "gfx950"
         self.pipelined(Stream.over("ds_read", space, read_v), Stream.over("mfma", space, mfma),
-                       2 if cfg.target == "gfx950" else 4)
+                       2 if gfx950 else 4, valu=0 if gfx950 else 2)
 
     def v_fragment(self, key: int, db: int):
         """The V^T operand of keys key.. (kstep of them) and head-dim block db."""
@@ -481,13 +487,11 @@ class _Builder:
             second = kb.ds_read_b64_tr_b16(kb.vregs(2, align=2), self.addr_v,
                                            offset=(key + 8) * rb + 64 * db)
             return kb.join(*kb.split(first), *kb.split(second), align=4)
-        words = []
-        for w in range(2):
-            word = kb.ds_read_u16(None, self.addr_v, offset=(key + 2 * w) * rb + 64 * db)
-            word = kb.ds_read_u16_d16_hi(word, self.addr_v,
-                                         offset=(key + 2 * w + 1) * rb + 64 * db)
-            words.append(word)
-        return kb.join(*words, align=2)
+        # Four zero-extended 16-bit reads, paired by one VALU op each at the MFMA.
+        # (ds_read_u16_d16_hi into the first read's register would save that op, but a d16
+        # load reads the half it keeps: LLVM and the sanitizer want lgkmcnt(0) between.)
+        return [kb.ds_read_u16(None, self.addr_v, offset=(key + kk) * rb + 64 * db)
+                for kk in range(4)]
 
     def loop(self) -> None:
         """The key-block loops: first the blocks no mask touches (no mask code), then the
