@@ -46,6 +46,7 @@ NEG_INF_BITS = 0xFF800000
 M_INIT = -1.0e30  # finite start of the running max: exp2(M_INIT - m) is 0, never NaN
 COPY_LAG = 4  # global -> LDS copies through registers: loads in flight before the writes
 READ_AHEAD = 2  # MFMA steps the LDS operand reads run ahead of their MFMA
+DMA_M0_SGPR = 64  # first SGPR of the pinned DMA M0 values (gfx950)
 BUFFER_WORD3 = 0x00020000  # raw buffer, 32-bit data format (range-checked, stride 0)
 
 PARAMS = (
@@ -307,6 +308,8 @@ class _Builder:
             self.c_perm = kb.s_mov_b32(None, 0x07060302)
         # Copy of the K/V tiles: lane t moves 16-byte chunks t + 64 * waves * r.
         self.copy_voff = kb.v_lshlrev_b32(None, 4, self.tid)
+        if cfg.target == "gfx950":
+            self.dma_m0()
 
     def query_row(self):
         """This lane's query row in the (batch, head) slice."""
@@ -326,6 +329,9 @@ class _Builder:
         # voffset, the load's place in the tile into the 12-bit offset where it fits.
         first = kb.v_add_u32(None, key_off, self.copy_voff)
         voffs = {0: first}
+        if cfg.target == "gfx950":
+            self.load_tiles_dma(first, step)
+            return
         copies = [(rsrc, base, r) for rsrc, base in ((self.rk, 0), (self.rv, cfg.tile_bytes))
                   for r in range(cfg.loads_per_lane)]
         loaded = []
@@ -360,6 +366,35 @@ class _Builder:
         expect = [Group(mfma=1, ds_read=per_step, **extra)] * (n - READ_AHEAD) + \
             [Group(mfma=1, **extra)] * READ_AHEAD
         kb.interleave(mfmas, after(reads, exhausted="stop"), expect=expect)
+
+    def dma_m0(self) -> None:
+        """gfx950: the M0 value (LDS destination of lane 0) of every direct-to-LDS load of a
+        key block, precomputed once in a pinned SGPR region: K/V base + 4 KiB pages of the
+        load + 1 KiB per wave (the 12-bit load offset adds to both addresses)."""
+        cfg, kb = self.cfg, self.kb
+        pages = sorted({(base, r * 16 * 64 * cfg.waves // 4096) for base in (0, cfg.tile_bytes)
+                        for r in range(cfg.loads_per_lane)})
+        first = DMA_M0_SGPR
+        self.m0_region = kb.reserve("M0", f"s{first}-s{first + len(pages) - 1}")
+        wave = kb.v_readfirstlane_b32(None, kb.v_lshrrev_b32(None, 6, self.tid))
+        wave_kib = kb.s_lshl_b32(None, wave, 10)
+        self.m0_index = {}
+        for k, (base, page) in enumerate(pages):
+            kb.s_add_u32(self.m0_region[k], wave_kib, base + 4096 * page)
+            self.m0_index[base, page] = k
+
+    def load_tiles_dma(self, first, step: int) -> None:
+        """gfx950: buffer_load_dwordx4 ... lds straight into the tiles (no VGPRs, no
+        ds_write); lane l of wave w lands at M0 + offset + 16 l."""
+        cfg, kb = self.cfg, self.kb
+        voffs = {0: first}
+        for rsrc, base in ((self.rk, 0), (self.rv, cfg.tile_bytes)):
+            for r in range(cfg.loads_per_lane):
+                page, lo = divmod(r * step, 4096)
+                if page not in voffs:
+                    voffs[page] = kb.v_add_u32(None, 4096 * page, first)
+                kb.s_mov_b32(kb.m0, self.m0_region[self.m0_index[base, page]])
+                kb.buffer_load_dwordx4(voffs[page], rsrc, 0, offen=True, lds=True, offset=lo)
 
     def scores(self) -> None:
         """S^T = K Q^T for each 32-key tile of the block (MFMAs from LDS and Q)."""
