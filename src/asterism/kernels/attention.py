@@ -451,9 +451,13 @@ class _Builder:
         kb.place(same)
         kb.v_mov_b32(st[0], m_new)
         neg_m = kb.v_sub_f32(None, 0, m_new)
+        # fma, exp and sum in separate sweeps: a VALU op reading a v_exp_f32 result right
+        # after it costs a wait state (s_nop) on gfx950.
         for r in range(n):
             kb.v_fma_f32(S[r], S[r], self.c_scale, neg_m)
+        for r in range(n):
             kb.v_exp_f32(S[r], S[r])
+        for r in range(n):
             kb.v_add_f32(st[1], S[r], st[1])
 
     def exchange(self, value):
