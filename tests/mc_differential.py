@@ -14,7 +14,7 @@ from asterism.mc.decoder import get_decoder
 from asterism.mc.encoder import encode_inst
 from asterism.mc.matcher import select_form
 from asterism.mc.printer import format_inst
-from asterism.mc.random_inst import random_inst
+from asterism.mc.random_inst import random_inst, slot_alternatives
 
 VECTORS = Path(__file__).parent / "data" / "mc_vectors"
 TARGETS = ["gfx942", "gfx950"]
@@ -62,6 +62,23 @@ def random_lines(target: str, per_form: int, seed: int) -> list[str]:
     isa = get_isa(target)
     return [format_inst(random_inst(f, rng)) for inst in isa.instructions.values()
             for f in inst.forms for _ in range(per_form)]
+
+
+def forced_alternative_lines(target: str, per_class: int, seed: int) -> dict[str, list[str]]:
+    """alternative -> up to `per_class` random instructions (a seeded sample of all forms and
+    slots) whose slot is forced to that operand alternative, printed."""
+    rng = random.Random(f"{seed}-{target}-alternatives")
+    slots: dict[str, list] = {}
+    for inst in get_isa(target).instructions.values():
+        for form in inst.forms:
+            for k, spec in enumerate(form.operands):
+                for alt in slot_alternatives(form, spec):
+                    slots.setdefault(alt, []).append((form, k))
+    out = {}
+    for alt, places in sorted(slots.items()):
+        sample = rng.sample(places, min(per_class, len(places)))
+        out[alt] = [format_inst(random_inst(form, rng, {k: alt})) for form, k in sample]
+    return out
 
 
 def summarize(results: list[tuple[str, bool]]) -> dict[str, tuple[int, int]]:

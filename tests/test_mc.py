@@ -316,3 +316,54 @@ def test_off_by_a_bit_words_as_llvm_objdump_reads_them(llvm_objdump, target, wor
             assert theirs in (dword, "<no instruction>"), word
         else:
             assert theirs == text, word
+
+
+def test_sdwa_compare_with_an_sgpr_destination_round_trips():
+    """A real gfx942 kernel's word (issue 12): read -> print -> parse -> encode gives it back
+    (the destination is any SGPR pair, with the sd bit, not only vcc)."""
+    words = bytes.fromhex("f916867d00900604")  # 7D8616F9 04069000
+    text = format_inst(get_decoder("gfx942").decode(words, 0, 0).inst)
+    assert text == "v_cmp_le_i32_sdwa s[16:17], v0, v11 src0_sel:DWORD src1_sel:WORD_0"
+    assert enc(text) == words
+    assert api.assemble(HEADER + text + "\n", None, "t.s")  # the `asterism asm` path
+
+
+@pytest.mark.parametrize("target", ["gfx942", "gfx950"])
+def test_random_operands_draw_every_alternative(target):
+    """The differential tests' generator draws every operand alternative of every slot (an
+    older one never drew TTMPs, constant registers, inline floats in 16-bit integer slots or
+    an SGPR pair as an SDWA compare's destination)."""
+    import random
+
+    from asterism.isa import get_isa
+    from asterism.mc.random_inst import alternative_of, random_inst, slot_alternatives
+
+    rng = random.Random(5)
+    missing = []
+    for form in (f for i in get_isa(target).instructions.values() for f in i.forms):
+        want = {(k, alt) for k, spec in enumerate(form.operands)
+                for alt in slot_alternatives(form, spec)}
+        for _ in range(400):
+            inst = random_inst(form, rng)
+            want -= {(k, alternative_of(spec, op))
+                     for k, (spec, op) in enumerate(zip(form.operands, inst.operands))}
+            if not want:
+                break
+        missing += [(form.printed_mnemonic, k, alt) for k, alt in want]
+    assert not missing, missing[:10]
+    sdwa_cmp = next(f for f in get_isa(target).resolve("v_cmp_le_i32_sdwa")[0].forms
+                    if f.enc == "SDWA")
+    assert set(slot_alternatives(sdwa_cmp, sdwa_cmp.operands[0])) >= {"fixed", "sgpr", "ttmp"}
+
+
+def test_64_bit_literal_text_round_trips():
+    """Issue 12: s_mov_b64's literal 0xffffffff printed lit(0xffffffff) (llvm-objdump prints
+    0xffffffff) and `asterism asm` could not parse lit(...)."""
+    words = bytes.fromhex("ff0182beffffffff")  # BE8201FF FFFFFFFF
+    text = format_inst(get_decoder("gfx942").decode(words, 0, 0).inst)
+    assert text == "s_mov_b64 s[2:3], 0xffffffff"
+    assert enc(text) == words
+    assert enc("s_mov_b64 s[2:3], lit(0xffffffff)") == words
+    assert enc("s_mov_b32 s2, lit(1)") == bytes.fromhex("ff0082be01000000")
+    with pytest.raises(ParseError, match="32-bit literal"):
+        enc("s_mov_b32 s2, lit(0x100000000)")

@@ -144,3 +144,191 @@ def test_disasm_listing_of_shared_addresses_equals_llvm_objdump(llvm_mc, ld_lld,
                                 text=True, check=True).stdout
         assert "<start>:" in theirs and "s_branch aaa" in theirs and "<k.kd+0x" in theirs
         assert api.disassembly_listing(path) == theirs, path.name
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_sdwa_compare_destinations_encode_as_llvm(llvm_mc, target):
+    """Every destination LLVM takes for an SDWA compare (vcc or any aligned SGPR pair, TTMP
+    pair or named pair) encodes to llvm-mc's bytes; those it refuses are refused."""
+    dsts = ["vcc", "s[16:17]", "s[100:101]", "exec", "ttmp[0:1]", "ttmp[14:15]",
+            "flat_scratch", "xnack_mask", "s[101:102]", "s5", "v[0:1]"]
+    lines = [f"{m} {d}, v0, {s1} src0_sel:{sel} src1_sel:WORD_0"
+             for d in dsts for m, s1, sel in (("v_cmp_le_i32_sdwa", "v11", "DWORD"),
+                                              ("v_cmpx_class_f32_sdwa", "s3", "BYTE_1"))]
+    llvm = llvm_encode(lines, target)
+    assert sum(isinstance(d, bytes) for d in llvm) == 16
+    for line, data in zip(lines, llvm):
+        ours = our_encoding(line, target)
+        assert ours == data if isinstance(data, bytes) else not isinstance(ours, bytes), line
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_every_operand_alternative_matches_llvm(llvm_mc, llvm_objdump, target):
+    """A sample of instructions forcing each operand alternative (TTMPs, named and constant
+    registers, inline floats, an SDWA compare's SGPR pair...) encode and decode as LLVM's."""
+    from mc_differential import forced_alternative_lines
+
+    by_alt = forced_alternative_lines(target, per_class=150, seed=3)
+    for alt, lines in by_alt.items():
+        llvm = llvm_encode(lines, target)
+        accepted = [(line, data) for line, data in zip(lines, llvm) if isinstance(data, bytes)]
+        assert accepted, f"LLVM accepts no {alt} operand: {lines[:3]}"
+        bad = [(line, data.hex(), our_encoding(line, target)) for line, data in accepted
+               if our_encoding(line, target) != data]
+        assert not bad, f"{alt}: encoding mismatches {bad[:5]}"
+        texts = llvm_disassemble([d for _l, d in accepted], target)
+        bad = [(d.hex(), t, our_text(d, target)) for (_l, d), t in zip(accepted, texts)
+               if our_text(d, target) != t]
+        assert not bad, f"{alt}: decoding mismatches {bad[:5]}"
+
+
+# Instructions with a 32-bit literal operand (first dword, then the literal), 64-bit and 32-bit.
+LITERAL_HEADS = {"s_mov_b64": 0xBE8201FF, "s_and_b64": 0x8682FF04, "s_cmp_eq_u64": 0xBF12FF00,
+                 "v_mov_b64": 0x7E0070FF, "v_fract_f64": 0x7E0064FF, "v_cmp_eq_f64": 0x7CC400FF,
+                 "v_cmp_eq_u64": 0x7DD400FF, "s_mov_b32": 0xBE8200FF, "v_add_f32": 0x020002FF}
+LITERAL_VALUES = [0, 1, 64, 65, 0xFFFFFFFF, 0xFFFFFFF0, 0xFFFFFFEF, 0x80000000, 0x12345678,
+                  0x3FF00000, 0xBFF00000, 0x3FE00000, 0x40100000, 0xC0100000, 0x3FC45F30,
+                  0x3F800000, 0x3E22F983, 0x40000000, 0xC0000000]
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_literal_text_matches_llvm_objdump(llvm_mc, llvm_objdump, target, tmp_path):
+    """A literal of a 64-bit operand reads as a 64-bit value (0xffffffff, not lit(0xffffffff);
+    an f64 high word equal to an inline constant prints as it), in the printer and in the
+    listing's fast path, as llvm-objdump prints it."""
+    blobs = [head.to_bytes(4, "little") + v.to_bytes(4, "little")
+             for head in LITERAL_HEADS.values() for v in LITERAL_VALUES]
+    theirs = llvm_disassemble(blobs, target)
+    bad = [(b.hex(), t, our_text(b, target)) for b, t in zip(blobs, theirs)
+           if our_text(b, target) != t]
+    assert not bad, bad[:5]
+    assert "s_mov_b64 s[2:3], 0xffffffff" in theirs
+    # The listing (its fast path) of the same words, each written as lit(bits).
+    lines = [f"{name} {ops.format(f'lit(0x{v:x})')}" for name, ops in (
+        ("s_mov_b64", "s[2:3], {}"), ("s_and_b64", "s[2:3], s[4:5], {}"),
+        ("s_cmp_eq_u64", "s[0:1], {}"), ("v_mov_b64", "v[0:1], {}"),
+        ("v_fract_f64", "v[0:1], {}"), ("v_cmp_eq_f64", "vcc, {}, v[0:1]"),
+        ("v_cmp_eq_u64", "vcc, {}, v[0:1]"), ("s_mov_b32", "s2, {}"),
+        ("v_add_f32", "v0, {}, v1")) for v in LITERAL_VALUES]
+    assert [our_encoding(line, target) for line in lines] == blobs
+    _listing_equals_llvm_objdump(lines, target, tmp_path, llvm_objdump)
+
+
+LIT_LINES = """\
+s_mov_b64 s[2:3], lit(0xffffffff)
+s_mov_b64 s[2:3], lit(-1)
+s_mov_b64 s[2:3], lit(1)
+s_mov_b64 s[0:1], lit(-2)
+s_mov_b64 s[2:3], lit64(0xffffffff)
+s_mov_b64 s[0:1], lit64(1)
+s_and_b64 s[2:3], s[4:5], lit(0xffffffff)
+s_cmp_eq_u64 s[0:1], lit(0xffffffff)
+s_mov_b32 s2, lit(0xffffffff)
+s_mov_b32 s0, lit(1.0)
+s_mov_b32 s0, lit64(1)
+s_mov_b32 s0, lit64(1.0)
+s_add_u32 s0, lit(1), s1
+s_add_u32 s0, lit(2), 2
+s_add_u32 s0, lit(2), lit(2)
+s_movk_i32 s0, lit(1)
+v_mov_b32 v0, lit(1)
+v_mov_b32 v0, lit64(1)
+v_add_f32 v0, lit(1.0), v1
+v_add_f32 v0, lit( 1 ), v1
+v_add_f32 v0, lit(0.5), v1
+v_add_f16 v0, lit(1.0), v1
+v_add_f16 v0, lit(0x3c00), v1
+v_add_u16 v0, lit(1), v1
+v_add_u16 v0, lit(1.0), v1
+v_cvt_f32_f16 v0, lit(1.0)
+v_mov_b64 v[0:1], lit(0xffffffff)
+v_fract_f64 v[0:1], lit(1.0)
+v_fract_f64 v[0:1], lit(1.5)
+v_fract_f64 v[0:1], lit(0x3ff00000)
+v_fract_f64 v[0:1], lit(-1)
+v_cmp_eq_f64 vcc, lit(1.0), v[0:1]
+v_cmp_eq_u64 vcc, lit64(1), v[0:1]
+v_fmamk_f32 v0, v1, lit(0x3f800000), v2
+v_fract_f64 v[0:1], lit64(0x3ff00000)
+v_fract_f64 v[0:1], lit64(1.0)
+v_add_f32 v0, lit64(1.0), v1
+v_add_f16 v0, lit64(1), v1
+v_fract_f64 v[0:1], lit(0x123456789)
+s_mov_b64 s[0:1], lit(1.0)
+s_mov_b64 s[0:1], 1.5
+v_add_f32 v0, lit(s0), v1
+v_add_f32 v0, -lit(1.0), v1
+v_add_f32 v0, LIT(1), v1
+v_mov_b32_sdwa v0, lit(1) dst_sel:DWORD
+v_mov_b32_dpp v0, lit(1) quad_perm:[0,1,2,3] row_mask:0xf bank_mask:0xf
+""".splitlines()
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_lit_operands_assemble_as_llvm_mc(llvm_mc, target):
+    """lit(...) and lit64(...) are accepted where llvm-mc accepts them, with its bytes, and
+    refused where it refuses them."""
+    llvm = llvm_encode(LIT_LINES, target)
+    assert sum(isinstance(d, bytes) for d in llvm) == 34
+    for line, data in zip(LIT_LINES, llvm):
+        ours = our_encoding(line, target)
+        assert ours == data if isinstance(data, bytes) else not isinstance(ours, bytes), line
+
+
+@pytest.mark.parametrize("line", ["v_add_f32_e64 v0, lit(1.0), v1", "v_fma_f32 v0, lit(1), v1, v2",
+                                  "s_add_u32 s0, lit(2), lit(3)"])
+def test_lit_where_llvm_mc_drops_the_literal_is_refused(llvm_mc, line):
+    """llvm-mc 22 takes these but its bytes lose the value (a gfx9 VOP3 has no literal: it
+    writes the literal code without the literal dword; two different literals become one);
+    asterism refuses them rather than encode another instruction."""
+    data = llvm_encode([line], "gfx942")[0]
+    assert isinstance(data, bytes) and (len(data) == 8 and data[4] == 0xFF
+                                        or data[4:] == (2).to_bytes(4, "little"))
+    assert not isinstance(our_encoding(line, "gfx942"), bytes)
+
+
+def test_disasm_listing_names_text_before_the_first_symbol(llvm_mc, ld_lld, llvm_objdump,
+                                                          tmp_path):
+    """Padding words at the start of .text that no symbol covers (a real gfx942 kernel has
+    .text at 0x1800, its symbol at 0x1c00): llvm-objdump heads them `<.text>:`."""
+    import subprocess
+
+    from asterism import api
+
+    source = _kernel_source(["s_endpgm"], "gfx942").replace(
+        ".text\n", ".text\ns_nop 0\ns_nop 1\n.p2align 8\n", 1)
+    (tmp_path / "k.s").write_text(source)
+    subprocess.run([llvm_mc, "-triple=amdgcn-amd-amdhsa", "-mcpu=gfx942", "-filetype=obj",
+                    str(tmp_path / "k.s"), "-o", str(tmp_path / "k.o")], check=True)
+    subprocess.run([ld_lld, "-shared", str(tmp_path / "k.o"), "-o", str(tmp_path / "k.co")],
+                   check=True)
+    # (asterism's own assembler takes no instructions before the first kernel label)
+    path = tmp_path / "k.co"
+    theirs = subprocess.run([llvm_objdump, "-d", str(path)], capture_output=True, text=True,
+                            check=True).stdout
+    assert " <.text>:\n\ts_nop 0 " in theirs and " <k>:\n" in theirs
+    assert api.disassembly_listing(path) == theirs
+
+
+BUFFER_ADDRESS_LINES = [
+    "buffer_load_dword v1, off, s[4:7], 0", "buffer_load_dword v1, off, s[4:7], 0 offen",
+    "buffer_load_dword v1, v2, s[4:7], 0", "buffer_load_dword v1, v2, s[4:7], 0 offen",
+    "buffer_load_dword v1, v2, s[4:7], s3 idxen offset:12",
+    "buffer_load_dword v1, v[2:3], s[4:7], 0 idxen offen",
+    "buffer_store_dword v1, off, s[4:7], s2 offset:8", "buffer_load_dword off, s[4:7], 0 lds",
+    "buffer_load_dword v2, s[4:7], 0 offen lds", "buffer_atomic_add v1, off, s[4:7], 0 sc0",
+    "buffer_load_dword v1, off, s[4:7], 0 idxen",
+    "tbuffer_load_format_x v1, off, s[4:7], 0 format:[BUF_DATA_FORMAT_32,BUF_NUM_FORMAT_FLOAT]",
+    "buffer_load_dwordx4 v[4:7], off, s[8:11], s2 offset:4095 sc0 sc1 nt"]
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_buffer_address_off_as_llvm_mc(llvm_mc, target):
+    """A buffer address is `off` exactly when neither offen nor idxen is set: llvm-mc's bytes
+    where it accepts, refused where it refuses (a VGPR without offen/idxen was encoded and
+    ignored by the hardware; `off` was refused although every such word disassembles to it)."""
+    llvm = llvm_encode(BUFFER_ADDRESS_LINES, target)
+    assert sum(isinstance(d, bytes) for d in llvm) == 10
+    for line, data in zip(BUFFER_ADDRESS_LINES, llvm):
+        ours = our_encoding(line, target)
+        assert ours == data if isinstance(data, bytes) else not isinstance(ours, bytes), line

@@ -12,12 +12,13 @@ import os
 
 def _read(source: str | os.PathLike[str] | bytes, what: str) -> tuple[str, str]:
     """(text, filename) from text or a path."""
+    from asterism.textio import decode_text, read_text
+
     if isinstance(source, bytes):
-        return source.decode(), "<input>"
-    text = str(source)
+        return decode_text(source, "<input>"), "<input>"
+    text = os.fspath(source) if isinstance(source, os.PathLike) else str(source)
     if "\n" not in text and os.path.exists(text):
-        with open(text) as f:
-            return f.read(), text
+        return read_text(text), text
     return text, "<input>"
 
 

@@ -43,20 +43,12 @@ def main(argv: list[str] | None = None) -> int:
     mode.add_argument("--roundtrip-mc", action="store_true",
                       help="lower to the MC layer, raise back and print the IR")
     args = parser.parse_args(argv)
-    try:
-        if args.file == "-":
-            text = sys.stdin.read()
-        else:
-            with open(args.file) as f:
-                text = f.read()
-    except OSError as err:
-        print(f"error: {err}", file=sys.stderr)
-        return 1
     name = "<stdin>" if args.file == "-" else args.file
     try:
         from asterism.ir import lower_module, parse_ir, print_ir, raise_module
+        from asterism.textio import read_text
 
-        module = parse_ir(text, name)
+        module = parse_ir(read_text(args.file), name)
         if args.lower:
             out = asm_listing(lower_module(module))
         elif args.asm:

@@ -85,6 +85,13 @@ class KernelCase:
     rtol: float
     flops: int
     notes: dict[str, Any] = field(default_factory=dict)
+    # Outputs held as raw codes (bf16 as uint16) -> float values for the check; None: as is.
+    decode: Callable[[str, Any], Any] | None = None
+
+    def output_values(self, name: str) -> Any:
+        """Output `name` as numbers comparable with the reference (decoded if needed)."""
+        value = self.args[name]
+        return value if self.decode is None else self.decode(name, value)
 
 
 @dataclass(frozen=True)
@@ -166,4 +173,4 @@ def _load_library() -> None:
 
 
 # Each kernel module registers its generator(s) on import.
-_LIBRARY_MODULES: list[str] = []
+_LIBRARY_MODULES: list[str] = ["asterism.kernels.attention"]

@@ -18,6 +18,7 @@ from asterism.mc.operands import (
     FloatImm,
     Imm,
     Label,
+    Literal,
     Mod,
     Operand,
     Syntax,
@@ -246,6 +247,9 @@ class InstParser:
         if t.startswith("|") and t.endswith("|") and len(t) > 2:
             inner, fixed = self._operand(t[1:-1], loc)
             return _with_mod(inner, abs=True), fixed
+        for fn in ("lit", "lit64"):  # (lower case only, as LLVM)
+            if t.startswith(fn + "(") and t.endswith(")"):
+                return self._forced_literal(t[len(fn) + 1:-1].strip(), fn, loc), False
         reg = parse_register(t)
         if reg is not None:
             return reg, True
@@ -254,6 +258,20 @@ class InstParser:
         if _FLOAT_RE.match(t):
             return FloatImm(float(t)), True
         return self._symbolic_operand(t, low, loc), False
+
+    def _forced_literal(self, inner: str, spelling: str,
+                        loc: SourceLocation | None) -> Literal | FloatImm:
+        """lit(x) / lit64(x): the value as a 32-bit literal even if it is an inline constant
+        (LLVM's syntax; a float takes the operand type's bits when matched)."""
+        if _FLOAT_RE.match(inner):
+            return FloatImm(float(inner), lit=spelling)
+        value = eval_int(inner, self.symbols)
+        if value is None:
+            raise ParseError(f"expected an immediate in {spelling}(...), got '{inner}'", loc)
+        if not -(1 << 31) <= value < (1 << 32):
+            raise ParseError(f"{spelling}({inner}): the value does not fit a 32-bit literal",
+                             loc)
+        return Literal(value & 0xFFFFFFFF, spelling=spelling)
 
     def _symbolic_operand(self, t: str, low: str, loc: SourceLocation | None) -> Operand:
         """Operands whose value may involve `.set` symbols: expressions, special immediates,

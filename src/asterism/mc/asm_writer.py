@@ -28,8 +28,9 @@ DIRECTIVE_ORDER = [
 ]
 
 
-def print_module(module: McModule) -> str:
-    """LLVM-syntax assembly for a whole module (llvm-mc + ld.lld turn it into an HSACO)."""
+def print_module(module: McModule, lossless: bool = False) -> str:
+    """LLVM-syntax assembly for a whole module (llvm-mc + ld.lld turn it into an HSACO);
+    `lossless`: instructions print as text that assembles back to exactly their words."""
     target = get_target(module.target + (module.features or ""))
     out = [f'\t.amdgcn_target "{target.target_id}"', "\t.amdhsa_code_object_version 5",
            "\t.text"]
@@ -41,7 +42,7 @@ def print_module(module: McModule) -> str:
             if isinstance(item, LabelDef):
                 out.append(f"{item.name}:")
             elif isinstance(item, Inst):
-                out.append("\t" + format_inst(item))
+                out.append("\t" + format_inst(item, lossless))
         out += [f".Lfunc_end{n}:", f"\t.size\t{kernel.name}, .Lfunc_end{n}-{kernel.name}", ""]
         directives = kernel_directives(kernel, target.name)
         entries.append(getattr(kernel, "metadata", None)

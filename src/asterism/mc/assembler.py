@@ -36,7 +36,8 @@ def encode_text(module: McModule) -> tuple[bytes, list[tuple[McKernel, int, int]
     first mention (definition or branch), which is llvm-mc's symbol table order.
 
     One encoding pass: instruction sizes do not depend on label values, so branches are
-    encoded with a placeholder target first and re-encoded once the labels are placed.
+    encoded with a placeholder target (offset 0, never range-checked) first and re-encoded,
+    with the range check, once the labels are placed.
     """
     paused = pause_cyclic_gc()
     try:
@@ -69,6 +70,7 @@ def _encode_text(module: McModule) -> tuple[bytes, list[tuple[McKernel, int, int
                 for op in item.operands:
                     if type(op) is Label:
                         mentioned.setdefault(op.name)
+                any_label.at = len(text) + 4  # (offset 0: only the final one is checked)
                 data = ENCODER.encode(item, len(text), any_label)
                 fixups.append((item, len(text), len(data)))
             else:

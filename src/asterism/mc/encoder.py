@@ -19,6 +19,7 @@ from asterism.isa.formats import DPP, FORMATS, SDWA, SRC_DPP, SRC_SDWA, Format
 from asterism.isa.syntax import SDWA_SEL, SDWA_UNUSED, SRC_VGPR_BASE
 from asterism.mc.decoder import op_sel_positions
 from asterism.mc.inst import Inst
+from asterism.mc.lossless import DATA, HIDDEN_BITS, data_bytes
 from asterism.mc.operand_codes import scalar_code, src_code
 from asterism.mc.operands import (
     FloatImm,
@@ -122,13 +123,19 @@ class Encoder:
         """Machine code of `inst` placed at `address` (labels map names to addresses)."""
         form = inst.form
         if form is None:
+            if inst.mnemonic == DATA:
+                return data_bytes(inst)  # (`.long` words in .text)
             raise EncodeError(f"{inst.mnemonic}: no encoding form selected")
         try:
-            return self._encode(inst, form, address, labels if labels is not None else {})
+            data = self._encode(inst, form, address, labels if labels is not None else {})
         except EncodeError as err:
             if err.location is None and inst.loc is not None:
                 raise EncodeError(f"{inst.mnemonic}: {err.message}", inst.loc) from None
             raise
+        hidden = inst.modifiers.get(HIDDEN_BITS)
+        if hidden:  # (bits of words read from `.long` that the operands do not give)
+            data = (int.from_bytes(data, "little") ^ hidden).to_bytes(len(data), "little")
+        return data
 
     def _encode(self, inst: Inst, form: Form, address: int, labels: dict[str, int]) -> bytes:
         plan = _PLANS(form)
@@ -449,7 +456,7 @@ def _simm16(form: Form, spec: OperandSpec, op: Operand, address: int,
         if delta % 4:
             raise EncodeError(f"branch target '{op.name}' is not 4-byte aligned")
         delta //= 4
-        _check_range(delta, -(1 << 15), (1 << 15) - 1, "branch offset (words)")
+        _check_range(delta, -(1 << 15), (1 << 15) - 1, f"branch to '{op.name}': offset (words)")
         return delta & 0xFFFF
     if isinstance(op, Syntax):
         return op.value & 0xFFFF
@@ -650,7 +657,8 @@ def _mods_sdwa(plan: _Plan, inst: Inst, st: _State) -> None:
         if not (isinstance(dst, Special) and dst.name == "vcc"):
             x = SDWA["sd"].put(x, 1)
             x = SDWA["sdst"].put(x, _scalar(dst, "sdst"))
-    x = SDWA["clamp"].put(x, int(bool(m.get("clamp"))))
+    if plan.form.format != "VOPC":  # (a compare has no clamp: bit 13 is part of its sdst)
+        x = SDWA["clamp"].put(x, int(bool(m.get("clamp"))))
     x = SDWA["src0_sel"].put(x, _sel(m.get("src0_sel", "DWORD"), SDWA_SEL, "src0_sel"))
     if plan.form.format != "VOP1":  # VOP1 has no second source: its select stays 0
         x = SDWA["src1_sel"].put(x, _sel(m.get("src1_sel", "DWORD"), SDWA_SEL, "src1_sel"))
@@ -708,11 +716,12 @@ def _scalar(op: Operand, what: str) -> int:
 
 
 def _aligned(op: Operand, align: int, what: str) -> int:
-    if not (isinstance(op, Reg) and op.kind == "s"):
+    """The scalar code of an SGPR or TTMP range that starts at a multiple of `align`."""
+    if not (isinstance(op, Reg) and op.kind in ("s", "ttmp")):
         raise EncodeError(f"{what}: expected an SGPR range, got {op}")
     if op.index % align:
         raise EncodeError(f"{what}: {op} must start at a multiple of {align}")
-    return op.index
+    return scalar_code(op)
 
 
 def _scale_prefix_opcode(form: Form) -> int:
@@ -739,10 +748,17 @@ def inst_size(inst: Inst) -> int:
 
 
 class _AnyLabel(dict):
-    """A label map that resolves every name to the current instruction (for sizing)."""
+    """A label map that resolves every name to just after the instruction being sized, so
+    the provisional branch offset is 0 and always in range: sizing must not range-check an
+    offset that the real label address has not given yet. `at` is that address (4 for an
+    instruction at 0)."""
+
+    def __init__(self, at: int = 4):
+        super().__init__()
+        self.at = at
 
     def __contains__(self, key) -> bool:
         return True
 
     def __getitem__(self, key) -> int:
-        return 4
+        return self.at

@@ -35,7 +35,8 @@ TEXT_COLUMN = 59  # llvm-objdump pads the instruction text to this width before 
 class ListingSymbols:
     """The symbols of a code object as llvm-objdump -d uses them, sorted as it sorts them
     (address, then name, then type):
-    - `headers`: .text address -> the name of its header line (the last symbol there);
+    - `headers`: .text address -> the name of its header line (the last symbol there; at
+      the start of .text, `.text` if no symbol is there, as llvm-objdump names it);
     - `labels`: .text address -> the untyped symbol (label) a branch there is named by (the
       first there), as LLVM's AMDGPU symbolizer names branch targets;
     - `sections`: (start address, its symbols) of every section in address order, and
@@ -67,6 +68,8 @@ class ListingSymbols:
                 out.headers[addr] = name
                 if type_ == STT_NOTYPE:
                     out.labels.setdefault(addr, name)
+        if text is not None:
+            out.headers.setdefault(text.addr, ".text")  # (bytes before the first symbol)
         out.sections = sorted(((sec.addr, by_section.get(i, []))
                                for i, sec in enumerate(elf.sections)), key=lambda e: e[0])
         return out

@@ -9,7 +9,7 @@ database name) and what was expected.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from asterism.errors import VerifyError
 from asterism.isa import Form, IsaDatabase, OperandSpec, get_isa, syntax
@@ -37,6 +37,9 @@ SDWA_MODIFIERS = {"dst_sel", "dst_unused", "src0_sel", "src1_sel"}
 ENC_ORDER = {"VOP1": 0, "VOP2": 0, "VOPC": 0, "VOP3": 1, "VOP3P": 1, "MAI": 1, "MAI_SCALE": 1,
              "DPP": 2, "SDWA": 2}
 SRC_FIELDS = {"src0", "src1", "src2", "vsrc1", "ssrc0", "ssrc1", "scale_src0", "scale_src1"}
+# The aperture constants are source codes, not register ranges: LLVM reads them at any width.
+APERTURES = {"src_shared_base", "src_shared_limit", "src_private_base", "src_private_limit",
+             "shared_base", "shared_limit", "private_base", "private_limit"}
 VALU_ENCS = {"VOP1", "VOP2", "VOPC", "VOP3", "VOP3P", "MAI", "MAI_SCALE", "DPP", "SDWA"}
 
 
@@ -69,7 +72,7 @@ def operand_kind(op: Operand) -> str:
     if isinstance(op, Imm):
         return "i" if syntax.inline_int_code(op.value) is not None else "l"
     if isinstance(op, FloatImm):
-        return "i" if syntax.inline_float_code(op.value) is not None else "l"
+        return "i" if syntax.inline_float_code(op.value) is not None and not op.lit else "l"
     return "?"
 
 
@@ -95,14 +98,49 @@ def _reg_count(op: Operand) -> int:
     return 0
 
 
+def fixed_alternative(form: Form, spec: OperandSpec) -> OperandSpec | None:
+    """What a fixed-register slot also accepts, or None: an SDWA compare writes vcc or, with
+    its `sd` bit, any SGPR pair (as LLVM's assembler and decoder take it)."""
+    if spec.fixed == "vcc" and spec.role == "def" and form.enc == "SDWA" \
+            and form.format == "VOPC":
+        return replace(spec, fixed=None, kinds=("s",), width=2)
+    return None
+
+
+def _is_buffer_vaddr(form: Form, spec: OperandSpec) -> bool:
+    return form.enc in ("MUBUF", "MTBUF") and spec.name == "vaddr"
+
+
+def _check_buffer_vaddr(inst: Inst, pos: int, where: str, op: Operand) -> bool:
+    """A buffer address is `off` exactly when neither offen nor idxen is set (as LLVM's
+    assembler takes it); True when `op` is `off` and that is right."""
+    indexed = bool(inst.modifiers.get("offen") or inst.modifiers.get("idxen"))
+    if isinstance(op, Off):
+        if indexed:
+            raise MatchError(pos, f"{where}: offen/idxen need an address VGPR, got off")
+        return True
+    if not indexed and operand_kind(op) in ("v", "a"):
+        raise MatchError(pos, f"{where}: an address VGPR needs offen or idxen (without them "
+                              "the address is `off`)")
+    return False
+
+
 def check_operand(inst: Inst, form: Form, pos: int, spec: OperandSpec, op: Operand) -> None:
     """Raise MatchError if `op` cannot be operand `pos` (`spec`) of `form`."""
     where = f"operand {pos + 1} ({spec.name})"
+    if _is_buffer_vaddr(form, spec) and _check_buffer_vaddr(inst, pos, where, op):
+        return
     if spec.fixed:
         name = op.name if isinstance(op, Special) else None
-        if name != spec.fixed:
+        if name == spec.fixed:
+            return
+        alternative = fixed_alternative(form, spec)
+        if alternative is None:
             raise MatchError(pos, f"{where}: expected {spec.fixed}, got {_describe(op)}")
-        return
+        if operand_kind(op) != "s":
+            raise MatchError(pos, f"{where}: expected {spec.fixed} or an SGPR pair, got "
+                                  f"{_describe(op)}")
+        spec = alternative
     if isinstance(op, Mod):
         if not spec.mods:
             raise MatchError(pos, f"{where}: source modifiers (neg/abs/sext) are not allowed")
@@ -121,6 +159,7 @@ def check_operand(inst: Inst, form: Form, pos: int, spec: OperandSpec, op: Opera
         raise MatchError(pos, f"{where}: expected {_expected(spec)}, got label {op}")
     if kind == "k" and spec.syntax:
         return
+    _check_forced_literal(pos, where, spec, op)
     if kind in ("i", "l") and "k" in kinds:
         return  # a plain immediate field; range is checked by the encoder
     if kind == "l" and isinstance(op, Imm) and syntax.inline_int_code(
@@ -133,7 +172,11 @@ def check_operand(inst: Inst, form: Form, pos: int, spec: OperandSpec, op: Opera
     base = op.operand if isinstance(op, Mod) else op
     if isinstance(base, Special) and base.name in spec.excludes:
         raise MatchError(pos, f"{where}: {base.name} is not allowed here")
-    if kind in ("v", "a", "s") and spec.width:
+    if isinstance(base, Special) and base.name in APERTURES and "i" not in kinds:
+        raise MatchError(pos, f"{where}: the constant {base.name} is not allowed here (a "
+                              "register operand)")
+    if kind in ("v", "a", "s") and spec.width and not (
+            isinstance(base, Special) and base.name in APERTURES and spec.role == "use"):
         count = _reg_count(op)
         if count != spec.width and not _width_flexible(form, spec, count):
             raise MatchError(pos, f"{where}: expected {spec.width} register"
@@ -149,6 +192,19 @@ def check_operand(inst: Inst, form: Form, pos: int, spec: OperandSpec, op: Opera
             if reg.index % need:
                 raise MatchError(pos, f"{where}: SGPR range {reg} must start at a multiple of"
                                       f" {need}")
+
+
+def _check_forced_literal(pos: int, where: str, spec: OperandSpec, op: Operand) -> None:
+    """lit(float) and lit64(...) where LLVM's assembler refuses them on gfx9."""
+    if isinstance(op, FloatImm) and spec.type == "i64" and (
+            op.lit or syntax.inline_float_code(op.value) is None):
+        raise MatchError(pos, f"{where}: a 64-bit integer operand takes a float only as an "
+                              "inline constant")
+    spelling = op.spelling if isinstance(op, Literal) else op.lit if isinstance(
+        op, FloatImm) else ""
+    if spelling == "lit64" and spec.type and spec.type.lstrip("v2").startswith(("f", "bf")):
+        raise MatchError(pos, f"{where}: lit64 is not supported on this GPU (for a "
+                              f"{spec.type} operand)")
 
 
 def _width_flexible(form: Form, spec: OperandSpec, count: int) -> bool:
@@ -422,7 +478,7 @@ def _bus_reads(ops: list[Operand], positions: tuple[int, ...], reads_vcc: bool) 
         elif t is Special or t is Literal:
             reads += 1
         elif t is FloatImm:
-            if syntax.inline_float_code(op.value) is None:
+            if syntax.inline_float_code(op.value) is None or op.lit:
                 reads += 1
         elif not (t is Syntax or t is Label or t is Off):
             return 2
@@ -432,8 +488,16 @@ def _bus_reads(ops: list[Operand], positions: tuple[int, ...], reads_vcc: bool) 
 def _operand_test(form: Form, spec: OperandSpec) -> Callable[[Operand], bool]:
     """A test accepting the operands check_operand accepts in this slot (and maybe not all
     of them: a rejection is re-checked by check_operand)."""
+    if _is_buffer_vaddr(form, spec):
+        # `off` or a VGPR depending on offen/idxen, which an operand test cannot see: the
+        # authority (check_operand) decides.
+        return lambda op: False
     if spec.fixed:
         fixed = spec.fixed
+        alternative = fixed_alternative(form, spec)
+        if alternative is not None:
+            other = _operand_test(form, alternative)
+            return lambda op: (type(op) is Special and op.name == fixed) or other(op)
         return lambda op: type(op) is Special and op.name == fixed
     kinds = set(spec.kinds)
     allow_mods, excludes, width, align = spec.mods, spec.excludes, spec.width, spec.align
@@ -467,13 +531,19 @@ def _operand_test(form: Form, spec: OperandSpec) -> Callable[[Operand], bool]:
             return align <= 1 or op.kind == "ttmp" or not op.index % align
         if t is Special:
             return "s" in kinds and op.name not in excludes and (
-                not width or SPECIAL_REGISTERS.get(op.name) == width)
+                not width or SPECIAL_REGISTERS.get(op.name) == width
+                or (op.name in APERTURES and spec.role == "use")) and (
+                op.name not in APERTURES or "i" in kinds)
         if t is Imm:
             return inline_ok if -16 <= op.value <= 64 else literal_ok
         if t is FloatImm:
-            return inline_ok if syntax.inline_float_code(op.value) is not None else literal_ok
+            if op.lit:
+                return False  # (check_operand knows where LLVM refuses it)
+            if syntax.inline_float_code(op.value) is not None:
+                return inline_ok
+            return literal_ok and spec.type != "i64"
         if t is Literal:
-            return literal_ok
+            return literal_ok and op.spelling == "lit"
         if t is Syntax:
             return syntax_ok
         if t is Label:

@@ -103,7 +103,7 @@ def constant_code(op: Operand, type_: str | None) -> tuple[int, int | None]:
             raise EncodeError(f"value {op.value} does not fit a 32-bit literal")
         return syntax.SRC_LITERAL, op.value & 0xFFFFFFFF
     if isinstance(op, FloatImm):
-        code = syntax.inline_float_code(op.value)
+        code = syntax.inline_float_code(op.value) if not op.lit else None
         is_int_type = type_ is not None and type_.lstrip("v2").startswith("i")
         if code is not None and not (is_int_type and type_ in ("i16", "v2i16")):
             return code, None

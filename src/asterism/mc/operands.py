@@ -104,8 +104,12 @@ class FloatImm:
     # The operand type it was decoded for (printing only): LLVM shows 1/(2pi) with double
     # precision for 64-bit operands and 16-bit integer operands' float constants as f16 bits.
     type: str | None = field(default=None, compare=False)
+    # "lit" or "lit64" if written so: a literal even where the value is an inline constant
+    lit: str = ""
 
     def __str__(self) -> str:
+        if self.lit:
+            return f"{self.lit}({format_float(self.value)})"
         if self.type == "i16":
             return f"0x{float_bits(self.value, 'f16'):x}" if self.value != 0.15915494309189535 \
                 else "0x3118"
@@ -120,15 +124,37 @@ class Literal:
 
     bits: int
     type: str | None = field(default=None, compare=False)  # operand type (printing only)
+    spelling: str = field(default="lit", compare=False)  # lit or lit64, as written
 
     def __str__(self) -> str:
         # As LLVM: a literal that would read back as an inline constant is marked lit(...);
-        # 16-bit operands show their 16 bits.
+        # 16-bit operands show their 16 bits; 64-bit ones are read as 64-bit values.
+        if self.type in ("i64", "f64"):
+            return _literal64_text(self.bits, self.type)
         if is_inline_bits(self.bits, self.type):
             return f"lit(0x{self.bits:x})"
         if self.type in SIXTEEN_BIT_PRINTED_TYPES:
             return f"0x{self.bits & 0xFFFF:x}"
         return f"0x{self.bits:x}"
+
+
+# The high words of the f64 inline constants 0.5, -0.5, 1, -1, 2, -2, 4, -4 (1/(2pi) has low
+# bits, so no 32-bit literal equals it).
+F64_INLINE_HIGH = {0x3FE00000: 0.5, 0xBFE00000: -0.5, 0x3FF00000: 1.0, 0xBFF00000: -1.0,
+                   0x40000000: 2.0, 0xC0000000: -2.0, 0x40100000: 4.0, 0xC0100000: -4.0}
+
+
+def _literal64_text(bits: int, type_: str) -> str:
+    """LLVM's text of a 32-bit literal of a 64-bit operand: an i64 one is the zero-extended
+    value (lit() only for 0..64), an f64 one the high word (a value equal to an inline
+    constant prints as that constant)."""
+    if type_ == "i64":
+        return f"lit(0x{bits:x})" if bits <= 64 else f"0x{bits:x}"
+    if bits == 0:
+        return "0"
+    if bits in F64_INLINE_HIGH:
+        return format_float(F64_INLINE_HIGH[bits])
+    return f"0x{bits:x}"
 
 
 @dataclass(frozen=True, slots=True)

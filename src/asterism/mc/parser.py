@@ -59,6 +59,7 @@ class AsmParser:
         self.globals: set[str] = set()
         self.functions: set[str] = set()
         self.pending: list = []  # items before the first kernel label
+        self.in_text = True  # (`.long` in .text is code: see _words)
 
     def loc(self, line: int, col: int = 1) -> SourceLocation:
         return SourceLocation(self.filename, line, col)
@@ -148,6 +149,11 @@ class AsmParser:
             if "function" in kind:
                 self.functions.add(sym.strip())
             return
+        if name in (".text", ".rodata", ".data", ".section"):
+            self.in_text = name == ".text" or rest.split(",")[0].strip() == ".text"
+        if name == ".long" and self.in_text:
+            self._words(rest, line_no, col)
+            return
         if name in (".set", ".equ"):
             sym, _, expr = rest.partition(",")
             value = eval_int(expr, self.symbols)
@@ -176,6 +182,17 @@ class AsmParser:
             self.pending.append(inst)
         else:
             self.current.body.append(inst)
+
+    def _words(self, rest: str, line_no: int, col: int) -> None:
+        """`.long` words in .text: the instructions they encode (mc/lossless.py)."""
+        from asterism.mc.lossless import insts_of_words, parse_words
+
+        if self.target is None:
+            raise ParseError("no target: add '.amdgcn_target \"amdgcn-amd-amdhsa--gfx942\"' or "
+                             "pass --target", self.loc(line_no, col))
+        loc = self.loc(line_no, col)
+        items = insts_of_words(parse_words(rest, self.symbols, loc), self.target, loc)
+        (self.pending if self.current is None else self.current.body).extend(items)
 
     def _amdhsa_block(self, lines: list[str], i: int, head: str, line_no: int) -> int:
         parts = head.split()

@@ -12,45 +12,110 @@ import random
 
 from asterism.isa import Form, OperandSpec, syntax
 from asterism.mc.inst import Inst
+from asterism.mc.matcher import fixed_alternative
 from asterism.mc.operands import (
     OFF,
     FloatImm,
     Imm,
     Literal,
     Mod,
+    Off,
     Operand,
     Reg,
     Special,
     Syntax,
 )
 
-SCALAR_SPECIALS_32 = ["vcc_lo", "vcc_hi", "exec_lo", "exec_hi", "m0"]
-SCALAR_SPECIALS_64 = ["vcc", "exec"]
+# Named scalar registers LLVM takes for gfx942/gfx950 in any scalar slot of that width ...
+NAMED_32 = ["vcc_lo", "vcc_hi", "exec_lo", "exec_hi", "m0", "flat_scratch_lo",
+            "flat_scratch_hi", "xnack_mask_lo", "xnack_mask_hi"]
+NAMED_64 = ["vcc", "exec", "flat_scratch", "xnack_mask"]
+# ... and the constant registers of the source codes (read only).
+SRC_CONSTANTS_32 = ["src_shared_base", "src_shared_limit", "src_private_base",
+                    "src_private_limit", "src_pops_exiting_wave_id", "src_vccz", "src_execz",
+                    "src_scc"]
+SRC_CONSTANTS_64 = ["src_shared_base", "src_shared_limit", "src_private_base",
+                    "src_private_limit"]
+# Slots whose field is a full source code (8-bit SSRC or 9-bit SRC), where those constants fit.
+SOURCE_SLOTS = {"src0", "src1", "src2", "vsrc1", "ssrc0", "ssrc1", "scale_src0", "scale_src1"}
 INLINE_FLOATS = [0.5, -0.5, 1.0, -1.0, 2.0, -2.0, 4.0, -4.0]
+REG_ALTERNATIVES = {"vgpr", "agpr", "sgpr", "ttmp", "named", "src_constant"}
+
+
+def slot_alternatives(form: Form, spec: OperandSpec) -> tuple[str, ...]:
+    """The operand classes LLVM's assembler accepts in one slot, which random_operand draws
+    among: vgpr agpr sgpr ttmp named src_constant inline_int inline_float literal off fixed
+    label syntax imm."""
+    if spec.fixed:
+        alternative = fixed_alternative(form, spec)
+        return ("fixed",) + (_scalar_alternatives(alternative) if alternative else ())
+    if spec.syntax:
+        return ("label",) if spec.syntax == "label" else ("syntax",)
+    out: list[str] = []
+    for kind in spec.kinds:
+        if kind == "s":
+            out += _scalar_alternatives(spec)
+        elif kind in _KIND_ALTERNATIVES:
+            out += _KIND_ALTERNATIVES[kind]
+    return tuple(out) or ("imm",)
+
+
+_KIND_ALTERNATIVES = {"v": ("vgpr",), "a": ("agpr",), "i": ("inline_int", "inline_float"),
+                      "l": ("literal",), "off": ("off",)}
+
+
+def _scalar_alternatives(spec: OperandSpec) -> tuple[str, ...]:
+    out = ["sgpr", "ttmp"]
+    if _named(spec, NAMED_32, NAMED_64):
+        out.append("named")
+    if spec.role == "use" and spec.name in SOURCE_SLOTS and "i" in spec.kinds and _named(
+            spec, SRC_CONSTANTS_32, SRC_CONSTANTS_64):
+        out.append("src_constant")
+    return tuple(out)
+
+
+def _named(spec: OperandSpec, names_32: list[str], names_64: list[str]) -> list[str]:
+    """The names of a list that fit the slot's width and are not excluded from it."""
+    names = names_32 if (spec.width or 1) == 1 else names_64 if spec.width == 2 else []
+    return [n for n in names if n not in spec.excludes]
+
+
+def alternative_of(spec: OperandSpec, op: Operand) -> str:
+    """The class (one of slot_alternatives') of an operand written in a slot."""
+    if isinstance(op, Mod):
+        op = op.operand
+    if spec.fixed and isinstance(op, Special) and op.name == spec.fixed:
+        return "fixed"
+    if isinstance(op, Reg):
+        return {"v": "vgpr", "a": "agpr", "s": "sgpr", "ttmp": "ttmp"}[op.kind]
+    if isinstance(op, Special):
+        return "src_constant" if op.name in SRC_CONSTANTS_32 else "named"
+    if spec.syntax:
+        return "label" if spec.syntax == "label" else "syntax"
+    if isinstance(op, Off):
+        return "off"
+    if not [k for k in spec.kinds if k != "k"]:
+        return "imm"
+    if isinstance(op, Imm):
+        return "inline_int" if syntax.inline_int_code(op.value) is not None else "literal"
+    if isinstance(op, FloatImm):
+        return "inline_float" if syntax.inline_float_code(op.value) is not None else "literal"
+    return "literal"
 
 
 def _reg(rng: random.Random, kind: str, width: int, align: int, limit: int) -> Reg:
     step = max(align, 1)
-    if kind == "s" and width >= 2:
+    if kind in ("s", "ttmp") and width >= 2:
         step = 2 if width == 2 else 4
     top = limit - width
     index = rng.randrange(0, top // step + 1) * step
     return Reg(kind, index, width)
 
 
-def _scalar(rng: random.Random, width: int) -> Operand:
-    if rng.random() < 0.15:
-        if width == 1:
-            return Special(rng.choice(SCALAR_SPECIALS_32))
-        if width == 2:
-            return Special(rng.choice(SCALAR_SPECIALS_64))
-    return _reg(rng, "s", width, 1, 102)
-
-
-def _constant(rng: random.Random, kind: str, type_: str | None) -> Operand:
-    if kind == "i":
-        if rng.random() < 0.3 and type_ not in ("i16", "v2i16"):
-            return FloatImm(rng.choice(INLINE_FLOATS))
+def _constant(rng: random.Random, alternative: str, type_: str | None) -> Operand:
+    if alternative == "inline_float":
+        return FloatImm(rng.choice(INLINE_FLOATS))
+    if alternative == "inline_int":
         return Imm(rng.randint(-16, 64))
     # A literal that is not an inline constant.
     if type_ in ("f16", "bf16", "i16", "v2f16", "v2i16", "v2bf16"):
@@ -62,11 +127,28 @@ def _constant(rng: random.Random, kind: str, type_: str | None) -> Operand:
     return Literal(value)
 
 
-def random_operand(form: Form, spec: OperandSpec, rng: random.Random) -> Operand:
-    """A random value for one operand slot."""
-    if spec.fixed:
+def _register(rng: random.Random, alternative: str, spec: OperandSpec) -> Operand:
+    """A register of one class for a slot (a fixed slot's alternative is an SGPR pair)."""
+    width = spec.width or (2 if spec.fixed else 1)
+    if alternative in ("vgpr", "agpr"):
+        return _reg(rng, alternative[0], width, spec.align, 256)
+    if alternative == "sgpr":
+        return _reg(rng, "s", width, 1, 102)
+    if alternative == "ttmp":
+        return _reg(rng, "ttmp", width, 1, 16)
+    if alternative == "named":
+        return Special(rng.choice(_named(spec, NAMED_32, NAMED_64) or NAMED_64))
+    return Special(rng.choice(_named(spec, SRC_CONSTANTS_32, SRC_CONSTANTS_64)))
+
+
+def random_operand(form: Form, spec: OperandSpec, rng: random.Random,
+                   alternative: str | None = None) -> Operand:
+    """A random value for one operand slot, of a random class of slot_alternatives (or of
+    `alternative`)."""
+    if alternative is None:
+        alternative = rng.choice(slot_alternatives(form, spec))
+    if alternative == "fixed":
         return Special(spec.fixed)
-    kinds = [k for k in spec.kinds if k != "k"]
     if spec.syntax == "waitcnt":
         value = syntax.encode_waitcnt(rng.randint(0, 63), rng.randint(0, 7), rng.randint(0, 15))
         return Syntax(value, syntax.format_waitcnt(value))
@@ -79,21 +161,18 @@ def random_operand(form: Form, spec: OperandSpec, rng: random.Random) -> Operand
         return Syntax(1, "sendmsg(MSG_INTERRUPT)" if spec.syntax == "sendmsg" else "gpr_idx(SRC0)")
     if spec.syntax == "label":
         return Imm(rng.randint(-32768, 32767))
-    if not kinds:
+    if alternative == "imm":
         return _immediate_field(form, spec, rng)
-    kind = rng.choice(kinds)
-    if kind in ("v", "a"):
-        op: Operand = _reg(rng, kind, spec.width or 1, spec.align, 256)
-    elif kind == "s":
-        op = _scalar(rng, spec.width or 1)
-    elif kind == "off":
+    if alternative in REG_ALTERNATIVES:
+        op = _register(rng, alternative, spec)
+    elif alternative == "off":
         op = OFF
     else:
-        op = _constant(rng, kind, spec.type)
+        op = _constant(rng, alternative, spec.type)
     packed_sdwa = form.enc == "SDWA" and "_pk_" in form.mnemonic  # LLVM does not print them
     packed_sdwa |= form.enc == "VOP3P" and "_mix" not in form.mnemonic  # neg_lo/neg_hi there
-    if spec.mods and spec.role == "use" and rng.random() < 0.3 and kind in ("v", "s", "a") \
-            and not packed_sdwa:
+    if spec.mods and spec.role == "use" and rng.random() < 0.3 \
+            and alternative in REG_ALTERNATIVES and not packed_sdwa:
         if form.enc == "SDWA" and spec.type and spec.type.lstrip("v2").startswith("i"):
             op = Mod(op, sext=True)
         elif spec.type is None or not spec.type.lstrip("v2").startswith("i"):
@@ -204,9 +283,13 @@ def random_modifiers(form: Form, rng: random.Random, operands: list[Operand]) ->
 JOINT = {"vdst", "data", "data0", "data1", "vdata", "src2"}
 
 
-def random_inst(form: Form, rng: random.Random) -> Inst:
-    """A random instruction of `form` (printed mnemonic, random operands and modifiers)."""
-    ops = [random_operand(form, spec, rng) for spec in form.operands]
+def random_inst(form: Form, rng: random.Random,
+                alternatives: dict[int, str] | None = None) -> Inst:
+    """A random instruction of `form` (printed mnemonic, random operands and modifiers);
+    `alternatives` forces the class of some operands (by position)."""
+    forced = alternatives or {}
+    ops = [random_operand(form, spec, rng, forced.get(k))
+           for k, spec in enumerate(form.operands)]
     # Memory data/destination and MFMA C/D switch between VGPRs and AGPRs together.
     if form.enc in ("DS", "FLAT", "GLOBAL", "SCRATCH", "MUBUF", "MTBUF", "MAI", "MAI_SCALE") \
             and not form.mnemonic.startswith("v_smfmac"):

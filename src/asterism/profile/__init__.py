@@ -9,19 +9,28 @@ trace's disassembly text).
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Mapping
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from asterism.profile.att import Trace, TraceError, read_att
-from asterism.profile.att_writer import write_att
-from asterism.profile.report import (
-    RANKS,
-    Report,
-    analyze,
-    load_source_map,
-    render_json,
-    render_markdown,
-)
+if TYPE_CHECKING:
+    from asterism.profile.att import Trace, TraceError, read_att
+    from asterism.profile.att_writer import write_att
+    from asterism.profile.report import Report, analyze, render_json, render_markdown
+
+# The names this package exports and their modules, loaded on first use: `asterism stats`
+# imports asterism.profile.stats and needs none of the trace reader and analyzer.
+_EXPORTS = {"Trace": "att", "TraceError": "att", "read_att": "att", "write_att": "att_writer",
+            "Report": "report", "analyze": "report", "render_json": "report",
+            "render_markdown": "report"}
+
+
+def __getattr__(name: str):
+    """An exported name, imported from its module on first use."""
+    if name in _EXPORTS:
+        return getattr(importlib.import_module(f"asterism.profile.{_EXPORTS[name]}"), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def trace_report(path: str | Path, top: int = 10, as_json: bool = False,
@@ -29,6 +38,15 @@ def trace_report(path: str | Path, top: int = 10, as_json: bool = False,
                  rank: str = "stall") -> str:
     """Read the ATT folder `path` and return its report (Markdown, or JSON if `as_json`),
     hotspots ranked by `rank` ("stall" or "cycles")."""
+    from asterism.profile.att import TraceError, read_att
+    from asterism.profile.report import (
+        RANKS,
+        analyze,
+        load_source_map,
+        render_json,
+        render_markdown,
+    )
+
     if top < 0:
         raise TraceError(f"--top must be 0 or more, got {top}")
     if rank not in RANKS:
@@ -44,6 +62,7 @@ def trace_report(path: str | Path, top: int = 10, as_json: bool = False,
 
 def trace_plot(path: str | Path, out_png: str | Path) -> None:
     """Read the ATT folder `path` and draw its wave timeline and stall chart into `out_png`."""
+    from asterism.profile.att import read_att
     from asterism.profile.plot import plot_trace  # matplotlib only loads when plotting
 
     plot_trace(read_att(path), out_png)

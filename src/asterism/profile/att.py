@@ -96,6 +96,7 @@ from pathlib import Path
 from typing import Any
 
 from asterism.errors import AsterismError, SourceLocation
+from asterism.textio import decode_text
 
 FORMAT_VERSION = "3.0.0"
 CODE_HEADER = "ISA, _, LineNumber, Source, Codeobj, Vaddr, Hit, Latency, Stall, Idle"
@@ -565,13 +566,12 @@ def _key(obj: dict[str, Any], key: str, ctx: _Ctx) -> Any:
 
 def _load_json(file: Path) -> Any:
     try:
-        text = file.read_text(encoding="utf-8")
+        raw = file.read_bytes()
     except FileNotFoundError:
         raise TraceError(f"{file}: file is missing") from None
-    except UnicodeDecodeError as exc:
-        raise TraceError(f"{file}: not UTF-8 text ({exc.reason} at byte {exc.start})") from None
     except OSError as exc:
         raise TraceError(f"{file}: cannot read: {exc.strerror}") from None
+    text = decode_text(raw, str(file), TraceError)
     try:
         return json.loads(text)
     except json.JSONDecodeError as exc:

@@ -51,6 +51,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from asterism.errors import SourceLocation
 from asterism.profile.att import (
     FORMAT_VERSION,
     InstCategory,
@@ -73,6 +74,7 @@ from asterism.profile.isa_text import (
     writes_first_operand,
 )
 from asterism.profile.waitcnt import trace_wait_events
+from asterism.textio import decode_text
 
 STALL_CAUSES = ("vmcnt wait", "lgkmcnt wait", "barrier", "MFMA dependency", "VMEM issue",
                 "LDS", "SMEM", "other")
@@ -248,11 +250,16 @@ def load_source_map(path: str | Path) -> dict[int, str]:
     """Read a PC -> location map: a JSON object keyed by address (decimal or ``0x`` hex)."""
     file = Path(path)
     try:
-        data = json.loads(file.read_text(encoding="utf-8"))
+        raw = file.read_bytes()
     except FileNotFoundError:
         raise TraceError(f"{file}: source map file is missing") from None
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise TraceError(f"{file}: not a JSON source map: {exc}") from None
+    except OSError as exc:
+        raise TraceError(f"{file}: cannot read: {exc.strerror}") from None
+    try:
+        data = json.loads(decode_text(raw, str(file), TraceError))
+    except json.JSONDecodeError as exc:
+        raise TraceError(f"not a JSON source map: {exc.msg}",
+                         SourceLocation(str(file), exc.lineno, exc.colno)) from None
     if not isinstance(data, dict):
         raise TraceError(f"{file}: a source map is a JSON object {{address: location}}")
     out: dict[int, str] = {}

@@ -19,7 +19,10 @@ from typing import Any
 
 from asterism.errors import AsterismError
 from asterism.mc.codeobject import CodeObject, read_code_object
-from asterism.runtime.kernargs import ArgumentError, describe_signature, pack_kernargs
+
+# (the kernarg packer needs NumPy: it is loaded by launch, not by load_code_object, which
+# `asterism stats` and the listing use)
+_KERNARGS_EXPORTS = ("ArgumentError", "describe_signature")
 
 BACKENDS = ("auto", "emu", "hip")
 _EMU = None
@@ -39,7 +42,18 @@ class LaunchResult:
     trace_dir: Path | None = None  # where the modeled trace was written
 
 
+def __getattr__(name: str):
+    """The kernarg names this package exports, loaded on first use."""
+    if name in _KERNARGS_EXPORTS:
+        from asterism.runtime import kernargs
+
+        return getattr(kernargs, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
 def _dim3(value, what: str) -> tuple[int, int, int]:
+    from asterism.runtime.kernargs import ArgumentError
+
     if isinstance(value, int):
         value = (value,)
     vals = tuple(int(v) for v in value)
@@ -62,13 +76,9 @@ def _mc_module(source):
             return api.lower(path)
         if path.endswith(".s"):
             from asterism.mc.parser import parse_asm
+            from asterism.textio import read_text
 
-            try:
-                with open(path) as f:
-                    text = f.read()
-            except OSError as err:
-                raise AsterismError(f"cannot read {path}: {err.strerror}") from None
-            return parse_asm(text, path)
+            return parse_asm(read_text(path), path)
         return None
     if hasattr(source, "body") and hasattr(source, "walk"):  # an xDSL module (builder)
         from asterism import api
@@ -153,6 +163,7 @@ def launch(code_object, kernel: str, grid=(1, 1, 1), block=(64, 1, 1), args=(),
     writes it as an ATT folder (code.json source column from `source_map` or the source).
     """
     from asterism.emu.timing import TimingOptions
+    from asterism.runtime.kernargs import ArgumentError, pack_kernargs
 
     options = TimingOptions.of(timing)
     if options is None and trace_dir is not None:

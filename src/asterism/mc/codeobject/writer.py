@@ -19,9 +19,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
-import tempfile
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 from asterism.errors import CodeObjectError, TargetError
@@ -394,29 +392,6 @@ def write_code_object(obj: CodeObject | None = None, /, **pieces: Any) -> bytes:
 
 def write_file_atomic(path: str | os.PathLike[str], data: bytes) -> None:
     """Write `data` to `path` through a temporary file and a rename: never a partial file."""
-    target = Path(path)
-    directory = target.parent if str(target.parent) else Path(".")
-    fd, tmp = None, None
-    try:
-        fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=directory)
-        # mkstemp creates 0600; give the file the permissions a plain open() would.
-        umask = os.umask(0)
-        os.umask(umask)
-        os.chmod(tmp, 0o666 & ~umask)
-        with os.fdopen(fd, "wb") as fh:
-            fd = None
-            fh.write(data)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, target)
-        tmp = None
-    except OSError as exc:
-        raise CodeObjectError(f"{target}: cannot write: {exc.strerror or exc}") from None
-    finally:
-        if fd is not None:
-            os.close(fd)
-        if tmp is not None:
-            try:
-                os.unlink(tmp)
-            except OSError:
-                pass
+    from asterism.textio import write_file_atomic as write_atomic
+
+    write_atomic(path, data, CodeObjectError)

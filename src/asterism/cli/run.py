@@ -1,32 +1,13 @@
-"""CLI verbs of the upper layers (profiling, running), registered into `asterism`'s parser."""
+"""The run verb: compile if needed, launch a kernel on the emulator or a GPU, print the
+arrays it writes (and, with --timing, the emulator's timing model)."""
 
 from __future__ import annotations
 
-import sys
-
-
-def cmd_trace_report(args) -> int:
-    """Analyze an ATT trace folder (real capture or modeled run)."""
-    from asterism.cli import _write_output
-    from asterism.profile import trace_report
-
-    _write_output(args.output, trace_report(args.dir, top=args.top, as_json=args.json,
-                                            source_map=args.source_map, rank=args.rank))
-    return 0
-
-
-def cmd_trace_plot(args) -> int:
-    """Draw the wave timeline and stall breakdown of a trace."""
-    from asterism.profile import trace_plot
-
-    trace_plot(args.dir, args.output)
-    sys.stderr.write(f"wrote {args.output}\n")
-    return 0
+from asterism.errors import AsterismError
 
 
 def _dims(text: str, what: str) -> tuple[int, ...]:
-    from asterism.errors import AsterismError
-
+    """The 1 to 3 positive sizes of a --grid/--block value ("4", "4,2,1" or "4x2")."""
     try:
         dims = tuple(int(x) for x in text.replace("x", ",").split(",") if x)
     except ValueError:
@@ -43,7 +24,6 @@ def make_arg(spec: str, param: dict | None, seed: int):
     """A NumPy array or scalar from an --arg spec (see `asterism run --help`)."""
     import numpy as np
 
-    from asterism.errors import AsterismError
     from asterism.runtime.kernargs import TYPE_NAME_DTYPES
 
     name = (param or {}).get(".name", "?")
@@ -79,6 +59,9 @@ def make_arg(spec: str, param: dict | None, seed: int):
             return np.load(spec)
         except OSError as err:
             raise AsterismError(f"--arg {name}: cannot read {spec}: {err}") from None
+        except (ValueError, EOFError) as err:  # not a .npy file (text, pickle, truncated)
+            raise AsterismError(f"--arg {name}: {spec} is not a NumPy .npy file ({err})"
+                                ) from None
     try:
         return float(spec) if any(c in spec for c in ".eE") and not spec.startswith("0x") \
             else int(spec, 0)
@@ -100,7 +83,6 @@ def cmd_run(args) -> int:
 
     import numpy as np
 
-    from asterism.errors import AsterismError
     from asterism.runtime import launch, load_code_object
     from asterism.runtime.kernargs import describe_signature, explicit_args
 
@@ -211,101 +193,8 @@ memory latencies in cycles: lds, smem, l2_hit, hbm (defaults: asterism/target/da
 """
 
 
-def cmd_stats(args) -> int:
-    """ISA statistics of a code object (or .mlir/.s), optionally compared with another."""
-    from asterism.cli import _write_output
-    from asterism.profile.stats import code_object_stats, render_diff, render_stats, stats_json
-
-    stats = code_object_stats(args.input)
-    if args.diff:
-        other = code_object_stats(args.diff)
-        if args.json:
-            import json
-            from dataclasses import asdict
-
-            text = json.dumps({"a": [asdict(s) for s in stats],
-                               "b": [asdict(s) for s in other]}, indent=1) + "\n"
-        else:
-            text = render_diff(stats, other, args.input, args.diff)
-    else:
-        text = stats_json(stats) if args.json else render_stats(stats)
-    _write_output(args.output, text)
-    return 0
-
-
-def cmd_profile(args) -> int:
-    """Capture a thread trace on a real GPU with rocprofv3, then report on it."""
-    from asterism.cli import _write_output
-    from asterism.profile import trace_report
-    from asterism.profile.rocprof import ProfileRequest, profile
-
-    req = ProfileRequest(args.input, args.kernel, args.grid, args.block, args.arg,
-                         args.iterations, args.capture, args.output_dir, args.target_cu)
-    captures = profile(req)
-    sys.stderr.write(f"captured {len(captures)} ATT folder(s); reporting on {captures[-1]}\n")
-    _write_output(args.output, trace_report(captures[-1], top=args.top, as_json=args.json))
-    return 0
-
-
-def cmd_hazards(args) -> int:
-    """Check hand-written code against the target's wait-state rules (exit 1 on violations)."""
-    from asterism import api
-    from asterism.cli import _read_text, _write_output
-    from asterism.passes.hazards import check_hazards
-
-    if args.input.endswith(".s"):
-        from asterism.ir import raise_module
-        from asterism.mc.parser import parse_asm
-
-        module = raise_module(parse_asm(_read_text(args.input), args.input, args.target))
-    else:
-        module = api.parse(_read_text(args.input), args.input)
-        if args.target:
-            api.retarget(module, args.target)
-    if args.pipeline:
-        module = api.optimize(module, args.pipeline)
-    violations = check_hazards(module)
-    text = "".join(v.message() + "\n" for v in violations)
-    _write_output(args.output, text)
-    if violations:
-        sys.stderr.write(f"{len(violations)} hazard violation"
-                         f"{'s' if len(violations) != 1 else ''}\n")
-        return 1
-    sys.stderr.write("no hazard violations\n")
-    return 0
-
-
-def register(sub, verb) -> None:
-    """Add the verbs of this module to the `asterism` parser."""
-    p = verb("profile", cmd_profile, "thread-trace a kernel on a real GPU (rocprofv3 --att)",
-             "Run a kernel under rocprofv3 with ATT thread tracing, capturing one launch "
-             "(the 3rd of 5 by default, after the instruction cache is warm), then print the "
-             "trace report. Needs ROCm's rocprofv3 and a matching GPU.")
-    p.add_argument("input", help="kernel file: .mlir, .s or .hsaco")
-    p.add_argument("--kernel", required=True, help="kernel name to trace")
-    p.add_argument("--grid", default="1", help="workgroups (as for `asterism run`)")
-    p.add_argument("--block", help="work-items per workgroup")
-    p.add_argument("--arg", action="append", default=[], metavar="[NAME=]SPEC",
-                   help="arguments as for `asterism run`")
-    p.add_argument("--iterations", type=int, default=5, help="launches (default 5)")
-    p.add_argument("--capture", type=int, default=3, help="which launch to trace (default 3)")
-    p.add_argument("-d", "--output-dir", default="asterism-profile",
-                   help="where rocprofv3 writes (default ./asterism-profile)")
-    p.add_argument("--target-cu", type=int, help="CU to trace in detail (rocprofv3 default)")
-    p.add_argument("--top", type=int, default=10, help="hotspots in the report")
-    p.add_argument("--json", action="store_true", help="JSON report")
-    p.add_argument("-o", "--output", help="report file (default: stdout)")
-
-    p = verb("stats", cmd_stats, "ISA statistics: registers, LDS, occupancy, instruction mix",
-             "Per kernel: VGPR/AGPR/SGPR (allocated and used), LDS, scratch, occupancy and what "
-             "limits it, instruction mix (MFMA by shape, VALU, SALU, VMEM loads/stores, DS "
-             "reads/writes, SMEM, barriers, nops), s_waitcnt histogram, code size, metadata.")
-    p.add_argument("input", help="code object (.hsaco/.co), IR (.mlir) or assembly (.s)")
-    p.add_argument("--diff", metavar="OTHER", help="compare with another file (e.g. the "
-                                                   "gfx950 build of the same kernel)")
-    p.add_argument("--json", action="store_true", help="machine-readable output")
-    p.add_argument("-o", "--output", help="output file (default: stdout)")
-
+def register(verb) -> None:
+    """Add the run verb to the `asterism` parser."""
     p = verb("run", cmd_run, "compile if needed and run a kernel (emulator or GPU)",
              "Launch a kernel from a .mlir, .s or .hsaco file with NumPy arguments; prints "
              "(and optionally saves) the arrays it writes.")
@@ -331,33 +220,3 @@ def register(sub, verb) -> None:
                    help="CUs modeled in detail (default 1; the others run functionally)")
     p.add_argument("--latency", action="append", default=[], metavar="NAME=CYCLES,...",
                    help="memory latency overrides for --timing: lds, smem, l2_hit, hbm")
-
-    p = verb("hazards", cmd_hazards, "report missing wait states (s_nop) in a kernel",
-             "Check every instruction against the target's required wait states "
-             "(asterism.target.hazards, the table the emulator's sanitizer uses) and list the "
-             "violations with their PC, the producing instruction, the rule and the s_nop that "
-             "fixes them; exit code 1 when there are any. The same check runs as the pipeline "
-             "pass hazards{check-only=1}; the pass without the option inserts the nops.")
-    p.add_argument("input", help="IR (.mlir) or assembly (.s) file")
-    p.add_argument("--target", help="override the target (gfx942, gfx950)")
-    p.add_argument("--pipeline", default="", help="passes to run before checking, e.g. "
-                                                  "'regalloc,waits'")
-    p.add_argument("-o", "--output", help="report file (default: stdout)")
-
-    p = verb("trace", None, "thread-trace (ATT) analysis: report, plot",
-             "Read a folder in rocprofv3's ATT decoder layout (a real capture or a modeled "
-             "emulator run) and report or draw it.")
-    tsub = p.add_subparsers(dest="trace_verb", metavar="ACTION")
-    r = tsub.add_parser("report", help="hotspots, wave states, stall causes (markdown/JSON)")
-    r.set_defaults(fn=cmd_trace_report)
-    r.add_argument("dir", help="ATT folder (ui_output_agent_* or a modeled run)")
-    r.add_argument("--top", type=int, default=10, help="hotspot instructions to list")
-    r.add_argument("--json", action="store_true", help="machine-readable output")
-    r.add_argument("--source-map", help="JSON map of address -> source location")
-    r.add_argument("--rank", choices=("stall", "cycles"), default="stall",
-                   help="order hotspots by stall cycles (default) or by total cycles")
-    r.add_argument("-o", "--output", help="output file (default: stdout)")
-    pl = tsub.add_parser("plot", help="wave timeline + stall breakdown picture (PNG)")
-    pl.set_defaults(fn=cmd_trace_plot)
-    pl.add_argument("dir", help="ATT folder")
-    pl.add_argument("-o", "--output", required=True, help="PNG file to write")

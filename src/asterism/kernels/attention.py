@@ -1,0 +1,724 @@
+"""Flash-attention forward: O = softmax(Q K^T * scale [+ causal mask]) V, one kernel.
+
+Q, K, V and O are [batch, heads, seq, head_dim] arrays (bf16 or f16, contiguous). A workgroup
+of `waves` waves takes `block_m` = 32 * waves query rows of one (batch, head); each wave owns
+32 rows and walks the keys `block_n` at a time. Per key block the workgroup copies the K and
+V tiles to LDS (on gfx950 straight from memory with `buffer_load_dwordx4 ... lds`, M0 values
+precomputed in SGPRs; on gfx942 through registers and `ds_write_b128`), then each wave:
+
+1. computes S^T = K Q^T with 32x32 MFMAs (v_mfma_f32_32x32x16 on gfx950, 32x32x8 on gfx942):
+   K is the A operand (from LDS), Q^T the B operand (held in registers for the whole loop).
+   In the accumulator layout lane l holds query column i = l % 32 and 16 keys of each
+   32-key tile, so the row statistics are per lane plus one exchange with lane l ^ 32;
+2. masks keys past seq_k and, when causal, keys after the query (bottom-right aligned:
+   key j is visible to query i when j <= i + seq_k - seq_q), only in the blocks that need it;
+3. online softmax in base 2: m_new = max(m, scale*log2(e) * max_j s), p = exp2(s * scale *
+   log2(e) - m_new) (one v_fma_f32 + v_exp_f32 per score), alpha = exp2(m - m_new); the
+   running sum l and the O accumulator are rescaled by alpha (skipped when no row of the
+   wave's max changed: the deferred rescale); l is kept per lane and summed with lane l ^ 32
+   only at the end;
+4. converts P to 16 bits: the S^T accumulator registers of 8 (gfx942) or 16 (gfx950)
+   consecutive keys are exactly the B operand of O^T += V^T P^T, no shuffle; the V^T A
+   operand is read from LDS transposed (ds_read_b64_tr_b16 on gfx950, ds_read_u16_d16 /
+   _d16_hi pairs on gfx942).
+
+At the end O^T / l is converted and stored, 4 head-dim values (8 bytes) per store. Ragged
+sequence lengths use the buffer descriptors' range checks: K/V rows past seq_k read as zero
+(and are masked), O rows past seq_q are not written.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from asterism.builder import Group, Stream, after, unroll
+from asterism.kernels.base import KernelCase, KernelGenerator, Param, register, require
+
+NAME = "flash_attention_fwd"
+TARGETS = ("gfx950", "gfx942")
+ROWS_PER_WAVE = 32  # one 32x32 MFMA tile of queries per wave
+LOG2E = 1.4426950408889634
+NEG_INF_BITS = 0xFF800000
+M_INIT = -1.0e30  # finite start of the running max: exp2(M_INIT - m) is 0, never NaN
+COPY_LAG = 4  # global -> LDS copies through registers: loads in flight before the writes
+READ_AHEAD = 2  # MFMA steps the LDS operand reads run ahead of their MFMA
+DMA_M0_SGPR = 64  # first SGPR of the pinned DMA M0 values (gfx950)
+BUFFER_WORD3 = 0x00020000  # raw buffer, 32-bit data format (range-checked, stride 0)
+
+PARAMS = (
+    Param("batch", 1, "batch size"),
+    Param("heads", 2, "attention heads"),
+    Param("seq_q", 128, "query sequence length"),
+    Param("seq_k", 0, "key/value sequence length (0: same as seq_q)"),
+    Param("head_dim", 128, "head dimension", choices=(64, 128)),
+    Param("dtype", "bf16", "element type of Q, K, V and O", choices=("bf16", "f16")),
+    Param("causal", False, "causal mask (bottom-right aligned when seq_k > seq_q)"),
+    Param("scale", 0.0, "softmax scale (0: 1/sqrt(head_dim))", type=float),
+    Param("block_m", 64, "query rows per workgroup (32 per wave)"),
+    Param("block_n", 64, "keys per loop iteration (a multiple of 32)"),
+    Param("waves", 2, "waves per workgroup"),
+    Param("seed", 0, "random seed of the inputs"),
+)
+
+
+@dataclass(frozen=True)
+class Config:
+    """The checked parameters and the quantities derived from them."""
+
+    target: str
+    batch: int
+    heads: int
+    seq_q: int
+    seq_k: int
+    head_dim: int
+    dtype: str
+    causal: bool
+    scale: float
+    block_m: int
+    block_n: int
+    waves: int
+
+    @property
+    def kstep(self) -> int:
+        """Contraction length of one MFMA: 16 on gfx950 (32x32x16), 8 on gfx942 (32x32x8)."""
+        return 16 if self.target == "gfx950" else 8
+
+    @property
+    def frag(self) -> int:
+        """VGPRs of one 16-bit MFMA operand fragment (kstep / 2 values per lane... / 2)."""
+        return self.kstep // 4
+
+    @property
+    def mfma(self) -> str:
+        """The MFMA mnemonic for this target and dtype."""
+        return f"v_mfma_f32_32x32x{self.kstep}_{self.dtype}"
+
+    @property
+    def tiles(self) -> int:
+        """32-key S tiles per key block."""
+        return self.block_n // 32
+
+    @property
+    def row_bytes(self) -> int:
+        """Bytes of one row of Q, K, V or O."""
+        return 2 * self.head_dim
+
+    @property
+    def tile_bytes(self) -> int:
+        """Bytes of a K (or V) tile of block_n rows in LDS."""
+        return self.block_n * self.row_bytes
+
+    @property
+    def loads_per_lane(self) -> int:
+        """16-byte loads per lane to copy one K (or V) tile."""
+        return self.tile_bytes // (16 * 64 * self.waves)
+
+    @property
+    def key_blocks(self) -> int:
+        """Key blocks covering seq_k."""
+        return -(-self.seq_k // self.block_n)
+
+    @property
+    def log2_scale(self) -> float:
+        """scale * log2(e): scores are pre-scaled by it so the softmax uses exp2."""
+        return self.scale * LOG2E
+
+    @property
+    def ragged(self) -> bool:
+        """True when the last key block is partial."""
+        return self.seq_k % self.block_n != 0
+
+    @property
+    def lds_bytes(self) -> int:
+        """LDS of the kernel: one K and one V tile."""
+        return 2 * self.tile_bytes
+
+    @property
+    def pinned_vgprs(self) -> dict[str, int]:
+        """The pinned register regions and their sizes (VGPRs)."""
+        return {"O": self.head_dim // 2, "Q": self.head_dim // 4, "S": 16 * self.tiles,
+                "stats": 2}
+
+    def vgpr_estimate(self) -> int:
+        """VGPRs of the kernel: v0-v7 (work-item id, early temporaries), the pinned regions
+        (8-aligned) and what an iteration keeps live at its peak: the packed P of the whole
+        block (8 per tile), one V fragment pair and a few addresses and statistics."""
+        pinned = sum(-(-n // 8) * 8 for n in self.pinned_vgprs.values())
+        return 8 + pinned + 8 * self.tiles + (READ_AHEAD + 1) * self.frag + 4 * COPY_LAG + 8
+
+
+def check(target: str, p: dict[str, Any]) -> Config:
+    """The parameters as a Config, or a KernelParamError naming the one that does not fit."""
+    from asterism.target import get_target
+
+    chip = get_target(target)
+    seq_k = p["seq_k"] or p["seq_q"]
+    for name in ("batch", "heads", "seq_q"):
+        require(p[name] >= 1, name, f"must be at least 1, got {p[name]}")
+    require(seq_k >= 1, "seq_k", f"must be at least 1 (or 0 for seq_q), got {seq_k}")
+    require(p["waves"] >= 1, "waves", f"must be at least 1, got {p['waves']}")
+    require(p["waves"] <= 4, "waves", f"at most 4 waves per workgroup (one per SIMD), "
+            f"got {p['waves']}")
+    require(p["block_m"] == ROWS_PER_WAVE * p["waves"], "block_m",
+            f"must be {ROWS_PER_WAVE} * waves = {ROWS_PER_WAVE * p['waves']} (one 32-row "
+            f"MFMA tile per wave), got {p['block_m']}")
+    require(p["block_n"] in (32, 64, 128, 256), "block_n",
+            f"must be 32, 64, 128 or 256, got {p['block_n']}")
+    require(p["scale"] >= 0, "scale", f"must be positive (or 0 for 1/sqrt(head_dim)), "
+            f"got {p['scale']}")
+    if p["causal"]:
+        require(seq_k >= p["seq_q"], "causal",
+                f"needs seq_k >= seq_q (bottom-right aligned mask; rows with no visible key "
+                f"are undefined), got seq_q={p['seq_q']} seq_k={seq_k}")
+    cfg = Config(target, p["batch"], p["heads"], p["seq_q"], seq_k, p["head_dim"], p["dtype"],
+                 p["causal"], p["scale"] or 1.0 / math.sqrt(p["head_dim"]), p["block_m"],
+                 p["block_n"], p["waves"])
+    require(cfg.tile_bytes % (16 * 64 * cfg.waves) == 0, "waves",
+            f"{cfg.waves} waves cannot split a {cfg.block_n}x{cfg.head_dim} tile into 16-byte "
+            f"loads evenly ({cfg.tile_bytes} bytes); use fewer waves or a larger block_n")
+    require(cfg.lds_bytes <= chip.lds.bytes_per_workgroup, "block_n",
+            f"K and V tiles need {cfg.lds_bytes} bytes of LDS, {target} has "
+            f"{chip.lds.bytes_per_workgroup} per workgroup")
+    budget = chip.vgpr.arch
+    require(cfg.vgpr_estimate() <= budget, "block_n",
+            f"needs about {cfg.vgpr_estimate()} VGPRs (pinned "
+            f"{sum(cfg.pinned_vgprs.values())}), {target} has {budget} per lane")
+    for name, value in (("q", cfg.seq_q), ("k", seq_k)):
+        nbytes = cfg.batch * cfg.heads * value * cfg.row_bytes
+        require(nbytes < 2 ** 32, f"seq_{name}", f"{name} is {nbytes} bytes; buffer "
+                "offsets are 32-bit (at most 4 GiB per tensor)")
+    return cfg
+
+
+class _Builder:
+    """Writes the kernel for one Config (state shared by the phases)."""
+
+    def __init__(self, cfg: Config):
+        from asterism.builder import KernelBuilder
+
+        self.cfg = cfg
+        self.kb = KernelBuilder(NAME, cfg.target, workgroup_size=(64 * cfg.waves, 1, 1),
+                                lds_size=cfg.lds_bytes)
+
+    # --- set-up -------------------------------------------------------------------------
+
+    def regions(self) -> None:
+        """Pin O, Q, S and the row statistics (m, l) to named VGPR ranges."""
+        kb, first = self.kb, 8  # v0 holds the work-item id at entry
+        self.region = {}
+        for name, size in self.cfg.pinned_vgprs.items():
+            self.region[name] = kb.reserve(name, f"v{first}-v{first + size - 1}")
+            first += -(-size // 8) * 8  # 8-aligned starts: any operand alignment holds
+
+    def resource(self, ptr, bh_bytes, seq: int):
+        """A buffer descriptor for one (batch, head) slice: base + bh_bytes, seq rows."""
+        kb = self.kb
+        lo, hi = kb.split(ptr)
+        base_lo = kb.s_add_u32(None, lo, bh_bytes)
+        base_hi = kb.s_addc_u32(None, hi, 0)
+        word1 = kb.s_and_b32(None, 0xFFFF, base_hi)
+        word2 = kb.s_mov_b32(None, seq * self.cfg.row_bytes)
+        word3 = kb.s_mov_b32(None, BUFFER_WORD3)
+        return kb.join(base_lo, word1, word2, word3, align=4)
+
+    def setup(self) -> None:
+        """Arguments, descriptors, lane indices and the constant per-lane values."""
+        cfg, kb = self.cfg, self.kb
+        args = [kb.arg_buffer(n, cfg.dtype, "read_only") for n in "qkv"]
+        args.append(kb.arg_buffer("o", cfg.dtype, "write_only"))
+        kp = kb.kernarg_ptr()
+        ptrs = [kb.s_load_dwordx2(None, kp, a) for a in args]
+        wg_m, head, batch = (kb.workgroup_id(d) for d in "xyz")
+        self.wg_m = wg_m
+        bh = kb.s_add_u32(None, kb.s_mul_i32(None, batch, cfg.heads), head)
+        q_bytes = kb.s_mul_i32(None, bh, cfg.seq_q * cfg.row_bytes)
+        k_bytes = kb.s_mul_i32(None, bh, cfg.seq_k * cfg.row_bytes)
+        self.rq = self.resource(ptrs[0], q_bytes, cfg.seq_q)
+        self.rk = self.resource(ptrs[1], k_bytes, cfg.seq_k)
+        self.rv = self.resource(ptrs[2], k_bytes, cfg.seq_k)
+        self.ro = self.resource(ptrs[3], q_bytes, cfg.seq_q)
+        tid = kb.workitem_id("x")
+        self.tid = tid
+        self.lane32 = kb.v_and_b32(None, 31, tid)  # query column of this lane
+        self.half = kb.v_bfe_u32(None, tid, 5, 1)  # h = (l / 32) % 2
+        # 32 * wave = (tid & ~63) / 2
+        wave_row = kb.v_lshrrev_b32(None, 1, kb.v_and_b32(None, 0xFFFFFFC0, tid))
+        self.row_in_wg = kb.v_add_u32(None, wave_row, self.lane32)
+        self.row0 = kb.s_mul_i32(None, wg_m, cfg.block_m)  # first query row of the workgroup
+
+    def init_state(self) -> None:
+        """O = 0, m = M_INIT, l = 0; Q into its registers."""
+        cfg, kb = self.cfg, self.kb
+        acc_o, st = self.region["O"], self.region["stats"]
+        for r in range(len(acc_o)):
+            kb.v_mov_b32(acc_o[r], 0)
+        kb.v_mov_b32(st[0], M_INIT)
+        kb.v_mov_b32(st[1], 0)
+        # Lane l holds Q[row][kstep * s + (kstep / 2) * h ...] for each MFMA step s.
+        chunk = cfg.kstep  # bytes of the lane's part of one step (kstep / 2 values * 2)
+        Q = self.region["Q"]
+        # Raw buffers range-check voffset + offset, not soffset: rows go into voffset.
+        voff = self.row_offset(self.query_row(), kb.v_lshlrev_b32(None, _log2(chunk), self.half))
+        soff = 0
+        load = "buffer_load_dwordx4" if cfg.frag == 4 else "buffer_load_dwordx2"
+        for s in range(cfg.head_dim // cfg.kstep):
+            getattr(kb, load)(Q[cfg.frag * s:cfg.frag * (s + 1)], voff, self.rq, soff,
+                              offen=True, offset=2 * chunk * s)
+
+    def lane_constants(self) -> None:
+        """Per-lane LDS addresses of the K/V fragments and the key limit of the masks."""
+        cfg, kb = self.cfg, self.kb
+        # K fragment: row l % 32 of the 32-key tile, bytes kstep * h of each step.
+        self.addr_k = self.row_offset(self.lane32,
+                                      kb.v_lshlrev_b32(None, _log2(cfg.kstep), self.half))
+        if cfg.target == "gfx950":
+            # Transposed reads: lane i of 16-lane group g reads row 4h + i/4 of the key
+            # block, head-dim columns 16 (g % 2) + 4 (i % 4).
+            i16 = kb.v_and_b32(None, 15, self.tid)
+            krow = kb.v_lshl_add_u32(None, self.half, 2, kb.v_lshrrev_b32(None, 2, i16))
+            col = kb.v_lshl_add_u32(None, kb.v_bfe_u32(None, self.tid, 4, 1), 4,
+                                    kb.v_lshlrev_b32(None, 2, kb.v_and_b32(None, 3, i16)))
+            self.addr_v = self.row_offset(krow, kb.v_lshl_add_u32(
+                None, col, 1, kb.v_mov_b32(None, cfg.tile_bytes)))
+        else:
+            # Lane l reads the 2-byte column l % 32 of rows 4h + kk.
+            self.addr_v = self.row_offset(kb.v_lshlrev_b32(None, 2, self.half), kb.v_lshl_add_u32(
+                None, self.lane32, 1, kb.v_mov_b32(None, cfg.tile_bytes)))
+        if cfg.causal or cfg.ragged:
+            # Keys j < lim are visible to this lane's query i: lim = seq_k, and when causal
+            # min(seq_k, i + 1 + seq_k - seq_q).
+            lim = kb.v_mov_b32(None, cfg.seq_k)
+            if cfg.causal:
+                i = kb.v_add_u32(None, self.row0, self.row_in_wg)
+                vis = kb.v_add_u32(None, 1 + cfg.seq_k - cfg.seq_q, i)
+                lim = kb.v_min_u32(None, lim, vis)
+            # Key 8 (r / 4) + 4 h + r % 4 of a tile: compare r-constants with lim - 4 h.
+            self.lim = kb.v_sub_u32(None, lim, kb.v_lshlrev_b32(None, 2, self.half))
+            # v_cndmask_b32 reads vcc on the constant bus: -inf cannot be a literal there.
+            self.neg_inf = kb.v_mov_b32(None, NEG_INF_BITS)
+        if cfg.target == "gfx942":
+            self.partner = kb.v_lshlrev_b32(None, 2, kb.v_xor_b32(None, 32, self.tid))
+        self.c_scale = kb.s_mov_b32(None, _f32_bits(cfg.log2_scale))
+        if cfg.dtype == "bf16" and cfg.target == "gfx942":
+            self.c_round = kb.v_mov_b32(None, 0x7FFF)
+            self.c_perm = kb.s_mov_b32(None, 0x07060302)
+        # Copy of the K/V tiles: lane t moves 16-byte chunks t + 64 * waves * r.
+        self.copy_voff = kb.v_lshlrev_b32(None, 4, self.tid)
+        if cfg.target == "gfx950":
+            self.dma_m0()
+
+    def query_row(self):
+        """This lane's query row in the (batch, head) slice."""
+        return self.kb.v_add_u32(None, self.row0, self.row_in_wg)
+
+    def row_offset(self, row, extra):
+        """row * row_bytes + extra (row_bytes is a power of two)."""
+        return self.kb.v_lshl_add_u32(None, row, _log2(self.cfg.row_bytes), extra)
+
+    # --- the loop -----------------------------------------------------------------------
+
+    def load_tiles(self, key_off) -> None:
+        """Copy the K and V tiles of the key block at byte offset `key_off` to LDS."""
+        cfg, kb = self.cfg, self.kb
+        step = 16 * 64 * cfg.waves
+        # Raw buffers range-check voffset + offset (not soffset): the key offset goes into
+        # voffset, the load's place in the tile into the 12-bit offset where it fits.
+        first = kb.v_add_u32(None, key_off, self.copy_voff)
+        voffs = {0: first}
+        if cfg.target == "gfx950":
+            self.load_tiles_dma(first, step)
+            return
+        copies = [(rsrc, base, r) for rsrc, base in ((self.rk, 0), (self.rv, cfg.tile_bytes))
+                  for r in range(cfg.loads_per_lane)]
+        loaded = []
+
+        def load(rsrc, base, r):
+            hi, lo = divmod(r * step, 4096)
+            if hi not in voffs:
+                voffs[hi] = kb.v_add_u32(None, 4096 * hi, first)
+            loaded.append((kb.buffer_load_dwordx4(kb.vregs(4, align=4), voffs[hi], rsrc, 0,
+                                                  offen=True, offset=lo), base + r * step))
+
+        def write():
+            data, offset = loaded.pop(0)
+            kb.ds_write_b128(self.copy_voff, data, offset=offset)
+
+        # COPY_LAG loads in flight: each write waits for the oldest (vmcnt(COPY_LAG - 1)).
+        for k, copy in enumerate(copies):
+            load(*copy)
+            if k >= COPY_LAG - 1:
+                write()
+        while loaded:
+            write()
+
+    def pipelined(self, reads: Stream, mfmas: Stream, per_step: int, valu: int = 0) -> None:
+        """MFMA step k co-issued with the LDS reads of step k + READ_AHEAD (the first
+        READ_AHEAD steps' reads go first): the waits become lgkmcnt(n > 0)."""
+        kb = self.kb
+        for emit in reads.take(READ_AHEAD * 1):
+            emit(kb)
+        n = len(mfmas)
+        extra = {"valu": valu} if valu else {}
+        expect = [Group(mfma=1, ds_read=per_step, **extra)] * (n - READ_AHEAD) + \
+            [Group(mfma=1, **extra)] * READ_AHEAD
+        kb.interleave(mfmas, after(reads, exhausted="stop"), expect=expect)
+
+    def dma_m0(self) -> None:
+        """gfx950: the M0 value (LDS destination of lane 0) of every direct-to-LDS load of a
+        key block, precomputed once in a pinned SGPR region: K/V base + 4 KiB pages of the
+        load + 1 KiB per wave (the 12-bit load offset adds to both addresses)."""
+        cfg, kb = self.cfg, self.kb
+        pages = sorted({(base, r * 16 * 64 * cfg.waves // 4096) for base in (0, cfg.tile_bytes)
+                        for r in range(cfg.loads_per_lane)})
+        first = DMA_M0_SGPR
+        self.m0_region = kb.reserve("M0", f"s{first}-s{first + len(pages) - 1}")
+        wave = kb.v_readfirstlane_b32(None, kb.v_lshrrev_b32(None, 6, self.tid))
+        wave_kib = kb.s_lshl_b32(None, wave, 10)
+        self.m0_index = {}
+        for k, (base, page) in enumerate(pages):
+            kb.s_add_u32(self.m0_region[k], wave_kib, base + 4096 * page)
+            self.m0_index[base, page] = k
+
+    def load_tiles_dma(self, first, step: int) -> None:
+        """gfx950: buffer_load_dwordx4 ... lds straight into the tiles (no VGPRs, no
+        ds_write); lane l of wave w lands at M0 + offset + 16 l."""
+        cfg, kb = self.cfg, self.kb
+        voffs = {0: first}
+        for rsrc, base in ((self.rk, 0), (self.rv, cfg.tile_bytes)):
+            for r in range(cfg.loads_per_lane):
+                page, lo = divmod(r * step, 4096)
+                if page not in voffs:
+                    voffs[page] = kb.v_add_u32(None, 4096 * page, first)
+                kb.s_mov_b32(kb.m0, self.m0_region[self.m0_index[base, page]])
+                kb.buffer_load_dwordx4(voffs[page], rsrc, 0, offen=True, lds=True, offset=lo)
+
+    def scores(self) -> None:
+        """S^T = K Q^T for each 32-key tile of the block (MFMAs from LDS and Q)."""
+        cfg, kb = self.cfg, self.kb
+        S, Q = self.region["S"], self.region["Q"]
+        read = kb.ds_read_b128 if cfg.frag == 4 else kb.ds_read_b64
+        steps = cfg.head_dim // cfg.kstep
+        frags = {}
+
+        def read_k(kb, u, s):
+            frags[u, s] = read(kb.vregs(cfg.frag, align=2), self.addr_k,
+                               offset=32 * u * cfg.row_bytes + 2 * cfg.kstep * s)
+
+        def mfma(kb, u, s):
+            acc = S[16 * u:16 * u + 16]
+            kb.emit(cfg.mfma, acc, frags.pop((u, s)), Q[cfg.frag * s:cfg.frag * (s + 1)],
+                    0 if s == 0 else acc)
+
+        space = unroll(cfg.tiles, steps)
+        self.pipelined(Stream.over("ds_read", space, read_k), Stream.over("mfma", space, mfma),
+                       1)
+
+    def mask(self, key0) -> None:
+        """-inf for keys at or past this lane's limit (key0: the block's first key, SGPR)."""
+        cfg, kb = self.cfg, self.kb
+        S = self.region["S"]
+        rem = kb.v_sub_u32(None, self.lim, key0)
+        for u in range(cfg.tiles):
+            for r in range(16):
+                key = 32 * u + 8 * (r // 4) + r % 4
+                kb.v_cmp_lt_i32(key, rem)
+                kb.v_cndmask_b32(S[16 * u + r], self.neg_inf, S[16 * u + r], kb.vcc)
+
+    def softmax(self) -> None:
+        """Online softmax update: m, l, the O rescale and P = exp2(S * c - m)."""
+        cfg, kb = self.cfg, self.kb
+        S, acc_o, st = self.region["S"], self.region["O"], self.region["stats"]
+        n = 16 * cfg.tiles
+        tmax = kb.v_max_f32(None, S[0], S[1])
+        for r in range(2, n - 1, 2):
+            tmax = kb.v_max3_f32(None, tmax, S[r], S[r + 1])
+        other = self.exchange(tmax)
+        tmax = kb.v_max_f32(None, tmax, other)
+        m_new = kb.v_max_f32(None, st[0], kb.v_mul_f32(None, self.c_scale, tmax))
+        # Deferred rescale: when no row's max moved, alpha is 1 everywhere; skip the
+        # multiplications of l and the D/2 O accumulators.
+        kb.v_cmp_neq_f32(m_new, st[0])
+        same = kb.new_label("max_kept")
+        kb.s_cbranch_vccz(same)
+        alpha = kb.v_exp_f32(None, kb.v_sub_f32(None, st[0], m_new))
+        kb.v_mul_f32(st[1], alpha, st[1])
+        for r in range(len(acc_o)):
+            kb.v_mul_f32(acc_o[r], alpha, acc_o[r])
+        kb.place(same)
+        kb.v_mov_b32(st[0], m_new)
+        neg_m = kb.v_sub_f32(None, 0, m_new)
+        # fma, exp and sum in separate sweeps: a VALU op reading a v_exp_f32 result right
+        # after it costs a wait state (s_nop) on gfx950.
+        for r in range(n):
+            kb.v_fma_f32(S[r], S[r], self.c_scale, neg_m)
+        for r in range(n):
+            kb.v_exp_f32(S[r], S[r])
+        for r in range(n):
+            kb.v_add_f32(st[1], S[r], st[1])
+
+    def exchange(self, value):
+        """The value of lane l ^ 32 (the other half of this lane's query row)."""
+        kb = self.kb
+        if self.cfg.target == "gfx950":
+            a = kb.v_mov_b32(None, value)
+            b = kb.v_mov_b32(None, value)
+            a, b = kb.v_permlane32_swap_b32(a, b)
+            # lanes 0-31 got the partner in b, lanes 32-63 in a; the other is their own.
+            return kb.v_max_f32(None, a, b)
+        return kb.ds_bpermute_b32(None, self.partner, value)
+
+    def pack(self, lo, hi):
+        """Two f32 values as one dword of two 16-bit values of the dtype (lo first)."""
+        cfg, kb = self.cfg, self.kb
+        if cfg.dtype == "f16":
+            if cfg.target == "gfx950":
+                return kb.v_cvt_pk_f16_f32(None, lo, hi)
+            return kb.v_pack_b32_f16(None, kb.v_cvt_f16_f32(None, lo),
+                                     kb.v_cvt_f16_f32(None, hi))
+        if cfg.target == "gfx950":
+            return kb.v_cvt_pk_bf16_f32(None, lo, hi)
+        # gfx942 has no bf16 conversion: round to nearest even by hand, keep the high halves.
+        lo_r = kb.v_add3_u32(None, lo, self.c_round, kb.v_bfe_u32(None, lo, 16, 1))
+        hi_r = kb.v_add3_u32(None, hi, self.c_round, kb.v_bfe_u32(None, hi, 16, 1))
+        return kb.v_perm_b32(None, hi_r, lo_r, self.c_perm)
+
+    def accumulate(self) -> None:
+        """O^T += V^T P^T: P from the S registers, V^T read transposed from LDS."""
+        cfg, kb = self.cfg, self.kb
+        S, acc_o = self.region["S"], self.region["O"]
+        steps = 32 // cfg.kstep
+        p = {}
+        for u in range(cfg.tiles):
+            for t in range(steps):
+                first = 16 * u + cfg.kstep // 2 * t  # lane holds kstep / 2 of its keys
+                words = [self.pack(S[first + 2 * w], S[first + 2 * w + 1])
+                         for w in range(cfg.frag)]
+                p[u, t] = kb.join(*words, align=2)
+        frags = {}
+
+        def read_v(kb, db, u, t):
+            frags[db, u, t] = self.v_fragment(32 * u + cfg.kstep * t, db)
+
+        def mfma(kb, db, u, t):
+            acc = acc_o[16 * db:16 * db + 16]
+            vf = frags.pop((db, u, t))
+            if isinstance(vf, list):  # gfx942: pair the 16-bit halves now
+                vf = kb.join(*(kb.v_lshl_or_b32(None, vf[2 * w + 1], 16, vf[2 * w])
+                               for w in range(2)), align=2)
+            kb.emit(cfg.mfma, acc, vf, p[u, t], acc)
+
+        space = unroll(cfg.head_dim // 32, cfg.tiles, steps)
+        gfx950 = cfg.target == "gfx950"
+        self.pipelined(Stream.over("ds_read", space, read_v), Stream.over("mfma", space, mfma),
+                       2 if gfx950 else 4, valu=0 if gfx950 else 2)
+
+    def v_fragment(self, key: int, db: int):
+        """The V^T operand of keys key.. (kstep of them) and head-dim block db."""
+        cfg, kb = self.cfg, self.kb
+        rb = cfg.row_bytes
+        if cfg.target == "gfx950":
+            first = kb.ds_read_b64_tr_b16(kb.vregs(2, align=2), self.addr_v,
+                                          offset=key * rb + 64 * db)
+            second = kb.ds_read_b64_tr_b16(kb.vregs(2, align=2), self.addr_v,
+                                           offset=(key + 8) * rb + 64 * db)
+            return kb.join(*kb.split(first), *kb.split(second), align=4)
+        # Four zero-extended 16-bit reads, paired by one VALU op each at the MFMA.
+        # (ds_read_u16_d16_hi into the first read's register would save that op, but a d16
+        # load reads the half it keeps: LLVM and the sanitizer want lgkmcnt(0) between.)
+        return [kb.ds_read_u16(None, self.addr_v, offset=(key + kk) * rb + 64 * db)
+                for kk in range(4)]
+
+    def loop(self) -> None:
+        """The key-block loops: first the blocks no mask touches (no mask code), then the
+        ones at the ragged end or the causal diagonal (masked)."""
+        cfg, kb = self.cfg, self.kb
+        self.key_off = kb.s_mov_b32(None, 0)  # byte offset of the block's first key row
+        self.key0 = kb.s_mov_b32(None, 0)  # its first key
+        count = self.block_count()
+        if not (cfg.causal or cfg.ragged):
+            self.key_loop(count, masked=False, name="key_loop")
+            return
+        full = self.full_blocks()
+        rest = kb.s_sub_u32(None, count, full)
+        self.key_loop(full, masked=False, name="key_loop")
+        self.key_loop(rest, masked=True, name="masked_loop")
+
+    def key_loop(self, count, masked: bool, name: str) -> None:
+        """`count` (SGPR, may be 0) iterations of the loop body."""
+        kb = self.kb
+        done = kb.new_label(f"{name}_end")
+        kb.s_cmp_eq_u32(count, 0)
+        kb.s_cbranch_scc1(done)
+        top = kb.label(name)
+        self.body(masked)
+        kb.s_sub_u32(count, count, 1)
+        kb.s_cmp_lg_u32(count, 0)
+        kb.s_cbranch_scc1(top)
+        kb.place(done)
+
+    def body(self, masked: bool) -> None:
+        """One key block: tiles to LDS, S, (mask), softmax, O += P V."""
+        cfg, kb = self.cfg, self.kb
+        kb.s_barrier()  # every wave is done with the previous tiles
+        self.load_tiles(self.key_off)
+        kb.s_barrier()
+        self.scores()
+        if masked:
+            self.mask(self.key0)
+        self.softmax()
+        self.accumulate()
+        kb.s_add_u32(self.key_off, self.key_off, cfg.tile_bytes)
+        kb.s_add_u32(self.key0, self.key0, cfg.block_n)
+
+    def full_blocks(self):
+        """Key blocks before the first one a mask touches, for every row of the workgroup:
+        all keys below min(seq_k, row0 + 1 + seq_k - seq_q) are visible to its rows."""
+        cfg, kb = self.cfg, self.kb
+        if not cfg.causal:
+            return kb.s_mov_b32(None, cfg.seq_k // cfg.block_n)
+        lim = kb.s_add_u32(None, self.row0, 1 + cfg.seq_k - cfg.seq_q)
+        lim = kb.s_min_u32(None, lim, cfg.seq_k)
+        return kb.s_lshr_b32(None, lim, _log2(cfg.block_n))
+
+    def block_count(self):
+        """Key blocks this workgroup visits (fewer when causal: up to its last visible key)."""
+        cfg, kb = self.cfg, self.kb
+        if not cfg.causal:
+            return kb.s_mov_b32(None, cfg.key_blocks)
+        # last visible key + 1 = row0 + block_m + seq_k - seq_q, capped at seq_k.
+        end = kb.s_add_u32(None, self.row0, cfg.block_m + cfg.seq_k - cfg.seq_q)
+        end = kb.s_min_u32(None, end, cfg.seq_k)
+        end = kb.s_add_u32(None, end, cfg.block_n - 1)
+        return kb.s_lshr_b32(None, end, int(math.log2(cfg.block_n)))
+
+    def store(self) -> None:
+        """O = O^T / l, converted and stored 4 head-dim values per lane and store."""
+        cfg, kb = self.cfg, self.kb
+        acc_o, st = self.region["O"], self.region["stats"]
+        total = kb.v_add_f32(None, st[1], self.exchange_sum(st[1]))
+        inv = kb.v_rcp_f32(None, total)
+        voff = self.row_offset(self.query_row(), kb.v_lshlrev_b32(None, 3, self.half))
+        soff = 0
+        for db in range(cfg.head_dim // 32):
+            for g in range(4):
+                r = 16 * db + 4 * g
+                vals = [kb.v_mul_f32(None, inv, acc_o[r + k]) for k in range(4)]
+                data = kb.join(self.pack(vals[0], vals[1]), self.pack(vals[2], vals[3]),
+                               align=2)
+                kb.buffer_store_dwordx2(data, voff, self.ro, soff, offen=True,
+                                        offset=2 * (32 * db + 8 * g))
+
+    def exchange_sum(self, value):
+        """The value of lane l ^ 32."""
+        kb = self.kb
+        if self.cfg.target == "gfx950":
+            a = kb.v_mov_b32(None, value)
+            b = kb.v_mov_b32(None, value)
+            a, b = kb.v_permlane32_swap_b32(a, b)
+            # lanes 0-31: partner in b; lanes 32-63: partner in a.
+            own_low = kb.v_cmp_gt_u32(32, self.tid_in_wave())
+            return kb.v_cndmask_b32(None, a, b, own_low)
+        return kb.ds_bpermute_b32(None, self.partner, value)
+
+    def tid_in_wave(self):
+        """The lane index 0..63."""
+        return self.kb.v_and_b32(None, 63, self.tid)
+
+    def build(self):
+        """The whole kernel as a module."""
+        self.regions()
+        self.setup()
+        self.init_state()
+        self.lane_constants()
+        self.loop()
+        self.store()
+        self.kb.s_endpgm()
+        return self.kb.finish()
+
+
+def _log2(n: int) -> int:
+    """log2 of a power of two."""
+    return n.bit_length() - 1
+
+
+def _f32_bits(x: float) -> int:
+    """The IEEE bits of x as float32."""
+    return int(np.array(x, np.float32).view(np.uint32))
+
+
+def reference(q: np.ndarray, k: np.ndarray, v: np.ndarray, scale: float,
+              causal: bool) -> np.ndarray:
+    """Attention in float64 from the same (16-bit) inputs: [b, h, sq, d]."""
+    q64, k64, v64 = (x.astype(np.float64) for x in (q, k, v))
+    s = np.einsum("bhid,bhjd->bhij", q64, k64) * scale
+    if causal:
+        sq, sk = s.shape[-2:]
+        visible = np.arange(sk)[None, :] <= np.arange(sq)[:, None] + (sk - sq)
+        s = np.where(visible, s, -np.inf)
+    s = s - s.max(axis=-1, keepdims=True)
+    p = np.exp(s)
+    return np.einsum("bhij,bhjd->bhid", p / p.sum(axis=-1, keepdims=True), v64)
+
+
+def encode(x: np.ndarray, dtype: str) -> np.ndarray:
+    """float32 values as the kernel's 16-bit dtype (f16 as float16, bf16 as uint16 codes)."""
+    if dtype == "f16":
+        return x.astype(np.float16)
+    from asterism.emu.numerics import f32_to_bf16
+
+    return f32_to_bf16(x.astype(np.float32))
+
+
+def decode(x: np.ndarray, dtype: str) -> np.ndarray:
+    """The kernel's 16-bit values as float32."""
+    if dtype == "f16":
+        return x.astype(np.float32)
+    from asterism.emu.numerics import bf16_to_f32
+
+    return bf16_to_f32(x)
+
+
+def build_case(target: str, params: dict[str, Any]) -> KernelCase:
+    """The flash-attention forward kernel, its inputs and its NumPy reference."""
+    cfg = check(target, params)
+    module = _Builder(cfg).build()
+    rng = np.random.default_rng(params["seed"])
+    shape_q = (cfg.batch, cfg.heads, cfg.seq_q, cfg.head_dim)
+    shape_k = (cfg.batch, cfg.heads, cfg.seq_k, cfg.head_dim)
+    q, k, v = (encode(rng.standard_normal(shape), cfg.dtype)
+               for shape in (shape_q, shape_k, shape_k))
+    o = encode(np.zeros(shape_q), cfg.dtype)
+    qf, kf, vf = (decode(x, cfg.dtype) for x in (q, k, v))
+    eps = 2.0 ** -8 if cfg.dtype == "bf16" else 2.0 ** -11
+    vmax = float(np.abs(vf).max())
+    flops = 4 * cfg.batch * cfg.heads * cfg.seq_q * cfg.seq_k * cfg.head_dim
+    if cfg.causal:
+        visible = cfg.seq_q * cfg.seq_k - cfg.seq_q * (cfg.seq_q - 1) // 2
+        flops = 4 * cfg.batch * cfg.heads * visible * cfg.head_dim
+    grid = (-(-cfg.seq_q // cfg.block_m), cfg.heads, cfg.batch)
+    return KernelCase(
+        name=NAME, target=target, params=dict(params), module=module, kernel=NAME,
+        grid=grid, block=(64 * cfg.waves, 1, 1), args={"q": q, "k": k, "v": v, "o": o},
+        outputs=("o",),
+        reference=lambda: {"o": reference(qf, kf, vf, cfg.scale, cfg.causal)},
+        decode=lambda name, x: decode(x, cfg.dtype),
+        # P is rounded to the dtype before P V (relative error eps / 2 per weight) and O is
+        # rounded on the way out: |error| <= eps * max|V| covers both with room.
+        atol=eps * vmax, rtol=eps,
+        flops=flops,
+        notes={"pinned_vgprs": cfg.pinned_vgprs, "mfma": cfg.mfma, "lds_bytes": cfg.lds_bytes},
+    )
+
+
+GENERATOR = register(KernelGenerator(
+    name=NAME,
+    description="flash-attention forward, O = softmax(Q K^T * scale) V (online softmax, "
+                "exp2, MFMA, K/V tiles in LDS)",
+    targets=TARGETS,
+    params=PARAMS,
+    build_case=build_case,
+))

@@ -1,0 +1,125 @@
+"""flash_attention_fwd from asterism.kernels: the kernel against a float64 NumPy attention on
+the emulator (both targets, both dtypes, causal and not, head dims 64 and 128, ragged
+sequence lengths, one and several waves), the reference itself against hand-known values,
+and parameters that do not fit.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import asterism
+from asterism import kernels
+from asterism.kernels import KernelParamError
+from asterism.kernels.attention import reference
+
+GEN = "flash_attention_fwd"
+
+
+def run_case(case) -> tuple[float, float]:
+    """Compile with `auto`, run on the emulator; (max |error| - allowed, max |error|)."""
+    code = asterism.compile(case.module, pipeline="auto")
+    asterism.launch(code, case.kernel, grid=case.grid, block=case.block,
+                    args=list(case.args.values()), backend="emu")
+    got = case.output_values("o")
+    want = case.reference()["o"]
+    err = np.abs(got - want)
+    return float((err - case.atol - case.rtol * np.abs(want)).max()), float(err.max())
+
+
+# (target, parameters): small shapes, every feature at least once per target.
+CASES = [
+    ("gfx950", dict(seq_q=64, head_dim=128, dtype="bf16", waves=2, block_m=64, block_n=64)),
+    ("gfx942", dict(seq_q=64, head_dim=128, dtype="bf16", causal=True, waves=2, block_m=64,
+                    block_n=32)),
+    ("gfx950", dict(seq_q=40, seq_k=72, head_dim=64, dtype="f16", causal=True, waves=1,
+                    block_m=32, block_n=32)),
+    ("gfx942", dict(seq_q=33, seq_k=50, head_dim=64, dtype="f16", waves=1, block_m=32,
+                    block_n=64)),
+    ("gfx950", dict(batch=2, heads=1, seq_q=48, head_dim=128, dtype="f16", causal=True,
+                    waves=1, block_m=32, block_n=32)),
+    ("gfx942", dict(heads=1, seq_q=40, seq_k=140, head_dim=64, dtype="bf16", waves=1,
+                    block_m=32, block_n=128)),
+]
+
+
+@pytest.mark.parametrize(("target", "params"), CASES,
+                         ids=[f"{t}-" + "-".join(f"{k}{v}" for k, v in p.items())
+                              for t, p in CASES])
+def test_matches_numpy(target, params):
+    case = kernels.get(GEN).build(target, params)
+    excess, err = run_case(case)
+    assert excess <= 0, f"max error {err} above the tolerance"
+    assert err > 0  # the check compares real values (16-bit P and O cannot be exact)
+
+
+def test_wrong_output_is_caught():
+    # The check can fail: a case whose reference uses another scale must not match.
+    case = kernels.get(GEN).build("gfx942", dict(heads=1, seq_q=32, head_dim=64, waves=1,
+                                                 block_m=32, block_n=32))
+    good = case.reference
+    case.reference = lambda: {"o": reference(*(case.decode("x", case.args[n])
+                                               for n in "qkv"), 0.5, False)}
+    excess, _ = run_case(case)
+    assert excess > 0
+    case.reference = good
+
+
+def test_reference_hand_values():
+    # Causal, seq_q == seq_k: query 0 sees key 0 only, so O[0] = V[0]; equal scores give the
+    # mean of the visible V rows.
+    rng = np.random.default_rng(1)
+    q = np.zeros((1, 1, 4, 8))
+    k = rng.standard_normal((1, 1, 4, 8))
+    v = rng.standard_normal((1, 1, 4, 8))
+    o = reference(q, k, v, 0.3, causal=True)
+    for i in range(4):
+        np.testing.assert_allclose(o[0, 0, i], v[0, 0, :i + 1].mean(axis=0))
+    # Bottom-right alignment: 2 queries, 4 keys; query 0 sees keys 0..2.
+    o = reference(q[:, :, :2], k, v, 0.3, causal=True)
+    np.testing.assert_allclose(o[0, 0, 0], v[0, 0, :3].mean(axis=0))
+    # One dominant key takes all the weight.
+    q1 = np.ones((1, 1, 1, 8))
+    k1 = np.zeros((1, 1, 3, 8))
+    k1[0, 0, 1] = 50.0
+    np.testing.assert_allclose(reference(q1, k1, v[:, :, :3], 1.0, False)[0, 0, 0],
+                               v[0, 0, 1], atol=1e-12)
+
+
+@pytest.mark.parametrize(("params", "names"), [
+    (dict(head_dim=96), "head_dim"),
+    (dict(dtype="f32"), "dtype"),
+    (dict(block_m=48), "block_m"),
+    (dict(block_n=48), "block_n"),
+    (dict(block_n=512), "block_n"),
+    (dict(waves=8, block_m=256), "waves"),
+    (dict(causal=True, seq_q=64, seq_k=32), "causal"),
+    (dict(seq_q=0), "seq_q"),
+    (dict(scale=-1.0), "scale"),
+    (dict(blocks=3), "blocks"),
+])
+def test_bad_parameters(params, names):
+    with pytest.raises(KernelParamError, match=names):
+        kernels.get(GEN).build("gfx950", params)
+
+
+def test_register_and_lds_budgets_are_checked():
+    from asterism.kernels.attention import check
+
+    params = kernels.get(GEN).resolve({"block_n": 128})
+    assert check("gfx950", params).vgpr_estimate() <= 256
+    # 8 S tiles (128 pinned VGPRs) + O + Q + the packed P do not fit in 256 VGPRs.
+    with pytest.raises(KernelParamError, match=r"block_n: needs about \d+ VGPRs.*256"):
+        kernels.get(GEN).build("gfx950", {"block_n": 256})
+    # 2 x 256 x 128 x 2 bytes of K/V tiles: more than gfx942's 64 KiB.
+    with pytest.raises(KernelParamError, match="block_n: K and V tiles need 131072 bytes.*65536"):
+        kernels.get(GEN).build("gfx942", {"block_n": 256})
+
+
+def test_generator_is_listed():
+    gen = kernels.get(GEN)
+    assert gen in kernels.generators()
+    assert gen.targets == ("gfx950", "gfx942")
+    assert {p.name for p in gen.params} >= {"batch", "heads", "seq_q", "seq_k", "head_dim",
+                                             "dtype", "causal", "block_m", "block_n", "waves"}
