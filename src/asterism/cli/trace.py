@@ -1,4 +1,5 @@
-"""Thread-trace verbs: profile (capture on a real GPU) and trace report|plot (analysis)."""
+"""Thread-trace verbs: profile (capture on a real GPU) and trace report|plot (analysis),
+replay|calibrate (the timing model against a capture)."""
 
 from __future__ import annotations
 
@@ -38,6 +39,46 @@ def cmd_profile(args) -> int:
     return 0
 
 
+def cmd_trace_replay(args) -> int:
+    """Replay a capture's instruction streams through the timing model; compare."""
+    import json
+
+    from asterism.profile.replay import plot_replay, replay
+
+    result = replay(args.dir, target=args.target, memory=args.memory)
+    if args.plot:
+        plot_replay(result, args.plot, waves=args.plot_waves)
+        sys.stderr.write(f"wrote {args.plot}\n")
+    text = json.dumps(result.to_json(), indent=1) + "\n" if args.json else result.summary()
+    write_output(args.output, text)
+    return 0
+
+
+def cmd_trace_calibrate(args) -> int:
+    """Fit the timing model's parameters to captures; write them as a timing.toml overlay."""
+    import json
+
+    from asterism.profile.replay import calibrate
+
+    def progress(message: str) -> None:
+        sys.stderr.write(f"calibrate: {message}\n")
+        sys.stderr.flush()
+
+    cal = calibrate(args.dirs, target=args.target, rounds=args.rounds, progress=progress)
+    write_output(args.output, cal.to_toml())
+    if args.json:
+        sys.stdout.write(json.dumps({
+            "target": cal.target, "captures": cal.captures, "evaluations": cal.evaluations,
+            "objective_before": round(cal.error_before, 3),
+            "objective_after": round(cal.error_after, 3),
+            "parameters": {f"{s}.{k}": {"before": cal.before[(s, k)], "after": v}
+                           for (s, k), v in cal.after.items()},
+            "replays_after": [r.to_json() for r in cal.results_after]}, indent=1) + "\n")
+    else:
+        sys.stdout.write(cal.summary())
+    return 0
+
+
 def register(verb) -> None:
     """Add the thread-trace verbs to the `asterism` parser."""
     p = verb("profile", cmd_profile, "thread-trace a kernel on a real GPU (rocprofv3 --att)",
@@ -59,7 +100,7 @@ def register(verb) -> None:
     p.add_argument("--json", action="store_true", help="JSON report")
     p.add_argument("-o", "--output", help="report file (default: stdout)")
 
-    p = verb("trace", None, "thread-trace (ATT) analysis: report, plot",
+    p = verb("trace", None, "thread-trace (ATT) analysis: report, plot, replay, calibrate",
              "Read a folder in rocprofv3's ATT decoder layout (a real capture or a modeled "
              "emulator run) and report or draw it.")
     tsub = p.add_subparsers(dest="trace_verb", metavar="ACTION")
@@ -77,3 +118,35 @@ def register(verb) -> None:
     pl.set_defaults(fn=cmd_trace_plot)
     pl.add_argument("dir", help="ATT folder")
     pl.add_argument("-o", "--output", required=True, help="PNG file to write")
+    rp = tsub.add_parser(
+        "replay", help="replay a capture through the timing model, compare with measured",
+        description="Feed each traced wave's executed instruction stream (in the order it "
+        "ran, on its SIMD and slot, from its measured start) through the timing model and "
+        "compare modeled with measured: total and per-wave cycles, cycles and stall per "
+        "instruction category, the stall split (vmcnt, lgkmcnt, MFMA/VALU, barrier) and the "
+        "overlap of the top-10 hotspots. Modeled figures are a model, not a measurement.")
+    rp.set_defaults(fn=cmd_trace_replay)
+    rp.add_argument("dir", help="ATT folder (a real capture, or a modeled run)")
+    rp.add_argument("--target", default="gfx950", help="the captured chip (default gfx950)")
+    rp.add_argument("--memory", choices=("model", "measured"), default="model",
+                    help="memory latencies from the model (default) or from the capture "
+                         "(waitcnt links, s_endpgm, vector memory acceptance): tests the rest "
+                         "of the model on its own")
+    rp.add_argument("--json", action="store_true", help="machine-readable output "
+                    "(measured_cycles, modeled_cycles, ...)")
+    rp.add_argument("--plot", metavar="PNG", help="also draw measured vs modeled timelines")
+    rp.add_argument("--plot-waves", type=int, default=4, help="waves in the picture (4)")
+    rp.add_argument("-o", "--output", help="output file (default: stdout)")
+    ca = tsub.add_parser(
+        "calibrate", help="fit the timing model's parameters to captures",
+        description="Replay the captures with candidate parameter values (coordinate "
+        "descent: memory latencies, vector memory bandwidth, MFMA write-back, branch and "
+        "barrier cycles), keep what lowers the error (|cycles error| + half the stall-split "
+        "error), print the fitted values with the error before and after, and write the "
+        "changed ones as a timing.toml overlay naming its source. Progress on stderr.")
+    ca.set_defaults(fn=cmd_trace_calibrate)
+    ca.add_argument("dirs", nargs="+", metavar="CAPTURE", help="ATT folders")
+    ca.add_argument("--target", default="gfx950", help="the captured chip (default gfx950)")
+    ca.add_argument("--rounds", type=int, default=3, help="passes over the parameters (3)")
+    ca.add_argument("--json", action="store_true", help="machine-readable summary on stdout")
+    ca.add_argument("-o", "--output", required=True, help="timing.toml overlay to write")
