@@ -166,4 +166,4 @@ def _load_library() -> None:
 
 
 # Each kernel module registers its generator(s) on import.
-_LIBRARY_MODULES: list[str] = []
+_LIBRARY_MODULES: list[str] = ["asterism.kernels.gemm"]
