@@ -263,8 +263,10 @@ def _check(cfg: GemmConfig) -> None:
     require(vgprs <= chip.vgpr.arch, "tile_k",
             f"fragments, staging and addresses need about {vgprs} VGPRs per lane; "
             f"{cfg.target} has {chip.vgpr.arch} (use a smaller tile_k or fewer blocks)")
-    require(cfg.buffer_bytes < DS_OFFSET_LIMIT, "tile_m",
-            f"one LDS buffer of {cfg.buffer_bytes} bytes exceeds the 64 KiB DS offsets")
+    # DS immediate offsets reach across one operand's tile (the bases are registers).
+    span = max(cfg.tile_m, cfg.tile_n) * cfg.row_bytes
+    require(span < DS_OFFSET_LIMIT, "tile_m" if cfg.tile_m >= cfg.tile_n else "tile_n",
+            f"an operand tile of {span} bytes in LDS exceeds the 64 KiB DS offsets")
 
 
 def config(target: str, params: dict[str, Any]) -> GemmConfig:
