@@ -292,6 +292,7 @@ class _GemmWriter:
         bm, bn = cfg.blocks
         self.acc = self.kb.reserve("ACC", f"a[0:{bm * bn * cfg.acc_regs - 1}]")
         self.started: set[tuple[int, int]] = set()
+        self.step: dict[str, Any] = {}  # SGPR: bytes a global offset moves per K tile
 
     # --- small helpers --------------------------------------------------------------------
 
@@ -383,7 +384,7 @@ class _GemmWriter:
         setattr(self, f"lds_w_{operand}", [self.add(lds, lds_base + p * cfg.buffer_bytes)
                                            for p in range(2)])
         setattr(self, f"lds_w_off_{operand}", lds_offsets)
-        setattr(self, f"advance_{operand}", advance)
+        self.step[operand] = self.sconst(advance)  # in the entry block: dominates the loop
 
     def fragment_setup(self) -> None:
         """LDS read addresses of this lane's fragments and its C store offsets."""
@@ -418,25 +419,42 @@ class _GemmWriter:
 
     def load(self, operand: str, stage, masked_tile: int | None):
         """Global -> registers: this work-item's chunks of the next tile of `operand`."""
-        cfg, kb = self.cfg, self.kb
-        offs = getattr(self, f"g_{operand}")
-        out = []
-        for i, off in enumerate(offs):
-            if masked_tile is not None and cfg.k_contiguous(operand):
-                # The chunk's K index: a chunk past K would wrap into the next row.
-                room = cfg.k - masked_tile * cfg.tile_k
-                inside = kb.v_cmp_gt_u32(kb.sregs(2, align=2), self.sconst(room), self.kc8)
-                off = kb.v_cndmask_b32(None, self.vconst(OUT_OF_RANGE), off, inside)
-            dest = stage[i] if stage is not None else kb.vregs(4, align=4)
-            out.append(kb.buffer_load_dwordx4(dest, off, self.rsrc[operand], 0, offen=True))
-        return out
+        count = len(getattr(self, f"g_{operand}"))
+        return [self.load_chunk(operand, i, stage[i] if stage is not None else None,
+                                masked_tile) for i in range(count)]
 
-    def advance(self, operand: str) -> None:
-        """Move this work-item's global offsets of `operand` to the next K tile."""
+    def load_chunk(self, operand: str, i: int, dest, masked_tile: int | None):
+        """Chunk i of `operand` into `dest` (None: new registers); a chunk of a ragged last
+        tile past K gets an offset beyond the buffer (it would wrap into the next row)."""
+        cfg, kb = self.cfg, self.kb
+        off = getattr(self, f"g_{operand}")[i]
+        if masked_tile is not None and cfg.k_contiguous(operand):
+            room = cfg.k - masked_tile * cfg.tile_k
+            inside = kb.v_cmp_gt_u32(kb.sregs(2, align=2), self.sconst(room), self.kc8)
+            off = kb.v_cndmask_b32(None, self.vconst(OUT_OF_RANGE), off, inside)
+        dest = dest if dest is not None else kb.vregs(4, align=4)
+        return kb.buffer_load_dwordx4(dest, off, self.rsrc[operand], 0, offen=True)
+
+    def advance(self, operand: str, i: int | None = None) -> None:
+        """Move this work-item's global offset(s) of `operand` (chunk i, or all) to the next
+        K tile."""
         kb = self.kb
-        step = self.sconst(getattr(self, f"advance_{operand}"))
         offs = getattr(self, f"g_{operand}")
-        setattr(self, f"g_{operand}", [kb.v_add_u32(o, step, o) for o in offs])
+        for j in range(len(offs)) if i is None else (i,):
+            offs[j] = kb.v_add_u32(offs[j], self.step[operand], offs[j])
+
+    def load_items(self, stage, masked_tile: int | None, out: list) -> list:
+        """Emitters: advance and load each chunk of the tile after next (one VMEM each);
+        they fill `out` with the new staging registers [A chunks, B chunks]."""
+        items = []
+        for slot, operand in enumerate(("a", "b")):
+            out.append([None] * len(stage[slot]))
+            for i, regs in enumerate(stage[slot]):
+                def item(kb, operand=operand, i=i, regs=regs, slot=slot):
+                    self.advance(operand, i)
+                    out[slot][i] = self.load_chunk(operand, i, regs, masked_tile)
+                items.append(item)
+        return items
 
     def write_items(self, operand: str, stage, buf: int) -> list:
         """Emitters: registers -> LDS buffer `buf` for `operand` (transposing if needed)."""
@@ -497,12 +515,7 @@ class _GemmWriter:
             items += self.write_items("a", stage[0], 1 - buf)
             items += self.write_items("b", stage[1], 1 - buf)
         if load_next:
-            def loads(kb):
-                self.advance("a")
-                self.advance("b")
-                new_stage.append(self.load("a", stage[0], masked_tile))
-                new_stage.append(self.load("b", stage[1], masked_tile))
-            items.append(loads)
+            items += self.load_items(stage, masked_tile, new_stage)
         gl = Stream("vmem", items)
         blocks = [(s, i, j) for s in range(cfg.k_steps) for i in range(bm) for j in range(bn)]
         driver = Stream.over("mfma", blocks, lambda kb, s, i, j:
