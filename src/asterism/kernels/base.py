@@ -173,4 +173,4 @@ def _load_library() -> None:
 
 
 # Each kernel module registers its generator(s) on import.
-_LIBRARY_MODULES: list[str] = ["asterism.kernels.attention"]
+_LIBRARY_MODULES: list[str] = ["asterism.kernels.attention", "asterism.kernels.gemm"]
