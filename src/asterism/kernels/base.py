@@ -103,6 +103,7 @@ class KernelGenerator:
     targets: tuple[str, ...]
     params: tuple[Param, ...]
     build_case: Callable[[str, dict[str, Any]], KernelCase]
+    shape: tuple[str, ...] = ()  # the parameters `--shape AxBxC` sets, in order
 
     def param(self, name: str) -> Param:
         """The parameter called `name`, or a KernelParamError listing the known ones."""

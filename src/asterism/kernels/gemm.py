@@ -664,6 +664,7 @@ GEMM = register(KernelGenerator(
     targets=TARGETS,
     params=PARAMS,
     build_case=build_case,
+    shape=("m", "n", "k"),
 ))
 
 __all__ = ["GEMM", "GemmConfig", "KernelParamError", "build_case", "config", "from_bf16",

@@ -97,7 +97,8 @@ def check_outputs(case: KernelCase, values: dict[str, np.ndarray]) -> list[Kerne
     want = case.reference()
     checks = []
     for name in case.outputs:
-        got = np.asarray(values[name], np.float64)
+        value = values[name] if case.decode is None else case.decode(name, values[name])
+        got = np.asarray(value, np.float64)
         ref = np.asarray(want[name], np.float64).reshape(got.shape)
         diff = np.abs(got - ref)
         finite = np.isfinite(got).all()
