@@ -689,3 +689,24 @@ def test_pack_scale_places_bytes() -> None:
     assert int(reg[0, 5 + 32]) == (int(codes[5, 1]) << 16)  # lane i + M*kb
     regb = mf.pack_scale(t, m, "b", codes.reshape(2, 32), byte=1)
     assert int(regb[0, 7 + 32]) == (int(codes.reshape(2, 32)[1, 7]) << 8)
+
+
+@pytest.mark.parametrize("target", ["gfx942", "gfx950"])
+def test_word_fast_paths_match_the_bit_level_gather_and_scatter(target, monkeypatch):
+    """The permutation/narrow-word paths of _gather/_scatter give the bit-level results."""
+    rng = np.random.default_rng(7)
+    names = sorted({m for t, m in DENSE if t == target})
+    for name in names:
+        lay = mf.mfma_layout(target, name)
+        for op in (lay.a, lay.b, lay.c):
+            regs = rng.integers(0, 2 ** 32, (3, 64, op.nregs), dtype=np.uint64).astype(
+                np.uint32)
+            codes = rng.integers(0, 2 ** min(op.width, 63), (3, *op.lane.shape),
+                                 dtype=np.uint64)
+            fast = mf._gather(regs, op), mf._scatter(codes, op)
+            with monkeypatch.context() as mp:
+                mp.setattr(mf, "_aligned_index", lambda *_: None)
+                mp.setattr(mf, "_word_permutation", lambda *_: None)
+                slow = mf._gather(regs, op), mf._scatter(codes, op)
+            np.testing.assert_array_equal(fast[0], slow[0], err_msg=f"{name} {op.role}")
+            np.testing.assert_array_equal(fast[1], slow[1], err_msg=f"{name} {op.role}")

@@ -40,6 +40,7 @@ VERB_GROUPS: dict[str, tuple[str, ...]] = {
     "run": ("run",),
     "stats": ("stats",),
     "trace": ("profile", "trace"),
+    "kernels": ("kernels",),
 }
 
 # verb(name, fn, help, description=None) -> the verb's ArgumentParser

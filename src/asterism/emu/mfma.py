@@ -372,9 +372,35 @@ def _as_waves(x: np.ndarray | int, what: str, nregs: int, mnemonic: str) -> np.n
     return arr.astype(np.uint32, copy=False)
 
 
+_WORD_VIEWS = {8: np.uint8, 16: np.uint16, 32: np.uint32}
+
+
+_ALIGNED: dict[tuple[int, int], tuple[OperandLayout, np.ndarray | None]] = {}
+
+
+def _aligned_index(lay: OperandLayout, nregs: int) -> np.ndarray | None:
+    """Element indices into the registers viewed as `width`-bit words, when every element is
+    one whole aligned word (16-bit halves, 32-bit floats); None otherwise."""
+    key = (id(lay), nregs)  # layouts are cached and immutable; the entry keeps `lay` alive
+    hit = _ALIGNED.get(key)
+    if hit is not None and hit[0] is lay:
+        return hit[1]
+    index = None
+    if lay.width in _WORD_VIEWS and not np.any(lay.bit % lay.width):
+        per = 32 // lay.width
+        index = lay.lane * (nregs * per) + lay.bit // lay.width
+    _ALIGNED[key] = (lay, index)
+    return index
+
+
 def _gather(regs: np.ndarray, lay: OperandLayout) -> np.ndarray:
     """Codes (uint64, shape (waves, *lay.shape)) of an operand from its registers."""
     waves, _, nregs = regs.shape
+    index = _aligned_index(lay, nregs)
+    if index is not None:
+        # One fancy index of the registers seen as narrow words: no shifts or masks.
+        words = np.ascontiguousarray(regs, dtype=np.uint32).view(_WORD_VIEWS[lay.width])
+        return words.reshape(waves, -1)[:, index].astype(np.uint64)
     flat = regs.reshape(waves, -1).astype(np.uint64)
     word = lay.lane * nregs + lay.bit // 32
     shift = (lay.bit % 32).astype(np.uint64)
@@ -387,9 +413,35 @@ def _gather(regs: np.ndarray, lay: OperandLayout) -> np.ndarray:
     return (lo >> shift) & np.uint64((1 << lay.width) - 1)
 
 
+_PERMUTATIONS: dict[int, tuple[OperandLayout, np.ndarray | None]] = {}
+
+
+def _word_permutation(lay: OperandLayout) -> np.ndarray | None:
+    """For a layout of whole 32-bit elements filling every register word: the element
+    index of each word (registers = values[:, perm]); None for any other layout."""
+    hit = _PERMUTATIONS.get(id(lay))
+    if hit is not None and hit[0] is lay:
+        return hit[1]
+    perm = None
+    word = (lay.lane * lay.nregs + lay.bit // 32).reshape(-1)
+    if lay.width == 32 and not np.any(lay.bit % 32) and word.size == 64 * lay.nregs:
+        perm = np.full(word.size, -1, np.int64)
+        perm[word] = np.arange(word.size)
+        if (perm < 0).any():
+            perm = None
+    _PERMUTATIONS[id(lay)] = (lay, perm)
+    return perm
+
+
 def _scatter(values: np.ndarray, lay: OperandLayout) -> np.ndarray:
     """Registers (waves, 64, lay.nregs) holding codes `values` (uint64, (waves, *shape))."""
     waves = values.shape[0]
+    inverse = _word_permutation(lay)
+    if inverse is not None:
+        # Each element is one whole register word and every word holds one: the registers
+        # are a permutation of the values (a gather, much faster than a scatter).
+        return values.reshape(waves, -1).astype(np.uint32)[:, inverse].reshape(
+            waves, 64, lay.nregs)
     out = np.zeros((waves, 64 * lay.nregs), dtype=np.uint64)
     word = (lay.lane * lay.nregs + lay.bit // 32).reshape(-1)
     shift = (lay.bit % 32).astype(np.uint64).reshape(-1)

@@ -293,7 +293,10 @@ class LdsWatch:
         if self.shadow is None:
             return
         tags = self.shadow[idx[:, None] + np.arange(nbytes)]
-        if not tags.any():
+        # Every store at or below the smallest retired serial of any wave is complete: when
+        # the newest byte read is that old, nothing is pending (the common case once the
+        # barrier has passed; the exact per-byte check below is the slow path).
+        if int(tags.max()) >> self.WAVE_BITS <= int(self.done.min()):
             return
         reader = np.broadcast_to(g.ctx.wave_in_wg[g.waves][:, None], mask.shape)[mask]
         low = (1 << self.WAVE_BITS) - 1

@@ -2,7 +2,7 @@
 
     from asterism import kernels
     case = kernels.get("gemm").build("gfx950", {"m": 512, "dtype": "bf16"})
-    result = kernels.run(case, check=True)
+    result = kernels.run_case(case, check=True)     # asterism.kernels.run
 
 Each generator returns a `KernelCase`: the module (built with `asterism.builder`), its
 launch geometry, NumPy arguments and reference. Sits above `builder/` and `passes/`.
@@ -18,6 +18,20 @@ from asterism.kernels.base import (
     register,
     require,
 )
+from asterism.kernels.run import (
+    KernelCheck,
+    KernelRun,
+    build_code_object,
+    format_list,
+    format_run,
+    list_rows,
+    parse_params,
+    parse_shape,
+    run_case,
+    run_report,
+)
 
-__all__ = ["KernelCase", "KernelGenerator", "KernelParamError", "Param", "generators", "get",
-           "register", "require"]
+__all__ = ["KernelCase", "KernelCheck", "KernelGenerator", "KernelParamError", "KernelRun",
+           "Param", "build_code_object", "format_list", "format_run", "generators", "get",
+           "list_rows", "parse_params", "parse_shape", "register", "require", "run_case",
+           "run_report"]

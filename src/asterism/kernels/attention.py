@@ -721,4 +721,5 @@ GENERATOR = register(KernelGenerator(
     targets=TARGETS,
     params=PARAMS,
     build_case=build_case,
+    shape=("batch", "heads", "seq_q", "head_dim"),
 ))

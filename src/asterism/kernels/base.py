@@ -103,6 +103,7 @@ class KernelGenerator:
     targets: tuple[str, ...]
     params: tuple[Param, ...]
     build_case: Callable[[str, dict[str, Any]], KernelCase]
+    shape: tuple[str, ...] = ()  # the parameters `--shape AxBxC` sets, in order
 
     def param(self, name: str) -> Param:
         """The parameter called `name`, or a KernelParamError listing the known ones."""
@@ -173,4 +174,4 @@ def _load_library() -> None:
 
 
 # Each kernel module registers its generator(s) on import.
-_LIBRARY_MODULES: list[str] = ["asterism.kernels.attention"]
+_LIBRARY_MODULES: list[str] = ["asterism.kernels.attention", "asterism.kernels.gemm"]

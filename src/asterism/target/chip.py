@@ -8,7 +8,10 @@ tests/test_target.py for the oracle tests):
   AMDGPUBaseInfo (getWavefrontSize, getEUsPerCU = 4, getMaxWavesPerEU = 8 for GFX90A-class
   chips, getMaxWorkGroupsPerCU: 16 barriers per CU); checked through `llc`'s "; Occupancy:".
 * `products`: AMD product data sheets (MI300X 304 CUs, MI300A 228, MI325X 304; MI355X and
-  MI350X 256).
+  MI350X 256). `peak_tflops`: the data sheets' peak dense (no sparsity) matrix figures:
+  MI300X / MI325X FP16 and BF16 1307.4 TFLOPS, MI300A 980.6 (= CUs x peak clock x 2048
+  flops per clock per CU on CDNA3); MI355X FP16/BF16 2.5 PFLOPS (2516.6 = 256 CUs x 2400
+  MHz x 4096 flops per clock per CU on CDNA4), MI350X 2.3 PFLOPS (2306.9 at 2200 MHz).
 * `lds`: AMDGPUUsage "Memory Spaces" / LLVM's addressable-local-memory-size feature (64 KiB on
   gfx942, 160 KiB on gfx950); the allocation granule is the unit LLVM 22 encodes
   COMPUTE_PGM_RSRC2.LDS_SIZE in (`llc -mtriple=amdgcn-mesa-mesa3d` prints it as
@@ -29,7 +32,7 @@ tests/test_target.py for the oracle tests):
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, replace
+from dataclasses import MISSING, dataclass, replace
 from functools import cache
 from importlib import resources
 from typing import Any
@@ -42,10 +45,16 @@ HSA_TRIPLE = "amdgcn-amd-amdhsa"
 
 @dataclass(frozen=True)
 class Product:
-    """A shipping part built on the processor (name and enabled compute units)."""
+    """A shipping part built on the processor (name, enabled compute units and the data
+    sheet's peak dense matrix TFLOPS per element type, where recorded)."""
 
     name: str
     compute_units: int
+    peak_tflops: tuple[tuple[str, float], ...] = ()
+
+    def peak(self, dtype: str) -> float | None:
+        """The data sheet's peak dense TFLOPS for `dtype` (e.g. "f16"), or None."""
+        return dict(self.peak_tflops).get(dtype)
 
 
 @dataclass(frozen=True)
@@ -195,9 +204,15 @@ def _take(data: dict[str, Any], key: str, where: str) -> Any:
 
 
 def _group(cls: type, data: dict[str, Any], where: str) -> Any:
-    """Build a facts dataclass from a JSON object, rejecting missing and unknown keys."""
+    """Build a facts dataclass from a JSON object, rejecting missing (unless the field has a
+    default) and unknown keys; JSON objects become sorted (key, value) tuples."""
     data = dict(data)
-    kwargs = {f: _take(data, f, where) for f in cls.__dataclass_fields__}
+    kwargs = {}
+    for name, fld in cls.__dataclass_fields__.items():
+        if name not in data and fld.default is not MISSING:
+            continue
+        value = _take(data, name, where)
+        kwargs[name] = tuple(sorted(value.items())) if isinstance(value, dict) else value
     if data:
         raise TargetError(f"{where}: unknown keys {sorted(data)}")
     return cls(**kwargs)

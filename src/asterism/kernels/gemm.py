@@ -1,0 +1,671 @@
+"""GEMM `C = A x B` (f16/bf16 in, f32 out) with multi-wave macro tiles, written with the builder.
+
+    case = kernels.get("gemm").build("gfx950", {"m": 512, "n": 512, "k": 512})
+
+Design (docs/kernels.md has the register map and the schedule of one loop iteration):
+
+* A workgroup of `waves` waves computes a `tile_m x tile_n` tile of C; the waves split it
+  `waves_m x waves_n` and each wave runs `bm x bn` MFMA blocks of `mfma x mfma` (32x32x8 or
+  16x16x16 on gfx942, the x16/x32-K variants on gfx950). The accumulators live in a pinned
+  AGPR region `ACC` (`kb.reserve`); everything else is relocatable and placed by `auto`.
+* K advances `tile_k` at a time through two LDS buffers: while the waves multiply the tile
+  in one buffer, the next tile (already in registers) is written to the other and the one
+  after it is loaded from global memory; one `s_barrier` per tile. The K loop runs over
+  pairs of tiles (buffer 1, buffer 0); the first tile and the last three are peeled, so the
+  only load that may reach past K (a ragged last tile) is outside the loop.
+* In LDS both operands are K-contiguous rows (`[m][k]`, `[n][k]`, padded by `lds_pad`
+  elements), so a lane's MFMA fragment is one `ds_read_b64` (gfx942) or `ds_read_b128`
+  (gfx950). A K-contiguous operand in memory (`n` for A, `t` for B) is copied with
+  `buffer_load_dwordx4` + `ds_write_b128`; an MN-contiguous one is transposed on the way in
+  (eight `ds_write_b16`/`_d16_hi` per 16 bytes).
+* Schedule: the MFMAs of a tile drive `kb.interleave`: after each MFMA the DS reads of the
+  next k-step's fragments (`reads_per_mfma`), after every `vmem_every`-th MFMA one item of
+  the global stream (the LDS writes of the next tile, then the loads of the one after).
+* The waits (`s_waitcnt`), nops and registers come from the `auto` pipeline.
+* Ragged edges: loads go through buffer resources whose `num_records` is the matrix size,
+  so rows past M/N/K read zeros; a chunk past the contiguous dimension (which would wrap
+  into the next row) gets an offset beyond `num_records`; C stores past N likewise, rows
+  past M fall outside the buffer.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from asterism.builder import KernelBuilder, Stream, after
+from asterism.kernels.base import (
+    KernelCase,
+    KernelGenerator,
+    KernelParamError,
+    Param,
+    register,
+    require,
+)
+
+LAYOUTS = ("nt", "nn", "tn", "tt")
+DTYPES = ("f16", "bf16")
+TARGETS = ("gfx942", "gfx950")
+WAVE_GRID = {1: (1, 1), 2: (2, 1), 4: (2, 2), 8: (4, 2)}  # waves -> (waves_m, waves_n)
+BUFFER_WORD3 = 0x00020000  # buffer resource dword 3 (DATA_FORMAT = 32, as the compilers use)
+OUT_OF_RANGE = 0x80000000  # an offset past every buffer this kernel makes (all < 2 GiB)
+MAX_BUFFER = 1 << 31
+DS_OFFSET_LIMIT = 1 << 16
+MUBUF_OFFSET_LIMIT = 1 << 12
+SCRATCH_VGPRS = 24  # addresses, masks and temporaries besides fragments and staging
+
+PARAMS = (
+    Param("m", 256, "rows of A and C"),
+    Param("n", 256, "columns of B and C"),
+    Param("k", 256, "columns of A, rows of B"),
+    Param("dtype", "f16", "element type of A and B (C is f32)", DTYPES),
+    Param("layout", "nt", "storage of A and B: n = as is (A[M][K], B[K][N]), t = "
+          "transposed (A as [K][M], B as [N][K]); nt has both K-contiguous", LAYOUTS),
+    Param("tile_m", 128, "rows of C per workgroup"),
+    Param("tile_n", 128, "columns of C per workgroup"),
+    Param("tile_k", 32, "K per LDS tile"),
+    Param("waves", 4, "waves per workgroup (1, 2, 4, 8: 1x1, 2x1, 2x2, 4x2 over M x N)",
+          tuple(WAVE_GRID)),
+    Param("mfma", 32, "MFMA block size (32: 32x32, 16: 16x16)", (16, 32)),
+    Param("lds_pad", 8, "elements of padding per LDS row (bank spreading)"),
+    Param("interleave", True, "co-issue DS reads and global loads/LDS writes with the MFMAs "
+          "(False: each in its own phase)"),
+    Param("reads_per_mfma", 0, "DS fragment reads placed after each MFMA (0: just enough)"),
+    Param("vmem_every", 0, "place one global-stream item after every N-th MFMA (0: spread "
+          "evenly over the tile)"),
+    Param("seed", 0, "random seed of the inputs"),
+)
+
+
+@dataclass(frozen=True)
+class GemmConfig:
+    """The checked parameters and everything derived from them."""
+
+    target: str
+    m: int
+    n: int
+    k: int
+    dtype: str
+    layout: str
+    tile_m: int
+    tile_n: int
+    tile_k: int
+    waves: int
+    block: int  # MFMA block size
+    pad: int
+    interleave: bool
+    reads_per_mfma: int
+    vmem_every: int
+    seed: int
+
+    @property
+    def threads(self) -> int:
+        """Work-items per workgroup."""
+        return 64 * self.waves
+
+    @property
+    def wave_grid(self) -> tuple[int, int]:
+        """(waves_m, waves_n)."""
+        return WAVE_GRID[self.waves]
+
+    @property
+    def wave_tile(self) -> tuple[int, int]:
+        """Rows and columns of C one wave computes."""
+        wm, wn = self.wave_grid
+        return self.tile_m // wm, self.tile_n // wn
+
+    @property
+    def blocks(self) -> tuple[int, int]:
+        """(bm, bn): MFMA blocks per wave along M and N."""
+        wtm, wtn = self.wave_tile
+        return wtm // self.block, wtn // self.block
+
+    @property
+    def kper(self) -> int:
+        """K elements one lane holds per MFMA operand (4 on gfx942, 8 on gfx950)."""
+        return 8 if self.target == "gfx950" else 4
+
+    @property
+    def lane_groups(self) -> int:
+        """Groups of `block` lanes in a wave (2 for 32x32, 4 for 16x16)."""
+        return 64 // self.block
+
+    @property
+    def mfma_k(self) -> int:
+        """K of one MFMA."""
+        return self.kper * self.lane_groups
+
+    @property
+    def mfma_name(self) -> str:
+        """The MFMA instruction."""
+        b = self.block
+        return f"v_mfma_f32_{b}x{b}x{self.mfma_k}_{self.dtype}"
+
+    @property
+    def acc_regs(self) -> int:
+        """Accumulator registers per lane of one MFMA block."""
+        return self.block * self.block // 64
+
+    @property
+    def k_steps(self) -> int:
+        """MFMA k-steps per LDS tile."""
+        return self.tile_k // self.mfma_k
+
+    @property
+    def k_tiles(self) -> int:
+        """LDS tiles along K (the last one may be ragged)."""
+        return -(-self.k // self.tile_k)
+
+    @property
+    def row_bytes(self) -> int:
+        """Bytes of one LDS row (tile_k + pad elements)."""
+        return 2 * (self.tile_k + self.pad)
+
+    @property
+    def a_bytes(self) -> int:
+        """Bytes of A in one LDS buffer."""
+        return self.tile_m * self.row_bytes
+
+    @property
+    def buffer_bytes(self) -> int:
+        """Bytes of one LDS buffer (A then B)."""
+        return (self.tile_m + self.tile_n) * self.row_bytes
+
+    @property
+    def lds_bytes(self) -> int:
+        """LDS of the workgroup (two buffers)."""
+        return 2 * self.buffer_bytes
+
+    @property
+    def grid(self) -> tuple[int, int, int]:
+        """Workgroups: x over N, y over M."""
+        return -(-self.n // self.tile_n), -(-self.m // self.tile_m), 1
+
+    def k_contiguous(self, operand: str) -> bool:
+        """True if `operand` ("a" or "b") is stored with K contiguous."""
+        return self.layout[0] == "n" if operand == "a" else self.layout[1] == "t"
+
+    def chunks(self, operand: str) -> int:
+        """16-byte chunks of `operand` per LDS tile."""
+        rows = self.tile_m if operand == "a" else self.tile_n
+        return rows * self.tile_k // 8
+
+    def chunks_per_thread(self, operand: str) -> int:
+        """16-byte chunks each work-item copies per tile."""
+        return self.chunks(operand) // self.threads
+
+    def vgpr_estimate(self) -> int:
+        """Arch VGPRs the kernel needs at most (fragments, staging, addresses)."""
+        bm, bn = self.blocks
+        frag = self.kper // 2
+        frags = 2 * (bm + bn) * frag * max(1, self.k_steps > 1)
+        staging = 4 * (self.chunks_per_thread("a") + self.chunks_per_thread("b"))
+        offsets = self.chunks_per_thread("a") + self.chunks_per_thread("b")
+        return frags + staging + offsets + SCRATCH_VGPRS
+
+
+def _check(cfg: GemmConfig) -> None:
+    """KernelParamError for every parameter that does not fit the problem or the chip."""
+    from asterism.target import get_target
+
+    chip = get_target(cfg.target)
+    for name in ("m", "n", "k", "tile_m", "tile_n", "tile_k"):
+        require(getattr(cfg, name) > 0, name, f"must be positive, got {getattr(cfg, name)}")
+    require(cfg.pad >= 0 and cfg.pad % 8 == 0, "lds_pad",
+            f"must be a non-negative multiple of 8 (16-byte rows), got {cfg.pad}")
+    require(cfg.reads_per_mfma >= 0, "reads_per_mfma", "must be >= 0")
+    require(cfg.vmem_every >= 0, "vmem_every", "must be >= 0")
+    # Rows of 16-byte chunks: the contiguous dimension of each matrix is a multiple of 8.
+    contiguous = {"a": "k" if cfg.k_contiguous("a") else "m",
+                  "b": "k" if cfg.k_contiguous("b") else "n"}
+    for operand, dim in contiguous.items():
+        require(getattr(cfg, dim) % 8 == 0, dim,
+                f"{getattr(cfg, dim)} is not a multiple of 8: {operand.upper()} is "
+                f"{dim.upper()}-contiguous in layout {cfg.layout} and is copied in "
+                "16-byte chunks")
+    require(cfg.n % 4 == 0, "n", f"{cfg.n} is not a multiple of 4 (C is stored 16 bytes "
+            "at a time)")
+    for name, size in (("m", cfg.m * cfg.k * 2), ("n", cfg.k * cfg.n * 2),
+                       ("n", cfg.m * cfg.n * 4)):
+        require(size < MAX_BUFFER, name, f"a matrix of {size} bytes exceeds the 2 GiB "
+                "buffer offsets this kernel uses")
+    for tile, dim in (("tile_m", "m"), ("tile_n", "n"), ("tile_k", "k")):
+        require(getattr(cfg, tile) <= max(getattr(cfg, dim), cfg.block), tile,
+                f"{getattr(cfg, tile)} is larger than the problem ({dim} = "
+                f"{getattr(cfg, dim)}); use a smaller tile")
+    wm, wn = cfg.wave_grid
+    for tile, w in (("tile_m", wm), ("tile_n", wn)):
+        require(getattr(cfg, tile) % (w * cfg.block) == 0, tile,
+                f"{getattr(cfg, tile)} is not a multiple of {w * cfg.block} ({w} waves of "
+                f"{cfg.block}x{cfg.block} MFMA blocks)")
+    require(cfg.tile_k % cfg.mfma_k == 0, "tile_k",
+            f"{cfg.tile_k} is not a multiple of {cfg.mfma_k} (the K of {cfg.mfma_name})")
+    for operand, tile in (("a", "tile_m"), ("b", "tile_n")):
+        per_row = (cfg.tile_k if cfg.k_contiguous(operand) else getattr(cfg, tile)) // 8
+        require(cfg.chunks(operand) % cfg.threads == 0 and cfg.threads % per_row == 0,
+                "tile_k" if cfg.k_contiguous(operand) else tile,
+                f"the {cfg.chunks(operand)} 16-byte chunks of an {operand.upper()} tile "
+                f"({per_row} per row) do not split evenly over {cfg.threads} work-items")
+    require(cfg.lds_bytes <= chip.lds.bytes_per_workgroup, "tile_k",
+            f"two LDS buffers of (tile_m + tile_n) x (tile_k + lds_pad) elements need "
+            f"{cfg.lds_bytes} bytes; {cfg.target} has {chip.lds.bytes_per_workgroup} per "
+            "workgroup")
+    bm, bn = cfg.blocks
+    acc = bm * bn * cfg.acc_regs
+    require(acc <= chip.vgpr.acc, "tile_n",
+            f"the accumulators of a {cfg.wave_tile[0]}x{cfg.wave_tile[1]} wave tile need "
+            f"{acc} AGPRs per lane; {cfg.target} has {chip.vgpr.acc} (use smaller tiles "
+            "or more waves)")
+    vgprs = cfg.vgpr_estimate()
+    require(vgprs <= chip.vgpr.arch, "tile_k",
+            f"fragments, staging and addresses need about {vgprs} VGPRs per lane; "
+            f"{cfg.target} has {chip.vgpr.arch} (use a smaller tile_k or fewer blocks)")
+    # DS immediate offsets reach across one operand's tile (the bases are registers).
+    span = max(cfg.tile_m, cfg.tile_n) * cfg.row_bytes
+    require(span < DS_OFFSET_LIMIT, "tile_m" if cfg.tile_m >= cfg.tile_n else "tile_n",
+            f"an operand tile of {span} bytes in LDS exceeds the 64 KiB DS offsets")
+
+
+def config(target: str, params: dict[str, Any]) -> GemmConfig:
+    """The checked configuration of a GEMM."""
+    cfg = GemmConfig(target, params["m"], params["n"], params["k"], params["dtype"],
+                     params["layout"], params["tile_m"], params["tile_n"], params["tile_k"],
+                     params["waves"], params["mfma"], params["lds_pad"], params["interleave"],
+                     params["reads_per_mfma"], params["vmem_every"], params["seed"])
+    _check(cfg)
+    return cfg
+
+
+# ------------------------------------------------------------------------------ the kernel
+
+
+class _GemmWriter:
+    """Writes the kernel of one configuration with a KernelBuilder."""
+
+    def __init__(self, cfg: GemmConfig):
+        self.cfg = cfg
+        self.kb = KernelBuilder(f"gemm_{cfg.dtype}_{cfg.layout}", cfg.target,
+                                workgroup_size=(cfg.threads, 1, 1), lds_size=cfg.lds_bytes)
+        bm, bn = cfg.blocks
+        self.acc = self.kb.reserve("ACC", f"a[0:{bm * bn * cfg.acc_regs - 1}]")
+        self.started: set[tuple[int, int]] = set()
+        self.step: dict[str, Any] = {}  # SGPR: bytes a global offset moves per K tile
+
+    # --- small helpers --------------------------------------------------------------------
+
+    def sconst(self, value: int):
+        """An SGPR holding `value` (VOP3 has no literal operand on gfx9)."""
+        return self.kb.s_mov_b32(None, value & 0xFFFFFFFF)
+
+    def vconst(self, value: int):
+        """A VGPR holding `value` (v_cndmask_b32_e64 takes no SGPR or literal src0)."""
+        return self.kb.v_mov_b32(None, value & 0xFFFFFFFF)
+
+    def mul_add(self, x, factor: int, addend):
+        """x * factor + addend (24-bit unsigned multiply)."""
+        return self.kb.v_mad_u32_u24(None, x, self.sconst(factor), addend)
+
+    def add(self, x, value: int):
+        """x + value (a new VGPR)."""
+        if value == 0:
+            return x
+        return self.kb.v_add_u32(None, self.sconst(value), x)
+
+    def resource(self, kernarg, arg, nbytes: int):
+        """A buffer resource for `arg` covering `nbytes` (out-of-range reads give zeros)."""
+        kb = self.kb
+        ptr = kb.s_load_dwordx2(kb.sregs(2, align=2), kernarg, arg)
+        lo, hi = kb.split(ptr)
+        return kb.join(lo, hi, self.sconst(nbytes), self.sconst(BUFFER_WORD3), align=4)
+
+    # --- set-up ---------------------------------------------------------------------------
+
+    def setup(self) -> None:
+        """Arguments, resources, workgroup origin and the per-lane offsets."""
+        cfg, kb = self.cfg, self.kb
+        a = kb.arg_buffer("a", cfg.dtype, "read_only")
+        b = kb.arg_buffer("b", cfg.dtype, "read_only")
+        c = kb.arg_buffer("c", "f32", "write_only")
+        kernarg = kb.kernarg_ptr()
+        wg_n, wg_m = kb.workgroup_id("x"), kb.workgroup_id("y")
+        self.tid = kb.workitem_id("x")
+        self.rsrc = {"a": self.resource(kernarg, a, cfg.m * cfg.k * 2),
+                     "b": self.resource(kernarg, b, cfg.k * cfg.n * 2),
+                     "c": self.resource(kernarg, c, cfg.m * cfg.n * 4)}
+        self.origin = {"a": kb.s_mul_i32(None, wg_m, self.sconst(cfg.tile_m)),
+                       "b": kb.s_mul_i32(None, wg_n, self.sconst(cfg.tile_n))}
+        self.copy_setup("a")
+        self.copy_setup("b")
+        self.fragment_setup()
+
+    def copy_setup(self, operand: str) -> None:
+        """Global offsets and LDS write addresses of this work-item's chunks of `operand`."""
+        cfg, kb, tid = self.cfg, self.kb, self.tid
+        rows = cfg.tile_m if operand == "a" else cfg.tile_n
+        mn = cfg.m if operand == "a" else cfg.n
+        per = cfg.chunks_per_thread(operand)
+        lds_base = 0 if operand == "a" else cfg.a_bytes
+        origin = self.origin[operand]
+        if cfg.k_contiguous(operand):
+            # Row r of the tile (M or N index), chunk kc of 8 K-elements; rows of K elements.
+            cpr = cfg.tile_k // 8
+            row = kb.v_lshrrev_b32(None, int(math.log2(cpr)), tid)
+            kc = kb.v_and_b32(None, cpr - 1, tid)
+            kc16 = kb.v_lshlrev_b32(None, 4, kc)
+            grow = kb.v_add_u32(None, origin, row)
+            base = self.mul_add(grow, 2 * cfg.k, kc16)
+            step_rows = cfg.threads // cpr
+            offs = [self.add(base, i * step_rows * 2 * cfg.k) for i in range(per)]
+            lds = self.mul_add(row, cfg.row_bytes, kc16)
+            lds_offsets = [i * step_rows * cfg.row_bytes for i in range(per)]
+            if not hasattr(self, "kc8"):  # the same for A and B (same chunks per row)
+                self.kc8 = kb.v_lshlrev_b32(None, 3, kc)
+            advance = 2 * cfg.tile_k
+        else:
+            # Row kr of the tile (K index), chunk mc of 8 M/N-elements; rows of M/N elements.
+            cpr = rows // 8
+            kr = kb.v_lshrrev_b32(None, int(math.log2(cpr)), tid)
+            mc = kb.v_and_b32(None, cpr - 1, tid)
+            col = kb.v_add_u32(None, origin, kb.v_lshlrev_b32(None, 3, mc))
+            base = self.mul_add(kr, 2 * mn, kb.v_lshlrev_b32(None, 1, col))
+            if mn % rows:
+                # A chunk past M (N) would wrap into the next row: push it out of range.
+                inside = kb.v_cmp_gt_u32(kb.sregs(2, align=2), self.sconst(mn), col)
+                base = kb.v_cndmask_b32(None, self.vconst(OUT_OF_RANGE), base, inside)
+            step_rows = cfg.threads // cpr
+            offs = [self.add(base, i * step_rows * 2 * mn) for i in range(per)]
+            lds = self.mul_add(mc, 8 * cfg.row_bytes, kb.v_lshlrev_b32(None, 1, kr))
+            lds_offsets = [i * step_rows * 2 for i in range(per)]
+            advance = 2 * cfg.tile_k * mn
+        setattr(self, f"g_{operand}", offs)
+        setattr(self, f"lds_w_{operand}", [self.add(lds, lds_base + p * cfg.buffer_bytes)
+                                           for p in range(2)])
+        setattr(self, f"lds_w_off_{operand}", lds_offsets)
+        self.step[operand] = self.sconst(advance)  # in the entry block: dominates the loop
+
+    def fragment_setup(self) -> None:
+        """LDS read addresses of this lane's fragments and its C store offsets."""
+        cfg, kb, tid = self.cfg, self.kb, self.tid
+        wm, wn = cfg.wave_grid
+        wtm, wtn = cfg.wave_tile
+        log_b = int(math.log2(cfg.block))
+        idx = kb.v_and_b32(None, cfg.block - 1, tid)
+        grp = kb.v_bfe_u32(None, tid, log_b, int(math.log2(cfg.lane_groups)))
+        wj = kb.v_bfe_u32(None, tid, 6, int(math.log2(wn))) if wn > 1 else None
+        wi = kb.v_bfe_u32(None, tid, 6 + int(math.log2(wn)), int(math.log2(wm))) \
+            if wm > 1 else None
+        kpart = kb.v_lshlrev_b32(None, int(math.log2(2 * cfg.kper)), grp)
+        lane = self.mul_add(idx, cfg.row_bytes, kpart)
+        a_lane = self.mul_add(wi, wtm * cfg.row_bytes, lane) if wi is not None else lane
+        b_lane = self.mul_add(wj, wtn * cfg.row_bytes, lane) if wj is not None else lane
+        self.lds_r = {"a": [self.add(a_lane, p * cfg.buffer_bytes) for p in range(2)],
+                      "b": [self.add(b_lane, p * cfg.buffer_bytes + cfg.a_bytes)
+                            for p in range(2)]}
+        # C: lane holds C[i][j..j+3], i = row0 + wi*wtm + idx (+ block), j = col0 + wj*wtn
+        # + 4*grp (+ block and register group); B^T is the MFMA's first operand.
+        row = kb.v_add_u32(None, self.origin["a"], idx)
+        if wi is not None:
+            row = self.mul_add(wi, wtm, row)
+        col = kb.v_add_u32(None, self.origin["b"], kb.v_lshlrev_b32(None, 2, grp))
+        if wj is not None:
+            col = self.mul_add(wj, wtn, col)
+        self.c_col = col
+        self.c_base = kb.v_lshlrev_b32(None, 2, self.mul_add(row, cfg.n, col))
+
+    # --- one K tile -----------------------------------------------------------------------
+
+    def load(self, operand: str, stage, masked_tile: int | None):
+        """Global -> registers: this work-item's chunks of the next tile of `operand`."""
+        count = len(getattr(self, f"g_{operand}"))
+        return [self.load_chunk(operand, i, stage[i] if stage is not None else None,
+                                masked_tile) for i in range(count)]
+
+    def load_chunk(self, operand: str, i: int, dest, masked_tile: int | None):
+        """Chunk i of `operand` into `dest` (None: new registers); a chunk of a ragged last
+        tile past K gets an offset beyond the buffer (it would wrap into the next row)."""
+        cfg, kb = self.cfg, self.kb
+        off = getattr(self, f"g_{operand}")[i]
+        if masked_tile is not None and cfg.k_contiguous(operand):
+            room = cfg.k - masked_tile * cfg.tile_k
+            inside = kb.v_cmp_gt_u32(kb.sregs(2, align=2), self.sconst(room), self.kc8)
+            off = kb.v_cndmask_b32(None, self.vconst(OUT_OF_RANGE), off, inside)
+        dest = dest if dest is not None else kb.vregs(4, align=4)
+        return kb.buffer_load_dwordx4(dest, off, self.rsrc[operand], 0, offen=True)
+
+    def advance(self, operand: str, i: int | None = None) -> None:
+        """Move this work-item's global offset(s) of `operand` (chunk i, or all) to the next
+        K tile."""
+        kb = self.kb
+        offs = getattr(self, f"g_{operand}")
+        for j in range(len(offs)) if i is None else (i,):
+            offs[j] = kb.v_add_u32(offs[j], self.step[operand], offs[j])
+
+    def load_items(self, stage, masked_tile: int | None, out: list) -> list:
+        """Emitters: advance and load each chunk of the tile after next (one VMEM each);
+        they fill `out` with the new staging registers [A chunks, B chunks]."""
+        items = []
+        for slot, operand in enumerate(("a", "b")):
+            out.append([None] * len(stage[slot]))
+            for i, regs in enumerate(stage[slot]):
+                def item(kb, operand=operand, i=i, regs=regs, slot=slot):
+                    self.advance(operand, i)
+                    out[slot][i] = self.load_chunk(operand, i, regs, masked_tile)
+                items.append(item)
+        return items
+
+    def write_items(self, operand: str, stage, buf: int) -> list:
+        """Emitters: registers -> LDS buffer `buf` for `operand` (transposing if needed)."""
+        cfg = self.cfg
+        addr = getattr(self, f"lds_w_{operand}")[buf]
+        offsets = getattr(self, f"lds_w_off_{operand}")
+        items = []
+        for i, regs in enumerate(stage):
+            if cfg.k_contiguous(operand):
+                items.append(lambda kb, r=regs, o=offsets[i]:
+                             kb.ds_write_b128(addr, r, offset=o))
+                continue
+            for e in range(8):
+                name = "ds_write_b16_d16_hi" if e % 2 else "ds_write_b16"
+                items.append(lambda kb, r=regs, e=e, o=offsets[i], name=name:
+                             kb.emit(name, addr, kb.sub(r, e // 2),
+                                     offset=o + e * cfg.row_bytes))
+        return items
+
+    def fragment(self, operand: str, buf: int, step: int, blk: int):
+        """DS read of one MFMA operand fragment (block `blk`, k-step `step`)."""
+        cfg, kb = self.cfg, self.kb
+        offset = blk * cfg.block * cfg.row_bytes + step * cfg.mfma_k * 2
+        read = kb.ds_read_b128 if cfg.kper == 8 else kb.ds_read_b64
+        return read(kb.vregs(cfg.kper // 2, align=2), self.lds_r[operand][buf], offset=offset)
+
+    def mfma(self, bi: int, bj: int, fa, fb) -> None:
+        """acc[bi][bj] += A block bi x B block bj (B^T first: lanes hold rows of C)."""
+        cfg, kb = self.cfg, self.kb
+        _, bn = cfg.blocks
+        first = (bi * bn + bj) * cfg.acc_regs
+        acc = self.acc[first:first + cfg.acc_regs]
+        src_c = acc if (bi, bj) in self.started else 0
+        self.started.add((bi, bj))
+        kb.emit(cfg.mfma_name, acc, fb, fa, src_c)
+
+    def k_tile(self, buf: int, stage, write_next: bool, load_next: bool,
+               masked_tile: int | None):
+        """One K tile from LDS buffer `buf`: MFMAs, with the next tile's LDS writes and the
+        loads of the one after interleaved. Returns the staging registers."""
+        cfg, kb = self.cfg, self.kb
+        bm, bn = cfg.blocks
+        kb.s_barrier()
+        frags: dict[tuple[str, int, int], Any] = {}
+        reads = [(s, op, blk) for s in range(cfg.k_steps)
+                 for op, count in (("a", bm), ("b", bn)) for blk in range(count)]
+
+        def read(kb, s, op, blk):
+            frags[op, s, blk] = self.fragment(op, buf, s, blk)
+
+        first = [r for r in reads if r[0] == 0]
+        for r in first:
+            read(kb, *r)
+        ds = Stream.over("ds_read", [r for r in reads if r[0] > 0], read)
+        items = []
+        new_stage: list = []
+        if write_next:
+            items += self.write_items("a", stage[0], 1 - buf)
+            items += self.write_items("b", stage[1], 1 - buf)
+        if load_next:
+            items += self.load_items(stage, masked_tile, new_stage)
+        gl = Stream("vmem", items)
+        blocks = [(s, i, j) for s in range(cfg.k_steps) for i in range(bm) for j in range(bn)]
+        driver = Stream.over("mfma", blocks, lambda kb, s, i, j:
+                             self.mfma(i, j, frags["a", s, i], frags["b", s, j]))
+        if not cfg.interleave:
+            for item in ds.items + gl.items:
+                item(kb)
+            for item in driver.items:
+                item(kb)
+        else:
+            per = cfg.reads_per_mfma or -(-(bm + bn) // (bm * bn))
+            every = cfg.vmem_every or max(1, len(blocks) // max(1, len(items)))
+            kb.interleave(driver, after(ds, count=per, exhausted="stop"),
+                          after(gl, every=every, exhausted="stop"), leftover="append")
+        return new_stage if load_next else stage
+
+    # --- the whole kernel -----------------------------------------------------------------
+
+    def body(self) -> None:
+        """Prologue, the K loop over pairs of tiles, the peeled last tiles, the C stores."""
+        cfg, kb = self.cfg, self.kb
+        nt = cfg.k_tiles
+        ragged = cfg.k % cfg.tile_k != 0
+
+        def mask(t: int) -> int | None:
+            return t if ragged and t == nt - 1 else None
+
+        stage = [self.load("a", None, mask(0)), self.load("b", None, mask(0))]
+        for item in self.write_items("a", stage[0], 0) + self.write_items("b", stage[1], 0):
+            item(kb)
+        if nt > 1:
+            self.advance("a")
+            self.advance("b")
+            stage = [self.load("a", stage[0], mask(1)), self.load("b", stage[1], mask(1))]
+        # Tile t writes tile t+1 to LDS and loads tile t+2 (the loads of t <= nt-4 are never
+        # ragged: the loop holds those).
+        stage = self.k_tile(0, stage, nt > 1, nt > 2, mask(2))
+        loop_tiles = max(0, nt - 4)
+        pairs, single = divmod(loop_tiles, 2)
+        if pairs:
+            count = kb.s_mov_b32(None, pairs)
+            top = kb.label("k_loop")
+            stage = self.k_tile(1, stage, True, True, None)
+            stage = self.k_tile(0, stage, True, True, None)
+            count = kb.s_sub_u32(count, count, 1)
+            kb.s_cmp_lg_u32(count, 0)
+            kb.s_cbranch_scc1(top)
+            kb.label("k_tail")
+        first_tail = 1 + 2 * pairs
+        if single:
+            stage = self.k_tile(1, stage, True, True, None)
+            first_tail += 1
+        for t in range(first_tail, nt):
+            stage = self.k_tile(t % 2, stage, t + 1 < nt, t + 2 < nt, mask(t + 2))
+        self.store_c()
+        kb.s_endpgm()
+
+    def store_c(self) -> None:
+        """C from the accumulators, 16 bytes per lane and store; columns past N skipped."""
+        cfg, kb = self.cfg, self.kb
+        bm, bn = cfg.blocks
+        groups = cfg.acc_regs // 4
+        ragged_n = cfg.n % cfg.tile_n != 0
+        for bi in range(bm):
+            row_off = self.add(self.c_base, bi * cfg.block * cfg.n * 4)
+            for bj in range(bn):
+                for g in range(groups):
+                    col = bj * cfg.block + g * 4 * cfg.lane_groups
+                    off = row_off
+                    if ragged_n:
+                        inside = kb.v_cmp_gt_i32(kb.sregs(2, align=2),
+                                                 self.sconst(cfg.n - col), self.c_col)
+                        off = kb.v_cndmask_b32(None, self.vconst(OUT_OF_RANGE), off, inside)
+                    first = (bi * bn + bj) * cfg.acc_regs + 4 * g
+                    kb.buffer_store_dwordx4(self.acc[first:first + 4], off, self.rsrc["c"], 0,
+                                            offen=True, offset=4 * col)
+
+    def finish(self):
+        """The module."""
+        self.setup()
+        self.body()
+        return self.kb.finish()
+
+
+# ------------------------------------------------------------------------ data and reference
+
+
+def _np_dtype(dtype: str):
+    """NumPy storage type of an element type (bf16 as raw uint16)."""
+    return np.float16 if dtype == "f16" else np.uint16
+
+
+def to_bf16(x: np.ndarray) -> np.ndarray:
+    """float32 -> bf16 bits (round to nearest even), as uint16."""
+    bits = x.astype(np.float32).view(np.uint32)
+    rounded = bits + np.uint32(0x7FFF) + ((bits >> np.uint32(16)) & np.uint32(1))
+    return (rounded >> np.uint32(16)).astype(np.uint16)
+
+
+def from_bf16(bits: np.ndarray) -> np.ndarray:
+    """bf16 bits (uint16) -> float32."""
+    return (bits.astype(np.uint32) << np.uint32(16)).view(np.float32)
+
+
+def _values(cfg: GemmConfig, rows: int, cols: int, rng) -> tuple[np.ndarray, np.ndarray]:
+    """(stored elements, their float64 values) of a random rows x cols matrix."""
+    x = rng.standard_normal((rows, cols)).astype(np.float32)
+    if cfg.dtype == "f16":
+        stored = x.astype(np.float16)
+        return stored, stored.astype(np.float64)
+    stored = to_bf16(x)
+    return stored, from_bf16(stored).astype(np.float64)
+
+
+def build_case(target: str, params: dict[str, Any]) -> KernelCase:
+    """The GEMM case: module, geometry, inputs in the layout's storage order, reference."""
+    cfg = config(target, params)
+    module = _GemmWriter(cfg).finish()
+    rng = np.random.default_rng(cfg.seed)
+    a_st, a_val = _values(cfg, cfg.m, cfg.k, rng)
+    b_st, b_val = _values(cfg, cfg.k, cfg.n, rng)
+    a_arg = a_st if cfg.layout[0] == "n" else np.ascontiguousarray(a_st.T)
+    b_arg = b_st if cfg.layout[1] == "n" else np.ascontiguousarray(b_st.T)
+    c = np.zeros((cfg.m, cfg.n), np.float32)
+
+    def reference() -> dict[str, np.ndarray]:
+        return {"c": (a_val @ b_val).astype(np.float32)}
+
+    # Products of f16/bf16 are exact in f32; the f32 sums of K of them (of size about
+    # sqrt(K) for standard normal inputs) may round K times: K ulps of sqrt(K).
+    atol = 2 * np.finfo(np.float32).eps * cfg.k * math.sqrt(cfg.k)
+    return KernelCase(
+        name="gemm", target=target, params=dict(params), module=module,
+        kernel=f"gemm_{cfg.dtype}_{cfg.layout}", grid=cfg.grid, block=(cfg.threads, 1, 1),
+        args={"a": a_arg, "b": b_arg, "c": c}, outputs=("c",), reference=reference,
+        atol=float(atol), rtol=1e-5, flops=2 * cfg.m * cfg.n * cfg.k,
+        notes={"mfma": cfg.mfma_name, "lds_bytes": cfg.lds_bytes, "k_tiles": cfg.k_tiles,
+               "accumulators": cfg.blocks[0] * cfg.blocks[1] * cfg.acc_regs,
+               "wave_grid": cfg.wave_grid})
+
+
+GEMM = register(KernelGenerator(
+    name="gemm",
+    description="C = A x B (f16/bf16 in, f32 out): multi-wave MFMA tiles, LDS double "
+                "buffering, ragged edges",
+    targets=TARGETS,
+    params=PARAMS,
+    build_case=build_case,
+    shape=("m", "n", "k"),
+))
+
+__all__ = ["GEMM", "GemmConfig", "KernelParamError", "build_case", "config", "from_bf16",
+           "to_bf16"]

@@ -1,0 +1,303 @@
+"""Run a built kernel case: compile, launch, check against NumPy, model or measure its speed.
+
+    case = kernels.get("gemm").build("gfx942", {"m": 512})
+    result = run_case(case, backend="emu", check=True, timing=True)
+    print(format_run(result))
+
+Figures from the emulator's timing model are *modeled*: the model times the workgroups of
+CU 0 (workgroups go to CUs round-robin), and the device is assumed to run every CU like CU 0
+at the same time (no contention between CUs is modeled). So
+
+* modeled TFLOPS = the launch's flops / (CU 0's cycles / clock): the whole grid in the time
+  CU 0 takes (a grid smaller than the device leaves CUs idle, and that shows);
+* modeled per-CU rate = the flops of CU 0's workgroups / its time, times the CU count: what
+  the device would reach if the grid filled every CU as it fills CU 0.
+
+Both are set beside the product's data-sheet peak for the element type (target data).
+With the HIP backend the time per launch is measured and the TFLOPS are measured ones.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from asterism.kernels.base import KernelCase, KernelGenerator
+
+DEFAULT_PIPELINE = "auto"
+
+
+@dataclass
+class KernelCheck:
+    """The comparison of one output with the NumPy reference."""
+
+    output: str
+    max_abs_error: float
+    max_rel_error: float
+    atol: float
+    rtol: float
+    passed: bool
+    worst_index: tuple[int, ...] = ()
+
+
+@dataclass
+class KernelRun:
+    """What `run_case` did: backend, wall time, checks, and modeled or measured speed."""
+
+    name: str
+    target: str
+    params: dict[str, Any]
+    backend: str
+    device: str
+    wall_seconds: float
+    wave_instructions: int = 0
+    checks: list[KernelCheck] = field(default_factory=list)
+    flops: int = 0
+    cycles: int | None = None  # timing model: cycles of the modeled CU
+    clock_mhz: float | None = None
+    compute_units: int | None = None
+    product: str | None = None
+    modeled_workgroups: int | None = None
+    workgroups: int | None = None
+    tflops: float | None = None  # modeled (timing) or measured (hip)
+    per_cu_tflops: float | None = None  # modeled: CU 0's rate times the CU count
+    peak_tflops: float | None = None
+    measured_seconds: float | None = None  # hip: time per launch
+    registers: dict[str, int] = field(default_factory=dict)
+
+    @property
+    def passed(self) -> bool:
+        """True if every checked output is within tolerance (True when nothing was checked)."""
+        return all(c.passed for c in self.checks)
+
+    @property
+    def modeled(self) -> bool:
+        """True if the speed figures come from the timing model, not a GPU."""
+        return self.cycles is not None
+
+
+def compile_case(case: KernelCase, pipeline: str | None = None) -> bytes:
+    """The code object of a case, after its pipeline (default `auto`)."""
+    from asterism import api
+
+    if pipeline is None:
+        pipeline = case.notes.get("pipeline", DEFAULT_PIPELINE)
+    return api.compile(case.module, pipeline)
+
+
+def build_code_object(case: KernelCase) -> bytes:
+    """HSACO bytes of a case (what `asterism kernels build -o` writes)."""
+    return compile_case(case)
+
+
+def check_outputs(case: KernelCase, values: dict[str, np.ndarray]) -> list[KernelCheck]:
+    """Compare each output with the reference: max abs/rel error and the case's tolerance."""
+    want = case.reference()
+    checks = []
+    for name in case.outputs:
+        value = values[name] if case.decode is None else case.decode(name, values[name])
+        got = np.asarray(value, np.float64)
+        ref = np.asarray(want[name], np.float64).reshape(got.shape)
+        diff = np.abs(got - ref)
+        finite = np.isfinite(got).all()
+        rel = diff / np.maximum(np.abs(ref), np.finfo(np.float32).tiny)
+        bad = diff > case.atol + case.rtol * np.abs(ref)
+        worst = np.unravel_index(int(np.argmax(diff)), diff.shape) if diff.size else ()
+        checks.append(KernelCheck(
+            name, float(diff.max()) if diff.size else 0.0,
+            float(rel[~np.isclose(ref, 0)].max()) if (~np.isclose(ref, 0)).any() else 0.0,
+            case.atol, case.rtol, bool(finite and not bad.any()),
+            tuple(int(i) for i in worst)))
+    return checks
+
+
+def _register_usage(code: bytes, kernel: str) -> dict[str, int]:
+    """VGPR / AGPR / SGPR / LDS of `kernel` from its code object's metadata and descriptor."""
+    from asterism.mc.codeobject import read_code_object
+
+    obj = read_code_object(code)
+    entry = next(k for k in obj.kernels if k.name == kernel)
+    meta = entry.metadata or {}
+    usage = {"vgpr": meta.get(".vgpr_count", 0), "sgpr": meta.get(".sgpr_count", 0),
+             "agpr": meta.get(".agpr_count", 0),
+             "lds": meta.get(".group_segment_fixed_size", 0)}
+    return {k: int(v) for k, v in usage.items()}
+
+
+def _product(target: str):
+    from asterism.target import get_target
+
+    chip = get_target(target)
+    return chip.product(chip.flagship)
+
+
+def _add_timing(run: KernelRun, case: KernelCase, timing) -> None:
+    """Modeled cycles and TFLOPS from a TimingResult (see the module docstring)."""
+    product = _product(case.target)
+    run.cycles = int(timing.cycles)
+    run.clock_mhz = float(timing.clock_mhz)
+    run.compute_units = product.compute_units
+    run.product = product.name
+    run.workgroups = int(timing.workgroups)
+    run.modeled_workgroups = int(timing.modeled_workgroups)
+    run.peak_tflops = product.peak(case.params.get("dtype", "f16"))
+    if run.cycles > 0:
+        seconds = run.cycles / (run.clock_mhz * 1e6)
+        run.tflops = case.flops / seconds / 1e12
+        share = run.modeled_workgroups / max(1, run.workgroups)
+        run.per_cu_tflops = case.flops * share / seconds * run.compute_units / 1e12
+
+
+def run_case(case: KernelCase, backend: str = "emu", check: bool = True,
+             timing: bool = False, iterations: int = 1,
+             pipeline: str | None = None) -> KernelRun:
+    """Compile and launch `case`; compare with the reference (`check`), model (`timing`,
+    emulator) or measure (hip) its speed."""
+    import time
+
+    from asterism import runtime
+
+    code = compile_case(case, pipeline)
+    args = {k: (v.copy() if isinstance(v, np.ndarray) else v) for k, v in case.args.items()}
+    start = time.perf_counter()
+    result = runtime.launch(code, case.kernel, grid=case.grid, block=case.block, args=args,
+                            backend=backend, timing=timing,
+                            iterations=1 if timing else iterations)
+    wall = time.perf_counter() - start
+    run = KernelRun(case.name, case.target, dict(case.params), result.backend, result.device,
+                    wall, flops=case.flops, registers=_register_usage(code, case.kernel))
+    if result.stats is not None:
+        run.wave_instructions = int(getattr(result.stats, "wave_instructions", 0) or 0)
+    if check:
+        run.checks = check_outputs(case, args)
+    if timing and result.timing is not None:
+        _add_timing(run, case, result.timing)
+    elif result.backend == "hip" and result.times:
+        run.measured_seconds = float(min(result.times))
+        run.tflops = case.flops / run.measured_seconds / 1e12
+        run.peak_tflops = _product(case.target).peak(case.params.get("dtype", "f16"))
+    return run
+
+
+# ------------------------------------------------------------------------------ reports
+
+
+def _percent(value: float | None, peak: float | None) -> str:
+    if value is None or not peak:
+        return ""
+    return f" ({100 * value / peak:.1f}% of peak)"
+
+
+def run_report(run: KernelRun) -> dict[str, Any]:
+    """The run as a JSON-ready dict (for `--json`)."""
+    out: dict[str, Any] = {
+        "kernel": run.name, "target": run.target, "params": run.params,
+        "backend": run.backend, "device": run.device,
+        "wall_seconds": round(run.wall_seconds, 4),
+        "wave_instructions": run.wave_instructions, "registers": run.registers,
+        "passed": run.passed,
+        "checks": [{"output": c.output, "max_abs_error": c.max_abs_error,
+                    "max_rel_error": c.max_rel_error, "atol": c.atol, "rtol": c.rtol,
+                    "passed": c.passed} for c in run.checks],
+        "flops": run.flops,
+    }
+    if run.modeled:
+        out["timing"] = {
+            "modeled": True, "cycles": run.cycles, "clock_mhz": run.clock_mhz,
+            "product": run.product, "compute_units": run.compute_units,
+            "workgroups": run.workgroups, "modeled_workgroups": run.modeled_workgroups,
+            "modeled_tflops": run.tflops, "modeled_per_cu_tflops_scaled": run.per_cu_tflops,
+            "peak_tflops": run.peak_tflops,
+            "note": "timing model of CU 0; every CU assumed to run like CU 0, no "
+                    "contention between CUs modeled",
+        }
+    elif run.measured_seconds is not None:
+        out["measured"] = {"seconds_per_launch": run.measured_seconds,
+                           "tflops": run.tflops, "peak_tflops": run.peak_tflops}
+    return out
+
+
+def format_run(run: KernelRun) -> str:
+    """The run as text (what `asterism kernels run` prints)."""
+    params = " ".join(f"{k}={v}" for k, v in run.params.items())
+    lines = [f"{run.name} on {run.target} ({run.device}): {params}",
+             f"  ran in {run.wall_seconds:.2f} s wall"
+             + (f", {run.wave_instructions} wave-instructions" if run.wave_instructions
+                else "")]
+    if run.registers:
+        r = run.registers
+        lines.append(f"  registers: {r.get('vgpr', 0)} VGPR, {r.get('agpr', 0)} AGPR, "
+                     f"{r.get('sgpr', 0)} SGPR; LDS {r.get('lds', 0)} bytes")
+    for c in run.checks:
+        verdict = "ok" if c.passed else "FAILED"
+        lines.append(f"  check {c.output}: max abs error {c.max_abs_error:.3g}, max rel "
+                     f"error {c.max_rel_error:.3g} (tolerance atol {c.atol:.3g} + rtol "
+                     f"{c.rtol:.3g} x |ref|): {verdict}")
+    if run.modeled:
+        us = run.cycles / run.clock_mhz
+        lines.append(f"  modeled: {run.cycles} cycles on CU 0 ({run.modeled_workgroups} of "
+                     f"{run.workgroups} workgroups) = {us:.2f} us at {run.clock_mhz:.0f} MHz")
+        share = _percent(run.tflops, run.peak_tflops)
+        lines.append(f"  modeled: {run.tflops:.1f} TFLOPS for the whole grid on "
+                     f"{run.compute_units} CUs ({run.product}){share}")
+        lines.append(f"  modeled: {run.per_cu_tflops:.1f} TFLOPS if every CU ran as CU 0 does"
+                     f"{_percent(run.per_cu_tflops, run.peak_tflops)}; peak "
+                     f"{run.peak_tflops} TFLOPS (data sheet, dense)")
+        lines.append("  (a model of one CU, not a measurement: CU contention, caches and "
+                     "clocks are not modeled)")
+    elif run.measured_seconds is not None:
+        lines.append(f"  measured: {run.measured_seconds * 1e6:.1f} us per launch, "
+                     f"{run.tflops:.1f} TFLOPS{_percent(run.tflops, run.peak_tflops)}")
+    return "\n".join(lines) + "\n"
+
+
+def list_rows(generators: list[KernelGenerator]) -> list[dict[str, Any]]:
+    """One dict per generator: name, description, targets, parameters (for --json)."""
+    return [{"name": g.name, "description": g.description, "targets": list(g.targets),
+             "params": [{"name": p.name, "default": p.default, "type": p.kind.__name__,
+                         "choices": list(p.choices), "help": p.help} for p in g.params]}
+            for g in generators]
+
+
+def format_list(generators: list[KernelGenerator]) -> str:
+    """The `asterism kernels list` table: each kernel, its targets and its parameters."""
+    lines = []
+    for g in generators:
+        lines.append(f"{g.name}  [{', '.join(g.targets)}]  {g.description}")
+        width = max((len(p.name) for p in g.params), default=0)
+        for p in g.params:
+            choices = f" ({'|'.join(str(c) for c in p.choices)})" if p.choices else ""
+            default = f"{p.default}"
+            lines.append(f"    {p.name:<{width}}  {default:<8} {p.help}{choices}")
+    return "\n".join(lines) + "\n"
+
+
+def parse_params(pairs: list[str]) -> dict[str, str]:
+    """`["m=512", "dtype=bf16"]` -> {"m": "512", "dtype": "bf16"} (the generator converts)."""
+    from asterism.kernels.base import KernelParamError
+
+    out = {}
+    for text in pairs:
+        key, sep, value = text.partition("=")
+        if not sep or not key.strip():
+            raise KernelParamError(f"--param expects name=value, got {text!r}")
+        out[key.strip()] = value.strip()
+    return out
+
+
+def parse_shape(text: str, names: tuple[str, ...] = ("m", "n", "k")) -> dict[str, str]:
+    """`512x256x128` -> {"m": "512", "n": "256", "k": "128"} (fewer dims allowed)."""
+    from asterism.kernels.base import KernelParamError
+
+    parts = text.lower().split("x")
+    if not 1 <= len(parts) <= len(names) or not all(p.strip().isdigit() for p in parts):
+        raise KernelParamError(f"--shape expects up to {len(names)} sizes like "
+                               f"{'x'.join(['512'] * len(names))}, got {text!r}")
+    return dict(zip(names, (p.strip() for p in parts)))
+
+
+__all__ = ["KernelCheck", "KernelRun", "build_code_object", "check_outputs", "compile_case",
+           "format_list", "format_run", "list_rows", "parse_params", "parse_shape",
+           "run_case", "run_report"]

@@ -1,0 +1,153 @@
+"""The GEMM kernel of asterism.kernels on the emulator against NumPy (float64 products of the
+stored f16/bf16 inputs), over shapes (ragged ones included), dtypes, targets, layouts, tile
+and schedule parameters; every parameter limit gives a KernelParamError naming it; and the
+shared runner's reports (checks, modeled TFLOPS against the data-sheet peak).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from asterism import kernels
+from asterism.kernels import KernelParamError, run_case
+from asterism.kernels.gemm import from_bf16, to_bf16
+from asterism.kernels.run import (
+    check_outputs,
+    format_list,
+    format_run,
+    parse_params,
+    parse_shape,
+    run_report,
+)
+
+TARGETS = ("gfx942", "gfx950")
+
+# (params) of small problems; sizes not multiples of the tiles are the ragged edges.
+CASES = [
+    dict(m=64, n=64, k=64, tile_m=64, tile_n=64),
+    dict(m=128, n=128, k=160, dtype="bf16"),  # 5 K tiles: loop pair, ragged-free tail
+    dict(m=200, n=136, k=264),  # ragged M, N and K (K = 8 tiles + 8)
+    dict(m=96, n=72, k=40, layout="nn", tile_m=64, tile_n=64, mfma=16),
+    dict(m=72, n=104, k=96, layout="tn", tile_m=64, tile_n=64, dtype="bf16"),
+    dict(m=64, n=96, k=48, layout="tt", tile_m=64, tile_n=64, waves=2),
+    dict(m=128, n=64, k=128, waves=8, tile_m=128, tile_n=64, tile_k=64, mfma=16),
+    dict(m=64, n=64, k=96, waves=1, tile_m=64, tile_n=64, interleave=False),
+]
+
+
+def _ids(p: dict) -> str:
+    return "-".join(f"{k}{v}" for k, v in p.items())
+
+
+@pytest.mark.parametrize("target", TARGETS)
+@pytest.mark.parametrize("params", CASES, ids=_ids)
+def test_gemm_matches_numpy(target, params):
+    case = kernels.get("gemm").build(target, params)
+    run = run_case(case, backend="emu", check=True)
+    assert run.passed, format_run(run)
+    (check,) = run.checks
+    assert check.max_abs_error <= case.atol
+    # A real comparison: the reference is far from zero, and the runner ran on copies.
+    assert np.abs(case.reference()["c"]).max() > 1
+    assert not np.any(case.args["c"])
+
+
+def test_check_fails_on_a_wrong_result():
+    case = kernels.get("gemm").build("gfx942", dict(m=64, n=64, k=64, tile_m=64, tile_n=64))
+    want = case.reference()["c"]
+    wrong = want.copy()
+    wrong[3, 5] += 10 * case.atol + 1.0
+    (check,) = check_outputs(case, {"c": wrong})
+    assert not check.passed and check.worst_index == (3, 5)
+    (ok,) = check_outputs(case, {"c": want})
+    assert ok.passed and ok.max_abs_error == 0
+
+
+def test_reference_is_the_product_of_the_stored_values():
+    case = kernels.get("gemm").build("gfx950", dict(m=64, n=64, k=64, tile_m=64, tile_n=64,
+                                                    dtype="bf16", layout="tn"))
+    a = from_bf16(case.args["a"]).astype(np.float64).T  # stored as [K][M]
+    b = from_bf16(case.args["b"]).astype(np.float64)  # stored as [K][N]
+    np.testing.assert_allclose(case.reference()["c"], a @ b, rtol=1e-6, atol=1e-6)
+
+
+def test_bf16_conversion_rounds_to_nearest_even():
+    x = np.array([1.0, 1.0 + 2 ** -8, 1.0 + 3 * 2 ** -8, -2.5], np.float32)
+    # 1 + 2^-8 is halfway between 1 and 1 + 2^-7: ties go to the even code (1.0).
+    np.testing.assert_array_equal(from_bf16(to_bf16(x)),
+                                  np.array([1.0, 1.0, 1.0 + 2 ** -6, -2.5], np.float32))
+
+
+@pytest.mark.parametrize("target, params, name, words", [
+    ("gfx950", dict(tile_m=512, m=512, tile_n=256), "tile_n", "AGPRs"),  # 256x128 / wave
+    ("gfx942", dict(tile_k=128, k=256, tile_m=256, m=256), "tile_k", "LDS"),
+    ("gfx942", dict(tile_m=256, m=128), "tile_m", "larger than the problem"),
+    ("gfx942", dict(k=20), "k", "multiple of 8"),
+    ("gfx942", dict(layout="nn", n=100), "n", "multiple of 8"),
+    ("gfx942", dict(tile_k=12), "tile_k", "multiple of 8"),
+    ("gfx950", dict(tile_k=8), "tile_k", "v_mfma_f32_32x32x16_f16"),
+    ("gfx942", dict(tile_m=96), "tile_m", "multiple of 64"),
+    ("gfx942", dict(lds_pad=4), "lds_pad", "multiple of 8"),
+    ("gfx942", dict(waves=3), "waves", "not one of"),
+    ("gfx942", dict(dtype="f32"), "dtype", "not one of"),
+    ("gfx942", dict(m="big"), "m", "expected int"),
+    ("gfx950", dict(tile_k=256, k=256, tile_m=64, tile_n=64, waves=1), "tile_k", "VGPRs"),
+    ("gfx942", dict(m=0), "m", "positive"),
+])
+def test_bad_parameters_name_the_parameter_and_limit(target, params, name, words):
+    with pytest.raises(KernelParamError) as err:
+        kernels.get("gemm").build(target, params)
+    assert f"parameter {name}" in str(err.value) and words in str(err.value)
+
+
+def test_gfx950_lds_fits_tiles_gfx942_cannot():
+    big = dict(m=256, n=256, k=256, tile_m=256, tile_n=256, tile_k=64, waves=8)
+    with pytest.raises(KernelParamError, match="65536 per workgroup"):
+        kernels.get("gemm").build("gfx942", big)
+    case = kernels.get("gemm").build("gfx950", big)
+    assert case.notes["lds_bytes"] > 65536
+
+
+def test_unknown_parameter_and_target():
+    gen = kernels.get("gemm")
+    with pytest.raises(KernelParamError, match="no parameter 'tile'"):
+        gen.build("gfx942", {"tile": 64})
+    with pytest.raises(KernelParamError, match="supports targets gfx942, gfx950"):
+        gen.build("gfx90a")
+
+
+def test_timing_reports_modeled_tflops_against_the_peak():
+    case = kernels.get("gemm").build("gfx950", dict(m=128, n=128, k=64))
+    run = run_case(case, timing=True)
+    assert run.passed and run.modeled and run.cycles > 0
+    assert run.peak_tflops == 2516.6 and run.compute_units == 256
+    # One workgroup on CU 0: the grid's flops in CU 0's time.
+    assert run.workgroups == run.modeled_workgroups == 1
+    seconds = run.cycles / (run.clock_mhz * 1e6)
+    assert run.tflops == pytest.approx(2 * 128 * 128 * 64 / seconds / 1e12)
+    assert run.per_cu_tflops == pytest.approx(run.tflops * 256)
+    text = format_run(run)
+    assert "modeled:" in text and "% of peak" in text and "not a measurement" in text
+    report = run_report(run)
+    assert report["timing"]["modeled"] is True and report["passed"] is True
+    assert report["registers"]["agpr"] == 64  # the pinned ACC region: 2x2 blocks of 16
+
+
+def test_build_code_object_and_list():
+    case = kernels.get("gemm").build("gfx942", dict(m=64, n=64, k=64, tile_m=64, tile_n=64))
+    data = kernels.build_code_object(case)
+    assert data[:4] == b"\x7fELF" and case.kernel.encode() in data
+    table = format_list(kernels.generators())
+    assert "gemm  [gfx942, gfx950]" in table and "tile_k" in table
+    rows = kernels.list_rows(kernels.generators())
+    assert {p["name"] for p in rows[0]["params"]} >= {"m", "n", "k", "layout", "dtype"}
+
+
+def test_param_and_shape_parsing():
+    assert parse_params(["m=512", " dtype = bf16"]) == {"m": "512", "dtype": "bf16"}
+    assert parse_shape("512x256x128") == {"m": "512", "n": "256", "k": "128"}
+    with pytest.raises(KernelParamError, match="name=value"):
+        parse_params(["m"])
+    with pytest.raises(KernelParamError, match="--shape"):
+        parse_shape("512xbig")
