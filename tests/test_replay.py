@@ -12,6 +12,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from test_timing_trace import exchange_kernel
 
 import asterism
 from asterism.builder import KernelBuilder
@@ -26,7 +27,6 @@ from asterism.profile.replay import (
 )
 from asterism.target import get_target
 from asterism.target.timing import get_timing
-from test_timing_trace import exchange_kernel
 
 SHARED = Path(__file__).resolve().parent / "data" / "shared" / "att"
 CAPTURES = ["pa_mqa_logits_fp4_small", "flash_attn_func_small"]
