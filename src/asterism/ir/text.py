@@ -114,7 +114,7 @@ def parse_ir(text: str, filename: str = "<input>", verify: bool = True) -> Built
         raise ParseError("nesting too deep", parser.location(parser.pos)) from None
     except AsterismError:
         raise
-    except Exception as err:  # noqa: BLE001 - the boundary: no xDSL internals reach users
+    except Exception as err:  # the boundary: no xDSL internals reach users
         # xDSL's parser core can fail outside its own error type on malformed input (e.g. a
         # KeyError on a block label); report it where the parser stopped.
         raise ParseError(f"malformed input here ({type(err).__name__}: {err})",
