@@ -10,14 +10,33 @@ from __future__ import annotations
 import os
 
 
+def _decode(data: bytes, filename: str) -> str:
+    """UTF-8 text of `data`; a ParseError at the first byte that is not UTF-8."""
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as err:
+        from asterism.errors import ParseError, SourceLocation
+
+        head = data[:err.start]
+        line = head.count(b"\n") + 1
+        col = len(head) - (head.rfind(b"\n") + 1) + 1
+        raise ParseError(f"not UTF-8 text (byte 0x{data[err.start]:02x})",
+                         SourceLocation(filename, line, col)) from None
+
+
 def _read(source: str | os.PathLike[str] | bytes, what: str) -> tuple[str, str]:
     """(text, filename) from text or a path."""
     if isinstance(source, bytes):
-        return source.decode(), "<input>"
+        return _decode(source, "<input>"), "<input>"
     text = str(source)
-    if "\n" not in text and os.path.exists(text):
-        with open(text) as f:
-            return f.read(), text
+    if "\n" not in text and os.path.isfile(text):
+        try:
+            with open(text, "rb") as f:
+                return _decode(f.read(), text), text
+        except OSError as err:
+            from asterism.errors import AsterismError
+
+            raise AsterismError(f"cannot read {what} file {text}: {err.strerror}") from None
     return text, "<input>"
 
 

@@ -1,0 +1,357 @@
+"""Bad-input fuzzing of every reader, through the Python API and the CLI.
+
+Inputs are mutations of real files (the lit inputs, the demo kernel, the shared code objects
+and ATT capture), truncations and random bytes. Whatever the input, only `AsterismError`
+may escape the API; the CLI (`asterism.cli.main`, in process) returns 0 or 1, says
+`error:` without a traceback, and leaves no output file behind when it fails.
+
+The default run is small (CI); ASTERISM_FUZZ_EXAMPLES=N runs N inputs per test (the
+campaign quoted in the notes used 2000-4000).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from asterism import api
+from asterism.cli import main as cli_main
+from asterism.errors import AsterismError, ParseError
+
+REPO = Path(__file__).resolve().parent.parent
+LIT = REPO / "tests" / "lit"
+DEMO = REPO / "examples" / "demo" / "add_10.mlir"
+SHARED = REPO / "tests" / "data" / "shared"
+CAPTURE = SHARED / "att" / "pa_mqa_logits_fp4_small"
+
+
+def _examples(default: int) -> int:
+    """Inputs per test: small by default, ASTERISM_FUZZ_EXAMPLES for a campaign."""
+    return int(os.environ.get("ASTERISM_FUZZ_EXAMPLES", default))
+
+
+def fuzz_settings(default: int):
+    """Bounded hypothesis settings (no deadline: the first example pays for imports)."""
+    return settings(max_examples=_examples(default), deadline=None, derandomize=False,
+                    suppress_health_check=[HealthCheck.function_scoped_fixture,
+                                           HealthCheck.too_slow,
+                                           HealthCheck.data_too_large])
+
+
+# ----------------------------------------------------------------------------- seeds
+
+
+def _ir_seeds() -> list[str]:
+    return [DEMO.read_text()] + [p.read_text() for p in sorted(LIT.glob("*.mlir"))]
+
+
+def _asm_seeds() -> list[str]:
+    """Assembly written by the translator from the IR seeds that translate as they are."""
+    out = []
+    for text in _ir_seeds():
+        try:
+            out.append(api.translate(text))
+        except AsterismError:
+            continue
+    return out
+
+
+def _code_object_seeds() -> list[bytes]:
+    objs = [p.read_bytes() for p in sorted((SHARED / "codeobjects").glob("*.co"))]
+    return objs + [api.compile(DEMO.read_text())]
+
+
+IR_SEEDS = _ir_seeds()
+ASM_SEEDS = _asm_seeds()
+CO_SEEDS = _code_object_seeds()
+CAPTURE_FILES = sorted(p.name for p in CAPTURE.glob("*.json"))
+PIPELINE_SEEDS = ["", "auto", "inline", "copy-prop,dce", "inline,regalloc,waits,hazards",
+                  "regalloc{report=1}", "regalloc{max-vgprs=2}", "hazards{check-only=1}",
+                  "regalloc{reserve=v0-v1,max-vgprs=4}", "schedule", "builtin.module(dce)"]
+ARG_SEEDS = ["zeros:256", "zeros:256:i32", "ones:64x4:f32", "arange:256:i32", "rand:1024:f16",
+             "full:16:f32:1.5", "full:4:i32:7", "42", "0x10", "1.5", "-3", "rand:8:u8"]
+# Pieces that steer mutations towards the corners of each grammar.
+IR_TOKENS = ['"', "{", "}", "(", ")", "[", "]", "<", ">", "%", "^", "@", "!", "#", ":", ",",
+             "=", ".", "...", "->", "\n", "//", "\\", "0", "-1", "300", "0x", "[250:260]",
+             "^loop", "^loop:", "!amdgcn.vgpr<", "!amdgcn.sgpr<[", "amdgcn.", "%v", "\x00", "é"]
+ASM_TOKENS = [",", "[", "]", ":", "(", ")", "\n", ";", "//", "\"", "s[", "v[", "a[", "0x",
+              "-", "lit(", "off", "offset:", "0xffffffffffffffff", ".amdhsa_", ".end_amdhsa_kernel",
+              "---", "...", "\t", "1e400", "vcc", "sel:", "BYTE_0", "\\", "\x00", "é"]
+SPEC_TOKENS = [":", "x", ",", "=", "{", "}", "-", "0", "1e400", "nan", "inf", "0x", "f16", "bf16",
+               "i64", "S5", "O", "V8", ".npy", "full", "rand", "zeros", "999", " ", "\x00", "é"]
+
+
+# ----------------------------------------------------------------------------- strategies
+
+
+@st.composite
+def mutated_text(draw, seeds: list[str], tokens: list[str]) -> str:
+    """A seed text after 1-4 edits: delete, insert a token or random text, duplicate a
+    slice, swap two characters, truncate."""
+    text = draw(st.sampled_from(seeds))
+    for _ in range(draw(st.integers(1, 4))):
+        n = len(text)
+        i = draw(st.integers(0, n))
+        j = draw(st.integers(i, min(n, i + 64)))
+        kind = draw(st.sampled_from(["delete", "token", "text", "dup", "swap", "truncate"]))
+        if kind == "delete":
+            text = text[:i] + text[j:]
+        elif kind == "token":
+            text = text[:i] + draw(st.sampled_from(tokens)) + text[i:]
+        elif kind == "text":
+            text = text[:i] + draw(st.text(max_size=8)) + text[j:]
+        elif kind == "dup":
+            text = text[:j] + text[i:j] * draw(st.integers(1, 3)) + text[j:]
+        elif kind == "swap" and j > i:
+            text = text[:i] + text[j - 1] + text[i + 1:j - 1] + text[i] + text[j:]
+        elif kind == "truncate":
+            text = text[:i]
+    return text
+
+
+@st.composite
+def mutated_bytes(draw, seeds: list[bytes]) -> bytes:
+    """A seed blob after 1-6 edits: flipped/overwritten bytes (often in the ELF header and
+    tables), deleted or duplicated slices, a truncation, 32-bit fields set to extremes."""
+    data = bytearray(draw(st.sampled_from(seeds)))
+    for _ in range(draw(st.integers(1, 6))):
+        n = len(data)
+        # Half the edits hit the first 512 bytes, where the headers and tables are.
+        hi = min(n, 512) if draw(st.booleans()) else n
+        i = draw(st.integers(0, max(0, hi - 1)))
+        kind = draw(st.sampled_from(["byte", "word", "delete", "dup", "truncate"]))
+        if kind == "byte" and n:
+            data[i] = draw(st.integers(0, 255))
+        elif kind == "word" and i + 4 <= n:
+            word = draw(st.sampled_from([0, 1, 0x7FFFFFFF, 0x80000000, 0xFFFFFFFF]))
+            data[i:i + 4] = word.to_bytes(4, "little")
+        elif kind == "delete":
+            del data[i:i + draw(st.integers(1, 64))]
+        elif kind == "dup":
+            data[i:i] = data[i:i + draw(st.integers(1, 64))]
+        elif kind == "truncate":
+            del data[i:]
+    return bytes(data)
+
+
+def _expect_clean(fn, *args, **kwargs):
+    """Call `fn`; only AsterismError may escape. Returns the error or None."""
+    try:
+        fn(*args, **kwargs)
+    except AsterismError as err:
+        assert str(err), "an error without a message"
+        return err
+    return None
+
+
+def _run_cli(argv: list[str], capsys, output: Path | None = None) -> int:
+    """Run the CLI in process: exit 0 or 1, no traceback, no output file after a failure."""
+    if output is not None and output.exists():
+        output.unlink()
+    rc = cli_main(argv)
+    err = capsys.readouterr().err
+    assert rc in (0, 1), (rc, err)
+    assert "Traceback" not in err
+    if rc == 1:
+        assert "error:" in err, err
+        if output is not None:
+            assert not output.exists(), f"partial output {output} after: {err}"
+    return rc
+
+
+# ----------------------------------------------------------------------------- IR text
+
+
+def _ir_through_api(text: str) -> None:
+    err = _expect_clean(api.parse, text)
+    if isinstance(err, ParseError):
+        assert err.location is not None, f"parse error without a location: {err}"
+    if err is None:
+        for pipeline in ("", "auto"):
+            _expect_clean(api.compile, text, pipeline)
+
+
+@fuzz_settings(60)
+@given(mutated_text(IR_SEEDS, IR_TOKENS))
+def test_ir_mutations_api(text):
+    _ir_through_api(text)
+
+
+@fuzz_settings(30)
+@given(st.one_of(st.text(max_size=200), st.binary(max_size=200)))
+def test_ir_random_api(data):
+    _ir_through_api(data)
+
+
+@fuzz_settings(25)
+@given(mutated_text(IR_SEEDS, IR_TOKENS))
+def test_ir_mutations_cli(tmp_path, capsys, text):
+    src, out = tmp_path / "k.mlir", tmp_path / "k.hsaco"
+    src.write_text(text, encoding="utf-8", errors="surrogateescape")
+    _run_cli(["compile", str(src), "-o", str(out)], capsys, out)
+    _run_cli(["translate", str(src), "-o", str(tmp_path / "k.s")], capsys, tmp_path / "k.s")
+
+
+# ----------------------------------------------------------------------------- assembly
+
+
+def _asm_through_api(text: str) -> None:
+    _expect_clean(api.assemble, text)
+    _expect_clean(api.assemble, text, "gfx950")
+
+
+@fuzz_settings(60)
+@given(mutated_text(ASM_SEEDS, ASM_TOKENS))
+def test_asm_mutations_api(text):
+    _asm_through_api(text)
+
+
+@fuzz_settings(25)
+@given(st.one_of(st.text(max_size=200), st.binary(max_size=200)))
+def test_asm_random_api(data):
+    _asm_through_api(data)
+
+
+@fuzz_settings(25)
+@given(mutated_text(ASM_SEEDS, ASM_TOKENS))
+def test_asm_mutations_cli(tmp_path, capsys, text):
+    src, out = tmp_path / "k.s", tmp_path / "k.hsaco"
+    src.write_text(text, encoding="utf-8", errors="surrogateescape")
+    _run_cli(["asm", str(src), "-o", str(out)], capsys, out)
+
+
+# ----------------------------------------------------------------------------- pipelines
+
+
+@fuzz_settings(60)
+@given(mutated_text(PIPELINE_SEEDS, IR_TOKENS + ["{", "}", "=", ",", "regalloc", "max-vgprs"]),
+       st.sampled_from(["passes_regalloc.mlir", "passes_inline.mlir", "passes_hazards.mlir"]))
+def test_pipeline_mutations_api(pipeline, seed):
+    _expect_clean(api.optimize, (LIT / seed).read_text(), pipeline)
+
+
+@fuzz_settings(15)
+@given(mutated_text(PIPELINE_SEEDS, ["{", "}", "=", ",", "regalloc", "max-vgprs"]))
+def test_pipeline_mutations_cli(tmp_path, capsys, pipeline):
+    out = tmp_path / "o.mlir"
+    # `--pipeline=...`: a value starting with '-' must not read as an option.
+    _run_cli(["opt", str(LIT / "passes_regalloc.mlir"), f"--pipeline={pipeline}",
+              "-o", str(out)], capsys, out)
+
+
+# ----------------------------------------------------------------------------- --arg specs
+
+
+def _spec_is_small(spec: str) -> bool:
+    """Keep array sizes small: the fuzzer must not allocate gigabytes on a shared machine."""
+    digits = "".join(c if c.isdigit() else " " for c in spec).split()
+    return all(len(d) <= 6 for d in digits) or not any(
+        spec.startswith(m) for m in ("zeros", "ones", "arange", "rand", "full"))
+
+
+@fuzz_settings(80)
+@given(mutated_text(ARG_SEEDS, SPEC_TOKENS),
+       st.sampled_from([None, {".name": "out", ".type_name": "int*"},
+                        {".name": "x", ".type_name": "half"}, {".name": "y"}]))
+def test_arg_spec_mutations_api(spec, param):
+    from asterism.cli_extra import make_arg
+
+    if _spec_is_small(spec):
+        _expect_clean(make_arg, spec, param, 0)
+
+
+@fuzz_settings(10)
+@given(mutated_text(ARG_SEEDS, SPEC_TOKENS))
+def test_arg_spec_mutations_cli(capsys, spec):
+    if _spec_is_small(spec):
+        _run_cli(["run", str(DEMO), "--backend", "emu", f"--arg=out={spec}"], capsys)
+
+
+# ----------------------------------------------------------------------------- code objects
+
+
+def _code_object_through_api(data: bytes) -> None:
+    _expect_clean(api.disassembly_listing, data)
+    _expect_clean(api.disassemble, data)
+
+
+@fuzz_settings(60)
+@given(mutated_bytes(CO_SEEDS))
+def test_code_object_mutations_api(data):
+    _code_object_through_api(data)
+
+
+@fuzz_settings(20)
+@given(st.binary(max_size=512))
+def test_code_object_random_api(data):
+    _code_object_through_api(data)
+
+
+@fuzz_settings(25)
+@given(mutated_bytes(CO_SEEDS), st.sampled_from([["disasm"], ["disasm", "--json"], ["stats"]]))
+def test_code_object_mutations_cli(tmp_path, capsys, data, verb):
+    src, out = tmp_path / "k.co", tmp_path / "k.txt"
+    src.write_bytes(data)
+    _run_cli(verb + [str(src), "-o", str(out)], capsys, out)
+
+
+# ----------------------------------------------------------------------------- ATT captures
+
+
+@pytest.fixture(scope="module")
+def capture_copy(tmp_path_factory):
+    """A private copy of the shared capture that the tests may damage (and restore)."""
+    path = tmp_path_factory.mktemp("att") / CAPTURE.name
+    shutil.copytree(CAPTURE, path)
+    return path
+
+
+@st.composite
+def damaged_capture_file(draw):
+    """(file name, new bytes or None to delete it) for one file of the capture."""
+    name = draw(st.sampled_from(CAPTURE_FILES))
+    if draw(st.integers(0, 9)) == 0:
+        return name, None
+    text = (CAPTURE / name).read_text()
+    tokens = ['"', "{", "}", "[", "]", ",", ":", "null", "-1", "1e400", "0", "[]", "{}",
+              "true", '"x"', "NaN", "99999999999999999999"]
+    return name, draw(mutated_text([text], tokens)).encode("utf-8", "surrogatepass")
+
+
+def _with_damage(folder: Path, damage, fn):
+    name, data = damage
+    target = folder / name
+    original = target.read_bytes()
+    try:
+        if data is None:
+            target.unlink()
+        else:
+            target.write_bytes(data)
+        return fn()
+    finally:
+        target.write_bytes(original)
+
+
+@fuzz_settings(60)
+@given(damaged_capture_file())
+def test_att_mutations_api(capture_copy, damage):
+    from asterism.profile import trace_report
+
+    def read():
+        _expect_clean(trace_report, capture_copy)
+        _expect_clean(trace_report, capture_copy, as_json=True)
+
+    _with_damage(capture_copy, damage, read)
+
+
+@fuzz_settings(20)
+@given(damaged_capture_file())
+def test_att_mutations_cli(capture_copy, tmp_path, capsys, damage):
+    out = tmp_path / "report.md"
+    _with_damage(capture_copy, damage, lambda: _run_cli(
+        ["trace", "report", str(capture_copy), "-o", str(out)], capsys, out))
