@@ -89,6 +89,22 @@ class _LocatingParser(Parser):
         return op
 
 
+_MAX_QUOTE = 60  # characters of the input quoted in a message
+
+
+def _message(err: XdslParseError, text: str) -> str:
+    """xDSL's message, reworded where it says nothing useful, with long quotes cut short."""
+    if err.msg.startswith("Could not parse entire input"):
+        rest = text[err.span.start:].split(None, 1)
+        if not rest:
+            return "expected an operation (e.g. amdgcn.module), got the end of the input"
+        return f"expected an operation (e.g. amdgcn.module), got '{rest[0][:_MAX_QUOTE]}'"
+    if len(err.msg) > 4 * _MAX_QUOTE:
+        # e.g. "Operation aaaa...aaaa is not registered" on a 1 MB identifier.
+        return err.msg[:2 * _MAX_QUOTE] + " ... " + err.msg[-_MAX_QUOTE:]
+    return err.msg
+
+
 def parse_ir(text: str, filename: str = "<input>", verify: bool = True) -> BuiltinModuleOp:
     """Parse amdgcn IR text; errors are ParseError (syntax) or VerifyError (rules)."""
     parser = _LocatingParser(text, filename)
@@ -105,7 +121,7 @@ def parse_ir(text: str, filename: str = "<input>", verify: bool = True) -> Built
                     if isinstance(loc, FileLineColLoc):
                         raise ParseError(f"%{name} is used but never defined", SourceLocation(
                             loc.filename.data, loc.line.data, loc.column.data)) from None
-        raise ParseError(err.msg, parser.location(err.span.start)) from None
+        raise ParseError(_message(err, text), parser.location(err.span.start)) from None
     except VerifyException as err:
         # A type or attribute that fails its own checks while being parsed.
         message = str(err).split("\n\n")[0].strip()
