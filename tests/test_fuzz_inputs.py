@@ -467,3 +467,12 @@ def test_full_arg_values(spec, value):
     from asterism.cli_extra import make_arg
 
     assert list(make_arg(spec, None, 0)) == [value, value]
+
+
+def test_block_label_defined_twice_after_a_forward_branch():
+    # xDSL's parser core raised KeyError: 'loop' (it forgets a label once a forward
+    # reference to it is resolved).
+    text = (LIT / "lower.mlir").read_text().replace("  ^done:\n", "  ^loop:\n  ^done:\n", 1)
+    err = _parse_error(text)
+    assert "block ^loop is already defined at line 23" in err.message
+    assert (err.location.line, err.location.col) == (34, 3)

@@ -45,6 +45,7 @@ class _LocatingParser(Parser):
         self.text = text
         self.filename = filename
         self._open_regions: list[int] = []  # offsets of the '{' of the regions being parsed
+        self._labels: list[dict[str, int]] = []  # per open region: block label -> its line
         self._line_starts = [0] + [i + 1 for i, c in enumerate(text) if c == "\n"]
 
     def begin(self) -> None:
@@ -61,8 +62,10 @@ class _LocatingParser(Parser):
         if self._current_token.kind != MLIRTokenKind.L_BRACE:
             return None
         self._open_regions.append(self._current_token.span.start)
+        self._labels.append({})
         region = super().parse_optional_region(arguments)
         self._open_regions.pop()
+        self._labels.pop()
         return region
 
     def _parse_block(self):
@@ -76,6 +79,14 @@ class _LocatingParser(Parser):
         if token.kind != MLIRTokenKind.CARET_IDENT:
             self.raise_error(f"expected an operation, a block label (^name:) or '}}', "
                              f"got '{token.text}'", token.span)
+        if self._labels:
+            # xDSL forgets a label once a forward branch to it is resolved, so a second
+            # definition would fail with a KeyError inside it: catch it here.
+            seen = self._labels[-1]
+            if token.text in seen:
+                self.raise_error(f"block {token.text} is already defined at line "
+                                 f"{seen[token.text]}", token.span)
+            seen[token.text] = self.location(token.span.start).line
         return super()._parse_block()
 
     def parse_operation(self) -> Operation:
