@@ -17,7 +17,7 @@ def _read(source: str | os.PathLike[str] | bytes, what: str) -> tuple[str, str]:
     if isinstance(source, bytes):
         return decode_text(source, "<input>"), "<input>"
     text = os.fspath(source) if isinstance(source, os.PathLike) else str(source)
-    if "\n" not in text and os.path.exists(text):
+    if "\n" not in text and os.path.isfile(text):
         return read_text(text), text
     return text, "<input>"
 

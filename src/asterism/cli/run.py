@@ -39,29 +39,28 @@ def make_arg(spec: str, param: dict | None, seed: int):
                              else default)
         except (ValueError, TypeError):
             raise AsterismError(f"--arg {name}: bad shape or dtype in '{spec}'") from None
-        n = int(np.prod(shape))
-        if parts[0] == "zeros":
-            return np.zeros(shape, dtype)
-        if parts[0] == "ones":
-            return np.ones(shape, dtype)
-        if parts[0] == "arange":
-            return np.arange(n).astype(dtype).reshape(shape)
-        if parts[0] == "full":
-            if len(parts) < 4:
-                raise AsterismError(f"--arg {name}: full needs a value: full:N:dtype:VALUE")
-            return np.full(shape, float(parts[3]) if "." in parts[3] else int(parts[3]), dtype)
-        rng = np.random.default_rng(seed)
-        if np.issubdtype(dtype, np.integer):
-            return rng.integers(-100, 100, size=shape).astype(dtype)
-        return rng.standard_normal(shape).astype(dtype)
+        if min(shape) < 0:
+            raise AsterismError(f"--arg {name}: negative size in '{spec}'")
+        if dtype.kind not in "biuf":
+            # Kernel arguments are numbers: strings, objects and raw bytes have no meaning.
+            raise AsterismError(f"--arg {name}: '{dtype}' is not a numeric dtype in '{spec}'")
+        if parts[0] == "full" and len(parts) < 4:
+            raise AsterismError(f"--arg {name}: full needs a value: full:N:dtype:VALUE")
+        try:
+            return _make_array(parts, shape, dtype, seed)
+        except (ValueError, OverflowError, MemoryError) as err:
+            raise AsterismError(f"--arg {name}: cannot make '{spec}': {err}") from None
     if spec.endswith(".npy"):
         try:
-            return np.load(spec)
+            array = np.load(spec)
         except OSError as err:
             raise AsterismError(f"--arg {name}: cannot read {spec}: {err}") from None
         except (ValueError, EOFError) as err:  # not a .npy file (text, pickle, truncated)
             raise AsterismError(f"--arg {name}: {spec} is not a NumPy .npy file ({err})"
                                 ) from None
+        if not isinstance(array, np.ndarray):
+            raise AsterismError(f"--arg {name}: {spec} does not hold one array")
+        return array
     try:
         return float(spec) if any(c in spec for c in ".eE") and not spec.startswith("0x") \
             else int(spec, 0)
@@ -69,6 +68,33 @@ def make_arg(spec: str, param: dict | None, seed: int):
         raise AsterismError(f"--arg {name}: cannot understand '{spec}' (expected a number, a "
                             f"file.npy or one of {', '.join(ARRAY_MAKERS)}:SHAPE[:DTYPE])"
                             ) from None
+
+
+def _number(text: str) -> int | float:
+    """An integer (decimal, 0x, 0b, 0o) or else a float (1.5, 1e3, inf, nan)."""
+    try:
+        return int(text, 0)
+    except ValueError:
+        return float(text)
+
+
+def _make_array(parts: list[str], shape: tuple[int, ...], dtype, seed: int):
+    """The array of a maker spec split at ':' (value errors are the caller's to report)."""
+    import numpy as np
+
+    n = int(np.prod(shape))
+    if parts[0] == "zeros":
+        return np.zeros(shape, dtype)
+    if parts[0] == "ones":
+        return np.ones(shape, dtype)
+    if parts[0] == "arange":
+        return np.arange(n).astype(dtype).reshape(shape)
+    if parts[0] == "full":
+        return np.full(shape, _number(parts[3]), dtype)
+    rng = np.random.default_rng(seed)
+    if np.issubdtype(dtype, np.integer):
+        return rng.integers(-100, 100, size=shape).astype(dtype)
+    return rng.standard_normal(shape).astype(dtype)
 
 
 _DTYPE_ALIASES = {"f32": "float32", "f16": "float16", "f64": "float64", "i32": "int32",

@@ -4,31 +4,90 @@ from __future__ import annotations
 
 import bisect
 import io
+import re
 
 from xdsl.dialects.builtin import FileLineColLoc, IntAttr, StringAttr, UnknownLoc
 from xdsl.dialects.builtin import ModuleOp as BuiltinModuleOp
 from xdsl.ir import Operation
 from xdsl.parser import Parser
+from xdsl.parser.generic_parser import ParserState
 from xdsl.printer import Printer
 from xdsl.utils.exceptions import ParseError as XdslParseError
 from xdsl.utils.exceptions import VerifyException
+from xdsl.utils.lexer import Input
+from xdsl.utils.mlir_lexer import MLIRLexer, MLIRTokenKind
 
-from asterism.errors import ParseError, SourceLocation
+from asterism.errors import AsterismError, ParseError, SourceLocation
 from asterism.ir.dialect import make_context
+
+
+class _LinearLexer(MLIRLexer):
+    """xDSL's lexer with a string-literal pattern that cannot backtrack.
+
+    xDSL's pattern `"(?:[^"...]+|escape)*"` nests `+` in `*`: on an unterminated literal the
+    regex engine tries every way to split the run of characters before giving up, which takes
+    exponential time (18 s for a 60-character line). The possessive quantifiers below match
+    the same strings but never give characters back, so a failure costs one scan.
+    """
+
+    _unescaped_characters_regex = re.compile(
+        r'"(?:[^"\\\n\v\f]++|\\(?:["nt\\]|[0-9A-Fa-f]{2}))*+"'
+    )
 
 
 class _LocatingParser(Parser):
     """An xDSL parser that records each op's file:line:col as its location."""
 
     def __init__(self, text: str, filename: str):
-        super().__init__(make_context(), text, filename)
+        # xDSL lexes the first token in its constructor with its own lexer: start it on
+        # empty text; `begin` hands it the linear lexer over the real text.
+        super().__init__(make_context(), "", filename)
+        self.text = text
         self.filename = filename
+        self._open_regions: list[int] = []  # offsets of the '{' of the regions being parsed
+        self._labels: list[dict[str, int]] = []  # per open region: block label -> its line
         self._line_starts = [0] + [i + 1 for i, c in enumerate(text) if c == "\n"]
+
+    def begin(self) -> None:
+        """Lex the first token of the real text (may raise xDSL's ParseError)."""
+        self._parser_state = ParserState(_LinearLexer(Input(self.text, self.filename)))
 
     def location(self, offset: int) -> SourceLocation:
         """1-based line and column of a character offset."""
         line = bisect.bisect_right(self._line_starts, offset)
         return SourceLocation(self.filename, line, offset - self._line_starts[line - 1] + 1)
+
+    def parse_optional_region(self, arguments=None):
+        """Parse a region, remembering where it opened (for the unclosed-region error)."""
+        if self._current_token.kind != MLIRTokenKind.L_BRACE:
+            return None
+        self._open_regions.append(self._current_token.span.start)
+        self._labels.append({})
+        region = super().parse_optional_region(arguments)
+        self._open_regions.pop()
+        self._labels.pop()
+        return region
+
+    def _parse_block(self):
+        """Parse a labelled block; say what was expected when there is none (xDSL's own
+        message is only " in block definition")."""
+        token = self._current_token
+        if token.kind == MLIRTokenKind.EOF and self._open_regions:
+            opened = self.location(self._open_regions[-1])
+            self.raise_error(f"end of file inside the region opened at {opened.line}:"
+                             f"{opened.col}: expected an operation or '}}'", token.span)
+        if token.kind != MLIRTokenKind.CARET_IDENT:
+            self.raise_error(f"expected an operation, a block label (^name:) or '}}', "
+                             f"got '{token.text}'", token.span)
+        if self._labels:
+            # xDSL forgets a label once a forward branch to it is resolved, so a second
+            # definition would fail with a KeyError inside it: catch it here.
+            seen = self._labels[-1]
+            if token.text in seen:
+                self.raise_error(f"block {token.text} is already defined at line "
+                                 f"{seen[token.text]}", token.span)
+            seen[token.text] = self.location(token.span.start).line
+        return super()._parse_block()
 
     def parse_operation(self) -> Operation:
         """Parse an op and record where it was written."""
@@ -41,10 +100,27 @@ class _LocatingParser(Parser):
         return op
 
 
+_MAX_QUOTE = 60  # characters of the input quoted in a message
+
+
+def _message(err: XdslParseError, text: str) -> str:
+    """xDSL's message, reworded where it says nothing useful, with long quotes cut short."""
+    if err.msg.startswith("Could not parse entire input"):
+        rest = text[err.span.start:].split(None, 1)
+        if not rest:
+            return "expected an operation (e.g. amdgcn.module), got the end of the input"
+        return f"expected an operation (e.g. amdgcn.module), got '{rest[0][:_MAX_QUOTE]}'"
+    if len(err.msg) > 4 * _MAX_QUOTE:
+        # e.g. "Operation aaaa...aaaa is not registered" on a 1 MB identifier.
+        return err.msg[:2 * _MAX_QUOTE] + " ... " + err.msg[-_MAX_QUOTE:]
+    return err.msg
+
+
 def parse_ir(text: str, filename: str = "<input>", verify: bool = True) -> BuiltinModuleOp:
     """Parse amdgcn IR text; errors are ParseError (syntax) or VerifyError (rules)."""
     parser = _LocatingParser(text, filename)
     try:
+        parser.begin()
         module = parser.parse_module()
     except XdslParseError as err:
         if parser.forward_ssa_references and err.msg.startswith("values used but not defined"):
@@ -56,11 +132,20 @@ def parse_ir(text: str, filename: str = "<input>", verify: bool = True) -> Built
                     if isinstance(loc, FileLineColLoc):
                         raise ParseError(f"%{name} is used but never defined", SourceLocation(
                             loc.filename.data, loc.line.data, loc.column.data)) from None
-        raise ParseError(err.msg, parser.location(err.span.start)) from None
+        raise ParseError(_message(err, text), parser.location(err.span.start)) from None
     except VerifyException as err:
         # A type or attribute that fails its own checks while being parsed.
         message = str(err).split("\n\n")[0].strip()
         raise ParseError(message, parser.location(parser.pos)) from None
+    except RecursionError:
+        raise ParseError("nesting too deep", parser.location(parser.pos)) from None
+    except AsterismError:
+        raise
+    except Exception as err:  # the boundary: no xDSL internals reach users
+        # xDSL's parser core can fail outside its own error type on malformed input (e.g. a
+        # KeyError on a block label); report it where the parser stopped.
+        raise ParseError(f"malformed input here ({type(err).__name__}: {err})",
+                         parser.location(parser.pos)) from None
     if verify:
         from asterism.ir.verify import verify_module
 
