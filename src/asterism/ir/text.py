@@ -20,8 +20,8 @@ from asterism.ir.dialect import make_context
 class _LocatingParser(Parser):
     """An xDSL parser that records each op's file:line:col as its location."""
 
-    def __init__(self, text: str, filename: str):
-        super().__init__(make_context(), text, filename)
+    def __init__(self, text: str, filename: str, context=None):
+        super().__init__(context or make_context(), text, filename)
         self.filename = filename
         self._line_starts = [0] + [i + 1 for i, c in enumerate(text) if c == "\n"]
 
@@ -42,8 +42,12 @@ class _LocatingParser(Parser):
 
 
 def parse_ir(text: str, filename: str = "<input>", verify: bool = True) -> BuiltinModuleOp:
-    """Parse amdgcn IR text; errors are ParseError (syntax) or VerifyError (rules)."""
-    parser = _LocatingParser(text, filename)
+    """Parse amdgcn IR text (or upstream MLIR: a gpu.module, see asterism.ir.upstream);
+    errors are ParseError (syntax) or VerifyError (rules)."""
+    from asterism.ir.upstream import is_upstream_text, make_upstream_context
+
+    upstream = is_upstream_text(text)
+    parser = _LocatingParser(text, filename, make_upstream_context() if upstream else None)
     try:
         module = parser.parse_module()
     except XdslParseError as err:
@@ -61,6 +65,10 @@ def parse_ir(text: str, filename: str = "<input>", verify: bool = True) -> Built
         # A type or attribute that fails its own checks while being parsed.
         message = str(err).split("\n\n")[0].strip()
         raise ParseError(message, parser.location(parser.pos)) from None
+    if verify and upstream:
+        from asterism.ir.upstream import verify_upstream
+
+        verify_upstream(module)
     if verify:
         from asterism.ir.verify import verify_module
 
