@@ -13,10 +13,10 @@ from xdsl.dialects.builtin import (
     UnitAttr,
     i32,
 )
+from xdsl.dialects.utils import EnumAttribute
 from xdsl.ir import (
     Attribute,
     Dialect,
-    EnumAttribute,
     ParametrizedAttribute,
     SpacedOpaqueSyntaxAttribute,
 )

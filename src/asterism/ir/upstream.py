@@ -24,7 +24,8 @@ from xdsl.dialects.builtin import (
     i64,
 )
 from xdsl.dialects.gpu import DimensionAttr, DimensionEnum
-from xdsl.ir import Attribute, Block, Dialect, EnumAttribute, SpacedOpaqueSyntaxAttribute
+from xdsl.dialects.utils import EnumAttribute
+from xdsl.ir import Attribute, Block, Dialect, SpacedOpaqueSyntaxAttribute
 from xdsl.irdl import (
     IRDLOperation,
     irdl_attr_definition,

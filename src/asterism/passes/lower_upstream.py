@@ -200,8 +200,11 @@ class KernelLowering:
         """Declare the arguments, then lower the body."""
         block = self.func.body.blocks[0]
         ninputs = len(self.func.function_type.inputs.data)
-        for k, arg in enumerate(block.args[:ninputs]):
-            self.set(arg, self._argument(arg, k))
+        args = [self._argument(arg, k) for k, arg in enumerate(block.args[:ninputs])]
+        for arg, lv in zip(block.args, args):  # descriptors after all the kernarg loads
+            if lv.kind == "m":
+                lv.value.rsrc = self._resource(lv.value.rsrc, lv.value.nbytes)
+            self.set(arg, lv)
         self._workgroup_attributions(block.args[ninputs:])
         self.lower_block(block)
 
@@ -212,12 +215,7 @@ class KernelLowering:
         if isinstance(t, MemRefType):
             info = self.memref_info(t, self.func, "global")
             karg = kb.arg_buffer(name, _dtype(t.element_type))
-            ptr = kb.s_load_dwordx2(None, kb.kernarg_ptr(), karg)
-            lo, hi = kb.split(ptr)
-            hi16 = kb.s_and_b32(None, hi, 0xFFFF)
-            info.rsrc = kb.join(kb.s_mov_b32(None, lo), hi16,
-                                kb.s_mov_b32(None, signed32(info.nbytes)),
-                                kb.s_mov_b32(None, signed32(RSRC_WORD3)), align=4)
+            info.rsrc = kb.s_load_dwordx2(None, kb.kernarg_ptr(), karg)  # the pointer, for now
             return LV("m", t, info)
         if type_bits(t) > 64 or reg_count(t) > 2:
             raise fail(self.func, f"argument {k} of type {t} is not supported (memrefs and "
@@ -231,6 +229,15 @@ class KernelLowering:
         if dtype == "i64":  # index: the low 32 bits
             return LV("s", t, kb.sub(kb.s_load_dwordx2(None, kb.kernarg_ptr(), karg), 0))
         return LV("s", t, kb.s_load_dword(None, kb.kernarg_ptr(), karg))
+
+    def _resource(self, ptr: SSAValue, nbytes: int) -> SSAValue:
+        """A raw buffer resource for the 64-bit pointer `ptr`: stride 0, num_records =
+        `nbytes`, so accesses past the end read 0 and write nothing (hardware clamping)."""
+        kb = self.kb
+        lo, hi = kb.split(ptr)
+        hi16 = kb.s_and_b32(None, hi, 0xFFFF)
+        return kb.join(kb.s_mov_b32(None, lo), hi16, kb.s_mov_b32(None, signed32(nbytes)),
+                       kb.s_mov_b32(None, signed32(RSRC_WORD3)), align=4)
 
     def _workgroup_attributions(self, args) -> None:
         for k, arg in enumerate(args):

@@ -54,7 +54,7 @@ FP8_NAMES = {"f8E4M3FNUZ": ("fp8", "gfx942"), "f8E5M2FNUZ": ("bf8", "gfx942"),
 
 def fp8_kind(t: Attribute) -> tuple[str, str] | None:
     """('fp8' or 'bf8', the target whose hardware format it is) for an 8-bit float type."""
-    return FP8_NAMES.get(type(t).__name__.removesuffix("Type"))
+    return FP8_NAMES.get(getattr(t, "name", ""))
 
 
 def elem_bits(t: Attribute) -> int:
