@@ -12,6 +12,7 @@ from xdsl.dialects.builtin import (
     StringAttr,
     UnitAttr,
     i32,
+    i64,
 )
 from xdsl.dialects.utils import EnumAttribute
 from xdsl.ir import (
@@ -583,7 +584,7 @@ class FatRawBufferCastOp(IRDLOperation):
         from xdsl.dialects.builtin import IntegerType
 
         operands = [[parser.resolve_operand(src, st)],
-                    [parser.resolve_operand(valid, i32)] if valid is not None else [],
+                    [parser.resolve_operand(valid, i64)] if valid is not None else [],
                     [parser.resolve_operand(swizzle, IntegerType(14))]
                     if swizzle is not None else []]
         return cls.build(operands=operands, properties=props, attributes=attrs,

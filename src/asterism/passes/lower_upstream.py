@@ -167,7 +167,7 @@ class KernelLowering:
         return None
 
     def _yield_hint(self, result: SSAValue):
-        if not self.loops or len(result.uses) != 1:
+        if not self.loops or len(list(result.uses)) != 1:
             return None
         use = next(iter(result.uses))
         frame = self.loops[-1]

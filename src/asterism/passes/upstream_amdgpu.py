@@ -149,12 +149,12 @@ def _raw_cmpswap(low: KernelLowering, op) -> None:
     name = _atomic_mnemonic(op, t, low.target)
     n = reg_count(t)
     kb = low.kb
-    # data = (new value, compare value) in consecutive registers; glc returns the old value
+    # data = (new value, compare value) in consecutive registers; sc0 returns the old value
     words = [kb.v_mov_b32(None, low.operand(w)) for lv in (low.get(op.src), low.get(op.cmp))
              for w in _words(low, lv, n)]
     data = kb.join(*words, align=2 if n == 1 else 4)
     off = low.vgpr(_offset(low, op, mem))
-    old = kb.emit(name, data, off, mem.value.rsrc, _soffset(low, op), offen=True, glc=True)
+    old = kb.emit(name, data, off, mem.value.rsrc, _soffset(low, op), offen=True, sc0=True)
     low.set(op.value, LV("v", t, kb.sub(old, 0, n) if n > 1 else kb.sub(old, 0)))
 
 
@@ -171,8 +171,11 @@ def _fat_cast(low: KernelLowering, op) -> None:
         if not valid.uniform:
             raise fail(op, "validBytes must be the same in every lane")
         lo, hi, _num, _w3 = kb.split(src.value.rsrc)
+        # validBytes is an i64: num_records takes its low 32 bits
+        num = LV("c", i32, valid.value[:1], scalar=valid.scalar) if valid.kind == "c" else \
+            LV("s", i32, kb.sub(valid.value, 0) if valid.regs > 1 else valid.value)
         info.rsrc = kb.join(kb.s_mov_b32(None, lo), kb.s_mov_b32(None, hi),
-                            kb.s_mov_b32(None, low.operand(valid)),
+                            kb.s_mov_b32(None, low.operand(num)),
                             kb.s_mov_b32(None, signed32(RSRC_WORD3)), align=4)
     low.set(op.result, LV("m", op.result.type, info))
 
@@ -192,7 +195,7 @@ def _mfma_input(op, ta, tb, target: str) -> str:
     if fa is not None:
         if fb is None:
             raise fail(op, "both sources must be 8-bit floats")
-        for kind, chip in (fa, fb):
+        for _kind, chip in (fa, fb):
             if chip != target:
                 want = "FNUZ (f8E4M3FNUZ, f8E5M2FNUZ)" if target == "gfx942" else \
                     "OCP (f8E4M3FN, f8E5M2)"
