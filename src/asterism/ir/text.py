@@ -60,7 +60,12 @@ def parse_ir(text: str, filename: str = "<input>", verify: bool = True) -> Built
                     if isinstance(loc, FileLineColLoc):
                         raise ParseError(f"%{name} is used but never defined", SourceLocation(
                             loc.filename.data, loc.line.data, loc.column.data)) from None
-        raise ParseError(err.msg, parser.location(err.span.start)) from None
+        message = err.msg
+        if upstream and message.startswith("Operation ") and "is not registered" in message:
+            name = message.split()[1]
+            message = (f"{name} is not supported by asterism's upstream MLIR input (see "
+                       "docs/upstream_mlir.md for the ops it parses and lowers)")
+        raise ParseError(message, parser.location(err.span.start)) from None
     except VerifyException as err:
         # A type or attribute that fails its own checks while being parsed.
         message = str(err).split("\n\n")[0].strip()

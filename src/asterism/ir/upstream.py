@@ -30,6 +30,7 @@ from xdsl.irdl import (
     IRDLOperation,
     irdl_attr_definition,
     irdl_op_definition,
+    operand_def,
     opt_prop_def,
     prop_def,
     region_def,
@@ -52,10 +53,21 @@ class AddressSpace(StrEnum):
 
 
 @irdl_attr_definition
-class GpuAddressSpaceAttr(EnumAttribute[AddressSpace], SpacedOpaqueSyntaxAttribute):
+class GpuAddressSpaceAttr(EnumAttribute[AddressSpace]):
     """`#gpu.address_space<workgroup>` (the memref memory space of LDS)."""
 
     name = "gpu.address_space"
+
+    @classmethod
+    def parse_parameter(cls, parser) -> AddressSpace:
+        """`<name>`."""
+        with parser.in_angle_brackets():
+            return super().parse_parameter(parser)
+
+    def print_parameter(self, printer: Printer) -> None:
+        """`<name>`."""
+        with printer.in_angle_brackets():
+            super().print_parameter(printer)
 
 
 # ----------------------------------------------------------------------------- gpu
@@ -280,7 +292,7 @@ class ExtractStridedSliceOp(IRDLOperation):
     """`vector.extract_strided_slice %v {offsets = [..], sizes = [..], strides = [..]}`."""
 
     name = "vector.extract_strided_slice"
-    source = var_operand_def(VectorType)
+    source = operand_def(VectorType)
     offsets = prop_def(ArrayAttr)
     sizes = prop_def(ArrayAttr)
     strides = prop_def(ArrayAttr)

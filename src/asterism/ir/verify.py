@@ -65,6 +65,7 @@ from asterism.ir.ops import (
     MakeRegisterRangeOp,
     ModuleOp,
     OffOp,
+    SchedBarrierOp,
     SplitRegisterRangeOp,
     WaitOp,
     WorkgroupIdOp,
@@ -311,6 +312,8 @@ class _Checker:
             check_abi_value(op, self.layout)
         elif isinstance(op, func.CallOp | func.ReturnOp):
             pass  # calls are inlined by the inline pass; lowering rejects them
+        elif isinstance(op, SchedBarrierOp):
+            pass  # a scheduling fence: no operands, no machine code
         else:
             raise error_at(op, "not allowed in a kernel body (amdgcn ops, arith.constant "
                                "and func.call only)")

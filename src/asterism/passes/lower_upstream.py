@@ -297,6 +297,9 @@ class KernelLowering:
             raise
         except VerifyError as err:
             raise fail(op, f"lowering failed: {err.message}") from None
+        except (AttributeError, KeyError, ValueError, TypeError, IndexError) as err:
+            # an op shape the handlers do not expect: still an error naming the op
+            raise fail(op, f"cannot be lowered ({type(err).__name__}: {err})") from None
 
 
 def _block_size(func_op, default=DEFAULT_BLOCK) -> tuple[int, int, int]:

@@ -11,9 +11,9 @@
   blocks name (an error lists the shapes the target has otherwise), operands packed as the
   dialect documents (vectors little-endian in consecutive VGPRs), cbsz/abid/blgp as modifiers.
 * `dpp`: `v_mov_b32_dpp` into a copy of `old` per 32-bit register.
-* `lds_barrier`: `s_waitcnt lgkmcnt(0)` + `s_barrier`; `sched_barrier`: `s_sched_barrier` with
-  LLVM's mask (the `schedule` pass moves nothing across any SOPP instruction, so it is a full
-  fence for asterism's scheduler whatever the mask allows).
+* `lds_barrier`: `s_waitcnt lgkmcnt(0)` + `s_barrier`; `sched_barrier`: `amdgcn.sched_barrier`
+  with LLVM's mask, no machine code (as LLVM's pseudo): the `schedule` pass moves nothing across
+  it, a full fence whatever the mask would allow.
 * fp8: `v_cvt_f32_fp8`/`v_cvt_pk_f32_fp8` (ext_packed_fp8), `v_cvt_pk_fp8_f32`
   (packed_trunc_2xfp8), `v_cvt_sr_fp8_f32` (packed_stoch_round_fp8) and their bf8 forms; the
   FNUZ types on gfx942 and the OCP types on gfx950 (the formats those chips convert).
@@ -62,7 +62,9 @@ def _sched_barrier(low: KernelLowering, op) -> None:
     mask = 0
     for name in op.opts.flags.data.split("|"):
         mask |= SCHED_MASK[name]
-    low.kb.s_sched_barrier(mask)
+    from asterism.ir.ops import SchedBarrierOp
+
+    low.kb._insert(SchedBarrierOp(mask))
 
 
 @handles("amdgpu.wmma")

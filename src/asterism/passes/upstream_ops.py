@@ -619,18 +619,25 @@ _CVT = {
          "arith.truncf")
 def _float_cast(low: KernelLowering, op) -> None:
     src_t, dst_t = op.input.type, op.result.type
+    if isinstance(dst_t, VectorType):  # elementwise, packed again
+        parts = [_cast_scalar(low, op, e, src_t.element_type, dst_t.element_type)
+                 for e in _elements(low, low.get(op.input), src_t)]
+        low.set(op.result, pack(low, parts, elem_bits(dst_t.element_type), dst_t))
+        return
+    low.set(op.result, _cast_scalar(low, op, low.get(op.input), src_t, dst_t))
+
+
+def _cast_scalar(low: KernelLowering, op, src: LV, src_t, dst_t) -> LV:
     key = (op.name, type_name(src_t), type_name(dst_t))
-    src = low.get(op.input)
     kb = low.kb
     if key == ("arith.extf", "bf16", "f32"):
-        low.set(op.result, int_binary(low, "arith.shli", src, const_lv(16, i32), dst_t))
-        return
+        return int_binary(low, "arith.shli", src, const_lv(16, i32), dst_t)
     mnemonic = _CVT.get(key)
     if mnemonic is None:
         raise fail(op, f"{src_t} to {dst_t} is not supported (i32/index <-> f32, f16 <-> f32, "
                        "f32 <-> f64, bf16 -> f32)")
     (x,) = _float_sources(low, [src], src_t) if is_float(src_t) else low.valu_operands([src])
-    low.set(op.result, LV("v", dst_t, kb.emit(mnemonic, None, x)))
+    return LV("v", dst_t, kb.emit(mnemonic, None, x))
 
 
 # ----------------------------------------------------------------------------- scf
@@ -719,9 +726,20 @@ def _yield_into(low: KernelLowering, yld, regs, types) -> None:
             lv = LV(lv.kind, t, tmp)
         staged.append(lv)
     for r, lv, t in zip(regs, staged, types):
-        if lv.kind in ("s", "v") and lv.value is r:
+        if lv.kind in ("s", "v") and _written_into(lv.value, r):
             continue  # computed in place (an accumulator)
         _copy_into(low, r, lv, t)
+
+
+def _written_into(value, regs) -> bool:
+    """Whether `value` is `regs` or the result of an instruction whose destination is."""
+    from asterism.ir.ops import InstructionOp
+
+    if value is regs:
+        return True
+    owner = getattr(value, "owner", None)
+    return isinstance(owner, InstructionOp) and bool(owner.operands) and \
+        owner.operands[0] is regs
 
 
 @handles("scf.if")
