@@ -302,3 +302,23 @@ def test_cli_compiles_and_reports_errors(tmp_path):
     assert res.returncode == 1
     assert "bad.mlir:5:" in res.stderr and "Traceback" not in res.stderr
     assert not (tmp_path / "bad.hsaco").exists()
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_lane_id_grid_dim_float_ops_and_lds_alloc(target):
+    code = compile_file("misc.mlir", target)
+    x = RNG.standard_normal(128).astype(np.float32)
+    y = RNG.standard_normal(128).astype(np.float32) + np.float32(3)
+    o = np.zeros((6, 128), np.float32)
+    ids = np.zeros((2, 128), np.int32)
+    launch(code, "misc", (2, 1, 1), (64, 1, 1), [x, y, o, ids])
+    np.testing.assert_array_equal(ids[0], np.arange(128) % 64)
+    np.testing.assert_array_equal(ids[1], np.full(128, 2))
+    np.testing.assert_array_equal(o[0], np.minimum(x, y))
+    np.testing.assert_array_equal(o[1], -x)
+    np.testing.assert_allclose(o[2], x / y, rtol=2 ** -22)  # v_rcp: about 1 ulp
+    fma = (x.astype(np.float64) * y + x).astype(np.float32)  # exact product, one rounding
+    np.testing.assert_array_equal(o[3], fma)
+    g = np.arange(128)
+    np.testing.assert_array_equal(o[4], x[(g // 64) * 64 + 63 - g % 64])
+    np.testing.assert_array_equal(o[5], y - x)
