@@ -1244,9 +1244,10 @@ class SchedBarrierOp(IRDLOperation):
 
 
 AMDGCN_OPS: tuple[type[IRDLOperation], ...] = (
-    SchedBarrierOp, *INSTRUCTION_OPS, BranchOp, FallthroughOp, EndKernelOp, WaitOp, AllocaOp, OffOp, LiteralOp,
+    *INSTRUCTION_OPS, BranchOp, FallthroughOp, EndKernelOp, WaitOp, AllocaOp, OffOp, LiteralOp,
     KernargPtrOp, DispatchPtrOp, QueuePtrOp, DispatchIdOp, WorkgroupIdOp, WorkitemIdOp,
-    KernargOffsetOp, LdsAllocOp, SplitRegisterRangeOp, MakeRegisterRangeOp, ModuleOp, KernelOp)
+    KernargOffsetOp, LdsAllocOp, SplitRegisterRangeOp, MakeRegisterRangeOp, ModuleOp, KernelOp,
+    SchedBarrierOp)
 
 ABI_VALUE_OPS: tuple[type[IRDLOperation], ...] = (
     KernargPtrOp, DispatchPtrOp, QueuePtrOp, DispatchIdOp, WorkgroupIdOp, WorkitemIdOp)

@@ -25,7 +25,7 @@ from xdsl.dialects.builtin import (
 )
 from xdsl.dialects.gpu import DimensionAttr, DimensionEnum
 from xdsl.dialects.utils import EnumAttribute
-from xdsl.ir import Attribute, Block, Dialect, SpacedOpaqueSyntaxAttribute
+from xdsl.ir import Attribute, Block, Dialect
 from xdsl.irdl import (
     IRDLOperation,
     irdl_attr_definition,
