@@ -322,3 +322,11 @@ def test_lane_id_grid_dim_float_ops_and_lds_alloc(target):
     g = np.arange(128)
     np.testing.assert_array_equal(o[4], x[(g // 64) * 64 + 63 - g % 64])
     np.testing.assert_array_equal(o[5], y - x)
+
+
+def test_gemm_accumulator_stays_in_place():
+    # the MFMA yielded by scf.for writes the loop's register: no copies in the loop body
+    asm = api.translate(api.parse(DIR / "gemm.mlir"))
+    body = asm.split("for_body:")[1].split("s_cbranch_scc1")[0]
+    assert body.count("v_mfma_f32_16x16x16_f16") == 1
+    assert "v_mov_b32" not in body and "s_nop" not in body
