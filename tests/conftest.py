@@ -60,3 +60,9 @@ def shared_data() -> Path:
     if not SHARED_DATA.is_dir():
         pytest.skip(f"shared sample data not found at {SHARED_DATA}")
     return SHARED_DATA
+
+
+@pytest.fixture(scope="session")
+def mlir_opt() -> str:
+    """Path of mlir-opt (LLVM 22), the oracle of what upstream MLIR accepts."""
+    return _llvm("mlir-opt")

@@ -22,8 +22,13 @@ def _read(source: str | os.PathLike[str] | bytes, what: str) -> tuple[str, str]:
     return text, "<input>"
 
 
+# What upstream input (gpu/amdgpu/arith/vector/memref/scf kernels) runs when the pipeline is
+# empty; a non-empty pipeline runs after `lower-upstream` instead of `auto`.
+UPSTREAM_PIPELINE = "lower-upstream,auto"
+
+
 def parse(source, filename: str | None = None):
-    """Parse amdgcn IR text (or a path) into a verified module."""
+    """Parse amdgcn IR or upstream MLIR text (or a path) into a verified module."""
     from asterism.ir import parse_ir
 
     text, name = _read(source, "IR")
@@ -38,6 +43,10 @@ def retarget(module, target: str) -> None:
     from asterism.target import get_target
 
     name = get_target(target).name
+    from asterism.passes.lower_upstream import has_upstream
+
+    if has_upstream(module):
+        module.attributes["asterism.target"] = StringAttr(name)
     for op in module.walk():
         if op.name == "amdgcn.module":
             op.properties["target"] = StringAttr(name)
@@ -50,19 +59,33 @@ def _module(source, filename: str | None = None):
     return source
 
 
+def implied_pipeline(module, pipeline: str = "") -> str:
+    """The pipeline that runs on `module`: for upstream input, `lower-upstream,auto` when
+    `pipeline` is empty, else `lower-upstream` followed by `pipeline`; else `pipeline`."""
+    from asterism.passes.lower_upstream import has_upstream
+
+    if not has_upstream(module) or "lower-upstream" in pipeline:
+        return pipeline
+    return f"lower-upstream,{pipeline}" if pipeline.strip() else UPSTREAM_PIPELINE
+
+
 def optimize(source, pipeline: str = "", *, print_after_all=None, timings=None):
-    """Run a pass pipeline on IR (the empty pipeline is the identity)."""
+    """Run a pass pipeline on IR (the empty pipeline is the identity; upstream input gets
+    `implied_pipeline`)."""
     from asterism.passes.pipeline import run_pipeline
 
-    return run_pipeline(_module(source), pipeline, print_after_all=print_after_all,
-                        timings=timings)
+    module = _module(source)
+    return run_pipeline(module, implied_pipeline(module, pipeline),
+                        print_after_all=print_after_all, timings=timings)
 
 
 def lower(source, pipeline: str = ""):
     """IR (module or text) -> McModule, after the pipeline."""
     from asterism.ir import lower_module
 
-    module = optimize(source, pipeline) if pipeline else _module(source)
+    module = _module(source)
+    pipeline = implied_pipeline(module, pipeline)
+    module = optimize(module, pipeline) if pipeline else module
     return lower_module(module)
 
 

@@ -1228,10 +1228,26 @@ def close_blocks(region: Region, where: str) -> None:
             raise ValueError(f"{where}: the code ends without s_endpgm or a branch")
 
 
+@irdl_op_definition
+class SchedBarrierOp(IRDLOperation):
+    """`amdgcn.sched_barrier mask = 0`: a scheduling fence (LLVM's SCHED_BARRIER pseudo, from
+    upstream `amdgpu.sched_barrier`). It emits no machine code; the `schedule` pass moves
+    nothing across it (the mask, what LLVM would let cross, is kept for reference)."""
+
+    name = "amdgcn.sched_barrier"
+
+    mask = prop_def(IntegerAttr)
+    assembly_format = "`mask` `=` $mask attr-dict"
+
+    def __init__(self, mask: int = 0):
+        super().__init__(properties={"mask": IntegerAttr(mask, i32)})
+
+
 AMDGCN_OPS: tuple[type[IRDLOperation], ...] = (
     *INSTRUCTION_OPS, BranchOp, FallthroughOp, EndKernelOp, WaitOp, AllocaOp, OffOp, LiteralOp,
     KernargPtrOp, DispatchPtrOp, QueuePtrOp, DispatchIdOp, WorkgroupIdOp, WorkitemIdOp,
-    KernargOffsetOp, LdsAllocOp, SplitRegisterRangeOp, MakeRegisterRangeOp, ModuleOp, KernelOp)
+    KernargOffsetOp, LdsAllocOp, SplitRegisterRangeOp, MakeRegisterRangeOp, ModuleOp, KernelOp,
+    SchedBarrierOp)
 
 ABI_VALUE_OPS: tuple[type[IRDLOperation], ...] = (
     KernargPtrOp, DispatchPtrOp, QueuePtrOp, DispatchIdOp, WorkgroupIdOp, WorkitemIdOp)

@@ -38,10 +38,10 @@ class _LinearLexer(MLIRLexer):
 class _LocatingParser(Parser):
     """An xDSL parser that records each op's file:line:col as its location."""
 
-    def __init__(self, text: str, filename: str):
+    def __init__(self, text: str, filename: str, context=None):
         # xDSL lexes the first token in its constructor with its own lexer: start it on
         # empty text; `begin` hands it the linear lexer over the real text.
-        super().__init__(make_context(), "", filename)
+        super().__init__(context or make_context(), "", filename)
         self.text = text
         self.filename = filename
         self._open_regions: list[int] = []  # offsets of the '{' of the regions being parsed
@@ -117,8 +117,12 @@ def _message(err: XdslParseError, text: str) -> str:
 
 
 def parse_ir(text: str, filename: str = "<input>", verify: bool = True) -> BuiltinModuleOp:
-    """Parse amdgcn IR text; errors are ParseError (syntax) or VerifyError (rules)."""
-    parser = _LocatingParser(text, filename)
+    """Parse amdgcn IR text (or upstream MLIR: a gpu.module, see asterism.ir.upstream);
+    errors are ParseError (syntax) or VerifyError (rules)."""
+    from asterism.ir.upstream import is_upstream_text, make_upstream_context
+
+    upstream = is_upstream_text(text)
+    parser = _LocatingParser(text, filename, make_upstream_context() if upstream else None)
     try:
         parser.begin()
         module = parser.parse_module()
@@ -132,7 +136,12 @@ def parse_ir(text: str, filename: str = "<input>", verify: bool = True) -> Built
                     if isinstance(loc, FileLineColLoc):
                         raise ParseError(f"%{name} is used but never defined", SourceLocation(
                             loc.filename.data, loc.line.data, loc.column.data)) from None
-        raise ParseError(_message(err, text), parser.location(err.span.start)) from None
+        message = _message(err, text)
+        if upstream and message.startswith("Operation ") and "is not registered" in message:
+            name = message.split()[1]
+            message = (f"{name} is not supported by asterism's upstream MLIR input (see "
+                       "docs/upstream_mlir.md for the ops it parses and lowers)")
+        raise ParseError(message, parser.location(err.span.start)) from None
     except VerifyException as err:
         # A type or attribute that fails its own checks while being parsed.
         message = str(err).split("\n\n")[0].strip()
@@ -146,6 +155,10 @@ def parse_ir(text: str, filename: str = "<input>", verify: bool = True) -> Built
         # KeyError on a block label); report it where the parser stopped.
         raise ParseError(f"malformed input here ({type(err).__name__}: {err})",
                          parser.location(parser.pos)) from None
+    if verify and upstream:
+        from asterism.ir.upstream import verify_upstream
+
+        verify_upstream(module)
     if verify:
         from asterism.ir.verify import verify_module
 

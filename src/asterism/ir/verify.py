@@ -65,6 +65,7 @@ from asterism.ir.ops import (
     MakeRegisterRangeOp,
     ModuleOp,
     OffOp,
+    SchedBarrierOp,
     SplitRegisterRangeOp,
     WaitOp,
     WorkgroupIdOp,
@@ -116,7 +117,7 @@ def amdgcn_modules(module: Operation) -> list[ModuleOp]:
                 out.append(op)
             elif isinstance(op, BuiltinModuleOp):
                 out.extend(amdgcn_modules(op))
-            else:
+            elif op.name != "gpu.module":  # upstream kernels: passes.lower_upstream
                 raise error_at(op, "expected amdgcn.module at the top level")
         return out
     raise VerifyError(f"expected a module, got {module.name}", op_location(module))
@@ -311,6 +312,8 @@ class _Checker:
             check_abi_value(op, self.layout)
         elif isinstance(op, func.CallOp | func.ReturnOp):
             pass  # calls are inlined by the inline pass; lowering rejects them
+        elif isinstance(op, SchedBarrierOp):
+            pass  # a scheduling fence: no operands, no machine code
         else:
             raise error_at(op, "not allowed in a kernel body (amdgcn ops, arith.constant "
                                "and func.call only)")

@@ -1,0 +1,416 @@
+"""Upstream MLIR input: the `gpu` ops of MLIR 22 (xDSL 0.74's `gpu` dialect predates them:
+no custom forms, `known_block_size` as a discardable attribute) and the `vector` ops xDSL
+lacks, plus the parsing context of upstream input (builtin, func, arith, scf, memref, vector,
+gpu, amdgpu and amdgcn, so one file may hold both kinds of kernels).
+
+Only the subset asterism lowers is defined (docs/upstream_mlir.md has the table); an op outside
+it is an error naming the op and its location. Both the custom form mlir-opt-22 prints and its
+generic form (`--mlir-print-op-generic`) parse.
+"""
+
+from __future__ import annotations
+
+from xdsl.context import Context
+from xdsl.dialects.builtin import (
+    ArrayAttr,
+    DenseArrayBase,
+    FunctionType,
+    IndexType,
+    IntegerAttr,
+    MemRefType,
+    StringAttr,
+    UnitAttr,
+    VectorType,
+    i64,
+)
+from xdsl.dialects.gpu import DimensionAttr, DimensionEnum
+from xdsl.dialects.utils import EnumAttribute
+from xdsl.ir import Attribute, Block, Dialect
+from xdsl.irdl import (
+    IRDLOperation,
+    irdl_attr_definition,
+    irdl_op_definition,
+    operand_def,
+    opt_prop_def,
+    prop_def,
+    region_def,
+    result_def,
+    traits_def,
+    var_operand_def,
+)
+from xdsl.parser import Parser
+from xdsl.printer import Printer
+from xdsl.traits import IsTerminator, NoTerminator, SymbolOpInterface, SymbolTable
+from xdsl.utils.str_enum import StrEnum
+
+
+class AddressSpace(StrEnum):
+    """gpu.address_space values."""
+
+    GLOBAL = "global"
+    WORKGROUP = "workgroup"
+    PRIVATE = "private"
+
+
+@irdl_attr_definition
+class GpuAddressSpaceAttr(EnumAttribute[AddressSpace]):
+    """`#gpu.address_space<workgroup>` (the memref memory space of LDS)."""
+
+    name = "gpu.address_space"
+
+    @classmethod
+    def parse_parameter(cls, parser) -> AddressSpace:
+        """`<name>`."""
+        with parser.in_angle_brackets():
+            return super().parse_parameter(parser)
+
+    def print_parameter(self, printer: Printer) -> None:
+        """`<name>`."""
+        with printer.in_angle_brackets():
+            super().print_parameter(printer)
+
+
+# ----------------------------------------------------------------------------- gpu
+
+
+@irdl_op_definition
+class GpuModuleOp(IRDLOperation):
+    """`gpu.module @name { ... }`."""
+
+    name = "gpu.module"
+    body = region_def("single_block")
+    sym_name = prop_def(StringAttr)
+    targets = opt_prop_def(ArrayAttr)
+    traits = traits_def(NoTerminator(), SymbolOpInterface(), SymbolTable())
+
+    @classmethod
+    def parse(cls, parser: Parser) -> GpuModuleOp:
+        """`@name [targets]? attributes? region`."""
+        name = parser.parse_symbol_name()
+        props: dict[str, Attribute] = {"sym_name": name}
+        if parser.parse_optional_punctuation("[") is not None:
+            items = []
+            while parser.parse_optional_punctuation("]") is None:
+                items.append(parser.parse_attribute())
+                parser.parse_optional_punctuation(",")
+            props["targets"] = ArrayAttr(items)
+        attrs = parser.parse_optional_attr_dict_with_keyword()
+        body = parser.parse_region()
+        if not body.blocks:
+            body.add_block(Block())
+        return cls.create(properties=props, attributes=dict(attrs.data) if attrs else {},
+                          regions=[body])
+
+    def print(self, printer: Printer) -> None:
+        """Custom form."""
+        printer.print_string(" ")
+        printer.print_symbol_name(self.sym_name.data)
+        printer.print_op_attributes(self.attributes, print_keyword=True)
+        printer.print_string(" ")
+        printer.print_region(self.body, print_entry_block_args=False,
+                             print_empty_block=False)
+
+
+_FUNC_PROPS = ("function_type", "known_block_size", "known_grid_size", "arg_attrs",
+               "res_attrs", "workgroup_attrib_attrs", "private_attrib_attrs")
+
+
+@irdl_op_definition
+class GpuFuncOp(IRDLOperation):
+    """`gpu.func @name(args) workgroup(...) private(...) kernel attributes {...} { body }`."""
+
+    name = "gpu.func"
+    body = region_def()
+    function_type = prop_def(FunctionType)
+    known_block_size = opt_prop_def(DenseArrayBase)
+    known_grid_size = opt_prop_def(DenseArrayBase)
+    arg_attrs = opt_prop_def(ArrayAttr)
+    res_attrs = opt_prop_def(ArrayAttr)
+    workgroup_attrib_attrs = opt_prop_def(ArrayAttr)
+    private_attrib_attrs = opt_prop_def(ArrayAttr)
+    traits = traits_def(SymbolOpInterface())
+
+    @property
+    def sym_name(self) -> StringAttr:
+        """The function's name."""
+        return self.attributes["sym_name"]  # type: ignore[return-value]
+
+    @property
+    def is_kernel(self) -> bool:
+        """Marked `kernel` (the `gpu.kernel` unit attribute)."""
+        return "gpu.kernel" in self.attributes
+
+    @property
+    def workgroup_count(self) -> int:
+        """How many trailing entry-block arguments are workgroup (LDS) attributions."""
+        attr = self.attributes.get("workgroup_attributions")
+        return attr.value.data if isinstance(attr, IntegerAttr) else 0
+
+    @classmethod
+    def parse(cls, parser: Parser) -> GpuFuncOp:
+        """MLIR 22's custom form of gpu.func."""
+        name = parser.parse_symbol_name()
+
+        def argument():
+            arg = parser.parse_argument()
+            parser.parse_optional_attr_dict()
+            return arg
+
+        args = parser.parse_comma_separated_list(parser.Delimiter.PAREN, argument)
+        extra: dict[str, list] = {}
+        for keyword in ("workgroup", "private"):
+            if parser.parse_optional_keyword(keyword) is not None:
+                extra[keyword] = parser.parse_comma_separated_list(
+                    parser.Delimiter.PAREN, argument)
+        attrs: dict[str, Attribute] = {"sym_name": name}
+        if parser.parse_optional_keyword("kernel") is not None:
+            attrs["gpu.kernel"] = UnitAttr()
+        more = parser.parse_optional_attr_dict_with_keyword()
+        props: dict[str, Attribute] = {
+            "function_type": FunctionType.from_lists([a.type for a in args], [])}
+        for key, value in (more.data.items() if more else ()):
+            if key in _FUNC_PROPS:
+                props[key] = value
+            else:
+                attrs[key] = value
+        if extra.get("workgroup"):
+            attrs["workgroup_attributions"] = IntegerAttr(len(extra["workgroup"]), i64)
+        body = parser.parse_region(args + extra.get("workgroup", []) + extra.get("private", []))
+        return cls.create(properties=props, attributes=attrs, regions=[body])
+
+    def print(self, printer: Printer) -> None:
+        """Custom form (arguments, workgroup attributions, `kernel`, attributes)."""
+        printer.print_string(" ")
+        printer.print_symbol_name(self.sym_name.data)
+        args = self.body.blocks[0].args
+        nin = len(self.function_type.inputs.data)
+        nwg = self.workgroup_count
+        printer.print_string("(")
+        printer.print_list(args[:nin], printer.print_block_argument)
+        printer.print_string(")")
+        if nwg:
+            printer.print_string(" workgroup(")
+            printer.print_list(args[nin:nin + nwg], printer.print_block_argument)
+            printer.print_string(")")
+        if len(args) > nin + nwg:
+            printer.print_string(" private(")
+            printer.print_list(args[nin + nwg:], printer.print_block_argument)
+            printer.print_string(")")
+        if self.is_kernel:
+            printer.print_string(" kernel")
+        shown = {k: v for k, v in self.attributes.items()
+                 if k not in ("sym_name", "gpu.kernel", "workgroup_attributions")}
+        for key in ("known_block_size", "known_grid_size"):
+            if key in self.properties:
+                shown[key] = self.properties[key]
+        printer.print_op_attributes(shown, print_keyword=True)
+        printer.print_string(" ")
+        printer.print_region(self.body, print_entry_block_args=False)
+
+
+class _DimOp(IRDLOperation):
+    """`gpu.thread_id x` and its siblings: one index per dimension."""
+
+    dimension = prop_def(DimensionAttr)
+    upper_bound = opt_prop_def(IntegerAttr)
+    result = result_def(IndexType)
+
+    @classmethod
+    def parse(cls, parser: Parser):
+        """`x`, `y` or `z`, then an optional `upper_bound N`."""
+        dim = parser.parse_keyword_in(("x", "y", "z"), f" after {cls.name}")
+        props: dict[str, Attribute] = {"dimension": DimensionAttr(DimensionEnum(dim))}
+        if parser.parse_optional_keyword("upper_bound") is not None:
+            props["upper_bound"] = IntegerAttr(parser.parse_integer(), IndexType())
+        attrs = parser.parse_optional_attr_dict()
+        return cls.create(properties=props, attributes=attrs, result_types=[IndexType()])
+
+    def print(self, printer: Printer) -> None:
+        """Custom form."""
+        printer.print_string(f" {self.dimension.data.value}")
+        if self.upper_bound is not None:
+            printer.print_string(f" upper_bound {self.upper_bound.value.data}")
+        printer.print_op_attributes(self.attributes)
+
+
+def _dim_op(op_name: str) -> type[IRDLOperation]:
+    cls = type(op_name.replace(".", "_"), (_DimOp,), {"name": op_name, "__module__": __name__})
+    return irdl_op_definition(cls)
+
+
+ThreadIdOp = _dim_op("gpu.thread_id")
+BlockIdOp = _dim_op("gpu.block_id")
+BlockDimOp = _dim_op("gpu.block_dim")
+GridDimOp = _dim_op("gpu.grid_dim")
+
+
+@irdl_op_definition
+class LaneIdOp(IRDLOperation):
+    """`gpu.lane_id`."""
+
+    name = "gpu.lane_id"
+    upper_bound = opt_prop_def(IntegerAttr)
+    result = result_def(IndexType)
+    assembly_format = "(`upper_bound` $upper_bound^)? attr-dict"
+
+
+@irdl_op_definition
+class GpuBarrierOp(IRDLOperation):
+    """`gpu.barrier` (a workgroup barrier that also orders memory)."""
+
+    name = "gpu.barrier"
+    assembly_format = "attr-dict"
+
+
+@irdl_op_definition
+class GpuReturnOp(IRDLOperation):
+    """`gpu.return` (kernels return nothing)."""
+
+    name = "gpu.return"
+    values = var_operand_def()
+    traits = traits_def(IsTerminator())
+    assembly_format = "attr-dict ($values^ `:` type($values))?"
+
+
+GPU = Dialect("gpu", [GpuModuleOp, GpuFuncOp, ThreadIdOp, BlockIdOp, BlockDimOp, GridDimOp,
+                      LaneIdOp, GpuBarrierOp, GpuReturnOp],
+              [DimensionAttr, GpuAddressSpaceAttr])
+
+
+# ----------------------------------------------------------------------------- vector
+
+
+def _int_array(parser: Parser) -> ArrayAttr:
+    attr = parser.parse_attribute()
+    if not isinstance(attr, ArrayAttr):
+        parser.raise_error("expected an array of integers")
+    return attr
+
+
+@irdl_op_definition
+class ExtractStridedSliceOp(IRDLOperation):
+    """`vector.extract_strided_slice %v {offsets = [..], sizes = [..], strides = [..]}`."""
+
+    name = "vector.extract_strided_slice"
+    source = operand_def(VectorType)
+    offsets = prop_def(ArrayAttr)
+    sizes = prop_def(ArrayAttr)
+    strides = prop_def(ArrayAttr)
+    result = result_def(VectorType)
+
+    @classmethod
+    def parse(cls, parser: Parser) -> ExtractStridedSliceOp:
+        """`%v {offsets.., sizes.., strides..} : T to T`."""
+        source = parser.parse_unresolved_operand()
+        attrs = parser.parse_optional_attr_dict()
+        parser.parse_punctuation(":")
+        src_type = parser.parse_type()
+        parser.parse_keyword("to")
+        res_type = parser.parse_type()
+        props = {k: attrs.pop(k) for k in ("offsets", "sizes", "strides") if k in attrs}
+        return cls.create(operands=[parser.resolve_operand(source, src_type)],
+                          properties=props, attributes=attrs, result_types=[res_type])
+
+
+@irdl_op_definition
+class FromElementsOp(IRDLOperation):
+    """`vector.from_elements %a, %b : vector<2xf32>`."""
+
+    name = "vector.from_elements"
+    elements = var_operand_def()
+    result = result_def(VectorType)
+
+    @classmethod
+    def parse(cls, parser: Parser) -> FromElementsOp:
+        """`%a, %b, ... attr-dict : vector type`."""
+        names = parser.parse_comma_separated_list(parser.Delimiter.NONE,
+                                                  parser.parse_unresolved_operand)
+        attrs = parser.parse_optional_attr_dict()
+        parser.parse_punctuation(":")
+        vtype = parser.parse_type()
+        if not isinstance(vtype, VectorType):
+            parser.raise_error("vector.from_elements: expected a vector type")
+        operands = [parser.resolve_operand(n, vtype.element_type) for n in names]
+        return cls.create(operands=operands, attributes=attrs, result_types=[vtype])
+
+
+@irdl_op_definition
+class SplatOp(IRDLOperation):
+    """`vector.splat %x : vector<4xf32>` (older MLIR; MLIR 22 uses vector.broadcast)."""
+
+    name = "vector.splat"
+    input = var_operand_def()
+    result = result_def(VectorType)
+
+    @classmethod
+    def parse(cls, parser: Parser) -> SplatOp:
+        """`%x : vector type`."""
+        name = parser.parse_unresolved_operand()
+        attrs = parser.parse_optional_attr_dict()
+        parser.parse_punctuation(":")
+        vtype = parser.parse_type()
+        if not isinstance(vtype, VectorType):
+            parser.raise_error("vector.splat: expected a vector type")
+        return cls.create(operands=[parser.resolve_operand(name, vtype.element_type)],
+                          attributes=attrs, result_types=[vtype])
+
+
+VECTOR_EXTRA_OPS = [ExtractStridedSliceOp, FromElementsOp, SplatOp]
+
+UPSTREAM_OP_PREFIXES = ("gpu.", "amdgpu.", "scf.", "memref.", "vector.")
+
+
+def make_upstream_context() -> Context:
+    """The context upstream input is parsed in (amdgcn too: a file may mix both)."""
+    from xdsl.dialects.memref import MemRef
+    from xdsl.dialects.scf import Scf
+    from xdsl.dialects.vector import Vector
+
+    from asterism.ir.amdgpu import AMDGPU
+    from asterism.ir.dialect import make_context
+
+    ctx = make_context()
+    vector = Dialect("vector", list(Vector.operations) + VECTOR_EXTRA_OPS,
+                     list(Vector.attributes))
+    for dialect in (Scf, MemRef, vector, GPU, AMDGPU):
+        ctx.load_dialect(dialect)
+    return ctx
+
+
+def is_upstream_text(text: str) -> bool:
+    """Whether IR text holds upstream kernels (a gpu.module, custom or generic form)."""
+    return "gpu.module" in text
+
+
+def memref_space(t: MemRefType) -> str:
+    """`global`, `workgroup` or `fat_raw_buffer`: where a memref lives."""
+    space = t.memory_space
+    if isinstance(space, IntegerAttr):
+        return {0: "global", 1: "global", 3: "workgroup", 7: "fat_raw_buffer"}.get(
+            space.value.data, f"address space {space.value.data}")
+    if isinstance(space, GpuAddressSpaceAttr):
+        return space.data.value
+    name = getattr(space, "name", "")
+    if name == "amdgpu.address_space":
+        return space.data.value  # type: ignore[union-attr]
+    return "global"
+
+
+def verify_upstream(module) -> None:
+    """xDSL's verification of upstream input, as a VerifyError at the failing op."""
+    from xdsl.utils.exceptions import VerifyException
+
+    from asterism.errors import SourceLocation, VerifyError
+
+    for op in module.walk():
+        try:
+            op.verify_()
+        except VerifyException as err:
+            loc = op.location
+            where = (SourceLocation(loc.filename.data, loc.line.data, loc.column.data)
+                     if hasattr(loc, "filename") else None)
+            raise VerifyError(f"{op.name}: {str(err).splitlines()[0]}", where) from None
+
+
+__all__ = ["GPU", "GpuFuncOp", "GpuModuleOp", "is_upstream_text", "make_upstream_context",
+           "memref_space", "verify_upstream"]

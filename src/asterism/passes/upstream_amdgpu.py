@@ -1,0 +1,374 @@
+"""Op lowerings of the upstream `amdgpu` dialect (driver: asterism.passes.lower_upstream).
+
+* `raw_buffer_load/store/atomic_*`: MUBUF instructions with the memref's buffer resource, the
+  indices (times the element size, plus `indexOffset` elements) as the VGPR offset and
+  `sgprOffset` as soffset (bytes, outside the range check, as the hardware does). CDNA checks
+  raw buffer ranges always: `boundsCheck = false` changes nothing there.
+* `fat_raw_buffer_cast`: the same memref with a new resource (num_records = `validBytes` when
+  given); `cacheSwizzleStride` only affects caching and is not encoded; `resetOffset` is a
+  no-op for the static identity-layout memrefs supported.
+* `mfma`: the instruction `v_mfma_<out>_<m>x<n>x<k>[_<blocks>b]_<in>` the types and m/n/k/
+  blocks name (an error lists the shapes the target has otherwise), operands packed as the
+  dialect documents (vectors little-endian in consecutive VGPRs), cbsz/abid/blgp as modifiers.
+* `dpp`: `v_mov_b32_dpp` into a copy of `old` per 32-bit register.
+* `lds_barrier`: `s_waitcnt lgkmcnt(0)` + `s_barrier`; `sched_barrier`: `amdgcn.sched_barrier`
+  with LLVM's mask, no machine code (as LLVM's pseudo): the `schedule` pass moves nothing across
+  it, a full fence whatever the mask would allow.
+* fp8: `v_cvt_f32_fp8`/`v_cvt_pk_f32_fp8` (ext_packed_fp8), `v_cvt_pk_fp8_f32`
+  (packed_trunc_2xfp8), `v_cvt_sr_fp8_f32` (packed_stoch_round_fp8) and their bf8 forms; the
+  FNUZ types on gfx942 and the OCP types on gfx950 (the formats those chips convert).
+* `wmma`: an error on gfx942/gfx950 (RDNA only).
+"""
+
+from __future__ import annotations
+
+from xdsl.dialects.builtin import (
+    Float32Type,
+    Float64Type,
+    IntegerType,
+    VectorType,
+    i32,
+)
+
+from asterism.isa import get_isa
+from asterism.passes.lower_upstream import RSRC_WORD3, KernelLowering, handles
+from asterism.passes.upstream_ops import _align, _wait_all, _words, byte_offset, load, store
+from asterism.passes.upstream_values import (
+    LV,
+    const_lv,
+    elem_bits,
+    fail,
+    fp8_kind,
+    reg_count,
+    signed32,
+    type_bits,
+    type_name,
+)
+
+
+@handles("amdgpu.lds_barrier")
+def _lds_barrier(low: KernelLowering, op) -> None:
+    _wait_all(low, vm=False)
+    low.kb.s_barrier()
+
+
+SCHED_MASK = {"none": 0, "non_mem_non_sideffect": 1, "valu": 2, "salu": 4, "mfma_wmma": 8,
+              "all_vmem": 16, "vmem_read": 32, "vmem_write": 64, "all_ds": 128,
+              "ds_read": 256, "ds_write": 512, "transcendental": 1024}
+
+
+@handles("amdgpu.sched_barrier")
+def _sched_barrier(low: KernelLowering, op) -> None:
+    mask = 0
+    for name in op.opts.flags.data.split("|"):
+        mask |= SCHED_MASK[name]
+    from asterism.ir.ops import SchedBarrierOp
+
+    low.kb._insert(SchedBarrierOp(mask))
+
+
+@handles("amdgpu.wmma")
+def _wmma(low: KernelLowering, op) -> None:
+    raise fail(op, f"WMMA exists only on RDNA chips (gfx11, gfx12); {low.target} has "
+                   "matrix cores through amdgpu.mfma")
+
+
+# ----------------------------------------------------------------------------- buffers
+
+
+def _buffer_memref(low: KernelLowering, op, value):
+    lv = low.get(value)
+    if lv.kind != "m" or lv.value.space != "global":
+        raise fail(op, "expects a global memref (a kernel argument or a fat_raw_buffer_cast "
+                       "of one)")
+    return lv
+
+
+def _soffset(low: KernelLowering, op):
+    if op.sgprOffset is None:
+        return 0
+    lv = low.get(op.sgprOffset)
+    if not lv.uniform:
+        raise fail(op, "sgprOffset must be the same in every lane")
+    return low.operand(lv)
+
+
+def _offset(low: KernelLowering, op, mem) -> LV:
+    extra = op.indexOffset.value.data if op.indexOffset is not None else 0
+    return byte_offset(low, op, mem, [low.get(i) for i in op.indices], extra)
+
+
+@handles("amdgpu.raw_buffer_load")
+def _raw_load(low: KernelLowering, op) -> None:
+    mem = _buffer_memref(low, op, op.memref)
+    low.set(op.value, load(low, op, mem, _offset(low, op, mem), op.value.type,
+                           _soffset(low, op)))
+
+
+@handles("amdgpu.raw_buffer_store")
+def _raw_store(low: KernelLowering, op) -> None:
+    mem = _buffer_memref(low, op, op.memref)
+    store(low, op, mem, _offset(low, op, mem), low.get(op.value), op.value.type,
+          _soffset(low, op))
+
+
+def _atomic_mnemonic(op, t, target: str) -> str:
+    kind = op.name.removeprefix("amdgpu.raw_buffer_atomic_")
+    tn = type_name(t) if not isinstance(t, VectorType) else f"vector<{t}>"
+    names = {
+        ("fadd", "f32"): "buffer_atomic_add_f32", ("fadd", "f64"): "buffer_atomic_add_f64",
+        ("fmax", "f64"): "buffer_atomic_max_f64",
+        ("smax", "i32"): "buffer_atomic_smax", ("smax", "i64"): "buffer_atomic_smax_x2",
+        ("umin", "i32"): "buffer_atomic_umin", ("umin", "i64"): "buffer_atomic_umin_x2",
+        ("cmpswap", "i32"): "buffer_atomic_cmpswap", ("cmpswap", "f32"): "buffer_atomic_cmpswap",
+        ("cmpswap", "i64"): "buffer_atomic_cmpswap_x2",
+    }
+    if isinstance(t, VectorType) and kind == "fadd" and t.get_shape() == (2,):
+        et = type_name(t.element_type)
+        names[("fadd", tn)] = {"f16": "buffer_atomic_pk_add_f16",
+                               "bf16": "buffer_atomic_pk_add_bf16"}.get(et, "")
+    name = names.get((kind, tn), "")
+    if not name or name not in get_isa(target):
+        supported = sorted(k[1] for k in names if k[0] == kind and names[k] in get_isa(target))
+        raise fail(op, f"{t} is not supported on {target} (types: {', '.join(supported)})")
+    return name
+
+
+@handles("amdgpu.raw_buffer_atomic_fadd", "amdgpu.raw_buffer_atomic_fmax",
+         "amdgpu.raw_buffer_atomic_smax", "amdgpu.raw_buffer_atomic_umin")
+def _raw_atomic(low: KernelLowering, op) -> None:
+    mem = _buffer_memref(low, op, op.memref)
+    name = _atomic_mnemonic(op, op.value.type, low.target)
+    off = low.vgpr(_offset(low, op, mem))
+    low.kb.emit(name, low.vgpr(low.get(op.value)), off, mem.value.rsrc, _soffset(low, op),
+                offen=True)
+
+
+@handles("amdgpu.raw_buffer_atomic_cmpswap")
+def _raw_cmpswap(low: KernelLowering, op) -> None:
+    mem = _buffer_memref(low, op, op.memref)
+    t = op.src.type
+    name = _atomic_mnemonic(op, t, low.target)
+    n = reg_count(t)
+    kb = low.kb
+    # data = (new value, compare value) in consecutive registers; sc0 returns the old value
+    words = [kb.v_mov_b32(None, low.operand(w)) for lv in (low.get(op.src), low.get(op.cmp))
+             for w in _words(low, lv, n)]
+    data = kb.join(*words, align=2 if n == 1 else 4)
+    off = low.vgpr(_offset(low, op, mem))
+    old = kb.emit(name, data, off, mem.value.rsrc, _soffset(low, op), offen=True, sc0=True)
+    low.set(op.value, LV("v", t, kb.sub(old, 0, n) if n > 1 else kb.sub(old, 0)))
+
+
+@handles("amdgpu.fat_raw_buffer_cast")
+def _fat_cast(low: KernelLowering, op) -> None:
+    src = _buffer_memref(low, op, op.source)
+    info = low.memref_info(op.result.type, op, "global")
+    info.nbytes = src.value.nbytes
+    kb = low.kb
+    if op.validBytes is None:
+        info.rsrc = src.value.rsrc
+    else:
+        valid = low.get(op.validBytes)
+        if not valid.uniform:
+            raise fail(op, "validBytes must be the same in every lane")
+        lo, hi, _num, _w3 = kb.split(src.value.rsrc)
+        # validBytes is an i64: num_records takes its low 32 bits
+        num = LV("c", i32, valid.value[:1], scalar=valid.scalar) if valid.kind == "c" else \
+            LV("s", i32, kb.sub(valid.value, 0) if valid.regs > 1 else valid.value)
+        info.rsrc = kb.join(kb.s_mov_b32(None, lo), kb.s_mov_b32(None, hi),
+                            kb.s_mov_b32(None, low.operand(num)),
+                            kb.s_mov_b32(None, signed32(RSRC_WORD3)), align=4)
+    low.set(op.result, LV("m", op.result.type, info))
+
+
+# ----------------------------------------------------------------------------- mfma
+
+
+def _mfma_input(op, ta, tb, target: str) -> str:
+    if isinstance(ta, Float32Type):
+        return "f32"
+    if isinstance(ta, Float64Type):
+        return "f64"
+    if not isinstance(ta, VectorType):
+        raise fail(op, f"source type {ta} is not supported")
+    et = ta.element_type
+    fa, fb = fp8_kind(et), fp8_kind(tb.element_type) if isinstance(tb, VectorType) else None
+    if fa is not None:
+        if fb is None:
+            raise fail(op, "both sources must be 8-bit floats")
+        for _kind, chip in (fa, fb):
+            if chip != target:
+                want = "FNUZ (f8E4M3FNUZ, f8E5M2FNUZ)" if target == "gfx942" else \
+                    "OCP (f8E4M3FN, f8E5M2)"
+                raise fail(op, f"{target} converts {want} 8-bit floats, not {et}")
+        return f"{fa[0]}_{fb[0]}"
+    if isinstance(et, Float32Type):
+        return "xf32"
+    if isinstance(et, IntegerType) and et.width.data == 8:
+        return "i8"
+    return type_name(et)
+
+
+def mfma_mnemonic(op, target: str) -> str:
+    """The v_mfma instruction an amdgpu.mfma names on `target` (an error lists the ones the
+    source type has otherwise)."""
+    ta, tb, tc = op.sourceA.type, op.sourceB.type, op.destC.type
+    ec = tc.element_type if isinstance(tc, VectorType) else tc
+    out = "f64" if isinstance(ec, Float64Type) else "i32" if isinstance(ec, IntegerType) \
+        else "f32"
+    src = _mfma_input(op, ta, tb, target)
+    m, n, k = (op.m.value.data, op.n.value.data, op.k.value.data)
+    blocks = op.blocks.value.data if op.blocks is not None else 1
+    suffix = f"_{blocks}b" if blocks > 1 else ""
+    name = f"v_mfma_{out}_{m}x{n}x{k}{suffix}_{src}"
+    isa = get_isa(target)
+    if name in isa:
+        regs = {"a": reg_count(ta), "c": reg_count(tc)}
+        inst = isa.get(name)
+        form = inst.forms[0]
+        widths = [s.width for s in form.operands]
+        if widths and widths[0] != regs["c"]:
+            raise fail(op, f"{name} produces {widths[0]} registers but the accumulator "
+                           f"{tc} has {regs['c']}")
+        return name
+    pattern = f"v_mfma_{out}_"
+    options = sorted(x.removeprefix("v_mfma_") for x in isa.instructions
+                     if x.startswith(pattern) and x.endswith(f"_{src}"))
+    raise fail(op, f"no {m}x{n}x{k} blocks={blocks} MFMA for {ta} on {target} (it has: "
+                   f"{', '.join(options) or 'none for this type'})")
+
+
+_BLGP = ["none", "bcast_first_32", "bcast_second_32", "rotate_16_right", "bcast_first_16",
+         "bcast_second_16", "bcast_third_16", "bcast_fourth_16"]
+
+
+@handles("amdgpu.mfma")
+def _mfma(low: KernelLowering, op) -> None:
+    name = mfma_mnemonic(op, low.target)
+    for flag in ("reducePrecision", "negateA", "negateB", "negateC"):
+        if getattr(op, flag) is not None:
+            raise fail(op, f"{flag} is not supported yet")
+    kb = low.kb
+    a, b = low.vgpr(low.get(op.sourceA)), low.vgpr(low.get(op.sourceB))
+    c = low.get(op.destC)
+    if c.kind == "c" and all(w == 0 for w in c.value):
+        csrc = 0
+    else:
+        csrc = low.vgpr(c)
+    mods = {}
+    for key in ("cbsz", "abid"):
+        attr = getattr(op, key)
+        if attr is not None and attr.value.data:
+            mods[key] = attr.value.data
+    if op.blgp is not None and op.blgp.data.value != "none":
+        mods["blgp"] = _BLGP.index(op.blgp.data.value)
+    dest = low.dest(op.destD)
+    low.set(op.destD, LV("v", op.destD.type, kb.emit(name, dest, a, b, csrc, **mods)))
+
+
+# ----------------------------------------------------------------------------- dpp
+
+_DPP_FIXED = {"wave_shl": 0x130, "wave_rol": 0x134, "wave_shr": 0x138, "wave_ror": 0x13C,
+              "row_mirror": 0x140, "row_half_mirror": 0x141, "row_bcast_15": 0x142,
+              "row_bcast_31": 0x143}
+_DPP_ROW = {"row_shl": 0x100, "row_shr": 0x110, "row_ror": 0x120}
+
+
+def dpp_ctrl(op) -> int:
+    """The dpp_ctrl field of an amdgpu.dpp."""
+    kind = op.kind.data.value
+    arg = op.permArgument
+    if kind in _DPP_FIXED:
+        return _DPP_FIXED[kind]
+    if kind == "quad_perm":
+        lanes = [a.value.data for a in getattr(arg, "data", ())]
+        if len(lanes) != 4 or any(not 0 <= x <= 3 for x in lanes):
+            raise fail(op, "quad_perm takes four lanes 0..3")
+        return lanes[0] | lanes[1] << 2 | lanes[2] << 4 | lanes[3] << 6
+    amount = getattr(getattr(arg, "value", None), "data", None)
+    if not isinstance(amount, int) or not 1 <= amount <= 15:
+        raise fail(op, f"{kind} takes a shift of 1 to 15")
+    return _DPP_ROW[kind] + amount
+
+
+@handles("amdgpu.dpp")
+def _dpp(low: KernelLowering, op) -> None:
+    t = op.result.type
+    ctrl = dpp_ctrl(op)
+    mods = {"dpp_ctrl": ctrl,
+            "row_mask": op.row_mask.value.data if op.row_mask is not None else 0xF,
+            "bank_mask": op.bank_mask.value.data if op.bank_mask is not None else 0xF}
+    if op.bound_ctrl is not None and op.bound_ctrl.value.data:
+        mods["bound_ctrl"] = True
+    kb = low.kb
+    n = reg_count(t)
+    out = []
+    for old, src in zip(_words(low, low.get(op.old), n), _words(low, low.get(op.src), n)):
+        dst = kb.v_mov_b32(None, low.operand(old))
+        out.append(kb.v_mov_b32(dst, low.vgpr(src), **mods))
+    low.set(op.result, LV("v", t, out[0] if n == 1 else kb.join(*out, align=_align(n))))
+
+
+# ----------------------------------------------------------------------------- fp8
+
+
+def _fp8_of(op, t, target: str) -> str:
+    et = t.element_type if isinstance(t, VectorType) else t
+    kind = fp8_kind(et)
+    if kind is None:
+        raise fail(op, f"{t} is not an 8-bit float type")
+    if kind[1] != target:
+        want = "f8E4M3FNUZ/f8E5M2FNUZ" if target == "gfx942" else "f8E4M3FN/f8E5M2"
+        raise fail(op, f"{target} converts {want}, not {et}")
+    return kind[0]
+
+
+@handles("amdgpu.ext_packed_fp8")
+def _ext_fp8(low: KernelLowering, op) -> None:
+    kind = _fp8_of(op, op.source.type, low.target)
+    index = op.index.value.data
+    rt = op.res.type
+    kb = low.kb
+    src = low.vgpr(low.get(op.source))
+    pair = isinstance(rt, VectorType)
+    shift = 16 * index if pair else 8 * index
+    if pair and index > 1 or shift >= type_bits(op.source.type) + (8 if not pair else 0):
+        raise fail(op, f"index {index} is outside the source")
+    if shift:
+        src = kb.v_lshrrev_b32(None, shift, src)
+    name = f"v_cvt_pk_f32_{kind}" if pair else f"v_cvt_f32_{kind}"
+    low.set(op.res, LV("v", rt, kb.emit(name, None, src)))
+
+
+@handles("amdgpu.packed_trunc_2xfp8")
+def _trunc_fp8(low: KernelLowering, op) -> None:
+    kind = _fp8_of(op, op.res.type, low.target)
+    if type_name(op.sourceA.type) != "f32":
+        raise fail(op, "sources must be f32")
+    kb = low.kb
+    word = op.wordIndex.value.data
+    dst = kb.v_mov_b32(None, low.operand(low.get(op.existing))) \
+        if op.existing is not None else None
+    a = low.get(op.sourceA)
+    b = low.get(op.sourceB) if op.sourceB is not None else const_lv(0.0, Float32Type())
+    x, y = low.valu_operands([a, b])
+    mods = {"op_sel": (0, 0, 1)} if word else {}
+    low.set(op.res, LV("v", op.res.type, kb.emit(f"v_cvt_pk_{kind}_f32", dst, x, y, **mods)))
+
+
+@handles("amdgpu.packed_stoch_round_fp8")
+def _stoch_fp8(low: KernelLowering, op) -> None:
+    kind = _fp8_of(op, op.res.type, low.target)
+    if type_name(op.source.type) != "f32":
+        raise fail(op, "the source must be f32")
+    kb = low.kb
+    index = op.storeIndex.value.data
+    dst = kb.v_mov_b32(None, low.operand(low.get(op.existing))) \
+        if op.existing is not None else None
+    x, y = low.valu_operands([low.get(op.source), low.get(op.stochiasticParam)])
+    mods = {"op_sel": (0, 0, index & 1, index >> 1)} if index else {}
+    low.set(op.res, LV("v", op.res.type, kb.emit(f"v_cvt_sr_{kind}_f32", dst, x, y, **mods)))
+
+
+__all__ = ["dpp_ctrl", "elem_bits", "i32", "mfma_mnemonic"]

@@ -1,0 +1,112 @@
+"""Upstream MLIR test inputs: the files of tests/upstream/ and generated MFMA kernels (one per
+MFMA the dialect can express on each target). Shared by the emulator tests and the mlir-opt-22
+oracle test."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from asterism.emu import mfma as mf
+
+DIR = Path(__file__).resolve().parent / "upstream"
+TARGETS = ("gfx942", "gfx950")
+
+_ELEM = {"f16": ("f16", 16), "bf16": ("bf16", 16), "i8": ("i8", 8), "xf32": ("f32", 32)}
+_FP8 = {"gfx942": {"fp8": "f8E4M3FNUZ", "bf8": "f8E5M2FNUZ"},
+        "gfx950": {"fp8": "f8E4M3FN", "bf8": "f8E5M2"}}
+
+MFMA_TEMPLATE = """module {{
+  gpu.module @m {{
+    gpu.func @mfma(%a: memref<{na}xi32>, %b: memref<{nb}xi32>, %c: memref<{nc}x{ec}>,
+                   %d: memref<{nc}x{ec}>) kernel
+        attributes {{known_block_size = array<i32: 64, 1, 1>}} {{
+      %l = gpu.thread_id x
+      %ka = arith.constant {ra} : index
+      %kb = arith.constant {rb} : index
+      %kc = arith.constant {pc} : index
+      %ia = arith.muli %l, %ka : index
+      %ib = arith.muli %l, %kb : index
+      %ic = arith.muli %l, %kc : index
+      %wa = vector.load %a[%ia] : memref<{na}xi32>, vector<{ra}xi32>
+      %wb = vector.load %b[%ib] : memref<{nb}xi32>, vector<{rb}xi32>
+{cast_a}
+{cast_b}
+      {load_c}
+      %vd = amdgpu.mfma {m}x{n}x{k} %va * %vb + %vc {{blocks = {blocks} : i32{mods}}} blgp = {blgp} : {ta}, {tb}, {tc}
+      {store_d}
+      gpu.return
+    }}
+  }}
+}}
+"""
+
+
+def operand_type(target: str, kind: str, regs: int) -> str:
+    """The upstream type of an MFMA source of element kind `kind` in `regs` registers."""
+    if kind in ("f32", "f64"):
+        return kind
+    if kind in ("fp8", "bf8"):
+        return f"vector<{regs * 4}x{_FP8[target][kind]}>"
+    name, bits = _ELEM[kind]
+    return f"vector<{regs * 32 // bits}x{name}>"
+
+
+def _cast(name: str, ta: str, regs: int) -> str:
+    src = f"%w{name}"
+    if ta == "f32":
+        return (f"      %e{name} = vector.extract {src}[0] : i32 from vector<1xi32>\n"
+                f"      %v{name} = arith.bitcast %e{name} : i32 to f32")
+    if ta == "f64":
+        return f"      %v{name} = vector.bitcast {src} : vector<2xi32> to vector<1xf64>" \
+               f"\n      %v{name}_s = vector.extract %v{name}[0] : f64 from vector<1xf64>"
+    return f"      %v{name} = vector.bitcast {src} : vector<{regs}xi32> to {ta}"
+
+
+def mfma_text(target: str, mnemonic: str, cbsz: int = 0, abid: int = 0,
+              blgp: str = "none") -> str:
+    """An upstream kernel: each lane loads its A, B, C registers, one amdgpu.mfma, stores D."""
+    info = mf.mfma_info(target, mnemonic)
+    ta = operand_type(target, info.a_type, info.a_regs)
+    tb = operand_type(target, info.b_type, info.b_regs)
+    ec = info.out_type
+    cregs = info.c_regs // (2 if ec == "f64" else 1)
+    tc = f"vector<{cregs}x{ec}>" if cregs > 1 else ec
+    if cregs > 1:
+        load_c = f"%vc = vector.load %c[%ic] : memref<{64 * cregs}x{ec}>, {tc}"
+        store_d = f"vector.store %vd, %d[%ic] : memref<{64 * cregs}x{ec}>, {tc}"
+    else:
+        load_c = f"%vc = memref.load %c[%l] : memref<64x{ec}>"
+        store_d = f"memref.store %vd, %d[%l] : memref<64x{ec}>"
+    mods = "".join(f", {k} = {v} : i32" for k, v in (("cbsz", cbsz), ("abid", abid)) if v)
+    text = MFMA_TEMPLATE.format(
+        na=64 * info.a_regs, nb=64 * info.b_regs, nc=64 * cregs, ec=ec, ra=info.a_regs,
+        rb=info.b_regs, pc=cregs, cast_a=_cast("a", ta, info.a_regs),
+        cast_b=_cast("b", tb, info.b_regs), load_c=load_c, store_d=store_d, m=info.m,
+        n=info.n, k=info.k, blocks=info.blocks, mods=mods, blgp=blgp, ta=ta, tb=tb, tc=tc)
+    if ta == "f64":
+        text = text.replace("%va * %vb", "%va_s * %vb_s")
+    return text
+
+
+def expressible_mfmas(target: str) -> list[str]:
+    """The MFMAs amdgpu.mfma can name on `target` (dense, unscaled, not f8f6f4)."""
+    out = []
+    for name in mf.mfma_mnemonics(target):
+        info = mf.mfma_info(target, name)
+        if info.sparse or info.scaled or "f8f6f4" in name or "ld_scale" in name:
+            continue
+        out.append(name)
+    return out
+
+
+def static_inputs() -> list[Path]:
+    """The hand-written upstream inputs."""
+    return sorted(DIR.glob("*.mlir"))
+
+
+def all_inputs() -> list[tuple[str, str]]:
+    """(name, text) of every upstream test input, files and generated MFMA kernels."""
+    out = [(p.name, p.read_text()) for p in static_inputs()]
+    for t in TARGETS:
+        out += [(f"{t}:{m}", mfma_text(t, m)) for m in expressible_mfmas(t)]
+    return out
