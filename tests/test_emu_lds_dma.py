@@ -84,3 +84,38 @@ def test_timing_lgkmcnt_wait_does_not_wait_for_an_lds_dma():
     assert lds_wait < 100
     vm_wait = next(stall for text, stall in waits if text == "s_waitcnt vmcnt(0)")
     assert vm_wait > 400
+
+
+def test_workgroups_of_one_group_are_checked_each_in_its_own_lds():
+    # Two one-wave workgroups run as one group: workgroup w DMAs to LDS [256 w, 256 w + 256)
+    # and, without waiting, reads the other half. Per workgroup nothing overlaps (the union
+    # over the group's waves would: [0, 512)).
+    kb = KernelBuilder("dma", "gfx950", workgroup_size=(64, 1, 1), lds_size=1024)
+    src = kb.arg_buffer("src", "i32", "read_only")
+    out = kb.arg_buffer("out", "i32", "write_only")
+    kp = kb.kernarg_ptr()
+    kb.s_load_dwordx2(kb.s[4:6], kp, src)
+    kb.s_load_dwordx2(kb.s[6:8], kp, out)
+    wg = kb.workgroup_id("x")
+    kb.v_lshlrev_b32(kb.v(1), 2, kb.workitem_id("x"))
+    kb.s_mov_b32(kb.s(10), 256)
+    kb.s_mov_b32(kb.s(11), 0x00027000)
+    kb.s_lshl_b32(kb.s(12), wg, 8)
+    kb.s_waitcnt(lgkmcnt=0)
+    kb.s_mov_b32(kb.s(8), kb.s(4))
+    kb.s_mov_b32(kb.s(9), kb.s(5))
+    kb.s_mov_b32(kb.special("m0"), kb.s(12))
+    kb.s_nop(0)
+    kb.buffer_load_dword(kb.v(1), kb.s[8:12], 0, offen=True, lds=True)
+    kb.s_xor_b32(kb.s(13), kb.s(12), 256)  # the other half
+    kb.v_add_u32(kb.v(2), kb.s(13), kb.v(1))
+    kb.ds_read_b32(kb.v(4), kb.v(2))
+    kb.s_waitcnt(vmcnt=0, lgkmcnt=0)
+    kb.v_lshl_add_u32(kb.v(3), kb.v_mov_b32(kb.v(5), wg), 8, kb.v(1))
+    kb.global_store_dword(kb.v(3), kb.v(4), kb.s[6:8])
+    kb.s_endpgm()
+    code = api.compile(api.optimize(kb.finish(), "hazards"))
+    out = np.full(128, -1, np.int32)
+    asterism.launch(code, "dma", grid=2, block=64, args=[np.arange(64, dtype=np.int32), out],
+                    backend="emu")
+    np.testing.assert_array_equal(out, 0)

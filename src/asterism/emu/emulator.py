@@ -171,10 +171,8 @@ class Emulator:
                 if ds_store:
                     g.ctx.sanitizer["lds"].issued(p)
                 if dma:
-                    rng = san.lds_dma_ranges(info, g)
-                    if rng is not None:
-                        g.ctx.sanitizer["dma"].append(
-                            (frozenset(int(x) for x in g.lds_rows), rng, p, tr))
+                    for row, rng in san.lds_dma_ranges(info, g):
+                        g.ctx.sanitizer["dma"].append((frozenset((row,)), rng, p, tr))
             if is_wait and sanitize:
                 retired = tr.retire(simm)
                 if retired:
@@ -584,21 +582,26 @@ def _check_lds_dma(info: OpInfo, g: Group, kernel: str) -> None:
     g.ctx.sanitizer["dma"] = live
     if not live:
         return
-    rows = {int(x) for x in g.lds_rows}
     from asterism.emu.vops import vreg_row
 
-    addr = g.v[vreg_row(info, info.op("addr"))][g.exec]
-    if addr.size == 0:
-        return
+    addrs = g.v[vreg_row(info, info.op("addr"))]
     first, end = _ds_read_span(info)
-    lo, hi = int(addr.min()) + first, int(addr.max()) + end
-    for slots, (dlo, dhi), p, tr in live:
-        if slots & rows and lo < dhi and dlo < hi:
+    # Per workgroup (LDS row): a group can hold waves of several workgroups reading
+    # different places (e.g. different stages of a double buffer).
+    for row in np.unique(g.lds_rows):
+        mine = g.lds_rows == row
+        addr = addrs[mine][g.exec[mine]]
+        if addr.size == 0:
+            continue
+        lo, hi = int(addr.min()) + first, int(addr.max()) + end
+        for slots, (dlo, dhi), p, tr in live:
+            if int(row) not in slots or not (lo < dhi and dlo < hi):
+                continue
             need = tr.needed_wait(p)
             own = tr is g.tracker
             where = "" if own else " (issued by another wave of the workgroup, which needs " \
                                    f"{need} before its s_barrier)"
-            wave = int(g.waves[0])
+            wave = int(g.waves[np.flatnonzero(mine)[0]])
             raise SanitizerError(
                 f"LDS bytes [{dlo}, {dhi}) written by `{p.info.text}` (pc 0x{p.info.address:x}) "
                 f"are read before the load is guaranteed to have landed{where}: needs {need} "

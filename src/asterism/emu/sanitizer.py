@@ -355,19 +355,25 @@ class LdsWatch:
             wave=int(g.ctx.wave_in_wg[w_reader]))
 
 
-def lds_dma_ranges(info: OpInfo, g: Group) -> tuple[int, int] | None:
-    """[lo, hi) LDS bytes an LDS-DMA instruction of this group writes (union over waves)."""
+def lds_dma_ranges(info: OpInfo, g: Group) -> list[tuple[int, tuple[int, int]]]:
+    """(LDS row, [lo, hi)) of the bytes an LDS-DMA instruction of this group writes in each
+    workgroup's LDS (union over that workgroup's waves: a group can hold waves of several
+    workgroups whose M0 values differ, e.g. at different stages of a double buffer)."""
     from asterism.emu.core import M0
 
-    if not g.exec.any():
-        return None
     size = _dma_size(info)
-    m0 = g.s[:, M0].astype(np.int64)
     off = int(info.mods.get("offset", 0)) if info.enc == "MUBUF" else 0
-    lanes = np.nonzero(g.exec.any(axis=0))[0]
-    lo = int(m0.min()) + off + int(lanes.min()) * size
-    hi = int(m0.max()) + off + (int(lanes.max()) + 1) * size
-    return lo, hi
+    out = []
+    for row in np.unique(g.lds_rows):
+        mine = (g.lds_rows == row) & g.exec.any(axis=1)
+        if not mine.any():
+            continue
+        m0 = g.s[mine, M0].astype(np.int64)
+        lanes = np.nonzero(g.exec[mine].any(axis=0))[0]
+        lo = int(m0.min()) + off + int(lanes.min()) * size
+        hi = int(m0.max()) + off + (int(lanes.max()) + 1) * size
+        out.append((int(row), (lo, hi)))
+    return out
 
 
 def _dma_size(info: OpInfo) -> int:
