@@ -32,7 +32,7 @@ from pathlib import Path
 import numpy as np
 
 REPO = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(REPO / "src"))
+sys.path.append(str(REPO / "src"))  # after PYTHONPATH: a run can pick another tree
 
 import asterism  # noqa: E402
 from asterism import kernels  # noqa: E402
