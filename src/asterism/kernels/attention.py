@@ -35,7 +35,7 @@ from typing import Any
 
 import numpy as np
 
-from asterism.builder import Group, Stream, after, unroll
+from asterism.builder import Group, Stream, after, before, unroll
 from asterism.kernels.base import KernelCase, KernelGenerator, Param, register, require
 
 NAME = "flash_attention_fwd"
@@ -377,11 +377,12 @@ class _Builder:
             write()
 
     def pipelined(self, reads: Stream, mfmas: Stream, per_step: int, valu: int = 0,
-                  dma: Stream | None = None) -> None:
+                  dma: tuple[Stream, Stream] | None = None) -> None:
         """MFMA step k co-issued with the LDS reads of step k + READ_AHEAD (the first
         READ_AHEAD steps' reads go first): the waits become lgkmcnt(n > 0). `dma`: direct-
-        to-LDS loads of the next key block (s_add m0 + buffer_load ... lds each), spread
-        evenly over the MFMA steps (their shadows)."""
+        to-LDS loads of the next key block spread evenly over the MFMA steps (their
+        shadows): the M0 writes before the MFMA, the loads after it (the MFMA is the wait
+        state an LDS DMA needs after an M0 write: no s_nop)."""
         kb = self.kb
         for emit in reads.take(READ_AHEAD * 1):
             emit(kb)
@@ -391,14 +392,16 @@ class _Builder:
             [Group(mfma=1, **extra)] * READ_AHEAD
         rules = [after(reads, exhausted="stop")]
         if dma is not None:
-            per = -(-len(dma) // n)  # DMA loads per MFMA step
-            left = len(dma)
+            m0s, loads = dma
+            per = -(-len(loads) // n)  # DMA loads per MFMA step
+            left = len(loads)
             for k, g in enumerate(groups):
                 took = min(per, left)
                 left -= took
                 if took:
                     groups[k] = Group(**g.counts, salu=took, vmem_read=took)
-            rules.append(after(dma, count=per, exhausted="stop"))
+            rules += [before(m0s, count=per, exhausted="stop"),
+                      after(loads, count=per, exhausted="stop")]
         kb.interleave(mfmas, *rules, expect=groups)
 
     def dma_m0(self) -> None:
@@ -420,25 +423,29 @@ class _Builder:
     def load_tiles_dma(self, first, step: int) -> None:
         """gfx950: buffer_load_dwordx4 ... lds straight into the tiles (no VGPRs, no
         ds_write); lane l of wave w lands at M0 + offset + 16 l."""
-        for emit in self.dma_stream(first, step, None).items:
-            emit(self.kb)
+        m0s, loads = self.dma_stream(first, step, None)
+        for set_m0, load in zip(m0s.items, loads.items, strict=True):
+            set_m0(self.kb)
+            load(self.kb)
 
-    def dma_stream(self, first, step: int, stage) -> Stream:
-        """The direct-to-LDS loads of one key block (voffset `first`) as a stream of
-        (m0 = precomputed value [+ `stage`, the target buffer's LDS offset, SGPR];
-        buffer_load_dwordx4 ... lds); their tokens go to self.dma_tokens."""
+    def dma_stream(self, first, step: int, stage) -> tuple[Stream, Stream]:
+        """The direct-to-LDS loads of one key block (voffset `first`) as two streams: the
+        M0 writes (precomputed value [+ `stage`, the target buffer's LDS offset, SGPR]) and
+        the buffer_load_dwordx4 ... lds; their tokens go to self.dma_tokens."""
         cfg, kb = self.cfg, self.kb
         pages = sorted({r * step // 4096 for r in range(cfg.loads_per_lane)})
         voffs = {p: first if p == 0 else kb.v_add_u32(None, 4096 * p, first) for p in pages}
         self.dma_tokens = []
 
-        def load(kb, rsrc, base, r):
-            page, lo = divmod(r * step, 4096)
-            m0 = self.m0_region[self.m0_index[base, page]]
+        def set_m0(kb, rsrc, base, r):
+            m0 = self.m0_region[self.m0_index[base, r * step // 4096]]
             if stage is None:
                 kb.s_mov_b32(kb.m0, m0)
             else:
                 kb.s_add_u32(kb.m0, m0, stage)
+
+        def load(kb, rsrc, base, r):
+            page, lo = divmod(r * step, 4096)
             tok = kb.buffer_load_dwordx4(voffs[page], rsrc, 0, offen=True, lds=True, offset=lo)
             if stage is not None:
                 kb.tokens_only(tok)  # waited for by token at the end of the iteration
@@ -446,7 +453,8 @@ class _Builder:
 
         space = [(rsrc, base, r) for rsrc, base in ((self.rk, 0), (self.rv, cfg.tile_bytes))
                  for r in range(cfg.loads_per_lane)]
-        return Stream.over("dma", space, load, kind="vmem_read")
+        return (Stream.over("m0", space, set_m0, kind="salu"),
+                Stream.over("dma", space, load, kind="vmem_read"))
 
     def scores(self, dma: Stream | None = None) -> None:
         """S^T = K Q^T for each 32-key tile of the block (MFMAs from LDS and Q); `dma`: the
