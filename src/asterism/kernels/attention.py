@@ -4,7 +4,8 @@ Q, K, V and O are [batch, heads, seq, head_dim] arrays (bf16 or f16, contiguous)
 of `waves` waves takes `block_m` = 32 * waves query rows of one (batch, head); each wave owns
 32 rows and walks the keys `block_n` at a time. Per key block the workgroup copies the K and
 V tiles to LDS (on gfx950 straight from memory with `buffer_load_dwordx4 ... lds`, M0 values
-precomputed in SGPRs; on gfx942 through registers and `ds_write_b128`), then each wave:
+precomputed in SGPRs; on gfx942 through registers and `ds_write_b128`; on gfx950 double-
+buffered by default: the next block's DMA runs under this block's S MFMAs), then each wave:
 
 1. computes S^T = K Q^T with 32x32 MFMAs (v_mfma_f32_32x32x16 on gfx950, 32x32x8 on gfx942):
    K is the A operand (from LDS), Q^T the B operand (held in registers for the whole loop).
