@@ -41,6 +41,9 @@ CASES = [
                     waves=1, block_m=32, block_n=32)),
     ("gfx942", dict(heads=1, seq_q=40, seq_k=140, head_dim=64, dtype="bf16", waves=1,
                     block_m=32, block_n=128)),
+    # one LDS buffer on gfx950 (the others there are double-buffered: stages 0 = 2)
+    ("gfx950", dict(heads=1, seq_q=64, seq_k=160, head_dim=128, dtype="bf16", waves=2,
+                    block_m=64, block_n=64, stages=1)),
 ]
 
 
@@ -98,6 +101,7 @@ def test_reference_hand_values():
     (dict(seq_q=0), "seq_q"),
     (dict(scale=-1.0), "scale"),
     (dict(blocks=3), "blocks"),
+    (dict(stages=3), "stages"),
 ])
 def test_bad_parameters(params, names):
     with pytest.raises(KernelParamError, match=names):
@@ -113,8 +117,23 @@ def test_register_and_lds_budgets_are_checked():
     with pytest.raises(KernelParamError, match=r"block_n: needs about \d+ VGPRs.*256"):
         kernels.get(GEN).build("gfx950", {"block_n": 256})
     # 2 x 256 x 128 x 2 bytes of K/V tiles: more than gfx942's 64 KiB.
-    with pytest.raises(KernelParamError, match="block_n: K and V tiles need 131072 bytes.*65536"):
+    with pytest.raises(KernelParamError,
+                       match=r"block_n: 1 stage\(s\) of K and V tiles need 131072 bytes.*65536"):
         kernels.get(GEN).build("gfx942", {"block_n": 256})
+
+
+def test_double_buffering_parameters():
+    from asterism.kernels.attention import check
+
+    gen = kernels.get(GEN)
+    assert check("gfx950", gen.resolve({})).stages == 2
+    assert check("gfx942", gen.resolve({})).stages == 1
+    assert check("gfx950", gen.resolve({"block_n": 128})).lds_bytes == 2 * 2 * 128 * 256
+    with pytest.raises(KernelParamError, match="stages: 2 .* needs the direct-to-LDS loads"):
+        gen.build("gfx942", {"stages": 2})
+    # gfx950 has 160 KiB per workgroup: two stages of 256-key d128 tiles need 256 KiB.
+    with pytest.raises(KernelParamError, match=r"stages: 2 stage\(s\) .* need 262144 bytes"):
+        gen.build("gfx950", {"block_n": 256, "stages": 2})
 
 
 def test_generator_is_listed():

@@ -327,6 +327,29 @@ def test_lds_dma_before_ds_read_and_barrier():
     assert waits_of(kernel(body), "waits{lds-dma=tokens}") == []
 
 
+def test_lds_dma_tokens_only_waits_at_its_token():
+    # Double buffering: the DMA of the next stage flies across this stage's DS reads and
+    # barrier; only kb.wait(tok) retires it, with the count of the younger load (vmcnt(1)).
+    def body(kb):
+        kb.s_mov_b32(kb.special("m0"), 0)
+        tok = kb.buffer_load_dword(kb.v(1), kb.s[12:16], 0, offen=True, lds=True)
+        kb.tokens_only(tok)
+        kb.ds_read_b32(kb.v(3), kb.v(2))
+        kb.s_barrier()
+        gload(kb, 4)
+        kb.wait(tok)
+        kb.s_barrier()
+    assert waits_of(kernel(body)) == ["s_waitcnt lgkmcnt(0) -> s_barrier",
+                                      "s_waitcnt vmcnt(1) -> s_barrier"]
+
+
+def test_tokens_only_takes_lds_dma_tokens():
+    def body(kb):
+        kb.tokens_only(gload(kb, 2))
+    with pytest.raises(VerifyError, match="argument #0 is not the token of an LDS DMA"):
+        kernel(body)
+
+
 def test_bad_option():
     with pytest.raises(VerifyError, match="bad option"):
         api.optimize(kernel(lambda kb: None), "waits{barrier=all}")

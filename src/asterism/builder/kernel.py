@@ -71,6 +71,7 @@ from asterism.ir.match import (
 )
 from asterism.ir.ops import (
     INSTRUCTION_OPS,
+    LDS_DMA_TOKENS_ATTR,
     OP_FOR_ENCODING,
     AllocaOp,
     BranchOp,
@@ -707,6 +708,25 @@ class KernelBuilder(ScheduleMixin):
         op = WaitOp(list(tokens))
         self._insert(op, loc)
         return op
+
+    def tokens_only(self, *tokens: SSAValue) -> None:
+        """Order these LDS DMA loads (`buffer_load ... lds`) by `kb.wait(token)` alone: the
+        waits pass no longer waits for them before every DS access and s_barrier (the
+        default), so a DMA into one LDS buffer can fly while another buffer is read."""
+        loc = _caller_location()
+        for k, tok in enumerate(tokens):
+            op = tok.owner if isinstance(tok, SSAValue) else None
+            is_dma = isinstance(op, InstructionOp) and op.token is tok and (
+                bool(op.mods.get("lds")) or "lds_dma" in self._inst_flags(op))
+            if not is_dma:
+                raise VerifyError(f"kb.tokens_only: argument #{k} is not the token of an LDS "
+                                  "DMA load (buffer_load ... lds / global_load_lds_*)",
+                                  _source_location(loc))
+            op.attributes[LDS_DMA_TOKENS_ATTR] = StringAttr("tokens")
+
+    def _inst_flags(self, op: InstructionOp) -> frozenset:
+        inst, _suffix = resolve(self.isa, op.mnemonic_text)
+        return frozenset(inst.flags)
 
     def _with_fixed_operands(self, specs, operands: tuple) -> tuple:
         """The operands with the implicit named registers (vcc of VOPC/VOP2 carries) filled

@@ -171,10 +171,8 @@ class Emulator:
                 if ds_store:
                     g.ctx.sanitizer["lds"].issued(p)
                 if dma:
-                    rng = san.lds_dma_ranges(info, g)
-                    if rng is not None:
-                        g.ctx.sanitizer["dma"].append(
-                            (frozenset(int(x) for x in g.lds_rows), rng, p, tr))
+                    for row, rng in san.lds_dma_ranges(info, g):
+                        g.ctx.sanitizer["dma"].append((frozenset((row,)), rng, p, tr))
             if is_wait and sanitize:
                 retired = tr.retire(simm)
                 if retired:
@@ -437,6 +435,8 @@ class Emulator:
                     part = g.take(np.flatnonzero(targets == t))
                     part.idx = int(t)
                     groups.append(part)
+                if g.tracker is not None:
+                    g.tracker.drop()  # the parts hold copies
                 stats.splits += 1
                 self._merge(groups, stats)
 
@@ -454,6 +454,8 @@ class Emulator:
             elif r.any():
                 groups.remove(g)
                 go, stay = g.take(np.flatnonzero(r)), g.take(np.flatnonzero(~r))
+                if g.tracker is not None:
+                    g.tracker.drop()
                 go.status, stay.status = "run", "barrier"
                 groups.extend([go, stay])
                 stats.splits += 1
@@ -567,38 +569,63 @@ def _with_context(exc: EmulatorError, kernel: str, g: Group) -> EmulatorError:
 
 
 def _merge_trackers(a: san.Tracker, b: san.Tracker) -> None:
-    # Same signature: the same instructions are pending; keep a's records.
-    return None
+    # Same signature: the same instructions are pending; keep a's records (b's follow them,
+    # so an LDS DMA b's waves issued stays in flight until a retires it).
+    b.merge_into(a)
 
 
 def _check_lds_dma(info: OpInfo, g: Group, kernel: str) -> None:
     """A DS read of LDS that an LDS DMA (buffer/global load ... lds) may not have written yet."""
     entries = g.ctx.sanitizer["dma"]
-    live = [e for e in entries if any(e[2] is p for p in e[3].ops)]
+    # Liveness by record, not by tracker: the issuing group may have split into copies.
+    live = [e for e in entries if e[2].in_flight()]
     g.ctx.sanitizer["dma"] = live
     if not live:
         return
-    rows = {int(x) for x in g.lds_rows}
     from asterism.emu.vops import vreg_row
 
-    addr = g.v[vreg_row(info, info.op("addr"))][g.exec]
-    if addr.size == 0:
-        return
-    off = int(info.mods.get("offset", info.mods.get("offset0", 0)))
-    lo, hi = int(addr.min()) + off, int(addr.max()) + off + 16
-    for slots, (dlo, dhi), p, tr in live:
-        if slots & rows and lo < dhi and dlo < hi:
+    addrs = g.v[vreg_row(info, info.op("addr"))]
+    first, end = _ds_read_span(info)
+    # Per workgroup (LDS row): a group can hold waves of several workgroups reading
+    # different places (e.g. different stages of a double buffer).
+    for row in np.unique(g.lds_rows):
+        mine = g.lds_rows == row
+        addr = addrs[mine][g.exec[mine]]
+        if addr.size == 0:
+            continue
+        lo, hi = int(addr.min()) + first, int(addr.max()) + end
+        for slots, (dlo, dhi), p, tr in live:
+            if int(row) not in slots or not (lo < dhi and dlo < hi):
+                continue
             need = tr.needed_wait(p)
             own = tr is g.tracker
             where = "" if own else " (issued by another wave of the workgroup, which needs " \
                                    f"{need} before its s_barrier)"
-            wave = int(g.waves[0])
+            wave = int(g.waves[np.flatnonzero(mine)[0]])
             raise SanitizerError(
                 f"LDS bytes [{dlo}, {dhi}) written by `{p.info.text}` (pc 0x{p.info.address:x}) "
                 f"are read before the load is guaranteed to have landed{where}: needs {need} "
                 f"before pc 0x{info.address:x}", needed=need, kernel=kernel, pc=info.address,
                 inst=info.text, workgroup=tuple(int(x) for x in g.ctx.wg_ids[wave]),
                 wave=int(g.ctx.wave_in_wg[wave]))
+
+
+_DS_WIDTHS = (("b128", 16), ("b96", 12), ("b64", 8), ("b32", 4), ("u16", 2), ("i16", 2),
+              ("u8", 1), ("i8", 1))
+
+
+def _ds_read_span(info: OpInfo) -> tuple[int, int]:
+    """[first, end) bytes a DS read touches relative to its address VGPR: the offset(s) and
+    the access width (ds_read2*: both elements, offsets in units of the width or 64x it)."""
+    m = info.mnemonic
+    width = next((w for key, w in _DS_WIDTHS if key in m), 16)
+    mods = info.mods
+    if m.startswith("ds_read2"):
+        unit = width * (64 if "st64" in m else 1)
+        offs = [int(mods.get("offset0", 0)) * unit, int(mods.get("offset1", 0)) * unit]
+        return min(offs), max(offs) + width
+    off = int(mods.get("offset", 0))
+    return off, off + width
 
 
 _unused = (KEY_AGPR, KEY_SGPR)

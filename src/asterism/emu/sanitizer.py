@@ -43,6 +43,17 @@ class Pending:
     srcs: frozenset[int] = frozenset()
     lds_range: tuple[int, int] | None = None
     lds_serial: int = 0  # a DS store's number in LdsWatch (0: not a DS store)
+    # Trackers that hold it (groups split into copies); 0: retired by every wave that issued
+    # it. `merged_into`: the equivalent record of the group this one's waves merged into.
+    holders: int = 1
+    merged_into: Pending | None = None
+
+    def in_flight(self) -> bool:
+        """True while some group of the waves that issued it has not retired it."""
+        p = self
+        while p.merged_into is not None:
+            p = p.merged_into
+        return p.holders > 0
 
 
 @dataclass
@@ -73,7 +84,11 @@ def classify(info: OpInfo) -> MemClass | None:
     else:  # vmem: FLAT/GLOBAL/SCRATCH/MUBUF/MTBUF
         if VM in counters:
             streams.append((VM, True))
-        if LGKM in counters:
+        # An LDS DMA load completes on vmcnt only (LLVM's SIInsertWaitcnts: "need a wait on
+        # vmcnt before LDS written can be accessed"); the LGKM_CNT flag its definition
+        # carries is not a counter it decrements, so lgkmcnt(N) neither waits for it nor
+        # retires it.
+        if LGKM in counters and not lds_dma:
             streams.append((LGKM, False))
     data_uses = frozenset()
     if "may_store" in isa.flags and not lds_dma:
@@ -109,8 +124,25 @@ class Tracker:
     locked: dict[int, Pending] = field(default_factory=dict)
 
     def copy(self) -> Tracker:
-        """An independent copy (for a group split)."""
+        """An independent copy (for a group split); the records are shared, each held once
+        more (drop() the tracker the copies replace)."""
+        for p in self.ops:
+            p.holders += 1
         return Tracker(list(self.ops), dict(self.dst), dict(self.locked))
+
+    def drop(self) -> None:
+        """This tracker's group is gone (split into copies, or merged into another): it no
+        longer holds its records (kept for the messages that cite them)."""
+        for p in self.ops:
+            p.holders -= 1
+
+    def merge_into(self, into: Tracker) -> None:
+        """This tracker's group merged into `into`'s (same pending instructions): its
+        records follow theirs."""
+        for mine, theirs in zip(self.ops, into.ops, strict=True):
+            if mine is not theirs:
+                mine.merged_into = theirs
+        self.drop()
 
     def signature(self) -> tuple[int, ...]:
         """Instruction indices of the pending operations (groups merge only if equal)."""
@@ -161,6 +193,8 @@ class Tracker:
         if not done:
             return []
         retired = [p for p in self.ops if id(p) in done]
+        for p in retired:
+            p.holders -= 1
         self.ops = [p for p in self.ops if id(p) not in done]
         self.dst = {k: p for k, p in self.dst.items() if id(p) not in done}
         self.locked = {k: p for k, p in self.locked.items() if id(p) not in done}
@@ -324,19 +358,25 @@ class LdsWatch:
             wave=int(g.ctx.wave_in_wg[w_reader]))
 
 
-def lds_dma_ranges(info: OpInfo, g: Group) -> tuple[int, int] | None:
-    """[lo, hi) LDS bytes an LDS-DMA instruction of this group writes (union over waves)."""
+def lds_dma_ranges(info: OpInfo, g: Group) -> list[tuple[int, tuple[int, int]]]:
+    """(LDS row, [lo, hi)) of the bytes an LDS-DMA instruction of this group writes in each
+    workgroup's LDS (union over that workgroup's waves: a group can hold waves of several
+    workgroups whose M0 values differ, e.g. at different stages of a double buffer)."""
     from asterism.emu.core import M0
 
-    if not g.exec.any():
-        return None
     size = _dma_size(info)
-    m0 = g.s[:, M0].astype(np.int64)
     off = int(info.mods.get("offset", 0)) if info.enc == "MUBUF" else 0
-    lanes = np.nonzero(g.exec.any(axis=0))[0]
-    lo = int(m0.min()) + off + int(lanes.min()) * size
-    hi = int(m0.max()) + off + (int(lanes.max()) + 1) * size
-    return lo, hi
+    out = []
+    for row in np.unique(g.lds_rows):
+        mine = (g.lds_rows == row) & g.exec.any(axis=1)
+        if not mine.any():
+            continue
+        m0 = g.s[mine, M0].astype(np.int64)
+        lanes = np.nonzero(g.exec[mine].any(axis=0))[0]
+        lo = int(m0.min()) + off + int(lanes.min()) * size
+        hi = int(m0.max()) + off + (int(lanes.max()) + 1) * size
+        out.append((int(row), (lo, hi)))
+    return out
 
 
 def _dma_size(info: OpInfo) -> int:

@@ -95,6 +95,10 @@ ModValue = bool | int | tuple[int, ...] | str
 # per block that the scheduler moves nothing across (written by the builder's
 # `kb.keep_order()`, read by asterism.passes.schedule).
 KEEP_ORDER_ATTR = "sched.keep_order"
+# Marks an LDS DMA load (`buffer_load ... lds`) whose completion the program orders with
+# explicit `amdgcn.wait` tokens only: the waits pass leaves it out of its implicit LDS rules
+# (written by the builder's `kb.tokens_only(tok)`, read by asterism.passes.waits).
+LDS_DMA_TOKENS_ATTR = "waits.tokens_only"
 
 
 def modifiers_to_attr(mods: Mapping[str, ModValue]) -> DictionaryAttr:
@@ -1259,4 +1263,5 @@ __all__ = [c.__name__ for c in AMDGCN_OPS] + [
     "InstructionOp", "INSTRUCTION_OPS", "OP_FOR_ENCODING", "ABI_VALUE_OPS", "AMDGCN_OPS",
     "VIEW_OPS", "combine_alignment", "implied_alignment", "join_type", "split_types",
     "MODIFIER_NAMES", "FLAG_MODIFIERS", "INT_MODIFIERS", "LIST_MODIFIERS", "NAME_MODIFIERS",
-    "modifiers_to_attr", "attr_to_modifiers", "close_blocks", "KEEP_ORDER_ATTR"]
+    "modifiers_to_attr", "attr_to_modifiers", "close_blocks", "KEEP_ORDER_ATTR",
+    "LDS_DMA_TOKENS_ATTR"]

@@ -4,7 +4,8 @@ Q, K, V and O are [batch, heads, seq, head_dim] arrays (bf16 or f16, contiguous)
 of `waves` waves takes `block_m` = 32 * waves query rows of one (batch, head); each wave owns
 32 rows and walks the keys `block_n` at a time. Per key block the workgroup copies the K and
 V tiles to LDS (on gfx950 straight from memory with `buffer_load_dwordx4 ... lds`, M0 values
-precomputed in SGPRs; on gfx942 through registers and `ds_write_b128`), then each wave:
+precomputed in SGPRs; on gfx942 through registers and `ds_write_b128`; on gfx950 double-
+buffered by default: the next block's DMA runs under this block's S MFMAs), then each wave:
 
 1. computes S^T = K Q^T with 32x32 MFMAs (v_mfma_f32_32x32x16 on gfx950, 32x32x8 on gfx942):
    K is the A operand (from LDS), Q^T the B operand (held in registers for the whole loop).
@@ -35,7 +36,7 @@ from typing import Any
 
 import numpy as np
 
-from asterism.builder import Group, Stream, after, unroll
+from asterism.builder import Group, Stream, after, before, unroll
 from asterism.kernels.base import KernelCase, KernelGenerator, Param, register, require
 
 NAME = "flash_attention_fwd"
@@ -61,6 +62,9 @@ PARAMS = (
     Param("block_m", 64, "query rows per workgroup (32 per wave)"),
     Param("block_n", 64, "keys per loop iteration (a multiple of 32)"),
     Param("waves", 2, "waves per workgroup"),
+    Param("stages", 0, "LDS buffers of K/V tiles: 2 = double buffering (the DMA of the next "
+          "key block runs under this block's MFMAs, gfx950), 1 = one buffer, 0 = 2 where "
+          "it fits", choices=(0, 1, 2)),
     Param("seed", 0, "random seed of the inputs"),
 )
 
@@ -81,6 +85,7 @@ class Config:
     block_m: int
     block_n: int
     waves: int
+    stages: int = 1
 
     @property
     def kstep(self) -> int:
@@ -133,9 +138,14 @@ class Config:
         return self.seq_k % self.block_n != 0
 
     @property
-    def lds_bytes(self) -> int:
-        """LDS of the kernel: one K and one V tile."""
+    def stage_bytes(self) -> int:
+        """LDS of one buffer stage: a K and a V tile."""
         return 2 * self.tile_bytes
+
+    @property
+    def lds_bytes(self) -> int:
+        """LDS of the kernel: `stages` buffers of a K and a V tile."""
+        return self.stages * self.stage_bytes
 
     @property
     def pinned_vgprs(self) -> dict[str, int]:
@@ -176,13 +186,14 @@ def check(target: str, p: dict[str, Any]) -> Config:
                 f"are undefined), got seq_q={p['seq_q']} seq_k={seq_k}")
     cfg = Config(target, p["batch"], p["heads"], p["seq_q"], seq_k, p["head_dim"], p["dtype"],
                  p["causal"], p["scale"] or 1.0 / math.sqrt(p["head_dim"]), p["block_m"],
-                 p["block_n"], p["waves"])
+                 p["block_n"], p["waves"], stages=_stages(target, p, chip))
     require(cfg.tile_bytes % (16 * 64 * cfg.waves) == 0, "waves",
             f"{cfg.waves} waves cannot split a {cfg.block_n}x{cfg.head_dim} tile into 16-byte "
             f"loads evenly ({cfg.tile_bytes} bytes); use fewer waves or a larger block_n")
-    require(cfg.lds_bytes <= chip.lds.bytes_per_workgroup, "block_n",
-            f"K and V tiles need {cfg.lds_bytes} bytes of LDS, {target} has "
-            f"{chip.lds.bytes_per_workgroup} per workgroup")
+    require(cfg.lds_bytes <= chip.lds.bytes_per_workgroup,
+            "stages" if cfg.stages > 1 else "block_n",
+            f"{cfg.stages} stage(s) of K and V tiles need {cfg.lds_bytes} bytes of LDS, "
+            f"{target} has {chip.lds.bytes_per_workgroup} per workgroup")
     budget = chip.vgpr.arch
     require(cfg.vgpr_estimate() <= budget, "block_n",
             f"needs about {cfg.vgpr_estimate()} VGPRs (pinned "
@@ -192,6 +203,17 @@ def check(target: str, p: dict[str, Any]) -> Config:
         require(nbytes < 2 ** 32, f"seq_{name}", f"{name} is {nbytes} bytes; buffer "
                 "offsets are 32-bit (at most 4 GiB per tensor)")
     return cfg
+
+
+def _stages(target: str, p: dict[str, Any], chip) -> int:
+    """The LDS stages: the parameter, or for 0 two where they fit (gfx950) else one."""
+    if p["stages"]:
+        require(p["stages"] == 1 or target == "gfx950", "stages",
+                "2 (double buffering) needs the direct-to-LDS loads of gfx950")
+        return p["stages"]
+    block = 2 * p["block_n"] * 2 * p["head_dim"]  # one stage: K and V tiles
+    fits = 2 * block <= chip.lds.bytes_per_workgroup
+    return 2 if target == "gfx950" and fits else 1
 
 
 class _Builder:
@@ -355,17 +377,33 @@ class _Builder:
         while loaded:
             write()
 
-    def pipelined(self, reads: Stream, mfmas: Stream, per_step: int, valu: int = 0) -> None:
+    def pipelined(self, reads: Stream, mfmas: Stream, per_step: int, valu: int = 0,
+                  dma: tuple[Stream, Stream] | None = None) -> None:
         """MFMA step k co-issued with the LDS reads of step k + READ_AHEAD (the first
-        READ_AHEAD steps' reads go first): the waits become lgkmcnt(n > 0)."""
+        READ_AHEAD steps' reads go first): the waits become lgkmcnt(n > 0). `dma`: direct-
+        to-LDS loads of the next key block spread evenly over the MFMA steps (their
+        shadows): the M0 writes before the MFMA, the loads after it (the MFMA is the wait
+        state an LDS DMA needs after an M0 write: no s_nop)."""
         kb = self.kb
         for emit in reads.take(READ_AHEAD * 1):
             emit(kb)
         n = len(mfmas)
         extra = {"valu": valu} if valu else {}
-        expect = [Group(mfma=1, ds_read=per_step, **extra)] * (n - READ_AHEAD) + \
+        groups = [Group(mfma=1, ds_read=per_step, **extra)] * (n - READ_AHEAD) + \
             [Group(mfma=1, **extra)] * READ_AHEAD
-        kb.interleave(mfmas, after(reads, exhausted="stop"), expect=expect)
+        rules = [after(reads, exhausted="stop")]
+        if dma is not None:
+            m0s, loads = dma
+            per = -(-len(loads) // n)  # DMA loads per MFMA step
+            left = len(loads)
+            for k, g in enumerate(groups):
+                took = min(per, left)
+                left -= took
+                if took:
+                    groups[k] = Group(**g.counts, salu=took, vmem_read=took)
+            rules += [before(m0s, count=per, exhausted="stop"),
+                      after(loads, count=per, exhausted="stop")]
+        kb.interleave(mfmas, *rules, expect=groups)
 
     def dma_m0(self) -> None:
         """gfx950: the M0 value (LDS destination of lane 0) of every direct-to-LDS load of a
@@ -386,18 +424,42 @@ class _Builder:
     def load_tiles_dma(self, first, step: int) -> None:
         """gfx950: buffer_load_dwordx4 ... lds straight into the tiles (no VGPRs, no
         ds_write); lane l of wave w lands at M0 + offset + 16 l."""
-        cfg, kb = self.cfg, self.kb
-        voffs = {0: first}
-        for rsrc, base in ((self.rk, 0), (self.rv, cfg.tile_bytes)):
-            for r in range(cfg.loads_per_lane):
-                page, lo = divmod(r * step, 4096)
-                if page not in voffs:
-                    voffs[page] = kb.v_add_u32(None, 4096 * page, first)
-                kb.s_mov_b32(kb.m0, self.m0_region[self.m0_index[base, page]])
-                kb.buffer_load_dwordx4(voffs[page], rsrc, 0, offen=True, lds=True, offset=lo)
+        m0s, loads = self.dma_stream(first, step, None)
+        for set_m0, load in zip(m0s.items, loads.items, strict=True):
+            set_m0(self.kb)
+            load(self.kb)
 
-    def scores(self) -> None:
-        """S^T = K Q^T for each 32-key tile of the block (MFMAs from LDS and Q)."""
+    def dma_stream(self, first, step: int, stage) -> tuple[Stream, Stream]:
+        """The direct-to-LDS loads of one key block (voffset `first`) as two streams: the
+        M0 writes (precomputed value [+ `stage`, the target buffer's LDS offset, SGPR]) and
+        the buffer_load_dwordx4 ... lds; their tokens go to self.dma_tokens."""
+        cfg, kb = self.cfg, self.kb
+        pages = sorted({r * step // 4096 for r in range(cfg.loads_per_lane)})
+        voffs = {p: first if p == 0 else kb.v_add_u32(None, 4096 * p, first) for p in pages}
+        self.dma_tokens = []
+
+        def set_m0(kb, rsrc, base, r):
+            m0 = self.m0_region[self.m0_index[base, r * step // 4096]]
+            if stage is None:
+                kb.s_mov_b32(kb.m0, m0)
+            else:
+                kb.s_add_u32(kb.m0, m0, stage)
+
+        def load(kb, rsrc, base, r):
+            page, lo = divmod(r * step, 4096)
+            tok = kb.buffer_load_dwordx4(voffs[page], rsrc, 0, offen=True, lds=True, offset=lo)
+            if stage is not None:
+                kb.tokens_only(tok)  # waited for by token at the end of the iteration
+            self.dma_tokens.append(tok)
+
+        space = [(rsrc, base, r) for rsrc, base in ((self.rk, 0), (self.rv, cfg.tile_bytes))
+                 for r in range(cfg.loads_per_lane)]
+        return (Stream.over("m0", space, set_m0, kind="salu"),
+                Stream.over("dma", space, load, kind="vmem_read"))
+
+    def scores(self, dma: Stream | None = None) -> None:
+        """S^T = K Q^T for each 32-key tile of the block (MFMAs from LDS and Q); `dma`: the
+        next block's direct-to-LDS loads, co-issued with the MFMAs."""
         cfg, kb = self.cfg, self.kb
         S, Q = self.region["S"], self.region["Q"]
         read = kb.ds_read_b128 if cfg.frag == 4 else kb.ds_read_b64
@@ -415,7 +477,7 @@ class _Builder:
 
         space = unroll(cfg.tiles, steps)
         self.pipelined(Stream.over("ds_read", space, read_k), Stream.over("mfma", space, mfma),
-                       1)
+                       1, dma=dma)
 
     def mask(self, key0) -> None:
         """-inf for keys at or past this lane's limit (key0: the block's first key, SGPR)."""
@@ -538,6 +600,8 @@ class _Builder:
         cfg, kb = self.cfg, self.kb
         self.key_off = kb.s_mov_b32(None, 0)  # byte offset of the block's first key row
         self.key0 = kb.s_mov_b32(None, 0)  # its first key
+        if cfg.stages == 2:
+            self.first_stage()
         count = self.block_count()
         if not (cfg.causal or cfg.ragged):
             self.key_loop(count, masked=False, name="key_loop")
@@ -561,18 +625,48 @@ class _Builder:
         kb.place(done)
 
     def body(self, masked: bool) -> None:
-        """One key block: tiles to LDS, S, (mask), softmax, O += P V."""
+        """One key block: tiles to LDS, S, (mask), softmax, O += P V. Double-buffered: the
+        tiles of this block are in LDS already; the next block's go to the other buffer
+        under the S MFMAs, and one barrier at the end publishes them."""
         cfg, kb = self.cfg, self.kb
-        kb.s_barrier()  # every wave is done with the previous tiles
-        self.load_tiles(self.key_off)
-        kb.s_barrier()
-        self.scores()
+        dma = None
+        if cfg.stages == 1:
+            kb.s_barrier()  # every wave is done with the previous tiles
+            self.load_tiles(self.key_off)
+            kb.s_barrier()
+        else:
+            # Next block: key_off + tile_bytes (past seq_k the range check reads zeros).
+            first = kb.v_add_u32(None, self.key_off, self.copy_voff_next)
+            dma = self.dma_stream(first, 16 * 64 * cfg.waves, self.dma_stage)
+        self.scores(dma)
         if masked:
             self.mask(self.key0)
         self.softmax()
         self.accumulate()
+        if cfg.stages == 2:
+            self.next_stage()
         kb.s_add_u32(self.key_off, self.key_off, cfg.tile_bytes)
         kb.s_add_u32(self.key0, self.key0, cfg.block_n)
+
+    def first_stage(self) -> None:
+        """Double buffering: the first key block's tiles into buffer 0, then the loop reads
+        buffer 0 while the DMA fills buffer 1 (self.dma_stage: its LDS offset)."""
+        cfg, kb = self.cfg, self.kb
+        self.load_tiles(self.key_off)
+        kb.wait(*self.dma_tokens)
+        kb.s_barrier()
+        self.dma_stage = kb.s_mov_b32(None, cfg.stage_bytes)
+        self.copy_voff_next = kb.v_add_u32(None, cfg.tile_bytes, self.copy_voff)
+
+    def next_stage(self) -> None:
+        """End of a double-buffered iteration: the next block's tiles are complete (this
+        wave's DMA by token, the others' by the barrier); swap the buffers."""
+        cfg, kb = self.cfg, self.kb
+        kb.wait(*self.dma_tokens)
+        kb.s_barrier()
+        kb.s_xor_b32(self.dma_stage, self.dma_stage, cfg.stage_bytes)
+        kb.v_xor_b32(self.addr_k, cfg.stage_bytes, self.addr_k)
+        kb.v_xor_b32(self.addr_v, cfg.stage_bytes, self.addr_v)
 
     def full_blocks(self):
         """Key blocks before the first one a mask touches, for every row of the workgroup:
