@@ -109,3 +109,64 @@ def test_cache_dir_default(monkeypatch, tmp_path):
 def test_key_changes_with_content():
     assert cache.key_of(b"a") != cache.key_of(b"b")
     assert cache.key_of(b"a", b"b") != cache.key_of(b"ab")
+
+
+# ---------------------------------------------------------------------- generated code
+
+
+def _fresh_code_cache(monkeypatch, directory) -> None:
+    monkeypatch.setenv("ASTERISM_CACHE_DIR", str(directory))
+    monkeypatch.setattr(cache, "_code_entries", None)
+    monkeypatch.setattr(cache, "_code_new", {})
+
+
+def test_compiled_code_round_trips_through_the_cache(monkeypatch, tmp_path):
+    source = "def f(x):\n    return x * 3 + 1\n"
+    _fresh_code_cache(monkeypatch, tmp_path)
+    made = cache.compile_cached(source, "<test f>")
+    cache._save_code()
+    _fresh_code_cache(monkeypatch, tmp_path)
+
+    def no_compile(*args, **kwargs):
+        raise AssertionError("compiled again")
+
+    monkeypatch.setattr(cache, "compile", no_compile, raising=False)
+    loaded = cache.compile_cached(source, "<test f>")
+    assert loaded == made and loaded is not made
+    env: dict = {}
+    exec(loaded, env)
+    assert env["f"](4) == 13
+
+
+def test_corrupted_code_entry_is_compiled_again(monkeypatch, tmp_path):
+    source = "def g():\n    return 'fresh'\n"
+    _fresh_code_cache(monkeypatch, tmp_path)
+    cache.compile_cached(source, "<test g>")
+    cache._save_code()
+    _fresh_code_cache(monkeypatch, tmp_path)
+    entries = cache._read_code_entries()
+    (key,) = entries
+    # (flip a bit of the marshalled code: the entry's digest no longer matches)
+    entry = entries[key]
+    entries[key] = entry[:-1] + bytes([entry[-1] ^ 1])
+    monkeypatch.setattr(cache, "_code_entries", entries)
+    env: dict = {}
+    exec(cache.compile_cached(source, "<test g>"), env)
+    assert env["g"]() == "fresh"
+
+
+def test_listing_is_the_same_with_and_without_caches(tmp_path, shared_data):
+    """A fresh listing (caches being written) equals one read back from the caches."""
+    import subprocess
+    import sys
+
+    sample = sorted((shared_data / "codeobjects").glob("*.co"))[0]
+    code = ("import sys; from asterism import api; "
+            "sys.stdout.write(api.disassembly_listing(sys.argv[1]))")
+    outputs = []
+    for setting in (str(tmp_path), str(tmp_path), ""):  # (cold, warm, off)
+        env = {**os.environ, "ASTERISM_CACHE_DIR": setting}
+        outputs.append(subprocess.run([sys.executable, "-c", code, str(sample)], env=env,
+                                      capture_output=True, check=True).stdout)
+    assert outputs[0] == outputs[1] == outputs[2]
+    assert any(n.startswith("code-") for n in os.listdir(tmp_path))

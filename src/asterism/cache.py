@@ -11,8 +11,17 @@ failure to read or write it is silent, and the result is the same without it.
 
 from __future__ import annotations
 
-import hashlib
+import atexit
+import marshal
 import os
+import sys
+
+import msgpack
+
+try:  # (hashlib's import loads OpenSSL, a few ms of a start-up: its blake2b is this one)
+    from _blake2 import blake2b
+except ImportError:  # pragma: no cover - other Python implementations
+    from hashlib import blake2b
 
 from asterism import __version__
 
@@ -31,7 +40,7 @@ def cache_dir() -> str | None:
 
 def key_of(*parts: bytes | str) -> str:
     """A short hex key for the given source data, with the asterism version in it."""
-    h = hashlib.blake2b(digest_size=12)
+    h = blake2b(digest_size=12)
     for part in (__version__, *parts):
         data = part.encode() if isinstance(part, str) else part
         h.update(len(data).to_bytes(8, "little"))
@@ -40,11 +49,12 @@ def key_of(*parts: bytes | str) -> str:
 
 
 def _digest(body: bytes) -> bytes:
-    return hashlib.blake2b(body, digest_size=_DIGEST_SIZE).digest()
+    return blake2b(body, digest_size=_DIGEST_SIZE).digest()
 
 
-def read(name: str) -> bytes | None:
-    """The body of cache file `name`, or None if it is absent, unreadable or corrupted."""
+def read(name: str, verify: bool = True) -> bytes | None:
+    """The body of cache file `name`, or None if it is absent, unreadable or corrupted
+    (`verify` False: the caller checks the parts it uses, the digest is not computed)."""
     directory = cache_dir()
     if directory is None:
         return None
@@ -57,7 +67,7 @@ def read(name: str) -> bytes | None:
     if len(data) < head or not data.startswith(MAGIC):
         return None
     body = data[head:]
-    if data[len(MAGIC):head] != _digest(body):
+    if verify and data[len(MAGIC):head] != _digest(body):
         return None
     return body
 
@@ -86,3 +96,68 @@ def write(name: str, body: bytes) -> bool:
                 os.unlink(tmp)
             except OSError:
                 pass
+
+
+# ---------------------------------------------------------------------- generated code
+#
+# The decoder generates a Python function per instruction form (mc/decoder.py,
+# mc/decoded_text.py); compiling them is most of a fresh listing's time. Their code objects
+# are kept in one file per Python bytecode version: a msgpack map from a hash of (source,
+# name) to the marshalled code, each entry with its own digest, unmarshalled only when used.
+# New entries are added to the file when the process exits.
+
+_CODE_FORMAT = "code-1"
+_CODE_LIMIT = 32768  # entries kept (about 1.3 KB each; every form of two targets is ~11,000)
+_code_entries: dict[str, bytes] | None = None  # (None: the file is not read yet)
+_code_new: dict[str, bytes] = {}
+
+
+def _code_file() -> str:
+    import importlib.util
+
+    return f"code-{key_of(_CODE_FORMAT, importlib.util.MAGIC_NUMBER, sys.version)}.msgpack"
+
+
+def _read_code_entries() -> dict[str, bytes]:
+    body = read(_code_file(), verify=False)  # (each entry has its digest)
+    if body is not None:
+        try:
+            entries = msgpack.unpackb(body)
+            if isinstance(entries, dict):
+                return entries
+        except (ValueError, TypeError, msgpack.UnpackException):
+            pass
+    return {}
+
+
+def compile_cached(source: str, filename: str):
+    """compile(source, filename, "exec"), through the user cache of generated code."""
+    global _code_entries
+    if _code_entries is None:
+        _code_entries = _read_code_entries() if cache_dir() is not None else {}
+    key = key_of(filename, source)
+    entry = _code_entries.get(key)
+    if entry is not None and entry[:_DIGEST_SIZE] == _digest(entry[_DIGEST_SIZE:]):
+        try:
+            return marshal.loads(entry[_DIGEST_SIZE:])
+        except (ValueError, EOFError, TypeError):
+            pass
+    code = compile(source, filename, "exec")
+    if not _code_new and cache_dir() is not None:
+        atexit.register(_save_code)
+    body = marshal.dumps(code)
+    _code_new[key] = _code_entries[key] = _digest(body) + body
+    return code
+
+
+def _save_code() -> None:
+    """Add the code compiled by this process to the cache file (merged with what other
+    processes added meanwhile)."""
+    if not _code_new:
+        return
+    entries = _read_code_entries()
+    if len(entries) + len(_code_new) > _CODE_LIMIT:
+        entries = {}  # (start over rather than grow without bound)
+    entries.update(_code_new)
+    _code_new.clear()
+    write(_code_file(), msgpack.packb(entries))
