@@ -120,8 +120,17 @@ def _caller_location() -> FileLineColLoc | None:
         frame = frame.f_back
     if frame is None:
         return None
-    return FileLineColLoc(StringAttr(frame.f_code.co_filename), IntAttr(frame.f_lineno),
-                          IntAttr(1))
+    key = (frame.f_code.co_filename, frame.f_lineno)
+    loc = _LOCATIONS.get(key)
+    if loc is None:
+        # (one attribute per source line: a loop emits from the same lines many times)
+        loc = FileLineColLoc(StringAttr(key[0]), IntAttr(key[1]), IntAttr(1))
+        if len(_LOCATIONS) < 1 << 16:
+            _LOCATIONS[key] = loc
+    return loc
+
+
+_LOCATIONS: dict[tuple[str, int], FileLineColLoc] = {}
 
 
 def _source_location(loc: FileLineColLoc | None) -> SourceLocation | None:
@@ -481,10 +490,12 @@ class KernelBuilder(ScheduleMixin):
                 type_ = f32
             else:
                 type_ = i32 if -(1 << 31) <= value < (1 << 31) else i64
-        attr = FloatAttr(float(value), type_) if isinstance(value, float) or type_ in (
-            f32, f16, bf16, f64) else IntegerAttr(value, type_)
-        key = (id(self.block), type(value), value, str(attr))
+        # (the attribute is a function of these; repr tells -0.0 from 0.0, which compare
+        # equal; the attribute is made only for a new constant)
+        key = (id(self.block), type(value), value, repr(value), type_)
         if key not in self._consts:
+            attr = FloatAttr(float(value), type_) if isinstance(value, float) or type_ in (
+                f32, f16, bf16, f64) else IntegerAttr(value, type_)
             op = self._insert(arith.ConstantOp(attr), _caller_location())
             op.results[0].name_hint = constant_hint(value)
             self._consts[key] = op.results[0]
@@ -780,7 +791,7 @@ class KernelBuilder(ScheduleMixin):
         op = OP_FOR_ENCODING[match.form.enc](mnemonic, args, result_types, mods)
         self._insert(op, loc)
         defs = []
-        for res, pos in zip(op.outs, match.def_positions):
+        for res, pos in zip(op.results, match.def_positions):  # (outs: all the results)
             res.name_hint = args[pos].name_hint
             t = res.type
             if isinstance(t, RegisterType) and t.is_fixed:

@@ -36,7 +36,7 @@ from xdsl.dialects.builtin import (
     UnitAttr,
     i32,
 )
-from xdsl.ir import Attribute, Block, Region, SSAValue
+from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
 from xdsl.irdl import (
     IRDLOperation,
     irdl_op_definition,
@@ -112,6 +112,37 @@ def modifiers_to_attr(mods: Mapping[str, ModValue]) -> DictionaryAttr:
         else:
             out[name] = ArrayAttr([IntegerAttr(int(v), i32) for v in value])
     return DictionaryAttr(out)
+
+
+def _modifiers_attr(mods: Mapping[str, ModValue]) -> DictionaryAttr:
+    """modifiers_to_attr, one attribute per set of modifiers (attributes are immutable; a
+    kernel repeats a few sets, and building one verifies every entry)."""
+    # (the types are part of the key: True == 1 and (1,) == (True,) in Python)
+    key = tuple((name, type(v), tuple(map(type, v)) if type(v) is tuple else (), v)
+                for name, v in mods.items())
+    try:
+        attr = _MODIFIER_ATTRS.get(key)
+    except TypeError:  # (an unhashable value: not shared)
+        return modifiers_to_attr(mods)
+    if attr is None:
+        attr = modifiers_to_attr(mods)
+        if len(_MODIFIER_ATTRS) < _SHARED_LIMIT:
+            _MODIFIER_ATTRS[key] = attr
+    return attr
+
+
+def _mnemonic_attr(mnemonic: str) -> StringAttr:
+    attr = _MNEMONIC_ATTRS.get(mnemonic)
+    if attr is None:
+        attr = StringAttr(mnemonic)
+        if len(_MNEMONIC_ATTRS) < _SHARED_LIMIT:
+            _MNEMONIC_ATTRS[mnemonic] = attr
+    return attr
+
+
+_SHARED_LIMIT = 1 << 16
+_MODIFIER_ATTRS: dict[tuple, DictionaryAttr] = {}
+_MNEMONIC_ATTRS: dict[str, StringAttr] = {}
 
 
 def attr_to_modifiers(attr: DictionaryAttr | None) -> dict[str, ModValue]:
@@ -235,11 +266,14 @@ class InstructionOp(IRDLOperation):
                  result_types: Sequence[Attribute],
                  modifiers: Mapping[str, ModValue] | None = None,
                  attributes: Mapping[str, Attribute] | None = None):
-        props: dict[str, Attribute] = {"mnemonic": StringAttr(mnemonic)}
+        props: dict[str, Attribute] = {"mnemonic": _mnemonic_attr(mnemonic)}
         if modifiers:
-            props["modifiers"] = modifiers_to_attr(modifiers)
-        super().__init__(operands=[list(operands)], result_types=[list(result_types)],
-                         properties=props, attributes=dict(attributes or {}))
+            props["modifiers"] = _modifiers_attr(modifiers)
+        # (what IRDLOperation.__init__ ends in: one variadic operand and one variadic result
+        # group need no segment sizes, and its generic argument building is most of the cost
+        # of making an op)
+        Operation.__init__(self, operands=list(operands), result_types=list(result_types),
+                           properties=props, attributes=dict(attributes or {}))
 
     @property
     def mnemonic_text(self) -> str:
@@ -254,8 +288,9 @@ class InstructionOp(IRDLOperation):
     @property
     def token(self) -> SSAValue | None:
         """The completion token result, if the instruction returns one."""
-        if self.outs and isinstance(self.outs[-1].type, TokenType):
-            return self.outs[-1]
+        results = self.results  # (all of them are `outs`: the op's only result group)
+        if results and isinstance(results[-1].type, TokenType):
+            return results[-1]
         return None
 
     @classmethod
@@ -474,7 +509,7 @@ class AllocaOp(IRDLOperation):
     assembly_format = "attr-dict `:` type($result)"
 
     def __init__(self, type_: Attribute):
-        super().__init__(result_types=[type_])
+        Operation.__init__(self, result_types=(type_,))  # (see InstructionOp.__init__)
 
     def verify_(self) -> None:
         if not isinstance(self.result.type, RegisterType | SpecialRegType):
