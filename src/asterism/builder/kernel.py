@@ -61,13 +61,18 @@ from asterism.ir.abi import compute_layout
 from asterism.ir.from_mc import constant_hint
 from asterism.ir.match import (
     ENCODING_MODIFIERS,
+    Match,
     MatchError,
     Shape,
     _match_form,
     check_modifiers,
+    immediate_of,
     ir_specs,
+    is_immediate,
+    modifiers_key,
     resolve,
     shape_of,
+    type_key,
 )
 from asterism.ir.ops import (
     INSTRUCTION_OPS,
@@ -96,6 +101,7 @@ from asterism.ir.ops import (
 )
 from asterism.ir.types import (
     REGISTER_TYPES,
+    RELOCATABLE,
     SCALAR_SIZES,
     KernelArgAttr,
     RegisterType,
@@ -104,7 +110,7 @@ from asterism.ir.types import (
     type_text,
 )
 from asterism.ir.verify import match_instruction, verify_module
-from asterism.isa import Form, get_isa
+from asterism.isa import Form, Instruction, get_isa
 from asterism.mc.operands import SPECIAL_REGISTERS
 
 FAMILIES = {cls.FAMILY: cls for cls in INSTRUCTION_OPS}
@@ -131,6 +137,48 @@ def _caller_location() -> FileLineColLoc | None:
 
 
 _LOCATIONS: dict[tuple[str, int], FileLineColLoc] = {}
+
+
+# What emit works out from a mnemonic and from the operands' shapes, kept across calls: a
+# kernel emits the same few hundred (mnemonic, operand shape) patterns thousands of times.
+_RESOLVED: dict[tuple[str, str], tuple[Instruction, str, bool]] = {}  # -> inst, suffix, branch
+_MATCHES: dict[tuple, Match] = {}  # (see _emit_key) -> the form emit chose
+_MATCHES_LIMIT = 1 << 16
+
+
+def _emit_key(target: str, mnemonic: str, enc: str | None, mods: dict,
+              operands: tuple) -> tuple | None:
+    """Everything emit's choice of a form depends on, exactly (None: not cached): the
+    operands as `match.operands_key` describes IR values (relocatable registers by which
+    operands are the same value), Python numbers by type and value (floats by their bits),
+    kernel arguments and LDS allocations by offset, new registers (None) as such."""
+    keys: list[object] = []
+    for operand in operands:
+        if operand is None:
+            keys.append(None)
+        elif isinstance(operand, SSAValue):
+            k = type_key(operand.type)
+            if k is None:
+                if not is_immediate(operand):
+                    return None
+                imm, imm_type, literal = immediate_of(operand)
+                k = ("imm", type(imm), imm.hex() if isinstance(imm, float) else imm, imm_type,
+                     literal)
+            elif type(k) is tuple and k[1] == RELOCATABLE:
+                k = (k, next(i for i, o in enumerate(operands) if o is operand))
+            keys.append(k)
+        elif type(operand) in (int, float, bool):
+            keys.append((type(operand), operand.hex() if type(operand) is float else operand))
+        elif isinstance(operand, KernelArgument | LdsAllocation):
+            keys.append((type(operand), operand.offset))
+        else:
+            return None
+    key = (target, mnemonic, enc, modifiers_key(mods), tuple(keys))
+    try:
+        hash(key)
+    except TypeError:  # (an unhashable modifier value: the slow path reports it)
+        return None
+    return key
 
 
 def _source_location(loc: FileLineColLoc | None) -> SourceLocation | None:
@@ -668,14 +716,24 @@ class KernelBuilder(ScheduleMixin):
     def emit(self, mnemonic: str, *operands, enc: str | None = None, **modifiers):
         """Emit `mnemonic` with assembly-order operands; returns its destination value(s)."""
         loc = _caller_location()
-        try:
-            inst, suffix = resolve(self.isa, mnemonic)
-        except MatchError as err:
-            raise VerifyError(err.message, _source_location(loc)) from None
-        if any(s.syntax == "label" for f in inst.forms for s in f.operands):
+        resolved = _RESOLVED.get((self.isa.target, mnemonic))
+        if resolved is None:
+            try:
+                inst, suffix = resolve(self.isa, mnemonic)
+            except MatchError as err:
+                raise VerifyError(err.message, _source_location(loc)) from None
+            branch = any(s.syntax == "label" for f in inst.forms for s in f.operands)
+            resolved = _RESOLVED[(self.isa.target, mnemonic)] = (inst, suffix, branch)
+        inst, suffix, branch = resolved
+        if branch:
             return self._branch(mnemonic, operands, modifiers.pop("fallthrough", None), loc)
         mods = {k: (tuple(int(b) for b in v) if isinstance(v, list | tuple) else v)
                 for k, v in modifiers.items() if v is not False and v is not None}
+        key = _emit_key(self.isa.target, mnemonic, enc, mods, operands)
+        match = _MATCHES.get(key) if key is not None else None
+        if match is not None:  # (the same form as below, without trying the forms again)
+            given = self._with_fixed_operands(ir_specs(match.form), operands)
+            return self._build(mnemonic, match, given, mods, loc)
         forms = self._candidate_forms(inst, suffix, enc, mods, loc)
         errors: list[tuple[Form, MatchError]] = []
         for form in forms:
@@ -689,6 +747,8 @@ class KernelBuilder(ScheduleMixin):
             except MatchError as err:
                 errors.append((form, err))
                 continue
+            if key is not None and len(_MATCHES) < _MATCHES_LIMIT:
+                _MATCHES[key] = match
             return self._build(mnemonic, match, given, mods, loc)
         best_form, best = max(errors, key=lambda e: e[1].score)
         where = f" ({best_form.enc})" if len(forms) > 1 else ""
