@@ -34,6 +34,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
+from typing import NamedTuple
 
 from xdsl.dialects import arith
 from xdsl.dialects.builtin import (
@@ -51,7 +52,7 @@ from xdsl.dialects.builtin import (
     i64,
 )
 from xdsl.dialects.builtin import ModuleOp as BuiltinModuleOp
-from xdsl.ir import Attribute, Block, Operation, SSAValue
+from xdsl.ir import Attribute, Block, BlockArgument, Operation, OpResult, SSAValue
 from xdsl.traits import IsTerminator
 
 from asterism.builder.methods import instruction_methods
@@ -110,7 +111,7 @@ from asterism.ir.types import (
     type_text,
 )
 from asterism.ir.verify import match_instruction, verify_module
-from asterism.isa import Form, Instruction, get_isa
+from asterism.isa import Form, Instruction, OperandSpec, get_isa
 from asterism.mc.operands import SPECIAL_REGISTERS
 
 FAMILIES = {cls.FAMILY: cls for cls in INSTRUCTION_OPS}
@@ -142,8 +143,30 @@ _LOCATIONS: dict[tuple[str, int], FileLineColLoc] = {}
 # What emit works out from a mnemonic and from the operands' shapes, kept across calls: a
 # kernel emits the same few hundred (mnemonic, operand shape) patterns thousands of times.
 _RESOLVED: dict[tuple[str, str], tuple[Instruction, str, bool]] = {}  # -> inst, suffix, branch
-_MATCHES: dict[tuple, Match] = {}  # (see _emit_key) -> the form emit chose
+_MATCHES: dict[tuple, _BuildFacts] = {}  # (see _emit_key) -> the form emit chose
 _MATCHES_LIMIT = 1 << 16
+
+
+class _BuildFacts(NamedTuple):
+    """What building an op of a match needs, worked out once per match."""
+
+    match: Match
+    op_class: type[InstructionOp]
+    defs: tuple[int, ...]  # match.def_positions
+    token: bool  # match.has_token
+    specs: tuple[OperandSpec, ...]  # ir_specs(match.form)
+    fixed: bool  # some spec is an implicit named register (see _with_fixed_operands)
+
+    @classmethod
+    def of(cls, match: Match) -> _BuildFacts:
+        """The facts of `match`."""
+        specs = ir_specs(match.form)
+        return cls(match, OP_FOR_ENCODING[match.form.enc], tuple(match.def_positions),
+                   match.has_token, specs, any(spec.fixed for spec in specs))
+
+
+_TOKEN_TYPE = TokenType()
+_SSA_CLASSES = (OpResult, BlockArgument)  # (exact types: isinstance on SSAValue is slow)
 
 
 def _emit_key(target: str, mnemonic: str, enc: str | None, mods: dict,
@@ -156,7 +179,7 @@ def _emit_key(target: str, mnemonic: str, enc: str | None, mods: dict,
     for operand in operands:
         if operand is None:
             keys.append(None)
-        elif isinstance(operand, SSAValue):
+        elif type(operand) in _SSA_CLASSES or isinstance(operand, SSAValue):
             k = type_key(operand.type)
             if k is None:
                 if not is_immediate(operand):
@@ -173,7 +196,7 @@ def _emit_key(target: str, mnemonic: str, enc: str | None, mods: dict,
             keys.append((type(operand), operand.offset))
         else:
             return None
-    key = (target, mnemonic, enc, modifiers_key(mods), tuple(keys))
+    key = (target, mnemonic, enc, modifiers_key(mods) if mods else (), tuple(keys))
     try:
         hash(key)
     except TypeError:  # (an unhashable modifier value: the slow path reports it)
@@ -411,9 +434,11 @@ class KernelBuilder(ScheduleMixin):
             self._off = op.results[0]
         return self._off
 
-    def _relocatable(self, kind: str, count: int, align: int, hint: str) -> SSAValue:
+    def _relocatable(self, kind: str, count: int, align: int, hint: str,
+                     loc: FileLineColLoc | None = None) -> SSAValue:
+        """A new register value; `loc` the user's line when the caller knows it already."""
         op = self._insert(AllocaOp(REGISTER_TYPES[kind].relocatable(count, align)),
-                          _caller_location())
+                          loc or _caller_location())
         op.results[0].name_hint = hint
         return op.results[0]
 
@@ -728,12 +753,14 @@ class KernelBuilder(ScheduleMixin):
         if branch:
             return self._branch(mnemonic, operands, modifiers.pop("fallthrough", None), loc)
         mods = {k: (tuple(int(b) for b in v) if isinstance(v, list | tuple) else v)
-                for k, v in modifiers.items() if v is not False and v is not None}
+                for k, v in modifiers.items() if v is not False and v is not None
+                } if modifiers else {}
         key = _emit_key(self.isa.target, mnemonic, enc, mods, operands)
-        match = _MATCHES.get(key) if key is not None else None
-        if match is not None:  # (the same form as below, without trying the forms again)
-            given = self._with_fixed_operands(ir_specs(match.form), operands)
-            return self._build(mnemonic, match, given, mods, loc)
+        facts = _MATCHES.get(key) if key is not None else None
+        if facts is not None:  # (the same form as below, without trying the forms again)
+            given = self._with_fixed_operands(facts.specs, operands) if facts.fixed \
+                else operands
+            return self._build(mnemonic, facts.match, given, mods, loc, facts)
         forms = self._candidate_forms(inst, suffix, enc, mods, loc)
         errors: list[tuple[Form, MatchError]] = []
         for form in forms:
@@ -747,9 +774,10 @@ class KernelBuilder(ScheduleMixin):
             except MatchError as err:
                 errors.append((form, err))
                 continue
+            facts = _BuildFacts.of(match)
             if key is not None and len(_MATCHES) < _MATCHES_LIMIT:
-                _MATCHES[key] = match
-            return self._build(mnemonic, match, given, mods, loc)
+                _MATCHES[key] = facts
+            return self._build(mnemonic, match, given, mods, loc, facts)
         best_form, best = max(errors, key=lambda e: e[1].score)
         where = f" ({best_form.enc})" if len(forms) > 1 else ""
         raise VerifyError(f"{mnemonic}{where}: {best.message}", _source_location(loc))
@@ -827,7 +855,7 @@ class KernelBuilder(ScheduleMixin):
             return Shape(kind, count=max(1, spec.width), text=f"a new {kind} register")
         return Shape("other", text=type(operand).__name__)
 
-    def _value(self, operand, spec) -> SSAValue:
+    def _value(self, operand, spec, loc: FileLineColLoc | None = None) -> SSAValue:
         if isinstance(operand, SSAValue):
             return operand
         if isinstance(operand, LdsAllocation):
@@ -842,16 +870,22 @@ class KernelBuilder(ScheduleMixin):
         if isinstance(operand, int):
             return self.const(operand)
         kind = next((k for k in spec.kinds if k in REGISTER_TYPES), "v")
-        return self._relocatable(kind, max(1, spec.width), max(1, spec.align), kind)
+        return self._relocatable(kind, max(1, spec.width), max(1, spec.align), kind, loc)
 
     def _build(self, mnemonic: str, match, operands: tuple, mods: dict,
-               loc: FileLineColLoc | None):
-        args = [self._value(o, spec) for o, spec in zip(operands, match.specs)]
-        result_types = match.result_types([a.type for a in args])
-        op = OP_FOR_ENCODING[match.form.enc](mnemonic, args, result_types, mods)
+               loc: FileLineColLoc | None, facts: _BuildFacts):
+        value = self._value
+        args = [o if type(o) in _SSA_CLASSES else value(o, spec, loc)
+                for o, spec in zip(operands, match.specs)]
+        # (match.result_types, from the facts worked out once per match)
+        n = len(args)
+        result_types = [args[i].type for i in facts.defs if i < n]
+        if facts.token:
+            result_types.append(_TOKEN_TYPE)
+        op = facts.op_class(mnemonic, args, result_types, mods)
         self._insert(op, loc)
         defs = []
-        for res, pos in zip(op.results, match.def_positions):  # (outs: all the results)
+        for res, pos in zip(op.results, facts.defs):  # (outs: all the results)
             res.name_hint = args[pos].name_hint
             t = res.type
             if isinstance(t, RegisterType) and t.is_fixed:
@@ -859,13 +893,13 @@ class KernelBuilder(ScheduleMixin):
             elif isinstance(t, SpecialRegType):
                 self._local[("special", t.reg_name)] = res
             defs.append(res)
-        self.last_token = op.token
-        if op.token is not None:
-            op.token.name_hint = "tok"
+        token = self.last_token = op.token
+        if token is not None:
+            token.name_hint = "tok"
         if len(defs) == 1:
             return defs[0]
         if not defs:
-            return op.token
+            return token
         return tuple(defs)
 
     # --- finishing ------------------------------------------------------------------------
