@@ -123,3 +123,32 @@ def test_methods_document_themselves_lazily():
     assert "v_add_u32" in kb.v_add_u32.__doc__
     assert method.__doc__ == kb.v_add_u32.__doc__
     assert kb.v_add_u32.__name__ == "v_add_u32"
+
+
+def test_plain_op_init_equals_xdsl_init():
+    """Instruction ops and allocas made by ops._init_plain hold what Operation.__init__
+    would give them (fields it leaves at their class defaults aside)."""
+    from xdsl.ir import Operation
+
+    from asterism.ir import ops
+    from asterism.ir.types import TokenType, VGPRType
+
+    assert ops._PLAIN_INIT  # (else the fast path is off and this test compares nothing)
+    kb = KernelBuilder("k")
+    a, b = kb.vreg(), kb.vreg()
+    t = VGPRType.relocatable(1, 1)
+    made = [ops.GLOBALOp("global_load_dword", [a, b], [t, TokenType()], {"offset": 16}),
+            ops.AllocaOp(t)]
+    for op in made:
+        ref = type(op).__new__(type(op))
+        Operation.__init__(ref, operands=list(op.operands),
+                           result_types=[r.type for r in op.results],
+                           properties=dict(op.properties), attributes=dict(op.attributes))
+        # (every field, read through the class where the instance does not set it)
+        for name in (set(vars(op)) | set(vars(ref))) - {"results", "_operand_uses"}:
+            mine, theirs = getattr(op, name), getattr(ref, name)
+            assert mine == theirs or list(mine) == list(theirs), name
+        assert [(r.type, r.index, r.owner is op) for r in op.results] == \
+               [(r.type, r.index, r.owner is ref) for r in ref.results]
+        assert len(op._operand_uses) == len(ref._operand_uses) == len(op.operands)
+        assert str(op) == str(ref)

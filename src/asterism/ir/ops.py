@@ -26,6 +26,7 @@ from collections.abc import Mapping, Sequence
 from typing import ClassVar
 
 from xdsl.dialects.builtin import (
+    UNKNOWN_LOC,
     ArrayAttr,
     DenseArrayBase,
     DictionaryAttr,
@@ -36,7 +37,7 @@ from xdsl.dialects.builtin import (
     UnitAttr,
     i32,
 )
-from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
+from xdsl.ir import Attribute, Block, Operation, OpResult, Region, SSAValue, SSAValues
 from xdsl.irdl import (
     IRDLOperation,
     irdl_op_definition,
@@ -272,8 +273,7 @@ class InstructionOp(IRDLOperation):
         # (what IRDLOperation.__init__ ends in: one variadic operand and one variadic result
         # group need no segment sizes, and its generic argument building is most of the cost
         # of making an op)
-        Operation.__init__(self, operands=list(operands), result_types=list(result_types),
-                           properties=props, attributes=dict(attributes or {}))
+        _init_plain(self, list(operands), result_types, props, dict(attributes or {}))
 
     @property
     def mnemonic_text(self) -> str:
@@ -509,7 +509,7 @@ class AllocaOp(IRDLOperation):
     assembly_format = "attr-dict `:` type($result)"
 
     def __init__(self, type_: Attribute):
-        Operation.__init__(self, result_types=(type_,))  # (see InstructionOp.__init__)
+        _init_plain(self, (), (type_,), {}, {})  # (see InstructionOp.__init__)
 
     def verify_(self) -> None:
         if not isinstance(self.result.type, RegisterType | SpecialRegType):
@@ -1273,6 +1273,44 @@ ABI_VALUE_OPS: tuple[type[IRDLOperation], ...] = (
 
 # The ops whose results are other names for registers of their operands.
 VIEW_OPS: tuple[type[IRDLOperation], ...] = (SplitRegisterRangeOp, MakeRegisterRangeOp)
+
+
+# --- making ops fast --------------------------------------------------------------------------
+
+
+def _plain_init_applies() -> bool:
+    """True while xDSL's Operation keeps the class defaults `_init_plain` relies on (no
+    successors, no regions, no parent) and the ops it makes fill no default property or
+    attribute in IRDLOperation.__post_init__."""
+    defaults = (Operation._successors, Operation._successor_uses, Operation.regions)
+    if defaults != ((), (), ()) or Operation.parent is not None:
+        return False
+    for cls in (*INSTRUCTION_OPS, AllocaOp):
+        d = cls.get_irdl_definition()
+        if d.regions or d.successors or any(
+                getattr(x, "default_value", None) is not None
+                for x in (*d.properties.values(), *d.attributes.values())):
+            return False
+    return True
+
+
+def _init_plain(op: Operation, operands: Sequence[SSAValue], result_types: Sequence[Attribute],
+                properties: dict[str, Attribute], attributes: dict[str, Attribute]) -> None:
+    """Operation.__init__ for an op without successors or regions: the same fields, without
+    its generic steps for those and IRDL's default filling (none applies), which are a tenth
+    of the time of building a kernel. Falls back to Operation.__init__ if xDSL changed."""
+    if not _PLAIN_INIT:
+        Operation.__init__(op, operands=operands, result_types=result_types,
+                           properties=properties, attributes=attributes)
+        return
+    op.operands = operands  # (xDSL's setter: registers the uses)
+    op.results = SSAValues(OpResult(t, op, i) for i, t in enumerate(result_types))
+    op.properties = properties
+    op.attributes = attributes
+    op.location = UNKNOWN_LOC
+
+
+_PLAIN_INIT = _plain_init_applies()
 
 __all__ = [c.__name__ for c in AMDGCN_OPS] + [
     "InstructionOp", "INSTRUCTION_OPS", "OP_FOR_ENCODING", "ABI_VALUE_OPS", "AMDGCN_OPS",
