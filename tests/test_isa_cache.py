@@ -170,3 +170,10 @@ def test_listing_is_the_same_with_and_without_caches(tmp_path, shared_data):
                                       capture_output=True, check=True).stdout)
     assert outputs[0] == outputs[1] == outputs[2]
     assert any(n.startswith("code-") for n in os.listdir(tmp_path))
+
+
+def test_no_cache_without_a_home(monkeypatch):
+    for name in ("ASTERISM_CACHE_DIR", "XDG_CACHE_HOME"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setattr(os.path, "expanduser", lambda path: path)  # (as without any home)
+    assert cache.cache_dir() is None

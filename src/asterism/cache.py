@@ -34,7 +34,12 @@ def cache_dir() -> str | None:
     explicit = os.environ.get("ASTERISM_CACHE_DIR")
     if explicit is not None:
         return explicit or None
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    base = os.environ.get("XDG_CACHE_HOME")
+    if not base:
+        home = os.path.expanduser("~")
+        if home.startswith("~"):  # (no home directory: no cache, rather than one in the cwd)
+            return None
+        base = os.path.join(home, ".cache")
     return os.path.join(base, "asterism")
 
 
