@@ -11,10 +11,11 @@ increments) and keeps a few scalar values (loop counter, pointers).
 Every register is relocatable except the ABI inputs; waits are written explicitly, so the
 kernel is correct with or without the waits pass.
 
-Times each pass of `inline,regalloc` (plus `waits,hazards` when those passes are
-registered) and the encoding (`asterism.compile` of the allocated module), and prints the
-registers used vs the peak live per register file. Target: < 2 s in total on the
-development machine for inline + regalloc + waits + hazards + encode.
+Times the build itself (the builder calls and `finish`, target <= 0.4 s), each pass of
+`inline,regalloc` (plus `waits,hazards` when those passes are registered) and the encoding
+(`asterism.compile` of the allocated module), and prints the registers used vs the peak
+live per register file. Target: < 2 s in total on the development machine for inline +
+regalloc + waits + hazards + encode.
 
 Usage: python benchmarks/bench_pipeline.py [--instructions 10000] [--repeat 3] [--seed 1]
 """
@@ -137,11 +138,12 @@ def main() -> None:
     _load_builtin_passes()
     passes = [p for p in ("inline", "regalloc", "waits", "hazards") if p in PASSES]
     missing = [p for p in ("waits", "hazards") if p not in PASSES]
-    t0 = time.perf_counter()
+    t0, c0 = time.perf_counter(), time.process_time()
     module = build(args.instructions, args.seed, args.target)
-    build_s = time.perf_counter() - t0
-    print(f"kernel: {count_instructions(module)} instructions ({args.target}), built in "
-          f"{build_s:.2f} s (not timed below)")
+    first_wall, first_cpu = time.perf_counter() - t0, time.process_time() - c0
+    print(f"kernel: {count_instructions(module)} instructions ({args.target}), first build "
+          f"in this process {first_wall * 1000:.0f} ms ({first_cpu * 1000:.0f} ms CPU; it "
+          "includes loading the ISA database and the builder's one-time tables)")
     if missing:
         print(f"passes not registered yet (skipped): {', '.join(missing)}")
     best: dict[str, float] = {}
@@ -168,6 +170,7 @@ def main() -> None:
         return result
 
     for _ in range(args.repeat):
+        timed("build", lambda: build(args.instructions, args.seed, args.target))
         mod = module.clone()
         for name in passes:
             if name == "regalloc":
@@ -181,9 +184,13 @@ def main() -> None:
     print(f"best of {args.repeat} runs (wall / CPU time; CPU time is what a loaded machine "
           "distorts least):")
     for name in best:
-        print(f"  {name:<10} {best[name] * 1000:9.1f} ms  {best_cpu[name] * 1000:9.1f} ms")
-    print(f"  {'total':<10} {sum(best.values()) * 1000:9.1f} ms  "
-          f"{sum(best_cpu.values()) * 1000:9.1f} ms   (target < 2000 ms)")
+        print(f"  {name:<10} {best[name] * 1000:9.1f} ms  {best_cpu[name] * 1000:9.1f} ms"
+              + ("   (the builder: KernelBuilder calls + finish, target <= 400 ms)"
+                 if name == "build" else ""))
+    passes_wall = sum(t for n, t in best.items() if n != "build")
+    passes_cpu = sum(t for n, t in best_cpu.items() if n != "build")
+    print(f"  {'total':<10} {passes_wall * 1000:9.1f} ms  {passes_cpu * 1000:9.1f} ms   "
+          "(passes + encode, build not included; target < 2000 ms)")
     print(f"  encode parts (CPU, timed apart): verify {detail['verify'] * 1000:.1f} ms, lower "
           f"(verify included) {detail['lower'] * 1000:.1f} ms, assemble "
           f"{detail['assemble'] * 1000:.1f} ms")

@@ -34,6 +34,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
+from typing import NamedTuple
 
 from xdsl.dialects import arith
 from xdsl.dialects.builtin import (
@@ -51,7 +52,7 @@ from xdsl.dialects.builtin import (
     i64,
 )
 from xdsl.dialects.builtin import ModuleOp as BuiltinModuleOp
-from xdsl.ir import Attribute, Block, Operation, SSAValue
+from xdsl.ir import Attribute, Block, BlockArgument, Operation, OpResult, SSAValue
 from xdsl.traits import IsTerminator
 
 from asterism.builder.methods import instruction_methods
@@ -61,13 +62,18 @@ from asterism.ir.abi import compute_layout
 from asterism.ir.from_mc import constant_hint
 from asterism.ir.match import (
     ENCODING_MODIFIERS,
+    Match,
     MatchError,
     Shape,
     _match_form,
     check_modifiers,
+    immediate_of,
     ir_specs,
+    is_immediate,
+    modifiers_key,
     resolve,
     shape_of,
+    type_key,
 )
 from asterism.ir.ops import (
     INSTRUCTION_OPS,
@@ -97,6 +103,7 @@ from asterism.ir.ops import (
 )
 from asterism.ir.types import (
     REGISTER_TYPES,
+    RELOCATABLE,
     SCALAR_SIZES,
     KernelArgAttr,
     RegisterType,
@@ -105,7 +112,7 @@ from asterism.ir.types import (
     type_text,
 )
 from asterism.ir.verify import match_instruction, verify_module
-from asterism.isa import Form, get_isa
+from asterism.isa import Form, Instruction, OperandSpec, get_isa
 from asterism.mc.operands import SPECIAL_REGISTERS
 
 FAMILIES = {cls.FAMILY: cls for cls in INSTRUCTION_OPS}
@@ -121,8 +128,81 @@ def _caller_location() -> FileLineColLoc | None:
         frame = frame.f_back
     if frame is None:
         return None
-    return FileLineColLoc(StringAttr(frame.f_code.co_filename), IntAttr(frame.f_lineno),
-                          IntAttr(1))
+    key = (frame.f_code.co_filename, frame.f_lineno)
+    loc = _LOCATIONS.get(key)
+    if loc is None:
+        # (one attribute per source line: a loop emits from the same lines many times)
+        loc = FileLineColLoc(StringAttr(key[0]), IntAttr(key[1]), IntAttr(1))
+        if len(_LOCATIONS) < 1 << 16:
+            _LOCATIONS[key] = loc
+    return loc
+
+
+_LOCATIONS: dict[tuple[str, int], FileLineColLoc] = {}
+
+
+# What emit works out from a mnemonic and from the operands' shapes, kept across calls: a
+# kernel emits the same few hundred (mnemonic, operand shape) patterns thousands of times.
+_RESOLVED: dict[tuple[str, str], tuple[Instruction, str, bool]] = {}  # -> inst, suffix, branch
+_MATCHES: dict[tuple, _BuildFacts] = {}  # (see _emit_key) -> the form emit chose
+_MATCHES_LIMIT = 1 << 16
+
+
+class _BuildFacts(NamedTuple):
+    """What building an op of a match needs, worked out once per match."""
+
+    match: Match
+    op_class: type[InstructionOp]
+    defs: tuple[int, ...]  # match.def_positions
+    token: bool  # match.has_token
+    specs: tuple[OperandSpec, ...]  # ir_specs(match.form)
+    fixed: bool  # some spec is an implicit named register (see _with_fixed_operands)
+
+    @classmethod
+    def of(cls, match: Match) -> _BuildFacts:
+        """The facts of `match`."""
+        specs = ir_specs(match.form)
+        return cls(match, OP_FOR_ENCODING[match.form.enc], tuple(match.def_positions),
+                   match.has_token, specs, any(spec.fixed for spec in specs))
+
+
+_TOKEN_TYPE = TokenType()
+_SSA_CLASSES = (OpResult, BlockArgument)  # (exact types: isinstance on SSAValue is slow)
+
+
+def _emit_key(target: str, mnemonic: str, enc: str | None, mods: dict,
+              operands: tuple) -> tuple | None:
+    """Everything emit's choice of a form depends on, exactly (None: not cached): the
+    operands as `match.operands_key` describes IR values (relocatable registers by which
+    operands are the same value), Python numbers by type and value (floats by their bits),
+    kernel arguments and LDS allocations by offset, new registers (None) as such."""
+    keys: list[object] = []
+    for operand in operands:
+        if operand is None:
+            keys.append(None)
+        elif type(operand) in _SSA_CLASSES or isinstance(operand, SSAValue):
+            k = type_key(operand.type)
+            if k is None:
+                if not is_immediate(operand):
+                    return None
+                imm, imm_type, literal = immediate_of(operand)
+                k = ("imm", type(imm), imm.hex() if isinstance(imm, float) else imm, imm_type,
+                     literal)
+            elif type(k) is tuple and k[1] == RELOCATABLE:
+                k = (k, next(i for i, o in enumerate(operands) if o is operand))
+            keys.append(k)
+        elif type(operand) in (int, float, bool):
+            keys.append((type(operand), operand.hex() if type(operand) is float else operand))
+        elif isinstance(operand, KernelArgument | LdsAllocation):
+            keys.append((type(operand), operand.offset))
+        else:
+            return None
+    key = (target, mnemonic, enc, modifiers_key(mods) if mods else (), tuple(keys))
+    try:
+        hash(key)
+    except TypeError:  # (an unhashable modifier value: the slow path reports it)
+        return None
+    return key
 
 
 def _source_location(loc: FileLineColLoc | None) -> SourceLocation | None:
@@ -355,9 +435,11 @@ class KernelBuilder(ScheduleMixin):
             self._off = op.results[0]
         return self._off
 
-    def _relocatable(self, kind: str, count: int, align: int, hint: str) -> SSAValue:
+    def _relocatable(self, kind: str, count: int, align: int, hint: str,
+                     loc: FileLineColLoc | None = None) -> SSAValue:
+        """A new register value; `loc` the user's line when the caller knows it already."""
         op = self._insert(AllocaOp(REGISTER_TYPES[kind].relocatable(count, align)),
-                          _caller_location())
+                          loc or _caller_location())
         op.results[0].name_hint = hint
         return op.results[0]
 
@@ -482,10 +564,12 @@ class KernelBuilder(ScheduleMixin):
                 type_ = f32
             else:
                 type_ = i32 if -(1 << 31) <= value < (1 << 31) else i64
-        attr = FloatAttr(float(value), type_) if isinstance(value, float) or type_ in (
-            f32, f16, bf16, f64) else IntegerAttr(value, type_)
-        key = (id(self.block), type(value), value, str(attr))
+        # (the attribute is a function of these; repr tells -0.0 from 0.0, which compare
+        # equal; the attribute is made only for a new constant)
+        key = (id(self.block), type(value), value, repr(value), type_)
         if key not in self._consts:
+            attr = FloatAttr(float(value), type_) if isinstance(value, float) or type_ in (
+                f32, f16, bf16, f64) else IntegerAttr(value, type_)
             op = self._insert(arith.ConstantOp(attr), _caller_location())
             op.results[0].name_hint = constant_hint(value)
             self._consts[key] = op.results[0]
@@ -658,14 +742,26 @@ class KernelBuilder(ScheduleMixin):
     def emit(self, mnemonic: str, *operands, enc: str | None = None, **modifiers):
         """Emit `mnemonic` with assembly-order operands; returns its destination value(s)."""
         loc = _caller_location()
-        try:
-            inst, suffix = resolve(self.isa, mnemonic)
-        except MatchError as err:
-            raise VerifyError(err.message, _source_location(loc)) from None
-        if any(s.syntax == "label" for f in inst.forms for s in f.operands):
+        resolved = _RESOLVED.get((self.isa.target, mnemonic))
+        if resolved is None:
+            try:
+                inst, suffix = resolve(self.isa, mnemonic)
+            except MatchError as err:
+                raise VerifyError(err.message, _source_location(loc)) from None
+            branch = any(s.syntax == "label" for f in inst.forms for s in f.operands)
+            resolved = _RESOLVED[(self.isa.target, mnemonic)] = (inst, suffix, branch)
+        inst, suffix, branch = resolved
+        if branch:
             return self._branch(mnemonic, operands, modifiers.pop("fallthrough", None), loc)
         mods = {k: (tuple(int(b) for b in v) if isinstance(v, list | tuple) else v)
-                for k, v in modifiers.items() if v is not False and v is not None}
+                for k, v in modifiers.items() if v is not False and v is not None
+                } if modifiers else {}
+        key = _emit_key(self.isa.target, mnemonic, enc, mods, operands)
+        facts = _MATCHES.get(key) if key is not None else None
+        if facts is not None:  # (the same form as below, without trying the forms again)
+            given = self._with_fixed_operands(facts.specs, operands) if facts.fixed \
+                else operands
+            return self._build(mnemonic, facts.match, given, mods, loc, facts)
         forms = self._candidate_forms(inst, suffix, enc, mods, loc)
         errors: list[tuple[Form, MatchError]] = []
         for form in forms:
@@ -679,7 +775,10 @@ class KernelBuilder(ScheduleMixin):
             except MatchError as err:
                 errors.append((form, err))
                 continue
-            return self._build(mnemonic, match, given, mods, loc)
+            facts = _BuildFacts.of(match)
+            if key is not None and len(_MATCHES) < _MATCHES_LIMIT:
+                _MATCHES[key] = facts
+            return self._build(mnemonic, match, given, mods, loc, facts)
         best_form, best = max(errors, key=lambda e: e[1].score)
         where = f" ({best_form.enc})" if len(forms) > 1 else ""
         raise VerifyError(f"{mnemonic}{where}: {best.message}", _source_location(loc))
@@ -776,7 +875,7 @@ class KernelBuilder(ScheduleMixin):
             return Shape(kind, count=max(1, spec.width), text=f"a new {kind} register")
         return Shape("other", text=type(operand).__name__)
 
-    def _value(self, operand, spec) -> SSAValue:
+    def _value(self, operand, spec, loc: FileLineColLoc | None = None) -> SSAValue:
         if isinstance(operand, SSAValue):
             return operand
         if isinstance(operand, LdsAllocation):
@@ -791,16 +890,22 @@ class KernelBuilder(ScheduleMixin):
         if isinstance(operand, int):
             return self.const(operand)
         kind = next((k for k in spec.kinds if k in REGISTER_TYPES), "v")
-        return self._relocatable(kind, max(1, spec.width), max(1, spec.align), kind)
+        return self._relocatable(kind, max(1, spec.width), max(1, spec.align), kind, loc)
 
     def _build(self, mnemonic: str, match, operands: tuple, mods: dict,
-               loc: FileLineColLoc | None):
-        args = [self._value(o, spec) for o, spec in zip(operands, match.specs)]
-        result_types = match.result_types([a.type for a in args])
-        op = OP_FOR_ENCODING[match.form.enc](mnemonic, args, result_types, mods)
+               loc: FileLineColLoc | None, facts: _BuildFacts):
+        value = self._value
+        args = [o if type(o) in _SSA_CLASSES else value(o, spec, loc)
+                for o, spec in zip(operands, match.specs)]
+        # (match.result_types, from the facts worked out once per match)
+        n = len(args)
+        result_types = [args[i].type for i in facts.defs if i < n]
+        if facts.token:
+            result_types.append(_TOKEN_TYPE)
+        op = facts.op_class(mnemonic, args, result_types, mods)
         self._insert(op, loc)
         defs = []
-        for res, pos in zip(op.outs, match.def_positions):
+        for res, pos in zip(op.results, facts.defs):  # (outs: all the results)
             res.name_hint = args[pos].name_hint
             t = res.type
             if isinstance(t, RegisterType) and t.is_fixed:
@@ -808,13 +913,13 @@ class KernelBuilder(ScheduleMixin):
             elif isinstance(t, SpecialRegType):
                 self._local[("special", t.reg_name)] = res
             defs.append(res)
-        self.last_token = op.token
-        if op.token is not None:
-            op.token.name_hint = "tok"
+        token = self.last_token = op.token
+        if token is not None:
+            token.name_hint = "tok"
         if len(defs) == 1:
             return defs[0]
         if not defs:
-            return op.token
+            return token
         return tuple(defs)
 
     # --- finishing ------------------------------------------------------------------------

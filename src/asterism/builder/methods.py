@@ -10,6 +10,7 @@ from __future__ import annotations
 import inspect
 from collections.abc import Callable
 from functools import cache
+from types import MethodType
 
 from asterism.ir.match import FAMILY_OF_ENCODING, IR_SKIPPED_SYNTAX, allowed_modifiers, ir_specs
 from asterism.isa import Form, Instruction, OperandSpec, get_isa
@@ -117,19 +118,46 @@ def _signature(inst: Instruction) -> inspect.Signature:
     return inspect.Signature(params)
 
 
-def _make(mnemonic: str, doc: str, sig: inspect.Signature) -> Callable:
-    def method(self, *operands, enc=None, **modifiers):
-        return self.emit(mnemonic, *operands, enc=enc, **modifiers)
+class _InstructionMethod:
+    # The builder method of one instruction: calling it emits the instruction. Its docstring
+    # and signature are made from the database on first look (help(), inspect), not for all
+    # ~1,200 instructions when the first builder of a target is made (a third of a second).
 
-    method.__name__ = method.__qualname__ = mnemonic
-    method.__doc__ = doc
-    method.__signature__ = sig  # type: ignore[attr-defined]
-    return method
+    def __init__(self, mnemonic: str, target: str):
+        self.mnemonic = mnemonic
+        self.target = target
+        self.__name__ = self.__qualname__ = mnemonic
+
+    def __get__(self, obj, objtype=None):
+        return self if obj is None else MethodType(self, obj)
+
+    def __call__(self, kb, *operands, enc=None, **modifiers):
+        return kb.emit(self.mnemonic, *operands, enc=enc, **modifiers)
+
+    @property
+    def __doc__(self) -> str:  # type: ignore[override]
+        return _doc(self.target, self.mnemonic)
+
+    @property
+    def __signature__(self) -> inspect.Signature:
+        return _method_signature(self.target, self.mnemonic)
+
+    def __repr__(self) -> str:
+        return f"<builder method {self.mnemonic} ({self.target})>"
+
+
+@cache
+def _doc(target: str, mnemonic: str) -> str:
+    return instruction_doc(get_isa(target).instructions[mnemonic], target)
+
+
+@cache
+def _method_signature(target: str, mnemonic: str) -> inspect.Signature:
+    return _signature(get_isa(target).instructions[mnemonic])
 
 
 @cache
 def instruction_methods(target: str) -> dict[str, Callable]:
     """{mnemonic: builder method} for every instruction of `target`."""
     isa = get_isa(target)
-    return {m: _make(m, instruction_doc(inst, isa.target), _signature(inst))
-            for m, inst in isa.instructions.items()}
+    return {m: _InstructionMethod(m, isa.target) for m in isa.instructions}

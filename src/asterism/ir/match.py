@@ -199,6 +199,7 @@ def operands_key(values: Sequence[SSAValue], layout: object | None = None) -> tu
     """The exact matching key of an op's operands (see above); None if an operand is of a
     kind no form accepts (such ops are never cached: they only produce errors)."""
     keys: list[object] = []
+    values = tuple(values)  # (an op's operand view indexes slowly)
     for value in values:
         t = value.type
         key = type_key(t)

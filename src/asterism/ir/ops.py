@@ -26,6 +26,7 @@ from collections.abc import Mapping, Sequence
 from typing import ClassVar
 
 from xdsl.dialects.builtin import (
+    UNKNOWN_LOC,
     ArrayAttr,
     DenseArrayBase,
     DictionaryAttr,
@@ -36,7 +37,7 @@ from xdsl.dialects.builtin import (
     UnitAttr,
     i32,
 )
-from xdsl.ir import Attribute, Block, Region, SSAValue
+from xdsl.ir import Attribute, Block, Operation, OpResult, Region, SSAValue, SSAValues
 from xdsl.irdl import (
     IRDLOperation,
     irdl_op_definition,
@@ -116,6 +117,37 @@ def modifiers_to_attr(mods: Mapping[str, ModValue]) -> DictionaryAttr:
         else:
             out[name] = ArrayAttr([IntegerAttr(int(v), i32) for v in value])
     return DictionaryAttr(out)
+
+
+def _modifiers_attr(mods: Mapping[str, ModValue]) -> DictionaryAttr:
+    """modifiers_to_attr, one attribute per set of modifiers (attributes are immutable; a
+    kernel repeats a few sets, and building one verifies every entry)."""
+    # (the types are part of the key: True == 1 and (1,) == (True,) in Python)
+    key = tuple((name, type(v), tuple(map(type, v)) if type(v) is tuple else (), v)
+                for name, v in mods.items())
+    try:
+        attr = _MODIFIER_ATTRS.get(key)
+    except TypeError:  # (an unhashable value: not shared)
+        return modifiers_to_attr(mods)
+    if attr is None:
+        attr = modifiers_to_attr(mods)
+        if len(_MODIFIER_ATTRS) < _SHARED_LIMIT:
+            _MODIFIER_ATTRS[key] = attr
+    return attr
+
+
+def _mnemonic_attr(mnemonic: str) -> StringAttr:
+    attr = _MNEMONIC_ATTRS.get(mnemonic)
+    if attr is None:
+        attr = StringAttr(mnemonic)
+        if len(_MNEMONIC_ATTRS) < _SHARED_LIMIT:
+            _MNEMONIC_ATTRS[mnemonic] = attr
+    return attr
+
+
+_SHARED_LIMIT = 1 << 16
+_MODIFIER_ATTRS: dict[tuple, DictionaryAttr] = {}
+_MNEMONIC_ATTRS: dict[str, StringAttr] = {}
 
 
 def attr_to_modifiers(attr: DictionaryAttr | None) -> dict[str, ModValue]:
@@ -239,11 +271,13 @@ class InstructionOp(IRDLOperation):
                  result_types: Sequence[Attribute],
                  modifiers: Mapping[str, ModValue] | None = None,
                  attributes: Mapping[str, Attribute] | None = None):
-        props: dict[str, Attribute] = {"mnemonic": StringAttr(mnemonic)}
+        props: dict[str, Attribute] = {"mnemonic": _mnemonic_attr(mnemonic)}
         if modifiers:
-            props["modifiers"] = modifiers_to_attr(modifiers)
-        super().__init__(operands=[list(operands)], result_types=[list(result_types)],
-                         properties=props, attributes=dict(attributes or {}))
+            props["modifiers"] = _modifiers_attr(modifiers)
+        # (what IRDLOperation.__init__ ends in: one variadic operand and one variadic result
+        # group need no segment sizes, and its generic argument building is most of the cost
+        # of making an op)
+        _init_plain(self, list(operands), result_types, props, dict(attributes or {}))
 
     @property
     def mnemonic_text(self) -> str:
@@ -258,8 +292,9 @@ class InstructionOp(IRDLOperation):
     @property
     def token(self) -> SSAValue | None:
         """The completion token result, if the instruction returns one."""
-        if self.outs and isinstance(self.outs[-1].type, TokenType):
-            return self.outs[-1]
+        results = self.results  # (all of them are `outs`: the op's only result group)
+        if results and isinstance(results[-1].type, TokenType):
+            return results[-1]
         return None
 
     @classmethod
@@ -478,7 +513,7 @@ class AllocaOp(IRDLOperation):
     assembly_format = "attr-dict `:` type($result)"
 
     def __init__(self, type_: Attribute):
-        super().__init__(result_types=[type_])
+        _init_plain(self, (), (type_,), {}, {})  # (see InstructionOp.__init__)
 
     def verify_(self) -> None:
         if not isinstance(self.result.type, RegisterType | SpecialRegType):
@@ -1258,6 +1293,44 @@ ABI_VALUE_OPS: tuple[type[IRDLOperation], ...] = (
 
 # The ops whose results are other names for registers of their operands.
 VIEW_OPS: tuple[type[IRDLOperation], ...] = (SplitRegisterRangeOp, MakeRegisterRangeOp)
+
+
+# --- making ops fast --------------------------------------------------------------------------
+
+
+def _plain_init_applies() -> bool:
+    """True while xDSL's Operation keeps the class defaults `_init_plain` relies on (no
+    successors, no regions, no parent) and the ops it makes fill no default property or
+    attribute in IRDLOperation.__post_init__."""
+    defaults = (Operation._successors, Operation._successor_uses, Operation.regions)
+    if defaults != ((), (), ()) or Operation.parent is not None:
+        return False
+    for cls in (*INSTRUCTION_OPS, AllocaOp):
+        d = cls.get_irdl_definition()
+        if d.regions or d.successors or any(
+                getattr(x, "default_value", None) is not None
+                for x in (*d.properties.values(), *d.attributes.values())):
+            return False
+    return True
+
+
+def _init_plain(op: Operation, operands: Sequence[SSAValue], result_types: Sequence[Attribute],
+                properties: dict[str, Attribute], attributes: dict[str, Attribute]) -> None:
+    """Operation.__init__ for an op without successors or regions: the same fields, without
+    its generic steps for those and IRDL's default filling (none applies), which are a tenth
+    of the time of building a kernel. Falls back to Operation.__init__ if xDSL changed."""
+    if not _PLAIN_INIT:
+        Operation.__init__(op, operands=operands, result_types=result_types,
+                           properties=properties, attributes=attributes)
+        return
+    op.operands = operands  # (xDSL's setter: registers the uses)
+    op.results = SSAValues(OpResult(t, op, i) for i, t in enumerate(result_types))
+    op.properties = properties
+    op.attributes = attributes
+    op.location = UNKNOWN_LOC
+
+
+_PLAIN_INIT = _plain_init_applies()
 
 __all__ = [c.__name__ for c in AMDGCN_OPS] + [
     "InstructionOp", "INSTRUCTION_OPS", "OP_FOR_ENCODING", "ABI_VALUE_OPS", "AMDGCN_OPS",

@@ -31,6 +31,8 @@ from xdsl.utils.exceptions import VerifyException
 from asterism.mc.operands import SPECIAL_REGISTERS
 
 RELOCATABLE = -1  # index of a register the allocator has not placed yet
+_SHARED_TYPES: dict[tuple, Attribute] = {}  # (see RegisterType._shared)
+_SHARED_LIMIT = 1 << 16
 
 
 @dataclass(frozen=True, init=False)
@@ -50,12 +52,24 @@ class RegisterType(ParametrizedAttribute, TypeAttribute):
     @classmethod
     def fixed(cls, index: int, count: int = 1, align: int = 1):
         """The fixed range starting at `index` with `count` registers."""
-        return cls(index, count, align)
+        return cls._shared(index, count, align)
 
     @classmethod
     def relocatable(cls, count: int = 1, align: int = 1):
         """`count` relocatable registers aligned to `align`."""
-        return cls(RELOCATABLE, count, align)
+        return cls._shared(RELOCATABLE, count, align)
+
+    @classmethod
+    def _shared(cls, index: int, count: int, align: int):
+        """cls(index, count, align), one object per shape: attributes are immutable values,
+        and building one (three IntAttrs, verified) costs more than the lookup."""
+        key = (cls, index, count, align)
+        t = _SHARED_TYPES.get(key)
+        if t is None:
+            t = cls(index, count, align)
+            if len(_SHARED_TYPES) < _SHARED_LIMIT:
+                _SHARED_TYPES[key] = t
+        return t
 
     @property
     def is_fixed(self) -> bool:
@@ -87,7 +101,7 @@ class RegisterType(ParametrizedAttribute, TypeAttribute):
 
     def with_index(self, index: int):
         """The same shape placed at `index`."""
-        return type(self)(index, self.width, self.alignment)
+        return type(self)._shared(index, self.width, self.alignment)
 
     @classmethod
     def parse_parameters(cls, parser: AttrParser) -> Sequence[Attribute]:
@@ -349,10 +363,19 @@ def _is_identifier(text: str) -> bool:
 
 def type_text(t: Attribute) -> str:
     """The IR spelling of a type (for messages)."""
-    import io
+    text = _TYPE_TEXTS.get(t)
+    if text is None:
+        import io
 
-    from xdsl.printer import Printer as _Printer
+        from xdsl.printer import Printer as _Printer
 
-    out = io.StringIO()
-    _Printer(stream=out).print_attribute(t)
-    return out.getvalue()
+        out = io.StringIO()
+        _Printer(stream=out).print_attribute(t)
+        text = out.getvalue()
+        if len(_TYPE_TEXTS) < _SHARED_LIMIT:
+            # (the matcher describes every operand by it; a kernel has a few hundred types)
+            _TYPE_TEXTS[t] = text
+    return text
+
+
+_TYPE_TEXTS: dict[Attribute, str] = {}

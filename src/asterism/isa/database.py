@@ -8,9 +8,12 @@ fact is derived.
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import cache
 from importlib import resources
+
+import msgpack
 
 from asterism.errors import TargetError
 
@@ -118,23 +121,33 @@ class Instruction:
 
 
 class IsaDatabase:
-    """All instructions of one target, indexed by mnemonic and by (encoding, opcode)."""
+    """All instructions of one target, indexed by mnemonic and by (encoding, opcode).
+
+    Instruction objects are made on first use (a listing needs a few dozen of the ~1,200):
+    `instructions` and `by_opcode` are read-only mappings over the database's tables."""
 
     def __init__(self, target: str, data: dict):
+        self._init_tables(target, _split(data))
+
+    @classmethod
+    def from_tables(cls, target: str, tables: dict) -> IsaDatabase:
+        """The database from its tables (see `_split`: what the cache holds)."""
+        db = cls.__new__(cls)
+        db._init_tables(target, tables)
+        return db
+
+    def _init_tables(self, target: str, tables: dict) -> None:
         self.target = target
-        self.llvm_version: str = data.get("llvm_version", "")
-        self.coverage: dict = data.get("coverage", {})
-        self.instructions: dict[str, Instruction] = {}
-        self.aliases: dict[str, str] = {}
+        self.llvm_version: str = tables["llvm_version"]
+        self.coverage: dict = tables["coverage"]
+        names = tables["names"]
+        self.instructions: Mapping[str, Instruction] = _Instructions(
+            target, dict(zip(names, tables["raw"], strict=True)))
+        self.aliases: dict[str, str] = dict(tables["aliases"])
         # (format, encoding, opcode) -> forms (several for addressing variants).
-        self.by_opcode: dict[tuple[str, str, int], list[Form]] = {}
-        for raw in data["instructions"]:
-            inst = _instruction_from_json(raw, target)
-            self.instructions[inst.mnemonic] = inst
-            for alias in inst.aliases:
-                self.aliases[alias] = inst.mnemonic
-            for form in inst.forms:
-                self.by_opcode.setdefault((form.format, form.enc, form.opcode), []).append(form)
+        self.by_opcode: Mapping[tuple[str, str, int], list[Form]] = _FormIndex(
+            self.instructions, {(fmt, enc, op): [(names[k], i) for k, i in refs]
+                                for fmt, enc, op, refs in tables["index"]})
 
     def __contains__(self, mnemonic: str) -> bool:
         return self.resolve(mnemonic) is not None
@@ -146,13 +159,14 @@ class IsaDatabase:
         """(instruction, suffix) for a mnemonic as written (with _e32/_e64/... or an alias)."""
         name = mnemonic.lower()
         suffix = ""
-        inst = self.instructions.get(name)
+        get = self.instructions.get
+        inst = get(name)
         if inst is None:
             for suf in SUFFIXES:
                 if name.endswith(suf):
                     name, suffix = name[: -len(suf)], suf
                     break
-            inst = self.instructions.get(name)
+            inst = get(name)
             if inst is None and name in self.aliases:
                 inst = self.instructions[self.aliases[name]]
             if inst is None and mnemonic.lower() in self.aliases:
@@ -209,6 +223,113 @@ def known_isa_targets() -> list[str]:
     return sorted(p.name[:-5] for p in files if p.name.endswith(".json"))
 
 
+class _Instructions(Mapping):
+    """mnemonic -> Instruction, each made from its raw data (a dict, or msgpack bytes from
+    the cache) on first use and then kept (forms are keyed by identity elsewhere)."""
+
+    def __init__(self, target: str, raw: dict[str, dict | bytes]):
+        self._target = target
+        self._raw = raw
+        self._made: dict[str, Instruction] = {}
+
+    def __getitem__(self, mnemonic: str) -> Instruction:
+        inst = self._made.get(mnemonic)
+        if inst is None:
+            raw = self._raw[mnemonic]
+            if isinstance(raw, bytes):
+                raw = msgpack.unpackb(raw)
+            inst = self._made[mnemonic] = _instruction_from_json(raw, self._target)
+        return inst
+
+    def get(self, mnemonic: str, default=None):
+        """The instruction, or `default` for an unknown mnemonic."""
+        inst = self._made.get(mnemonic)
+        if inst is not None:
+            return inst
+        return self[mnemonic] if mnemonic in self._raw else default
+
+    def __contains__(self, mnemonic: object) -> bool:
+        return mnemonic in self._raw
+
+    def __iter__(self):
+        return iter(self._raw)
+
+    def __len__(self) -> int:
+        return len(self._raw)
+
+
+class _FormIndex(Mapping):
+    """(format, encoding, opcode) -> the forms with that opcode, in database order."""
+
+    def __init__(self, instructions: Mapping[str, Instruction],
+                 refs: dict[tuple[str, str, int], list[tuple[str, int]]]):
+        self._instructions = instructions
+        self._refs = refs
+        self._made: dict[tuple[str, str, int], list[Form]] = {}
+
+    def __getitem__(self, key: tuple[str, str, int]) -> list[Form]:
+        forms = self._made.get(key)
+        if forms is None:
+            insts = self._instructions
+            forms = self._made[key] = [insts[m].forms[i] for m, i in self._refs[key]]
+        return forms
+
+    def get(self, key: tuple[str, str, int], default=None):
+        """The forms of `key`, or `default`."""
+        forms = self._made.get(key)
+        if forms is not None:
+            return forms
+        return self[key] if key in self._refs else default
+
+    def __contains__(self, key: object) -> bool:
+        return key in self._refs
+
+    def __iter__(self):
+        return iter(self._refs)
+
+    def __len__(self) -> int:
+        return len(self._refs)
+
+
+def _split(data: dict, pack: bool = False) -> dict:
+    """The database's tables from the generated JSON data: the instructions' raw data in
+    order (msgpack bytes each if `pack`, to be unpacked on first use), the aliases and the
+    (format, encoding, opcode) index as (mnemonic position, form position) pairs."""
+    names, raw, aliases = [], [], []
+    index: dict[tuple[str, str, int], list[tuple[int, int]]] = {}
+    for k, inst in enumerate(data["instructions"]):
+        names.append(inst["mnemonic"])
+        raw.append(msgpack.packb(inst) if pack else inst)
+        aliases += [(alias, inst["mnemonic"]) for alias in inst.get("aliases", ())]
+        for i, f in enumerate(inst["forms"]):
+            index.setdefault((f["format"], f["enc"], f["opcode"]), []).append((k, i))
+    return {"llvm_version": data.get("llvm_version", ""), "coverage": data.get("coverage", {}),
+            "names": names, "raw": raw, "aliases": aliases,
+            "index": [(*key, refs) for key, refs in index.items()]}
+
+
+def _load_tables(name: str, text: bytes) -> dict:
+    """The tables of a database file's content, from the user cache when it holds them
+    (keyed by the content's hash and the asterism version), else made and cached."""
+    from asterism import cache
+
+    cache_name = f"isa-{name}-{cache.key_of(_TABLES_FORMAT, text)}.msgpack"
+    body = cache.read(cache_name)
+    if body is not None:
+        try:
+            tables = msgpack.unpackb(body)
+            if isinstance(tables, dict) and len(tables["names"]) == len(tables["raw"]):
+                return tables
+        except (ValueError, KeyError, TypeError, msgpack.UnpackException):
+            pass  # (a file of an incompatible writer: made again below)
+    tables = _split(json.loads(text), pack=True)
+    cache.write(cache_name, msgpack.packb(tables))
+    return tables
+
+
+_TABLES_FORMAT = "isa-tables-1"  # (change when _split's layout changes)
+
+
 @cache
 def get_isa(target: str) -> IsaDatabase:
     """The ISA database of `target` (e.g. "gfx942"); loaded once per process."""
@@ -217,4 +338,4 @@ def get_isa(target: str) -> IsaDatabase:
     if not path.is_file():
         raise TargetError(f"no ISA database for target '{target}'; known targets: "
                           f"{', '.join(known_isa_targets())}")
-    return IsaDatabase(name, json.loads(path.read_text()))
+    return IsaDatabase.from_tables(name, _load_tables(name, path.read_bytes()))

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from asterism.cache import compile_cached
 from asterism.isa.formats import FORMATS, SRC_LITERAL
 from asterism.mc.decoder import (
     _INVALID,
@@ -160,5 +161,5 @@ def _compile_text(plan: _Plan) -> TextOfWord:
     else:
         lines.append(f"    return {text} + tail(value, extra, literal, prefix)")
     source = "\n".join(lines) + "\n"
-    exec(compile(source, f"<text of {form.mc_name or plan.mnemonic}>", "exec"), env)
+    exec(compile_cached(source, f"<text of {form.mc_name or plan.mnemonic}>"), env)
     return env["text"]  # type: ignore[return-value]

@@ -15,6 +15,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import NamedTuple
 
+from asterism.cache import compile_cached
 from asterism.errors import AsterismError, DecodeError
 from asterism.isa import Form, OperandSpec, get_isa, syntax
 from asterism.isa.formats import (
@@ -393,7 +394,8 @@ def _compile_build(plan: _Plan) -> tuple[str, Callable[[int, int | None, int | N
     lines.append("    return Inst(mnemonic, operands, mods, form)" if plan.form.enc
                  else "    return None")
     source = "\n".join(lines) + "\n"
-    exec(compile(source, f"<decoder plan of {plan.form.mc_name or plan.mnemonic}>", "exec"), env)
+    name = f"<decoder plan of {plan.form.mc_name or plan.mnemonic}>"
+    exec(compile_cached(source, name), env)
     return source, env["build"]  # type: ignore[return-value]
 
 
@@ -432,7 +434,7 @@ def _compile_needs_literal(form: Form, fields: list[tuple[int, int]], always: bo
         return None
     source = f"def needs_literal(value):\n    return {' or '.join(tests)}\n"
     env: dict[str, object] = {}
-    exec(compile(source, f"<literal test of {form.mc_name or form.mnemonic}>", "exec"), env)
+    exec(compile_cached(source, f"<literal test of {form.mc_name or form.mnemonic}>"), env)
     return env["needs_literal"]  # type: ignore[return-value]
 
 

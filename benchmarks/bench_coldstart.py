@@ -1,0 +1,97 @@
+#!/usr/bin/env python3
+"""Cold start of a disassembly: one fresh process per file, asterism against llvm-objdump.
+
+For each shared code object (tests/data/shared/codeobjects/*.co, or the files given), times
+the wall clock of a fresh process, several times, and prints the medians side by side:
+  * `python -m asterism.cli disasm FILE` (what a user types);
+  * the library alone: `python -c 'from asterism import api; api.disassembly_listing(FILE)'`;
+  * `llvm-objdump-22 -d FILE`;
+  * `python -c pass`, the interpreter's own start-up (the floor of any Python tool here);
+and the ratio asterism / llvm-objdump per file (lower is better; the goal is <= 2).
+
+Before timing, the package is byte-compiled (as `pip install` does; a checkout run with
+PYTHONDONTWRITEBYTECODE would otherwise compile every module on every start) and one
+untimed run per file fills the user cache (asterism/cache.py): the figures are the warm
+start a user sees from the second run on. `--cold-cache` times with the cache turned off
+instead (every table built in the process, as on the very first run).
+
+Usage: python benchmarks/bench_coldstart.py [--repeat 7] [--cold-cache] [FILE...]
+"""
+
+from __future__ import annotations
+
+import argparse
+import compileall
+import os
+import resource
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+SRC = REPO / "src"
+SAMPLES = REPO / "tests" / "data" / "shared" / "codeobjects"
+
+
+def timed(cmd: list[str], env: dict[str, str], repeat: int) -> tuple[float, float]:
+    """The median wall time and median CPU time (user + system, less sensitive to a busy
+    machine) of `repeat` runs of `cmd` (its output discarded; it must succeed)."""
+    walls, cpus = [], []
+    for _ in range(repeat):
+        before = resource.getrusage(resource.RUSAGE_CHILDREN)
+        start = time.perf_counter()
+        subprocess.run(cmd, env=env, stdout=subprocess.DEVNULL, check=True)
+        walls.append(time.perf_counter() - start)
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
+        cpus.append(after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime)
+    return statistics.median(walls), statistics.median(cpus)
+
+
+def main() -> None:
+    """Time every file and print the table."""
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("files", nargs="*", type=Path)
+    ap.add_argument("--repeat", type=int, default=7)
+    ap.add_argument("--cold-cache", action="store_true",
+                    help="turn the user cache off (ASTERISM_CACHE_DIR=)")
+    ap.add_argument("--objdump", default="llvm-objdump-22")
+    ap.add_argument("--src", type=Path, default=SRC,
+                    help="the source tree to time (e.g. an export of an older commit)")
+    args = ap.parse_args()
+    files = args.files or sorted(SAMPLES.glob("*.co"))
+    if not files:
+        sys.exit(f"no code objects given and none in {SAMPLES}")
+    compileall.compile_dir(str(args.src / "asterism"), quiet=1)
+    env = {**os.environ, "PYTHONPATH": str(args.src)}
+    if args.cold_cache:
+        env["ASTERISM_CACHE_DIR"] = ""
+    py = sys.executable
+    lib = "import sys; from asterism import api; api.disassembly_listing(sys.argv[1])"
+    for f in files:  # (fills the cache; checks the commands work)
+        subprocess.run([py, "-m", "asterism.cli", "disasm", str(f)], env=env,
+                       stdout=subprocess.DEVNULL, check=True)
+    floor, floor_cpu = timed([py, "-c", "pass"], env, args.repeat)
+    print(f"{args.src}: median of {args.repeat} runs, cache "
+          f"{'off' if args.cold_cache else 'warm'}; wall ms (CPU ms)")
+    print(f"python -c pass: {floor * 1e3:.1f} ({floor_cpu * 1e3:.1f}), the interpreter's "
+          "start-up")
+    print(f"{'file':<46} {'KB':>4} {'objdump':>12} {'cli':>12} {'library':>12} "
+          f"{'cli/od':>6} {'lib/od':>6} {'lib/od CPU':>10}")
+    ratios = []
+    for f in files:
+        od = timed([args.objdump, "-d", str(f)], env, args.repeat)
+        cli = timed([py, "-m", "asterism.cli", "disasm", str(f)], env, args.repeat)
+        lib_t = timed([py, "-c", lib, str(f)], env, args.repeat)
+        ratios.append((cli[0] / od[0], lib_t[0] / od[0], lib_t[1] / od[1]))
+        cells = " ".join(f"{w * 1e3:5.0f} ({c * 1e3:4.0f})" for w, c in (od, cli, lib_t))
+        print(f"{f.name[:46]:<46} {f.stat().st_size / 1024:4.0f} {cells} "
+              f"{ratios[-1][0]:5.2f}x {ratios[-1][1]:5.2f}x {ratios[-1][2]:9.2f}x")
+    cli_r, lib_r, cpu_r = zip(*ratios, strict=True)
+    print(f"median ratio to llvm-objdump (goal <= 2x): cli {statistics.median(cli_r):.2f}x, "
+          f"library {statistics.median(lib_r):.2f}x (CPU {statistics.median(cpu_r):.2f}x)")
+
+
+if __name__ == "__main__":
+    main()

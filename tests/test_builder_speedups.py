@@ -1,0 +1,154 @@
+"""The builder's speed-ups (cached forms per operand pattern, shared attributes, lazy method
+docs) build the same IR as before them: the printed IR of the pipeline benchmark's kernel
+equals the IR the builder printed before the speed-ups (its digest, recorded with the
+builder of commit 9b63775), and every example builds the same IR with the caches on as with
+them off."""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import sys
+import types
+from pathlib import Path
+
+import pytest
+from xdsl.printer import Printer
+
+from asterism.builder import KernelBuilder
+from asterism.builder import kernel as kernel_mod
+from asterism.errors import VerifyError
+from asterism.ir.text import print_ir
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "benchmarks"))
+
+import bench_pipeline  # noqa: E402
+
+# sha256 of print_ir(bench_pipeline.build(n, seed, target)) by the builder before the
+# speed-ups (commit 9b63775).
+BEFORE = {
+    (2000, 1, "gfx942"): "1d972fd0f20e5abb3f18e265a654215a3354dbe00ad7d29aacb2bd176a5d6ccf",
+    (1000, 3, "gfx950"): "e4cba9c8f3210f9e7a814eaec118f0b251e6f054790479b23d0cb44acc0efc59",
+}
+
+EXAMPLES = {
+    "examples/gemm/gemm_f16.py": (64, 64, 64),
+    "examples/vector_add/vector_add.py": (),
+    "examples/demo/generate_add_10.py": (),
+    "examples/demo/generate_mfma_10.py": (),
+    "examples/schedule/interleave_gemm_tile.py": (),
+    "examples/auto/gemm_f16.py": (64, 64, 64),
+    "examples/auto/gemm_lds_64x64.py": (128, 128, 128),
+    "examples/auto/gemm_pieces.py": (64, 48, 32),
+    "examples/auto/row_sum.py": (),
+    "examples/auto/vector_add.py": (),
+}
+
+
+class _Forgetful(dict):
+    """A cache that never keeps anything: every lookup misses."""
+
+    def __setitem__(self, key, value) -> None:
+        pass
+
+
+def _no_caches(monkeypatch) -> None:
+    for name in ("_MATCHES", "_RESOLVED", "_LOCATIONS"):
+        monkeypatch.setattr(kernel_mod, name, _Forgetful())
+
+
+def _generic_text(module) -> str:
+    """The generic form with locations: every op, attribute and source line."""
+    out = io.StringIO()
+    Printer(stream=out, print_generic_format=True, print_debuginfo=True).print_op(module)
+    return out.getvalue()
+
+
+def _load_example(path: str) -> types.ModuleType:
+    src = (ROOT / path).read_text()
+    mod = types.ModuleType(Path(path).stem)
+    mod.__file__ = str(ROOT / path)
+    exec(compile(src, str(ROOT / path), "exec"), mod.__dict__)
+    return mod
+
+
+@pytest.mark.parametrize("args", sorted(BEFORE))
+def test_benchmark_kernel_ir_as_before(args):
+    text = print_ir(bench_pipeline.build(*args))
+    assert hashlib.sha256(text.encode()).hexdigest() == BEFORE[args]
+
+
+@pytest.mark.parametrize("path", sorted(EXAMPLES))
+def test_examples_same_ir_with_and_without_caches(path, monkeypatch):
+    example = _load_example(path)
+    cached = [_generic_text(example.build(*EXAMPLES[path])) for _ in range(2)]
+    _no_caches(monkeypatch)
+    uncached = _generic_text(example.build(*EXAMPLES[path]))
+    assert cached[0] == cached[1] == uncached
+
+
+def test_benchmark_kernel_same_ir_with_and_without_caches(monkeypatch):
+    cached = _generic_text(bench_pipeline.build(600, 5))
+    _no_caches(monkeypatch)
+    assert _generic_text(bench_pipeline.build(600, 5)) == cached
+
+
+def test_cached_form_tells_operand_identity_apart():
+    """One SGPR read twice fits the constant bus; two different SGPRs do not, even after the
+    first pattern's form was remembered."""
+    kb = KernelBuilder("k")
+    s1, s2, v = kb.sreg(), kb.sreg(), kb.vreg()
+    kb.v_fma_f32(None, s1, s1, v)
+    kb.v_fma_f32(None, s2, s2, v)
+    with pytest.raises(VerifyError, match="constant-bus"):
+        kb.v_fma_f32(None, s1, s2, v)
+
+
+def test_cached_form_tells_number_types_apart():
+    """1, 1.0, 0.0 and -0.0 are four constants (1 == 1.0 and 0.0 == -0.0 in Python)."""
+    kb = KernelBuilder("k")
+    v = kb.vreg()
+    for x in (1, 1.0, 0.0, -0.0, 1, -0.0):
+        kb.v_add_f32(None, x, v)
+    consts = [op.value for op in kb.block.ops if op.name == "arith.constant"]
+    assert [(type(c).__name__, c.value.data) for c in consts] == [
+        ("IntegerAttr", 1), ("FloatAttr", 1.0), ("FloatAttr", 0.0), ("FloatAttr", -0.0)]
+    assert str(consts[3].value.data) == "-0.0"
+
+
+def test_methods_document_themselves_lazily():
+    kb = KernelBuilder("k", target="gfx950")
+    method = type(kb).__dict__["v_add_u32"]
+    assert "v_add_u32" in kb.v_add_u32.__doc__
+    assert method.__doc__ == kb.v_add_u32.__doc__
+    assert kb.v_add_u32.__name__ == "v_add_u32"
+
+
+def test_plain_op_init_equals_xdsl_init():
+    """Instruction ops and allocas made by ops._init_plain hold what Operation.__init__
+    would give them (fields it leaves at their class defaults aside)."""
+    from xdsl.ir import Operation
+
+    from asterism.ir import ops
+    from asterism.ir.types import TokenType, VGPRType
+
+    assert ops._PLAIN_INIT  # (else the fast path is off and this test compares nothing)
+    kb = KernelBuilder("k")
+    a, b = kb.vreg(), kb.vreg()
+    t = VGPRType.relocatable(1, 1)
+    made = [ops.GLOBALOp("global_load_dword", [a, b], [t, TokenType()], {"offset": 16}),
+            ops.AllocaOp(t)]
+    for op in made:
+        ref = type(op).__new__(type(op))
+        Operation.__init__(ref, operands=list(op.operands),
+                           result_types=[r.type for r in op.results],
+                           properties=dict(op.properties), attributes=dict(op.attributes))
+        # (every field, read through the class where the instance does not set it)
+        for name in (set(vars(op)) | set(vars(ref))) - {"results", "_operand_uses"}:
+            mine, theirs = getattr(op, name), getattr(ref, name)
+            assert mine == theirs or list(mine) == list(theirs), name
+        assert [(r.type, r.index, r.owner is op) for r in op.results] == \
+               [(r.type, r.index, r.owner is ref) for r in ref.results]
+        assert len(op._operand_uses) == len(ref._operand_uses) == len(op.operands)
+        assert str(op) == str(ref)

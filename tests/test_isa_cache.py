@@ -1,0 +1,179 @@
+"""The ISA database loaded through the user cache (asterism/cache.py) equals the generated
+JSON it comes from; a corrupted, unwritable or disabled cache changes nothing but speed."""
+
+from __future__ import annotations
+
+import json
+import os
+from importlib import resources
+
+import pytest
+
+from asterism import cache
+from asterism.isa import database
+
+TARGET = "gfx950"
+
+
+def _json_text() -> bytes:
+    return resources.files("asterism.isa").joinpath("data", f"{TARGET}.json").read_bytes()
+
+
+def _load(monkeypatch, directory) -> database.IsaDatabase:
+    """A fresh database (not get_isa's per-process one) through the cache in `directory`."""
+    monkeypatch.setenv("ASTERISM_CACHE_DIR", str(directory))
+    return database.IsaDatabase.from_tables(TARGET, database._load_tables(TARGET, _json_text()))
+
+
+def _assert_matches_json(db: database.IsaDatabase) -> None:
+    """Every instruction, alias and (format, encoding, opcode) list as the JSON has them."""
+    data = json.loads(_json_text())
+    raws = data["instructions"]
+    assert list(db.instructions) == [raw["mnemonic"] for raw in raws]
+    index: dict[tuple[str, str, int], list] = {}
+    for raw in raws:
+        inst = db.instructions[raw["mnemonic"]]
+        assert inst == database._instruction_from_json(raw, TARGET)
+        for alias in raw.get("aliases", ()):
+            assert db.aliases[alias] == raw["mnemonic"]
+        for f, form in zip(raw["forms"], inst.forms, strict=True):
+            index.setdefault((f["format"], f["enc"], f["opcode"]), []).append(form)
+    assert set(db.by_opcode) == set(index)
+    for key, forms in index.items():
+        # (the same objects, in database order: decoders key their tables by form identity)
+        assert [id(f) for f in db.by_opcode[key]] == [id(f) for f in forms]
+    assert db.llvm_version == data.get("llvm_version", "")
+
+
+def _cache_files(directory) -> list[str]:
+    return sorted(n for n in os.listdir(directory) if n.startswith(f"isa-{TARGET}-"))
+
+
+def test_cached_tables_equal_json(monkeypatch, tmp_path):
+    _assert_matches_json(_load(monkeypatch, tmp_path))  # (made, then written)
+    assert len(_cache_files(tmp_path)) == 1
+
+    def no_json(*args, **kwargs):
+        raise AssertionError("the cache was not used")
+
+    monkeypatch.setattr(database.json, "loads", no_json)
+    db = _load(monkeypatch, tmp_path)  # (json.loads is patched away: compare with a reference)
+    assert db.instructions == _REFERENCE.instructions
+    assert db.aliases == _REFERENCE.aliases
+    assert db.by_opcode == _REFERENCE.by_opcode
+
+
+_REFERENCE = database.IsaDatabase(TARGET, json.loads(_json_text()))
+
+
+def test_corrupted_cache_is_ignored_and_rewritten(monkeypatch, tmp_path):
+    _load(monkeypatch, tmp_path)
+    (name,) = _cache_files(tmp_path)
+    path = tmp_path / name
+    good = path.read_bytes()
+    for bad in (good[: len(good) // 2], good[:-1] + bytes([good[-1] ^ 1]), b"", b"garbage"):
+        path.write_bytes(bad)
+        _assert_matches_json(_load(monkeypatch, tmp_path))
+        assert path.read_bytes() == good  # (written again)
+
+
+def test_body_of_another_layout_is_ignored(monkeypatch, tmp_path):
+    _load(monkeypatch, tmp_path)
+    (name,) = _cache_files(tmp_path)
+    cache.write(name, b"\x93\x01\x02\x03")  # (a valid file whose body is not the tables)
+    _assert_matches_json(_load(monkeypatch, tmp_path))
+
+
+@pytest.mark.parametrize("setting", ["file", "off"])
+def test_unwritable_or_disabled_cache(monkeypatch, tmp_path, setting):
+    if setting == "file":
+        blocker = tmp_path / "not-a-directory"
+        blocker.write_text("")
+        directory = blocker / "asterism"  # (cannot be created)
+    else:
+        directory = ""
+    db = _load(monkeypatch, directory)
+    assert db.instructions == _REFERENCE.instructions
+    assert not cache.write("x", b"y")
+    assert cache.read("x") is None
+
+
+def test_cache_dir_default(monkeypatch, tmp_path):
+    monkeypatch.delenv("ASTERISM_CACHE_DIR", raising=False)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    assert cache.cache_dir() == os.path.join(str(tmp_path), "asterism")
+    monkeypatch.delenv("XDG_CACHE_HOME")
+    assert cache.cache_dir() == os.path.join(os.path.expanduser("~"), ".cache", "asterism")
+
+
+def test_key_changes_with_content():
+    assert cache.key_of(b"a") != cache.key_of(b"b")
+    assert cache.key_of(b"a", b"b") != cache.key_of(b"ab")
+
+
+# ---------------------------------------------------------------------- generated code
+
+
+def _fresh_code_cache(monkeypatch, directory) -> None:
+    monkeypatch.setenv("ASTERISM_CACHE_DIR", str(directory))
+    monkeypatch.setattr(cache, "_code_entries", None)
+    monkeypatch.setattr(cache, "_code_new", {})
+
+
+def test_compiled_code_round_trips_through_the_cache(monkeypatch, tmp_path):
+    source = "def f(x):\n    return x * 3 + 1\n"
+    _fresh_code_cache(monkeypatch, tmp_path)
+    made = cache.compile_cached(source, "<test f>")
+    cache._save_code()
+    _fresh_code_cache(monkeypatch, tmp_path)
+
+    def no_compile(*args, **kwargs):
+        raise AssertionError("compiled again")
+
+    monkeypatch.setattr(cache, "compile", no_compile, raising=False)
+    loaded = cache.compile_cached(source, "<test f>")
+    assert loaded == made and loaded is not made
+    env: dict = {}
+    exec(loaded, env)
+    assert env["f"](4) == 13
+
+
+def test_corrupted_code_entry_is_compiled_again(monkeypatch, tmp_path):
+    source = "def g():\n    return 'fresh'\n"
+    _fresh_code_cache(monkeypatch, tmp_path)
+    cache.compile_cached(source, "<test g>")
+    cache._save_code()
+    _fresh_code_cache(monkeypatch, tmp_path)
+    entries = cache._read_code_entries()
+    (key,) = entries
+    # (flip a bit of the marshalled code: the entry's digest no longer matches)
+    entry = entries[key]
+    entries[key] = entry[:-1] + bytes([entry[-1] ^ 1])
+    monkeypatch.setattr(cache, "_code_entries", entries)
+    env: dict = {}
+    exec(cache.compile_cached(source, "<test g>"), env)
+    assert env["g"]() == "fresh"
+
+
+def test_listing_is_the_same_with_and_without_caches(tmp_path, shared_data):
+    """A fresh listing (caches being written) equals one read back from the caches."""
+    import subprocess
+    import sys
+
+    sample = sorted((shared_data / "codeobjects").glob("*.co"))[0]
+    code = ("import sys; from asterism import api; "
+            "sys.stdout.write(api.disassembly_listing(sys.argv[1]))")
+    outputs = []
+    for setting in (str(tmp_path), str(tmp_path), ""):  # (cold, warm, off)
+        env = {**os.environ, "ASTERISM_CACHE_DIR": setting}
+        outputs.append(subprocess.run([sys.executable, "-c", code, str(sample)], env=env,
+                                      capture_output=True, check=True).stdout)
+    assert outputs[0] == outputs[1] == outputs[2]
+    assert any(n.startswith("code-") for n in os.listdir(tmp_path))
+
+
+def test_no_cache_without_a_home(monkeypatch):
+    for name in ("ASTERISM_CACHE_DIR", "XDG_CACHE_HOME"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setattr(os.path, "expanduser", lambda path: path)  # (as without any home)
+    assert cache.cache_dir() is None
