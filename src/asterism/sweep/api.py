@@ -12,8 +12,8 @@
   such a parameter) returning either a `KernelCase` (module, kernel, grid, block, args,
   outputs, reference, atol, rtol, flops: what the library's kernels return, needed for
   `check`) or a tuple `(module, kernel, grid, block, args)` or `(module, kernel, grid,
-  block, args, flops)`, where `module` is what `asterism.compile` takes (a builder module,
-  a .mlir or .s path), `args` the launch arguments (a list in order or a dict by name:
+  block, args, flops)`, where `module` is what `asterism.compile` takes (a builder/xDSL
+  module or amdgcn IR text), `args` the launch arguments (a list in order or a dict by name:
   NumPy arrays and scalars) and `flops` the useful operations of one launch (for TFLOPS;
   without it the points rank by time). The local engine pickles the function by name, so it
   must be defined at module level (Ray also ships closures).
