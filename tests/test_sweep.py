@@ -291,6 +291,21 @@ def test_ranking_prefers_tflops_then_time():
             PointResult(2, {}, ok=True, tflops=1.0, seconds=1.0),
             PointResult(3, {}, ok=True, tflops=None, seconds=0.1)]
     assert [r.index for r in sorted(rows, key=rank_key)] == [1, 2, 0, 3]
+    assert [r.index for r in sorted(rows, key=lambda r: rank_key(r, "time"))] == [3, 2, 0, 1]
+    rows[0].per_cu_tflops, rows[1].per_cu_tflops, rows[2].per_cu_tflops = 50.0, 20.0, 30.0
+    assert [r.index for r in sorted(rows, key=lambda r: rank_key(r, "per_cu"))] == [0, 2, 1, 3]
+
+
+def test_example_sweeps_the_gemm(tmp_path):
+    from test_examples import load
+
+    mod = load("examples/sweep/sweep_gemm.py")
+    result = mod.run((64, 64, 64), {"tile_m": [64], "tile_n": [64], "waves": [1, 4]}, workers=2,
+                     cache=tmp_path, progress=False, rank_by="per_cu")
+    assert len(result.points) == 2 and not result.failed
+    assert result.points[0].checked and result.best.per_cu_tflops == max(
+        r.per_cu_tflops for r in result.points)
+    assert result.plot(tmp_path / "s.png").stat().st_size > 0
 
 
 def test_cache_dir_from_environment(monkeypatch, tmp_path):

@@ -59,7 +59,8 @@ def cmd_sweep(args) -> int:
     result = sweep(gen, space, target=args.target, sample=args.sample, seed=args.seed,
                    check=args.check, metric=args.metric, backend=args.backend,
                    workers=args.workers, engine=args.engine, address=args.address,
-                   cache=cache, iterations=args.iterations, progress=not args.quiet)
+                   cache=cache, iterations=args.iterations, rank_by=args.rank_by,
+                   progress=not args.quiet)
     report = json.dumps(result.to_json(), indent=1, default=repr) + "\n"
     if args.plot and result.ok:
         result.plot(args.plot)
@@ -115,6 +116,9 @@ def register(verb) -> None:
                    help="result cache folder (default: $ASTERISM_CACHE_DIR or "
                         "~/.cache/asterism/sweep)")
     p.add_argument("--no-cache", action="store_true", help="neither read nor write the cache")
+    p.add_argument("--rank-by", choices=("tflops", "per_cu", "time"), default="tflops",
+                   help="tflops: of this launch (default); per_cu: the modeled per-CU rate "
+                        "times the CU count (a grid filling every CU); time: per launch")
     p.add_argument("--top", type=int, metavar="N", help="show only the N best points")
     p.add_argument("--json", action="store_true", help="print the JSON report instead of "
                    "the table")

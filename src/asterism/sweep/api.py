@@ -35,7 +35,7 @@ from asterism.sweep.cache import ResultCache, cache_key
 from asterism.sweep.engines import make_engine
 from asterism.sweep.points import Space, SweepError, check_space, points
 from asterism.sweep.progress import Progress
-from asterism.sweep.result import SweepResult
+from asterism.sweep.result import RANK_BY, SweepResult
 from asterism.sweep.worker import METRICS, PointResult, PointTask, code_version
 
 
@@ -139,11 +139,14 @@ def sweep(generator: str | Callable, space: Mapping[str, Any], *, target: str | 
           sample: int | None = None, seed: int = 0, check: bool = False,
           metric: str = "modeled", backend: str | None = None, workers: int | None = None,
           engine: str = "local", address: str | None = None, cache: Any = True,
-          iterations: int = 10, pipeline: str | None = None,
+          iterations: int = 10, pipeline: str | None = None, rank_by: str = "tflops",
           progress: bool = True) -> SweepResult:
     """Run every point of `space` (or `sample` random ones) of `generator`; see the module
     docstring for what `generator` may be. Returns a SweepResult (ranked(), table(),
-    to_json(), plot())."""
+    to_json(), plot()), ranked by `rank_by`: "tflops" (of the launch), "per_cu" (modeled:
+    CU 0's rate times the CU count, what a grid filling every CU would reach) or "time"."""
+    if rank_by not in RANK_BY:
+        raise SweepError(f"unknown ranking {rank_by!r}; choose one of {', '.join(RANK_BY)}")
     gen = resolve_generator(generator)
     space = check_space(gen, space)
     backend = check_options(metric, backend)
@@ -157,7 +160,8 @@ def sweep(generator: str | Callable, space: Mapping[str, Any], *, target: str | 
     store = _cache(cache)
     name = gen if isinstance(gen, str) else getattr(gen, "name", None) or \
         getattr(gen, "__name__", "kernel")
-    result = SweepResult(name, target, space, metric, backend, runner.describe(), check)
+    result = SweepResult(name, target, space, metric, backend, runner.describe(), check,
+                         rank_by=rank_by)
     start = time.perf_counter()
     bar = Progress(len(tasks), enabled=progress)
     done: dict[int, PointResult] = {}

@@ -30,11 +30,12 @@ def require_matplotlib() -> tuple[Any, Any]:
     return Figure, FigureCanvasAgg
 
 
-def _value(r, metric: str) -> float | None:
-    """The y value of a point: TFLOPS, or the time (us) when there are no flops."""
-    if r.tflops is not None:
-        return r.tflops
-    return r.seconds * 1e6 if r.seconds is not None else None
+def _value(r, by: str) -> float | None:
+    """The y value of a point: the figure it is ranked by (time in us)."""
+    from asterism.sweep.result import rank_value
+
+    value = rank_value(r, by)
+    return value * 1e6 if by == "time" and value is not None else value
 
 
 def plot_sweep(result, out_png: str | os.PathLike) -> Path:
@@ -43,37 +44,42 @@ def plot_sweep(result, out_png: str | os.PathLike) -> Path:
     out = Path(out_png)
     if not out.parent.is_dir():
         raise SweepError(f"{out.parent}: no such folder for the picture")
-    ok = [r for r in result.ranked() if _value(r, result.metric) is not None]
+    by = result.rank_by if any(r.tflops is not None for r in result.ok) else "time"
+    ok = [r for r in result.ranked() if _value(r, by) is not None]
     if not ok:
         raise SweepError("nothing to plot: no point of the sweep succeeded")
-    uses_tflops = ok[0].tflops is not None
-    ylabel = ("modeled TFLOPS (timing model)" if result.metric == "modeled"
-              else "measured TFLOPS") if uses_tflops else "time per launch (us)"
+    higher = by != "time"
+    kind = "modeled" if result.metric == "modeled" else "measured"
+    ylabel = {"tflops": f"{kind} TFLOPS", "per_cu": f"{kind} per-CU TFLOPS (x CU count)",
+              "time": f"{kind} time per launch (us)"}[by]
     cols = result.columns()
     best = ok[0]
-    fig = figure_cls(figsize=(max(4.5 * len(cols), 6), 4.2), dpi=110)
+    ncols = 2 if len(cols) == 4 else min(3, len(cols))
+    nrows = -(-len(cols) // ncols)
+    fig = figure_cls(figsize=(max(4.6 * ncols, 6), 3.8 * nrows + 0.6), dpi=110)
     for i, col in enumerate(cols):
-        ax = fig.add_subplot(1, len(cols), i + 1)
+        ax = fig.add_subplot(nrows, ncols, i + 1)
         values = result.space[col]
         xs = {v: j for j, v in enumerate(values)}
         tops: dict[Any, float] = {}
         for r in ok:
-            x, y = xs[r.params[col]], _value(r, result.metric)
+            x, y = xs[r.params[col]], _value(r, by)
             ax.scatter([x], [y], color="#1f77b4", s=22, alpha=0.7, zorder=2)
-            better = y > tops.get(x, -1.0) if uses_tflops else y < tops.get(x, float("inf"))
+            better = y > tops.get(x, -1.0) if higher else y < tops.get(x, float("inf"))
             if better:
                 tops[x] = y
         line = sorted(tops.items())
         ax.plot([x for x, _ in line], [y for _, y in line], color="#d62728", linewidth=1.2,
                 zorder=1, label="best per value")
-        ax.scatter([xs[best.params[col]]], [_value(best, result.metric)], s=140,
+        ax.scatter([xs[best.params[col]]], [_value(best, by)], s=140,
                    facecolors="none", edgecolors="#2ca02c", linewidths=1.8, zorder=3,
                    label="best point")
         ax.set_xticks(range(len(values)))
         ax.set_xticklabels([str(v) for v in values])
         ax.set_xlabel(col)
-        if i == 0:
+        if i % ncols == 0:
             ax.set_ylabel(ylabel)
+        if i == 0:
             ax.legend(fontsize=7, loc="best")
         ax.grid(axis="y", alpha=0.3)
     best_text = " ".join(f"{c}={best.params[c]}" for c in cols)

@@ -12,11 +12,28 @@ from asterism.sweep.worker import PointResult
 ERROR_WIDTH = 110  # the table shortens errors to this; the JSON keeps them whole
 
 
-def rank_key(r: PointResult) -> tuple:
-    """Best first: highest TFLOPS, then shortest time, then the point's order."""
-    tflops = r.tflops if r.tflops is not None else -math.inf
+RANK_BY = ("tflops", "per_cu", "time")
+RANK_LABELS = {"tflops": "TFLOPS", "per_cu": "per-CU TFLOPS", "time": "time"}
+
+
+def rank_value(r: PointResult, by: str = "tflops") -> float | None:
+    """The figure a point is ranked by: TFLOPS of the launch, the modeled per-CU rate
+    (what the kernel would reach on a grid that fills every CU), or the time (seconds)."""
+    if by == "per_cu":
+        return r.per_cu_tflops if r.per_cu_tflops is not None else r.tflops
+    if by == "time":
+        return r.seconds
+    return r.tflops
+
+
+def rank_key(r: PointResult, by: str = "tflops") -> tuple:
+    """Best first: the highest `by` figure (the shortest time for "time"), then the shortest
+    time, then the point's order."""
+    value = rank_value(r, by)
     seconds = r.seconds if r.seconds is not None else math.inf
-    return (-tflops, seconds, r.index)
+    if by == "time":
+        return (seconds, r.index)
+    return (-value if value is not None else math.inf, seconds, r.index)
 
 
 @dataclass
@@ -34,6 +51,7 @@ class SweepResult:
     points: list[PointResult] = field(default_factory=list)
     wall_seconds: float = 0.0
     ran: int = 0  # points computed in this sweep (the rest came from the cache)
+    rank_by: str = "tflops"  # one of RANK_BY
 
     @property
     def ok(self) -> list[PointResult]:
@@ -51,8 +69,8 @@ class SweepResult:
         return sum(r.cached for r in self.points)
 
     def ranked(self) -> list[PointResult]:
-        """The successful points, best first (highest TFLOPS, then shortest time)."""
-        return sorted(self.ok, key=rank_key)
+        """The successful points, best first (by `rank_by`, then the shortest time)."""
+        return sorted(self.ok, key=lambda r: rank_key(r, self.rank_by))
 
     @property
     def best(self) -> PointResult | None:
@@ -77,6 +95,7 @@ class SweepResult:
             "kernel": self.kernel, "target": self.target, "metric": self.metric,
             "modeled": self.metric == "modeled", "backend": self.backend,
             "engine": self.engine, "check": self.check, "space": self.space,
+            "rank_by": self.rank_by,
             "points": len(self.points), "ran": self.ran, "cached": self.cached,
             "failed": len(self.failed), "wall_seconds": round(self.wall_seconds, 3),
             "results": rows,
@@ -88,7 +107,7 @@ class SweepResult:
                if self.metric == "modeled" else f"measured on {self.backend}")
         return (f"{self.kernel} on {self.target or 'its target'}: {len(self.points)} points "
                 f"({self.ran} run, {self.cached} cached), {len(self.failed)} failed; {how}; "
-                f"{self.engine}; {self.wall_seconds:.1f} s")
+                f"{self.engine}; {self.wall_seconds:.1f} s; ranked by {RANK_LABELS[self.rank_by]}")
 
     def table(self, top: int | None = None) -> str:
         """The ranked table (best first), then the failed points with their errors."""
@@ -156,4 +175,4 @@ def _aligned(rows: list[list[str]]) -> list[str]:
     return ["  ".join(cell.ljust(w) for cell, w in zip(row, widths)).rstrip() for row in rows]
 
 
-__all__ = ["SweepResult", "rank_key"]
+__all__ = ["RANK_BY", "SweepResult", "rank_key", "rank_value"]
