@@ -11,8 +11,10 @@ through HIP_VISIBLE_DEVICES before HIP is loaded.
 
 from __future__ import annotations
 
+import contextlib
 import os
 from collections.abc import Iterator, Sequence
+from pathlib import Path
 
 from asterism.sweep.points import SweepError
 from asterism.sweep.worker import PointResult, PointTask, run_point
@@ -133,7 +135,8 @@ class RayEngine:
             if self.address:
                 ray.init(address=self.address, **options)
             else:
-                ray.init(num_cpus=self.workers or default_workers(), **options)
+                with _same_asterism():
+                    ray.init(num_cpus=self.workers or default_workers(), **options)
         except Exception as err:  # Ray's own errors: connection refused, bad address...
             where = self.address or "a local Ray"
             raise SweepError(f"cannot start or reach {where}: {type(err).__name__}: "
@@ -162,6 +165,25 @@ class RayEngine:
         finally:
             if started:
                 ray.shutdown()
+
+
+@contextlib.contextmanager
+def _same_asterism():
+    """PYTHONPATH names the folder this asterism was imported from while a local Ray starts:
+    its workers (started by the raylet with this environment) then import the same code
+    even when the driver found it through sys.path (a source checkout, a script's path)."""
+    import asterism
+
+    root = str(Path(asterism.__file__).resolve().parent.parent)
+    old = os.environ.get("PYTHONPATH")
+    os.environ["PYTHONPATH"] = os.pathsep.join([root, old] if old else [root])
+    try:
+        yield
+    finally:
+        if old is None:
+            del os.environ["PYTHONPATH"]
+        else:
+            os.environ["PYTHONPATH"] = old
 
 
 def import_ray():
