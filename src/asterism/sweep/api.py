@@ -173,7 +173,7 @@ def sweep(generator: str | Callable, space: Mapping[str, Any], *, target: str | 
             continue
         hit.index, hit.cached = task.index, True
         done[task.index] = hit
-        bar.update(hit.ok, cached=True)
+        bar.add_cached(hit.ok)
     bar.start_line(f"sweeping {name}: {len(tasks)} points ({len(tasks) - len(todo)} cached) "
                    f"on {runner.describe()}")
     try:

@@ -55,11 +55,16 @@ class Progress:
         parts.append(f"ETA {clock(eta)}" if eta is not None else "ETA ?")
         return "  ".join(parts)
 
-    def update(self, ok: bool, cached: bool = False, label: str = "") -> None:
+    def add_cached(self, ok: bool) -> None:
+        """Count a point taken from the cache (not drawn: the start line says how many)."""
+        self.done += 1
+        self.cached += 1
+        self.failed += not ok
+
+    def update(self, ok: bool, label: str = "") -> None:
         """Count one finished point and redraw."""
         self.done += 1
         self.failed += not ok
-        self.cached += cached
         if not self.enabled:
             return
         if self.tty:
