@@ -7,6 +7,7 @@ One-call functions (loaded on first use, so `import asterism` stays cheap):
     asterism.assemble(asm)      assembly -> code object bytes
     asterism.disassemble(co)    code object -> decoded instructions
     asterism.launch(co, "kernel", grid=..., block=..., args=[...])   run it (emulator / HIP)
+    asterism.sweep("gemm", {"tile_m": [64, 128]})   parameter sweep (asterism/sweep/api.py)
 """
 
 __version__ = "0.1.0"
@@ -24,4 +25,8 @@ def __getattr__(name: str):
         from asterism.runtime import launch
 
         return launch
+    if name == "sweep":  # the package asterism.sweep, callable as asterism.sweep(...)
+        import importlib
+
+        return importlib.import_module("asterism.sweep")
     raise AttributeError(f"module 'asterism' has no attribute {name!r}")

@@ -41,6 +41,7 @@ VERB_GROUPS: dict[str, tuple[str, ...]] = {
     "stats": ("stats",),
     "trace": ("profile", "trace"),
     "kernels": ("kernels",),
+    "sweep": ("sweep",),
 }
 
 # verb(name, fn, help, description=None) -> the verb's ArgumentParser

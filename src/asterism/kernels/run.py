@@ -152,14 +152,15 @@ def _add_timing(run: KernelRun, case: KernelCase, timing) -> None:
 
 def run_case(case: KernelCase, backend: str = "emu", check: bool = True,
              timing: bool = False, iterations: int = 1,
-             pipeline: str | None = None) -> KernelRun:
-    """Compile and launch `case`; compare with the reference (`check`), model (`timing`,
-    emulator) or measure (hip) its speed."""
+             pipeline: str | None = None, code: bytes | None = None) -> KernelRun:
+    """Compile (unless its `code` object is given) and launch `case`; compare with the
+    reference (`check`), model (`timing`, emulator) or measure (hip) its speed."""
     import time
 
     from asterism import runtime
 
-    code = compile_case(case, pipeline)
+    if code is None:
+        code = compile_case(case, pipeline)
     args = {k: (v.copy() if isinstance(v, np.ndarray) else v) for k, v in case.args.items()}
     start = time.perf_counter()
     result = runtime.launch(code, case.kernel, grid=case.grid, block=case.block, args=args,

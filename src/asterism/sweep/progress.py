@@ -1,0 +1,89 @@
+"""The progress bar of a sweep, on stderr: done/total, failures, cached points, elapsed, ETA.
+
+On a terminal it redraws one line; otherwise (a log, CI) it prints one line per finished
+point. The ETA extrapolates from the points run so far (cached ones cost nothing, so they
+are left out of the rate).
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from typing import TextIO
+
+BAR = 24
+
+
+def clock(seconds: float) -> str:
+    """`seconds` as m:ss (or h:mm:ss)."""
+    seconds = max(0, int(round(seconds)))
+    h, rest = divmod(seconds, 3600)
+    m, s = divmod(rest, 60)
+    return f"{h}:{m:02}:{s:02}" if h else f"{m}:{s:02}"
+
+
+class Progress:
+    """Counts finished points and draws the bar (nothing when `enabled` is False)."""
+
+    def __init__(self, total: int, enabled: bool = True, stream: TextIO | None = None):
+        self.total = total
+        self.stream = stream or sys.stderr
+        self.enabled = enabled
+        self.tty = enabled and getattr(self.stream, "isatty", lambda: False)()
+        self.start = time.perf_counter()
+        self.done = self.failed = self.cached = 0
+
+    def eta(self) -> float | None:
+        """Seconds left, from the rate of the points run (None before the first one)."""
+        ran = self.done - self.cached
+        if ran <= 0:
+            return None
+        rate = (time.perf_counter() - self.start) / ran
+        return rate * (self.total - self.done)
+
+    def line(self) -> str:
+        """The progress text (without the terminal control characters)."""
+        filled = BAR * self.done // max(1, self.total)
+        bar = "#" * filled + "." * (BAR - filled)
+        eta = self.eta()
+        parts = [f"[{bar}] {self.done}/{self.total}"]
+        if self.failed:
+            parts.append(f"{self.failed} failed")
+        if self.cached:
+            parts.append(f"{self.cached} cached")
+        parts.append(f"elapsed {clock(time.perf_counter() - self.start)}")
+        parts.append(f"ETA {clock(eta)}" if eta is not None else "ETA ?")
+        return "  ".join(parts)
+
+    def add_cached(self, ok: bool) -> None:
+        """Count a point taken from the cache (not drawn: the start line says how many)."""
+        self.done += 1
+        self.cached += 1
+        self.failed += not ok
+
+    def update(self, ok: bool, label: str = "") -> None:
+        """Count one finished point and redraw."""
+        self.done += 1
+        self.failed += not ok
+        if not self.enabled:
+            return
+        if self.tty:
+            self.stream.write("\r\x1b[2K" + self.line())
+        else:
+            self.stream.write(f"{self.line()}  {label}\n")
+        self.stream.flush()
+
+    def start_line(self, text: str) -> None:
+        """Print a line before the bar starts (what is being swept, on which engine)."""
+        if self.enabled:
+            self.stream.write(text + "\n")
+            self.stream.flush()
+
+    def close(self) -> None:
+        """End the bar's line."""
+        if self.enabled and self.tty and self.done:
+            self.stream.write("\n")
+            self.stream.flush()
+
+
+__all__ = ["Progress", "clock"]
