@@ -27,7 +27,7 @@ from asterism.kernels import KernelParamError, run_case  # noqa: E402
 BUDGET_SECONDS = 60.0
 SHAPES = {
     "gemm": dict(m=1024, n=1024, k=1024),
-    "flash_attention_fwd": dict(batch=1, heads=2, seq=1024, head_dim=128),
+    "flash_attention_fwd": dict(batch=1, heads=2, seq_q=1024, head_dim=128),
 }
 
 
@@ -37,8 +37,9 @@ def bench(name: str, target: str) -> str:
         gen = kernels.get(name)
     except KernelParamError:
         return f"{name:<20} {target:<7} skipped: not registered"
-    known = {p.name for p in gen.params}
-    params = {k: v for k, v in SHAPES[name].items() if k in known}
+    params = SHAPES[name]
+    for key in params:
+        gen.param(key)  # a shape naming an unknown parameter is an error, not a smaller run
     start = time.perf_counter()
     case = gen.build(target, params)
     built = time.perf_counter()
