@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from xdsl.dialects.builtin import ModuleOp as BuiltinModuleOp
+from xdsl.ir import Operation
 
 from asterism.errors import AsterismError, VerifyError
 from asterism.ir import kernel_attrs
@@ -256,10 +257,7 @@ def _kernel_of(name: str, body: list, start: int, end: int, filename: str,
     for d in body:
         if d.address in labels:
             out.append(LabelDef(label(d.address)))
-        inst = exact_inst(d)
-        if inst is None:
-            raise RaiseError(f"{_at(filename, d.address)}: {d.inst.mnemonic} "
-                             f"({d.raw.hex()}) does not encode back to its bytes")
+        inst = _ir_inst(exact_inst(d), d, filename)
         if d.address in targets:
             inst = copy.copy(inst)
             inst.operands = [Label(label(targets[d.address])) if s.syntax == "label"
@@ -267,6 +265,37 @@ def _kernel_of(name: str, body: list, start: int, end: int, filename: str,
         addresses[id(inst)] = d.address
         out.append(inst)
     return _bare_kernel(name, out), addresses
+
+
+def _ir_inst(inst: Inst | None, d, filename: str) -> Inst:
+    """`inst` with the modifiers the IR spells (integers for Syntax values) and every other
+    bit of its words in `hidden_bits`."""
+    from asterism.ir.ops import MODIFIER_NAMES
+    from asterism.mc.encoder import encode_inst
+    from asterism.mc.lossless import HIDDEN_BITS
+    from asterism.mc.operands import Syntax
+
+    if inst is None:
+        raise RaiseError(f"{_at(filename, d.address)}: {d.inst.mnemonic} ({d.raw.hex()}) does "
+                         "not encode back to its bytes")
+    mods = {k: v.value if isinstance(v, Syntax) else v for k, v in inst.modifiers.items()
+            if k in MODIFIER_NAMES}
+    if mods == inst.modifiers:
+        return inst
+    inst = copy.copy(inst)
+    inst.modifiers = mods
+    try:
+        again = encode_inst(inst, d.address)
+    except AsterismError as err:
+        raise RaiseError(f"{_at(filename, d.address)}: {d.inst.mnemonic}: the IR has no "
+                         f"modifier for what its words hold ({err.message})") from None
+    hidden = int.from_bytes(again, "little") ^ int.from_bytes(d.raw, "little")
+    if len(again) != d.size:
+        raise RaiseError(f"{_at(filename, d.address)}: {d.inst.mnemonic}: the IR's modifiers "
+                         "give another instruction size")
+    if hidden:
+        inst.modifiers[HIDDEN_BITS] = hidden
+    return inst
 
 
 def block_label(address: int) -> str:
@@ -409,12 +438,64 @@ def _raise_kernel(original: _Original, target: str, filename: str) -> KernelOp:
     mk.args = _kernel_args(meta)
     mk.workgroup_size = _workgroup_size(meta)
     mk.lds_size = kd.group_segment_fixed_size
+    raiser = _AddressedRaising(mk, target, original.addresses, filename)
     try:
-        op = _KernelRaising(mk, target).run()
+        op = raiser.run()
     except VerifyError as err:
         raise RaiseError(f"{filename}: kernel '{mk.name}': {err.message}", err.location) \
             from None
+    _check_instructions(op, raiser, filename)
     return op
+
+
+class _AddressedRaising(_KernelRaising):
+    """The raiser, remembering the address (or source line) of every instruction op."""
+
+    def __init__(self, kernel: McKernel, target: str, addresses: dict[int, int],
+                 filename: str):
+        super().__init__(kernel, target)
+        self.addresses = addresses
+        self.filename = filename
+        self.origin: dict[Operation, str] = {}
+
+    def instruction(self, inst: Inst, form) -> Operation:
+        """The instruction op of `inst`, its origin noted for error messages."""
+        try:
+            op = super().instruction(inst, form)
+        except VerifyError as err:
+            raise RaiseError(f"{self.where(inst)}: {inst.mnemonic}: {err.message}") from None
+        self.origin[op] = self.where(inst)
+        return op
+
+    def where(self, inst: Inst) -> str:
+        """`0x<address>` of a decoded instruction, `file:line:col` of a parsed one."""
+        address = self.addresses.get(id(inst))
+        if address is not None:
+            return f"{self.filename}: 0x{address:x}"
+        return str(inst.loc) if inst.loc is not None else self.filename
+
+
+def _check_instructions(kernel: KernelOp, raiser: _AddressedRaising, filename: str) -> None:
+    """RaiseError (with the address) for an instruction the decoder accepts but the IR's
+    or the MC layer's rules refuse (trap registers, misaligned ranges, constant-bus
+    overuse...): each instruction op is lowered once on its own."""
+    from collections import Counter
+
+    from asterism.ir.ops import InstructionOp
+    from asterism.ir.to_mc import _KernelLowering
+    from asterism.ir.verify import VerifiedFacts
+    from asterism.isa import get_isa
+
+    lowering = _KernelLowering(kernel, get_isa(raiser.target), Counter(), VerifiedFacts())
+    for op in kernel.walk():
+        if not isinstance(op, InstructionOp):
+            continue
+        try:
+            lowering.lower_instruction(op)
+        except VerifyError as err:
+            where = raiser.origin.get(op, filename)
+            raise RaiseError(f"{where}: {op.mnemonic_text}: the IR cannot express this "
+                             f"instruction: {err.message}") from None
 
 
 def _keep_descriptors_and_metadata(module: BuiltinModuleOp, amod: ModuleOp,
