@@ -457,6 +457,7 @@ class _AddressedRaising(_KernelRaising):
         self.addresses = addresses
         self.filename = filename
         self.origin: dict[Operation, str] = {}
+        self.words: dict[Operation, Inst] = {}  # the instruction each op was raised from
 
     def instruction(self, inst: Inst, form) -> Operation:
         """The instruction op of `inst`, its origin noted for error messages."""
@@ -465,6 +466,7 @@ class _AddressedRaising(_KernelRaising):
         except VerifyError as err:
             raise RaiseError(f"{self.where(inst)}: {inst.mnemonic}: {err.message}") from None
         self.origin[op] = self.where(inst)
+        self.words[op] = inst
         return op
 
     def where(self, inst: Inst) -> str:
@@ -478,24 +480,30 @@ class _AddressedRaising(_KernelRaising):
 def _check_instructions(kernel: KernelOp, raiser: _AddressedRaising, filename: str) -> None:
     """RaiseError (with the address) for an instruction the decoder accepts but the IR's
     or the MC layer's rules refuse (trap registers, misaligned ranges, constant-bus
-    overuse...): each instruction op is lowered once on its own."""
+    overuse...) or that would not come back as the same words: each instruction op is
+    lowered and encoded once on its own."""
     from collections import Counter
 
     from asterism.ir.ops import InstructionOp
     from asterism.ir.to_mc import _KernelLowering
     from asterism.ir.verify import VerifiedFacts
     from asterism.isa import get_isa
+    from asterism.mc.encoder import encode_inst
 
     lowering = _KernelLowering(kernel, get_isa(raiser.target), Counter(), VerifiedFacts())
     for op in kernel.walk():
         if not isinstance(op, InstructionOp):
             continue
+        where = raiser.origin.get(op, filename)
         try:
-            lowering.lower_instruction(op)
-        except VerifyError as err:
-            where = raiser.origin.get(op, filename)
+            again = encode_inst(lowering.lower_instruction(op))
+        except AsterismError as err:
             raise RaiseError(f"{where}: {op.mnemonic_text}: the IR cannot express this "
                              f"instruction: {err.message}") from None
+        source = raiser.words.get(op)
+        if source is not None and again != encode_inst(source):
+            raise RaiseError(f"{where}: {op.mnemonic_text}: the IR does not give back its "
+                             f"words ({encode_inst(source).hex()} -> {again.hex()})")
 
 
 def _keep_descriptors_and_metadata(module: BuiltinModuleOp, amod: ModuleOp,
