@@ -143,6 +143,7 @@ class _KernelRelocation:
         self.options = options
         self.refs: dict[Operation, list[_Ref]] = {}
         self.report = RelocationReport(kernel.kernel_name)
+        self.superseded: set[Operation] = set()  # fixed ABI ops a relocatable one replaces
 
     # --- facts ----------------------------------------------------------------------------
 
@@ -311,6 +312,7 @@ class _KernelRelocation:
             self.report.webs += 1
             for r in w.refs:
                 web_of[r] = w
+        replaced: dict[Operation, SSAValue] = {}  # pinned reads of an ABI input -> alloca
         for block in self.blocks():
             current: dict[int, SSAValue] = {}
             for op in list(block.ops):
@@ -320,6 +322,7 @@ class _KernelRelocation:
                 for r in refs:
                     w = web_of.get(r)
                     if w is None:
+                        self.unpin_abi_read(op, r, replaced, entry, first)
                         continue
                     value = current.get(id(w), w.value) if r.reads else w.value
                     op.operands[r.pos] = value
@@ -331,13 +334,33 @@ class _KernelRelocation:
                     res._type = w.value.type  # (destination passing: the result's type)
                     current[id(w)] = res
         for op in list(entry.ops):
-            if isinstance(op, (AllocaOp, *ABI_VALUE_OPS)) and not op.results[0].uses:
+            # (a fixed ABI op stays while its relocatable twin is not made: unused, it still
+            # asks the dispatch for the input the descriptor enables)
+            if (isinstance(op, AllocaOp) or op in self.superseded) and not op.results[0].uses:
                 entry.erase_op(op)
+
+    def unpin_abi_read(self, op: Operation, r: _Ref, replaced: dict, entry: Block,
+                       first: Operation | None) -> None:
+        """A pinned read of a dispatch input reads a plain fixed register instead: the
+        allocator keeps an ABI input's register for it while the ABI value is live, and
+        hand-written code may write part of it before reading the whole again."""
+        value = op.operands[r.pos]
+        owner = value.owner
+        if not isinstance(owner, ABI_VALUE_OPS):
+            return
+        if owner not in replaced:
+            alloca = AllocaOp(value.type)
+            alloca.results[0].name_hint = f"{r.kind}{r.first}_in"
+            entry.insert_op_before(alloca, first)
+            replaced[owner] = alloca.results[0]
+        op.operands[r.pos] = replaced[owner]
 
     def abi_value(self, shape: tuple, t: RegisterType, abi: dict, entry: Block,
                   first: Operation | None) -> SSAValue:
         """The relocatable ABI op for a web that reads a dispatch input."""
         fixed = abi.get(shape)
+        if fixed is not None:
+            self.superseded.add(fixed)
         if fixed is None:  # v0: the work-item id(s)
             dims = compute_layout(self.kernel).abi.workitem_id_dims
             new: Operation = WorkitemIdOp("xyz"[max(dims, 1) - 1], t)
