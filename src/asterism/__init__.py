@@ -6,6 +6,7 @@ One-call functions (loaded on first use, so `import asterism` stays cheap):
     asterism.compile(module)    IR -> code object bytes (no external tool)
     asterism.assemble(asm)      assembly -> code object bytes
     asterism.disassemble(co)    code object -> decoded instructions
+    asterism.raise_kernel(co)   code object / assembly -> editable amdgcn IR
     asterism.launch(co, "kernel", grid=..., block=..., args=[...])   run it (emulator / HIP)
     asterism.sweep("gemm", {"tile_m": [64, 128]})   parameter sweep (asterism/sweep/api.py)
 """
@@ -13,7 +14,7 @@ One-call functions (loaded on first use, so `import asterism` stays cheap):
 __version__ = "0.1.0"
 
 _API = {"parse", "translate", "compile", "assemble", "disassemble", "optimize", "lower",
-        "retarget"}
+        "retarget", "raise_kernel"}
 
 
 def __getattr__(name: str):

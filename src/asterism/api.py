@@ -112,6 +112,17 @@ def assemble(source, target: str | None = None, filename: str | None = None) -> 
     return assemble_mc(parse_asm(text, filename or name, target))
 
 
+def raise_kernel(source, kernel: str | None = None, *, target: str | None = None,
+                 relocatable: bool = False, keep_pinned: str = "", drop_waits: bool = False,
+                 drop_nops: bool = False):
+    """Code object or assembly (path or bytes) -> amdgcn IR module: every kernel or the one
+    named `kernel`, fixed registers unless `relocatable` (see asterism.ir.raising)."""
+    from asterism.ir.raising import raise_kernel as raise_
+
+    return raise_(source, kernel, target=target, relocatable=relocatable,
+                  keep_pinned=keep_pinned, drop_waits=drop_waits, drop_nops=drop_nops)
+
+
 def disassemble(source) -> tuple[object, list]:
     """Decode every kernel of a code object: (CodeObject, [DecodedInst or undecodable])."""
     from asterism.mc.codeobject import read_code_object

@@ -24,6 +24,7 @@ examples:
   asterism compile examples/demo/add_10.mlir -o add_10.hsaco   IR -> code object (no LLVM)
   asterism asm kernel.s -o kernel.hsaco                         assembly -> code object
   asterism disasm kernel.hsaco                                  like llvm-objdump -d
+  asterism raise kernel.hsaco -o kernel.mlir                    code object -> editable IR
   asterism isa v_mfma_f32_16x16x16_f16                          what the ISA database knows
   asterism opt kernel.mlir --pipeline ""                        run passes, print IR
 
@@ -37,6 +38,7 @@ Run `asterism VERB --help` for the options of a verb.
 VERB_GROUPS: dict[str, tuple[str, ...]] = {
     "ir": ("translate", "compile", "opt", "hazards"),
     "mc": ("asm", "disasm", "isa"),
+    "raise_": ("raise",),
     "run": ("run",),
     "stats": ("stats",),
     "trace": ("profile", "trace"),

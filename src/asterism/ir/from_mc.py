@@ -32,6 +32,7 @@ from xdsl.traits import IsTerminator
 
 from asterism.errors import VerifyError
 from asterism.ir.abi import USER_SGPR_OPS, compute_layout, mc_kernel_args
+from asterism.ir.kernel_attrs import HIDDEN_BITS_ATTR, hidden_bits_attr
 from asterism.ir.match import WAITCNT_COUNTERS, ir_specs
 from asterism.ir.ops import (
     OP_FOR_ENCODING,
@@ -55,6 +56,7 @@ from asterism.ir.types import (
 )
 from asterism.isa import Form, get_isa, syntax
 from asterism.mc.inst import Inst
+from asterism.mc.lossless import HIDDEN_BITS
 from asterism.mc.matcher import select_form
 from asterism.mc.operands import (
     FloatImm,
@@ -332,7 +334,10 @@ class _KernelRaising:
         if form.counters:
             result_types.append(TokenType())
         cls = OP_FOR_ENCODING[form.enc]
+        hidden = mods.pop(HIDDEN_BITS, 0)  # (no modifier: an attribute the encoder gets back)
         op = cls(inst.mnemonic, args, result_types, mods)  # type: ignore[arg-type]
+        if hidden:
+            op.attributes[HIDDEN_BITS_ATTR] = hidden_bits_attr(hidden)
         if loc is not None:
             op.location = loc
         for (key, _i), res in zip(defs, op.results):

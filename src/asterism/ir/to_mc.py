@@ -20,6 +20,12 @@ from xdsl.ir import Block, Operation, SSAValue
 
 from asterism.errors import VerifyError
 from asterism.ir.abi import KernelLayout, compute_layout, lds_size, mc_kernel_args
+from asterism.ir.kernel_attrs import (
+    HIDDEN_BITS_ATTR,
+    apply_kernel_attributes,
+    apply_module_attributes,
+    hidden_bits_of,
+)
 from asterism.ir.match import WAITCNT_COUNTERS, Match, canonical_float, immediate_of
 from asterism.ir.ops import (
     ABI_VALUE_OPS,
@@ -45,6 +51,7 @@ from asterism.ir.verify import (
 from asterism.isa import Form, IsaDatabase, OperandSpec, get_isa, syntax
 from asterism.mc.bulk import pause_cyclic_gc, resume_cyclic_gc
 from asterism.mc.inst import Inst
+from asterism.mc.lossless import HIDDEN_BITS
 from asterism.mc.matcher import MatchError as McMatchError
 from asterism.mc.matcher import match_form, select_form
 from asterism.mc.operands import (
@@ -91,6 +98,7 @@ def _lower_module(module: Operation) -> McModule:
                    features=amod.features.data if amod.features is not None else "")
     for kernel in kernels:
         out.kernels.append(_KernelLowering(kernel, isa, hints, facts).run())
+    apply_module_attributes(amod, out)
     return out
 
 
@@ -168,9 +176,11 @@ class _KernelLowering:
                 inst = self.lower_op(op)
                 if inst is not None:
                     body.append(inst)
-        return McKernel(name=kernel.kernel_name, body=body, args=mc_kernel_args(kernel.args),
-                        workgroup_size=kernel.launch_size, lds_size=lds_size(kernel, self.layout),
-                        abi=self.layout.abi)
+        out = McKernel(name=kernel.kernel_name, body=body, args=mc_kernel_args(kernel.args),
+                       workgroup_size=kernel.launch_size, lds_size=lds_size(kernel, self.layout),
+                       abi=self.layout.abi)
+        apply_kernel_attributes(kernel, out, self.isa.target)
+        return out
 
     def lower_op(self, op: Operation) -> Inst | None:
         """The instruction an op stands for (None for declarations)."""
@@ -204,7 +214,16 @@ class _KernelLowering:
         return None  # declarations: allocas, constants, ABI values, LDS allocations, views
 
     def lower_instruction(self, op: InstructionOp) -> Inst:
-        """An instruction op as an mc.Inst (operands in database order)."""
+        """An instruction op as an mc.Inst (operands in database order), with the bits of
+        its `hidden_bits` attribute (raised words no operand gives) for the encoder."""
+        inst = self._lower_instruction(op)
+        if op.attributes and HIDDEN_BITS_ATTR in op.attributes:
+            bits = hidden_bits_of(op.attributes[HIDDEN_BITS_ATTR], f"{op.name} attribute")
+            if bits:
+                inst.modifiers = {**inst.modifiers, HIDDEN_BITS: bits}
+        return inst
+
+    def _lower_instruction(self, op: InstructionOp) -> Inst:
         found = self.forms.get(op)
         if found is None:  # not seen by verification (it checks every op of a kernel)
             found = (check_instruction(op, self.isa, self.layout), None)

@@ -1,0 +1,590 @@
+"""Raising code objects and assembly files to editable amdgcn IR (`asterism raise`).
+
+A code object's kernels are decoded (every word kept: bits no operand shows go to the
+instruction's `hidden_bits` attribute), branch targets become labelled blocks, the kernel
+arguments, workgroup size and LDS size come from the metadata and descriptor, the dispatch
+inputs the descriptor enables become ABI value ops, and the descriptor settings and metadata
+keys the IR does not imply are kept as kernel/module attributes (ir/kernel_attrs.py). So
+`asterism compile` of the raised IR gives the same .text, descriptors and metadata.
+
+An assembly file is parsed, assembled once (for the descriptors and metadata it makes) and
+its kernels are raised from the parsed instructions, so labels keep their names.
+
+`relocatable=True` then turns registers into SSA values the passes can re-allocate
+(ir/relocate.py).
+
+What the IR cannot express is an error naming the address (or source line) and the reason:
+words that do not decode (data in .text), bytes before the first kernel, indirect branches
+and calls, branches out of the kernel or into the middle of an instruction, code that runs
+past the kernel's end.
+"""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+import os
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+from xdsl.dialects.builtin import ModuleOp as BuiltinModuleOp
+from xdsl.ir import Operation
+
+from asterism.errors import AsterismError, VerifyError
+from asterism.ir import kernel_attrs
+from asterism.ir.from_mc import _KernelRaising
+from asterism.ir.ops import KernelOp, ModuleOp
+from asterism.mc.inst import Inst
+from asterism.mc.operands import Label
+from asterism.mc.program import AbiRequest, KernelArg, LabelDef, McKernel
+
+ELF_MAGIC = b"\x7fELF"
+_NUMBERED = re.compile(r"_[0-9]+$")  # (xDSL's printer strips such a suffix from block names)
+S_NOP_0 = 0xBF800000
+KERNEL_ALIGN = 256  # (the assembler's kernel alignment, padded with s_nop 0)
+# Descriptor directives and metadata keys that follow from the registers the code uses:
+# recomputed after re-allocation instead of kept.
+REGISTER_DIRECTIVES = ("next_free_vgpr", "next_free_sgpr", "accum_offset", "reserve_vcc",
+                       "reserve_flat_scratch", "reserve_xnack_mask")
+REGISTER_METADATA = (".sgpr_count", ".vgpr_count", ".agpr_count")
+
+
+class RaiseError(AsterismError):
+    """Code the raiser cannot express as IR (with its address or source line)."""
+
+
+@dataclass
+class RaiseOptions:
+    """What `raise_file` does beyond the fixed-register IR."""
+
+    kernel: str | None = None  # raise only this kernel
+    target: str | None = None  # the expected target (a code object's own must match)
+    relocatable: bool = False
+    keep_pinned: str = ""  # registers that stay fixed with relocatable, "v[0:3],s[4:5]"
+    drop_waits: bool = False
+    drop_nops: bool = False
+
+
+@dataclass
+class _Original:
+    """One kernel as the input has it: body, descriptor, metadata entry."""
+
+    kernel: McKernel
+    descriptor: Any
+    metadata: dict[str, Any] | None
+    addresses: dict[int, int] = field(default_factory=dict)  # id(Inst) -> address
+
+
+# ---------------------------------------------------------------------- entry points
+
+def raise_file(source: bytes | str | os.PathLike[str], options: RaiseOptions | None = None,
+               filename: str | None = None) -> BuiltinModuleOp:
+    """The IR of a code object or assembly file (path or bytes/text)."""
+    options = options or RaiseOptions()
+    data, name = _read(source, filename)
+    if data[:4] == ELF_MAGIC:
+        return raise_code_object(data, options, name)
+    from asterism.textio import decode_text
+
+    return raise_asm(decode_text(data, name), options, name)
+
+
+def raise_code_object(data: bytes, options: RaiseOptions | None = None,
+                      filename: str = "<code object>") -> BuiltinModuleOp:
+    """The IR of a code object's kernels."""
+    from asterism.mc.codeobject import read_code_object
+
+    options = options or RaiseOptions()
+    obj = read_code_object(data)
+    _check_target(obj.target, options.target, filename)
+    originals = _decode_kernels(obj, filename)
+    features = obj.target.target_id[len("amdgcn-amd-amdhsa--" + obj.target.name):]
+    return _raise(originals, obj.target.name, features, obj.metadata or {}, options, filename)
+
+
+def raise_asm(text: str, options: RaiseOptions | None = None,
+              filename: str = "<asm>") -> BuiltinModuleOp:
+    """The IR of an assembly file's kernels (labels keep their names)."""
+    from asterism.mc.assembler import assemble_module
+    from asterism.mc.parser import parse_asm
+
+    options = options or RaiseOptions()
+    module = parse_asm(text, filename, options.target)
+    obj = assemble_module(module)
+    by_name = {k.name: k for k in obj.kernels}
+    originals = []
+    for mk in module.kernels:
+        for item in mk.body:
+            if isinstance(item, Inst) and item.mnemonic == ".long":
+                raise RaiseError("these words do not decode as instructions (data in the "
+                                 "code): the IR has no data", item.loc)
+        sym = by_name[mk.name]
+        originals.append(_Original(_bare_kernel(mk.name, mk.body), sym.descriptor,
+                                   sym.metadata))
+    metadata = obj.metadata
+    if metadata is None:
+        from asterism.mc.codeobject import make_metadata
+
+        metadata = make_metadata([k.metadata for k in obj.kernels], obj.target)
+    return _raise(originals, module.target, module.features or "", metadata, options,
+                  filename)
+
+
+def _read(source, filename: str | None) -> tuple[bytes, str]:
+    if isinstance(source, bytes):
+        return source, filename or "<input>"
+    path = os.fspath(source)
+    try:
+        with open(path, "rb") as f:
+            return f.read(), filename or path
+    except OSError as err:
+        raise AsterismError(f"cannot read {path}: {err.strerror}") from None
+
+
+def _check_target(target, wanted: str | None, filename: str) -> None:
+    if wanted is None:
+        return
+    from asterism.target import get_target
+
+    if get_target(wanted).name != target.name:
+        raise AsterismError(f"{filename}: the code object is for {target.name}, not {wanted}")
+
+
+# ---------------------------------------------------------------------- decoding
+
+def _at(filename: str, address: int) -> str:
+    return f"{filename}: 0x{address:x}"
+
+
+def _decode_kernels(obj, filename: str) -> list[_Original]:
+    """Each kernel's decoded body, labels at branch targets, with the checks that keep the
+    raised IR exact."""
+    from asterism.mc.codeobject import find_kernel_metadata
+    from asterism.mc.decoder import decode_code
+
+    kernels = sorted(obj.kernels, key=lambda k: k.offset)
+    if not kernels:
+        raise RaiseError(f"{filename}: the code object has no kernel")
+    if kernels[0].offset:
+        raise RaiseError(f"{_at(filename, 0)}: .text has {kernels[0].offset} bytes before its "
+                         f"first kernel '{kernels[0].name}': no kernel holds them")
+    items = decode_code(obj.text, obj.target.name, 0, skip_undecodable=True)
+    names = _label_symbols(obj)
+    ends = [k.offset for k in kernels[1:]] + [len(obj.text)]
+    out = []
+    for index, (sym, end) in enumerate(zip(kernels, ends)):
+        body = [d for d in items if sym.offset <= _address(d) < end]
+        last = index == len(kernels) - 1
+        body = _without_padding(body, end, last)
+        kernel, addresses = _kernel_of(sym.name, body, sym.offset, end, filename, names)
+        meta = find_kernel_metadata(obj.metadata, sym.name) if obj.metadata else None
+        out.append(_Original(kernel, sym.descriptor, meta or sym.metadata or None, addresses))
+    return out
+
+
+def _address(item) -> int:
+    return item[0] if isinstance(item, tuple) else item.address
+
+
+def _without_padding(body: list, end: int, last: bool) -> list:
+    """`body` without the s_nop 0 words after its last instruction that the assembler's
+    kernel alignment puts back (the last kernel keeps them: nothing follows to align)."""
+    cut = len(body)
+    while cut and not isinstance(body[cut - 1], tuple) and body[cut - 1].raw == \
+            S_NOP_0.to_bytes(4, "little"):
+        cut -= 1
+    if last or cut == len(body) or cut == 0:
+        return body
+    stop = body[cut].address
+    if -(-stop // KERNEL_ALIGN) * KERNEL_ALIGN != end:
+        return body
+    return body[:cut]
+
+
+def _label_symbols(obj) -> dict[int, str]:
+    """Names of the code object's .text symbols that are not kernels, by offset (labels of
+    hand-written assembly): raised blocks keep them."""
+    from xdsl.ir import Block
+
+    kernels = {k.name for k in obj.kernels}
+    out: dict[int, str] = {}
+    for sym in getattr(obj, "symbols", ()) or ():
+        if sym.section != ".text" or sym.name in kernels or sym.offset in out:
+            continue
+        try:
+            Block().name_hint = sym.name  # (a valid block name without a uniquing suffix)
+        except ValueError:
+            continue
+        if not _NUMBERED.search(sym.name):
+            out[sym.offset] = sym.name
+    return out
+
+
+def _kernel_of(name: str, body: list, start: int, end: int, filename: str,
+               names: dict[int, str] | None = None) -> tuple[McKernel, dict[int, int]]:
+    """An McKernel of decoded items (exact instructions, branches to labels), checked."""
+    from asterism.mc.lossless import exact_inst
+
+    starts = {_address(d) for d in body}
+    labels: set[int] = set()
+    out: list[Inst | LabelDef] = []
+    addresses: dict[int, int] = {}
+    targets: dict[int, int] = {}
+    for d in body:
+        if isinstance(d, tuple):
+            raise RaiseError(f"{_at(filename, d[0])}: the word 0x{d[1]:08x} does not decode as "
+                             f"an instruction (data in .text of kernel '{name}'?): the IR has "
+                             "no data")
+        if d.address + d.size > end:
+            raise RaiseError(f"{_at(filename, d.address)}: {d.inst.mnemonic} runs past the end "
+                             f"of kernel '{name}' (0x{end:x})")
+        target = _branch_target(d, name, filename)
+        if target is not None:
+            if target not in starts:
+                where = "outside the kernel" if not start <= target < end else \
+                    "into the middle of an instruction"
+                raise RaiseError(f"{_at(filename, d.address)}: {d.inst.mnemonic} jumps to "
+                                 f"0x{target:x}, {where} ('{name}' is 0x{start:x}..0x{end:x})")
+            targets[d.address] = target
+            labels.add(target)
+    names = names or {}
+    labels |= {a for a in names if start <= a < end and a in starts}
+
+    def label(address: int) -> str:
+        return names.get(address) or block_label(address)
+
+    for d in body:
+        if d.address in labels:
+            out.append(LabelDef(label(d.address)))
+        inst = _ir_inst(exact_inst(d), d, filename)
+        if d.address in targets:
+            inst = copy.copy(inst)
+            inst.operands = [Label(label(targets[d.address])) if s.syntax == "label"
+                             else o for s, o in zip(inst.form.operands, inst.operands)]
+        addresses[id(inst)] = d.address
+        out.append(inst)
+    return _bare_kernel(name, out), addresses
+
+
+def _ir_inst(inst: Inst | None, d, filename: str) -> Inst:
+    """`inst` with the modifiers the IR spells (integers for Syntax values) and every other
+    bit of its words in `hidden_bits`."""
+    from asterism.ir.ops import MODIFIER_NAMES
+    from asterism.mc.encoder import encode_inst
+    from asterism.mc.lossless import HIDDEN_BITS
+    from asterism.mc.operands import Syntax
+
+    if inst is None:
+        raise RaiseError(f"{_at(filename, d.address)}: {d.inst.mnemonic} ({d.raw.hex()}) does "
+                         "not encode back to its bytes")
+    mods = {k: v.value if isinstance(v, Syntax) else v for k, v in inst.modifiers.items()
+            if k in MODIFIER_NAMES}
+    if mods == inst.modifiers:
+        return inst
+    inst = copy.copy(inst)
+    inst.modifiers = mods
+    try:
+        again = encode_inst(inst, d.address)
+    except AsterismError as err:
+        raise RaiseError(f"{_at(filename, d.address)}: {d.inst.mnemonic}: the IR has no "
+                         f"modifier for what its words hold ({err.message})") from None
+    hidden = int.from_bytes(again, "little") ^ int.from_bytes(d.raw, "little")
+    if len(again) != d.size:
+        raise RaiseError(f"{_at(filename, d.address)}: {d.inst.mnemonic}: the IR's modifiers "
+                         "give another instruction size")
+    if hidden:
+        inst.modifiers[HIDDEN_BITS] = hidden
+    return inst
+
+
+def block_label(address: int) -> str:
+    """The label of a raised branch target: `.L` + its address (a valid block name that
+    lowers to a local label, as LLVM's; no `_<digits>` suffix, which xDSL's printer treats
+    as its own uniquing suffix)."""
+    return f".L0x{address:x}"
+
+
+def _branch_target(d, name: str, filename: str) -> int | None:
+    """The address a direct branch jumps to; RaiseError for jumps the IR cannot express."""
+    from asterism.mc.listing import branch_target
+
+    form = d.inst.form
+    flags = form.instruction.flags if form is not None else frozenset()
+    if "call" in flags:
+        raise RaiseError(f"{_at(filename, d.address)}: {d.inst.mnemonic} is a call: kernels "
+                         "with calls (subroutines) are not raised")
+    target = branch_target(d)
+    if target is None and "branch" in flags:
+        raise RaiseError(f"{_at(filename, d.address)}: {d.inst.mnemonic} is an indirect branch "
+                         "(its target is a register value): the raiser cannot resolve it to "
+                         "a block")
+    return target
+
+
+def _bare_kernel(name: str, body: list) -> McKernel:
+    return McKernel(name, body=list(body))
+
+
+# ---------------------------------------------------------------------- kernel facts
+
+def _abi_request(kd) -> AbiRequest:
+    """The dispatch inputs the descriptor enables, as the IR's ABI ops request them."""
+    props, rsrc2 = kd.kernel_code_properties, kd.compute_pgm_rsrc2
+    return AbiRequest(
+        kernarg_ptr=bool(props.enable_sgpr_kernarg_segment_ptr),
+        dispatch_ptr=bool(props.enable_sgpr_dispatch_ptr),
+        queue_ptr=bool(props.enable_sgpr_queue_ptr),
+        dispatch_id=bool(props.enable_sgpr_dispatch_id),
+        workgroup_ids=(bool(rsrc2.enable_sgpr_workgroup_id_x),
+                       bool(rsrc2.enable_sgpr_workgroup_id_y),
+                       bool(rsrc2.enable_sgpr_workgroup_id_z)),
+        workitem_id_dims=rsrc2.enable_vgpr_workitem_id + 1)
+
+
+def abi_matches(kd, abi: AbiRequest) -> bool:
+    """True if the IR's ABI ops (user SGPRs from s0, then workgroup ids) put the inputs in the
+    registers this descriptor's dispatch does: no user SGPR the IR has no op for."""
+    from asterism.mc.kernel_abi import user_sgpr_layout
+
+    props = kd.kernel_code_properties
+    if props.enable_sgpr_private_segment_buffer or props.enable_sgpr_flat_scratch_init \
+            or props.enable_sgpr_private_segment_size or kd.kernarg_preload.length:
+        return False
+    return user_sgpr_layout(abi)["_count"] == kd.compute_pgm_rsrc2.user_sgpr_count
+
+
+def _kernel_args(meta: dict[str, Any] | None) -> list[KernelArg]:
+    """The explicit arguments of a metadata entry, padded to their offsets (the IR lays
+    arguments out in order at natural alignment)."""
+    from asterism.mc.kernel_abi import DTYPE_OF_TYPE_NAME, kernarg_layout
+
+    out: list[KernelArg] = []
+    for a in (meta or {}).get(".args", []) or []:
+        kind = str(a.get(".value_kind", ""))
+        if kind.startswith("hidden_"):
+            continue
+        size = int(a.get(".size", 0))
+        offset = int(a.get(".offset", -1))
+        buffer = kind == "global_buffer" and size == 8
+        dtype = DTYPE_OF_TYPE_NAME.get(str(a.get(".type_name", "")).rstrip("*"))
+        if buffer:
+            arg = KernelArg(str(a.get(".name", f"arg{len(out)}")), "buffer", 8,
+                            access=a.get(".access"), dtype=dtype)
+        else:
+            arg = KernelArg(str(a.get(".name", f"arg{len(out)}")), "value", size, dtype=dtype)
+        natural = [x.offset for x in _laid_out(out + [arg])][-1]
+        if offset > natural:
+            out += _padding(_end(out), offset)
+        out.append(arg)
+    kernarg_layout([dataclasses.replace(x, offset=-1) for x in out])
+    return out
+
+
+def _laid_out(args: list[KernelArg]) -> list[KernelArg]:
+    from asterism.mc.kernel_abi import kernarg_layout
+
+    copies = [dataclasses.replace(x, offset=-1) for x in args]
+    kernarg_layout(copies)
+    return copies
+
+
+def _end(args: list[KernelArg]) -> int:
+    laid = _laid_out(args)
+    return laid[-1].offset + laid[-1].size if laid else 0
+
+
+def _padding(start: int, stop: int) -> list[KernelArg]:
+    """Byte-sized by-value arguments filling [start, stop)."""
+    return [KernelArg(f"_pad{o}", "value", 1, dtype="i8") for o in range(start, stop)]
+
+
+def _workgroup_size(meta: dict[str, Any] | None) -> tuple[int, int, int]:
+    wg = (meta or {}).get(".reqd_workgroup_size")
+    if isinstance(wg, list) and len(wg) == 3:
+        return tuple(int(x) for x in wg)  # type: ignore[return-value]
+    flat = int((meta or {}).get(".max_flat_workgroup_size", 64) or 64)
+    return (min(flat, 1024), 1, 1)
+
+
+# ---------------------------------------------------------------------- raising
+
+def _raise(originals: list[_Original], target: str, features: str, metadata: dict[str, Any],
+           options: RaiseOptions, filename: str) -> BuiltinModuleOp:
+    if options.kernel is not None:
+        chosen = [o for o in originals if o.kernel.name == options.kernel]
+        if not chosen:
+            names = ", ".join(o.kernel.name for o in originals)
+            raise AsterismError(f"{filename}: no kernel '{options.kernel}' (kernels: {names})")
+        originals = chosen
+    kernels = [_raise_kernel(o, target, filename) for o in originals]
+    amod = ModuleOp("module", target, kernels, features=features or None)
+    module = BuiltinModuleOp([amod])
+    _keep_descriptors_and_metadata(module, amod, originals, metadata, options)
+    if options.relocatable:
+        from asterism.ir.relocate import relocate_module
+
+        relocate_module(module, options)
+    return module
+
+
+def _raise_kernel(original: _Original, target: str, filename: str) -> KernelOp:
+    kd, meta = original.descriptor, original.metadata
+    mk = original.kernel
+    abi = _abi_request(kd)
+    # (without the ABI ops the registers stay plain fixed registers; the descriptor
+    # attribute keeps the enables)
+    mk.abi = abi if abi_matches(kd, abi) else AbiRequest()
+    mk.args = _kernel_args(meta)
+    mk.workgroup_size = _workgroup_size(meta)
+    mk.lds_size = kd.group_segment_fixed_size
+    raiser = _AddressedRaising(mk, target, original.addresses, filename)
+    try:
+        op = raiser.run()
+    except VerifyError as err:
+        raise RaiseError(f"{filename}: kernel '{mk.name}': {err.message}", err.location) \
+            from None
+    _check_instructions(op, raiser, filename)
+    return op
+
+
+class _AddressedRaising(_KernelRaising):
+    """The raiser, remembering the address (or source line) of every instruction op."""
+
+    def __init__(self, kernel: McKernel, target: str, addresses: dict[int, int],
+                 filename: str):
+        super().__init__(kernel, target)
+        self.addresses = addresses
+        self.filename = filename
+        self.origin: dict[Operation, str] = {}
+        self.words: dict[Operation, Inst] = {}  # the instruction each op was raised from
+
+    def instruction(self, inst: Inst, form) -> Operation:
+        """The instruction op of `inst`, its origin noted for error messages."""
+        try:
+            op = super().instruction(inst, form)
+        except VerifyError as err:
+            raise RaiseError(f"{self.where(inst)}: {inst.mnemonic}: {err.message}") from None
+        self.origin[op] = self.where(inst)
+        self.words[op] = inst
+        return op
+
+    def where(self, inst: Inst) -> str:
+        """`0x<address>` of a decoded instruction, `file:line:col` of a parsed one."""
+        address = self.addresses.get(id(inst))
+        if address is not None:
+            return f"{self.filename}: 0x{address:x}"
+        return str(inst.loc) if inst.loc is not None else self.filename
+
+
+def _check_instructions(kernel: KernelOp, raiser: _AddressedRaising, filename: str) -> None:
+    """RaiseError (with the address) for an instruction the decoder accepts but the IR's
+    or the MC layer's rules refuse (trap registers, misaligned ranges, constant-bus
+    overuse...) or that would not come back as the same words: each instruction op is
+    lowered and encoded once on its own."""
+    from collections import Counter
+
+    from asterism.ir.ops import InstructionOp
+    from asterism.ir.to_mc import _KernelLowering
+    from asterism.ir.verify import VerifiedFacts
+    from asterism.isa import get_isa
+    from asterism.mc.encoder import encode_inst
+
+    lowering = _KernelLowering(kernel, get_isa(raiser.target), Counter(), VerifiedFacts())
+    for op in kernel.walk():
+        if not isinstance(op, InstructionOp):
+            continue
+        where = raiser.origin.get(op, filename)
+        try:
+            again = encode_inst(lowering.lower_instruction(op))
+        except AsterismError as err:
+            raise RaiseError(f"{where}: {op.mnemonic_text}: the IR cannot express this "
+                             f"instruction: {err.message}") from None
+        source = raiser.words.get(op)
+        if source is not None and again != encode_inst(source):
+            raise RaiseError(f"{where}: {op.mnemonic_text}: the IR does not give back its "
+                             f"words ({encode_inst(source).hex()} -> {again.hex()})")
+
+
+def _keep_descriptors_and_metadata(module: BuiltinModuleOp, amod: ModuleOp,
+                                   originals: list[_Original], metadata: dict[str, Any],
+                                   options: RaiseOptions) -> None:
+    """Set the `descriptor`/`metadata` attributes: what lowering would not make by itself."""
+    from asterism.ir.to_mc import lower_module
+
+    lowered = lower_module(module)
+    kernel_ops = [op for op in amod.body.ops if isinstance(op, KernelOp)]
+    for op, low, original in zip(kernel_ops, lowered.kernels, originals):
+        desc = _descriptor_overrides(low, original.descriptor, lowered.target)
+        if options.relocatable:
+            desc = {k: v for k, v in desc.items() if k not in REGISTER_DIRECTIVES}
+        if desc:
+            op.attributes[kernel_attrs.DESCRIPTOR_ATTR] = kernel_attrs.overrides_attr(
+                desc, f"kernel {low.name}: descriptor")
+        kernel_attrs.apply_kernel_attributes(op, low, lowered.target)
+        if original.metadata:
+            computed = kernel_attrs.computed_kernel_metadata(low, lowered.target)
+            meta = kernel_attrs.diff(original.metadata, computed)
+            if options.relocatable:
+                meta = {k: v for k, v in meta.items() if k not in REGISTER_METADATA}
+            if meta:
+                op.attributes[kernel_attrs.METADATA_ATTR] = kernel_attrs.overrides_attr(
+                    meta, f"kernel {low.name}: metadata")
+            kernel_attrs.apply_kernel_attributes(op, low, lowered.target)
+    if metadata:
+        original = dict(metadata)
+        if options.kernel is not None or options.relocatable:
+            # (one kernel of several, or register counts left to re-allocation: the
+            # kernels' entries are the kernels' own)
+            original.pop("amdhsa.kernels", None)
+            computed = {k: v for k, v in kernel_attrs.computed_module_metadata(lowered).items()
+                        if k != "amdhsa.kernels"}
+        else:
+            computed = kernel_attrs.computed_module_metadata(lowered)
+        meta = kernel_attrs.diff(original, computed)
+        if meta:
+            amod.attributes[kernel_attrs.METADATA_ATTR] = kernel_attrs.overrides_attr(
+                meta, "module metadata")
+
+
+def _descriptor_overrides(low: McKernel, kd, target: str) -> dict[str, int]:
+    """The directive values that, laid over what lowering computes, give descriptor `kd`."""
+    from asterism.mc.codeobject import amdhsa_directives, descriptor_from_directives
+    from asterism.mc.kernel_abi import kernel_directives
+    from asterism.mc.lossless import _directives
+    from asterism.target import get_target
+
+    t = get_target(target)
+    wanted = _directives(kd, t)
+    computed = kernel_directives(low, target)
+    full = amdhsa_directives(descriptor_from_directives(t, computed), t)
+    full.update(computed)
+    over = {k: v for k, v in wanted.items() if full.get(k) != v}
+
+    def same(d: dict[str, int]) -> bool:
+        try:
+            made = descriptor_from_directives(t, {**computed, **d})
+        except AsterismError:
+            return False
+        return dataclasses.replace(made, kernel_code_entry_byte_offset=0) == \
+            dataclasses.replace(kd, kernel_code_entry_byte_offset=0)
+
+    if same(over):
+        return over
+    if same(wanted):
+        return wanted
+    raise RaiseError(f"kernel '{low.name}': no .amdhsa directives give its descriptor back "
+                     "(a descriptor field the assembler cannot set)")
+
+
+def raise_kernel(source, kernel: str | None = None, *, target: str | None = None,
+                 relocatable: bool = False, keep_pinned: str = "", drop_waits: bool = False,
+                 drop_nops: bool = False) -> BuiltinModuleOp:
+    """Raise a code object or assembly file (path or bytes) to amdgcn IR: every kernel, or
+    the one named `kernel`; fixed registers unless `relocatable`."""
+    return raise_file(source, RaiseOptions(kernel, target, relocatable, keep_pinned,
+                                           drop_waits, drop_nops))
+
+
+__all__ = ["RaiseError", "RaiseOptions", "raise_file", "raise_code_object", "raise_asm",
+           "raise_kernel", "block_label", "abi_matches"]
