@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import json
 import shutil
 import subprocess
@@ -246,3 +247,29 @@ def test_verbs_import_only_what_they_need(tmp_path, capsys):
         loaded = _loaded_top_packages(argv, tmp_path)
         assert "asterism" in loaded  # (the parse of -X importtime's output works)
         assert not loaded & {"xdsl", "numpy", "matplotlib"}, (argv, loaded)
+
+
+def test_output_to_a_fifo_or_device_is_written_not_replaced(tmp_path):
+    """`-o /dev/null` (or a FIFO) must be written through: the atomic temp-file-and-rename
+    replaced /dev/null with a regular file. Checked on a FIFO with a reader, and through a
+    symlink (the link stays a link)."""
+    import stat
+    import threading
+
+    from asterism.textio import write_file_atomic
+
+    fifo = tmp_path / "pipe"
+    os.mkfifo(fifo)
+    got = []
+    reader = threading.Thread(target=lambda: got.append(fifo.read_bytes()))
+    reader.start()
+    write_file_atomic(fifo, b"hello")
+    reader.join(10)
+    assert got == [b"hello"]
+    assert stat.S_ISFIFO(os.stat(fifo).st_mode)
+    real = tmp_path / "real.s"
+    real.write_text("old")
+    link = tmp_path / "link.s"
+    link.symlink_to(real)
+    write_file_atomic(link, b"new")
+    assert link.is_symlink() and real.read_bytes() == b"new"

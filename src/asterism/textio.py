@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import os
+import stat
 import sys
 
 from asterism.errors import AsterismError, ParseError, SourceLocation
@@ -47,8 +48,20 @@ def read_text(path: str | os.PathLike[str]) -> str:
 def write_file_atomic(path: str | os.PathLike[str], data: bytes,
                       error: type[AsterismError] = AsterismError) -> None:
     """Write `data` to `path` through a temporary file and a rename: never a partial file.
-    A failure raises `error` naming the file."""
-    target = os.fspath(path)
+    A failure raises `error` naming the file. A path that is not a regular file (/dev/null,
+    /dev/stdout, a FIFO) is written directly: renaming over it would replace the device."""
+    target = os.path.realpath(os.fspath(path))  # through symlinks: keep the link
+    try:
+        special = not stat.S_ISREG(os.stat(target).st_mode)
+    except OSError:
+        special = False  # does not exist yet
+    if special:
+        try:
+            with open(target, "wb") as fh:
+                fh.write(data)
+        except OSError as exc:
+            raise error(f"{path}: cannot write: {exc.strerror or exc}") from None
+        return
     directory, base = os.path.split(target)
     # (a name of our own instead of tempfile: that module costs ~10 ms of start-up)
     name = os.path.join(directory, f".{base}.{os.getpid()}.{os.urandom(4).hex()}.tmp")
