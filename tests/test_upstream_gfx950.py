@@ -216,3 +216,14 @@ def test_memory_counter_wait_is_an_s_waitcnt(tmp_path, llvm_objdump):
     waits = [ln.split("//")[0].strip() for ln in res.stdout.splitlines() if "s_waitcnt" in ln]
     # gfx9 has one counter for loads and stores: the smaller count wins
     assert waits[-2:] == ["s_waitcnt vmcnt(1) lgkmcnt(2)", "s_waitcnt expcnt(0)"]
+
+
+def test_rocdl_target_picks_the_chip():
+    path = compile_file.__globals__["DIR"] / "gfx950_lanes.mlir"  # [#rocdl.target<gfx950>]
+    assert asterism.compile(api.parse(path)) == compile_file("gfx950_lanes.mlir", "gfx950")
+    with pytest.raises(AsterismError, match=r"permlane_swap needs gfx950"):
+        compile_file("gfx950_lanes.mlir", "gfx942")  # an explicit target overrides it
+    text = path.read_text().replace('chip = "gfx950"', 'chip = "gfx1100"')
+    with pytest.raises(AsterismError, match=r'#rocdl.target chip "gfx1100" is not supported '
+                                            r"\(asterism compiles for gfx942, gfx950\)"):
+        asterism.compile(api.parse(text))

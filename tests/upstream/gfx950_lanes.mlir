@@ -1,7 +1,7 @@
 // ds_swizzle (bit-mask mode) and gfx950 permlane swaps (amdgpu.swizzle_bitmode,
 // amdgpu.permlane_swap).
 module {
-  gpu.module @m {
+  gpu.module @m [#rocdl.target<chip = "gfx950">] {
     gpu.func @lanes(%x: memref<64xi32>, %out: memref<6x64xi32>) kernel
         attributes {known_block_size = array<i32: 64, 1, 1>} {
       %l = gpu.thread_id x
