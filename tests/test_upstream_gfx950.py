@@ -20,8 +20,8 @@ from test_emu_mfma import (
     reference,
     scale_register,
 )
-from test_upstream_ops import compile_file, launch
-from upstream_inputs import SCALED_CASES, SMALL_FLOAT_BITS, scaled_mfma_text
+from test_upstream_ops import _dpp_reference, compile_file, fp8_value, launch
+from upstream_inputs import SCALED_CASES, SMALL_FLOAT_BITS, bf8_text, scaled_mfma_text
 
 import asterism
 from asterism import api
@@ -227,3 +227,50 @@ def test_rocdl_target_picks_the_chip():
     with pytest.raises(AsterismError, match=r'#rocdl.target chip "gfx1100" is not supported '
                                             r"\(asterism compiles for gfx942, gfx950\)"):
         asterism.compile(api.parse(text))
+
+
+@pytest.mark.parametrize("target", ["gfx942", "gfx950"])
+def test_dpp_wave_shifts_and_row_broadcasts(target):
+    code = compile_file("dpp_wave.mlir", target)
+    x = RNG.standard_normal(64).astype(np.float32)
+    out = np.zeros((6, 64), np.float32)
+    launch(code, "dpp_wave", (1, 1, 1), (64, 1, 1), [x, out])
+    want = [
+        _dpp_reference(x, -1, lambda lane: lane + 1 if lane < 63 else None),
+        _dpp_reference(x, -1, lambda lane: (lane + 1) % 64),
+        _dpp_reference(x, -1, lambda lane: lane - 1 if lane else None, bound_ctrl=True),
+        _dpp_reference(x, -1, lambda lane: (lane - 1) % 64),
+        # row_bcast:15: lane 15 of the row before (rows 1 and 3 written)
+        _dpp_reference(x, -1, lambda lane: 16 * (lane // 16) - 1, row_mask=0xA),
+        # row_bcast:31: lane 31 (rows 2 and 3 written)
+        _dpp_reference(x, -1, lambda lane: 31, row_mask=0xC),
+    ]
+    np.testing.assert_array_equal(out, np.stack(want))
+
+
+BF8 = {"gfx942": {"E": 5, "M": 2, "bias": 16, "fnuz": True},
+       "gfx950": {"E": 5, "M": 2, "bias": 15, "fnuz": False}}
+
+
+@pytest.mark.parametrize("target", ["gfx942", "gfx950"])
+def test_bf8_conversions(target):
+    module = api.parse(bf8_text(target))
+    api.retarget(module, target)
+    code = asterism.compile(module)
+    fmt = BF8[target]
+    # finite codes only (OCP E5M2 has inf and NaN at exponent 31; FNUZ has NaN at 0x80)
+    codes = [c for c in range(256) if c != 0x80 and (fmt["fnuz"] or (c >> 2) & 31 != 31)]
+    pick = RNG.choice(codes, size=256)
+    x = np.array([fp8_value(c, fmt) for c in pick], np.float32)  # exactly representable
+    rnd = RNG.integers(0, 2 ** 31, 64).astype(np.int32)
+    packed = np.zeros(128, np.int32)
+    back = np.zeros((64, 6), np.float32)
+    launch(code, "fp8", (1, 1, 1), (64, 1, 1), [x, rnd, packed, back])
+    want = (pick.reshape(64, 4) << np.array([0, 8, 16, 24])).sum(axis=1).astype(np.uint32)
+    np.testing.assert_array_equal(packed[:64].view(np.uint32), want)
+    b = pick.reshape(64, 4)[:, 1].astype(np.uint32)  # stochastic rounding of an exact value
+    want_sr = (want & np.uint32(0xFF00FFFF)) | (b << np.uint32(16))
+    np.testing.assert_array_equal(packed[64:].view(np.uint32), want_sr)
+    xs = x.reshape(64, 4)
+    np.testing.assert_array_equal(back[:, :4], xs)
+    np.testing.assert_array_equal(back[:, 4:], xs[:, 2:4])

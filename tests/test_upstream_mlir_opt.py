@@ -50,5 +50,5 @@ def test_every_static_input_is_covered():
     assert {"saxpy.mlir", "gemm.mlir", "buffers.mlir", "dpp.mlir", "lds.mlir",
             "fp8_gfx942.mlir", "fp8_gfx950.mlir", "loops.mlir", "call.mlir",
             "gfx950_lanes.mlir", "gfx950_gather.mlir",
-            "gfx950_transpose.mlir"} <= names
+            "gfx950_transpose.mlir", "dpp_wave.mlir"} <= names
     assert sum(n.startswith("gfx950:scaled_mfma") for n in names) == 8

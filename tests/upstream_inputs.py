@@ -154,6 +154,12 @@ SCALED_CASES = [(16, 0, 0, 0, 0, False), (16, 1, 2, 1, 2, False), (16, 2, 3, 2, 
                 (32, 4, 0, 3, 2, True), (32, 2, 2, 1, 3, False)]
 
 
+def bf8_text(target: str) -> str:
+    """tests/upstream/fp8_<target>.mlir with the 5-bit-exponent 8-bit float (bf8) instead."""
+    fp8, bf8 = _FP8[target]["fp8"], _FP8[target]["bf8"]
+    return (DIR / f"fp8_{target}.mlir").read_text().replace(fp8, bf8)
+
+
 def expressible_mfmas(target: str) -> list[str]:
     """The MFMAs amdgpu.mfma can name on `target` (dense, unscaled, not f8f6f4)."""
     out = []
@@ -175,6 +181,7 @@ def all_inputs() -> list[tuple[str, str]]:
     out = [(p.name, p.read_text()) for p in static_inputs()]
     for t in TARGETS:
         out += [(f"{t}:{m}", mfma_text(t, m)) for m in expressible_mfmas(t)]
+    out += [(f"{t}:bf8", bf8_text(t)) for t in TARGETS]
     out += [(f"gfx950:scaled_mfma:{'-'.join(map(str, c))}", scaled_mfma_text(*c))
             for c in SCALED_CASES]
     return out
