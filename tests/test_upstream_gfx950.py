@@ -274,3 +274,33 @@ def test_bf8_conversions(target):
     xs = x.reshape(64, 4)
     np.testing.assert_array_equal(back[:, :4], xs)
     np.testing.assert_array_equal(back[:, 4:], xs[:, 2:4])
+
+
+FMAX = """module {{ gpu.module @m {{
+  gpu.func @fmax(%x: memref<64x{t}>, %acc: memref<4x{t}>) kernel
+      attributes {{known_block_size = array<i32: 64, 1, 1>}} {{
+    %l = gpu.thread_id x
+    %v = memref.load %x[%l] : memref<64x{t}>
+    %c4 = arith.constant 4 : index
+    %r = arith.remui %l, %c4 : index
+    %i = arith.index_cast %r : index to i32
+    amdgpu.raw_buffer_atomic_fmax %v -> %acc[%i] : {t} -> memref<4x{t}>, i32
+    gpu.return
+  }} }} }}"""
+
+
+@pytest.mark.parametrize("target", ["gfx942", "gfx950"])
+def test_raw_buffer_atomic_fmax(target):
+    module = api.parse(FMAX.format(t="f64"))
+    api.retarget(module, target)
+    code = asterism.compile(module)
+    x = RNG.standard_normal(64)
+    acc = np.full(4, -np.inf)
+    launch(code, "fmax", (1, 1, 1), (64, 1, 1), [x, acc])
+    np.testing.assert_array_equal(acc, x.reshape(16, 4).max(axis=0))
+    # MLIR documents the f32 form for non-GFX9 chips: CDNA has buffer_atomic_max_f64 only
+    module = api.parse(FMAX.format(t="f32"))
+    api.retarget(module, target)
+    with pytest.raises(AsterismError, match=rf"raw_buffer_atomic_fmax: f32 is not supported on "
+                                            rf"{target} \(types: f64\)"):
+        asterism.compile(module)
