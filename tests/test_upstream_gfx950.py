@@ -13,15 +13,25 @@ import pytest
 from test_emu_mfma import (
     _rng,
     assert_close,
+    c_values,
     decode_values,
+    input_formats,
     random_operand,
     ref_input,
     ref_output,
     reference,
     scale_register,
 )
+from test_upstream_mfma import _codes, _lane_words
 from test_upstream_ops import _dpp_reference, compile_file, fp8_value, launch
-from upstream_inputs import SCALED_CASES, SMALL_FLOAT_BITS, bf8_text, scaled_mfma_text
+from upstream_inputs import (
+    SCALED_CASES,
+    SMALL_FLOAT_BITS,
+    SPARSE_CASES,
+    bf8_text,
+    scaled_mfma_text,
+    sparse_mfma_text,
+)
 
 import asterism
 from asterism import api
@@ -304,3 +314,57 @@ def test_raw_buffer_atomic_fmax(target):
     with pytest.raises(AsterismError, match=rf"raw_buffer_atomic_fmax: f32 is not supported on "
                                             rf"{target} \(types: f64\)"):
         asterism.compile(module)
+
+
+@pytest.mark.parametrize("case", SPARSE_CASES, ids=lambda c: f"{c[0]}-{c[1]}-abid{c[2]}")
+def test_sparse_mfma_matches_numpy(case):
+    """Random stored values and 2-bit indices laid out by the calculator's dense layout (two
+    stored values per group of four K, index field bits 2 s of the lane, the byte or half
+    `abid` selects), against the dense product of the rows the indices name."""
+    target, mnemonic, abid = case
+    info = mf.mfma_info(target, mnemonic)
+    rng = _rng("upstream-sparse", case)
+    fa, fb = input_formats(info)
+    width = 16 if info.a_type in ("f16", "bf16") else 8
+    stored = random_operand(rng, fa, (info.m, info.k // 2))
+    index = rng.integers(0, 4, (info.m, info.k // 2))
+    raw = _codes(stored, fa).astype(np.uint64)
+    lanes = [0] * 64
+    idx = [0] * 64
+    field = 2 * (info.a_regs * 32 // width)  # index bits per lane
+    shift = abid * field if field < 32 else 0
+    for i, cs in np.ndindex(info.m, info.k // 2):
+        lane, dense = ref_input(info, "a", width, 0, i, 4 * (cs // 2))
+        slot = (dense // 4) * 2 + cs % 2
+        lanes[lane] |= int(raw[i, cs]) << (slot * width)
+        idx[lane] |= int(index[i, cs]) << (shift + 2 * slot)
+    a_words = np.array([(v >> (32 * r)) & 0xFFFFFFFF for v in lanes
+                        for r in range(info.a_regs)], np.uint32).view(np.int32)
+    b = random_operand(rng, fb, (1, info.k, info.n))
+    b_words = _lane_words(_codes(np.swapaxes(b, 1, 2), fb), info, "b", info.b_regs, width)
+    c = c_values(rng, info, (info.m, info.n))
+    dtype = np.int32 if info.out_type == "i32" else np.float32
+    c_lanes = np.zeros((64, info.c_regs), dtype)
+    for i, j in np.ndindex(info.m, info.n):
+        lane, slot = ref_output(info, 0, i, j)
+        c_lanes[lane, slot] = c[i, j]
+    d_lanes = np.zeros_like(c_lanes)
+    module = api.parse(sparse_mfma_text(target, mnemonic, abid))
+    api.retarget(module, target)
+    code = asterism.compile(module)
+    launch(code, "sparse", (1, 1, 1), (64, 1, 1),
+           [a_words, b_words, c_lanes.reshape(-1), np.array(idx, np.uint32).view(np.int32),
+            d_lanes.reshape(-1)])
+    got = np.zeros((info.m, info.n), dtype)
+    for i, j in np.ndindex(info.m, info.n):
+        lane, slot = ref_output(info, 0, i, j)
+        got[i, j] = d_lanes[lane, slot]
+    sv, bv = decode_values(stored, fa), decode_values(b[0], fb)
+    acc = c.astype(np.int64 if info.out_type == "i32" else np.float64)
+    mag = np.abs(acc).astype(np.float64)
+    for cs in range(info.k // 2):
+        brow = bv[4 * (cs // 2) + index[:, cs]]  # (M, N): the B row each stored value meets
+        prod = sv[:, cs, None] * brow
+        acc = acc + prod
+        mag = mag + np.abs(prod)
+    assert_close(got, acc, mag, info.out_type)

@@ -154,6 +154,65 @@ SCALED_CASES = [(16, 0, 0, 0, 0, False), (16, 1, 2, 1, 2, False), (16, 2, 3, 2, 
                 (32, 4, 0, 3, 2, True), (32, 2, 2, 1, 3, False)]
 
 
+SPARSE_TEMPLATE = """module {{
+  gpu.module @m {{
+    gpu.func @sparse(%a: memref<{na}xi32>, %b: memref<{nb}xi32>, %c: memref<{nc}x{ec}>,
+                     %x: memref<64xi32>, %d: memref<{nc}x{ec}>) kernel
+        attributes {{known_block_size = array<i32: 64, 1, 1>}} {{
+      %l = gpu.thread_id x
+      %ka = arith.constant {ra} : index
+      %kb = arith.constant {rb} : index
+      %kc = arith.constant {rc} : index
+      %ia = arith.muli %l, %ka : index
+      %ib = arith.muli %l, %kb : index
+      %ic = arith.muli %l, %kc : index
+      %wa = vector.load %a[%ia] : memref<{na}xi32>, vector<{ra}xi32>
+      %wb = vector.load %b[%ib] : memref<{nb}xi32>, vector<{rb}xi32>
+      %vc = vector.load %c[%ic] : memref<{nc}x{ec}>, vector<{rc}x{ec}>
+      %wx = vector.load %x[%l] : memref<64xi32>, vector<1xi32>
+      %va = vector.bitcast %wa : vector<{ra}xi32> to {ta}
+      %vb = vector.bitcast %wb : vector<{rb}xi32> to {tb}
+      {idx}
+      %vd = amdgpu.sparse_mfma {m}x{n}x{k} %va * %vb + %vc sparse(%vx : {tx}) {{abid = {abid} : i32}} : {ta}, {tb}, vector<{rc}x{ec}>
+      vector.store %vd, %d[%ic] : memref<{nc}x{ec}>, vector<{rc}x{ec}>
+      gpu.return
+    }}
+  }}
+}}
+"""
+
+
+# (target, SMFMAC, abid): 16- and 8-bit sources, both index-field selects, gfx950's
+# K-doubled forms.
+SPARSE_CASES = [("gfx942", "v_smfmac_f32_16x16x32_f16", 0),
+                ("gfx942", "v_smfmac_f32_16x16x32_f16", 1),
+                ("gfx942", "v_smfmac_i32_32x32x32_i8", 0),
+                ("gfx942", "v_smfmac_f32_16x16x64_fp8_bf8", 1),
+                ("gfx950", "v_smfmac_f32_32x32x16_bf16", 0),
+                ("gfx950", "v_smfmac_f32_16x16x64_f16", 0),
+                ("gfx950", "v_smfmac_f32_16x16x128_fp8_fp8", 0)]
+
+
+def sparse_mfma_text(target: str, mnemonic: str, abid: int = 0) -> str:
+    """An upstream kernel around one amdgpu.sparse_mfma: A (the stored half), B, C and the
+    index word loaded per lane; the index type is the one the dialect documents for it."""
+    info = mf.mfma_info(target, mnemonic)
+    ta = operand_type(target, info.a_type.split("_")[0], info.a_regs)
+    tb = operand_type(target, info.b_type.split("_")[-1], info.b_regs)
+    bits = 16 if info.a_type in ("f16", "bf16") else 8
+    # MLIR 22 takes vector<4xi8> (16-bit sources) or vector<2xi16> (8-bit): either way the
+    # index VGPR, whatever the width of the instruction's index field
+    field = 8 if bits == 16 else 16
+    tx = {8: "vector<4xi8>", 16: "vector<2xi16>", 32: "i32"}[field]
+    idx = (f"%vx = vector.bitcast %wx : vector<1xi32> to {tx}" if field < 32 else
+           "%vx = vector.extract %wx[0] : i32 from vector<1xi32>")
+    ec = info.out_type
+    return SPARSE_TEMPLATE.format(
+        na=64 * info.a_regs, nb=64 * info.b_regs, nc=64 * info.c_regs, ec=ec, ra=info.a_regs,
+        rb=info.b_regs, rc=info.c_regs, ta=ta, tb=tb, idx=idx, m=info.m, n=info.n, k=info.k,
+        abid=abid, tx=tx)
+
+
 def bf8_text(target: str) -> str:
     """tests/upstream/fp8_<target>.mlir with the 5-bit-exponent 8-bit float (bf8) instead."""
     fp8, bf8 = _FP8[target]["fp8"], _FP8[target]["bf8"]
@@ -182,6 +241,7 @@ def all_inputs() -> list[tuple[str, str]]:
     for t in TARGETS:
         out += [(f"{t}:{m}", mfma_text(t, m)) for m in expressible_mfmas(t)]
     out += [(f"{t}:bf8", bf8_text(t)) for t in TARGETS]
+    out += [(f"{t}:{m}:abid{a}", sparse_mfma_text(t, m, a)) for t, m, a in SPARSE_CASES]
     out += [(f"gfx950:scaled_mfma:{'-'.join(map(str, c))}", scaled_mfma_text(*c))
             for c in SCALED_CASES]
     return out

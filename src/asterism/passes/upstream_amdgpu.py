@@ -579,7 +579,35 @@ def _memory_counter_wait(low: KernelLowering, op) -> None:
         low.kb.s_waitcnt(**counts)
 
 
-_NOT_YET = ("amdgpu.sparse_mfma", "amdgpu.scaled_ext_packed", "amdgpu.packed_scaled_trunc")
+@handles("amdgpu.sparse_mfma")
+def _sparse_mfma(low: KernelLowering, op) -> None:
+    ta, tc = op.sourceA.type, op.destC.type
+    ec = tc.element_type if isinstance(tc, VectorType) else tc
+    out = "i32" if isinstance(ec, IntegerType) else "f32"
+    src = _mfma_input(op, ta, op.sourceB.type, low.target)
+    m, n, k = (op.m.value.data, op.n.value.data, op.k.value.data)
+    name = f"v_smfmac_{out}_{m}x{n}x{k}_{src}"
+    isa = get_isa(low.target)
+    if name not in isa:
+        options = sorted(x.removeprefix(f"v_smfmac_{out}_") for x in isa.instructions
+                         if x.startswith(f"v_smfmac_{out}_") and x.endswith(f"_{src}"))
+        raise fail(op, f"no {m}x{n}x{k} sparse MFMA for {ta} on {low.target} (it has: "
+                       f"{', '.join(options) or 'none for this type'})")
+    if reg_count(op.sparseIdx.type) != 1:
+        raise fail(op, f"the sparse index must be 32 bits, not {op.sparseIdx.type}")
+    kb = low.kb
+    a, b = low.vgpr(low.get(op.sourceA)), low.vgpr(low.get(op.sourceB))
+    idx = low.vgpr(low.get(op.sparseIdx))
+    # SMFMAC accumulates in place (vdst is also C): D is written over a copy of C
+    nc = reg_count(tc)
+    words = [kb.v_mov_b32(None, low.operand(w)) for w in _words(low, low.get(op.destC), nc)]
+    acc = words[0] if nc == 1 else kb.join(*words, align=_align(nc))
+    mods = {key: getattr(op, key).value.data for key in ("cbsz", "abid")
+            if getattr(op, key) is not None and getattr(op, key).value.data}
+    low.set(op.destD, LV("v", op.destD.type, kb.emit(name, acc, a, b, idx, **mods)))
+
+
+_NOT_YET = ("amdgpu.scaled_ext_packed", "amdgpu.packed_scaled_trunc")
 
 
 @handles(*_NOT_YET)
