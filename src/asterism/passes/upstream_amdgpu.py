@@ -18,6 +18,12 @@
   (packed_trunc_2xfp8), `v_cvt_sr_fp8_f32` (packed_stoch_round_fp8) and their bf8 forms; the
   FNUZ types on gfx942 and the OCP types on gfx950 (the formats those chips convert).
 * `wmma`: an error on gfx942/gfx950 (RDNA only).
+* MLIR 22 ops beyond the seed: `scaled_mfma` (gfx950 `v_mfma_scale_f32_*_f8f6f4`, format
+  codes in cbsz/blgp, scale byte selects in op_sel/op_sel_hi), `sparse_mfma` (`v_smfmac_*`
+  over a copy of C), `gather_to_lds` (MUBUF loads with `lds`, M0 = the LDS destination),
+  `transpose_load` (gfx950 `ds_read_b*_tr_b*`), `swizzle_bitmode` (`ds_swizzle_b32`),
+  `permlane_swap` (gfx950 `v_permlane16/32_swap_b32`), `memory_counter_wait` (`s_waitcnt`);
+  an op a target lacks is an error naming the op, the instruction and the target.
 """
 
 from __future__ import annotations
