@@ -48,4 +48,7 @@ def test_mlir_opt_accepts_and_generic_form_compiles_the_same(name, text, mlir_op
 def test_every_static_input_is_covered():
     names = {n for n, _ in INPUTS}
     assert {"saxpy.mlir", "gemm.mlir", "buffers.mlir", "dpp.mlir", "lds.mlir",
-            "fp8_gfx942.mlir", "fp8_gfx950.mlir", "loops.mlir", "call.mlir"} <= names
+            "fp8_gfx942.mlir", "fp8_gfx950.mlir", "loops.mlir", "call.mlir",
+            "gfx950_lanes.mlir", "gfx950_gather.mlir",
+            "gfx950_transpose.mlir", "dpp_wave.mlir"} <= names
+    assert sum(n.startswith("gfx950:scaled_mfma") for n in names) == 8

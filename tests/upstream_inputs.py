@@ -88,6 +88,137 @@ def mfma_text(target: str, mnemonic: str, cbsz: int = 0, abid: int = 0,
     return text
 
 
+SCALED_TEMPLATE = """module {{
+  gpu.module @m {{
+    gpu.func @scaled(%a: memref<{na}xi32>, %b: memref<{nb}xi32>, %c: memref<{nc}xf32>,
+                     %s: memref<128xi32>, %d: memref<{nc}xf32>) kernel
+        attributes {{known_block_size = array<i32: 64, 1, 1>}} {{
+      %l = gpu.thread_id x
+      %ka = arith.constant {ra} : index
+      %kb = arith.constant {rb} : index
+      %kc = arith.constant {rc} : index
+      %k64 = arith.constant 64 : index
+      %ia = arith.muli %l, %ka : index
+      %ib = arith.muli %l, %kb : index
+      %ic = arith.muli %l, %kc : index
+      %is = arith.addi %l, %k64 : index
+      %wa = vector.load %a[%ia] : memref<{na}xi32>, vector<{ra}xi32>
+      %wb = vector.load %b[%ib] : memref<{nb}xi32>, vector<{rb}xi32>
+      %vc = vector.load %c[%ic] : memref<{nc}xf32>, vector<{rc}xf32>
+      %va = vector.bitcast %wa : vector<{ra}xi32> to vector<32x{ta}>
+      %vb = vector.bitcast %wb : vector<{rb}xi32> to vector<32x{tb}>
+      %wsa = vector.load %s[%l] : memref<128xi32>, vector<1xi32>
+      %wsb = vector.load %s[%is] : memref<128xi32>, vector<1xi32>
+      %sa4 = vector.bitcast %wsa : vector<1xi32> to vector<4xf8E8M0FNU>
+      %sb4 = vector.bitcast %wsb : vector<1xi32> to vector<4xf8E8M0FNU>
+{scales}
+      %vd = amdgpu.scaled_mfma {m}x{n}x{k} ({sa}[{xa}] * %va) * ({sb}[{xb}] * %vb) + %vc : {tsa}, vector<32x{ta}>, {tsb}, vector<32x{tb}>, vector<{rc}xf32>
+      vector.store %vd, %d[%ic] : memref<{nc}xf32>, vector<{rc}xf32>
+      gpu.return
+    }}
+  }}
+}}
+"""
+SMALL_FLOAT_TYPES = ("f8E4M3FN", "f8E5M2", "f6E2M3FN", "f6E3M2FN", "f4E2M1FN")  # codes 0-4
+SMALL_FLOAT_BITS = (8, 8, 6, 6, 4)
+
+
+def scaled_mfma_text(m: int, a_code: int, b_code: int, byte_a: int, byte_b: int,
+                     scalar_scales: bool = False) -> str:
+    """An upstream kernel around one amdgpu.scaled_mfma (gfx950): A, B and C registers and
+    the two scale words (A's in s[0:64], B's in s[64:128]) loaded per lane. With
+    `scalar_scales`, the scale bytes are extracted to f8E8M0FNU scalars first."""
+    k = 128 if m == 16 else 64
+    ra, rb, rc = SMALL_FLOAT_BITS[a_code], SMALL_FLOAT_BITS[b_code], 4 if m == 16 else 16
+    if scalar_scales:
+        scales = (f"      %sa = vector.extract %sa4[{byte_a}] : f8E8M0FNU from vector<4xf8E8M0FNU>\n"
+                  f"      %sb = vector.extract %sb4[{byte_b}] : f8E8M0FNU from vector<4xf8E8M0FNU>")
+        xa = xb = 0
+        tsa = tsb = "f8E8M0FNU"
+        sa, sb = "%sa", "%sb"
+    else:
+        scales = ""
+        xa, xb = byte_a, byte_b
+        tsa = tsb = "vector<4xf8E8M0FNU>"
+        sa, sb = "%sa4", "%sb4"
+    return SCALED_TEMPLATE.format(
+        na=64 * ra, nb=64 * rb, nc=64 * rc, ra=ra, rb=rb, rc=rc, ta=SMALL_FLOAT_TYPES[a_code],
+        tb=SMALL_FLOAT_TYPES[b_code], m=m, n=m, k=k, scales=scales, xa=xa, xb=xb, tsa=tsa,
+        tsb=tsb, sa=sa, sb=sb)
+
+
+# (m, A format, B format, A scale byte, B scale byte, scalar scales): every format on A and
+# on B, both shapes, every byte select.
+SCALED_CASES = [(16, 0, 0, 0, 0, False), (16, 1, 2, 1, 2, False), (16, 2, 3, 2, 3, False),
+                (16, 3, 4, 3, 0, False), (16, 4, 1, 0, 1, True), (32, 0, 4, 2, 1, False),
+                (32, 4, 0, 3, 2, True), (32, 2, 2, 1, 3, False)]
+
+
+SPARSE_TEMPLATE = """module {{
+  gpu.module @m {{
+    gpu.func @sparse(%a: memref<{na}xi32>, %b: memref<{nb}xi32>, %c: memref<{nc}x{ec}>,
+                     %x: memref<64xi32>, %d: memref<{nc}x{ec}>) kernel
+        attributes {{known_block_size = array<i32: 64, 1, 1>}} {{
+      %l = gpu.thread_id x
+      %ka = arith.constant {ra} : index
+      %kb = arith.constant {rb} : index
+      %kc = arith.constant {rc} : index
+      %ia = arith.muli %l, %ka : index
+      %ib = arith.muli %l, %kb : index
+      %ic = arith.muli %l, %kc : index
+      %wa = vector.load %a[%ia] : memref<{na}xi32>, vector<{ra}xi32>
+      %wb = vector.load %b[%ib] : memref<{nb}xi32>, vector<{rb}xi32>
+      %vc = vector.load %c[%ic] : memref<{nc}x{ec}>, vector<{rc}x{ec}>
+      %wx = vector.load %x[%l] : memref<64xi32>, vector<1xi32>
+      %va = vector.bitcast %wa : vector<{ra}xi32> to {ta}
+      %vb = vector.bitcast %wb : vector<{rb}xi32> to {tb}
+      {idx}
+      %vd = amdgpu.sparse_mfma {m}x{n}x{k} %va * %vb + %vc sparse(%vx : {tx}) {{abid = {abid} : i32}} : {ta}, {tb}, vector<{rc}x{ec}>
+      vector.store %vd, %d[%ic] : memref<{nc}x{ec}>, vector<{rc}x{ec}>
+      gpu.return
+    }}
+  }}
+}}
+"""
+
+
+# (target, SMFMAC, abid): 16- and 8-bit sources, both index-field selects, gfx950's
+# K-doubled forms.
+SPARSE_CASES = [("gfx942", "v_smfmac_f32_16x16x32_f16", 0),
+                ("gfx942", "v_smfmac_f32_16x16x32_f16", 1),
+                ("gfx942", "v_smfmac_i32_32x32x32_i8", 0),
+                ("gfx942", "v_smfmac_f32_16x16x64_fp8_bf8", 1),
+                ("gfx950", "v_smfmac_f32_32x32x16_bf16", 0),
+                ("gfx950", "v_smfmac_f32_16x16x64_f16", 0),
+                ("gfx950", "v_smfmac_f32_16x16x128_fp8_fp8", 0)]
+
+
+def sparse_mfma_text(target: str, mnemonic: str, abid: int = 0) -> str:
+    """An upstream kernel around one amdgpu.sparse_mfma: A (the stored half), B, C and the
+    index word loaded per lane; the index type is the one the dialect documents for it."""
+    info = mf.mfma_info(target, mnemonic)
+    ta = operand_type(target, info.a_type.split("_")[0], info.a_regs)
+    tb = operand_type(target, info.b_type.split("_")[-1], info.b_regs)
+    bits = 16 if info.a_type in ("f16", "bf16") else 8
+    # MLIR 22 takes vector<4xi8> (16-bit sources) or vector<2xi16> (8-bit): either way the
+    # index VGPR, whatever the width of the instruction's index field
+    field = 8 if bits == 16 else 16
+    tx = {8: "vector<4xi8>", 16: "vector<2xi16>", 32: "i32"}[field]
+    idx = (f"%vx = vector.bitcast %wx : vector<1xi32> to {tx}" if field < 32 else
+           "%vx = vector.extract %wx[0] : i32 from vector<1xi32>")
+    ec = info.out_type
+    return SPARSE_TEMPLATE.format(
+        na=64 * info.a_regs, nb=64 * info.b_regs, nc=64 * info.c_regs, ec=ec, ra=info.a_regs,
+        rb=info.b_regs, rc=info.c_regs, ta=ta, tb=tb, idx=idx, m=info.m, n=info.n, k=info.k,
+        abid=abid, tx=tx)
+
+
+def bf8_text(target: str) -> str:
+    """tests/upstream/fp8_<target>.mlir with the 5-bit-exponent 8-bit float (bf8) instead."""
+    fp8, bf8 = _FP8[target]["fp8"], _FP8[target]["bf8"]
+    return (DIR / f"fp8_{target}.mlir").read_text().replace(fp8, bf8)
+
+
 def expressible_mfmas(target: str) -> list[str]:
     """The MFMAs amdgpu.mfma can name on `target` (dense, unscaled, not f8f6f4)."""
     out = []
@@ -109,4 +240,8 @@ def all_inputs() -> list[tuple[str, str]]:
     out = [(p.name, p.read_text()) for p in static_inputs()]
     for t in TARGETS:
         out += [(f"{t}:{m}", mfma_text(t, m)) for m in expressible_mfmas(t)]
+    out += [(f"{t}:bf8", bf8_text(t)) for t in TARGETS]
+    out += [(f"{t}:{m}:abid{a}", sparse_mfma_text(t, m, a)) for t, m, a in SPARSE_CASES]
+    out += [(f"gfx950:scaled_mfma:{'-'.join(map(str, c))}", scaled_mfma_text(*c))
+            for c in SCALED_CASES]
     return out

@@ -8,9 +8,11 @@ from __future__ import annotations
 
 from xdsl.dialects.builtin import (
     BoolAttr,
+    IndexType,
     IntegerAttr,
     StringAttr,
     UnitAttr,
+    f32,
     i32,
     i64,
 )
@@ -591,12 +593,335 @@ class FatRawBufferCastOp(IRDLOperation):
                          result_types=[rt])
 
 
+def _parse_index_list(parser: Parser):
+    """`[%i, %j...]` (unresolved)."""
+    return parser.parse_comma_separated_list(parser.Delimiter.SQUARE,
+                                             parser.parse_unresolved_operand)
+
+
+def _parse_scaled_source(parser: Parser):
+    """`(%scale[idx] * %src)` -> (scale, idx, src) unresolved."""
+    parser.parse_punctuation("(")
+    scale = parser.parse_unresolved_operand()
+    parser.parse_punctuation("[")
+    idx = parser.parse_integer(allow_negative=False)
+    parser.parse_punctuation("]")
+    parser.parse_punctuation("*")
+    src = parser.parse_unresolved_operand()
+    parser.parse_punctuation(")")
+    return scale, idx, src
+
+
+@irdl_op_definition
+class ScaledMFMAOp(IRDLOperation):
+    """`amdgpu.scaled_mfma 16x16x128 (%sa[0] * %a) * (%sb[0] * %b) + %c : tSA, tA, tSB, tB,
+    tC` (gfx950 v_mfma_scale_f32_*_f8f6f4)."""
+
+    name = "amdgpu.scaled_mfma"
+    sourceA = operand_def()
+    sourceB = operand_def()
+    destC = operand_def()
+    scalesA = operand_def()
+    scalesB = operand_def()
+    m = prop_def(IntegerAttr)
+    n = prop_def(IntegerAttr)
+    k = prop_def(IntegerAttr)
+    scalesIdxA = prop_def(IntegerAttr)
+    scalesIdxB = prop_def(IntegerAttr)
+    destD = result_def()
+
+    @classmethod
+    def parse(cls, parser: Parser) -> ScaledMFMAOp:
+        """`MxNxK (%sa[i] * %a) * (%sb[j] * %b) + %c attr-dict : tsa, ta, tsb, tb, tc`."""
+        props = _parse_mnk(parser)
+        if not props:
+            parser.raise_error("amdgpu.scaled_mfma: expected MxNxK (e.g. 16x16x128)")
+        sa, ia, a = _parse_scaled_source(parser)
+        parser.parse_punctuation("*")
+        sb, ib, b = _parse_scaled_source(parser)
+        parser.parse_punctuation("+")
+        c = parser.parse_unresolved_operand()
+        attrs = dict(parser.parse_optional_attr_dict())
+        parser.parse_punctuation(":")
+        tsa, ta, tsb, tb, tc = _types(parser, 5)
+        props["scalesIdxA"] = IntegerAttr(ia, i32)
+        props["scalesIdxB"] = IntegerAttr(ib, i32)
+        operands = [parser.resolve_operand(a, ta), parser.resolve_operand(b, tb),
+                    parser.resolve_operand(c, tc), parser.resolve_operand(sa, tsa),
+                    parser.resolve_operand(sb, tsb)]
+        return cls.create(operands=operands, properties=props, attributes=attrs,
+                          result_types=[tc])
+
+
+@irdl_op_definition
+class SparseMFMAOp(IRDLOperation):
+    """`amdgpu.sparse_mfma 16x16x32 %a * %b + %c sparse(%idx : vector<4xi8>) : tA, tB, tC`
+    (v_smfmac_*: 2:4 sparse A)."""
+
+    name = "amdgpu.sparse_mfma"
+    sourceA = operand_def()
+    sourceB = operand_def()
+    destC = operand_def()
+    sparseIdx = operand_def()
+    m = prop_def(IntegerAttr)
+    n = prop_def(IntegerAttr)
+    k = prop_def(IntegerAttr)
+    cbsz = opt_prop_def(IntegerAttr)
+    abid = opt_prop_def(IntegerAttr)
+    destD = result_def()
+
+    @classmethod
+    def parse(cls, parser: Parser) -> SparseMFMAOp:
+        """`MxNxK %a * %b + %c sparse(%idx : T) attr-dict : tA, tB, tC`."""
+        props = _parse_mnk(parser)
+        if not props:
+            parser.raise_error("amdgpu.sparse_mfma: expected MxNxK (e.g. 16x16x32)")
+        a = parser.parse_unresolved_operand()
+        parser.parse_punctuation("*")
+        b = parser.parse_unresolved_operand()
+        parser.parse_punctuation("+")
+        c = parser.parse_unresolved_operand()
+        parser.parse_keyword("sparse")
+        parser.parse_punctuation("(")
+        idx = parser.parse_unresolved_operand()
+        parser.parse_punctuation(":")
+        tidx = parser.parse_type()
+        parser.parse_punctuation(")")
+        attrs = dict(parser.parse_optional_attr_dict())
+        parser.parse_punctuation(":")
+        ta, tb, tc = _types(parser, 3)
+        props.update(_split_props(attrs, ("cbsz", "abid")))
+        for key in ("cbsz", "abid"):
+            props.setdefault(key, IntegerAttr(0, i32))
+        operands = [parser.resolve_operand(a, ta), parser.resolve_operand(b, tb),
+                    parser.resolve_operand(c, tc), parser.resolve_operand(idx, tidx)]
+        return cls.create(operands=operands, properties=props, attributes=attrs,
+                          result_types=[tc])
+
+
+@irdl_op_definition
+class GatherToLDSOp(IRDLOperation):
+    """`amdgpu.gather_to_lds %src[%i], %dst[%j] : f32, memref<..>, memref<.., workgroup>`
+    (global_load_lds / buffer_load ... lds)."""
+
+    name = "amdgpu.gather_to_lds"
+    src = operand_def()
+    srcIndices = var_operand_def()
+    dst = operand_def()
+    dstIndices = var_operand_def()
+    transferType = prop_def(Attribute)
+    irdl_options = (AttrSizedOperandSegments(as_property=True),)
+
+    @classmethod
+    def parse(cls, parser: Parser) -> GatherToLDSOp:
+        """`%src[%i...], %dst[%j...] attr-dict : transferType, type(src), type(dst)`."""
+        src = parser.parse_unresolved_operand()
+        si = _parse_index_list(parser)
+        parser.parse_punctuation(",")
+        dst = parser.parse_unresolved_operand()
+        di = _parse_index_list(parser)
+        attrs = dict(parser.parse_optional_attr_dict())
+        parser.parse_punctuation(":")
+        tt, ts, td = _types(parser, 3)
+        operands = [[parser.resolve_operand(src, ts)],
+                    [parser.resolve_operand(i, IndexType()) for i in si],
+                    [parser.resolve_operand(dst, td)],
+                    [parser.resolve_operand(i, IndexType()) for i in di]]
+        return cls.build(operands=operands, properties={"transferType": tt},
+                         attributes=attrs)
+
+
+@irdl_op_definition
+class TransposeLoadOp(IRDLOperation):
+    """`amdgpu.transpose_load %lds[%i, %j] : memref<.., workgroup> -> vector<4xf16>`
+    (gfx950 ds_read_b64_tr_b16 and its 8/4/6-bit forms)."""
+
+    name = "amdgpu.transpose_load"
+    src = operand_def()
+    srcIndices = var_operand_def()
+    result = result_def()
+
+    @classmethod
+    def parse(cls, parser: Parser) -> TransposeLoadOp:
+        """`%src[%i...] attr-dict : type(src) -> type(result)`."""
+        src = parser.parse_unresolved_operand()
+        si = _parse_index_list(parser)
+        attrs = dict(parser.parse_optional_attr_dict())
+        parser.parse_punctuation(":")
+        ts = parser.parse_type()
+        parser.parse_punctuation("->")
+        tr = parser.parse_type()
+        operands = [parser.resolve_operand(src, ts)] + \
+            [parser.resolve_operand(i, IndexType()) for i in si]
+        return cls.create(operands=operands, attributes=attrs, result_types=[tr])
+
+
+@irdl_op_definition
+class SwizzleBitModeOp(IRDLOperation):
+    """`amdgpu.swizzle_bitmode %v 1 2 3 : f32` (ds_swizzle_b32 in bit-mask mode)."""
+
+    name = "amdgpu.swizzle_bitmode"
+    src = operand_def()
+    and_mask = prop_def(IntegerAttr)
+    or_mask = prop_def(IntegerAttr)
+    xor_mask = prop_def(IntegerAttr)
+    result = result_def()
+
+    @classmethod
+    def parse(cls, parser: Parser) -> SwizzleBitModeOp:
+        """`%src and or xor attr-dict : type`."""
+        src = parser.parse_unresolved_operand()
+        props = {key: IntegerAttr(parser.parse_integer(), i32)
+                 for key in ("and_mask", "or_mask", "xor_mask")}
+        attrs = dict(parser.parse_optional_attr_dict())
+        parser.parse_punctuation(":")
+        t = parser.parse_type()
+        return cls.create(operands=[parser.resolve_operand(src, t)], properties=props,
+                          attributes=attrs, result_types=[t])
+
+
+@irdl_op_definition
+class PermlaneSwapOp(IRDLOperation):
+    """`amdgpu.permlane_swap %v 16 : f32` (gfx950 v_permlane16_swap / v_permlane32_swap)."""
+
+    name = "amdgpu.permlane_swap"
+    src = operand_def()
+    row_length = prop_def(IntegerAttr)
+    fetch_inactive = opt_prop_def(BoolAttr)
+    bound_ctrl = opt_prop_def(BoolAttr)
+    result = result_def()
+
+    @classmethod
+    def parse(cls, parser: Parser) -> PermlaneSwapOp:
+        """`%src row_length attr-dict : type`."""
+        src = parser.parse_unresolved_operand()
+        props: dict[str, Attribute] = {"row_length": IntegerAttr(parser.parse_integer(), i32)}
+        attrs = dict(parser.parse_optional_attr_dict())
+        props.update(_split_props(attrs, ("fetch_inactive", "bound_ctrl")))
+        for key in ("fetch_inactive", "bound_ctrl"):
+            props.setdefault(key, BoolAttr.from_bool(False))
+        parser.parse_punctuation(":")
+        t = parser.parse_type()
+        return cls.create(operands=[parser.resolve_operand(src, t)], properties=props,
+                          attributes=attrs, result_types=[t])
+
+
+_COUNTERS = ("load", "store", "ds", "exp", "tensor")
+
+
+@irdl_op_definition
+class MemoryCounterWaitOp(IRDLOperation):
+    """`amdgpu.memory_counter_wait load(0) ds(1)`: wait for memory counters (s_waitcnt)."""
+
+    name = "amdgpu.memory_counter_wait"
+    load = opt_prop_def(IntegerAttr)
+    store = opt_prop_def(IntegerAttr)
+    ds = opt_prop_def(IntegerAttr)
+    exp = opt_prop_def(IntegerAttr)
+    tensor = opt_prop_def(IntegerAttr)
+
+    @classmethod
+    def parse(cls, parser: Parser) -> MemoryCounterWaitOp:
+        """`oilist(load(N) | store(N) | ds(N) | exp(N) | tensor(N)) attr-dict`."""
+        props: dict[str, Attribute] = {}
+        while (word := parser.parse_optional_keyword_in(_COUNTERS)) is not None:
+            parser.parse_punctuation("(")
+            props[word] = IntegerAttr(parser.parse_integer(), i32)
+            parser.parse_punctuation(")")
+        attrs = dict(parser.parse_optional_attr_dict())
+        props.update(_split_props(attrs, _COUNTERS))
+        return cls.create(properties=props, attributes=attrs)
+
+
+@irdl_op_definition
+class ScaledExtPackedOp(IRDLOperation):
+    """`amdgpu.scaled_ext_packed %v[0], %scale : vector<4xf8E4M3FN> to vector<2xf32>`
+    (gfx950 v_cvt_scalef32_pk_*)."""
+
+    name = "amdgpu.scaled_ext_packed"
+    source = operand_def()
+    scale = operand_def()
+    index = prop_def(IntegerAttr)
+    res = result_def()
+
+    @classmethod
+    def parse(cls, parser: Parser) -> ScaledExtPackedOp:
+        """`attr-dict %v [ index ] , %scale : T to T`."""
+        attrs = dict(parser.parse_optional_attr_dict())
+        src = parser.parse_unresolved_operand()
+        parser.parse_punctuation("[")
+        index = parser.parse_integer(allow_negative=False)
+        parser.parse_punctuation("]")
+        parser.parse_punctuation(",")
+        scale = parser.parse_unresolved_operand()
+        parser.parse_punctuation(":")
+        st = parser.parse_type()
+        parser.parse_keyword("to")
+        rt = parser.parse_type()
+        return cls.create(operands=[parser.resolve_operand(src, st),
+                                    parser.resolve_operand(scale, f32)],
+                          properties={"index": IntegerAttr(index, i32)}, attributes=attrs,
+                          result_types=[rt])
+
+
+@irdl_op_definition
+class PackedScaledTruncOp(IRDLOperation):
+    """`amdgpu.packed_scaled_trunc %v into %e[1], %scale : vector<2xf32> to vector<4xf8..>
+    into vector<4xf8..>` (gfx950 v_cvt_scalef32_pk_*_f32)."""
+
+    name = "amdgpu.packed_scaled_trunc"
+    source = operand_def()
+    scale = operand_def()
+    existing = opt_operand_def()
+    index = prop_def(IntegerAttr)
+    res = result_def()
+
+    @classmethod
+    def parse(cls, parser: Parser) -> PackedScaledTruncOp:
+        """`attr-dict %v into (%e|undef)[N], %scale : T to T (into T)?`."""
+        attrs = dict(parser.parse_optional_attr_dict())
+        src = parser.parse_unresolved_operand()
+        parser.parse_keyword("into")
+        existing = _optional_operand_or_undef(parser)
+        parser.parse_punctuation("[")
+        index = parser.parse_integer(allow_negative=False)
+        parser.parse_punctuation("]")
+        parser.parse_punctuation(",")
+        scale = parser.parse_unresolved_operand()
+        parser.parse_punctuation(":")
+        st = parser.parse_type()
+        parser.parse_keyword("to")
+        rt = parser.parse_type()
+        et = parser.parse_type() if parser.parse_optional_keyword("into") else rt
+        operands = [parser.resolve_operand(src, st), parser.resolve_operand(scale, f32)]
+        if existing is not None:
+            operands.append(parser.resolve_operand(existing, et))
+        return cls.create(operands=operands, properties={"index": IntegerAttr(index, i32)},
+                          attributes=attrs, result_types=[rt])
+
+
+# MLIR 22 amdgpu ops for chips other than gfx942/gfx950: parsing one is an error naming the op
+# and the chips it is for (asterism targets CDNA3/CDNA4 only).
+NOT_ON_CDNA = {
+    "amdgpu.scaled_wmma": "gfx1250 (scaled WMMA)",
+    "amdgpu.scaled_ext_packed_matrix": "gfx1250",
+    "amdgpu.make_dma_base": "gfx1250 (tensor data mover)",
+    "amdgpu.make_dma_descriptor": "gfx1250 (tensor data mover)",
+    "amdgpu.make_gather_dma_base": "gfx1250 (tensor data mover)",
+    "amdgpu.make_gather_dma_descriptor": "gfx1250 (tensor data mover)",
+    "amdgpu.tensor_load_to_lds": "gfx1250 (tensor data mover)",
+    "amdgpu.tensor_store_from_lds": "gfx1250 (tensor data mover)",
+}
+
+
 AMDGPU_OPS = [MFMAOp, WMMAOp, RawBufferLoadOp, RawBufferStoreOp, RawBufferAtomicFaddOp,
               RawBufferAtomicFmaxOp, RawBufferAtomicSmaxOp, RawBufferAtomicUminOp,
               RawBufferAtomicCmpswapOp, DPPOp, LDSBarrierOp, SchedBarrierOp, ExtPackedFp8Op,
-              PackedTrunc2xFp8Op, PackedStochRoundFp8Op, FatRawBufferCastOp]
+              PackedTrunc2xFp8Op, PackedStochRoundFp8Op, FatRawBufferCastOp, ScaledMFMAOp,
+              SparseMFMAOp, GatherToLDSOp, TransposeLoadOp, SwizzleBitModeOp, PermlaneSwapOp,
+              MemoryCounterWaitOp, ScaledExtPackedOp, PackedScaledTruncOp]
 
 AMDGPU = Dialect("amdgpu", AMDGPU_OPS, [DPPPermAttr, MFMAPermBAttr, AmdgpuAddressSpaceAttr,
                                         SchedBarrierOptAttr])
 
-__all__ = ["AMDGPU", "AMDGPU_OPS", "opt_result_def"]
+__all__ = ["AMDGPU", "AMDGPU_OPS", "NOT_ON_CDNA", "opt_result_def"]

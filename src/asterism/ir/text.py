@@ -139,8 +139,14 @@ def parse_ir(text: str, filename: str = "<input>", verify: bool = True) -> Built
         message = _message(err, text)
         if upstream and message.startswith("Operation ") and "is not registered" in message:
             name = message.split()[1]
-            message = (f"{name} is not supported by asterism's upstream MLIR input (see "
-                       "docs/upstream_mlir.md for the ops it parses and lowers)")
+            from asterism.ir.amdgpu import NOT_ON_CDNA
+
+            if name in NOT_ON_CDNA:
+                message = (f"{name} is an op of {NOT_ON_CDNA[name]}: it does not exist on "
+                           "the CDNA targets asterism compiles for (gfx942, gfx950)")
+            else:
+                message = (f"{name} is not supported by asterism's upstream MLIR input (see "
+                           "docs/upstream_mlir.md for the ops it parses and lowers)")
         raise ParseError(message, parser.location(err.span.start)) from None
     except VerifyException as err:
         # A type or attribute that fails its own checks while being parsed.

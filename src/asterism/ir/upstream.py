@@ -14,6 +14,7 @@ from xdsl.context import Context
 from xdsl.dialects.builtin import (
     ArrayAttr,
     DenseArrayBase,
+    DictionaryAttr,
     FunctionType,
     IndexType,
     IntegerAttr,
@@ -25,20 +26,21 @@ from xdsl.dialects.builtin import (
 )
 from xdsl.dialects.gpu import DimensionAttr, DimensionEnum
 from xdsl.dialects.utils import EnumAttribute
-from xdsl.ir import Attribute, Block, Dialect
+from xdsl.ir import Attribute, Block, Dialect, ParametrizedAttribute
 from xdsl.irdl import (
     IRDLOperation,
     irdl_attr_definition,
     irdl_op_definition,
     operand_def,
     opt_prop_def,
+    param_def,
     prop_def,
     region_def,
     result_def,
     traits_def,
     var_operand_def,
 )
-from xdsl.parser import Parser
+from xdsl.parser import AttrParser, Parser
 from xdsl.printer import Printer
 from xdsl.traits import IsTerminator, NoTerminator, SymbolOpInterface, SymbolTable
 from xdsl.utils.str_enum import StrEnum
@@ -272,6 +274,42 @@ class GpuReturnOp(IRDLOperation):
     assembly_format = "attr-dict ($values^ `:` type($values))?"
 
 
+@irdl_attr_definition
+class RocdlTargetAttr(ParametrizedAttribute):
+    """`#rocdl.target<chip = "gfx950", O = 3, ...>` in a gpu.module's targets: its `chip`
+    picks the target the module's kernels are lowered for (the other fields are kept)."""
+
+    name = "rocdl.target"
+    fields: DictionaryAttr = param_def(DictionaryAttr)
+
+    @classmethod
+    def parse_parameters(cls, parser: AttrParser) -> tuple[DictionaryAttr]:
+        """`<key = value, ...>` (or nothing)."""
+        fields: dict[str, Attribute] = {}
+        if parser.parse_optional_punctuation("<") is not None:
+            while parser.parse_optional_punctuation(">") is None:
+                key = parser.parse_identifier()
+                parser.parse_punctuation("=")
+                fields[key] = parser.parse_attribute()
+                parser.parse_optional_punctuation(",")
+        return (DictionaryAttr(fields),)
+
+    def print_parameters(self, printer: Printer) -> None:
+        """`<key = value, ...>`."""
+        with printer.in_angle_brackets():
+            printer.print_list(self.fields.data.items(),
+                               lambda kv: (printer.print_string(f"{kv[0]} = "),
+                                           printer.print_attribute(kv[1])))
+
+    @property
+    def chip(self) -> str | None:
+        """The `chip` field (None when absent)."""
+        chip = self.fields.data.get("chip")
+        return chip.data if isinstance(chip, StringAttr) else None
+
+
+ROCDL = Dialect("rocdl", [], [RocdlTargetAttr])
+
 GPU = Dialect("gpu", [GpuModuleOp, GpuFuncOp, ThreadIdOp, BlockIdOp, BlockDimOp, GridDimOp,
                       LaneIdOp, GpuBarrierOp, GpuReturnOp],
               [DimensionAttr, GpuAddressSpaceAttr])
@@ -372,7 +410,7 @@ def make_upstream_context() -> Context:
     ctx = make_context()
     vector = Dialect("vector", list(Vector.operations) + VECTOR_EXTRA_OPS,
                      list(Vector.attributes))
-    for dialect in (Scf, MemRef, vector, GPU, AMDGPU):
+    for dialect in (Scf, MemRef, vector, GPU, AMDGPU, ROCDL):
         ctx.load_dialect(dialect)
     return ctx
 
@@ -412,5 +450,5 @@ def verify_upstream(module) -> None:
             raise VerifyError(f"{op.name}: {str(err).splitlines()[0]}", where) from None
 
 
-__all__ = ["GPU", "GpuFuncOp", "GpuModuleOp", "is_upstream_text", "make_upstream_context",
-           "memref_space", "verify_upstream"]
+__all__ = ["GPU", "ROCDL", "GpuFuncOp", "GpuModuleOp", "RocdlTargetAttr", "is_upstream_text",
+           "make_upstream_context", "memref_space", "verify_upstream"]

@@ -332,6 +332,23 @@ def _target_of(module: BuiltinModuleOp, option: str | None) -> str:
     return DEFAULT_TARGET
 
 
+SUPPORTED_CHIPS = ("gfx942", "gfx950")
+
+
+def _module_target(gpu_module, default: str) -> str:
+    """The chip of the gpu.module's `#rocdl.target` (the first one that names a chip), else
+    `default`; `--target` / `api.retarget` / the pass option override it."""
+    from asterism.ir.upstream import RocdlTargetAttr
+
+    for attr in (gpu_module.targets.data if gpu_module.targets is not None else ()):
+        if isinstance(attr, RocdlTargetAttr) and attr.chip is not None:
+            if attr.chip not in SUPPORTED_CHIPS:
+                raise fail(gpu_module, f"#rocdl.target chip \"{attr.chip}\" is not supported "
+                                       f"(asterism compiles for {', '.join(SUPPORTED_CHIPS)})")
+            return attr.chip
+    return default
+
+
 def lower_gpu_module(gpu_module, target: str):
     """An amdgcn.module holding the kernels of a gpu.module."""
     from asterism.builder import ModuleBuilder
@@ -364,9 +381,10 @@ def lower_upstream(module: BuiltinModuleOp, target: str | None = None) -> None:
     from asterism.ir.upstream import GpuModuleOp
 
     chosen = _target_of(module, target)
+    explicit = bool(target) or "asterism.target" in module.attributes
     for op in list(module.body.blocks[0].ops):
         if isinstance(op, GpuModuleOp):
-            new = lower_gpu_module(op, chosen)
+            new = lower_gpu_module(op, chosen if explicit else _module_target(op, chosen))
             new.detach()
             module.body.blocks[0].insert_op_before(new, op)
             op.detach()

@@ -18,6 +18,12 @@
   (packed_trunc_2xfp8), `v_cvt_sr_fp8_f32` (packed_stoch_round_fp8) and their bf8 forms; the
   FNUZ types on gfx942 and the OCP types on gfx950 (the formats those chips convert).
 * `wmma`: an error on gfx942/gfx950 (RDNA only).
+* MLIR 22 ops beyond the seed: `scaled_mfma` (gfx950 `v_mfma_scale_f32_*_f8f6f4`, format
+  codes in cbsz/blgp, scale byte selects in op_sel/op_sel_hi), `sparse_mfma` (`v_smfmac_*`
+  over a copy of C), `gather_to_lds` (MUBUF loads with `lds`, M0 = the LDS destination),
+  `transpose_load` (gfx950 `ds_read_b*_tr_b*`), `swizzle_bitmode` (`ds_swizzle_b32`),
+  `permlane_swap` (gfx950 `v_permlane16/32_swap_b32`), `memory_counter_wait` (`s_waitcnt`);
+  an op a target lacks is an error naming the op, the instruction and the target.
 """
 
 from __future__ import annotations
@@ -29,10 +35,20 @@ from xdsl.dialects.builtin import (
     VectorType,
     i32,
 )
+from xdsl.ir import SSAValue
 
 from asterism.isa import get_isa
 from asterism.passes.lower_upstream import RSRC_WORD3, KernelLowering, handles
-from asterism.passes.upstream_ops import _align, _wait_all, _words, byte_offset, load, store
+from asterism.passes.upstream_ops import (
+    _address,
+    _align,
+    _wait_all,
+    _words,
+    byte_offset,
+    int_binary,
+    load,
+    store,
+)
 from asterism.passes.upstream_values import (
     LV,
     const_lv,
@@ -372,3 +388,235 @@ def _stoch_fp8(low: KernelLowering, op) -> None:
 
 
 __all__ = ["dpp_ctrl", "elem_bits", "i32", "mfma_mnemonic"]
+
+
+# ----------------------------------------------------------------------------- MLIR 22 ops
+# beyond the seed (gfx950 instructions where the op needs them).
+
+
+def _require(low: KernelLowering, op, mnemonic: str, what: str) -> None:
+    if mnemonic not in get_isa(low.target):
+        raise fail(op, f"{what} needs gfx950 ({mnemonic}); {low.target} does not have it")
+
+
+# OCP small floats of the gfx950 f8f6f4 MFMAs: (CBSZ/BLGP format code, bits).
+F8F6F4 = {"f8E4M3FN": 0, "f8E5M2": 1, "f6E2M3FN": 2, "f6E3M2FN": 3, "f4E2M1FN": 4}
+
+
+def f8f6f4_code(op, t, which: str) -> int:
+    """The CBSZ/BLGP format code of a vector<32x small float> MFMA source."""
+    name = getattr(getattr(t, "element_type", None), "name", "")
+    if not isinstance(t, VectorType) or t.get_shape() != (32,) or name not in F8F6F4:
+        raise fail(op, f"source {which} must be a vector<32x T> with T one of "
+                       f"{', '.join(F8F6F4)}; got {t}")
+    return F8F6F4[name]
+
+
+def _scale_operand(low: KernelLowering, op, value) -> SSAValue:
+    """A scale (f8E8M0FNU, zero-extended as MLIR does, or vector<4xf8E8M0FNU>) in a VGPR."""
+    t = value.type
+    et = t.element_type if isinstance(t, VectorType) else t
+    if getattr(et, "name", "") != "f8E8M0FNU" or (isinstance(t, VectorType)
+                                                  and t.get_shape() != (4,)):
+        raise fail(op, f"scales must be f8E8M0FNU or vector<4xf8E8M0FNU>, got {t}")
+    lv = low.get(value)
+    if isinstance(t, VectorType):
+        return low.vgpr(lv)
+    if lv.kind == "c":
+        return low.vgpr(LV("c", i32, [lv.value[0] & 0xFF]))
+    # a scalar's register may hold other bytes above it (vector.extract shifts, no mask)
+    return low.kb.v_and_b32(None, 0xFF, low.vgpr(lv))
+
+
+@handles("amdgpu.scaled_mfma")
+def _scaled_mfma(low: KernelLowering, op) -> None:
+    m, n, k = (op.m.value.data, op.n.value.data, op.k.value.data)
+    name = f"v_mfma_scale_f32_{m}x{n}x{k}_f8f6f4"
+    if not any(x.startswith("v_mfma_scale_") for x in get_isa(low.target).instructions):
+        raise fail(op, f"scaled MFMAs need gfx950; {low.target} has none")
+    if name not in get_isa(low.target):
+        raise fail(op, f"no {m}x{n}x{k} scaled MFMA on {low.target} (it has: 16x16x128, "
+                       "32x32x64)")
+    want = 4 if m == 16 else 16
+    tc = op.destC.type
+    if not isinstance(tc, VectorType) or tc.get_shape() != (want,) or \
+            type_name(tc.element_type) != "f32":
+        raise fail(op, f"the accumulator of a {m}x{n}x{k} scaled MFMA is vector<{want}xf32>, "
+                       f"not {tc}")
+    code_a = f8f6f4_code(op, op.sourceA.type, "A")
+    code_b = f8f6f4_code(op, op.sourceB.type, "B")
+    kb = low.kb
+    a, b = low.vgpr(low.get(op.sourceA)), low.vgpr(low.get(op.sourceB))
+    c = low.get(op.destC)
+    csrc = 0 if c.kind == "c" and all(w == 0 for w in c.value) else low.vgpr(c)
+    sa = _scale_operand(low, op, op.scalesA)
+    sb = _scale_operand(low, op, op.scalesB)
+    ia, ib = op.scalesIdxA.value.data, op.scalesIdxB.value.data
+    mods: dict = {"op_sel_hi": (ia >> 1, ib >> 1, 0)}
+    if ia & 1 or ib & 1:
+        mods["op_sel"] = (ia & 1, ib & 1, 0)
+    if code_a:
+        mods["cbsz"] = code_a
+    if code_b:
+        mods["blgp"] = code_b
+    dest = low.dest(op.destD)
+    low.set(op.destD, LV("v", op.destD.type, kb.emit(name, dest, a, b, csrc, sa, sb, **mods)))
+
+
+# Transfer sizes of gather_to_lds: MUBUF loads with the `lds` bit (LDS DMA; 1- and 2-byte
+# values land zero-extended in a dword per lane, as MLIR documents).
+_LDS_DMA = {1: "buffer_load_ubyte", 2: "buffer_load_ushort", 4: "buffer_load_dword",
+            16: "buffer_load_dwordx4"}
+
+
+def _uniform_sgpr(low: KernelLowering, lv: LV) -> SSAValue:
+    """A value every lane agrees on in an SGPR (a per-lane one: lane 0's, as MLIR's
+    readfirstlane)."""
+    if lv.uniform:
+        return low.sgpr(lv)
+    return low.kb.v_readfirstlane_b32(None, low.vgpr(lv))
+
+
+@handles("amdgpu.gather_to_lds")
+def _gather_to_lds(low: KernelLowering, op) -> None:
+    src = _buffer_memref(low, op, op.src)
+    dst = low.get(op.dst)
+    if dst.kind != "m" or dst.value.space != "workgroup":
+        raise fail(op, "the destination must be a workgroup (LDS) memref")
+    t = op.transferType
+    nbytes = type_bits(t) // 8
+    name = _LDS_DMA.get(nbytes, "")
+    if not name:
+        raise fail(op, f"transfer type {t} ({nbytes} bytes) is not supported (1, 2, 4 or 16 "
+                       "bytes; 12-byte transfers: not yet)")
+    _require(low, op, f"{name}" if nbytes < 16 else "global_load_lds_dwordx4",
+             "a 16-byte gather_to_lds")
+    kb = low.kb
+    off = low.vgpr(byte_offset(low, op, src, [low.get(i) for i in op.srcIndices]))
+    lds = byte_offset(low, op, dst, [low.get(i) for i in op.dstIndices], 0)
+    lds = int_binary(low, "arith.addi", lds, const_lv(dst.value.lds_offset, i32), i32)
+    # LDS DMA writes lane l's data at M0 + l * size: M0 is the wave's base address
+    kb.s_mov_b32(kb.m0, _uniform_sgpr(low, lds))
+    kb.emit(name, off, src.value.rsrc, 0, offen=True, lds=True)
+
+
+_TRANSPOSE = {(16, 64): "ds_read_b64_tr_b16", (8, 64): "ds_read_b64_tr_b8",
+              (4, 64): "ds_read_b64_tr_b4", (6, 96): "ds_read_b96_tr_b6"}
+
+
+@handles("amdgpu.transpose_load")
+def _transpose_load(low: KernelLowering, op) -> None:
+    mem = low.get(op.src)
+    if mem.kind != "m" or mem.value.space != "workgroup":
+        raise fail(op, "the source must be a workgroup (LDS) memref")
+    rt = op.result.type
+    key = (elem_bits(rt.element_type), type_bits(rt))
+    name = _TRANSPOSE.get(key, "")
+    if not name:
+        raise fail(op, f"result {rt} is not supported (vector<4x 16-bit>, vector<8x 8-bit>, "
+                       "vector<16x 4-bit> or vector<16x 6-bit>)")
+    _require(low, op, name, "transpose_load")
+    off = byte_offset(low, op, mem, [low.get(i) for i in op.srcIndices])
+    addr = _address(low, mem, off)
+    low.set(op.result, LV("v", rt, low.kb.emit(name, None, addr)))
+
+
+@handles("amdgpu.swizzle_bitmode")
+def _swizzle_bitmode(low: KernelLowering, op) -> None:
+    masks = [op.and_mask.value.data, op.or_mask.value.data, op.xor_mask.value.data]
+    if any(not 0 <= x < 32 for x in masks):
+        raise fail(op, f"masks must be 0..31 (5 bits), got {masks}")
+    offset = masks[0] | masks[1] << 5 | masks[2] << 10  # bit 15 clear: bit-mask mode
+    t = op.result.type
+    n = reg_count(t)
+    kb = low.kb
+    out = [kb.ds_swizzle_b32(None, low.vgpr(w), offset=offset)
+           for w in _words(low, low.get(op.src), n)]
+    low.set(op.result, LV("v", t, out[0] if n == 1 else kb.join(*out, align=_align(n))))
+
+
+# Lanes of the odd rows (16) / the upper half (32): where v_permlane*_swap's vdst receives the
+# swapped data (the rest of it keeps its value).
+_SWAP_UPPER = {16: 0xFFFF0000FFFF0000, 32: 0xFFFFFFFF00000000}
+
+
+@handles("amdgpu.permlane_swap")
+def _permlane_swap(low: KernelLowering, op) -> None:
+    width = op.row_length.value.data
+    if width not in _SWAP_UPPER:
+        raise fail(op, f"row_length must be 16 or 32, got {width}")
+    name = f"v_permlane{width}_swap_b32"
+    _require(low, op, name, "permlane_swap")
+    for flag in ("fetch_inactive", "bound_ctrl"):
+        attr = getattr(op, flag)
+        if attr is not None and attr.value.data:
+            raise fail(op, f"{flag} = true is not supported yet (all lanes are swapped as if "
+                           "active)")
+    t = op.result.type
+    n = reg_count(t)
+    kb = low.kb
+    mask = _SWAP_UPPER[width]
+    upper = kb.join(kb.s_mov_b32(None, signed32(mask)), kb.s_mov_b32(None, signed32(mask >> 32)),
+                    align=2)
+    out = []
+    for w in _words(low, low.get(op.src), n):
+        # vdst's upper lanes receive src0's lower lanes and src0's lower lanes vdst's upper
+        # ones: from two copies of the value, the swapped value is src0 below, vdst above.
+        d = kb.v_mov_b32(None, low.operand(w))
+        s = kb.v_mov_b32(None, low.operand(w))
+        nd, ns = kb.emit(name, d, s)
+        out.append(kb.v_cndmask_b32(None, ns, nd, upper))
+    low.set(op.result, LV("v", t, out[0] if n == 1 else kb.join(*out, align=_align(n))))
+
+
+@handles("amdgpu.memory_counter_wait")
+def _memory_counter_wait(low: KernelLowering, op) -> None:
+    if op.tensor is not None:
+        raise fail(op, f"the tensor counter exists on gfx1250 only, not on {low.target}")
+    counts = {}
+    loads = [a.value.data for a in (op.load, op.store) if a is not None]
+    if loads:  # gfx9 counts loads and stores in one counter (vmcnt)
+        counts["vmcnt"] = min(min(loads), 63)
+    if op.ds is not None:
+        counts["lgkmcnt"] = min(op.ds.value.data, 15)
+    if op.exp is not None:
+        counts["expcnt"] = min(op.exp.value.data, 7)
+    if counts:
+        low.kb.s_waitcnt(**counts)
+
+
+@handles("amdgpu.sparse_mfma")
+def _sparse_mfma(low: KernelLowering, op) -> None:
+    ta, tc = op.sourceA.type, op.destC.type
+    ec = tc.element_type if isinstance(tc, VectorType) else tc
+    out = "i32" if isinstance(ec, IntegerType) else "f32"
+    src = _mfma_input(op, ta, op.sourceB.type, low.target)
+    m, n, k = (op.m.value.data, op.n.value.data, op.k.value.data)
+    name = f"v_smfmac_{out}_{m}x{n}x{k}_{src}"
+    isa = get_isa(low.target)
+    if name not in isa:
+        options = sorted(x.removeprefix(f"v_smfmac_{out}_") for x in isa.instructions
+                         if x.startswith(f"v_smfmac_{out}_") and x.endswith(f"_{src}"))
+        raise fail(op, f"no {m}x{n}x{k} sparse MFMA for {ta} on {low.target} (it has: "
+                       f"{', '.join(options) or 'none for this type'})")
+    if reg_count(op.sparseIdx.type) != 1:
+        raise fail(op, f"the sparse index must be 32 bits, not {op.sparseIdx.type}")
+    kb = low.kb
+    a, b = low.vgpr(low.get(op.sourceA)), low.vgpr(low.get(op.sourceB))
+    idx = low.vgpr(low.get(op.sparseIdx))
+    # SMFMAC accumulates in place (vdst is also C): D is written over a copy of C
+    nc = reg_count(tc)
+    words = [kb.v_mov_b32(None, low.operand(w)) for w in _words(low, low.get(op.destC), nc)]
+    acc = words[0] if nc == 1 else kb.join(*words, align=_align(nc))
+    mods = {key: getattr(op, key).value.data for key in ("cbsz", "abid")
+            if getattr(op, key) is not None and getattr(op, key).value.data}
+    low.set(op.destD, LV("v", op.destD.type, kb.emit(name, acc, a, b, idx, **mods)))
+
+
+_NOT_YET = ("amdgpu.scaled_ext_packed", "amdgpu.packed_scaled_trunc")
+
+
+@handles(*_NOT_YET)
+def _not_yet(low: KernelLowering, op) -> None:
+    raise fail(op, "parsed, but lowering it is not done yet (docs/upstream_mlir.md lists the "
+                   "ops that lower)")

@@ -826,10 +826,10 @@ _DS_WRITE = {1: "ds_write_b8", 2: "ds_write_b16", 4: "ds_write_b32", 8: "ds_writ
 
 def _chunks(nbytes: int) -> list[int]:
     """Access sizes of a load/store of `nbytes`: one instruction up to 16 bytes, else
-    16-byte pieces."""
-    if nbytes <= 16 or nbytes % 16:
+    16-byte pieces and the rest (24 bytes: 16 + 8)."""
+    if nbytes <= 16 or nbytes % 4:
         return [nbytes]
-    return [16] * (nbytes // 16)
+    return [16] * (nbytes // 16) + ([nbytes % 16] if nbytes % 16 else [])
 
 
 def _address(low: KernelLowering, mem: LV, offset: LV):
@@ -875,7 +875,7 @@ def store(low: KernelLowering, op, mem: LV, offset: LV, value: LV, t, soffset=0)
     data = low.vgpr(value)
     addr = _address(low, mem, offset)
     for k, n in enumerate(sizes):
-        piece = data if len(sizes) == 1 else kb.sub(data, 4 * k, 4 * k + 4)
+        piece = data if len(sizes) == 1 else kb.sub(data, 4 * k, 4 * k + n // 4)
         mods = {"offset": 16 * k} if k else {}
         if info.space == "workgroup":
             kb.emit(table[n], addr, piece, **mods)

@@ -52,6 +52,10 @@ FP8_NAMES = {"f8E4M3FNUZ": ("fp8", "gfx942"), "f8E5M2FNUZ": ("bf8", "gfx942"),
              "f8E4M3FN": ("fp8", "gfx950"), "f8E5M2": ("bf8", "gfx950")}
 
 
+# Other small float types (gfx950 f8f6f4 MFMA sources and E8M0 scales): bits per element.
+SMALL_FLOAT_BITS = {"f6E2M3FN": 6, "f6E3M2FN": 6, "f4E2M1FN": 4, "f8E8M0FNU": 8}
+
+
 def fp8_kind(t: Attribute) -> tuple[str, str] | None:
     """('fp8' or 'bf8', the target whose hardware format it is) for an 8-bit float type."""
     return FP8_NAMES.get(getattr(t, "name", ""))
@@ -71,8 +75,11 @@ def elem_bits(t: Attribute) -> int:
         return 64
     if fp8_kind(t) is not None:
         return 8
+    small = SMALL_FLOAT_BITS.get(getattr(t, "name", ""))
+    if small is not None:
+        return small
     raise VerifyError(f"type {t} is not supported (index, i1..i64, f16, bf16, f32, f64, "
-                      "8-bit floats)")
+                      "8-, 6- and 4-bit floats)")
 
 
 def type_bits(t: Attribute) -> int:
