@@ -12,7 +12,7 @@ def cmd_trace_report(args) -> int:
     from asterism.profile import trace_report
 
     write_output(args.output, trace_report(args.dir, top=args.top, as_json=args.json,
-                                           source_map=args.source_map))
+                                           source_map=args.source_map, rank=args.rank))
     return 0
 
 
