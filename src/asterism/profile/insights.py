@@ -98,7 +98,7 @@ def inferred_waves_per_workgroup(trace: Trace, window: int = 64) -> int | None:
     if trace.occupancy is None:
         return None
     sizes: dict[int, int] = {}
-    for se, evs in trace.occupancy.events.items():
+    for evs in trace.occupancy.events.values():
         starts: dict[int, list[int]] = {}
         for e in evs:
             if e.start:
@@ -352,7 +352,9 @@ def _find_underfilled(ctx: Context, rule: Rule) -> Iterator[Candidate]:
         return
     yield Candidate(
         rule.name, rule.title, gain, share,
-        [f"the resources allow {occ.theoretical} waves per SIMD but the trace shows at most "
+        [f"the resources allow {occ.theoretical} waves per SIMD (limited by "
+         f"{', '.join(occ.limited_by)}; {occ.waves_per_workgroup} waves per workgroup, "
+         f"{occ.workgroup_source or 'given'}) but the trace shows at most "
          f"{occ.observed_per_simd} at once"],
         "the grid does not fill the traced CUs: launch more workgroups (split the work "
         "finer, e.g. split-K or smaller tiles) or several waves' work per workgroup")

@@ -565,7 +565,8 @@ cv.addEventListener("mousemove", e => {
     t0 += dt; t1 += dt; drag = e.clientX; draw(); }
   if (!h) { tip.style.display = "none"; return; }
   tip.textContent = describe(h); tip.style.display = "block";
-  tip.style.left = (e.clientX - r.left + 14) + "px"; tip.style.top = (e.clientY - r.top + 14) + "px";
+  tip.style.left = (e.clientX - r.left + 14) + "px";
+  tip.style.top = (e.clientY - r.top + 14) + "px";
 });
 let drag = 0;
 cv.addEventListener("mousedown", e => { drag = e.clientX; });
