@@ -329,7 +329,7 @@ def _raw_wave_sums(folder: Path) -> tuple[int, int, dict[int, int]]:
     stall = dur = 0
     per_line: dict[int, int] = {}
     for f in folder.glob("se*_sm*_sl*_wv*.json"):
-        for t, _c, s, d, line in (r[:5] for r in json.loads(f.read_text())["wave"]
+        for _t, _c, s, d, line in (r[:5] for r in json.loads(f.read_text())["wave"]
                                   ["instructions"] or []):
             stall += s
             dur += d
@@ -364,7 +364,7 @@ def test_flash_bundle_figures_by_hand(flash_bundle: Path) -> None:
     for se, events in occ.items():
         if not se.isdigit():
             continue
-        for time, cu, simd, _slot, start, _k in sorted(events, key=lambda e: (e[0], e[4])):
+        for _time, cu, simd, _slot, start, _k in sorted(events, key=lambda e: (e[0], e[4])):
             key = (se, cu, simd)
             live[key] = live.get(key, 0) + (1 if start else -1)
             peak = max(peak, live[key])
