@@ -211,8 +211,21 @@ def plot_timeline(trace: Trace, report: Report, out: str | Path, top: int = 5,
                   arrays: TraceArrays | None = None, width: int = TIMELINE_WIDTH) -> Path:
     """The wave timeline PNG: state band, dominant unit band, stall band per lane; the top
     `top` hotspots (by stall) marked where they executed."""
-    figure_cls, canvas_cls, patch_cls = _matplotlib()
+    figure_cls, canvas_cls, _ = _matplotlib()
     arr = arrays or trace_arrays(trace)
+    rows = max(len(arr.lanes), 1)
+    fig = figure_cls(figsize=(15, 1.6 + 0.42 * rows), dpi=100)
+    ax = fig.add_axes((0.13, 0.12 if rows > 3 else 0.25, 0.70, 0.78 if rows > 3 else 0.6))
+    draw_timeline(ax, trace, report, arr, top, width)
+    return _save(fig, canvas_cls, Path(out))
+
+
+def draw_timeline(ax: Any, trace: Trace, report: Report, arr: TraceArrays, top: int = 5,
+                  width: int = TIMELINE_WIDTH) -> None:
+    """Draw the rasterized timeline of `arr` (see the module doc) into the axes `ax`."""
+    from matplotlib.legend import Legend
+    from matplotlib.patches import Patch as patch_cls
+
     edges = np.linspace(0.0, float(arr.span), width + 1)
     state_names = [s.name for s in WaveState]
     state_colors = [STATE_COLORS.get(n, OTHER_COLOR) for n in state_names]
@@ -234,8 +247,6 @@ def plot_timeline(trace: Trace, report: Report, out: str | Path, top: int = 5,
                         1.0 - np.clip(stalled, 0, 1)], axis=1)
         img[top_y + 8:top_y + 8 + band_rows[2]] = red
     rows = max(len(arr.lanes), 1)
-    fig = figure_cls(figsize=(15, 1.6 + 0.42 * rows), dpi=100)
-    ax = fig.add_axes((0.13, 0.12 if rows > 3 else 0.25, 0.70, 0.78 if rows > 3 else 0.6))
     ax.imshow(img, aspect="auto", interpolation="nearest",
               extent=(0, arr.span, rows, 0))
     ax.set_yticks([y + 0.5 for y in range(len(arr.lanes))])
@@ -270,15 +281,18 @@ def plot_timeline(trace: Trace, report: Report, out: str | Path, top: int = 5,
         if not hs:
             continue
         # Legend objects added as artists: a second ax.legend() call would drop the first.
-        from matplotlib.legend import Legend
-
         leg = Legend(ax, hs, [h.get_label() for h in hs], title=name, loc="upper left",
                      bbox_to_anchor=(1.005, y0), fontsize=6, title_fontsize=7, frameon=False)
         ax.add_artist(leg)
         leg.set_clip_on(False)  # add_artist clips to the axes, which would hide it
-        y0 -= 0.075 * (len(hs) + 1.6) * 4.0 / max(rows, 4)
+        # Next legend below this one: entries of ~1.75 font heights, plus title and gap
+        # (points at the figure's dpi, as a fraction of the axes height in pixels).
+        px = ax.figure.dpi / 72.0
+        y0 -= (len(hs) * 6 * 1.75 + 7 * 1.75 + 10) * px / max(ax.get_window_extent().height,
+                                                                1.0)
     ax.set_xlim(0, arr.span)
-    return _save(fig, canvas_cls, Path(out))
+
+
 
 
 def _short(text: str, n: int) -> str:
