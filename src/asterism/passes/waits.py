@@ -11,9 +11,7 @@ its value. This pass
   reads (GDS address/data on expcnt; store data only with `strict-store-data=1`),
 * and, as the workgroup memory model needs, before `s_barrier` for this wave's LDS accesses
   (`barrier=lds`, the default) and before a DS access of LDS for in-flight LDS DMA loads
-  (`lds-dma=wait`, the default; `lds-dma=tokens` leaves those to explicit `amdgcn.wait`;
-  a DMA load marked `waits.tokens_only` (builder: `kb.tokens_only(tok)`) is left out of
-  both rules, e.g. the DMA of a double buffer's next stage).
+  (`lds-dma=wait`, the default; `lds-dma=tokens` leaves those to explicit `amdgcn.wait`).
 
 Hand-written `s_waitcnt` instructions are kept as written (never removed or loosened); they
 retire what they guarantee, which can make later automatic waits unnecessary.
@@ -55,7 +53,7 @@ from dataclasses import dataclass, field
 from xdsl.ir import Block, Operation
 
 from asterism.errors import VerifyError
-from asterism.ir.ops import LDS_DMA_TOKENS_ATTR, InstructionOp, KernelOp, SOPPOp, WaitOp
+from asterism.ir.ops import InstructionOp, KernelOp, SOPPOp, WaitOp
 from asterism.ir.verify import error_at
 from asterism.isa import get_isa, syntax
 from asterism.passes.machine import (
@@ -313,8 +311,6 @@ class _KernelWaits:
             f.mem = classify(self.mk, op, self.options.strict_store_data)
             if f.mem is not None:
                 f.lds_access = f.mem.lds
-                if f.mem.dma and LDS_DMA_TOKENS_ATTR in op.attributes:
-                    return f  # ordered by its amdgcn.wait tokens only (kb.tokens_only)
                 if f.mem.dma:
                     self.dma_items.add(f.index)
                 if f.mem.lds or f.mem.dma:
