@@ -26,6 +26,20 @@ def cmd_trace_plot(args) -> int:
     return 0
 
 
+def cmd_trace_bundle(args) -> int:
+    """Write a self-contained profiling bundle (report, pictures, capture, counters, source)."""
+    from asterism.profile.bundle import BundleRequest, build_bundle
+
+    if args.top < 0:
+        from asterism.profile.bundle import BundleError
+
+        raise BundleError(f"--top must be 0 or more, got {args.top}")
+    out = build_bundle(BundleRequest(args.capture, args.output, args.counters, args.source,
+                                     args.kernel_file, args.baseline, args.title, args.top))
+    sys.stderr.write(f"wrote {out}/REPORT.md\n")
+    return 0
+
+
 def cmd_profile(args) -> int:
     """Capture a thread trace on a real GPU with rocprofv3, then report on it."""
     from asterism.profile import trace_report
@@ -100,7 +114,8 @@ def register(verb) -> None:
     p.add_argument("--json", action="store_true", help="JSON report")
     p.add_argument("-o", "--output", help="report file (default: stdout)")
 
-    p = verb("trace", None, "thread-trace (ATT) analysis: report, plot, replay, calibrate",
+    p = verb("trace", None, "thread-trace (ATT) analysis: report, plot, bundle, replay, "
+             "calibrate",
              "Read a folder in rocprofv3's ATT decoder layout (a real capture or a modeled "
              "emulator run) and report or draw it.")
     tsub = p.add_subparsers(dest="trace_verb", metavar="ACTION")
@@ -150,3 +165,25 @@ def register(verb) -> None:
     ca.add_argument("--rounds", type=int, default=3, help="passes over the parameters (3)")
     ca.add_argument("--json", action="store_true", help="machine-readable summary on stdout")
     ca.add_argument("-o", "--output", required=True, help="timing.toml overlay to write")
+    b = tsub.add_parser("bundle", help="self-contained kernel report directory: REPORT.md, "
+                                       "pictures, capture, counters, source, ISA",
+                        description="Write DIR with REPORT.md (verdict, wave states, stall "
+                                    "taxonomy, occupancy, hotspots with disassembly and "
+                                    "source, waitcnt producers, counters, optimization "
+                                    "candidates), report.json, pictures (PNG + interactive "
+                                    "HTML), a copy of the capture, the counter files, the "
+                                    "source files and the kernel's ISA + stats. Nothing is "
+                                    "written if anything fails.")
+    b.set_defaults(fn=cmd_trace_bundle)
+    b.add_argument("capture", help="ATT folder (ui_output_agent_* or a modeled run)")
+    b.add_argument("-o", "--output", required=True, help="bundle directory to create")
+    b.add_argument("--counters", action="append", default=[], metavar="FILE",
+                   help="rocprofv3 output: *_results.json or its CSV files (repeatable)")
+    b.add_argument("--source", action="append", default=[], metavar="FILE",
+                   help="a source file to include (repeatable)")
+    b.add_argument("--kernel-file", metavar="K", help="the kernel: .hsaco/.co, .mlir or .s "
+                                                      "(adds its ISA listing and stats)")
+    b.add_argument("--baseline", metavar="CAPTURE", help="a capture to compare with "
+                                                         "(before/after table)")
+    b.add_argument("--title", help="report title (default: the kernel name)")
+    b.add_argument("--top", type=int, default=10, help="hotspots to list (default 10)")

@@ -1,0 +1,518 @@
+"""Profiling bundles: one self-contained directory per kernel, readable with no GPU.
+
+``build_bundle`` writes::
+
+    DIR/REPORT.md            headline + verdict, wave states, stall taxonomy, occupancy,
+                             hotspots with disassembly context and source lines, waitcnt
+                             producers, counters, optimization candidates, baseline table
+    DIR/report.json          the same figures, machine-readable
+    DIR/pictures/            timeline.png, stalls.png, hotspots.png, source_heat.png,
+                             view.html (interactive timeline)
+    DIR/att/<capture>/       the capture as given (AMD's ATT viewer opens it)
+    DIR/baseline/<capture>/  the --baseline capture, when given
+    DIR/counters/            the rocprofv3 counter files, as given
+    DIR/source/              the source files the capture's rows point to (the capture's
+                             snapshots, files named with --source, files found on disk)
+    DIR/kernel/              the code object as given, its ISA listing and `asterism stats`
+
+Everything is read and checked first, then written into a temporary sibling directory that
+is renamed to DIR at the end: an error leaves no DIR behind.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import uuid
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from asterism.errors import AsterismError
+from asterism.profile.att import Trace, TraceError, read_att, source_files
+from asterism.profile.counters import CounterData, derived_metrics, read_counters
+from asterism.profile.insights import (
+    Candidate,
+    Context,
+    OccupancyInfo,
+    candidates,
+    kernel_dispatches,
+    occupancy_info,
+    verdict,
+)
+from asterism.profile.report import Report, analyze, render_json
+
+
+class BundleError(AsterismError):
+    """A bundle that cannot be made (output exists, bad input)."""
+
+
+@dataclass
+class BundleRequest:
+    """What goes into a bundle."""
+
+    capture: str | Path
+    out: str | Path
+    counters: list[str | Path] = field(default_factory=list)
+    sources: list[str | Path] = field(default_factory=list)
+    kernel_file: str | Path | None = None
+    baseline: str | Path | None = None
+    title: str | None = None
+    top: int = 10
+
+
+@dataclass
+class Analysis:
+    """One capture, analyzed, with what the bundle adds to the report."""
+
+    trace: Trace
+    report: Report
+    occupancy: OccupancyInfo
+    candidates: list[Candidate]
+    verdict: str
+    dispatches: list[Any]
+
+
+def _kernel_name(trace: Trace) -> str | None:
+    names = trace.kernel_names()
+    return names[0] if names else None
+
+
+def _codeobj(trace: Trace) -> int | None:
+    return next((r.codeobj for r in trace.code.rows if not r.is_label and r.codeobj), None)
+
+
+def analyze_capture(trace: Trace, counters: CounterData | None = None,
+                    stats: list[Any] | None = None) -> Analysis:
+    """Analyze a trace with what the counters and the code object tell about its kernel."""
+    report = analyze(trace)
+    name = _kernel_name(trace)
+    dispatches = kernel_dispatches(counters, name)
+    kstats = next((s for s in stats or [] if s.name == name), (stats or [None])[0])
+    target = vgprs = None
+    agprs = sgprs = lds = 0
+    wg = None
+    wg_source = res_source = ""
+    if kstats is not None:
+        target, vgprs, agprs, sgprs, lds = (kstats.target.split(":")[0], kstats.vgprs,
+                                            kstats.agprs, kstats.sgprs, kstats.lds_bytes)
+        res_source = "the code object's kernel descriptor"
+    elif counters is not None and name is not None:
+        sym = counters.kernel(name, _codeobj(trace))
+        gpus = counters.gpus()
+        if sym is not None and gpus:
+            target, vgprs, agprs, sgprs, lds = (gpus[0].name, sym.vgprs, sym.agprs, sym.sgprs,
+                                                sym.lds_bytes)
+            res_source = "rocprofv3's kernel symbol"
+    sized = [d for d in dispatches if d.workgroup_size]
+    if sized:
+        wg = -(-sized[0].workgroup_size // 64)
+        wg_source = "the dispatch's workgroup size (rocprofv3)"
+    elif kstats is not None and getattr(kstats, "workgroup_size", None):
+        x, y, z = kstats.workgroup_size
+        wg, wg_source = -(-(x * y * z) // 64), "the code object's workgroup size"
+    occ = occupancy_info(trace, target, vgprs, agprs, sgprs, lds, wg, wg_source, res_source)
+    cands = candidates(Context(report, occ, dispatches))
+    return Analysis(trace, report, occ, cands, verdict(report), dispatches)
+
+
+# ---------------------------------------------------------------------------- Markdown
+
+
+def _pct(part: float, whole: float) -> str:
+    return f"{100.0 * part / whole:.1f} %" if whole else "-"
+
+
+def _cell(text: str) -> str:
+    return text.replace("|", "\\|")
+
+
+def _headline(a: Analysis, title: str | None, counters: CounterData | None) -> list[str]:
+    r = a.report
+    gpu = counters.gpus()[0] if counters and counters.gpus() else None
+    out = [f"# {title or ', '.join(r.kernels) or 'Kernel report'}", ""]
+    out.append(f"**Verdict:** {a.verdict}.")
+    out.append("")
+    out.append("| | |")
+    out.append("|---|---|")
+    out.append(f"| kernel | `{', '.join(r.kernels) or '?'}` |")
+    if gpu is not None:
+        out.append(f"| GPU | {gpu.product or gpu.name} ({gpu.name}, {gpu.cu_count} CUs) |")
+    kind = ("**modeled** by " + (r.producer or "a timing model") + ", not measured"
+            if r.modeled else "hardware capture (rocprofv3 ATT)")
+    out.append(f"| trace | {kind}; {r.waves} waves, {r.instructions} instructions |")
+    span = f"{r.span} cycles"
+    if r.clock_hz:
+        span += f" = {r.span / r.clock_hz * 1e6:.2f} us at {r.clock_hz / 1e9:.2f} GHz"
+    out.append(f"| traced span | {span} |")
+    for d in a.dispatches[:3]:
+        dur = f"{d.duration_ns / 1000:.2f} us" if d.duration_ns is not None else "?"
+        grid = "x".join(map(str, d.grid)) if d.grid else "?"
+        wg = "x".join(map(str, d.workgroup)) if d.workgroup else "?"
+        out.append(f"| dispatch {d.dispatch_id} | {dur}, grid {grid}, workgroup {wg} |")
+    if len(a.dispatches) > 3:
+        out.append(f"| dispatches | {len(a.dispatches)} in the counter files |")
+    if counters and counters.command:
+        out.append(f"| command | `{_cell(' '.join(counters.command))}` |")
+    out.append("")
+    return out
+
+
+def _states(r: Report) -> list[str]:
+    total = sum(r.states.values())
+    out = ["## Wave states", "", "| state | cycles | share |", "|---|---:|---:|"]
+    out += [f"| {n} | {c} | {_pct(c, total)} |" for n, c in r.states.items()]
+    busy = r.stall_cycles + r.issue_cycles
+    out += ["", f"Instruction cycles: {busy} = {r.issue_cycles} issue + {r.stall_cycles} stall "
+            f"({_pct(r.stall_cycles, busy)} stalled); {r.idle_cycles} idle cycles between "
+            f"instructions; {r.wave_cycles} wave-cycles (sum of wave lifetimes).", ""]
+    return out
+
+
+def _stalls(r: Report) -> list[str]:
+    busy = r.stall_cycles + r.issue_cycles
+    out = ["## Stall taxonomy", "",
+           "| cause | stall cycles | % of stall | % of instruction cycles |",
+           "|---|---:|---:|---:|"]
+    for cause, c in sorted(r.stalls.items(), key=lambda kv: -kv[1]):
+        out.append(f"| {cause} | {c} | {_pct(c, r.stall_cycles)} | {_pct(c, busy)} |")
+    out += ["", "| unit | executed | cycles | stall |", "|---|---:|---:|---:|"]
+    out += [f"| {u.unit} | {u.count} | {u.cycles} | {u.stall} |" for u in r.units]
+    out.append("")
+    return out
+
+
+def _occupancy(o: OccupancyInfo) -> list[str]:
+    out = ["## Occupancy", ""]
+    out.append(f"- observed: at most **{o.observed_per_simd}** wave(s) per SIMD at once on "
+               "the traced CUs" if o.observed_per_simd is not None else
+               "- observed: unknown (no occupancy data)")
+    if o.theoretical is None:
+        out.append("- theoretical: unknown (give the code object with --kernel-file or "
+                   "rocprofv3's results JSON with --counters)")
+    else:
+        regs = f"{o.vgprs} VGPRs" + (f" + {o.agprs} AGPRs" if o.agprs else "")
+        out.append(f"- theoretical on {o.target}: **{o.theoretical}** wave(s) per SIMD, "
+                   f"limited by **{', '.join(o.limited_by)}** ({regs}, {o.sgprs} SGPRs, "
+                   f"{o.lds_bytes} bytes LDS; from {o.resource_source})")
+        lim = ", ".join(f"{k} {v}" for k, v in o.limits.items() if k != "workgroups_per_cu")
+        out.append(f"- per-resource limits (waves per SIMD): {lim}; "
+                   f"{o.limits.get('workgroups_per_cu')} workgroup(s) per CU")
+        if "vgprs" in o.limited_by and o.theoretical < (o.max_waves_per_simd or 8):
+            out.append(f"- {o.theoretical + 1} waves per SIMD need at most "
+                       f"{o.vgprs_for(o.theoretical + 1)} unified VGPRs per lane")
+    if o.waves_per_workgroup:
+        out.append(f"- {o.waves_per_workgroup} wave(s) per workgroup "
+                   f"({o.workgroup_source or 'given'})")
+    out.append("")
+    return out
+
+
+def _hotspots(r: Report, top: int) -> list[str]:
+    from asterism.profile.report import render_markdown
+
+    # The analyzer's own hotspot table and per-hotspot context, reused verbatim.
+    text = render_markdown(r, top=top, rank="stall")
+    start = text.index("## Top ")
+    end = text.index("## Source mapping")
+    return text[start:end].rstrip().splitlines() + [""]
+
+
+def _sources(r: Report, top: int) -> list[str]:
+    from asterism.profile.pictures import source_heat
+
+    out = ["## Source lines by stall", ""]
+    heat = source_heat(r, top)
+    if not heat:
+        return out + [f"No source locations: 0 of {r.executed_rows} executed instructions map "
+                      "to source.", ""]
+    out.append(f"{r.mapped_rows} of {r.executed_rows} executed instructions map to source.")
+    out += ["", "| location | text | instructions | hits | cycles | stall |",
+            "|---|---|---:|---:|---:|---:|"]
+    for h in heat:
+        out.append(f"| `{_cell(h['location'])}` | `{_cell(h['text'])}` | {h['instructions']} "
+                   f"| {h['hits']} | {h['cycles']} | {h['stall']} |")
+    return out + [""]
+
+
+def _counters(a: Analysis, counters: CounterData | None) -> list[str]:
+    out = ["## Counters", ""]
+    if counters is None:
+        return out + ["No counter file given (--counters).", ""]
+    out.append("Files: " + ", ".join(f"`{Path(f).name}`" for f in counters.files) + ".")
+    out.append("")
+    name = a.report.kernels[0] if a.report.kernels else None
+    sym = counters.kernel(name, _codeobj(a.trace)) if name else None
+    if sym is not None:
+        out.append(f"Kernel symbol `{sym.name}` (code object {sym.code_object_id}): "
+                   f"{sym.vgprs} arch VGPRs, {sym.agprs} AGPRs, {sym.sgprs} SGPRs, "
+                   f"{sym.lds_bytes} bytes LDS, {sym.scratch_bytes} bytes scratch.")
+        out.append("")
+    if not a.dispatches:
+        out.append(f"No kernel-dispatch or counter records for this kernel in the files "
+                   f"({len(counters.dispatches)} dispatch(es) of other kernels); rerun "
+                   "rocprofv3 with --kernel-trace and --pmc to get durations and counters.")
+        return out + [""]
+    names = sorted({n for d in a.dispatches for n in d.counters})
+    out.append("| dispatch | duration (us) | " + " | ".join(names) + " |")
+    out.append("|---:|---:|" + "---:|" * len(names))
+    for d in a.dispatches:
+        dur = f"{d.duration_ns / 1000:.3f}" if d.duration_ns is not None else "-"
+        vals = " | ".join(f"{d.counters[n]:g}" if n in d.counters else "-" for n in names)
+        out.append(f"| {d.dispatch_id} | {dur} | {vals} |")
+    out.append("")
+    rates = [(d, derived_metrics(d)) for d in a.dispatches]
+    if any(m for _, m in rates):
+        out += ["| dispatch | derived rate | value | from |", "|---:|---|---:|---|"]
+        for d, ms in rates:
+            for m, v in ms:
+                out.append(f"| {d.dispatch_id} | {m.name} | {v:.3g} {m.unit} | {m.text} |")
+        out.append("")
+    return out
+
+
+def _candidates(a: Analysis) -> list[str]:
+    out = ["## Optimization candidates", ""]
+    if not a.candidates:
+        return out + ["No rule fired (no single cause holds enough of the stall).", ""]
+    out.append("Ranked by the cycles each could recover at best (summed over the traced "
+               "waves; occupancy figures are upper bounds: another wave issuing during the "
+               "stalls).")
+    out.append("")
+    for n, c in enumerate(a.candidates, 1):
+        gain = (f"{c.recoverable} cycles ({c.share:.1f} % of stall)"
+                if c.recoverable is not None and c.share is not None else "no cycle estimate")
+        out.append(f"### {n}. {c.title}: {gain}")
+        out.append("")
+        out += [f"- {e}" for e in c.evidence]
+        out.append(f"- **suggestion:** {c.suggestion}")
+        out.append("")
+    return out
+
+
+def _wait_producers(r: Report, top: int) -> list[str]:
+    from asterism.profile.report import render_markdown
+
+    text = render_markdown(r, top=top, rank="stall")
+    if "## s_waitcnt producers" not in text:
+        return ["## s_waitcnt producers", "", "No s_waitcnt drained a traced producer.", ""]
+    start = text.index("## s_waitcnt producers")
+    return text[start:text.index("## Source mapping")].rstrip().splitlines() + [""]
+
+
+def _baseline(a: Analysis, b: Analysis, b_path: str, top: int) -> list[str]:
+    ra, rb = a.report, b.report
+    out = ["## Before / after", "", f"Baseline (before): `{b_path}`; this capture is after.",
+           "", "| metric | before | after | change |", "|---|---:|---:|---:|"]
+
+    def row(name: str, x: float, y: float) -> None:
+        change = f"{100.0 * (y - x) / x:+.1f} %" if x else "-"
+        out.append(f"| {name} | {x:g} | {y:g} | {change} |")
+
+    row("traced span (cycles)", rb.span, ra.span)
+    row("mean wave lifetime (cycles)", rb.wave_cycles / max(rb.waves, 1),
+        ra.wave_cycles / max(ra.waves, 1))
+    row("instructions per wave", rb.instructions / max(rb.waves, 1),
+        ra.instructions / max(ra.waves, 1))
+    row("stall cycles", rb.stall_cycles, ra.stall_cycles)
+    row("issue cycles", rb.issue_cycles, ra.issue_cycles)
+    for cause in rb.stalls:
+        row(f"stall: {cause}", rb.stalls.get(cause, 0), ra.stalls.get(cause, 0))
+    for da, db in zip(a.dispatches, b.dispatches, strict=False):
+        if da.duration_ns is not None and db.duration_ns is not None:
+            row("dispatch duration (ns)", db.duration_ns, da.duration_ns)
+        for n in sorted(set(da.counters) & set(db.counters)):
+            row(n, db.counters[n], da.counters[n])
+        break
+    out += ["", "| # | before: hotspot (stall) | after: hotspot (stall) |", "|---:|---|---|"]
+    hb, ha = rb.hotspots(top), ra.hotspots(top)
+    for i in range(max(len(hb), len(ha))):
+        cb = f"`{_cell(hb[i].isa)}` ({hb[i].stall})" if i < len(hb) else ""
+        ca = f"`{_cell(ha[i].isa)}` ({ha[i].stall})" if i < len(ha) else ""
+        out.append(f"| {i + 1} | {cb} | {ca} |")
+    return out + [""]
+
+
+def render_bundle_markdown(a: Analysis, title: str | None = None,
+                           counters: CounterData | None = None,
+                           baseline: tuple[Analysis, str] | None = None, top: int = 10,
+                           files: list[str] | None = None) -> str:
+    """REPORT.md of a bundle."""
+    out = _headline(a, title, counters)
+    if files:
+        out += ["Bundle contents: " + ", ".join(f"[`{f}`]({f})" for f in files) + ".", ""]
+    out += ["![wave timeline](pictures/timeline.png)", ""]
+    out += _candidates(a)
+    out += _states(a.report)
+    out += ["![stalls and wave states](pictures/stalls.png)", ""]
+    out += _stalls(a.report)
+    out += _occupancy(a.occupancy)
+    out += ["![hotspots](pictures/hotspots.png)", ""]
+    out += _hotspots(a.report, top)
+    out += _sources(a.report, top)
+    out += _wait_producers(a.report, top)
+    out += _counters(a, counters)
+    if baseline is not None:
+        out += _baseline(a, baseline[0], baseline[1], top)
+    return "\n".join(out)
+
+
+def render_bundle_json(a: Analysis, counters: CounterData | None = None,
+                       baseline: Analysis | None = None, top: int = 10) -> str:
+    """report.json of a bundle: the analyzer's JSON plus verdict, occupancy, candidates,
+    counters and the baseline's totals."""
+    data = json.loads(render_json(a.report, top=top))
+    data["verdict"] = a.verdict
+    data["occupancy"] = asdict(a.occupancy)
+    data["candidates"] = [asdict(c) for c in a.candidates]
+    data["dispatches"] = [{**asdict(d), "duration_ns": d.duration_ns,
+                           "derived": {m.name: v for m, v in derived_metrics(d)}}
+                          for d in a.dispatches]
+    if baseline is not None:
+        rb = baseline.report
+        data["baseline"] = {"path": rb.path, "span": rb.span, "stall_cycles": rb.stall_cycles,
+                            "issue_cycles": rb.issue_cycles, "stalls": rb.stalls,
+                            "verdict": baseline.verdict,
+                            "hotspots": [h.line for h in rb.hotspots(top)]}
+    return json.dumps(data, indent=1)
+
+
+# ---------------------------------------------------------------------------- the bundle
+
+
+def _copy_sources(trace: Trace, given: list[Path], dest: Path) -> list[str]:
+    """The source files of the capture's rows and the given ones, into `dest`."""
+    written: dict[str, str] = {}
+
+    def name_for(original: str) -> str:
+        base = Path(original).name or "source"
+        name, n = base, 1
+        while name in written.values():
+            n += 1
+            name = f"{n}_{base}"
+        return name
+
+    shipped = source_files(trace)
+    for original, lines in sorted(shipped.items()):
+        name = written[original] = name_for(original)
+        (dest / name).write_text("\n".join(lines) + "\n", encoding="utf-8")
+    # Row locations that point to a readable file (a modeled trace's .mlir/.py, say).
+    for row in trace.code.rows:
+        for loc in filter(None, (p.strip() for p in row.source.split(";"))):
+            path = loc.split(", ")[0].rpartition(":")[0]
+            if path and path not in written and Path(path).is_file():
+                name = written[path] = name_for(path)
+                shutil.copyfile(path, dest / name)
+    for p in given:
+        if str(p) not in written:
+            name = written[str(p)] = name_for(str(p))
+            shutil.copyfile(p, dest / name)
+    if written:
+        (dest / "INDEX.json").write_text(json.dumps(written, indent=1) + "\n",
+                                         encoding="utf-8")
+    return sorted(written.values())
+
+
+def _kernel_files(path: Path, dest: Path, stats: list[Any]) -> None:
+    from asterism.api import disassembly_listing
+    from asterism.profile.stats import render_stats, stats_json
+    from asterism.runtime import load_code_object
+
+    shutil.copyfile(path, dest / path.name)
+    _obj, data = load_code_object(str(path))
+    (dest / "kernel.s").write_text(disassembly_listing(data, path.name), encoding="utf-8")
+    (dest / "stats.txt").write_text(render_stats(stats), encoding="utf-8")
+    (dest / "stats.json").write_text(stats_json(stats), encoding="utf-8")
+
+
+def _check_inputs(req: BundleRequest) -> None:
+    out = Path(req.out)
+    if out.exists():
+        raise BundleError(f"{out}: already exists; give a new directory with -o (a bundle "
+                          "is written whole or not at all)")
+    if not out.parent.is_dir():
+        raise BundleError(f"{out.parent}: no such folder for the bundle")
+    for src in req.sources:
+        if not Path(src).is_file():
+            raise BundleError(f"{src}: source file not found (--source)")
+    if req.kernel_file is not None and not Path(req.kernel_file).is_file():
+        raise BundleError(f"{req.kernel_file}: kernel file not found (--kernel-file)")
+
+
+def build_bundle(req: BundleRequest) -> Path:
+    """Write the bundle directory of `req` (see the module doc); returns its path."""
+    _check_inputs(req)
+    trace = read_att(req.capture)
+    counters = read_counters(req.counters) if req.counters else None
+    stats = None
+    if req.kernel_file is not None:
+        from asterism.profile.stats import code_object_stats
+
+        stats = code_object_stats(str(req.kernel_file))
+    analysis = analyze_capture(trace, counters, stats)
+    base = None
+    if req.baseline is not None:
+        base = analyze_capture(read_att(req.baseline), counters, stats)
+
+    out = Path(req.out)
+    tmp = out.parent / f".{out.name}.tmp-{uuid.uuid4().hex}"
+    try:
+        tmp.mkdir()
+        files = _write_contents(req, tmp, analysis, stats)
+        (tmp / "REPORT.md").write_text(render_bundle_markdown(
+            analysis, req.title, counters,
+            (base, str(req.baseline)) if base is not None else None, req.top, files) + "\n",
+            encoding="utf-8")
+        (tmp / "report.json").write_text(render_bundle_json(analysis, counters, base, req.top)
+                                         + "\n", encoding="utf-8")
+        if out.exists():
+            raise BundleError(f"{out}: appeared while the bundle was written")
+        tmp.rename(out)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    return out
+
+
+def _write_contents(req: BundleRequest, tmp: Path, a: Analysis,
+                    stats: list[Any] | None) -> list[str]:
+    """Everything but REPORT.md and report.json; returns the entries made."""
+    from asterism.profile import pictures
+
+    made = ["REPORT.md", "report.json", "pictures/"]
+    pics = tmp / "pictures"
+    pics.mkdir()
+    arrays = pictures.trace_arrays(a.trace)
+    pictures.plot_timeline(a.trace, a.report, pics / "timeline.png", arrays=arrays)
+    pictures.plot_stalls(a.report, pics / "stalls.png")
+    pictures.plot_hotspots(a.report, pics / "hotspots.png")
+    pictures.plot_source_heat(a.report, pics / "source_heat.png")
+    pictures.write_html(a.trace, a.report, pics / "view.html", arrays=arrays)
+    att = tmp / "att"
+    att.mkdir()
+    shutil.copytree(req.capture, att / Path(req.capture).resolve().name)
+    made.append("att/")
+    if req.baseline is not None:
+        (tmp / "baseline").mkdir()
+        shutil.copytree(req.baseline, tmp / "baseline" / Path(req.baseline).resolve().name)
+        made.append("baseline/")
+    if req.counters:
+        (tmp / "counters").mkdir()
+        for f in req.counters:
+            shutil.copyfile(f, tmp / "counters" / Path(f).name)
+        made.append("counters/")
+    src = tmp / "source"
+    src.mkdir()
+    if _copy_sources(a.trace, [Path(s) for s in req.sources], src):
+        made.append("source/")
+    else:
+        src.rmdir()
+    if req.kernel_file is not None and stats is not None:
+        (tmp / "kernel").mkdir()
+        _kernel_files(Path(req.kernel_file), tmp / "kernel", stats)
+        made.append("kernel/")
+    return made
+
+
+__all__ = ["Analysis", "BundleError", "BundleRequest", "TraceError", "analyze_capture",
+           "build_bundle", "render_bundle_json", "render_bundle_markdown"]
