@@ -11,7 +11,8 @@ its value. This pass
   reads (GDS address/data on expcnt; store data only with `strict-store-data=1`),
 * and, as the workgroup memory model needs, before `s_barrier` for this wave's LDS accesses
   (`barrier=lds`, the default) and before a DS access of LDS for in-flight LDS DMA loads
-  (`lds-dma=wait`, the default; `lds-dma=tokens` leaves those to explicit `amdgcn.wait`).
+  (`lds-dma=wait`, the default; `lds-dma=tokens` leaves those to explicit `amdgcn.wait` or
+  hand-written waits, before DS accesses and barriers alike).
 
 Hand-written `s_waitcnt` instructions are kept as written (never removed or loosened); they
 retire what they guarantee, which can make later automatic waits unnecessary.
@@ -313,7 +314,9 @@ class _KernelWaits:
                 f.lds_access = f.mem.lds
                 if f.mem.dma:
                     self.dma_items.add(f.index)
-                if f.mem.lds or f.mem.dma:
+                # With lds-dma=tokens the DMA loads are the kernel's to wait for, also at a
+                # barrier (a pipelined loop keeps the next tiles' loads in flight across it).
+                if f.mem.lds or (f.mem.dma and self.options.lds_dma == "wait"):
                     self.lds_items.add(f.index)
         return f
 
