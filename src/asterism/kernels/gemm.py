@@ -30,6 +30,7 @@ Design (docs/kernels.md has the register map and the schedule of one loop iterat
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass
 from typing import Any
@@ -56,6 +57,14 @@ MAX_BUFFER = 1 << 31
 DS_OFFSET_LIMIT = 1 << 16
 MUBUF_OFFSET_LIMIT = 1 << 12
 SCRATCH_VGPRS = 24  # addresses, masks and temporaries besides fragments and staging
+DMA_BLOCK = 1024  # bytes one wave's buffer_load_dwordx4 ... lds writes (64 lanes x 16)
+DMA_M0_SGPR = 32  # first SGPR of the pinned M0 values of the direct-to-LDS loads
+MAX_SGPR = 102
+MAX_VMCNT = 63
+C_DTYPES = ("f32", "f16", "bf16")
+# `auto` with the waits of the direct-to-LDS loads left to the kernel (see `dma_wait`): the
+# default (`lds-dma=wait`) would wait for every load in flight before each DS read.
+DMA_PIPELINE = "inline,regalloc,waits{lds-dma=tokens},hazards"
 
 PARAMS = (
     Param("m", 256, "rows of A and C"),
@@ -76,6 +85,11 @@ PARAMS = (
     Param("reads_per_mfma", 0, "DS fragment reads placed after each MFMA (0: just enough)"),
     Param("vmem_every", 0, "place one global-stream item after every N-th MFMA (0: spread "
           "evenly over the tile)"),
+    Param("dma", True, "gfx950: load A and B straight into LDS (buffer_load_dwordx4 ... lds, "
+          "M0 in SGPRs) and read MN-contiguous operands with ds_read_b64_tr_b16 (False, or "
+          "gfx942: buffer_load + ds_write through registers)"),
+    Param("lds_stages", 0, "LDS buffers of the direct-to-LDS path (2 or 3; 0: 3 when they "
+          "fit); the register-staged path uses 2", (0, 2, 3)),
     Param("seed", 0, "random seed of the inputs"),
 )
 
@@ -100,6 +114,8 @@ class GemmConfig:
     reads_per_mfma: int
     vmem_every: int
     seed: int
+    dma: bool = False
+    lds_stages: int = 0
 
     @property
     def threads(self) -> int:
@@ -165,19 +181,56 @@ class GemmConfig:
         return 2 * (self.tile_k + self.pad)
 
     @property
+    def use_dma(self) -> bool:
+        """True if the operands go straight to LDS (gfx950, `dma`, and the tiles fit)."""
+        return self.dma and self.target == "gfx950" and not dma_misfit(self)
+
+    def dma_layout(self, operand: str) -> DmaLayout:
+        """The LDS layout of `operand` on the direct-to-LDS path: rows of the contiguous
+        dimension (K rows of M/N elements for an MN-contiguous operand, read transposed)."""
+        mn = self.tile_m if operand == "a" else self.tile_n
+        if self.k_contiguous(operand):
+            return DmaLayout(mn, self.tile_k, 2 * self.pad)
+        # ds_read_b64_tr_b16: 4 K rows x 32 bytes per 16 lanes; rows 2 pads apart spread them.
+        return DmaLayout(self.tile_k, mn, 4 * self.pad)
+
+    def operand_bytes(self, operand: str) -> int:
+        """Bytes of `operand` in one LDS buffer."""
+        if self.use_dma:
+            return self.dma_layout(operand).nbytes
+        return (self.tile_m if operand == "a" else self.tile_n) * self.row_bytes
+
+    @property
     def a_bytes(self) -> int:
-        """Bytes of A in one LDS buffer."""
-        return self.tile_m * self.row_bytes
+        """Bytes of A in one LDS buffer (B follows)."""
+        return self.operand_bytes("a")
 
     @property
     def buffer_bytes(self) -> int:
         """Bytes of one LDS buffer (A then B)."""
-        return (self.tile_m + self.tile_n) * self.row_bytes
+        return self.operand_bytes("a") + self.operand_bytes("b")
+
+    @property
+    def stages(self) -> int:
+        """LDS buffers: 2 (register staging), 2 or 3 (direct-to-LDS; 0 = 3 if they fit)."""
+        if not self.use_dma:
+            return 2
+        if self.lds_stages:
+            return self.lds_stages
+        from asterism.target import get_target
+
+        fits = 3 * self.buffer_bytes <= get_target(self.target).lds.bytes_per_workgroup
+        return 3 if fits else 2
+
+    @property
+    def dma_per_tile(self) -> int:
+        """Direct-to-LDS loads one wave issues per K tile (A and B)."""
+        return sum(self.dma_layout(x).blocks // self.waves for x in ("a", "b"))
 
     @property
     def lds_bytes(self) -> int:
-        """LDS of the workgroup (two buffers)."""
-        return 2 * self.buffer_bytes
+        """LDS of the workgroup (`stages` buffers)."""
+        return self.stages * self.buffer_bytes
 
     @property
     def grid(self) -> tuple[int, int, int]:
@@ -202,9 +255,107 @@ class GemmConfig:
         bm, bn = self.blocks
         frag = self.kper // 2
         frags = 2 * (bm + bn) * frag * max(1, self.k_steps > 1)
-        staging = 4 * (self.chunks_per_thread("a") + self.chunks_per_thread("b"))
+        staging = 0 if self.use_dma else \
+            4 * (self.chunks_per_thread("a") + self.chunks_per_thread("b"))
         offsets = self.chunks_per_thread("a") + self.chunks_per_thread("b")
         return frags + staging + offsets + SCRATCH_VGPRS
+
+
+@dataclass(frozen=True)
+class DmaLayout:
+    """An operand tile in LDS for direct-to-LDS loads: `rows` rows of `row_elems` contiguous
+    16-bit elements in blocks of 1024 bytes (what one wave's buffer_load_dwordx4 ... lds
+    writes: lane l at M0 + 16 l) followed by `pad` bytes. Row r is row r // blocks of block
+    r % blocks, so consecutive rows (the lanes of one DS read) are a block plus a pad apart:
+    different banks without padding inside a block, which a DMA write cannot skip."""
+
+    rows: int
+    row_elems: int
+    pad: int
+
+    @property
+    def chunks_per_row(self) -> int:
+        """16-byte chunks per row."""
+        return self.row_elems // 8
+
+    @property
+    def rows_per_block(self) -> int:
+        """Rows in one 1024-byte block."""
+        return 64 // self.chunks_per_row
+
+    @property
+    def blocks(self) -> int:
+        """Blocks of the tile (one DMA instruction each)."""
+        return self.rows // self.rows_per_block
+
+    @property
+    def block_bytes(self) -> int:
+        """Distance between blocks."""
+        return DMA_BLOCK + self.pad
+
+    @property
+    def nbytes(self) -> int:
+        """Bytes of the tile in LDS."""
+        return self.blocks * self.block_bytes
+
+    def addr(self, row: int, elem: int) -> int:
+        """LDS byte offset of element `elem` of row `row`."""
+        return ((row % self.blocks) * self.block_bytes
+                + (row // self.blocks) * 2 * self.row_elems + 2 * elem)
+
+    def misfit(self) -> str:
+        """Why this tile cannot be loaded this way ("" if it can)."""
+        cpr = self.row_elems // 8
+        if self.row_elems % 8 or cpr == 0 or 64 % cpr:
+            return f"rows of {self.row_elems} elements do not tile 1024-byte blocks"
+        if self.rows % self.rows_per_block or self.blocks & (self.blocks - 1):
+            return (f"{self.rows} rows of {self.row_elems} elements are not a power-of-two "
+                    "number of 1024-byte blocks")
+        return ""
+
+
+def _read_lanes(cfg: GemmConfig, operand: str):
+    """Per-lane (row, elem) and per-instruction (row, elem) parts of the fragment reads of
+    `operand` in its DMA layout: [(lane part of wave w, lane l)], [(immediate part)]."""
+    wm, wn = cfg.wave_grid
+    waves_along, wtile = (wm, cfg.wave_tile[0]) if operand == "a" else (wn, cfg.wave_tile[1])
+    bcount = cfg.blocks[0] if operand == "a" else cfg.blocks[1]
+    b = cfg.block
+    lanes, imms = [], []
+    for w in range(waves_along):
+        for lane in range(64):
+            idx, grp = lane % b, lane // b
+            if cfg.k_contiguous(operand):
+                lanes.append((w * wtile + idx, 8 * grp))
+            else:
+                k, q = (lane % 16) // 4, lane % 4
+                lanes.append((8 * grp + k, w * wtile + (idx // 16) * 16 + 4 * q))
+    for blk in range(bcount):
+        for s in range(cfg.k_steps):
+            if cfg.k_contiguous(operand):
+                imms.append((blk * b, s * cfg.mfma_k))
+            else:
+                imms += [(s * cfg.mfma_k + 4 * half, blk * b) for half in range(2)]
+    return lanes, imms
+
+
+@functools.lru_cache(maxsize=256)
+def dma_misfit(cfg: GemmConfig) -> str:
+    """Why the tiles of `cfg` cannot take the direct-to-LDS path ("" if they can)."""
+    for operand in ("a", "b"):
+        lay = cfg.dma_layout(operand)
+        why = lay.misfit()
+        if why:
+            return f"{operand.upper()}: {why}"
+        if lay.blocks % cfg.waves:
+            return f"{operand.upper()}: {lay.blocks} blocks do not split over {cfg.waves} waves"
+        # Every read address must be (lane base) + (immediate): check it for all of them.
+        lanes, imms = _read_lanes(cfg, operand)
+        for r0, e0 in imms:
+            shift = lay.addr(r0, e0) - lay.addr(0, 0)
+            if any(lay.addr(r + r0, e + e0) != lay.addr(r, e) + shift for r, e in lanes):
+                return f"{operand.upper()}: fragment addresses are not lane base + offset"
+    return ""
 
 
 def _check(cfg: GemmConfig) -> None:
@@ -249,10 +400,20 @@ def _check(cfg: GemmConfig) -> None:
                 "tile_k" if cfg.k_contiguous(operand) else tile,
                 f"the {cfg.chunks(operand)} 16-byte chunks of an {operand.upper()} tile "
                 f"({per_row} per row) do not split evenly over {cfg.threads} work-items")
+    require(cfg.lds_stages in (0, 2) or cfg.use_dma, "lds_stages",
+            f"{cfg.lds_stages} buffers need the direct-to-LDS path (gfx950, dma=true, tiles "
+            f"that fit it{': ' + dma_misfit(cfg) if cfg.target == 'gfx950' else ''})")
     require(cfg.lds_bytes <= chip.lds.bytes_per_workgroup, "tile_k",
-            f"two LDS buffers of (tile_m + tile_n) x (tile_k + lds_pad) elements need "
-            f"{cfg.lds_bytes} bytes; {cfg.target} has {chip.lds.bytes_per_workgroup} per "
-            "workgroup")
+            f"{cfg.stages} LDS buffers of the A and B tiles ((tile_m + tile_n) x tile_k "
+            f"elements and padding) need {cfg.lds_bytes} bytes; {cfg.target} has "
+            f"{chip.lds.bytes_per_workgroup} per workgroup")
+    if cfg.use_dma:
+        m0s = cfg.stages * cfg.dma_per_tile
+        require(DMA_M0_SGPR + m0s <= MAX_SGPR, "tile_k",
+                f"{m0s} M0 values of the direct-to-LDS loads do not fit the SGPRs "
+                f"s{DMA_M0_SGPR}..s{MAX_SGPR - 1}")
+        require(cfg.dma_per_tile * (cfg.stages - 2) <= MAX_VMCNT, "lds_stages",
+                f"{cfg.dma_per_tile} loads per tile in flight exceed vmcnt's {MAX_VMCNT}")
     bm, bn = cfg.blocks
     acc = bm * bn * cfg.acc_regs
     require(acc <= chip.vgpr.acc, "tile_n",
@@ -264,7 +425,7 @@ def _check(cfg: GemmConfig) -> None:
             f"fragments, staging and addresses need about {vgprs} VGPRs per lane; "
             f"{cfg.target} has {chip.vgpr.arch} (use a smaller tile_k or fewer blocks)")
     # DS immediate offsets reach across one operand's tile (the bases are registers).
-    span = max(cfg.tile_m, cfg.tile_n) * cfg.row_bytes
+    span = max(cfg.operand_bytes("a"), cfg.operand_bytes("b"))
     require(span < DS_OFFSET_LIMIT, "tile_m" if cfg.tile_m >= cfg.tile_n else "tile_n",
             f"an operand tile of {span} bytes in LDS exceeds the 64 KiB DS offsets")
 
@@ -274,7 +435,8 @@ def config(target: str, params: dict[str, Any]) -> GemmConfig:
     cfg = GemmConfig(target, params["m"], params["n"], params["k"], params["dtype"],
                      params["layout"], params["tile_m"], params["tile_n"], params["tile_k"],
                      params["waves"], params["mfma"], params["lds_pad"], params["interleave"],
-                     params["reads_per_mfma"], params["vmem_every"], params["seed"])
+                     params["reads_per_mfma"], params["vmem_every"], params["seed"],
+                     params["dma"], params["lds_stages"])
     _check(cfg)
     return cfg
 
@@ -337,9 +499,14 @@ class _GemmWriter:
                      "c": self.resource(kernarg, c, cfg.m * cfg.n * 4)}
         self.origin = {"a": kb.s_mul_i32(None, wg_m, self.sconst(cfg.tile_m)),
                        "b": kb.s_mul_i32(None, wg_n, self.sconst(cfg.tile_n))}
-        self.copy_setup("a")
-        self.copy_setup("b")
-        self.fragment_setup()
+        if cfg.use_dma:
+            self.dma_setup()
+            self.dma_fragment_setup()
+        else:
+            self.copy_setup("a")
+            self.copy_setup("b")
+            self.fragment_setup()
+        self.c_setup()
 
     def copy_setup(self, operand: str) -> None:
         """Global offsets and LDS write addresses of this work-item's chunks of `operand`."""
@@ -404,6 +571,18 @@ class _GemmWriter:
         self.lds_r = {"a": [self.add(a_lane, p * cfg.buffer_bytes) for p in range(2)],
                       "b": [self.add(b_lane, p * cfg.buffer_bytes + cfg.a_bytes)
                             for p in range(2)]}
+
+    def c_setup(self) -> None:
+        """This lane's C store offset and column."""
+        cfg, kb, tid = self.cfg, self.kb, self.tid
+        wm, wn = cfg.wave_grid
+        wtm, wtn = cfg.wave_tile
+        log_b = int(math.log2(cfg.block))
+        idx = kb.v_and_b32(None, cfg.block - 1, tid)
+        grp = kb.v_bfe_u32(None, tid, log_b, int(math.log2(cfg.lane_groups)))
+        wj = kb.v_bfe_u32(None, tid, 6, int(math.log2(wn))) if wn > 1 else None
+        wi = kb.v_bfe_u32(None, tid, 6 + int(math.log2(wn)), int(math.log2(wm))) \
+            if wm > 1 else None
         # C: lane holds C[i][j..j+3], i = row0 + wi*wtm + idx (+ block), j = col0 + wj*wtn
         # + 4*grp (+ block and register group); B^T is the MFMA's first operand.
         row = kb.v_add_u32(None, self.origin["a"], idx)
@@ -491,10 +670,11 @@ class _GemmWriter:
         self.started.add((bi, bj))
         kb.emit(cfg.mfma_name, acc, fb, fa, src_c)
 
-    def k_tile(self, buf: int, stage, write_next: bool, load_next: bool,
-               masked_tile: int | None):
+    def k_tile(self, buf: int, stage, write_next: bool = False, load_next: bool = False,
+               masked_tile: int | None = None, loads: list | None = None):
         """One K tile from LDS buffer `buf`: MFMAs, with the next tile's LDS writes and the
-        loads of the one after interleaved. Returns the staging registers."""
+        loads of the one after interleaved (or, direct-to-LDS, the `loads` emitters).
+        Returns the staging registers."""
         cfg, kb = self.cfg, self.kb
         bm, bn = cfg.blocks
         kb.s_barrier()
@@ -502,8 +682,10 @@ class _GemmWriter:
         reads = [(s, op, blk) for s in range(cfg.k_steps)
                  for op, count in (("a", bm), ("b", bn)) for blk in range(count)]
 
+        fragment = self.dma_fragment if cfg.use_dma else self.fragment
+
         def read(kb, s, op, blk):
-            frags[op, s, blk] = self.fragment(op, buf, s, blk)
+            frags[op, s, blk] = fragment(op, buf, s, blk)
 
         first = [r for r in reads if r[0] == 0]
         for r in first:
@@ -516,6 +698,7 @@ class _GemmWriter:
             items += self.write_items("b", stage[1], 1 - buf)
         if load_next:
             items += self.load_items(stage, masked_tile, new_stage)
+        items += loads or []
         gl = Stream("vmem", items)
         blocks = [(s, i, j) for s in range(cfg.k_steps) for i in range(bm) for j in range(bn)]
         driver = Stream.over("mfma", blocks, lambda kb, s, i, j:
@@ -527,10 +710,189 @@ class _GemmWriter:
                 item(kb)
         else:
             per = cfg.reads_per_mfma or -(-(bm + bn) // (bm * bn))
-            every = cfg.vmem_every or max(1, len(blocks) // max(1, len(items)))
+            # Direct-to-LDS loads go first (after every MFMA): their tile is waited for at
+            # most one tile later; register staging spreads its items over the tile.
+            spread = max(1, len(blocks) // max(1, len(items)))
+            every = cfg.vmem_every or (1 if cfg.use_dma else spread)
             kb.interleave(driver, after(ds, count=per, exhausted="stop"),
                           after(gl, every=every, exhausted="stop"), leftover="append")
         return new_stage if load_next else stage
+
+
+    # --- direct-to-LDS (gfx950) -----------------------------------------------------------
+
+    def dma_setup(self) -> None:
+        """Per-lane global offsets of the direct-to-LDS loads and their M0 values (pinned
+        SGPRs, one per load of a tile per LDS buffer). Load i of wave w writes block
+        i * waves + w of the operand's DmaLayout; lane l lands at M0 + 16 l, i.e. chunk
+        l % chunks_per_row of row (l // chunks_per_row) * blocks + i * waves + w."""
+        cfg, kb, tid = self.cfg, self.kb, self.tid
+        lane = kb.v_and_b32(None, 63, tid)
+        wave = kb.v_lshrrev_b32(None, 6, tid)
+        self.g, self.m0 = {}, {}
+        m0_values = []
+        for operand in ("a", "b"):
+            lay = cfg.dma_layout(operand)
+            cpr = lay.chunks_per_row
+            chunk = kb.v_and_b32(None, cpr - 1, lane)
+            slot = kb.v_lshrrev_b32(None, int(math.log2(cpr)), lane)
+            row = self.mul_add(slot, lay.blocks, wave)  # row of the tile, load 0
+            mn = cfg.m if operand == "a" else cfg.n
+            origin = self.origin[operand]
+            per = lay.blocks // cfg.waves
+            if cfg.k_contiguous(operand):
+                grow = kb.v_add_u32(None, origin, row)
+                base = self.mul_add(grow, 2 * cfg.k, kb.v_lshlrev_b32(None, 4, chunk))
+                self.kc8 = kb.v_lshlrev_b32(None, 3, chunk)  # K element of the chunk
+                row_step, advance = 2 * cfg.k, 2 * cfg.tile_k
+            else:
+                col = kb.v_add_u32(None, origin, kb.v_lshlrev_b32(None, 3, chunk))
+                base = self.mul_add(row, 2 * mn, kb.v_lshlrev_b32(None, 1, col))
+                if mn % lay.row_elems:
+                    # A chunk past M (N) would wrap into the next row: push it out of range.
+                    inside = kb.v_cmp_gt_u32(kb.sregs(2, align=2), self.sconst(mn), col)
+                    base = kb.v_cndmask_b32(None, self.vconst(OUT_OF_RANGE), base, inside)
+                row_step, advance = 2 * mn, 2 * cfg.tile_k * mn
+            self.g[operand] = [self.add(base, i * cfg.waves * row_step) for i in range(per)]
+            self.step[operand] = self.sconst(advance)
+            first = 0 if operand == "a" else cfg.a_bytes
+            for p in range(cfg.stages):
+                for i in range(per):
+                    self.m0[operand, p, i] = len(m0_values)
+                    m0_values.append(p * cfg.buffer_bytes + first
+                                     + i * cfg.waves * lay.block_bytes)
+        region = kb.reserve("M0", f"s{DMA_M0_SGPR}-s{DMA_M0_SGPR + len(m0_values) - 1}")
+        self.m0_region = region
+        wave_s = kb.v_readfirstlane_b32(None, wave)
+        per_wave = {}  # block_bytes -> wave * block_bytes (one per layout)
+        for operand in ("a", "b"):
+            bb = cfg.dma_layout(operand).block_bytes
+            if bb not in per_wave:
+                per_wave[bb] = kb.s_mul_i32(None, wave_s, self.sconst(bb))
+        for operand in ("a", "b"):
+            bb = cfg.dma_layout(operand).block_bytes
+            for (op, _p, _i), k in self.m0.items():
+                if op == operand:
+                    kb.s_add_u32(region[k], per_wave[bb], self.sconst(m0_values[k]))
+
+    def dma_fragment_setup(self) -> None:
+        """LDS read bases of this lane's fragments in the DmaLayouts (per operand and
+        buffer; the block, k-step and half are immediates: `dma_misfit` checked that)."""
+        cfg, kb, tid = self.cfg, self.kb, self.tid
+        wm, wn = cfg.wave_grid
+        lane = kb.v_and_b32(None, 63, tid)
+        b = cfg.block
+        idx = kb.v_and_b32(None, b - 1, lane)
+        grp = kb.v_lshrrev_b32(None, int(math.log2(b)), lane)
+        wj = kb.v_bfe_u32(None, tid, 6, int(math.log2(wn))) if wn > 1 else None
+        wi = kb.v_bfe_u32(None, tid, 6 + int(math.log2(wn)), int(math.log2(wm))) \
+            if wm > 1 else None
+        self.lds_r = {}
+        for operand, w, wtile in (("a", wi, cfg.wave_tile[0]), ("b", wj, cfg.wave_tile[1])):
+            lay = cfg.dma_layout(operand)
+            if cfg.k_contiguous(operand):
+                row = idx if w is None else self.mul_add(w, wtile, idx)
+                elem = kb.v_lshlrev_b32(None, 3, grp)
+            else:
+                k = kb.v_bfe_u32(None, lane, 2, 2)
+                q4 = kb.v_lshlrev_b32(None, 2, kb.v_and_b32(None, 3, lane))
+                mpart = kb.v_add_u32(None, kb.v_and_b32(None, b - 16, lane), q4)
+                elem = mpart if w is None else self.mul_add(w, wtile, mpart)
+                row = kb.v_lshl_add_u32(None, grp, 3, k)
+            # addr = (row % blocks) * block_bytes + (row // blocks) * 2 * row_elems + 2 elem
+            low = kb.v_and_b32(None, lay.blocks - 1, row)
+            high = kb.v_lshrrev_b32(None, int(math.log2(lay.blocks)), row)
+            addr = self.mul_add(high, 2 * lay.row_elems, kb.v_lshlrev_b32(None, 1, elem))
+            addr = self.mul_add(low, lay.block_bytes, addr)
+            first = 0 if operand == "a" else cfg.a_bytes
+            self.lds_r[operand] = [self.add(addr, p * cfg.buffer_bytes + first)
+                                   for p in range(cfg.stages)]
+
+    def dma_items(self, buf: int, masked_tile: int | None, advance: bool) -> list:
+        """Emitters: the direct-to-LDS loads of one tile into LDS buffer `buf` (A, then B):
+        advance the offset, set M0 from its pinned SGPR, load."""
+        cfg = self.cfg
+        items = []
+        for operand in ("a", "b"):
+            for i in range(len(self.g[operand])):
+                def item(kb, operand=operand, i=i):
+                    # M0 first: the offset's VALU op covers the M0 -> LDS DMA wait state.
+                    kb.s_mov_b32(kb.m0, self.m0_region[self.m0[operand, buf, i]])
+                    if advance:
+                        offs = self.g[operand]
+                        offs[i] = kb.v_add_u32(offs[i], self.step[operand], offs[i])
+                    off = self.g[operand][i]
+                    if masked_tile is not None and cfg.k_contiguous(operand):
+                        room = cfg.k - masked_tile * cfg.tile_k
+                        inside = kb.v_cmp_gt_u32(kb.sregs(2, align=2), self.sconst(room),
+                                                 self.kc8)
+                        off = kb.v_cndmask_b32(None, self.vconst(OUT_OF_RANGE), off, inside)
+                    kb.buffer_load_dwordx4(off, self.rsrc[operand], 0, offen=True, lds=True)
+                items.append(item)
+        return items
+
+    def dma_fragment(self, operand: str, buf: int, step: int, blk: int):
+        """DS read(s) of one MFMA operand fragment from the DmaLayout: one ds_read_b128
+        (K-contiguous) or two ds_read_b64_tr_b16 (MN-contiguous: 4 K rows each)."""
+        cfg, kb = self.cfg, self.kb
+        lay = cfg.dma_layout(operand)
+        base = self.lds_r[operand][buf]
+        if cfg.k_contiguous(operand):
+            off = lay.addr(blk * cfg.block, step * cfg.mfma_k) - lay.addr(0, 0)
+            return kb.ds_read_b128(kb.vregs(4, align=4), base, offset=off)
+        halves = []
+        for half in range(2):
+            off = lay.addr(step * cfg.mfma_k + 4 * half, blk * cfg.block) - lay.addr(0, 0)
+            halves.append(kb.ds_read_b64_tr_b16(kb.vregs(2, align=2), base, offset=off))
+        return kb.join(*kb.split(halves[0]), *kb.split(halves[1]), align=4)
+
+    def dma_wait(self, younger: int) -> None:
+        """Wait until this wave's direct-to-LDS loads but the `younger` last are done. Written
+        by hand: the loads of a tile are issued one or two tiles before it, across the K
+        loop's back edge, where an amdgcn.wait token cannot reach; the count is exact (these
+        loads are the only VMEM instructions in flight, and vmcnt retires in order)."""
+        self.kb.s_waitcnt(vmcnt=younger)
+
+    def body_dma(self) -> None:
+        """Direct-to-LDS K loop: tile t computes from buffer t % stages and loads tile
+        t + stages - 1 into the buffer tile t - 1 read (free after this tile's barrier)."""
+        cfg, kb = self.cfg, self.kb
+        nt, S, D = cfg.k_tiles, cfg.stages, cfg.dma_per_tile
+        ragged = cfg.k % cfg.tile_k != 0
+
+        def mask(t: int) -> int | None:
+            return t if ragged and t == nt - 1 else None
+
+        for t in range(min(S - 1, nt)):
+            for item in self.dma_items(t % S, mask(t), t > 0):
+                item(kb)
+
+        def tile(t: int) -> None:
+            loads = []
+            if t + S - 1 < nt:
+                loads = self.dma_items((t + S - 1) % S, mask(t + S - 1), True)
+            self.dma_wait(D * (min(t + S - 2, nt - 1) - t))
+            self.k_tile(t % S, None, loads=loads)
+
+        tile(0)
+        count = max(0, nt - S - 1)  # tiles 1.. whose loads are never the ragged last one
+        groups, singles = divmod(count, S)
+        if groups:
+            counter = kb.s_mov_b32(None, groups)
+            top = kb.label("k_loop")
+            for t in range(1, S + 1):
+                tile(t)
+            counter = kb.s_sub_u32(counter, counter, 1)
+            kb.s_cmp_lg_u32(counter, 0)
+            kb.s_cbranch_scc1(top)
+            kb.label("k_tail")
+        # The loop's tiles are 1..S*groups; buffer and wait counts depend on t mod S and on
+        # how far t is from the end, so the tail continues with the true tile indices.
+        for t in range(1 + S * groups, nt):
+            tile(t)
+        del singles
+        self.store_c()
+        kb.s_endpgm()
 
     # --- the whole kernel -----------------------------------------------------------------
 
@@ -596,7 +958,10 @@ class _GemmWriter:
     def finish(self):
         """The module."""
         self.setup()
-        self.body()
+        if self.cfg.use_dma:
+            self.body_dma()
+        else:
+            self.body()
         return self.kb.finish()
 
 
@@ -653,6 +1018,8 @@ def build_case(target: str, params: dict[str, Any]) -> KernelCase:
         args={"a": a_arg, "b": b_arg, "c": c}, outputs=("c",), reference=reference,
         atol=float(atol), rtol=1e-5, flops=2 * cfg.m * cfg.n * cfg.k,
         notes={"mfma": cfg.mfma_name, "lds_bytes": cfg.lds_bytes, "k_tiles": cfg.k_tiles,
+               "dma": cfg.use_dma, "lds_stages": cfg.stages,
+               "pipeline": DMA_PIPELINE if cfg.use_dma else "auto",
                "accumulators": cfg.blocks[0] * cfg.blocks[1] * cfg.acc_regs,
                "wave_grid": cfg.wave_grid})
 
