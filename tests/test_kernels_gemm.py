@@ -188,3 +188,14 @@ def test_gfx950_register_staged_and_two_stage_paths(params):
     assert case.notes["dma"] == params.get("dma", True)
     run = run_case(case, backend="emu", check=True)
     assert run.passed, format_run(run)
+
+
+def test_step_waits_batch_the_fragment_reads():
+    # 4 k-steps per tile: one wait per k-step after the first instead of one per fragment.
+    params = dict(m=64, n=64, k=128, tile_m=64, tile_n=64, tile_k=64, waves=1)
+    waits = {}
+    for mode in ("step", "fragment"):
+        case = kernels.get("gemm").build("gfx950", dict(params, read_waits=mode))
+        assert run_case(case, check=True).passed
+        waits[mode] = _mnemonics(case).count("s_waitcnt")
+    assert waits["step"] < waits["fragment"]

@@ -82,7 +82,9 @@ PARAMS = (
     Param("lds_pad", 8, "elements of padding per LDS row (bank spreading)"),
     Param("interleave", True, "co-issue DS reads and global loads/LDS writes with the MFMAs "
           "(False: each in its own phase)"),
-    Param("reads_per_mfma", 0, "DS fragment reads placed after each MFMA (0: just enough)"),
+    Param("reads_per_mfma", 0, "DS fragment reads placed after each MFMA (0: direct-to-LDS: "
+          "enough to issue a k-step's reads in the first half of the previous k-step; "
+          "register-staged: just enough)"),
     Param("vmem_every", 0, "place one global-stream item after every N-th MFMA (0: spread "
           "evenly over the tile)"),
     Param("dma", True, "gfx950: load A and B straight into LDS (buffer_load_dwordx4 ... lds, "
@@ -90,6 +92,11 @@ PARAMS = (
           "gfx942: buffer_load + ds_write through registers)"),
     Param("lds_stages", 0, "LDS buffers of the direct-to-LDS path (2 or 3; 0: 3 when they "
           "fit); the register-staged path uses 2", (0, 2, 3)),
+    Param("read_waits", "auto", "waits for the DS fragment reads: step = one s_waitcnt per "
+          "k-step after the first (amdgcn.wait on all its reads before its first MFMA), "
+          "fragment = one before each MFMA whose fragment is still in flight; auto = step on "
+          "the direct-to-LDS path, fragment on the register-staged one (faster there in the "
+          "timing model)", ("auto", "step", "fragment")),
     Param("seed", 0, "random seed of the inputs"),
 )
 
@@ -116,6 +123,12 @@ class GemmConfig:
     seed: int
     dma: bool = False
     lds_stages: int = 0
+    read_waits: str = "auto"
+
+    @property
+    def step_waits(self) -> bool:
+        """True if the fragment reads of a k-step are waited for together."""
+        return self.read_waits == "step" or (self.read_waits == "auto" and self.use_dma)
 
     @property
     def threads(self) -> int:
@@ -436,7 +449,7 @@ def config(target: str, params: dict[str, Any]) -> GemmConfig:
                      params["layout"], params["tile_m"], params["tile_n"], params["tile_k"],
                      params["waves"], params["mfma"], params["lds_pad"], params["interleave"],
                      params["reads_per_mfma"], params["vmem_every"], params["seed"],
-                     params["dma"], params["lds_stages"])
+                     params["dma"], params["lds_stages"], params["read_waits"])
     _check(cfg)
     return cfg
 
@@ -684,8 +697,20 @@ class _GemmWriter:
 
         fragment = self.dma_fragment if cfg.use_dma else self.fragment
 
+        tokens: dict[int, list] = {}
+
         def read(kb, s, op, blk):
             frags[op, s, blk] = fragment(op, buf, s, blk)
+            tokens.setdefault(s, []).append(kb.last_token)
+
+        def mfma(kb, s, i, j):
+            if cfg.step_waits and (i, j) == (0, 0) and s > 0:
+                # One wait for the k-step's fragments (exact: the pass counts the reads
+                # issued after them) instead of one per fragment as it arrives. Not for
+                # k-step 0: its reads follow the barrier with no MFMA to hide behind, so the
+                # first MFMAs start as their own fragments arrive.
+                kb.wait(*tokens[s])
+            self.mfma(i, j, frags["a", s, i], frags["b", s, j])
 
         first = [r for r in reads if r[0] == 0]
         for r in first:
@@ -701,15 +726,18 @@ class _GemmWriter:
         items += loads or []
         gl = Stream("vmem", items)
         blocks = [(s, i, j) for s in range(cfg.k_steps) for i in range(bm) for j in range(bn)]
-        driver = Stream.over("mfma", blocks, lambda kb, s, i, j:
-                             self.mfma(i, j, frags["a", s, i], frags["b", s, j]))
+        driver = Stream.over("mfma", blocks, mfma)
         if not cfg.interleave:
             for item in ds.items + gl.items:
                 item(kb)
             for item in driver.items:
                 item(kb)
         else:
-            per = cfg.reads_per_mfma or -(-(bm + bn) // (bm * bn))
+            # Default: the next k-step's reads go out during the first half of this one's
+            # MFMAs, so they have landed when its first MFMA waits for them.
+            # (The register-staged path keeps just enough: its LDS writes share the slots.)
+            ahead = 2 if cfg.use_dma else 1
+            per = cfg.reads_per_mfma or -(-ahead * (bm + bn) // (bm * bn))
             # Direct-to-LDS loads go first (after every MFMA): their tile is waited for at
             # most one tile later; register staging spreads its items over the tile.
             spread = max(1, len(blocks) // max(1, len(items)))
