@@ -199,3 +199,30 @@ def test_step_waits_batch_the_fragment_reads():
         assert run_case(case, check=True).passed
         waits[mode] = _mnemonics(case).count("s_waitcnt")
     assert waits["step"] < waits["fragment"]
+
+
+def _launch(case) -> np.ndarray:
+    """C as the kernel wrote it (emulator)."""
+    from asterism import runtime
+
+    args = {k: v.copy() for k, v in case.args.items()}
+    runtime.launch(kernels.build_code_object(case), case.kernel, grid=case.grid,
+                   block=case.block, args=args, backend="emu")
+    return args["c"]
+
+
+@pytest.mark.parametrize("target", TARGETS)
+@pytest.mark.parametrize("c_dtype", ["f16", "bf16"])
+def test_16_bit_c_is_the_f32_result_rounded_to_nearest_even(target, c_dtype):
+    # The same accumulation as the f32 build, so the 16-bit C must be exactly NumPy's
+    # round-to-nearest-even of the f32 C (v_cvt_pk_*_f32 on gfx950, by hand on gfx942).
+    params = dict(m=72, n=104, k=96, layout="tn", tile_m=64, tile_n=64, dtype="bf16")
+    f32 = _launch(kernels.get("gemm").build(target, params))
+    case = kernels.get("gemm").build(target, dict(params, c_dtype=c_dtype))
+    got = _launch(case)
+    assert got.dtype == (np.float16 if c_dtype == "f16" else np.uint16)
+    want = f32.astype(np.float16) if c_dtype == "f16" else to_bf16(f32)
+    np.testing.assert_array_equal(got.view(np.uint16), want.view(np.uint16))
+    if c_dtype == "bf16":  # rounding, not truncation, decides many elements
+        assert np.count_nonzero(want != (f32.view(np.uint32) >> 16).astype(np.uint16)) > 100
+    assert run_case(case, check=True).passed

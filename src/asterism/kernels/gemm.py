@@ -1,4 +1,4 @@
-"""GEMM `C = A x B` (f16/bf16 in, f32 out) with multi-wave macro tiles, written with the builder.
+"""GEMM `C = A x B` (f16/bf16 in, f32/f16/bf16 out), multi-wave macro tiles, with the builder.
 
     case = kernels.get("gemm").build("gfx950", {"m": 512, "n": 512, "k": 512})
 
@@ -18,6 +18,11 @@ Design (docs/kernels.md has the register map and the schedule of one loop iterat
   (gfx950). A K-contiguous operand in memory (`n` for A, `t` for B) is copied with
   `buffer_load_dwordx4` + `ds_write_b128`; an MN-contiguous one is transposed on the way in
   (eight `ds_write_b16`/`_d16_hi` per 16 bytes).
+* gfx950 (`dma`, the default): both operands go straight to LDS with `buffer_load_dwordx4
+  ... lds` (M0 from pinned SGPRs, one per load and buffer) into a blocked layout
+  (`DmaLayout`: 1024-byte blocks, consecutive rows in different blocks), through 2-3 LDS
+  buffers (`lds_stages`); MN-contiguous operands stay [k][m] in LDS and are read with
+  `ds_read_b64_tr_b16`. No staging registers, no ds_write, no transposing VALU work.
 * Schedule: the MFMAs of a tile drive `kb.interleave`: after each MFMA the DS reads of the
   next k-step's fragments (`reads_per_mfma`), after every `vmem_every`-th MFMA one item of
   the global stream (the LDS writes of the next tile, then the loads of the one after).
@@ -70,7 +75,9 @@ PARAMS = (
     Param("m", 256, "rows of A and C"),
     Param("n", 256, "columns of B and C"),
     Param("k", 256, "columns of A, rows of B"),
-    Param("dtype", "f16", "element type of A and B (C is f32)", DTYPES),
+    Param("dtype", "f16", "element type of A and B", DTYPES),
+    Param("c_dtype", "f32", "element type of C (f16/bf16: the f32 accumulators rounded to "
+          "nearest even)", C_DTYPES),
     Param("layout", "nt", "storage of A and B: n = as is (A[M][K], B[K][N]), t = "
           "transposed (A as [K][M], B as [N][K]); nt has both K-contiguous", LAYOUTS),
     Param("tile_m", 128, "rows of C per workgroup"),
@@ -124,6 +131,12 @@ class GemmConfig:
     dma: bool = False
     lds_stages: int = 0
     read_waits: str = "auto"
+    c_dtype: str = "f32"
+
+    @property
+    def c_bytes(self) -> int:
+        """Bytes of one element of C."""
+        return 4 if self.c_dtype == "f32" else 2
 
     @property
     def step_waits(self) -> bool:
@@ -393,7 +406,7 @@ def _check(cfg: GemmConfig) -> None:
     require(cfg.n % 4 == 0, "n", f"{cfg.n} is not a multiple of 4 (C is stored 16 bytes "
             "at a time)")
     for name, size in (("m", cfg.m * cfg.k * 2), ("n", cfg.k * cfg.n * 2),
-                       ("n", cfg.m * cfg.n * 4)):
+                       ("n", cfg.m * cfg.n * cfg.c_bytes)):
         require(size < MAX_BUFFER, name, f"a matrix of {size} bytes exceeds the 2 GiB "
                 "buffer offsets this kernel uses")
     for tile, dim in (("tile_m", "m"), ("tile_n", "n"), ("tile_k", "k")):
@@ -449,7 +462,8 @@ def config(target: str, params: dict[str, Any]) -> GemmConfig:
                      params["layout"], params["tile_m"], params["tile_n"], params["tile_k"],
                      params["waves"], params["mfma"], params["lds_pad"], params["interleave"],
                      params["reads_per_mfma"], params["vmem_every"], params["seed"],
-                     params["dma"], params["lds_stages"], params["read_waits"])
+                     params["dma"], params["lds_stages"], params["read_waits"],
+                     params["c_dtype"])
     _check(cfg)
     return cfg
 
@@ -503,13 +517,13 @@ class _GemmWriter:
         cfg, kb = self.cfg, self.kb
         a = kb.arg_buffer("a", cfg.dtype, "read_only")
         b = kb.arg_buffer("b", cfg.dtype, "read_only")
-        c = kb.arg_buffer("c", "f32", "write_only")
+        c = kb.arg_buffer("c", cfg.c_dtype, "write_only")
         kernarg = kb.kernarg_ptr()
         wg_n, wg_m = kb.workgroup_id("x"), kb.workgroup_id("y")
         self.tid = kb.workitem_id("x")
         self.rsrc = {"a": self.resource(kernarg, a, cfg.m * cfg.k * 2),
                      "b": self.resource(kernarg, b, cfg.k * cfg.n * 2),
-                     "c": self.resource(kernarg, c, cfg.m * cfg.n * 4)}
+                     "c": self.resource(kernarg, c, cfg.m * cfg.n * cfg.c_bytes)}
         self.origin = {"a": kb.s_mul_i32(None, wg_m, self.sconst(cfg.tile_m)),
                        "b": kb.s_mul_i32(None, wg_n, self.sconst(cfg.tile_n))}
         if cfg.use_dma:
@@ -605,7 +619,8 @@ class _GemmWriter:
         if wj is not None:
             col = self.mul_add(wj, wtn, col)
         self.c_col = col
-        self.c_base = kb.v_lshlrev_b32(None, 2, self.mul_add(row, cfg.n, col))
+        self.c_base = kb.v_lshlrev_b32(None, int(math.log2(cfg.c_bytes)),
+                                       self.mul_add(row, cfg.n, col))
 
     # --- one K tile -----------------------------------------------------------------------
 
@@ -964,13 +979,17 @@ class _GemmWriter:
         kb.s_endpgm()
 
     def store_c(self) -> None:
-        """C from the accumulators, 16 bytes per lane and store; columns past N skipped."""
+        """C from the accumulators, 16 (f32) or 8 bytes per lane and store; columns past N
+        skipped."""
         cfg, kb = self.cfg, self.kb
+        if cfg.c_dtype == "bf16" and cfg.target != "gfx950":
+            self.round_bias = self.sconst(0x7FFF)
+            self.pack_high = self.sconst(0x07060302)
         bm, bn = cfg.blocks
         groups = cfg.acc_regs // 4
         ragged_n = cfg.n % cfg.tile_n != 0
         for bi in range(bm):
-            row_off = self.add(self.c_base, bi * cfg.block * cfg.n * 4)
+            row_off = self.add(self.c_base, bi * cfg.block * cfg.n * cfg.c_bytes)
             for bj in range(bn):
                 for g in range(groups):
                     col = bj * cfg.block + g * 4 * cfg.lane_groups
@@ -980,8 +999,34 @@ class _GemmWriter:
                                                  self.sconst(cfg.n - col), self.c_col)
                         off = kb.v_cndmask_b32(None, self.vconst(OUT_OF_RANGE), off, inside)
                     first = (bi * bn + bj) * cfg.acc_regs + 4 * g
-                    kb.buffer_store_dwordx4(self.acc[first:first + 4], off, self.rsrc["c"], 0,
-                                            offen=True, offset=4 * col)
+                    acc = self.acc[first:first + 4]
+                    if cfg.c_dtype == "f32":
+                        kb.buffer_store_dwordx4(acc, off, self.rsrc["c"], 0, offen=True,
+                                                offset=4 * col)
+                    else:
+                        kb.buffer_store_dwordx2(self.convert(acc), off, self.rsrc["c"], 0,
+                                                offen=True, offset=2 * col)
+
+    def convert(self, acc):
+        """Four f32 accumulators -> four 16-bit C elements in two VGPRs (round to nearest
+        even): v_cvt_pk_{f16,bf16}_f32 on gfx950; on gfx942 v_cvt_f16_f32 + v_pack_b32_f16,
+        or for bf16 the rounding by hand (x + 0x7fff + bit 16 of x, high halves packed)."""
+        cfg, kb = self.cfg, self.kb
+        vals = [kb.v_accvgpr_read_b32(None, kb.sub(acc, r)) for r in range(4)]
+        words = []
+        for lo, hi in (vals[0:2], vals[2:4]):
+            if cfg.target == "gfx950":
+                op = kb.v_cvt_pk_f16_f32 if cfg.c_dtype == "f16" else kb.v_cvt_pk_bf16_f32
+                words.append(op(None, lo, hi))
+            elif cfg.c_dtype == "f16":
+                words.append(kb.v_pack_b32_f16(None, kb.v_cvt_f16_f32(None, lo),
+                                               kb.v_cvt_f16_f32(None, hi)))
+            else:
+                lo, hi = (kb.v_add3_u32(None, x, kb.v_bfe_u32(None, x, 16, 1),
+                                        self.round_bias) for x in (lo, hi))
+                # bytes 3,2 of hi : bytes 3,2 of lo (v_perm selects from {src0, src1}).
+                words.append(kb.v_perm_b32(None, hi, lo, self.pack_high))
+        return kb.join(*words, align=2)
 
     def finish(self):
         """The module."""
@@ -1023,6 +1068,17 @@ def _values(cfg: GemmConfig, rows: int, cols: int, rng) -> tuple[np.ndarray, np.
     return stored, from_bf16(stored).astype(np.float64)
 
 
+def round_c(x: np.ndarray, c_dtype: str) -> np.ndarray:
+    """C values as the kernel stores them: f32, then rounded to f16/bf16 (nearest even);
+    returned as numbers (float32)."""
+    x = np.asarray(x).astype(np.float32)
+    if c_dtype == "f16":
+        return x.astype(np.float16).astype(np.float32)
+    if c_dtype == "bf16":
+        return from_bf16(to_bf16(x))
+    return x
+
+
 def build_case(target: str, params: dict[str, Any]) -> KernelCase:
     """The GEMM case: module, geometry, inputs in the layout's storage order, reference."""
     cfg = config(target, params)
@@ -1032,19 +1088,23 @@ def build_case(target: str, params: dict[str, Any]) -> KernelCase:
     b_st, b_val = _values(cfg, cfg.k, cfg.n, rng)
     a_arg = a_st if cfg.layout[0] == "n" else np.ascontiguousarray(a_st.T)
     b_arg = b_st if cfg.layout[1] == "n" else np.ascontiguousarray(b_st.T)
-    c = np.zeros((cfg.m, cfg.n), np.float32)
+    c = np.zeros((cfg.m, cfg.n), np.float32 if cfg.c_dtype == "f32" else
+                 _np_dtype(cfg.c_dtype))
 
     def reference() -> dict[str, np.ndarray]:
-        return {"c": (a_val @ b_val).astype(np.float32)}
+        return {"c": round_c(a_val @ b_val, cfg.c_dtype)}
 
     # Products of f16/bf16 are exact in f32; the f32 sums of K of them (of size about
-    # sqrt(K) for standard normal inputs) may round K times: K ulps of sqrt(K).
+    # sqrt(K) for standard normal inputs) may round K times: K ulps of sqrt(K). A 16-bit C
+    # rounds once more: the kernel's sum and the exact one may round to neighbours (1 ulp).
     atol = 2 * np.finfo(np.float32).eps * cfg.k * math.sqrt(cfg.k)
+    rtol = {"f32": 1e-5, "f16": 2.0 ** -10, "bf16": 2.0 ** -7}[cfg.c_dtype]
     return KernelCase(
         name="gemm", target=target, params=dict(params), module=module,
         kernel=f"gemm_{cfg.dtype}_{cfg.layout}", grid=cfg.grid, block=(cfg.threads, 1, 1),
         args={"a": a_arg, "b": b_arg, "c": c}, outputs=("c",), reference=reference,
-        atol=float(atol), rtol=1e-5, flops=2 * cfg.m * cfg.n * cfg.k,
+        atol=float(atol), rtol=rtol, flops=2 * cfg.m * cfg.n * cfg.k,
+        decode=(lambda name, x: from_bf16(x)) if cfg.c_dtype == "bf16" else None,
         notes={"mfma": cfg.mfma_name, "lds_bytes": cfg.lds_bytes, "k_tiles": cfg.k_tiles,
                "dma": cfg.use_dma, "lds_stages": cfg.stages,
                "pipeline": DMA_PIPELINE if cfg.use_dma else "auto",
@@ -1054,8 +1114,8 @@ def build_case(target: str, params: dict[str, Any]) -> KernelCase:
 
 GEMM = register(KernelGenerator(
     name="gemm",
-    description="C = A x B (f16/bf16 in, f32 out): multi-wave MFMA tiles, LDS double "
-                "buffering, ragged edges",
+    description="C = A x B (f16/bf16 in, f32/f16/bf16 out): multi-wave MFMA tiles, LDS "
+                "double buffering, ragged edges",
     targets=TARGETS,
     params=PARAMS,
     build_case=build_case,
@@ -1063,4 +1123,4 @@ GEMM = register(KernelGenerator(
 ))
 
 __all__ = ["GEMM", "GemmConfig", "KernelParamError", "build_case", "config", "from_bf16",
-           "to_bf16"]
+           "round_c", "to_bf16"]
