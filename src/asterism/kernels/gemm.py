@@ -582,15 +582,10 @@ class _GemmWriter:
 
     def fragment_setup(self) -> None:
         """LDS read addresses of this lane's fragments and its C store offsets."""
-        cfg, kb, tid = self.cfg, self.kb, self.tid
+        cfg, kb = self.cfg, self.kb
         wm, wn = cfg.wave_grid
         wtm, wtn = cfg.wave_tile
-        log_b = int(math.log2(cfg.block))
-        idx = kb.v_and_b32(None, cfg.block - 1, tid)
-        grp = kb.v_bfe_u32(None, tid, log_b, int(math.log2(cfg.lane_groups)))
-        wj = kb.v_bfe_u32(None, tid, 6, int(math.log2(wn))) if wn > 1 else None
-        wi = kb.v_bfe_u32(None, tid, 6 + int(math.log2(wn)), int(math.log2(wm))) \
-            if wm > 1 else None
+        idx, grp, wi, wj = self.lane_ids()
         kpart = kb.v_lshlrev_b32(None, int(math.log2(2 * cfg.kper)), grp)
         lane = self.mul_add(idx, cfg.row_bytes, kpart)
         a_lane = self.mul_add(wi, wtm * cfg.row_bytes, lane) if wi is not None else lane
@@ -599,17 +594,27 @@ class _GemmWriter:
                       "b": [self.add(b_lane, p * cfg.buffer_bytes + cfg.a_bytes)
                             for p in range(2)]}
 
+    def lane_ids(self):
+        """(row in the MFMA block, lane group, wave row, wave column) of this lane (wave
+        row/column None when the grid has one); computed once."""
+        if not hasattr(self, "_lane_ids"):
+            cfg, kb, tid = self.cfg, self.kb, self.tid
+            wm, wn = cfg.wave_grid
+            log_b = int(math.log2(cfg.block))
+            idx = kb.v_and_b32(None, cfg.block - 1, tid)
+            grp = kb.v_bfe_u32(None, tid, log_b, int(math.log2(cfg.lane_groups)))
+            wj = kb.v_bfe_u32(None, tid, 6, int(math.log2(wn))) if wn > 1 else None
+            wi = kb.v_bfe_u32(None, tid, 6 + int(math.log2(wn)), int(math.log2(wm))) \
+                if wm > 1 else None
+            self._lane_ids = (idx, grp, wi, wj)
+        return self._lane_ids
+
     def c_setup(self) -> None:
         """This lane's C store offset and column."""
-        cfg, kb, tid = self.cfg, self.kb, self.tid
+        cfg, kb = self.cfg, self.kb
         wm, wn = cfg.wave_grid
         wtm, wtn = cfg.wave_tile
-        log_b = int(math.log2(cfg.block))
-        idx = kb.v_and_b32(None, cfg.block - 1, tid)
-        grp = kb.v_bfe_u32(None, tid, log_b, int(math.log2(cfg.lane_groups)))
-        wj = kb.v_bfe_u32(None, tid, 6, int(math.log2(wn))) if wn > 1 else None
-        wi = kb.v_bfe_u32(None, tid, 6 + int(math.log2(wn)), int(math.log2(wm))) \
-            if wm > 1 else None
+        idx, grp, wi, wj = self.lane_ids()
         # C: lane holds C[i][j..j+3], i = row0 + wi*wtm + idx (+ block), j = col0 + wj*wtn
         # + 4*grp (+ block and register group); B^T is the MFMA's first operand.
         row = kb.v_add_u32(None, self.origin["a"], idx)
