@@ -92,7 +92,10 @@ def test_bf16_conversion_rounds_to_nearest_even():
     ("gfx942", dict(waves=3), "waves", "not one of"),
     ("gfx942", dict(dtype="f32"), "dtype", "not one of"),
     ("gfx942", dict(m="big"), "m", "expected int"),
-    ("gfx950", dict(tile_k=256, k=256, tile_m=64, tile_n=64, waves=1), "tile_k", "VGPRs"),
+    ("gfx950", dict(tile_k=256, k=256, tile_m=64, tile_n=64, waves=1, dma=False), "tile_k",
+     "VGPRs"),
+    ("gfx950", dict(tile_k=256, k=256, tile_m=64, tile_n=64, waves=1), "tile_k", "M0 values"),
+    ("gfx942", dict(lds_stages=3), "lds_stages", "direct-to-LDS"),
     ("gfx942", dict(m=0), "m", "positive"),
 ])
 def test_bad_parameters_name_the_parameter_and_limit(target, params, name, words):
@@ -151,3 +154,75 @@ def test_param_and_shape_parsing():
         parse_params(["m"])
     with pytest.raises(KernelParamError, match="--shape"):
         parse_shape("512xbig")
+
+
+def _mnemonics(case) -> list[str]:
+    """The instructions of the case's code object, from our disassembler."""
+    from asterism.api import disassemble
+
+    _obj, items = disassemble(kernels.build_code_object(case))
+    return [d.inst.mnemonic for d in items if hasattr(d, "inst")]
+
+
+@pytest.mark.parametrize("layout", ["nt", "nn", "tn", "tt"])
+def test_gfx950_loads_straight_to_lds(layout):
+    # Both operands are direct-to-LDS loads (no VGPR staging, no ds_write); MN-contiguous
+    # ones are read with ds_read_b64_tr_b16 instead of being transposed on the way in.
+    case = kernels.get("gemm").build("gfx950", dict(m=64, n=64, k=64, tile_m=64, tile_n=64,
+                                                    layout=layout))
+    assert case.notes["dma"] and case.notes["lds_stages"] == 3
+    ops = _mnemonics(case)
+    assert "buffer_load_dwordx4" in ops and not any(o.startswith("ds_write") for o in ops)
+    mn_contiguous = layout[0] == "t" or layout[1] == "n"
+    assert ("ds_read_b64_tr_b16" in ops) == mn_contiguous
+    assert ops.count("s_mov_b32") >= ops.count("buffer_load_dwordx4")  # M0 per load
+
+
+@pytest.mark.parametrize("params", [
+    dict(m=96, n=72, k=40, layout="nn", tile_m=64, tile_n=64, mfma=16, dma=False),
+    dict(m=72, n=104, k=96, layout="tn", tile_m=64, tile_n=64, dtype="bf16", dma=False),
+    dict(m=128, n=128, k=160, lds_stages=2),  # direct-to-LDS with two buffers
+], ids=_ids)
+def test_gfx950_register_staged_and_two_stage_paths(params):
+    case = kernels.get("gemm").build("gfx950", params)
+    assert case.notes["dma"] == params.get("dma", True)
+    run = run_case(case, backend="emu", check=True)
+    assert run.passed, format_run(run)
+
+
+def test_step_waits_batch_the_fragment_reads():
+    # 4 k-steps per tile: one wait per k-step after the first instead of one per fragment.
+    params = dict(m=64, n=64, k=128, tile_m=64, tile_n=64, tile_k=64, waves=1)
+    waits = {}
+    for mode in ("step", "fragment"):
+        case = kernels.get("gemm").build("gfx950", dict(params, read_waits=mode))
+        assert run_case(case, check=True).passed
+        waits[mode] = _mnemonics(case).count("s_waitcnt")
+    assert waits["step"] < waits["fragment"]
+
+
+def _launch(case) -> np.ndarray:
+    """C as the kernel wrote it (emulator)."""
+    from asterism import runtime
+
+    args = {k: v.copy() for k, v in case.args.items()}
+    runtime.launch(kernels.build_code_object(case), case.kernel, grid=case.grid,
+                   block=case.block, args=args, backend="emu")
+    return args["c"]
+
+
+@pytest.mark.parametrize("target", TARGETS)
+@pytest.mark.parametrize("c_dtype", ["f16", "bf16"])
+def test_16_bit_c_is_the_f32_result_rounded_to_nearest_even(target, c_dtype):
+    # The same accumulation as the f32 build, so the 16-bit C must be exactly NumPy's
+    # round-to-nearest-even of the f32 C (v_cvt_pk_*_f32 on gfx950, by hand on gfx942).
+    params = dict(m=72, n=104, k=96, layout="tn", tile_m=64, tile_n=64, dtype="bf16")
+    f32 = _launch(kernels.get("gemm").build(target, params))
+    case = kernels.get("gemm").build(target, dict(params, c_dtype=c_dtype))
+    got = _launch(case)
+    assert got.dtype == (np.float16 if c_dtype == "f16" else np.uint16)
+    want = f32.astype(np.float16) if c_dtype == "f16" else to_bf16(f32)
+    np.testing.assert_array_equal(got.view(np.uint16), want.view(np.uint16))
+    if c_dtype == "bf16":  # rounding, not truncation, decides many elements
+        assert np.count_nonzero(want != (f32.view(np.uint32) >> 16).astype(np.uint16)) > 100
+    assert run_case(case, check=True).passed

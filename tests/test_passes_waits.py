@@ -350,6 +350,23 @@ def test_tokens_only_takes_lds_dma_tokens():
         kernel(body)
 
 
+def test_lds_dma_tokens_leave_the_barrier_to_explicit_waits():
+    # A pipelined direct-to-LDS loop keeps loads in flight across barriers: with
+    # lds-dma=tokens the barrier does not drain them (vmcnt(0)); amdgcn.wait still does.
+    def body(kb, wait: bool):
+        kb.s_mov_b32(kb.special("m0"), 0)
+        kb.buffer_load_dword(kb.v(1), kb.s[12:16], 0, offen=True, lds=True)
+        first = kb.last_token
+        kb.buffer_load_dword(kb.v(1), kb.s[12:16], 0, offen=True, lds=True)
+        if wait:
+            kb.wait(first)
+        kb.s_barrier()
+    assert waits_of(kernel(lambda kb: body(kb, False))) == ["s_waitcnt vmcnt(0) -> s_barrier"]
+    assert waits_of(kernel(lambda kb: body(kb, False)), "waits{lds-dma=tokens}") == []
+    assert waits_of(kernel(lambda kb: body(kb, True)), "waits{lds-dma=tokens}") == [
+        "s_waitcnt vmcnt(1) -> s_barrier"]
+
+
 def test_bad_option():
     with pytest.raises(VerifyError, match="bad option"):
         api.optimize(kernel(lambda kb: None), "waits{barrier=all}")

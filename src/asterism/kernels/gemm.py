@@ -1,4 +1,4 @@
-"""GEMM `C = A x B` (f16/bf16 in, f32 out) with multi-wave macro tiles, written with the builder.
+"""GEMM `C = A x B` (f16/bf16 in, f32/f16/bf16 out), multi-wave macro tiles, with the builder.
 
     case = kernels.get("gemm").build("gfx950", {"m": 512, "n": 512, "k": 512})
 
@@ -18,6 +18,11 @@ Design (docs/kernels.md has the register map and the schedule of one loop iterat
   (gfx950). A K-contiguous operand in memory (`n` for A, `t` for B) is copied with
   `buffer_load_dwordx4` + `ds_write_b128`; an MN-contiguous one is transposed on the way in
   (eight `ds_write_b16`/`_d16_hi` per 16 bytes).
+* gfx950 (`dma`, the default): both operands go straight to LDS with `buffer_load_dwordx4
+  ... lds` (M0 from pinned SGPRs, one per load and buffer) into a blocked layout
+  (`DmaLayout`: 1024-byte blocks, consecutive rows in different blocks), through 2-3 LDS
+  buffers (`lds_stages`); MN-contiguous operands stay [k][m] in LDS and are read with
+  `ds_read_b64_tr_b16`. No staging registers, no ds_write, no transposing VALU work.
 * Schedule: the MFMAs of a tile drive `kb.interleave`: after each MFMA the DS reads of the
   next k-step's fragments (`reads_per_mfma`), after every `vmem_every`-th MFMA one item of
   the global stream (the LDS writes of the next tile, then the loads of the one after).
@@ -30,6 +35,7 @@ Design (docs/kernels.md has the register map and the schedule of one loop iterat
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass
 from typing import Any
@@ -56,12 +62,22 @@ MAX_BUFFER = 1 << 31
 DS_OFFSET_LIMIT = 1 << 16
 MUBUF_OFFSET_LIMIT = 1 << 12
 SCRATCH_VGPRS = 24  # addresses, masks and temporaries besides fragments and staging
+DMA_BLOCK = 1024  # bytes one wave's buffer_load_dwordx4 ... lds writes (64 lanes x 16)
+DMA_M0_SGPR = 32  # first SGPR of the pinned M0 values of the direct-to-LDS loads
+MAX_SGPR = 102
+MAX_VMCNT = 63
+C_DTYPES = ("f32", "f16", "bf16")
+# `auto` with the waits of the direct-to-LDS loads left to the kernel (see `dma_wait`): the
+# default (`lds-dma=wait`) would wait for every load in flight before each DS read.
+DMA_PIPELINE = "inline,regalloc,waits{lds-dma=tokens},hazards"
 
 PARAMS = (
     Param("m", 256, "rows of A and C"),
     Param("n", 256, "columns of B and C"),
     Param("k", 256, "columns of A, rows of B"),
-    Param("dtype", "f16", "element type of A and B (C is f32)", DTYPES),
+    Param("dtype", "f16", "element type of A and B", DTYPES),
+    Param("c_dtype", "f32", "element type of C (f16/bf16: the f32 accumulators rounded to "
+          "nearest even)", C_DTYPES),
     Param("layout", "nt", "storage of A and B: n = as is (A[M][K], B[K][N]), t = "
           "transposed (A as [K][M], B as [N][K]); nt has both K-contiguous", LAYOUTS),
     Param("tile_m", 128, "rows of C per workgroup"),
@@ -73,9 +89,21 @@ PARAMS = (
     Param("lds_pad", 8, "elements of padding per LDS row (bank spreading)"),
     Param("interleave", True, "co-issue DS reads and global loads/LDS writes with the MFMAs "
           "(False: each in its own phase)"),
-    Param("reads_per_mfma", 0, "DS fragment reads placed after each MFMA (0: just enough)"),
+    Param("reads_per_mfma", 0, "DS fragment reads placed after each MFMA (0: direct-to-LDS: "
+          "enough to issue a k-step's reads in the first half of the previous k-step; "
+          "register-staged: just enough)"),
     Param("vmem_every", 0, "place one global-stream item after every N-th MFMA (0: spread "
           "evenly over the tile)"),
+    Param("dma", True, "gfx950: load A and B straight into LDS (buffer_load_dwordx4 ... lds, "
+          "M0 in SGPRs) and read MN-contiguous operands with ds_read_b64_tr_b16 (False, or "
+          "gfx942: buffer_load + ds_write through registers)"),
+    Param("lds_stages", 0, "LDS buffers of the direct-to-LDS path (2 or 3; 0: 3 when they "
+          "fit); the register-staged path uses 2", (0, 2, 3)),
+    Param("read_waits", "auto", "waits for the DS fragment reads: step = one s_waitcnt per "
+          "k-step after the first (amdgcn.wait on all its reads before its first MFMA), "
+          "fragment = one before each MFMA whose fragment is still in flight; auto = step on "
+          "the direct-to-LDS path, fragment on the register-staged one (faster there in the "
+          "timing model)", ("auto", "step", "fragment")),
     Param("seed", 0, "random seed of the inputs"),
 )
 
@@ -100,6 +128,20 @@ class GemmConfig:
     reads_per_mfma: int
     vmem_every: int
     seed: int
+    dma: bool = False
+    lds_stages: int = 0
+    read_waits: str = "auto"
+    c_dtype: str = "f32"
+
+    @property
+    def c_bytes(self) -> int:
+        """Bytes of one element of C."""
+        return 4 if self.c_dtype == "f32" else 2
+
+    @property
+    def step_waits(self) -> bool:
+        """True if the fragment reads of a k-step are waited for together."""
+        return self.read_waits == "step" or (self.read_waits == "auto" and self.use_dma)
 
     @property
     def threads(self) -> int:
@@ -165,19 +207,56 @@ class GemmConfig:
         return 2 * (self.tile_k + self.pad)
 
     @property
+    def use_dma(self) -> bool:
+        """True if the operands go straight to LDS (gfx950, `dma`, and the tiles fit)."""
+        return self.dma and self.target == "gfx950" and not dma_misfit(self)
+
+    def dma_layout(self, operand: str) -> DmaLayout:
+        """The LDS layout of `operand` on the direct-to-LDS path: rows of the contiguous
+        dimension (K rows of M/N elements for an MN-contiguous operand, read transposed)."""
+        mn = self.tile_m if operand == "a" else self.tile_n
+        if self.k_contiguous(operand):
+            return DmaLayout(mn, self.tile_k, 2 * self.pad)
+        # ds_read_b64_tr_b16: 4 K rows x 32 bytes per 16 lanes; rows 2 pads apart spread them.
+        return DmaLayout(self.tile_k, mn, 4 * self.pad)
+
+    def operand_bytes(self, operand: str) -> int:
+        """Bytes of `operand` in one LDS buffer."""
+        if self.use_dma:
+            return self.dma_layout(operand).nbytes
+        return (self.tile_m if operand == "a" else self.tile_n) * self.row_bytes
+
+    @property
     def a_bytes(self) -> int:
-        """Bytes of A in one LDS buffer."""
-        return self.tile_m * self.row_bytes
+        """Bytes of A in one LDS buffer (B follows)."""
+        return self.operand_bytes("a")
 
     @property
     def buffer_bytes(self) -> int:
         """Bytes of one LDS buffer (A then B)."""
-        return (self.tile_m + self.tile_n) * self.row_bytes
+        return self.operand_bytes("a") + self.operand_bytes("b")
+
+    @property
+    def stages(self) -> int:
+        """LDS buffers: 2 (register staging), 2 or 3 (direct-to-LDS; 0 = 3 if they fit)."""
+        if not self.use_dma:
+            return 2
+        if self.lds_stages:
+            return self.lds_stages
+        from asterism.target import get_target
+
+        fits = 3 * self.buffer_bytes <= get_target(self.target).lds.bytes_per_workgroup
+        return 3 if fits else 2
+
+    @property
+    def dma_per_tile(self) -> int:
+        """Direct-to-LDS loads one wave issues per K tile (A and B)."""
+        return sum(self.dma_layout(x).blocks // self.waves for x in ("a", "b"))
 
     @property
     def lds_bytes(self) -> int:
-        """LDS of the workgroup (two buffers)."""
-        return 2 * self.buffer_bytes
+        """LDS of the workgroup (`stages` buffers)."""
+        return self.stages * self.buffer_bytes
 
     @property
     def grid(self) -> tuple[int, int, int]:
@@ -202,9 +281,107 @@ class GemmConfig:
         bm, bn = self.blocks
         frag = self.kper // 2
         frags = 2 * (bm + bn) * frag * max(1, self.k_steps > 1)
-        staging = 4 * (self.chunks_per_thread("a") + self.chunks_per_thread("b"))
+        staging = 0 if self.use_dma else \
+            4 * (self.chunks_per_thread("a") + self.chunks_per_thread("b"))
         offsets = self.chunks_per_thread("a") + self.chunks_per_thread("b")
         return frags + staging + offsets + SCRATCH_VGPRS
+
+
+@dataclass(frozen=True)
+class DmaLayout:
+    """An operand tile in LDS for direct-to-LDS loads: `rows` rows of `row_elems` contiguous
+    16-bit elements in blocks of 1024 bytes (what one wave's buffer_load_dwordx4 ... lds
+    writes: lane l at M0 + 16 l) followed by `pad` bytes. Row r is row r // blocks of block
+    r % blocks, so consecutive rows (the lanes of one DS read) are a block plus a pad apart:
+    different banks without padding inside a block, which a DMA write cannot skip."""
+
+    rows: int
+    row_elems: int
+    pad: int
+
+    @property
+    def chunks_per_row(self) -> int:
+        """16-byte chunks per row."""
+        return self.row_elems // 8
+
+    @property
+    def rows_per_block(self) -> int:
+        """Rows in one 1024-byte block."""
+        return 64 // self.chunks_per_row
+
+    @property
+    def blocks(self) -> int:
+        """Blocks of the tile (one DMA instruction each)."""
+        return self.rows // self.rows_per_block
+
+    @property
+    def block_bytes(self) -> int:
+        """Distance between blocks."""
+        return DMA_BLOCK + self.pad
+
+    @property
+    def nbytes(self) -> int:
+        """Bytes of the tile in LDS."""
+        return self.blocks * self.block_bytes
+
+    def addr(self, row: int, elem: int) -> int:
+        """LDS byte offset of element `elem` of row `row`."""
+        return ((row % self.blocks) * self.block_bytes
+                + (row // self.blocks) * 2 * self.row_elems + 2 * elem)
+
+    def misfit(self) -> str:
+        """Why this tile cannot be loaded this way ("" if it can)."""
+        cpr = self.row_elems // 8
+        if self.row_elems % 8 or cpr == 0 or 64 % cpr:
+            return f"rows of {self.row_elems} elements do not tile 1024-byte blocks"
+        if self.rows % self.rows_per_block or self.blocks & (self.blocks - 1):
+            return (f"{self.rows} rows of {self.row_elems} elements are not a power-of-two "
+                    "number of 1024-byte blocks")
+        return ""
+
+
+def _read_lanes(cfg: GemmConfig, operand: str):
+    """Per-lane (row, elem) and per-instruction (row, elem) parts of the fragment reads of
+    `operand` in its DMA layout: [(lane part of wave w, lane l)], [(immediate part)]."""
+    wm, wn = cfg.wave_grid
+    waves_along, wtile = (wm, cfg.wave_tile[0]) if operand == "a" else (wn, cfg.wave_tile[1])
+    bcount = cfg.blocks[0] if operand == "a" else cfg.blocks[1]
+    b = cfg.block
+    lanes, imms = [], []
+    for w in range(waves_along):
+        for lane in range(64):
+            idx, grp = lane % b, lane // b
+            if cfg.k_contiguous(operand):
+                lanes.append((w * wtile + idx, 8 * grp))
+            else:
+                k, q = (lane % 16) // 4, lane % 4
+                lanes.append((8 * grp + k, w * wtile + (idx // 16) * 16 + 4 * q))
+    for blk in range(bcount):
+        for s in range(cfg.k_steps):
+            if cfg.k_contiguous(operand):
+                imms.append((blk * b, s * cfg.mfma_k))
+            else:
+                imms += [(s * cfg.mfma_k + 4 * half, blk * b) for half in range(2)]
+    return lanes, imms
+
+
+@functools.lru_cache(maxsize=256)
+def dma_misfit(cfg: GemmConfig) -> str:
+    """Why the tiles of `cfg` cannot take the direct-to-LDS path ("" if they can)."""
+    for operand in ("a", "b"):
+        lay = cfg.dma_layout(operand)
+        why = lay.misfit()
+        if why:
+            return f"{operand.upper()}: {why}"
+        if lay.blocks % cfg.waves:
+            return f"{operand.upper()}: {lay.blocks} blocks do not split over {cfg.waves} waves"
+        # Every read address must be (lane base) + (immediate): check it for all of them.
+        lanes, imms = _read_lanes(cfg, operand)
+        for r0, e0 in imms:
+            shift = lay.addr(r0, e0) - lay.addr(0, 0)
+            if any(lay.addr(r + r0, e + e0) != lay.addr(r, e) + shift for r, e in lanes):
+                return f"{operand.upper()}: fragment addresses are not lane base + offset"
+    return ""
 
 
 def _check(cfg: GemmConfig) -> None:
@@ -229,7 +406,7 @@ def _check(cfg: GemmConfig) -> None:
     require(cfg.n % 4 == 0, "n", f"{cfg.n} is not a multiple of 4 (C is stored 16 bytes "
             "at a time)")
     for name, size in (("m", cfg.m * cfg.k * 2), ("n", cfg.k * cfg.n * 2),
-                       ("n", cfg.m * cfg.n * 4)):
+                       ("n", cfg.m * cfg.n * cfg.c_bytes)):
         require(size < MAX_BUFFER, name, f"a matrix of {size} bytes exceeds the 2 GiB "
                 "buffer offsets this kernel uses")
     for tile, dim in (("tile_m", "m"), ("tile_n", "n"), ("tile_k", "k")):
@@ -249,10 +426,20 @@ def _check(cfg: GemmConfig) -> None:
                 "tile_k" if cfg.k_contiguous(operand) else tile,
                 f"the {cfg.chunks(operand)} 16-byte chunks of an {operand.upper()} tile "
                 f"({per_row} per row) do not split evenly over {cfg.threads} work-items")
+    require(cfg.lds_stages in (0, 2) or cfg.use_dma, "lds_stages",
+            f"{cfg.lds_stages} buffers need the direct-to-LDS path (gfx950, dma=true, tiles "
+            f"that fit it{': ' + dma_misfit(cfg) if cfg.target == 'gfx950' else ''})")
     require(cfg.lds_bytes <= chip.lds.bytes_per_workgroup, "tile_k",
-            f"two LDS buffers of (tile_m + tile_n) x (tile_k + lds_pad) elements need "
-            f"{cfg.lds_bytes} bytes; {cfg.target} has {chip.lds.bytes_per_workgroup} per "
-            "workgroup")
+            f"{cfg.stages} LDS buffers of the A and B tiles ((tile_m + tile_n) x tile_k "
+            f"elements and padding) need {cfg.lds_bytes} bytes; {cfg.target} has "
+            f"{chip.lds.bytes_per_workgroup} per workgroup")
+    if cfg.use_dma:
+        m0s = cfg.stages * cfg.dma_per_tile
+        require(DMA_M0_SGPR + m0s <= MAX_SGPR, "tile_k",
+                f"{m0s} M0 values of the direct-to-LDS loads do not fit the SGPRs "
+                f"s{DMA_M0_SGPR}..s{MAX_SGPR - 1}")
+        require(cfg.dma_per_tile * (cfg.stages - 2) <= MAX_VMCNT, "lds_stages",
+                f"{cfg.dma_per_tile} loads per tile in flight exceed vmcnt's {MAX_VMCNT}")
     bm, bn = cfg.blocks
     acc = bm * bn * cfg.acc_regs
     require(acc <= chip.vgpr.acc, "tile_n",
@@ -264,7 +451,7 @@ def _check(cfg: GemmConfig) -> None:
             f"fragments, staging and addresses need about {vgprs} VGPRs per lane; "
             f"{cfg.target} has {chip.vgpr.arch} (use a smaller tile_k or fewer blocks)")
     # DS immediate offsets reach across one operand's tile (the bases are registers).
-    span = max(cfg.tile_m, cfg.tile_n) * cfg.row_bytes
+    span = max(cfg.operand_bytes("a"), cfg.operand_bytes("b"))
     require(span < DS_OFFSET_LIMIT, "tile_m" if cfg.tile_m >= cfg.tile_n else "tile_n",
             f"an operand tile of {span} bytes in LDS exceeds the 64 KiB DS offsets")
 
@@ -274,7 +461,9 @@ def config(target: str, params: dict[str, Any]) -> GemmConfig:
     cfg = GemmConfig(target, params["m"], params["n"], params["k"], params["dtype"],
                      params["layout"], params["tile_m"], params["tile_n"], params["tile_k"],
                      params["waves"], params["mfma"], params["lds_pad"], params["interleave"],
-                     params["reads_per_mfma"], params["vmem_every"], params["seed"])
+                     params["reads_per_mfma"], params["vmem_every"], params["seed"],
+                     params["dma"], params["lds_stages"], params["read_waits"],
+                     params["c_dtype"])
     _check(cfg)
     return cfg
 
@@ -328,18 +517,23 @@ class _GemmWriter:
         cfg, kb = self.cfg, self.kb
         a = kb.arg_buffer("a", cfg.dtype, "read_only")
         b = kb.arg_buffer("b", cfg.dtype, "read_only")
-        c = kb.arg_buffer("c", "f32", "write_only")
+        c = kb.arg_buffer("c", cfg.c_dtype, "write_only")
         kernarg = kb.kernarg_ptr()
         wg_n, wg_m = kb.workgroup_id("x"), kb.workgroup_id("y")
         self.tid = kb.workitem_id("x")
         self.rsrc = {"a": self.resource(kernarg, a, cfg.m * cfg.k * 2),
                      "b": self.resource(kernarg, b, cfg.k * cfg.n * 2),
-                     "c": self.resource(kernarg, c, cfg.m * cfg.n * 4)}
+                     "c": self.resource(kernarg, c, cfg.m * cfg.n * cfg.c_bytes)}
         self.origin = {"a": kb.s_mul_i32(None, wg_m, self.sconst(cfg.tile_m)),
                        "b": kb.s_mul_i32(None, wg_n, self.sconst(cfg.tile_n))}
-        self.copy_setup("a")
-        self.copy_setup("b")
-        self.fragment_setup()
+        if cfg.use_dma:
+            self.dma_setup()
+            self.dma_fragment_setup()
+        else:
+            self.copy_setup("a")
+            self.copy_setup("b")
+            self.fragment_setup()
+        self.c_setup()
 
     def copy_setup(self, operand: str) -> None:
         """Global offsets and LDS write addresses of this work-item's chunks of `operand`."""
@@ -388,15 +582,10 @@ class _GemmWriter:
 
     def fragment_setup(self) -> None:
         """LDS read addresses of this lane's fragments and its C store offsets."""
-        cfg, kb, tid = self.cfg, self.kb, self.tid
+        cfg, kb = self.cfg, self.kb
         wm, wn = cfg.wave_grid
         wtm, wtn = cfg.wave_tile
-        log_b = int(math.log2(cfg.block))
-        idx = kb.v_and_b32(None, cfg.block - 1, tid)
-        grp = kb.v_bfe_u32(None, tid, log_b, int(math.log2(cfg.lane_groups)))
-        wj = kb.v_bfe_u32(None, tid, 6, int(math.log2(wn))) if wn > 1 else None
-        wi = kb.v_bfe_u32(None, tid, 6 + int(math.log2(wn)), int(math.log2(wm))) \
-            if wm > 1 else None
+        idx, grp, wi, wj = self.lane_ids()
         kpart = kb.v_lshlrev_b32(None, int(math.log2(2 * cfg.kper)), grp)
         lane = self.mul_add(idx, cfg.row_bytes, kpart)
         a_lane = self.mul_add(wi, wtm * cfg.row_bytes, lane) if wi is not None else lane
@@ -404,6 +593,28 @@ class _GemmWriter:
         self.lds_r = {"a": [self.add(a_lane, p * cfg.buffer_bytes) for p in range(2)],
                       "b": [self.add(b_lane, p * cfg.buffer_bytes + cfg.a_bytes)
                             for p in range(2)]}
+
+    def lane_ids(self):
+        """(row in the MFMA block, lane group, wave row, wave column) of this lane (wave
+        row/column None when the grid has one); computed once."""
+        if not hasattr(self, "_lane_ids"):
+            cfg, kb, tid = self.cfg, self.kb, self.tid
+            wm, wn = cfg.wave_grid
+            log_b = int(math.log2(cfg.block))
+            idx = kb.v_and_b32(None, cfg.block - 1, tid)
+            grp = kb.v_bfe_u32(None, tid, log_b, int(math.log2(cfg.lane_groups)))
+            wj = kb.v_bfe_u32(None, tid, 6, int(math.log2(wn))) if wn > 1 else None
+            wi = kb.v_bfe_u32(None, tid, 6 + int(math.log2(wn)), int(math.log2(wm))) \
+                if wm > 1 else None
+            self._lane_ids = (idx, grp, wi, wj)
+        return self._lane_ids
+
+    def c_setup(self) -> None:
+        """This lane's C store offset and column."""
+        cfg, kb = self.cfg, self.kb
+        wm, wn = cfg.wave_grid
+        wtm, wtn = cfg.wave_tile
+        idx, grp, wi, wj = self.lane_ids()
         # C: lane holds C[i][j..j+3], i = row0 + wi*wtm + idx (+ block), j = col0 + wj*wtn
         # + 4*grp (+ block and register group); B^T is the MFMA's first operand.
         row = kb.v_add_u32(None, self.origin["a"], idx)
@@ -413,7 +624,8 @@ class _GemmWriter:
         if wj is not None:
             col = self.mul_add(wj, wtn, col)
         self.c_col = col
-        self.c_base = kb.v_lshlrev_b32(None, 2, self.mul_add(row, cfg.n, col))
+        self.c_base = kb.v_lshlrev_b32(None, int(math.log2(cfg.c_bytes)),
+                                       self.mul_add(row, cfg.n, col))
 
     # --- one K tile -----------------------------------------------------------------------
 
@@ -491,10 +703,11 @@ class _GemmWriter:
         self.started.add((bi, bj))
         kb.emit(cfg.mfma_name, acc, fb, fa, src_c)
 
-    def k_tile(self, buf: int, stage, write_next: bool, load_next: bool,
-               masked_tile: int | None):
+    def k_tile(self, buf: int, stage, write_next: bool = False, load_next: bool = False,
+               masked_tile: int | None = None, loads: list | None = None):
         """One K tile from LDS buffer `buf`: MFMAs, with the next tile's LDS writes and the
-        loads of the one after interleaved. Returns the staging registers."""
+        loads of the one after interleaved (or, direct-to-LDS, the `loads` emitters).
+        Returns the staging registers."""
         cfg, kb = self.cfg, self.kb
         bm, bn = cfg.blocks
         kb.s_barrier()
@@ -502,8 +715,22 @@ class _GemmWriter:
         reads = [(s, op, blk) for s in range(cfg.k_steps)
                  for op, count in (("a", bm), ("b", bn)) for blk in range(count)]
 
+        fragment = self.dma_fragment if cfg.use_dma else self.fragment
+
+        tokens: dict[int, list] = {}
+
         def read(kb, s, op, blk):
-            frags[op, s, blk] = self.fragment(op, buf, s, blk)
+            frags[op, s, blk] = fragment(op, buf, s, blk)
+            tokens.setdefault(s, []).append(kb.last_token)
+
+        def mfma(kb, s, i, j):
+            if cfg.step_waits and (i, j) == (0, 0) and s > 0:
+                # One wait for the k-step's fragments (exact: the pass counts the reads
+                # issued after them) instead of one per fragment as it arrives. Not for
+                # k-step 0: its reads follow the barrier with no MFMA to hide behind, so the
+                # first MFMAs start as their own fragments arrive.
+                kb.wait(*tokens[s])
+            self.mfma(i, j, frags["a", s, i], frags["b", s, j])
 
         first = [r for r in reads if r[0] == 0]
         for r in first:
@@ -516,21 +743,204 @@ class _GemmWriter:
             items += self.write_items("b", stage[1], 1 - buf)
         if load_next:
             items += self.load_items(stage, masked_tile, new_stage)
+        items += loads or []
         gl = Stream("vmem", items)
         blocks = [(s, i, j) for s in range(cfg.k_steps) for i in range(bm) for j in range(bn)]
-        driver = Stream.over("mfma", blocks, lambda kb, s, i, j:
-                             self.mfma(i, j, frags["a", s, i], frags["b", s, j]))
+        driver = Stream.over("mfma", blocks, mfma)
         if not cfg.interleave:
             for item in ds.items + gl.items:
                 item(kb)
             for item in driver.items:
                 item(kb)
         else:
-            per = cfg.reads_per_mfma or -(-(bm + bn) // (bm * bn))
-            every = cfg.vmem_every or max(1, len(blocks) // max(1, len(items)))
+            # Default: the next k-step's reads go out during the first half of this one's
+            # MFMAs, so they have landed when its first MFMA waits for them.
+            # (The register-staged path keeps just enough: its LDS writes share the slots.)
+            ahead = 2 if cfg.use_dma else 1
+            per = cfg.reads_per_mfma or -(-ahead * (bm + bn) // (bm * bn))
+            # Direct-to-LDS loads go first (after every MFMA): their tile is waited for at
+            # most one tile later; register staging spreads its items over the tile.
+            spread = max(1, len(blocks) // max(1, len(items)))
+            every = cfg.vmem_every or (1 if cfg.use_dma else spread)
             kb.interleave(driver, after(ds, count=per, exhausted="stop"),
                           after(gl, every=every, exhausted="stop"), leftover="append")
         return new_stage if load_next else stage
+
+
+    # --- direct-to-LDS (gfx950) -----------------------------------------------------------
+
+    def dma_setup(self) -> None:
+        """Per-lane global offsets of the direct-to-LDS loads and their M0 values (pinned
+        SGPRs, one per load of a tile per LDS buffer). Load i of wave w writes block
+        i * waves + w of the operand's DmaLayout; lane l lands at M0 + 16 l, i.e. chunk
+        l % chunks_per_row of row (l // chunks_per_row) * blocks + i * waves + w."""
+        cfg, kb, tid = self.cfg, self.kb, self.tid
+        lane = kb.v_and_b32(None, 63, tid)
+        wave = kb.v_lshrrev_b32(None, 6, tid)
+        self.g, self.m0 = {}, {}
+        m0_values = []
+        for operand in ("a", "b"):
+            lay = cfg.dma_layout(operand)
+            cpr = lay.chunks_per_row
+            chunk = kb.v_and_b32(None, cpr - 1, lane)
+            slot = kb.v_lshrrev_b32(None, int(math.log2(cpr)), lane)
+            row = self.mul_add(slot, lay.blocks, wave)  # row of the tile, load 0
+            mn = cfg.m if operand == "a" else cfg.n
+            origin = self.origin[operand]
+            per = lay.blocks // cfg.waves
+            if cfg.k_contiguous(operand):
+                grow = kb.v_add_u32(None, origin, row)
+                base = self.mul_add(grow, 2 * cfg.k, kb.v_lshlrev_b32(None, 4, chunk))
+                self.kc8 = kb.v_lshlrev_b32(None, 3, chunk)  # K element of the chunk
+                row_step, advance = 2 * cfg.k, 2 * cfg.tile_k
+            else:
+                col = kb.v_add_u32(None, origin, kb.v_lshlrev_b32(None, 3, chunk))
+                base = self.mul_add(row, 2 * mn, kb.v_lshlrev_b32(None, 1, col))
+                if mn % lay.row_elems:
+                    # A chunk past M (N) would wrap into the next row: push it out of range.
+                    inside = kb.v_cmp_gt_u32(kb.sregs(2, align=2), self.sconst(mn), col)
+                    base = kb.v_cndmask_b32(None, self.vconst(OUT_OF_RANGE), base, inside)
+                row_step, advance = 2 * mn, 2 * cfg.tile_k * mn
+            self.g[operand] = [self.add(base, i * cfg.waves * row_step) for i in range(per)]
+            self.step[operand] = self.sconst(advance)
+            first = 0 if operand == "a" else cfg.a_bytes
+            for p in range(cfg.stages):
+                for i in range(per):
+                    self.m0[operand, p, i] = len(m0_values)
+                    m0_values.append(p * cfg.buffer_bytes + first
+                                     + i * cfg.waves * lay.block_bytes)
+        region = kb.reserve("M0", f"s{DMA_M0_SGPR}-s{DMA_M0_SGPR + len(m0_values) - 1}")
+        self.m0_region = region
+        wave_s = kb.v_readfirstlane_b32(None, wave)
+        per_wave = {}  # block_bytes -> wave * block_bytes (one per layout)
+        for operand in ("a", "b"):
+            bb = cfg.dma_layout(operand).block_bytes
+            if bb not in per_wave:
+                per_wave[bb] = kb.s_mul_i32(None, wave_s, self.sconst(bb))
+        for operand in ("a", "b"):
+            bb = cfg.dma_layout(operand).block_bytes
+            for (op, _p, _i), k in self.m0.items():
+                if op == operand:
+                    kb.s_add_u32(region[k], per_wave[bb], self.sconst(m0_values[k]))
+
+    def dma_fragment_setup(self) -> None:
+        """LDS read bases of this lane's fragments in the DmaLayouts (per operand and
+        buffer; the block, k-step and half are immediates: `dma_misfit` checked that)."""
+        cfg, kb, tid = self.cfg, self.kb, self.tid
+        wm, wn = cfg.wave_grid
+        lane = kb.v_and_b32(None, 63, tid)
+        b = cfg.block
+        idx = kb.v_and_b32(None, b - 1, lane)
+        grp = kb.v_lshrrev_b32(None, int(math.log2(b)), lane)
+        wj = kb.v_bfe_u32(None, tid, 6, int(math.log2(wn))) if wn > 1 else None
+        wi = kb.v_bfe_u32(None, tid, 6 + int(math.log2(wn)), int(math.log2(wm))) \
+            if wm > 1 else None
+        self.lds_r = {}
+        for operand, w, wtile in (("a", wi, cfg.wave_tile[0]), ("b", wj, cfg.wave_tile[1])):
+            lay = cfg.dma_layout(operand)
+            if cfg.k_contiguous(operand):
+                row = idx if w is None else self.mul_add(w, wtile, idx)
+                elem = kb.v_lshlrev_b32(None, 3, grp)
+            else:
+                k = kb.v_bfe_u32(None, lane, 2, 2)
+                q4 = kb.v_lshlrev_b32(None, 2, kb.v_and_b32(None, 3, lane))
+                mpart = kb.v_add_u32(None, kb.v_and_b32(None, b - 16, lane), q4)
+                elem = mpart if w is None else self.mul_add(w, wtile, mpart)
+                row = kb.v_lshl_add_u32(None, grp, 3, k)
+            # addr = (row % blocks) * block_bytes + (row // blocks) * 2 * row_elems + 2 elem
+            low = kb.v_and_b32(None, lay.blocks - 1, row)
+            high = kb.v_lshrrev_b32(None, int(math.log2(lay.blocks)), row)
+            addr = self.mul_add(high, 2 * lay.row_elems, kb.v_lshlrev_b32(None, 1, elem))
+            addr = self.mul_add(low, lay.block_bytes, addr)
+            first = 0 if operand == "a" else cfg.a_bytes
+            self.lds_r[operand] = [self.add(addr, p * cfg.buffer_bytes + first)
+                                   for p in range(cfg.stages)]
+
+    def dma_items(self, buf: int, masked_tile: int | None, advance: bool) -> list:
+        """Emitters: the direct-to-LDS loads of one tile into LDS buffer `buf` (A, then B):
+        advance the offset, set M0 from its pinned SGPR, load."""
+        cfg = self.cfg
+        items = []
+        for operand in ("a", "b"):
+            for i in range(len(self.g[operand])):
+                def item(kb, operand=operand, i=i):
+                    # M0 first: the offset's VALU op covers the M0 -> LDS DMA wait state.
+                    kb.s_mov_b32(kb.m0, self.m0_region[self.m0[operand, buf, i]])
+                    if advance:
+                        offs = self.g[operand]
+                        offs[i] = kb.v_add_u32(offs[i], self.step[operand], offs[i])
+                    off = self.g[operand][i]
+                    if masked_tile is not None and cfg.k_contiguous(operand):
+                        room = cfg.k - masked_tile * cfg.tile_k
+                        inside = kb.v_cmp_gt_u32(kb.sregs(2, align=2), self.sconst(room),
+                                                 self.kc8)
+                        off = kb.v_cndmask_b32(None, self.vconst(OUT_OF_RANGE), off, inside)
+                    kb.buffer_load_dwordx4(off, self.rsrc[operand], 0, offen=True, lds=True)
+                items.append(item)
+        return items
+
+    def dma_fragment(self, operand: str, buf: int, step: int, blk: int):
+        """DS read(s) of one MFMA operand fragment from the DmaLayout: one ds_read_b128
+        (K-contiguous) or two ds_read_b64_tr_b16 (MN-contiguous: 4 K rows each)."""
+        cfg, kb = self.cfg, self.kb
+        lay = cfg.dma_layout(operand)
+        base = self.lds_r[operand][buf]
+        if cfg.k_contiguous(operand):
+            off = lay.addr(blk * cfg.block, step * cfg.mfma_k) - lay.addr(0, 0)
+            return kb.ds_read_b128(kb.vregs(4, align=4), base, offset=off)
+        halves = []
+        for half in range(2):
+            off = lay.addr(step * cfg.mfma_k + 4 * half, blk * cfg.block) - lay.addr(0, 0)
+            halves.append(kb.ds_read_b64_tr_b16(kb.vregs(2, align=2), base, offset=off))
+        return kb.join(*kb.split(halves[0]), *kb.split(halves[1]), align=4)
+
+    def dma_wait(self, younger: int) -> None:
+        """Wait until this wave's direct-to-LDS loads but the `younger` last are done. Written
+        by hand: the loads of a tile are issued one or two tiles before it, across the K
+        loop's back edge, where an amdgcn.wait token cannot reach; the count is exact (these
+        loads are the only VMEM instructions in flight, and vmcnt retires in order)."""
+        self.kb.s_waitcnt(vmcnt=younger)
+
+    def body_dma(self) -> None:
+        """Direct-to-LDS K loop: tile t computes from buffer t % stages and loads tile
+        t + stages - 1 into the buffer tile t - 1 read (free after this tile's barrier)."""
+        cfg, kb = self.cfg, self.kb
+        nt, S, D = cfg.k_tiles, cfg.stages, cfg.dma_per_tile
+        ragged = cfg.k % cfg.tile_k != 0
+
+        def mask(t: int) -> int | None:
+            return t if ragged and t == nt - 1 else None
+
+        for t in range(min(S - 1, nt)):
+            for item in self.dma_items(t % S, mask(t), t > 0):
+                item(kb)
+
+        def tile(t: int) -> None:
+            loads = []
+            if t + S - 1 < nt:
+                loads = self.dma_items((t + S - 1) % S, mask(t + S - 1), True)
+            self.dma_wait(D * (min(t + S - 2, nt - 1) - t))
+            self.k_tile(t % S, None, loads=loads)
+
+        tile(0)
+        count = max(0, nt - S - 1)  # tiles 1.. whose loads are never the ragged last one
+        groups, singles = divmod(count, S)
+        if groups:
+            counter = kb.s_mov_b32(None, groups)
+            top = kb.label("k_loop")
+            for t in range(1, S + 1):
+                tile(t)
+            counter = kb.s_sub_u32(counter, counter, 1)
+            kb.s_cmp_lg_u32(counter, 0)
+            kb.s_cbranch_scc1(top)
+            kb.label("k_tail")
+        # The loop's tiles are 1..S*groups; buffer and wait counts depend on t mod S and on
+        # how far t is from the end, so the tail continues with the true tile indices.
+        for t in range(1 + S * groups, nt):
+            tile(t)
+        del singles
+        self.store_c()
+        kb.s_endpgm()
 
     # --- the whole kernel -----------------------------------------------------------------
 
@@ -574,13 +984,17 @@ class _GemmWriter:
         kb.s_endpgm()
 
     def store_c(self) -> None:
-        """C from the accumulators, 16 bytes per lane and store; columns past N skipped."""
+        """C from the accumulators, 16 (f32) or 8 bytes per lane and store; columns past N
+        skipped."""
         cfg, kb = self.cfg, self.kb
+        if cfg.c_dtype == "bf16" and cfg.target != "gfx950":
+            self.round_bias = self.sconst(0x7FFF)
+            self.pack_high = self.sconst(0x07060302)
         bm, bn = cfg.blocks
         groups = cfg.acc_regs // 4
         ragged_n = cfg.n % cfg.tile_n != 0
         for bi in range(bm):
-            row_off = self.add(self.c_base, bi * cfg.block * cfg.n * 4)
+            row_off = self.add(self.c_base, bi * cfg.block * cfg.n * cfg.c_bytes)
             for bj in range(bn):
                 for g in range(groups):
                     col = bj * cfg.block + g * 4 * cfg.lane_groups
@@ -590,13 +1004,42 @@ class _GemmWriter:
                                                  self.sconst(cfg.n - col), self.c_col)
                         off = kb.v_cndmask_b32(None, self.vconst(OUT_OF_RANGE), off, inside)
                     first = (bi * bn + bj) * cfg.acc_regs + 4 * g
-                    kb.buffer_store_dwordx4(self.acc[first:first + 4], off, self.rsrc["c"], 0,
-                                            offen=True, offset=4 * col)
+                    acc = self.acc[first:first + 4]
+                    if cfg.c_dtype == "f32":
+                        kb.buffer_store_dwordx4(acc, off, self.rsrc["c"], 0, offen=True,
+                                                offset=4 * col)
+                    else:
+                        kb.buffer_store_dwordx2(self.convert(acc), off, self.rsrc["c"], 0,
+                                                offen=True, offset=2 * col)
+
+    def convert(self, acc):
+        """Four f32 accumulators -> four 16-bit C elements in two VGPRs (round to nearest
+        even): v_cvt_pk_{f16,bf16}_f32 on gfx950; on gfx942 v_cvt_f16_f32 + v_pack_b32_f16,
+        or for bf16 the rounding by hand (x + 0x7fff + bit 16 of x, high halves packed)."""
+        cfg, kb = self.cfg, self.kb
+        vals = [kb.v_accvgpr_read_b32(None, kb.sub(acc, r)) for r in range(4)]
+        words = []
+        for lo, hi in (vals[0:2], vals[2:4]):
+            if cfg.target == "gfx950":
+                op = kb.v_cvt_pk_f16_f32 if cfg.c_dtype == "f16" else kb.v_cvt_pk_bf16_f32
+                words.append(op(None, lo, hi))
+            elif cfg.c_dtype == "f16":
+                words.append(kb.v_pack_b32_f16(None, kb.v_cvt_f16_f32(None, lo),
+                                               kb.v_cvt_f16_f32(None, hi)))
+            else:
+                lo, hi = (kb.v_add3_u32(None, x, kb.v_bfe_u32(None, x, 16, 1),
+                                        self.round_bias) for x in (lo, hi))
+                # bytes 3,2 of hi : bytes 3,2 of lo (v_perm selects from {src0, src1}).
+                words.append(kb.v_perm_b32(None, hi, lo, self.pack_high))
+        return kb.join(*words, align=2)
 
     def finish(self):
         """The module."""
         self.setup()
-        self.body()
+        if self.cfg.use_dma:
+            self.body_dma()
+        else:
+            self.body()
         return self.kb.finish()
 
 
@@ -630,6 +1073,17 @@ def _values(cfg: GemmConfig, rows: int, cols: int, rng) -> tuple[np.ndarray, np.
     return stored, from_bf16(stored).astype(np.float64)
 
 
+def round_c(x: np.ndarray, c_dtype: str) -> np.ndarray:
+    """C values as the kernel stores them: f32, then rounded to f16/bf16 (nearest even);
+    returned as numbers (float32)."""
+    x = np.asarray(x).astype(np.float32)
+    if c_dtype == "f16":
+        return x.astype(np.float16).astype(np.float32)
+    if c_dtype == "bf16":
+        return from_bf16(to_bf16(x))
+    return x
+
+
 def build_case(target: str, params: dict[str, Any]) -> KernelCase:
     """The GEMM case: module, geometry, inputs in the layout's storage order, reference."""
     cfg = config(target, params)
@@ -639,28 +1093,34 @@ def build_case(target: str, params: dict[str, Any]) -> KernelCase:
     b_st, b_val = _values(cfg, cfg.k, cfg.n, rng)
     a_arg = a_st if cfg.layout[0] == "n" else np.ascontiguousarray(a_st.T)
     b_arg = b_st if cfg.layout[1] == "n" else np.ascontiguousarray(b_st.T)
-    c = np.zeros((cfg.m, cfg.n), np.float32)
+    c = np.zeros((cfg.m, cfg.n), np.float32 if cfg.c_dtype == "f32" else
+                 _np_dtype(cfg.c_dtype))
 
     def reference() -> dict[str, np.ndarray]:
-        return {"c": (a_val @ b_val).astype(np.float32)}
+        return {"c": round_c(a_val @ b_val, cfg.c_dtype)}
 
     # Products of f16/bf16 are exact in f32; the f32 sums of K of them (of size about
-    # sqrt(K) for standard normal inputs) may round K times: K ulps of sqrt(K).
+    # sqrt(K) for standard normal inputs) may round K times: K ulps of sqrt(K). A 16-bit C
+    # rounds once more: the kernel's sum and the exact one may round to neighbours (1 ulp).
     atol = 2 * np.finfo(np.float32).eps * cfg.k * math.sqrt(cfg.k)
+    rtol = {"f32": 1e-5, "f16": 2.0 ** -10, "bf16": 2.0 ** -7}[cfg.c_dtype]
     return KernelCase(
         name="gemm", target=target, params=dict(params), module=module,
         kernel=f"gemm_{cfg.dtype}_{cfg.layout}", grid=cfg.grid, block=(cfg.threads, 1, 1),
         args={"a": a_arg, "b": b_arg, "c": c}, outputs=("c",), reference=reference,
-        atol=float(atol), rtol=1e-5, flops=2 * cfg.m * cfg.n * cfg.k,
+        atol=float(atol), rtol=rtol, flops=2 * cfg.m * cfg.n * cfg.k,
+        decode=(lambda name, x: from_bf16(x)) if cfg.c_dtype == "bf16" else None,
         notes={"mfma": cfg.mfma_name, "lds_bytes": cfg.lds_bytes, "k_tiles": cfg.k_tiles,
+               "dma": cfg.use_dma, "lds_stages": cfg.stages,
+               "pipeline": DMA_PIPELINE if cfg.use_dma else "auto",
                "accumulators": cfg.blocks[0] * cfg.blocks[1] * cfg.acc_regs,
                "wave_grid": cfg.wave_grid})
 
 
 GEMM = register(KernelGenerator(
     name="gemm",
-    description="C = A x B (f16/bf16 in, f32 out): multi-wave MFMA tiles, LDS double "
-                "buffering, ragged edges",
+    description="C = A x B (f16/bf16 in, f32/f16/bf16 out): multi-wave MFMA tiles, LDS "
+                "double buffering, ragged edges",
     targets=TARGETS,
     params=PARAMS,
     build_case=build_case,
@@ -668,4 +1128,4 @@ GEMM = register(KernelGenerator(
 ))
 
 __all__ = ["GEMM", "GemmConfig", "KernelParamError", "build_case", "config", "from_bf16",
-           "to_bf16"]
+           "round_c", "to_bf16"]

@@ -11,9 +11,10 @@ its value. This pass
   reads (GDS address/data on expcnt; store data only with `strict-store-data=1`),
 * and, as the workgroup memory model needs, before `s_barrier` for this wave's LDS accesses
   (`barrier=lds`, the default) and before a DS access of LDS for in-flight LDS DMA loads
-  (`lds-dma=wait`, the default; `lds-dma=tokens` leaves those to explicit `amdgcn.wait`;
-  a DMA load marked `waits.tokens_only` (builder: `kb.tokens_only(tok)`) is left out of
-  both rules, e.g. the DMA of a double buffer's next stage).
+  (`lds-dma=wait`, the default; `lds-dma=tokens` leaves those to explicit `amdgcn.wait` or
+  hand-written waits, before DS accesses and barriers alike; a DMA load marked
+  `waits.tokens_only` (builder: `kb.tokens_only(tok)`) is left out of both rules in any
+  mode, e.g. the DMA of a double buffer's next stage).
 
 Hand-written `s_waitcnt` instructions are kept as written (never removed or loosened); they
 retire what they guarantee, which can make later automatic waits unnecessary.
@@ -317,7 +318,9 @@ class _KernelWaits:
                     return f  # ordered by its amdgcn.wait tokens only (kb.tokens_only)
                 if f.mem.dma:
                     self.dma_items.add(f.index)
-                if f.mem.lds or f.mem.dma:
+                # With lds-dma=tokens the DMA loads are the kernel's to wait for, also at a
+                # barrier (a pipelined loop keeps the next tiles' loads in flight across it).
+                if f.mem.lds or (f.mem.dma and self.options.lds_dma == "wait"):
                     self.lds_items.add(f.index)
         return f
 
