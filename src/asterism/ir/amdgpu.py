@@ -452,9 +452,7 @@ class ExtPackedFp8Op(IRDLOperation):
         """`attr-dict %v [ index ] : T to T`."""
         attrs = dict(parser.parse_optional_attr_dict())
         src = parser.parse_unresolved_operand()
-        parser.parse_punctuation("[")
-        index = parser.parse_integer(allow_negative=False)
-        parser.parse_punctuation("]")
+        index = _parse_index(parser)
         parser.parse_punctuation(":")
         st = parser.parse_type()
         parser.parse_keyword("to")
@@ -468,6 +466,25 @@ def _optional_operand_or_undef(parser: Parser):
     if parser.parse_optional_keyword("undef") is not None:
         return None
     return parser.parse_unresolved_operand()
+
+
+def _parse_index(parser: Parser) -> int:
+    """`[N]`: a constant lane/word index."""
+    parser.parse_punctuation("[")
+    index = parser.parse_integer(allow_negative=False)
+    parser.parse_punctuation("]")
+    return index
+
+
+def _parse_conversion_types(parser: Parser) -> tuple[Attribute, Attribute, Attribute]:
+    """`: SRC to RESULT (into EXISTING)?` -> (source, result, existing) types (the existing
+    value's type defaults to the result's)."""
+    parser.parse_punctuation(":")
+    source = parser.parse_type()
+    parser.parse_keyword("to")
+    result = parser.parse_type()
+    existing = parser.parse_type() if parser.parse_optional_keyword("into") else result
+    return source, result, existing
 
 
 @irdl_op_definition
@@ -495,11 +512,7 @@ class PackedTrunc2xFp8Op(IRDLOperation):
         parser.parse_keyword("word")
         word = parser.parse_integer(allow_negative=False)
         parser.parse_punctuation("]")
-        parser.parse_punctuation(":")
-        st = parser.parse_type()
-        parser.parse_keyword("to")
-        rt = parser.parse_type()
-        et = parser.parse_type() if parser.parse_optional_keyword("into") else rt
+        st, rt, et = _parse_conversion_types(parser)
         operands = [[parser.resolve_operand(a, st)],
                     [parser.resolve_operand(b, st)] if b is not None else [],
                     [parser.resolve_operand(existing, et)] if existing is not None else []]
@@ -527,14 +540,8 @@ class PackedStochRoundFp8Op(IRDLOperation):
         rnd = parser.parse_unresolved_operand()
         parser.parse_keyword("into")
         existing = _optional_operand_or_undef(parser)
-        parser.parse_punctuation("[")
-        index = parser.parse_integer(allow_negative=False)
-        parser.parse_punctuation("]")
-        parser.parse_punctuation(":")
-        st = parser.parse_type()
-        parser.parse_keyword("to")
-        rt = parser.parse_type()
-        et = parser.parse_type() if parser.parse_optional_keyword("into") else rt
+        index = _parse_index(parser)
+        st, rt, et = _parse_conversion_types(parser)
         operands = [[parser.resolve_operand(src, st)], [parser.resolve_operand(rnd, i32)],
                     [parser.resolve_operand(existing, et)] if existing is not None else []]
         return cls.build(operands=operands, properties={"storeIndex": IntegerAttr(index, i32)},
@@ -603,9 +610,7 @@ def _parse_scaled_source(parser: Parser):
     """`(%scale[idx] * %src)` -> (scale, idx, src) unresolved."""
     parser.parse_punctuation("(")
     scale = parser.parse_unresolved_operand()
-    parser.parse_punctuation("[")
-    idx = parser.parse_integer(allow_negative=False)
-    parser.parse_punctuation("]")
+    idx = _parse_index(parser)
     parser.parse_punctuation("*")
     src = parser.parse_unresolved_operand()
     parser.parse_punctuation(")")
@@ -849,9 +854,7 @@ class ScaledExtPackedOp(IRDLOperation):
         """`attr-dict %v [ index ] , %scale : T to T`."""
         attrs = dict(parser.parse_optional_attr_dict())
         src = parser.parse_unresolved_operand()
-        parser.parse_punctuation("[")
-        index = parser.parse_integer(allow_negative=False)
-        parser.parse_punctuation("]")
+        index = _parse_index(parser)
         parser.parse_punctuation(",")
         scale = parser.parse_unresolved_operand()
         parser.parse_punctuation(":")
@@ -883,16 +886,10 @@ class PackedScaledTruncOp(IRDLOperation):
         src = parser.parse_unresolved_operand()
         parser.parse_keyword("into")
         existing = _optional_operand_or_undef(parser)
-        parser.parse_punctuation("[")
-        index = parser.parse_integer(allow_negative=False)
-        parser.parse_punctuation("]")
+        index = _parse_index(parser)
         parser.parse_punctuation(",")
         scale = parser.parse_unresolved_operand()
-        parser.parse_punctuation(":")
-        st = parser.parse_type()
-        parser.parse_keyword("to")
-        rt = parser.parse_type()
-        et = parser.parse_type() if parser.parse_optional_keyword("into") else rt
+        st, rt, et = _parse_conversion_types(parser)
         operands = [parser.resolve_operand(src, st), parser.resolve_operand(scale, f32)]
         if existing is not None:
             operands.append(parser.resolve_operand(existing, et))
