@@ -207,11 +207,57 @@ def _kernel_asm(*lines: str) -> bytes:
     (["s_branch 5", "s_endpgm"], r"0x0: s_branch jumps to 0x18, outside the kernel"),
     (["s_mov_b32 s4, 0x12345678", "s_branch -2", "s_endpgm"],
      r"0x8: s_branch jumps to 0x4, into the middle of an instruction"),
-    (["s_mov_b32 ttmp0, 1", "s_endpgm"], r"0x0: s_mov_b32: ttmp0 registers have no IR type"),
 ])
 def test_inexpressible_code_is_reported_with_its_address(lines, expected) -> None:
     with pytest.raises(RaiseError, match=expected):
         raise_file(_kernel_asm(*lines))
+
+
+def test_trap_registers_raise_as_ttmp_types() -> None:
+    """Trap temporaries (ttmp*) are !amdgcn.ttmp values: raised, printed, parsed and compiled
+    back to the same code, also with --relocatable (they stay where they are)."""
+    data = _kernel_asm("s_mov_b32 ttmp0, 1", "s_add_u32 ttmp2, ttmp1, s4",
+                       "s_load_dwordx4 ttmp[4:7], ttmp[8:9], 0x0",
+                       "s_add_u32 s6, ttmp2, s4", "v_mov_b32 v1, ttmp5",
+                       "s_endpgm")
+    text = print_ir(raise_file(data))
+    assert "!amdgcn.ttmp<0>" in text and "!amdgcn.ttmp<[4:8]>" in text
+    _same_code_object(data, api.compile(parse_ir(text)))
+    text = print_ir(api.raise_kernel(data, relocatable=True))
+    assert "!amdgcn.ttmp<2>" in text and "!amdgcn.sgpr<6>" not in text
+    listing = api.translate(parse_ir(text), "auto")
+    for reg in ("ttmp0", "ttmp2", "ttmp1", "ttmp[4:7]", "ttmp[8:9]", "ttmp5"):
+        assert reg in listing
+
+
+@pytest.mark.parametrize("line", [
+    "v_add_u32_e64 v1, src_shared_base, v2",  # a 64-bit aperture read as a 32-bit constant
+    "s_add_u32 s1, src_private_limit, s2",
+    "v_cmp_eq_f32_sdwa s[4:5], v1, v2 src0_sel:WORD_1 src1_sel:DWORD",  # sd: any SGPR pair
+    "v_cmpx_lt_u16_sdwa exec, v1, v2 src0_sel:BYTE_0 src1_sel:WORD_1",
+    "v_cmp_gt_i32_sdwa ttmp[2:3], v1, s3 src0_sel:WORD_0 src1_sel:DWORD",
+])
+@pytest.mark.llvm
+def test_valid_instructions_the_ir_refused_round_trip(llvm_mc, line) -> None:
+    """Instructions LLVM's assembler takes that the IR's rules refused: apertures as 32-bit
+    sources, SDWA compares writing an SGPR pair other than vcc."""
+    subprocess.run([llvm_mc, "-triple=amdgcn-amd-amdhsa", "-mcpu=gfx942", "-o", "/dev/null"],
+                   input=line, text=True, check=True)
+    data = _kernel_asm(line, "s_endpgm")
+    _same_code_object(data, _round_trip(data))
+
+
+@pytest.mark.parametrize(("text", "expected"), [
+    ("!amdgcn.ttmp", "trap registers are always fixed"),
+    ("!amdgcn.ttmp<[? + 2]>", "trap registers are always fixed"),
+    ("!amdgcn.ttmp<16>", r"ttmp16 is past the last TTMP \(ttmp15\)"),
+])
+def test_bad_trap_register_types(text, expected) -> None:
+    src = (f'amdgcn.module @m target = "gfx942" {{\n amdgcn.kernel @k {{\n'
+           f'  %t = amdgcn.alloca : {text}\n  amdgcn.sop1 s_mov_b32 %t, %t : ({text}, {text})'
+           f' -> {text}\n  amdgcn.sopp s_endpgm\n }}\n}}\n')
+    with pytest.raises(AsterismError, match=expected):
+        api.compile(parse_ir(src))
 
 
 def test_bytes_before_the_first_kernel() -> None:

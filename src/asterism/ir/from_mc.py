@@ -48,6 +48,7 @@ from asterism.ir.ops import (
     close_blocks,
 )
 from asterism.ir.types import (
+    NAMED_REGISTER_TYPES,
     REGISTER_TYPES,
     SCALAR_SIZES,
     KernelArgAttr,
@@ -156,10 +157,10 @@ class _KernelRaising:
     def register(self, op: Operand, defining: bool = False) -> SSAValue:
         """The current SSA value of a register operand (an entry alloca if not yet set)."""
         if isinstance(op, Reg):
-            if op.kind not in REGISTER_TYPES:
+            if op.kind not in NAMED_REGISTER_TYPES:
                 raise VerifyError(f"{op} registers have no IR type")
             key: tuple = (op.kind, op.index, op.count)
-            type_: Attribute = REGISTER_TYPES[op.kind](op.index, op.count)
+            type_: Attribute = NAMED_REGISTER_TYPES[op.kind](op.index, op.count)
         else:
             assert isinstance(op, Special)
             key = ("special", op.name)

@@ -40,6 +40,7 @@ from asterism.ir.types import (
     SGPRType,
     SpecialRegType,
     TokenType,
+    TTMPType,
     VGPRType,
     type_text,
 )
@@ -53,6 +54,7 @@ from asterism.isa import (
     syntax,
 )
 from asterism.isa.formats import FORMATS
+from asterism.mc.matcher import APERTURES, fixed_alternative
 from asterism.mc.operands import SPECIAL_REGISTERS
 
 # Database operands that are not SSA operands in the IR: waits are written as counters
@@ -102,7 +104,7 @@ class MatchError(Exception):
 class Shape:
     """What an IR operand is, as far as the ISA cares."""
 
-    kind: str  # "v", "a", "s" (register files), "special", "imm", "off", "token", "other"
+    kind: str  # "v", "a", "s", "ttmp" (register files), "special", "imm", "off", "token", ...
     index: int = RELOCATABLE
     count: int = 1
     special: str | None = None
@@ -115,12 +117,12 @@ class Shape:
     @property
     def is_register(self) -> bool:
         """True for register files and named registers."""
-        return self.kind in ("v", "a", "s", "special")
+        return self.kind in ("v", "a", "s", "ttmp", "special")
 
     @property
     def file_kind(self) -> str:
-        """The database kind letter (named registers are scalar)."""
-        return "s" if self.kind == "special" else self.kind
+        """The database kind letter (named and trap registers are scalar)."""
+        return "s" if self.kind in ("special", "ttmp") else self.kind
 
 
 def immediate_of(value: SSAValue, layout: object | None = None) -> tuple[int | float | None,
@@ -178,7 +180,7 @@ def shape_of(value: SSAValue, layout: object | None = None) -> Shape:
 # are the same relocatable value, for the constant bus) and nothing that only appears in
 # messages, so two ops with equal keys are accepted or rejected alike.
 
-_REGISTER_CLASSES = (VGPRType, AGPRType, SGPRType)
+_REGISTER_CLASSES = (VGPRType, AGPRType, SGPRType, TTMPType)
 _PLAIN_TYPES = (OffType, TokenType)
 
 
@@ -427,7 +429,13 @@ def check_operand(form: Form, spec: OperandSpec, shape: Shape,
     if spec.fixed:
         if shape.kind == "special" and shape.special == spec.fixed:
             return None
-        return f"must be {spec.fixed} (!amdgcn.special<{spec.fixed}>), {got}"
+        alternative = fixed_alternative(form, spec)
+        if alternative is None:
+            return f"must be {spec.fixed} (!amdgcn.special<{spec.fixed}>), {got}"
+        if not shape.is_register or shape.file_kind != "s":
+            return (f"must be {spec.fixed} (!amdgcn.special<{spec.fixed}>) or an SGPR pair, "
+                    f"{got}")
+        spec = alternative  # (an SDWA compare with its sd bit: any SGPR pair)
     if spec.role == "def" and not shape.is_register:
         return (f"is a destination: it needs a register value (e.g. from amdgcn.alloca), "
                 f"{got}")
@@ -437,8 +445,14 @@ def check_operand(form: Form, spec: OperandSpec, shape: Shape,
         if shape.kind == "special" and (shape.special not in SPECIAL_REGISTERS
                                         or shape.special in getattr(spec, "excludes", ())):
             return f"cannot be {shape.special} here (expects {describe_spec(spec)})"
+        aperture = shape.kind == "special" and shape.special in APERTURES
+        if aperture and "i" not in spec.kinds:
+            return (f"cannot be the constant {shape.special} (it reads as an inline constant; "
+                    f"this slot expects {describe_spec(spec)})")
         widths = _expected_width(form, spec, shape, mods)
-        if shape.count not in widths:
+        # An aperture (a 64-bit value) reads as a source of any width, like a constant (as
+        # mc.matcher and LLVM take it).
+        if shape.count not in widths and not (aperture and spec.role == "use"):
             want = " or ".join(str(w) for w in widths)
             return (f"expects {describe_spec(spec, widths[0])} ({want} register"
                     f"{'s' if widths != (1,) else ''}), {got} ({shape.count})")
@@ -555,7 +569,7 @@ def _check_constant_bus(form: Form, specs: Sequence[OperandSpec],
             continue
         if spec.name not in SOURCE_FIELDS or spec.role != "use":
             continue
-        if shape.kind in ("s", "special"):
+        if shape.kind in ("s", "ttmp", "special"):
             reads.add(shape.key)
         elif (key := _literal_key(spec, shape)) is not None:
             reads.add(key)

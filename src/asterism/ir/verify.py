@@ -77,10 +77,12 @@ from asterism.ir.types import (
     RegisterType,
     SGPRType,
     SpecialRegType,
+    TTMPType,
     VGPRType,
     type_text,
 )
 from asterism.isa import IsaDatabase, get_isa
+from asterism.isa.syntax import TTMP_COUNT
 from asterism.mc.bulk import pause_cyclic_gc, resume_cyclic_gc
 from asterism.target import Target, get_target
 
@@ -243,7 +245,7 @@ class _Checker:
         self.kernel = kernel
         self.forms = facts.forms if facts is not None else None
         self.limits = {VGPRType: target.vgpr.arch, AGPRType: target.vgpr.acc,
-                       SGPRType: target.sgpr.addressable}
+                       SGPRType: target.sgpr.addressable, TTMPType: TTMP_COUNT}
 
     def check_region_ops(self, parent: Operation) -> None:
         """Check every op (and block argument) of the regions of `parent`."""
