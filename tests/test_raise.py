@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import dataclasses
 import random
+import re
 import subprocess
 
 import pytest
@@ -17,10 +18,20 @@ from asterism.errors import AsterismError
 from asterism.ir import parse_ir, print_ir
 from asterism.ir.raising import RaiseError, raise_file
 from asterism.isa import get_isa
+from asterism.mc.assembler import assemble as assemble_mc
 from asterism.mc.codeobject import read_code_object, write_code_object
 from asterism.mc.codeobject.metadata import encode_metadata
 from asterism.mc.encoder import encode_inst
-from asterism.mc.lossless import HIDDEN_BITS, exact_inst, lossless_text
+from asterism.mc.lossless import (
+    DATA,
+    HIDDEN_BITS,
+    data_inst,
+    exact_inst,
+    insts_of_words,
+    lossless_text,
+)
+from asterism.mc.parser import parse_asm
+from asterism.mc.program import McKernel, McModule
 from asterism.mc.random_inst import random_inst
 
 SAMPLES = ["aiter_gfx942_bf16gemm_tn_32x64_bshuffle_splitk.co",
@@ -155,6 +166,34 @@ def test_random_instructions_round_trip_or_are_reported(target) -> None:
 
 
 @pytest.mark.parametrize("target", ["gfx942", "gfx950"])
+def test_sampled_forms_all_round_trip(target) -> None:
+    """Every sampled form (a random instance of it, one kernel each, all in one code
+    object) comes back byte for byte through raise -> print -> parse -> compile: no form
+    is refused. Instances whose words do not decode (data, not an instruction) are left
+    out; they are counted to keep the sample honest."""
+    rng = random.Random(f"forms-{target}")
+    forms = [f for i in get_isa(target).instructions.values() if not CONTROL & set(i.flags)
+             for f in i.forms]
+    endpgm = parse_asm("s_endpgm", "<t>", target).kernels[0].body[0]
+    kernels, undecodable = [], 0
+    for form in rng.sample(forms, 250):
+        try:
+            inst = random_inst(form, rng)
+            inst.form = form
+            data = encode_inst(inst)
+        except AsterismError:
+            continue
+        words = [int.from_bytes(data[i:i + 4], "little") for i in range(0, len(data), 4)]
+        if insts_of_words(words, target)[0].mnemonic == DATA:
+            undecodable += 1
+            continue
+        kernels.append(McKernel(f"k{len(kernels)}", body=[data_inst(words), endpgm]))
+    assert len(kernels) >= 200 and undecodable <= 5
+    data = assemble_mc(McModule(target, kernels))
+    _same_code_object(data, _round_trip(data))
+
+
+@pytest.mark.parametrize("target", ["gfx942", "gfx950"])
 def test_words_with_hidden_bits_round_trip(target) -> None:
     """Words whose bits LLVM's text drops (random neighbours of valid encodings) keep them
     through the IR (the hidden_bits attribute)."""
@@ -236,6 +275,8 @@ def test_trap_registers_raise_as_ttmp_types() -> None:
     "v_cmp_eq_f32_sdwa s[4:5], v1, v2 src0_sel:WORD_1 src1_sel:DWORD",  # sd: any SGPR pair
     "v_cmpx_lt_u16_sdwa exec, v1, v2 src0_sel:BYTE_0 src1_sel:WORD_1",
     "v_cmp_gt_i32_sdwa ttmp[2:3], v1, s3 src0_sel:WORD_0 src1_sel:DWORD",
+    "v_fma_mix_f32 v0, -v1, |v2|, v3 op_sel_hi:[1,0,1]",  # mix: per-source neg/abs
+    "v_fma_mixlo_f16 v0, |v1|, -v2, -|v3|",
 ])
 @pytest.mark.llvm
 def test_valid_instructions_the_ir_refused_round_trip(llvm_mc, line) -> None:
@@ -245,6 +286,38 @@ def test_valid_instructions_the_ir_refused_round_trip(llvm_mc, line) -> None:
                    input=line, text=True, check=True)
     data = _kernel_asm(line, "s_endpgm")
     _same_code_object(data, _round_trip(data))
+
+
+@pytest.mark.llvm
+@pytest.mark.parametrize(("words", "text", "rule"), [
+    ("0xd2800000, 0x00000400", "v_add_f64 v[0:1], s[0:1], s[2:3]", "constant-bus"),
+    ("0xc0220144, 0x001ffffc", "s_buffer_load_dword s5, s[8:11], -0x4", "20-bit unsigned"),
+])
+def test_decode_only_instructions_are_kept_as_decoded(llvm_mc, words, text, rule) -> None:
+    """Words LLVM decodes but its assembler refuses (constant-bus overuse, an offset out of
+    the assembler's range) raise as ops marked decode_only with the rule they break, and
+    compile back to the same words; without the mark the IR refuses them with that rule."""
+    listing = subprocess.run([llvm_mc, "-disassemble", "-triple=amdgcn-amd-amdhsa",
+                              "-mcpu=gfx942"], input=_bytes_text(words), text=True,
+                             capture_output=True, check=True).stdout
+    assert text in listing
+    refused = subprocess.run([llvm_mc, "-triple=amdgcn-amd-amdhsa", "-mcpu=gfx942",
+                              "-o", "/dev/null"], input=text, text=True, capture_output=True)
+    assert refused.returncode != 0
+    data = _kernel_asm(f".long {words}", "s_endpgm")
+    ir = print_ir(raise_file(data))
+    marked = [line for line in ir.splitlines() if "decode_only" in line]
+    assert len(marked) == 1 and rule in marked[0], marked
+    _same_code_object(data, api.compile(parse_ir(ir)))
+    unmarked = re.sub(r'\{decode_only = "[^"]*"\}', "", ir)
+    with pytest.raises(AsterismError, match=rule):
+        api.compile(parse_ir(unmarked))
+
+
+def _bytes_text(words: str) -> str:
+    """`0x..., 0x...` words as the byte list llvm-mc -disassemble reads."""
+    out = [b for w in words.split(", ") for b in int(w, 16).to_bytes(4, "little")]
+    return ",".join(f"0x{b:02x}" for b in out)
 
 
 @pytest.mark.parametrize(("text", "expected"), [

@@ -37,6 +37,7 @@ from xdsl.utils.exceptions import VerifyException
 
 from asterism.errors import SourceLocation, TargetError, VerifyError
 from asterism.ir.abi import USER_SGPR_OPS, KernelLayout, compute_layout, lds_size
+from asterism.ir.kernel_attrs import DECODE_ONLY_ATTR
 from asterism.ir.match import (
     Match,
     MatchError,
@@ -406,7 +407,7 @@ def _match_key(op: InstructionOp, layout: KernelLayout | None) -> tuple | None:
         return None
     mods = props.get("modifiers")
     mods_key = modifiers_key(attr_to_modifiers(mods)) if mods is not None else ()
-    return (type(op), mnemonic.data, operands, mods_key)
+    return (type(op), mnemonic.data, operands, mods_key, is_decode_only(op))
 
 
 def has_relocatable(key: tuple) -> bool:
@@ -414,12 +415,19 @@ def has_relocatable(key: tuple) -> bool:
     return any(is_relocatable_key(k) for k in key[2])
 
 
+def is_decode_only(op: Operation) -> bool:
+    """True if `op` is an instruction kept as decoded (its `decode_only` attribute)."""
+    return bool(op.attributes) and DECODE_ONLY_ATTR in op.attributes
+
+
 def _select_form(op: InstructionOp, isa: IsaDatabase, layout: KernelLayout | None) -> Match:
     shapes = [shape_of(v, layout) for v in op.args]
     mods = op.mods
+    decode_only = is_decode_only(op)
     try:
-        match = match_op(isa, type(op).ENCODINGS, op.mnemonic_text, shapes, mods)
-        check_modifiers(match, mods, shapes)
+        match = match_op(isa, type(op).ENCODINGS, op.mnemonic_text, shapes, mods, decode_only)
+        if not decode_only:
+            check_modifiers(match, mods, shapes)
     except MatchError as err:
         raise error_at(op, err.message) from None
     return match

@@ -44,7 +44,7 @@ from asterism.ir.types import (
     TTMPType,
     VGPRType,
 )
-from asterism.ir.verify import match_instruction
+from asterism.ir.verify import is_decode_only, match_instruction
 from asterism.isa import Instruction, IsaDatabase, OperandSpec
 from asterism.isa.syntax import NAMED_PAIR_CODES, NAMED_SCALAR_CODES, TTMP_BASE
 from asterism.target.chip import Target, get_target
@@ -172,7 +172,7 @@ def form_key(op: InstructionOp) -> tuple:
     names = tuple(sorted(mods.data)) if mods is not None else ()
     # (an instruction op's operands are its args)
     return (type(op), props["mnemonic"].data, tuple([_shape_key(a) for a in op.operands]),
-            names)
+            names, is_decode_only(op))
 
 
 _OP_KINDS: dict[type, type | None] = {}
