@@ -229,6 +229,32 @@ def test_assembly_input_keeps_labels() -> None:
     _same_code_object(api.assemble(text), api.compile(parse_ir(print_ir(module))))
 
 
+@pytest.mark.llvm
+def test_label_names_ending_in_digits_are_kept(llvm_objdump, tmp_path) -> None:
+    """Labels such as `loop_12` and `.LBB0_3` keep their `_<digits>` (xDSL's name setter
+    strips it) through raise -> print -> parse -> compile: the same file, same symbols."""
+    text = _asm("gfx942", []) + "".join(
+        [".globl k\n", ".p2align 8\n", ".type k,@function\n", "k:\n",
+         "  s_cbranch_scc1 loop_12\n", "  s_nop 1\n", "loop_12:\n",
+         "  s_cbranch_scc0 .LBB0_3\n", "  s_nop 0\n", ".LBB0_3:\n", "  s_endpgm\n"])
+    ir = print_ir(api.raise_kernel(text.encode()))
+    assert "^loop_12:" in ir and "^.LBB0_3:" in ir
+    again = parse_ir(ir)
+    assert "^loop_12:" in print_ir(again)
+    paths = [tmp_path / "orig.co", tmp_path / "again.co"]
+    paths[0].write_bytes(api.assemble(text))
+    paths[1].write_bytes(api.compile(again))
+
+    def symbols(path) -> list[str]:
+        out = subprocess.run([llvm_objdump, "-t", str(path)], capture_output=True, text=True,
+                             check=True).stdout
+        return sorted(line.split()[-1] for line in out.splitlines() if " .text" in line)
+
+    assert "loop_12" in symbols(paths[0])
+    assert symbols(paths[1]) == symbols(paths[0])
+    assert paths[1].read_bytes() == paths[0].read_bytes()
+
+
 # ---------------------------------------------------------------------- errors
 
 def _kernel_asm(*lines: str) -> bytes:

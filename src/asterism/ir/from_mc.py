@@ -47,6 +47,7 @@ from asterism.ir.ops import (
     WorkitemIdOp,
     close_blocks,
 )
+from asterism.ir.text import keep_block_name
 from asterism.ir.types import (
     NAMED_REGISTER_TYPES,
     REGISTER_TYPES,
@@ -202,10 +203,7 @@ class _KernelRaising:
         """The block of a label (created on first reference)."""
         if name not in self.labels:
             block = Block()
-            try:
-                block.name_hint = name
-            except ValueError:
-                pass  # not a valid IR name: the block gets a generated one
+            keep_block_name(block, name)  # (else: not a valid IR name, a generated one)
             self.labels[name] = block
         return self.labels[name]
 
