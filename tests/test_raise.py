@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import dataclasses
 import random
+import re
 import subprocess
 
 import pytest
@@ -17,10 +18,20 @@ from asterism.errors import AsterismError
 from asterism.ir import parse_ir, print_ir
 from asterism.ir.raising import RaiseError, raise_file
 from asterism.isa import get_isa
+from asterism.mc.assembler import assemble as assemble_mc
 from asterism.mc.codeobject import read_code_object, write_code_object
 from asterism.mc.codeobject.metadata import encode_metadata
 from asterism.mc.encoder import encode_inst
-from asterism.mc.lossless import HIDDEN_BITS, exact_inst, lossless_text
+from asterism.mc.lossless import (
+    DATA,
+    HIDDEN_BITS,
+    data_inst,
+    exact_inst,
+    insts_of_words,
+    lossless_text,
+)
+from asterism.mc.parser import parse_asm
+from asterism.mc.program import McKernel, McModule
 from asterism.mc.random_inst import random_inst
 
 SAMPLES = ["aiter_gfx942_bf16gemm_tn_32x64_bshuffle_splitk.co",
@@ -155,6 +166,34 @@ def test_random_instructions_round_trip_or_are_reported(target) -> None:
 
 
 @pytest.mark.parametrize("target", ["gfx942", "gfx950"])
+def test_sampled_forms_all_round_trip(target) -> None:
+    """Every sampled form (a random instance of it, one kernel each, all in one code
+    object) comes back byte for byte through raise -> print -> parse -> compile: no form
+    is refused. Instances whose words do not decode (data, not an instruction) are left
+    out; they are counted to keep the sample honest."""
+    rng = random.Random(f"forms-{target}")
+    forms = [f for i in get_isa(target).instructions.values() if not CONTROL & set(i.flags)
+             for f in i.forms]
+    endpgm = parse_asm("s_endpgm", "<t>", target).kernels[0].body[0]
+    kernels, undecodable = [], 0
+    for form in rng.sample(forms, 250):
+        try:
+            inst = random_inst(form, rng)
+            inst.form = form
+            data = encode_inst(inst)
+        except AsterismError:
+            continue
+        words = [int.from_bytes(data[i:i + 4], "little") for i in range(0, len(data), 4)]
+        if insts_of_words(words, target)[0].mnemonic == DATA:
+            undecodable += 1
+            continue
+        kernels.append(McKernel(f"k{len(kernels)}", body=[data_inst(words), endpgm]))
+    assert len(kernels) >= 200 and undecodable <= 5
+    data = assemble_mc(McModule(target, kernels))
+    _same_code_object(data, _round_trip(data))
+
+
+@pytest.mark.parametrize("target", ["gfx942", "gfx950"])
 def test_words_with_hidden_bits_round_trip(target) -> None:
     """Words whose bits LLVM's text drops (random neighbours of valid encodings) keep them
     through the IR (the hidden_bits attribute)."""
@@ -190,6 +229,32 @@ def test_assembly_input_keeps_labels() -> None:
     _same_code_object(api.assemble(text), api.compile(parse_ir(print_ir(module))))
 
 
+@pytest.mark.llvm
+def test_label_names_ending_in_digits_are_kept(llvm_objdump, tmp_path) -> None:
+    """Labels such as `loop_12` and `.LBB0_3` keep their `_<digits>` (xDSL's name setter
+    strips it) through raise -> print -> parse -> compile: the same file, same symbols."""
+    text = _asm("gfx942", []) + "".join(
+        [".globl k\n", ".p2align 8\n", ".type k,@function\n", "k:\n",
+         "  s_cbranch_scc1 loop_12\n", "  s_nop 1\n", "loop_12:\n",
+         "  s_cbranch_scc0 .LBB0_3\n", "  s_nop 0\n", ".LBB0_3:\n", "  s_endpgm\n"])
+    ir = print_ir(api.raise_kernel(text.encode()))
+    assert "^loop_12:" in ir and "^.LBB0_3:" in ir
+    again = parse_ir(ir)
+    assert "^loop_12:" in print_ir(again)
+    paths = [tmp_path / "orig.co", tmp_path / "again.co"]
+    paths[0].write_bytes(api.assemble(text))
+    paths[1].write_bytes(api.compile(again))
+
+    def symbols(path) -> list[str]:
+        out = subprocess.run([llvm_objdump, "-t", str(path)], capture_output=True, text=True,
+                             check=True).stdout
+        return sorted(line.split()[-1] for line in out.splitlines() if " .text" in line)
+
+    assert "loop_12" in symbols(paths[0])
+    assert symbols(paths[1]) == symbols(paths[0])
+    assert paths[1].read_bytes() == paths[0].read_bytes()
+
+
 # ---------------------------------------------------------------------- errors
 
 def _kernel_asm(*lines: str) -> bytes:
@@ -207,11 +272,91 @@ def _kernel_asm(*lines: str) -> bytes:
     (["s_branch 5", "s_endpgm"], r"0x0: s_branch jumps to 0x18, outside the kernel"),
     (["s_mov_b32 s4, 0x12345678", "s_branch -2", "s_endpgm"],
      r"0x8: s_branch jumps to 0x4, into the middle of an instruction"),
-    (["s_mov_b32 ttmp0, 1", "s_endpgm"], r"0x0: s_mov_b32: ttmp0 registers have no IR type"),
 ])
 def test_inexpressible_code_is_reported_with_its_address(lines, expected) -> None:
     with pytest.raises(RaiseError, match=expected):
         raise_file(_kernel_asm(*lines))
+
+
+def test_trap_registers_raise_as_ttmp_types() -> None:
+    """Trap temporaries (ttmp*) are !amdgcn.ttmp values: raised, printed, parsed and compiled
+    back to the same code, also with --relocatable (they stay where they are)."""
+    data = _kernel_asm("s_mov_b32 ttmp0, 1", "s_add_u32 ttmp2, ttmp1, s4",
+                       "s_load_dwordx4 ttmp[4:7], ttmp[8:9], 0x0",
+                       "s_add_u32 s6, ttmp2, s4", "v_mov_b32 v1, ttmp5",
+                       "s_endpgm")
+    text = print_ir(raise_file(data))
+    assert "!amdgcn.ttmp<0>" in text and "!amdgcn.ttmp<[4:8]>" in text
+    _same_code_object(data, api.compile(parse_ir(text)))
+    text = print_ir(api.raise_kernel(data, relocatable=True))
+    assert "!amdgcn.ttmp<2>" in text and "!amdgcn.sgpr<6>" not in text
+    listing = api.translate(parse_ir(text), "auto")
+    for reg in ("ttmp0", "ttmp2", "ttmp1", "ttmp[4:7]", "ttmp[8:9]", "ttmp5"):
+        assert reg in listing
+
+
+@pytest.mark.parametrize("line", [
+    "v_add_u32_e64 v1, src_shared_base, v2",  # a 64-bit aperture read as a 32-bit constant
+    "s_add_u32 s1, src_private_limit, s2",
+    "v_cmp_eq_f32_sdwa s[4:5], v1, v2 src0_sel:WORD_1 src1_sel:DWORD",  # sd: any SGPR pair
+    "v_cmpx_lt_u16_sdwa exec, v1, v2 src0_sel:BYTE_0 src1_sel:WORD_1",
+    "v_cmp_gt_i32_sdwa ttmp[2:3], v1, s3 src0_sel:WORD_0 src1_sel:DWORD",
+    "v_fma_mix_f32 v0, -v1, |v2|, v3 op_sel_hi:[1,0,1]",  # mix: per-source neg/abs
+    "v_fma_mixlo_f16 v0, |v1|, -v2, -|v3|",
+])
+@pytest.mark.llvm
+def test_valid_instructions_the_ir_refused_round_trip(llvm_mc, line) -> None:
+    """Instructions LLVM's assembler takes that the IR's rules refused: apertures as 32-bit
+    sources, SDWA compares writing an SGPR pair other than vcc."""
+    subprocess.run([llvm_mc, "-triple=amdgcn-amd-amdhsa", "-mcpu=gfx942", "-o", "/dev/null"],
+                   input=line, text=True, check=True)
+    data = _kernel_asm(line, "s_endpgm")
+    _same_code_object(data, _round_trip(data))
+
+
+@pytest.mark.llvm
+@pytest.mark.parametrize(("words", "text", "rule"), [
+    ("0xd2800000, 0x00000400", "v_add_f64 v[0:1], s[0:1], s[2:3]", "constant-bus"),
+    ("0xc0220144, 0x001ffffc", "s_buffer_load_dword s5, s[8:11], -0x4", "20-bit unsigned"),
+])
+def test_decode_only_instructions_are_kept_as_decoded(llvm_mc, words, text, rule) -> None:
+    """Words LLVM decodes but its assembler refuses (constant-bus overuse, an offset out of
+    the assembler's range) raise as ops marked decode_only with the rule they break, and
+    compile back to the same words; without the mark the IR refuses them with that rule."""
+    listing = subprocess.run([llvm_mc, "-disassemble", "-triple=amdgcn-amd-amdhsa",
+                              "-mcpu=gfx942"], input=_bytes_text(words), text=True,
+                             capture_output=True, check=True).stdout
+    assert text in listing
+    refused = subprocess.run([llvm_mc, "-triple=amdgcn-amd-amdhsa", "-mcpu=gfx942",
+                              "-o", "/dev/null"], input=text, text=True, capture_output=True)
+    assert refused.returncode != 0
+    data = _kernel_asm(f".long {words}", "s_endpgm")
+    ir = print_ir(raise_file(data))
+    marked = [line for line in ir.splitlines() if "decode_only" in line]
+    assert len(marked) == 1 and rule in marked[0], marked
+    _same_code_object(data, api.compile(parse_ir(ir)))
+    unmarked = re.sub(r'\{decode_only = "[^"]*"\}', "", ir)
+    with pytest.raises(AsterismError, match=rule):
+        api.compile(parse_ir(unmarked))
+
+
+def _bytes_text(words: str) -> str:
+    """`0x..., 0x...` words as the byte list llvm-mc -disassemble reads."""
+    out = [b for w in words.split(", ") for b in int(w, 16).to_bytes(4, "little")]
+    return ",".join(f"0x{b:02x}" for b in out)
+
+
+@pytest.mark.parametrize(("text", "expected"), [
+    ("!amdgcn.ttmp", "trap registers are always fixed"),
+    ("!amdgcn.ttmp<[? + 2]>", "trap registers are always fixed"),
+    ("!amdgcn.ttmp<16>", r"ttmp16 is past the last TTMP \(ttmp15\)"),
+])
+def test_bad_trap_register_types(text, expected) -> None:
+    src = (f'amdgcn.module @m target = "gfx942" {{\n amdgcn.kernel @k {{\n'
+           f'  %t = amdgcn.alloca : {text}\n  amdgcn.sop1 s_mov_b32 %t, %t : ({text}, {text})'
+           f' -> {text}\n  amdgcn.sopp s_endpgm\n }}\n}}\n')
+    with pytest.raises(AsterismError, match=expected):
+        api.compile(parse_ir(src))
 
 
 def test_bytes_before_the_first_kernel() -> None:

@@ -16,12 +16,13 @@ from asterism.ir.types import (
     SGPRType,
     SpecialRegType,
     TokenType,
+    TTMPType,
     VGPRType,
 )
 
 AMDGCN = Dialect(
     "amdgcn", list(AMDGCN_OPS),
-    [VGPRType, AGPRType, SGPRType, SpecialRegType, TokenType, OffType, KernelArgAttr])
+    [VGPRType, AGPRType, SGPRType, TTMPType, SpecialRegType, TokenType, OffType, KernelArgAttr])
 
 
 def make_context() -> Context:

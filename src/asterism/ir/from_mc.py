@@ -47,7 +47,9 @@ from asterism.ir.ops import (
     WorkitemIdOp,
     close_blocks,
 )
+from asterism.ir.text import keep_block_name
 from asterism.ir.types import (
+    NAMED_REGISTER_TYPES,
     REGISTER_TYPES,
     SCALAR_SIZES,
     KernelArgAttr,
@@ -156,10 +158,10 @@ class _KernelRaising:
     def register(self, op: Operand, defining: bool = False) -> SSAValue:
         """The current SSA value of a register operand (an entry alloca if not yet set)."""
         if isinstance(op, Reg):
-            if op.kind not in REGISTER_TYPES:
+            if op.kind not in NAMED_REGISTER_TYPES:
                 raise VerifyError(f"{op} registers have no IR type")
             key: tuple = (op.kind, op.index, op.count)
-            type_: Attribute = REGISTER_TYPES[op.kind](op.index, op.count)
+            type_: Attribute = NAMED_REGISTER_TYPES[op.kind](op.index, op.count)
         else:
             assert isinstance(op, Special)
             key = ("special", op.name)
@@ -201,10 +203,7 @@ class _KernelRaising:
         """The block of a label (created on first reference)."""
         if name not in self.labels:
             block = Block()
-            try:
-                block.name_hint = name
-            except ValueError:
-                pass  # not a valid IR name: the block gets a generated one
+            keep_block_name(block, name)  # (else: not a valid IR name, a generated one)
             self.labels[name] = block
         return self.labels[name]
 

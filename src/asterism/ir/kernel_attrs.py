@@ -39,6 +39,10 @@ from asterism.errors import VerifyError
 DESCRIPTOR_ATTR = "descriptor"
 METADATA_ATTR = "metadata"
 HIDDEN_BITS_ATTR = "hidden_bits"
+# An instruction kept as decoded although the assembler's rules refuse it (constant-bus
+# overuse, out-of-range fields, ...): a string saying which rule it breaks. Its operands are
+# checked only for their kind, not for the rules; it lowers to the words as they are.
+DECODE_ONLY_ATTR = "decode_only"
 
 
 def value_attr(value: Any, where: str) -> Attribute:
@@ -189,6 +193,7 @@ def apply_module_attributes(op, module) -> None:
 
 __all__ = ["apply_kernel_attributes", "apply_module_attributes", "computed_kernel_metadata",
            "computed_module_metadata", "DESCRIPTOR_ATTR", "METADATA_ATTR", "HIDDEN_BITS_ATTR",
+           "DECODE_ONLY_ATTR",
            "value_attr", "attr_value",
            "overrides_attr", "overrides_of", "diff", "apply", "sorted_map", "hidden_bits_attr",
            "hidden_bits_of"]

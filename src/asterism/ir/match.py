@@ -40,6 +40,7 @@ from asterism.ir.types import (
     SGPRType,
     SpecialRegType,
     TokenType,
+    TTMPType,
     VGPRType,
     type_text,
 )
@@ -53,6 +54,7 @@ from asterism.isa import (
     syntax,
 )
 from asterism.isa.formats import FORMATS
+from asterism.mc.matcher import APERTURES, fixed_alternative
 from asterism.mc.operands import SPECIAL_REGISTERS
 
 # Database operands that are not SSA operands in the IR: waits are written as counters
@@ -102,7 +104,7 @@ class MatchError(Exception):
 class Shape:
     """What an IR operand is, as far as the ISA cares."""
 
-    kind: str  # "v", "a", "s" (register files), "special", "imm", "off", "token", "other"
+    kind: str  # "v", "a", "s", "ttmp" (register files), "special", "imm", "off", "token", ...
     index: int = RELOCATABLE
     count: int = 1
     special: str | None = None
@@ -115,12 +117,12 @@ class Shape:
     @property
     def is_register(self) -> bool:
         """True for register files and named registers."""
-        return self.kind in ("v", "a", "s", "special")
+        return self.kind in ("v", "a", "s", "ttmp", "special")
 
     @property
     def file_kind(self) -> str:
-        """The database kind letter (named registers are scalar)."""
-        return "s" if self.kind == "special" else self.kind
+        """The database kind letter (named and trap registers are scalar)."""
+        return "s" if self.kind in ("special", "ttmp") else self.kind
 
 
 def immediate_of(value: SSAValue, layout: object | None = None) -> tuple[int | float | None,
@@ -178,7 +180,7 @@ def shape_of(value: SSAValue, layout: object | None = None) -> Shape:
 # are the same relocatable value, for the constant bus) and nothing that only appears in
 # messages, so two ops with equal keys are accepted or rejected alike.
 
-_REGISTER_CLASSES = (VGPRType, AGPRType, SGPRType)
+_REGISTER_CLASSES = (VGPRType, AGPRType, SGPRType, TTMPType)
 _PLAIN_TYPES = (OffType, TokenType)
 
 
@@ -309,10 +311,15 @@ def families_of(inst: Instruction, suffix: str = "") -> list[str]:
 
 
 def match_op(isa: IsaDatabase, encodings: Sequence[str], mnemonic: str,
-             shapes: Sequence[Shape], mods: Mapping[str, ModValue]) -> Match:
-    """The form of `mnemonic` in `encodings` that fits the operands; MatchError if none."""
+             shapes: Sequence[Shape], mods: Mapping[str, ModValue],
+             decode_only: bool = False) -> Match:
+    """The form of `mnemonic` in `encodings` that fits the operands; MatchError if none.
+    `decode_only` (an instruction kept as decoded) checks the operands' kinds only: not
+    widths, alignment, field ranges, the constant bus or the modifiers."""
     inst, suffix = resolve(isa, mnemonic)
     forms = family_forms(inst, suffix, encodings)
+    if decode_only:
+        forms.sort(key=variant_flags, reverse=True)
     if not forms:
         where = families_of(inst, suffix)
         fam = ", ".join(where) if where else "none"
@@ -321,7 +328,7 @@ def match_op(isa: IsaDatabase, encodings: Sequence[str], mnemonic: str,
     errors: list[MatchError] = []
     for form in forms:
         try:
-            match = _match_form(inst, form, suffix, shapes, mods)
+            match = _match_form(inst, form, suffix, shapes, mods, decode_only)
         except MatchError as err:
             errors.append(err)
             continue
@@ -354,7 +361,7 @@ def _other_family_hint(inst: Instruction, suffix: str, encodings: Sequence[str],
 
 
 def _match_form(inst: Instruction, form: Form, suffix: str, shapes: Sequence[Shape],
-                mods: Mapping[str, ModValue]) -> Match:
+                mods: Mapping[str, ModValue], decode_only: bool = False) -> Match:
     specs = ir_specs(form)
     n_optional = sum(1 for s in specs if s.optional)
     if not len(specs) - n_optional <= len(shapes) <= len(specs):
@@ -364,12 +371,15 @@ def _match_form(inst: Instruction, form: Form, suffix: str, shapes: Sequence[Sha
         raise MatchError(f"takes {want} operand{'s' if len(specs) != 1 else ''} ({names}), "
                          f"got {len(shapes)}", None, -1)
     for pos, (spec, shape) in enumerate(zip(specs, shapes)):
-        problem = check_operand(form, spec, shape, mods)
+        problem = check_operand(form, spec, shape, mods, decode_only)
         if problem:
             raise MatchError(f"operand #{pos} ({spec.name}) {problem}", pos, pos)
     _check_literals(form, specs, shapes)
-    _check_constant_bus(form, specs, shapes)
     match = Match(inst, form, suffix, specs)
+    if decode_only:
+        _check_variant_flags(form, mods)
+        return match
+    _check_constant_bus(form, specs, shapes)
     try:
         check_modifiers(match, mods, shapes)
     except MatchError as err:
@@ -421,13 +431,20 @@ def _accepts_off(form: Form, spec: OperandSpec) -> bool:
 
 
 def check_operand(form: Form, spec: OperandSpec, shape: Shape,
-                  mods: Mapping[str, ModValue]) -> str | None:
-    """Why `shape` cannot be operand `spec` of `form` (None if it can)."""
+                  mods: Mapping[str, ModValue], decode_only: bool = False) -> str | None:
+    """Why `shape` cannot be operand `spec` of `form` (None if it can); `decode_only`
+    checks only the operand's kind (register file, immediate, off)."""
     got = f"got {shape.text}"
     if spec.fixed:
         if shape.kind == "special" and shape.special == spec.fixed:
             return None
-        return f"must be {spec.fixed} (!amdgcn.special<{spec.fixed}>), {got}"
+        alternative = fixed_alternative(form, spec)
+        if alternative is None:
+            return f"must be {spec.fixed} (!amdgcn.special<{spec.fixed}>), {got}"
+        if not shape.is_register or shape.file_kind != "s":
+            return (f"must be {spec.fixed} (!amdgcn.special<{spec.fixed}>) or an SGPR pair, "
+                    f"{got}")
+        spec = alternative  # (an SDWA compare with its sd bit: any SGPR pair)
     if spec.role == "def" and not shape.is_register:
         return (f"is a destination: it needs a register value (e.g. from amdgcn.alloca), "
                 f"{got}")
@@ -437,8 +454,16 @@ def check_operand(form: Form, spec: OperandSpec, shape: Shape,
         if shape.kind == "special" and (shape.special not in SPECIAL_REGISTERS
                                         or shape.special in getattr(spec, "excludes", ())):
             return f"cannot be {shape.special} here (expects {describe_spec(spec)})"
+        if decode_only:
+            return None
+        aperture = shape.kind == "special" and shape.special in APERTURES
+        if aperture and "i" not in spec.kinds:
+            return (f"cannot be the constant {shape.special} (it reads as an inline constant; "
+                    f"this slot expects {describe_spec(spec)})")
         widths = _expected_width(form, spec, shape, mods)
-        if shape.count not in widths:
+        # An aperture (a 64-bit value) reads as a source of any width, like a constant (as
+        # mc.matcher and LLVM take it).
+        if shape.count not in widths and not (aperture and spec.role == "use"):
             want = " or ".join(str(w) for w in widths)
             return (f"expects {describe_spec(spec, widths[0])} ({want} register"
                     f"{'s' if widths != (1,) else ''}), {got} ({shape.count})")
@@ -453,6 +478,8 @@ def check_operand(form: Form, spec: OperandSpec, shape: Shape,
     if shape.kind == "off":
         return None if _accepts_off(form, spec) else f"expects {describe_spec(spec)}, got off"
     if shape.kind == "imm":
+        if decode_only and {"i", "l", "k"} & set(spec.kinds):
+            return None
         return _check_immediate(form, spec, shape)
     return f"expects {describe_spec(spec)}, {got}"
 
@@ -555,7 +582,7 @@ def _check_constant_bus(form: Form, specs: Sequence[OperandSpec],
             continue
         if spec.name not in SOURCE_FIELDS or spec.role != "use":
             continue
-        if shape.kind in ("s", "special"):
+        if shape.kind in ("s", "ttmp", "special"):
             reads.add(shape.key)
         elif (key := _literal_key(spec, shape)) is not None:
             reads.add(key)
@@ -579,6 +606,8 @@ def allowed_modifiers(match: Match) -> set[str]:
         names |= set(WAITCNT_COUNTERS)
     if form.enc not in ("VOP3P", "MAI", "MAI_SCALE") and any(s.mods for s in match.specs):
         names |= {"neg", "abs", "sext"}
+    elif "_mix" in form.mnemonic:
+        names |= {"neg", "abs"}  # (v_fma_mix*: -x and |x| per source, in NEG / NEG_HI)
     return names
 
 
@@ -610,11 +639,7 @@ def check_modifiers(match: Match, mods: Mapping[str, ModValue],
         problem = _check_modifier_value(match, name, value)
         if problem:
             raise MatchError(f"modifier {name}: {problem}")
-    for name, value in form.fixed.items():
-        # A variant implied by a modifier (returning atomics: sc0/glc; LDS loads: lds).
-        if name in FLAG_MODIFIERS and value and not mods.get(name):
-            what = "returns the old value" if "rtn" in (form.variant or "") else form.variant
-            raise MatchError(f"this form ({what}) needs the {name} modifier")
+    _check_variant_flags(form, mods)
     if form.enc == "DS" and form.mnemonic.startswith("ds_gws") and not mods.get("gds"):
         raise MatchError("GWS instructions need the gds modifier")  # as mc.matcher / LLVM
     if form.enc == "DPP" and any(s.width == 2 for s in match.specs):
@@ -625,6 +650,21 @@ def check_modifiers(match: Match, mods: Mapping[str, ModValue],
                              "(0..15)")
     if form.enc in ("MUBUF", "MTBUF"):
         _check_buffer_addressing(match, mods, shapes)
+
+
+def _check_variant_flags(form: Form, mods: Mapping[str, ModValue]) -> None:
+    """MatchError unless the flags that select `form`'s variant are set."""
+    for name, value in form.fixed.items():
+        # A variant implied by a modifier (returning atomics: sc0/glc; LDS loads: lds).
+        if name in FLAG_MODIFIERS and value and not mods.get(name):
+            what = "returns the old value" if "rtn" in (form.variant or "") else form.variant
+            raise MatchError(f"this form ({what}) needs the {name} modifier")
+
+
+def variant_flags(form: Form) -> int:
+    """How many modifier flags select `form`'s variant (a decoded instruction, which the
+    rules do not narrow down, takes the most specific variant its flags allow)."""
+    return sum(1 for name, value in form.fixed.items() if name in FLAG_MODIFIERS and value)
 
 
 def _check_modifier_value(match: Match, name: str, value: ModValue) -> str | None:

@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from xdsl.dialects.builtin import ModuleOp as BuiltinModuleOp
+from xdsl.dialects.builtin import StringAttr
 from xdsl.ir import Operation
 
 from asterism.errors import AsterismError, VerifyError
@@ -36,6 +37,7 @@ from asterism.ir import kernel_attrs
 from asterism.ir.from_mc import _KernelRaising
 from asterism.ir.ops import KernelOp, ModuleOp
 from asterism.mc.inst import Inst
+from asterism.mc.lossless import HIDDEN_BITS
 from asterism.mc.operands import Label
 from asterism.mc.program import AbiRequest, KernelArg, LabelDef, McKernel
 
@@ -498,12 +500,47 @@ def _check_instructions(kernel: KernelOp, raiser: _AddressedRaising, filename: s
         try:
             again = encode_inst(lowering.lower_instruction(op))
         except AsterismError as err:
-            raise RaiseError(f"{where}: {op.mnemonic_text}: the IR cannot express this "
-                             f"instruction: {err.message}") from None
+            why = _assembler_refuses(raiser.words.get(op))
+            if why is None:  # (the assembler takes it: the IR should too)
+                raise RaiseError(f"{where}: {op.mnemonic_text}: the IR cannot express this "
+                                 f"instruction: {err.message}") from None
+            again = _decode_only(op, lowering, why, where)
         source = raiser.words.get(op)
         if source is not None and again != encode_inst(source):
             raise RaiseError(f"{where}: {op.mnemonic_text}: the IR does not give back its "
                              f"words ({encode_inst(source).hex()} -> {again.hex()})")
+
+
+def _assembler_refuses(inst: Inst | None) -> str | None:
+    """Why the assembler's rules (the MC layer's, as LLVM's) refuse a decoded instruction;
+    None if they take it."""
+    from asterism.mc.matcher import MatchError as McMatchError
+    from asterism.mc.matcher import match_form
+
+    if inst is None or inst.form is None:
+        return None
+    plain = copy.copy(inst)
+    plain.modifiers = {k: v for k, v in inst.modifiers.items() if k != HIDDEN_BITS}
+    try:
+        match_form(plain, inst.form)
+    except McMatchError as err:
+        return err.message
+    return None
+
+
+def _decode_only(op, lowering, why: str, where: str) -> bytes:
+    """The words of an instruction the decoder accepts but the assembler's rules refuse
+    (`why`): marked `decode_only` with that reason, its operands are checked for their kinds
+    only and it is encoded as it is. RaiseError if even that fails."""
+    from asterism.mc.encoder import encode_inst
+
+    op.attributes[kernel_attrs.DECODE_ONLY_ATTR] = StringAttr(why)
+    try:
+        return encode_inst(lowering.lower_instruction(op))
+    except AsterismError as err:
+        raise RaiseError(f"{where}: {op.mnemonic_text}: the IR cannot express this "
+                         f"instruction (decoded, refused by the assembler: {why}): "
+                         f"{err.message}") from None
 
 
 def _keep_descriptors_and_metadata(module: BuiltinModuleOp, amod: ModuleOp,

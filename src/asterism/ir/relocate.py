@@ -168,8 +168,8 @@ class _KernelRelocation:
                     if k in defs and t.reg_name in EXEC_NAMES:
                         self.writes_exec = True
                     continue
-                if not isinstance(t, RegisterType) or not t.is_fixed:
-                    continue
+                if not isinstance(t, RegisterType) or not t.is_fixed or t.KIND == "ttmp":
+                    continue  # (trap registers stay as written, like named registers)
                 is_def = k in defs
                 spec = match.specs[k] if k < len(match.specs) else None
                 refs.append(_Ref(op, k, t.KIND, t.first, t.width, reads=not is_def or k in tied,

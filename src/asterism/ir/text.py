@@ -8,7 +8,7 @@ import re
 
 from xdsl.dialects.builtin import FileLineColLoc, IntAttr, StringAttr, UnknownLoc
 from xdsl.dialects.builtin import ModuleOp as BuiltinModuleOp
-from xdsl.ir import Operation
+from xdsl.ir import Block, Operation
 from xdsl.parser import Parser
 from xdsl.parser.generic_parser import ParserState
 from xdsl.printer import Printer
@@ -33,6 +33,14 @@ class _LinearLexer(MLIRLexer):
     _unescaped_characters_regex = re.compile(
         r'"(?:[^"\\\n\v\f]++|\\(?:["nt\\]|[0-9A-Fa-f]{2}))*+"'
     )
+
+
+def keep_block_name(block: Block, name: str) -> None:
+    """Name `block` exactly `name`: xDSL's name setter drops a `_<digits>` suffix (its own
+    uniquing suffix), which would rename labels such as `loop_12` or `.LBB0_3` (a raised
+    kernel's symbol table changes). Invalid names and xDSL's default `bb<N>` stay unset."""
+    if name and Block.is_valid_name(name) and not Block.is_default_block_name(name):
+        block._name = name  # (the setter's stripping is what this avoids)
 
 
 class _LocatingParser(Parser):
@@ -87,7 +95,9 @@ class _LocatingParser(Parser):
                 self.raise_error(f"block {token.text} is already defined at line "
                                  f"{seen[token.text]}", token.span)
             seen[token.text] = self.location(token.span.start).line
-        return super()._parse_block()
+        block = super()._parse_block()
+        keep_block_name(block, token.text[1:])
+        return block
 
     def parse_operation(self) -> Operation:
         """Parse an op and record where it was written."""

@@ -45,6 +45,7 @@ from asterism.ir.verify import (
     check_instruction,
     error_at,
     has_relocatable,
+    is_decode_only,
     op_location,
     verify_module,
 )
@@ -270,6 +271,8 @@ class _KernelLowering:
                      if name not in ("neg", "abs", "sext", *WAITCNT_COUNTERS)}
         inst = Inst(op.mnemonic_text, operands, inst_mods, form, op_location(op))
         inst.mnemonic = self.printed_mnemonic(inst, form)
+        if is_decode_only(op):
+            return inst  # (kept as decoded: the assembler's rules are what it breaks)
         try:
             match_form(inst, form)
         except McMatchError as err:

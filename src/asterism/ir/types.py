@@ -9,7 +9,8 @@ Register assignment lives in the value's type:
 * ``!amdgcn.vgpr<[? + 4]>``          4 consecutive relocatable VGPRs
 * ``!amdgcn.vgpr<[? + 4], align 4>`` ... whose first register index is a multiple of 4
 
-The same spellings work for ``!amdgcn.agpr`` and ``!amdgcn.sgpr``. Named scalar registers
+The same spellings work for ``!amdgcn.agpr`` and ``!amdgcn.sgpr``, and the fixed ones for the
+trap registers ``!amdgcn.ttmp`` (ttmp0..ttmp15). Named scalar registers
 (vcc, exec, m0, scc, flat_scratch, ...) are ``!amdgcn.special<vcc>``. ``!amdgcn.token`` is the
 completion token a memory instruction returns (waits consume them); ``!amdgcn.off`` is the
 type of the ``off`` operand placeholder.
@@ -202,6 +203,31 @@ class SGPRType(RegisterType):
 
 
 REGISTER_TYPES: dict[str, type[RegisterType]] = {"v": VGPRType, "a": AGPRType, "s": SGPRType}
+
+
+@irdl_attr_definition
+class TTMPType(RegisterType):
+    """A trap temporary register (range): ``!amdgcn.ttmp<4>``, ``!amdgcn.ttmp<[8:12]>``.
+
+    Always fixed: the trap handler owns these registers, so the allocator never places a
+    value in them; kernels raised from code that names them keep them as written. Operands
+    take them wherever they take an SGPR (as the assembler does).
+    """
+
+    name = "amdgcn.ttmp"
+    KIND = "ttmp"
+    FILE_NAME = "TTMP"
+
+    @classmethod
+    def shape_problem(cls, index: int, count: int, align: int) -> str | None:
+        """Why (index, count, align) is not a valid trap register range (None if it is)."""
+        if index == RELOCATABLE:
+            return "trap registers are always fixed (the allocator does not place values there)"
+        return super().shape_problem(index, count, align)
+
+
+# Register files an operand can name; the allocator's files are REGISTER_TYPES.
+NAMED_REGISTER_TYPES: dict[str, type[RegisterType]] = {**REGISTER_TYPES, "ttmp": TTMPType}
 
 
 @irdl_attr_definition

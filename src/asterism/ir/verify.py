@@ -37,6 +37,7 @@ from xdsl.utils.exceptions import VerifyException
 
 from asterism.errors import SourceLocation, TargetError, VerifyError
 from asterism.ir.abi import USER_SGPR_OPS, KernelLayout, compute_layout, lds_size
+from asterism.ir.kernel_attrs import DECODE_ONLY_ATTR
 from asterism.ir.match import (
     Match,
     MatchError,
@@ -77,10 +78,12 @@ from asterism.ir.types import (
     RegisterType,
     SGPRType,
     SpecialRegType,
+    TTMPType,
     VGPRType,
     type_text,
 )
 from asterism.isa import IsaDatabase, get_isa
+from asterism.isa.syntax import TTMP_COUNT
 from asterism.mc.bulk import pause_cyclic_gc, resume_cyclic_gc
 from asterism.target import Target, get_target
 
@@ -243,7 +246,7 @@ class _Checker:
         self.kernel = kernel
         self.forms = facts.forms if facts is not None else None
         self.limits = {VGPRType: target.vgpr.arch, AGPRType: target.vgpr.acc,
-                       SGPRType: target.sgpr.addressable}
+                       SGPRType: target.sgpr.addressable, TTMPType: TTMP_COUNT}
 
     def check_region_ops(self, parent: Operation) -> None:
         """Check every op (and block argument) of the regions of `parent`."""
@@ -404,7 +407,7 @@ def _match_key(op: InstructionOp, layout: KernelLayout | None) -> tuple | None:
         return None
     mods = props.get("modifiers")
     mods_key = modifiers_key(attr_to_modifiers(mods)) if mods is not None else ()
-    return (type(op), mnemonic.data, operands, mods_key)
+    return (type(op), mnemonic.data, operands, mods_key, is_decode_only(op))
 
 
 def has_relocatable(key: tuple) -> bool:
@@ -412,12 +415,19 @@ def has_relocatable(key: tuple) -> bool:
     return any(is_relocatable_key(k) for k in key[2])
 
 
+def is_decode_only(op: Operation) -> bool:
+    """True if `op` is an instruction kept as decoded (its `decode_only` attribute)."""
+    return bool(op.attributes) and DECODE_ONLY_ATTR in op.attributes
+
+
 def _select_form(op: InstructionOp, isa: IsaDatabase, layout: KernelLayout | None) -> Match:
     shapes = [shape_of(v, layout) for v in op.args]
     mods = op.mods
+    decode_only = is_decode_only(op)
     try:
-        match = match_op(isa, type(op).ENCODINGS, op.mnemonic_text, shapes, mods)
-        check_modifiers(match, mods, shapes)
+        match = match_op(isa, type(op).ENCODINGS, op.mnemonic_text, shapes, mods, decode_only)
+        if not decode_only:
+            check_modifiers(match, mods, shapes)
     except MatchError as err:
         raise error_at(op, err.message) from None
     return match

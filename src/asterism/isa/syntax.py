@@ -10,6 +10,7 @@ from __future__ import annotations
 # 9-bit source operand codes (SSRC/SRC): scalar registers, constants and VGPRs (256+).
 SGPR_MAX = 101
 TTMP_BASE = 108
+TTMP_COUNT = 16  # trap temporaries ttmp0..ttmp15
 NAMED_SCALAR_CODES: dict[str, int] = {
     "flat_scratch_lo": 102, "flat_scratch_hi": 103, "xnack_mask_lo": 104, "xnack_mask_hi": 105,
     "vcc_lo": 106, "vcc_hi": 107, "m0": 124, "exec_lo": 126, "exec_hi": 127,

@@ -41,11 +41,12 @@ from asterism.ir.types import (
     SGPRType,
     SpecialRegType,
     TokenType,
+    TTMPType,
     VGPRType,
 )
-from asterism.ir.verify import match_instruction
+from asterism.ir.verify import is_decode_only, match_instruction
 from asterism.isa import Instruction, IsaDatabase, OperandSpec
-from asterism.isa.syntax import NAMED_PAIR_CODES, NAMED_SCALAR_CODES
+from asterism.isa.syntax import NAMED_PAIR_CODES, NAMED_SCALAR_CODES, TTMP_BASE
 from asterism.target.chip import Target, get_target
 from asterism.target.hazards import KEY_AGPR, KEY_SCC, KEY_SGPR, register_key_name
 
@@ -141,7 +142,7 @@ def kernel_cfg(kernel: KernelOp) -> KernelCfg:
 _FORM_CACHE: dict[str, dict[tuple, Match]] = {}
 
 
-_REGISTER_CLASSES = (VGPRType, AGPRType, SGPRType)
+_REGISTER_CLASSES = (VGPRType, AGPRType, SGPRType, TTMPType)
 _NAMED_TYPES = (OffType, TokenType)
 
 
@@ -171,7 +172,7 @@ def form_key(op: InstructionOp) -> tuple:
     names = tuple(sorted(mods.data)) if mods is not None else ()
     # (an instruction op's operands are its args)
     return (type(op), props["mnemonic"].data, tuple([_shape_key(a) for a in op.operands]),
-            names)
+            names, is_decode_only(op))
 
 
 _OP_KINDS: dict[type, type | None] = {}
@@ -300,7 +301,8 @@ class MachineKernel:
                     return tuple(k for p in owner.parts for k in self.keys(p))
                 label = f"{root.name_hint or t.KIND}#{id(root)}"
                 return tuple((label, i) for i in range(t.width))
-        base = {"v": 0, "a": KEY_AGPR, "s": KEY_SGPR}[t.KIND]
+        # (trap registers sit at their scalar operand codes, like the named registers)
+        base = {"v": 0, "a": KEY_AGPR, "s": KEY_SGPR, "ttmp": KEY_SGPR + TTMP_BASE}[t.KIND]
         return tuple(range(base + t.first, base + t.first + t.width))
 
     def regs(self, op: Operation) -> OpRegs:
