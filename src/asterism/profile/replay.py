@@ -196,14 +196,14 @@ def _figures(waves: Iterable[tuple[int, int, Sequence]], classify: Mapping[int, 
                    {k: (v[0], v[1]) for k, v in per_line.items()})
 
 
-def _stall_class(static, mnemonic: str, category: int) -> str:
+def _stall_class(static) -> str:
     """Which stall class a line's stall counts in (the same rule for both sides)."""
     if static.kind == "waitcnt":
         vm, lgkm = static.wait
         return "vmcnt" if vm < 63 or lgkm >= 15 else "lgkmcnt"
     if static.kind == "barrier":
         return "barrier"
-    if category == InstCategory.VALU:
+    if static.category == InstCategory.VALU:
         return "mfma_valu"
     return "other"
 
@@ -265,7 +265,7 @@ def _program(trace: Trace, target: str, tm) -> _Program:
     memory_lines = set()
     for i, r in enumerate(rows):
         st = statics[i]
-        classify[r.line] = _stall_class(st, infos[i].mnemonic, st.category)
+        classify[r.line] = _stall_class(st)
         if st.kind == "mem":
             memory_lines.add(r.line)
     return _Program(statics, fallthrough, index_of_line, line_of_index,
