@@ -7,7 +7,9 @@ the wall clock of a fresh process, several times, and prints the medians side by
   * the library alone: `python -c 'from asterism import api; api.disassembly_listing(FILE)'`;
   * `llvm-objdump-22 -d FILE`;
   * `python -c pass`, the interpreter's own start-up (the floor of any Python tool here);
-and the ratio asterism / llvm-objdump per file (lower is better; the goal is <= 2).
+and the ratio asterism / llvm-objdump per file (lower is better; the goal is <= 2); then all
+files in one call of each tool (`asterism disasm A B C` prints what `llvm-objdump -d A B C`
+does), per file.
 
 Before timing, the package is byte-compiled (as `pip install` does; a checkout run with
 PYTHONDONTWRITEBYTECODE would otherwise compile every module on every start) and one
@@ -91,6 +93,14 @@ def main() -> None:
     cli_r, lib_r, cpu_r = zip(*ratios, strict=True)
     print(f"median ratio to llvm-objdump (goal <= 2x): cli {statistics.median(cli_r):.2f}x, "
           f"library {statistics.median(lib_r):.2f}x (CPU {statistics.median(cpu_r):.2f}x)")
+    # Several files in one call (both tools take a list): the start-up is paid once.
+    names = [str(f) for f in files]
+    od = timed([args.objdump, "-d", *names], env, args.repeat)
+    cli = timed([py, "-m", "asterism.cli", "disasm", *names], env, args.repeat)
+    n = len(files)
+    print(f"all {n} files in one call, per file: objdump {od[0] / n * 1e3:.0f} ms "
+          f"({od[1] / n * 1e3:.0f}), cli {cli[0] / n * 1e3:.0f} ms ({cli[1] / n * 1e3:.0f}): "
+          f"{cli[0] / od[0]:.2f}x (CPU {cli[1] / od[1]:.2f}x)")
 
 
 if __name__ == "__main__":

@@ -121,6 +121,21 @@ def test_disasm_listing_of_shared_samples_equals_llvm_objdump(llvm_objdump, shar
         assert api.disassembly_listing(path) == theirs, path.name
 
 
+def test_disasm_of_several_files_equals_llvm_objdump(llvm_objdump, shared_data, capsys):
+    """`asterism disasm A B C` prints what `llvm-objdump -d A B C` prints; --json takes one."""
+    import subprocess
+
+    from asterism.cli import main
+
+    paths = [str(p) for p in sorted((shared_data / "codeobjects").glob("*.co"))]
+    theirs = subprocess.run([llvm_objdump, "-d", *paths], capture_output=True, text=True,
+                            check=True).stdout
+    assert main(["disasm", *paths]) == 0
+    assert capsys.readouterr().out == theirs
+    assert main(["disasm", "--json", *paths]) == 1
+    assert "take one code object" in capsys.readouterr().err
+
+
 def test_disasm_listing_of_shared_addresses_equals_llvm_objdump(llvm_mc, ld_lld, llvm_objdump,
                                                                 tmp_path):
     """Symbols sharing an address (kernel and labels): the header shows the last by name,

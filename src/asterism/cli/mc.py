@@ -18,22 +18,26 @@ def cmd_asm(args) -> int:
 
 
 def cmd_disasm(args) -> int:
-    """HSACO -> listing."""
+    """HSACO(s) -> listing (several files: one after the other, as llvm-objdump -d prints
+    them; one process pays the start-up once)."""
     from asterism import api
 
+    if len(args.input) > 1 and (args.reassemblable or args.json):
+        raise AsterismError("--json and --reassemblable take one code object")
+    path = args.input[0]
     if args.reassemblable:
         from asterism.mc.lossless import reassemblable_text
 
-        write_output(args.output, reassemblable_text(args.input))
+        write_output(args.output, reassemblable_text(path))
     elif args.json:
         import json
 
         from asterism.mc.listing import listing_json
 
-        obj, items = api.disassemble(args.input)
+        obj, items = api.disassemble(path)
         write_output(args.output, json.dumps(listing_json(obj, items), indent=1) + "\n")
     else:
-        write_output(args.output, api.disassembly_listing(args.input))
+        write_output(args.output, "".join(api.disassembly_listing(p) for p in args.input))
     return 0
 
 
@@ -122,7 +126,7 @@ def register(verb) -> None:
     p.add_argument("--target", help="target when the file has no .amdgcn_target")
 
     p = verb("disasm", cmd_disasm, "code object -> disassembly (like llvm-objdump -d)")
-    p.add_argument("input", help="code object (.hsaco / .co)")
+    p.add_argument("input", nargs="+", help="code object(s) (.hsaco / .co)")
     p.add_argument("-o", "--output", help="output file (default: stdout)")
     p.add_argument("--json", action="store_true", help="machine-readable output")
     p.add_argument("--reassemblable", action="store_true",
