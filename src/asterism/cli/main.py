@@ -27,6 +27,8 @@ examples:
   asterism raise kernel.hsaco -o kernel.mlir                    code object -> editable IR
   asterism isa v_mfma_f32_16x16x16_f16                          what the ISA database knows
   asterism opt kernel.mlir --pipeline ""                        run passes, print IR
+  asterism kernels run gemm --target gfx950 --check --timing   a library kernel vs NumPy
+  asterism trace replay CAPTURE                                 timing model vs a capture
 
 Run `asterism VERB --help` for the options of a verb.
 """
