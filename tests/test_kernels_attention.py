@@ -44,6 +44,11 @@ CASES = [
     # one LDS buffer on gfx950 (the others there are double-buffered: stages 0 = 2)
     ("gfx950", dict(heads=1, seq_q=64, seq_k=160, head_dim=128, dtype="bf16", waves=2,
                     block_m=64, block_n=64, stages=1)),
+    # ping-pong S (the gfx950 default where it fits), forced: 1 full block (an odd count
+    # through the unrolled loop: the next scores are moved from S2 to S at its exit) then 1
+    # masked one, which reads them from S
+    ("gfx950", dict(heads=1, seq_q=64, seq_k=128, head_dim=64, dtype="bf16", causal=True,
+                    waves=2, block_m=64, block_n=64, s_buffers=2)),
 ]
 
 
@@ -134,6 +139,22 @@ def test_double_buffering_parameters():
     # gfx950 has 160 KiB per workgroup: two stages of 256-key d128 tiles need 256 KiB.
     with pytest.raises(KernelParamError, match=r"stages: 2 stage\(s\) .* need 262144 bytes"):
         gen.build("gfx950", {"block_n": 256, "stages": 2})
+
+
+def test_ping_pong_parameters():
+    from asterism.kernels.attention import check
+
+    gen = kernels.get(GEN)
+    assert check("gfx950", gen.resolve({})).s_buffers == 2
+    assert "S2" in check("gfx950", gen.resolve({})).pinned_vgprs
+    assert check("gfx950", gen.resolve({"stages": 1})).s_buffers == 1
+    assert check("gfx942", gen.resolve({})).s_buffers == 1
+    # block_n 128: a second 64-VGPR S buffer does not fit beside O, Q and S.
+    assert check("gfx950", gen.resolve({"block_n": 128})).s_buffers == 1
+    with pytest.raises(KernelParamError, match="s_buffers: 2 .* needs gfx950 with stages 2"):
+        gen.build("gfx942", {"s_buffers": 2})
+    with pytest.raises(KernelParamError, match="s_buffers: 2 .* needs gfx950 with stages 2"):
+        gen.build("gfx950", {"s_buffers": 2, "stages": 1})
 
 
 def test_generator_is_listed():

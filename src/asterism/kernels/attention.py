@@ -65,6 +65,9 @@ PARAMS = (
     Param("stages", 0, "LDS buffers of K/V tiles: 2 = double buffering (the DMA of the next "
           "key block runs under this block's MFMAs, gfx950), 1 = one buffer, 0 = 2 where "
           "it fits", choices=(0, 1, 2)),
+    Param("s_buffers", 0, "S register buffers: 2 = ping-pong (the S MFMAs of the next key "
+          "block co-issue with this block's softmax, gfx950 with stages 2), 1 = one, 0 = 2 "
+          "where they fit", choices=(0, 1, 2)),
     Param("seed", 0, "random seed of the inputs"),
 )
 
@@ -86,6 +89,7 @@ class Config:
     block_n: int
     waves: int
     stages: int = 1
+    s_buffers: int = 1
 
     @property
     def kstep(self) -> int:
@@ -150,8 +154,11 @@ class Config:
     @property
     def pinned_vgprs(self) -> dict[str, int]:
         """The pinned register regions and their sizes (VGPRs)."""
-        return {"O": self.head_dim // 2, "Q": self.head_dim // 4, "S": 16 * self.tiles,
-                "stats": 2}
+        regions = {"O": self.head_dim // 2, "Q": self.head_dim // 4, "S": 16 * self.tiles,
+                   "stats": 2}
+        if self.s_buffers == 2:
+            regions["S2"] = 16 * self.tiles
+        return regions
 
     def vgpr_estimate(self) -> int:
         """VGPRs of the kernel: v0-v7 (work-item id, early temporaries), the pinned regions
@@ -187,6 +194,7 @@ def check(target: str, p: dict[str, Any]) -> Config:
     cfg = Config(target, p["batch"], p["heads"], p["seq_q"], seq_k, p["head_dim"], p["dtype"],
                  p["causal"], p["scale"] or 1.0 / math.sqrt(p["head_dim"]), p["block_m"],
                  p["block_n"], p["waves"], stages=_stages(target, p, chip))
+    cfg = _with_s_buffers(cfg, p, chip.vgpr.arch)
     require(cfg.tile_bytes % (16 * 64 * cfg.waves) == 0, "waves",
             f"{cfg.waves} waves cannot split a {cfg.block_n}x{cfg.head_dim} tile into 16-byte "
             f"loads evenly ({cfg.tile_bytes} bytes); use fewer waves or a larger block_n")
@@ -214,6 +222,21 @@ def _stages(target: str, p: dict[str, Any], chip) -> int:
     block = 2 * p["block_n"] * 2 * p["head_dim"]  # one stage: K and V tiles
     fits = 2 * block <= chip.lds.bytes_per_workgroup
     return 2 if target == "gfx950" and fits else 1
+
+
+def _with_s_buffers(cfg: Config, p: dict[str, Any], budget: int) -> Config:
+    """The Config with its S buffers: the parameter, or for 0 two where they fit."""
+    import dataclasses
+
+    if p["s_buffers"] == 2:
+        require(cfg.target == "gfx950" and cfg.stages == 2, "s_buffers",
+                "2 (ping-pong S) needs gfx950 with stages 2 (the K tile of the next block "
+                f"in LDS one phase early), got {cfg.target} stages {cfg.stages}")
+        return dataclasses.replace(cfg, s_buffers=2)
+    if p["s_buffers"] == 1 or cfg.target != "gfx950" or cfg.stages != 2:
+        return cfg
+    two = dataclasses.replace(cfg, s_buffers=2)
+    return two if two.vgpr_estimate() <= budget else cfg
 
 
 class _Builder:
@@ -378,24 +401,30 @@ class _Builder:
             write()
 
     def pipelined(self, reads: Stream, mfmas: Stream, per_step: int, valu: int = 0,
-                  dma: tuple[Stream, Stream] | None = None) -> None:
+                  dma: tuple[Stream, Stream] | None = None, softmax: Stream | None = None,
+                  total: int = 0, first: int = 0) -> None:
         """MFMA step k co-issued with the LDS reads of step k + READ_AHEAD (the first
         READ_AHEAD steps' reads go first): the waits become lgkmcnt(n > 0). `dma`: direct-
         to-LDS loads of the next key block spread evenly over the MFMA steps (their
         shadows): the M0 writes before the MFMA, the loads after it (the MFMA is the wait
-        state an LDS DMA needs after an M0 write: no s_nop)."""
+        state an LDS DMA needs after an M0 write: no s_nop). `softmax`: VALU work of the
+        other S buffer spread evenly after the MFMAs (ping-pong; what is left goes after
+        the last one). A sequence of MFMAs may be split over several calls: `total` MFMA
+        steps in all, this call's first being step `first` (0, total 0: this call is all)."""
         kb = self.kb
-        for emit in reads.take(READ_AHEAD * 1):
-            emit(kb)
+        if first == 0:
+            for emit in reads.take(READ_AHEAD * 1):
+                emit(kb)
         n = len(mfmas)
+        total = total or n
         extra = {"valu": valu} if valu else {}
-        groups = [Group(mfma=1, ds_read=per_step, **extra)] * (n - READ_AHEAD) + \
-            [Group(mfma=1, **extra)] * READ_AHEAD
+        groups = [Group(mfma=1, ds_read=per_step if first + k < total - READ_AHEAD else 0,
+                        **extra) for k in range(n)]
         rules = [after(reads, exhausted="stop")]
         if dma is not None:
             m0s, loads = dma
-            per = -(-len(loads) // n)  # DMA loads per MFMA step
-            left = len(loads)
+            per = -(-len(loads) // total)  # DMA loads per MFMA step
+            left = loads.left
             for k, g in enumerate(groups):
                 took = min(per, left)
                 left -= took
@@ -403,7 +432,18 @@ class _Builder:
                     groups[k] = Group(**g.counts, salu=took, vmem_read=took)
             rules += [before(m0s, count=per, exhausted="stop"),
                       after(loads, count=per, exhausted="stop")]
-        kb.interleave(mfmas, *rules, expect=groups)
+        if softmax is not None:
+            per = -(-softmax.left // n)
+            rules.append(after(softmax, count=per, exhausted="stop"))
+            # VALU work of the softmax joins the groups: at least the MFMA, reads and DMA.
+            groups = [Group(**g.counts, exact=False) for g in groups]
+        if softmax is None:
+            kb.interleave(mfmas, *rules, expect=groups)
+            return
+        # Reads and DMA left over continue in the next call; the softmax's go here.
+        kb.interleave(mfmas, *rules, expect=groups, leftover="keep")
+        for emit in softmax.take(softmax.left):
+            emit(kb)
 
     def dma_m0(self) -> None:
         """gfx950: the M0 value (LDS destination of lane 0) of every direct-to-LDS load of a
@@ -424,44 +464,58 @@ class _Builder:
     def load_tiles_dma(self, first, step: int) -> None:
         """gfx950: buffer_load_dwordx4 ... lds straight into the tiles (no VGPRs, no
         ds_write); lane l of wave w lands at M0 + offset + 16 l."""
-        m0s, loads = self.dma_stream(first, step, None)
-        for set_m0, load in zip(m0s.items, loads.items, strict=True):
+        self.run_dma(self.dma_stream([(self.rk, 0, first, None), (self.rv, step, first, None)],
+                                     deferred=False))
+
+    def run_dma(self, dma: tuple[Stream, Stream]) -> None:
+        """The DMA streams' M0 writes and loads, in pairs, not interleaved with anything."""
+        for set_m0, load in zip(dma[0].items, dma[1].items, strict=True):
             set_m0(self.kb)
             load(self.kb)
 
-    def dma_stream(self, first, step: int, stage) -> tuple[Stream, Stream]:
-        """The direct-to-LDS loads of one key block (voffset `first`) as two streams: the
-        M0 writes (precomputed value [+ `stage`, the target buffer's LDS offset, SGPR]) and
-        the buffer_load_dwordx4 ... lds; their tokens go to self.dma_tokens."""
+    def dma_stream(self, parts, deferred: bool = True) -> tuple[Stream, Stream]:
+        """Direct-to-LDS loads of whole K / V tiles as two streams: the M0 writes
+        (precomputed value [+ the target buffer's LDS offset, an SGPR]) and the
+        buffer_load_dwordx4 ... lds; their tokens go to self.dma_tokens. `parts`: (rsrc,
+        tile, first voffset, stage SGPR or None) per tile, tile 0 for K, anything else V
+        (its LDS base is tile_bytes into the stage). `deferred`: waited for by token only."""
         cfg, kb = self.cfg, self.kb
+        step = 16 * 64 * cfg.waves
         pages = sorted({r * step // 4096 for r in range(cfg.loads_per_lane)})
-        voffs = {p: first if p == 0 else kb.v_add_u32(None, 4096 * p, first) for p in pages}
+        voffs = {(i, p): first if p == 0 else kb.v_add_u32(None, 4096 * p, first)
+                 for i, (_rs, _t, first, _st) in enumerate(parts) for p in pages}
         self.dma_tokens = []
 
-        def set_m0(kb, rsrc, base, r):
+        def set_m0(kb, i, r):
+            _rsrc, tile, _first, stage = parts[i]
+            base = 0 if tile == 0 else cfg.tile_bytes
             m0 = self.m0_region[self.m0_index[base, r * step // 4096]]
             if stage is None:
                 kb.s_mov_b32(kb.m0, m0)
             else:
                 kb.s_add_u32(kb.m0, m0, stage)
 
-        def load(kb, rsrc, base, r):
+        def load(kb, i, r):
             page, lo = divmod(r * step, 4096)
-            tok = kb.buffer_load_dwordx4(voffs[page], rsrc, 0, offen=True, lds=True, offset=lo)
-            if stage is not None:
+            tok = kb.buffer_load_dwordx4(voffs[i, page], parts[i][0], 0, offen=True, lds=True,
+                                         offset=lo)
+            if deferred:
                 kb.tokens_only(tok)  # waited for by token at the end of the iteration
             self.dma_tokens.append(tok)
 
-        space = [(rsrc, base, r) for rsrc, base in ((self.rk, 0), (self.rv, cfg.tile_bytes))
-                 for r in range(cfg.loads_per_lane)]
+        space = [(i, r) for i in range(len(parts)) for r in range(cfg.loads_per_lane)]
         return (Stream.over("m0", space, set_m0, kind="salu"),
                 Stream.over("dma", space, load, kind="vmem_read"))
 
-    def scores(self, dma: Stream | None = None) -> None:
-        """S^T = K Q^T for each 32-key tile of the block (MFMAs from LDS and Q); `dma`: the
-        next block's direct-to-LDS loads, co-issued with the MFMAs."""
+    def scores(self, S, dma: tuple[Stream, Stream] | None = None,
+               softmax: tuple[list, Any, list] | None = None) -> None:
+        """S^T = K Q^T into S for each 32-key tile of the block (MFMAs from LDS and Q);
+        `dma`: the next block's direct-to-LDS loads, co-issued with the MFMAs; `softmax`
+        (ping-pong): the other S buffer's softmax, (VALU before the rescale branch, the
+        branch, VALU after it), its VALU co-issued with the MFMAs, the MFMAs split in two
+        at the branch in proportion to the VALU work on either side."""
         cfg, kb = self.cfg, self.kb
-        S, Q = self.region["S"], self.region["Q"]
+        Q = self.region["Q"]
         read = kb.ds_read_b128 if cfg.frag == 4 else kb.ds_read_b64
         steps = cfg.head_dim // cfg.kstep
         frags = {}
@@ -475,63 +529,115 @@ class _Builder:
             kb.emit(cfg.mfma, acc, frags.pop((u, s)), Q[cfg.frag * s:cfg.frag * (s + 1)],
                     0 if s == 0 else acc)
 
-        space = unroll(cfg.tiles, steps)
-        self.pipelined(Stream.over("ds_read", space, read_k), Stream.over("mfma", space, mfma),
-                       1, dma=dma)
+        space = list(unroll(cfg.tiles, steps))
+        reads = Stream.over("ds_read", space, read_k)
+        if softmax is None:
+            self.pipelined(reads, Stream.over("mfma", space, mfma), 1, dma=dma)
+            return
+        before_branch, branch, after_branch = softmax
+        n = len(space)
+        split = min(n - 1, max(1, round(n * len(before_branch)
+                                        / (len(before_branch) + len(after_branch)))))
+        self.pipelined(reads, Stream.over("mfma", space[:split], mfma), 1, dma=dma,
+                       softmax=Stream("valu", before_branch), total=n)
+        branch(kb)
+        self.pipelined(reads, Stream.over("mfma", space[split:], mfma), 1, dma=dma,
+                       softmax=Stream("valu", after_branch), total=n, first=split)
 
-    def mask(self, key0) -> None:
-        """-inf for keys at or past this lane's limit (key0: the block's first key, SGPR)."""
-        cfg, kb = self.cfg, self.kb
-        S = self.region["S"]
-        rem = kb.v_sub_u32(None, self.lim, key0)
-        for u in range(cfg.tiles):
-            for r in range(16):
-                key = 32 * u + 8 * (r // 4) + r % 4
-                kb.v_cmp_lt_i32(key, rem)
-                kb.v_cndmask_b32(S[16 * u + r], self.neg_inf, S[16 * u + r], kb.vcc)
-
-    def softmax(self) -> None:
-        """Online softmax update: m, l, the O rescale and P = exp2(S * c - m)."""
-        cfg, kb = self.cfg, self.kb
-        S, acc_o, st = self.region["S"], self.region["O"], self.region["stats"]
+    def softmax_items(self, S, key0=None) -> tuple[list, Any, list]:
+        """The online softmax of the scores in S as (VALU emitters before the branch of the
+        deferred rescale, the branch with the rescale, VALU emitters after it); P, packed
+        to 16 bits, goes to self.p. key0 (SGPR): the block's first key when masked."""
+        cfg = self.cfg
+        acc_o, st = self.region["O"], self.region["stats"]
         n = 16 * cfg.tiles
-        tmax = kb.v_max_f32(None, S[0], S[1])
+        v: dict[str, Any] = {}  # values passed between the emitters
+        first = []
+        if key0 is not None:
+            first.append(lambda kb: v.__setitem__("rem", kb.v_sub_u32(None, self.lim, key0)))
+            for r in range(n):
+                first.append(lambda kb, r=r: self.mask_one(S, r, v["rem"]))
+        first.append(lambda kb: v.__setitem__("t", kb.v_max_f32(None, S[0], S[1])))
         for r in range(2, n - 1, 2):
-            tmax = kb.v_max3_f32(None, tmax, S[r], S[r + 1])
-        other = self.exchange(tmax)
-        tmax = kb.v_max_f32(None, tmax, other)
-        m_new = kb.v_max_f32(None, st[0], kb.v_mul_f32(None, self.c_scale, tmax))
+            first.append(lambda kb, r=r: v.__setitem__(
+                "t", kb.v_max3_f32(None, v["t"], S[r], S[r + 1])))
+        first += self.exchange_items(v, "t", "o")
+        first.append(lambda kb: v.__setitem__("t", kb.v_max_f32(None, v["t"], v["o"])))
+        first.append(lambda kb: v.__setitem__("m", kb.v_max_f32(
+            None, st[0], kb.v_mul_f32(None, self.c_scale, v["t"]))))
         # Deferred rescale: when no row's max moved, alpha is 1 everywhere; skip the
         # multiplications of l and the D/2 O accumulators.
-        kb.v_cmp_neq_f32(m_new, st[0])
-        same = kb.new_label("max_kept")
-        kb.s_cbranch_vccz(same)
-        alpha = kb.v_exp_f32(None, kb.v_sub_f32(None, st[0], m_new))
-        kb.v_mul_f32(st[1], alpha, st[1])
-        for r in range(len(acc_o)):
-            kb.v_mul_f32(acc_o[r], alpha, acc_o[r])
-        kb.place(same)
-        kb.v_mov_b32(st[0], m_new)
-        neg_m = kb.v_sub_f32(None, 0, m_new)
+        first.append(lambda kb: kb.v_cmp_neq_f32(v["m"], st[0]))
+
+        def branch(kb):
+            same = kb.new_label("max_kept")
+            kb.s_cbranch_vccz(same)
+            alpha = kb.v_exp_f32(None, kb.v_sub_f32(None, st[0], v["m"]))
+            kb.v_mul_f32(st[1], alpha, st[1])
+            for r in range(len(acc_o)):
+                kb.v_mul_f32(acc_o[r], alpha, acc_o[r])
+            kb.place(same)
+
+        second = [lambda kb: kb.v_mov_b32(st[0], v["m"]),
+                  lambda kb: v.__setitem__("neg_m", kb.v_sub_f32(None, 0, v["m"]))]
         # fma, exp and sum in separate sweeps: a VALU op reading a v_exp_f32 result right
         # after it costs a wait state (s_nop) on gfx950.
-        for r in range(n):
-            kb.v_fma_f32(S[r], S[r], self.c_scale, neg_m)
-        for r in range(n):
-            kb.v_exp_f32(S[r], S[r])
-        for r in range(n):
-            kb.v_add_f32(st[1], S[r], st[1])
+        second += [lambda kb, r=r: kb.v_fma_f32(S[r], S[r], self.c_scale, v["neg_m"])
+                   for r in range(n)]
+        second += [lambda kb, r=r: kb.v_exp_f32(S[r], S[r]) for r in range(n)]
+        second += [lambda kb, r=r: kb.v_add_f32(st[1], S[r], st[1]) for r in range(n)]
+        second += self.pack_items(S)
+        return first, branch, second
 
-    def exchange(self, value):
-        """The value of lane l ^ 32 (the other half of this lane's query row)."""
+    def mask_one(self, S, r: int, rem) -> None:
+        """-inf for score register r when its key is at or past this lane's limit."""
         kb = self.kb
-        if self.cfg.target == "gfx950":
-            a = kb.v_mov_b32(None, value)
-            b = kb.v_mov_b32(None, value)
-            a, b = kb.v_permlane32_swap_b32(a, b)
-            # lanes 0-31 got the partner in b, lanes 32-63 in a; the other is their own.
-            return kb.v_max_f32(None, a, b)
-        return kb.ds_bpermute_b32(None, self.partner, value)
+        key = 32 * (r // 16) + 8 * (r % 16 // 4) + r % 4
+        kb.v_cmp_lt_i32(key, rem)
+        kb.v_cndmask_b32(S[r], self.neg_inf, S[r], kb.vcc)
+
+    def softmax(self, S, key0=None) -> None:
+        """Online softmax update of S in place (masked when key0 is given), not
+        interleaved: m, l, the O rescale, P = exp2(S * c - m) packed into self.p."""
+        first, branch, second = self.softmax_items(S, key0)
+        for emit in first:
+            emit(self.kb)
+        branch(self.kb)
+        for emit in second:
+            emit(self.kb)
+
+    def exchange_items(self, v: dict, src: str, dst: str) -> list:
+        """Emitters setting v[dst] to the max of v[src] with lane l ^ 32's (the other half of
+        this lane's query row)."""
+        if self.cfg.target != "gfx950":
+            return [lambda kb: v.__setitem__(dst, kb.ds_bpermute_b32(None, self.partner,
+                                                                     v[src]))]
+
+        def swap(kb):
+            v["a"], v["b"] = kb.v_permlane32_swap_b32(v["a"], v["b"])
+
+        # lanes 0-31 get the partner in b, lanes 32-63 in a; the other is their own.
+        return [lambda kb: v.__setitem__("a", kb.v_mov_b32(None, v[src])),
+                lambda kb: v.__setitem__("b", kb.v_mov_b32(None, v[src])),
+                swap,
+                lambda kb: v.__setitem__(dst, kb.v_max_f32(None, v["a"], v["b"]))]
+
+    def pack_items(self, S) -> list:
+        """Emitters packing P (S after the softmax) to 16-bit B operands into self.p: the
+        registers of kstep consecutive keys are one MFMA step's operand."""
+        cfg = self.cfg
+        self.p = {}
+        words: dict[tuple[int, int], list] = {}
+        items = []
+        for u in range(cfg.tiles):
+            for t in range(32 // cfg.kstep):
+                first = 16 * u + cfg.kstep // 2 * t  # lane holds kstep / 2 of its keys
+                for w in range(cfg.frag):
+                    items.append(lambda kb, u=u, t=t, a=first + 2 * w: words.setdefault(
+                        (u, t), []).append(self.pack(S[a], S[a + 1])))
+                items.append(lambda kb, u=u, t=t: self.p.__setitem__(
+                    (u, t), kb.join(*words.pop((u, t)), align=2)))
+        return items
 
     def pack(self, lo, hi):
         """Two f32 values as one dword of two 16-bit values of the dtype (lo first)."""
@@ -549,17 +655,11 @@ class _Builder:
         return kb.v_perm_b32(None, hi_r, lo_r, self.c_perm)
 
     def accumulate(self) -> None:
-        """O^T += V^T P^T: P from the S registers, V^T read transposed from LDS."""
-        cfg, kb = self.cfg, self.kb
-        S, acc_o = self.region["S"], self.region["O"]
+        """O^T += V^T P^T: P packed in self.p (by the softmax), V^T read transposed from
+        LDS."""
+        cfg, acc_o = self.cfg, self.region["O"]
         steps = 32 // cfg.kstep
-        p = {}
-        for u in range(cfg.tiles):
-            for t in range(steps):
-                first = 16 * u + cfg.kstep // 2 * t  # lane holds kstep / 2 of its keys
-                words = [self.pack(S[first + 2 * w], S[first + 2 * w + 1])
-                         for w in range(cfg.frag)]
-                p[u, t] = kb.join(*words, align=2)
+        p = self.p
         frags = {}
 
         def read_v(kb, db, u, t):
@@ -603,13 +703,14 @@ class _Builder:
         if cfg.stages == 2:
             self.first_stage()
         count = self.block_count()
+        loop = self.key_loop_pingpong if cfg.s_buffers == 2 else self.key_loop
         if not (cfg.causal or cfg.ragged):
-            self.key_loop(count, masked=False, name="key_loop")
+            loop(count, masked=False, name="key_loop")
             return
         full = self.full_blocks()
         rest = kb.s_sub_u32(None, count, full)
-        self.key_loop(full, masked=False, name="key_loop")
-        self.key_loop(rest, masked=True, name="masked_loop")
+        loop(full, masked=False, name="key_loop")
+        loop(rest, masked=True, name="masked_loop")
 
     def key_loop(self, count, masked: bool, name: str) -> None:
         """`count` (SGPR, may be 0) iterations of the loop body."""
@@ -624,24 +725,62 @@ class _Builder:
         kb.s_cbranch_scc1(top)
         kb.place(done)
 
-    def body(self, masked: bool) -> None:
+    def key_loop_pingpong(self, count, masked: bool, name: str) -> None:
+        """`count` (SGPR, may be 0) iterations, unrolled by two so that the S buffers swap
+        roles statically (S holds this block's scores at the top of the first copy, S2 at
+        the top of the second). An odd count leaves the next block's scores in S2: one copy
+        to S at the exit keeps "scores in S" true between the loops."""
+        kb = self.kb
+        S, S2 = self.region["S"], self.region["S2"]
+        done = kb.new_label(f"{name}_end")
+        odd = kb.new_label(f"{name}_odd")
+        kb.s_cmp_eq_u32(count, 0)
+        kb.s_cbranch_scc1(done)
+        top = kb.label(name)
+        self.body(masked, S, S2)
+        kb.s_sub_u32(count, count, 1)
+        kb.s_cmp_eq_u32(count, 0)
+        kb.s_cbranch_scc1(odd)
+        self.body(masked, S2, S)
+        kb.s_sub_u32(count, count, 1)
+        kb.s_cmp_lg_u32(count, 0)
+        kb.s_cbranch_scc1(top)
+        kb.s_branch(done)
+        kb.place(odd)
+        for r in range(len(S)):
+            kb.v_mov_b32(S[r], S2[r])
+        kb.place(done)
+
+    def body(self, masked: bool, S=None, S_next=None) -> None:
         """One key block: tiles to LDS, S, (mask), softmax, O += P V. Double-buffered: the
         tiles of this block are in LDS already; the next block's go to the other buffer
-        under the S MFMAs, and one barrier at the end publishes them."""
+        under the S MFMAs, and one barrier at the end publishes them. Ping-pong (S_next
+        given): S holds this block's scores already; the MFMAs of the next block's go to
+        S_next while the softmax of S co-issues with them."""
         cfg, kb = self.cfg, self.kb
-        dma = None
-        if cfg.stages == 1:
-            kb.s_barrier()  # every wave is done with the previous tiles
-            self.load_tiles(self.key_off)
-            kb.s_barrier()
+        key0 = self.key0 if masked else None
+        if S_next is not None:
+            # DMA of K of block n + 2 (its buffer: the one K of block n was read from) and V
+            # of block n + 1 (past seq_k the range check reads zeros).
+            k_first = kb.v_add_u32(None, self.key_off, self.copy_voff_k)
+            v_first = kb.v_add_u32(None, self.key_off, self.copy_voff_next)
+            dma = self.dma_stream([(self.rk, 0, k_first, self.k_stage),
+                                   (self.rv, 1, v_first, self.dma_stage)])
+            self.scores(S_next, dma, softmax=self.softmax_items(S, key0))
         else:
-            # Next block: key_off + tile_bytes (past seq_k the range check reads zeros).
-            first = kb.v_add_u32(None, self.key_off, self.copy_voff_next)
-            dma = self.dma_stream(first, 16 * 64 * cfg.waves, self.dma_stage)
-        self.scores(dma)
-        if masked:
-            self.mask(self.key0)
-        self.softmax()
+            S = self.region["S"]
+            dma = None
+            if cfg.stages == 1:
+                kb.s_barrier()  # every wave is done with the previous tiles
+                self.load_tiles(self.key_off)
+                kb.s_barrier()
+            else:
+                # Next block: key_off + tile_bytes (past seq_k the range check reads zeros).
+                first = kb.v_add_u32(None, self.key_off, self.copy_voff_next)
+                dma = self.dma_stream([(self.rk, 0, first, self.dma_stage),
+                                       (self.rv, 1, first, self.dma_stage)])
+            self.scores(S, dma)
+            self.softmax(S, key0)
         self.accumulate()
         if cfg.stages == 2:
             self.next_stage()
@@ -650,12 +789,27 @@ class _Builder:
 
     def first_stage(self) -> None:
         """Double buffering: the first key block's tiles into buffer 0, then the loop reads
-        buffer 0 while the DMA fills buffer 1 (self.dma_stage: its LDS offset)."""
+        buffer 0 while the DMA fills buffer 1 (self.dma_stage: its LDS offset). Ping-pong:
+        also K of block 1 into buffer 1, and the scores of block 0 into S before the loop;
+        the loop then reads K from buffer 1 and V from buffer 0, and DMAs K to buffer 0
+        (self.k_stage) and V to buffer 1."""
         cfg, kb = self.cfg, self.kb
-        self.load_tiles(self.key_off)
+        first = kb.v_add_u32(None, self.key_off, self.copy_voff)
+        parts = [(self.rk, 0, first, None), (self.rv, 1, first, None)]
+        if cfg.s_buffers == 2:
+            self.dma_stage = kb.s_mov_b32(None, cfg.stage_bytes)
+            k1 = kb.v_add_u32(None, cfg.tile_bytes, first)
+            parts.append((self.rk, 0, k1, self.dma_stage))
+        self.run_dma(self.dma_stream(parts, deferred=False))
         kb.wait(*self.dma_tokens)
         kb.s_barrier()
-        self.dma_stage = kb.s_mov_b32(None, cfg.stage_bytes)
+        if cfg.s_buffers == 2:
+            self.k_stage = kb.s_mov_b32(None, 0)
+            self.copy_voff_k = kb.v_add_u32(None, 2 * cfg.tile_bytes, self.copy_voff)
+            self.scores(self.region["S"])
+            kb.v_xor_b32(self.addr_k, cfg.stage_bytes, self.addr_k)
+        else:
+            self.dma_stage = kb.s_mov_b32(None, cfg.stage_bytes)
         self.copy_voff_next = kb.v_add_u32(None, cfg.tile_bytes, self.copy_voff)
 
     def next_stage(self) -> None:
@@ -665,6 +819,8 @@ class _Builder:
         kb.wait(*self.dma_tokens)
         kb.s_barrier()
         kb.s_xor_b32(self.dma_stage, self.dma_stage, cfg.stage_bytes)
+        if cfg.s_buffers == 2:
+            kb.s_xor_b32(self.k_stage, self.k_stage, cfg.stage_bytes)
         kb.v_xor_b32(self.addr_k, cfg.stage_bytes, self.addr_k)
         kb.v_xor_b32(self.addr_v, cfg.stage_bytes, self.addr_v)
 
