@@ -47,6 +47,7 @@ NEG_INF_BITS = 0xFF800000
 M_INIT = -1.0e30  # finite start of the running max: exp2(M_INIT - m) is 0, never NaN
 COPY_LAG = 4  # global -> LDS copies through registers: loads in flight before the writes
 READ_AHEAD = 2  # MFMA steps the LDS operand reads run ahead of their MFMA
+PV_READ_AHEAD = 4  # the same for the V^T reads of gfx950 (2 ds_read_b64_tr_b16 per MFMA)
 DMA_M0_SGPR = 64  # first SGPR of the pinned DMA M0 values (gfx950)
 BUFFER_WORD3 = 0x00020000  # raw buffer, 32-bit data format (range-checked, stride 0)
 
@@ -402,7 +403,7 @@ class _Builder:
 
     def pipelined(self, reads: Stream, mfmas: Stream, per_step: int, valu: int = 0,
                   dma: tuple[Stream, Stream] | None = None, softmax: Stream | None = None,
-                  total: int = 0, first: int = 0) -> None:
+                  total: int = 0, first: int = 0, ahead: int = READ_AHEAD) -> None:
         """MFMA step k co-issued with the LDS reads of step k + READ_AHEAD (the first
         READ_AHEAD steps' reads go first): the waits become lgkmcnt(n > 0). `dma`: direct-
         to-LDS loads of the next key block spread evenly over the MFMA steps (their
@@ -413,12 +414,12 @@ class _Builder:
         steps in all, this call's first being step `first` (0, total 0: this call is all)."""
         kb = self.kb
         if first == 0:
-            for emit in reads.take(READ_AHEAD * 1):
+            for emit in reads.take(ahead):
                 emit(kb)
         n = len(mfmas)
         total = total or n
         extra = {"valu": valu} if valu else {}
-        groups = [Group(mfma=1, ds_read=per_step if first + k < total - READ_AHEAD else 0,
+        groups = [Group(mfma=1, ds_read=per_step if first + k < total - ahead else 0,
                         **extra) for k in range(n)]
         rules = [after(reads, exhausted="stop")]
         if dma is not None:
@@ -542,7 +543,8 @@ class _Builder:
                        softmax=Stream("valu", before_branch), total=n)
         branch(kb)
         self.pipelined(reads, Stream.over("mfma", space[split:], mfma), 1, dma=dma,
-                       softmax=Stream("valu", after_branch), total=n, first=split)
+                       softmax=Stream("valu", after_branch), total=n, first=split,
+                       )
 
     def softmax_items(self, S, key0=None) -> tuple[list, Any, list]:
         """The online softmax of the scores in S as (VALU emitters before the branch of the
@@ -585,8 +587,9 @@ class _Builder:
         second += [lambda kb, r=r: kb.v_fma_f32(S[r], S[r], self.c_scale, v["neg_m"])
                    for r in range(n)]
         second += [lambda kb, r=r: kb.v_exp_f32(S[r], S[r]) for r in range(n)]
-        second += [lambda kb, r=r: kb.v_add_f32(st[1], S[r], st[1]) for r in range(n)]
         second += self.pack_items(S)
+        # The running sum is not needed by P V: its adds can wait for the P V MFMAs.
+        self.late = [lambda kb, r=r: kb.v_add_f32(st[1], S[r], st[1]) for r in range(n)]
         return first, branch, second
 
     def mask_one(self, S, r: int, rem) -> None:
@@ -603,8 +606,9 @@ class _Builder:
         for emit in first:
             emit(self.kb)
         branch(self.kb)
-        for emit in second:
+        for emit in second + self.late:
             emit(self.kb)
+        self.late = []
 
     def exchange_items(self, v: dict, src: str, dst: str) -> list:
         """Emitters setting v[dst] to the max of v[src] with lane l ^ 32's (the other half of
@@ -675,8 +679,11 @@ class _Builder:
 
         space = unroll(cfg.head_dim // 32, cfg.tiles, steps)
         gfx950 = cfg.target == "gfx950"
+        late = Stream("valu", self.late) if self.late else None  # ping-pong: the l adds
         self.pipelined(Stream.over("ds_read", space, read_v), Stream.over("mfma", space, mfma),
-                       2 if gfx950 else 4, valu=0 if gfx950 else 2)
+                       2 if gfx950 else 4, valu=0 if gfx950 else 2,
+                       ahead=PV_READ_AHEAD if gfx950 else READ_AHEAD, softmax=late)
+        self.late = []
 
     def v_fragment(self, key: int, db: int):
         """The V^T operand of keys key.. (kstep of them) and head-dim block db."""
