@@ -163,3 +163,15 @@ def test_generator_is_listed():
     assert gen.targets == ("gfx950", "gfx942")
     assert {p.name for p in gen.params} >= {"batch", "heads", "seq_q", "seq_k", "head_dim",
                                              "dtype", "causal", "block_m", "block_n", "waves"}
+
+
+def test_gfx950_output_stores_are_dwordx4():
+    # 128 head-dim values per row as 2-byte values: 8 stores of 16 bytes per lane (after one
+    # v_permlane32_swap_b32 per dword) instead of 16 stores of 8 bytes (gfx942 keeps those).
+    def text(target):
+        return str(kernels.get(GEN).build(target, {"seq_q": 64}).module)
+
+    gfx950, gfx942 = text("gfx950"), text("gfx942")
+    assert gfx950.count("buffer_store_dwordx4") == 8
+    assert "buffer_store_dwordx2" not in gfx950
+    assert gfx942.count("buffer_store_dwordx2") == 16

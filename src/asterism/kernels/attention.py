@@ -543,8 +543,7 @@ class _Builder:
                        softmax=Stream("valu", before_branch), total=n)
         branch(kb)
         self.pipelined(reads, Stream.over("mfma", space[split:], mfma), 1, dma=dma,
-                       softmax=Stream("valu", after_branch), total=n, first=split,
-                       )
+                       softmax=Stream("valu", after_branch), total=n, first=split)
 
     def softmax_items(self, S, key0=None) -> tuple[list, Any, list]:
         """The online softmax of the scores in S as (VALU emitters before the branch of the
@@ -853,21 +852,49 @@ class _Builder:
         return kb.s_lshr_b32(None, end, int(math.log2(cfg.block_n)))
 
     def store(self) -> None:
-        """O = O^T / l, converted and stored 4 head-dim values per lane and store."""
+        """O = O^T / l, converted and stored: 8 head-dim values per lane and store on gfx950
+        (permlane-swapped), 4 on gfx942."""
         cfg, kb = self.cfg, self.kb
-        acc_o, st = self.region["O"], self.region["stats"]
+        st = self.region["stats"]
         total = kb.v_add_f32(None, st[1], self.exchange_sum(st[1]))
         inv = kb.v_rcp_f32(None, total)
+        if cfg.target == "gfx950":
+            self.store_dwordx4(inv)
+            return
         voff = self.row_offset(self.query_row(), kb.v_lshlrev_b32(None, 3, self.half))
         soff = 0
         for db in range(cfg.head_dim // 32):
             for g in range(4):
-                r = 16 * db + 4 * g
-                vals = [kb.v_mul_f32(None, inv, acc_o[r + k]) for k in range(4)]
-                data = kb.join(self.pack(vals[0], vals[1]), self.pack(vals[2], vals[3]),
-                               align=2)
+                data = kb.join(*self.packed_group(inv, db, g), align=2)
                 kb.buffer_store_dwordx2(data, voff, self.ro, soff, offen=True,
                                         offset=2 * (32 * db + 8 * g))
+
+    def packed_group(self, inv, db: int, g: int) -> list:
+        """O / l of register group g of head-dim block db (4 head-dim values 32 db + 8 g +
+        4 h..) as two 16-bit-pair dwords."""
+        kb, acc_o = self.kb, self.region["O"]
+        r = 16 * db + 4 * g
+        vals = [kb.v_mul_f32(None, inv, acc_o[r + k]) for k in range(4)]
+        return [self.pack(vals[0], vals[1]), self.pack(vals[2], vals[3])]
+
+    def store_dwordx4(self, inv) -> None:
+        """gfx950: 16 contiguous bytes per lane and store. Of register groups 2k and 2k + 1
+        lane l < 32 holds head-dim values 16k + 0..3 and 16k + 8..11, lane l + 32 16k + 4..7
+        and 16k + 12..15: one v_permlane32_swap_b32 per dword trades group 2k + 1 of the low
+        half for group 2k of the high half, so lane l holds 16k + 0..7 and lane l + 32
+        16k + 8..15, stored with one buffer_store_dwordx4 (half the stores of dwordx2)."""
+        cfg, kb = self.cfg, self.kb
+        voff = self.row_offset(self.query_row(), kb.v_lshlrev_b32(None, 4, self.half))
+        for db in range(cfg.head_dim // 32):
+            for k in range(2):
+                a = self.packed_group(inv, db, 2 * k)
+                b = self.packed_group(inv, db, 2 * k + 1)
+                for w in range(2):
+                    # a's lanes 32-63 <-> b's lanes 0-31.
+                    a[w], b[w] = kb.v_permlane32_swap_b32(a[w], b[w])
+                data = kb.join(*a, *b, align=4)
+                kb.buffer_store_dwordx4(data, voff, self.ro, 0, offen=True,
+                                        offset=2 * (32 * db + 16 * k))
 
     def exchange_sum(self, value):
         """The value of lane l ^ 32."""
