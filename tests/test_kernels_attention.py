@@ -49,6 +49,12 @@ CASES = [
     # masked one, which reads them from S
     ("gfx950", dict(heads=1, seq_q=64, seq_k=128, head_dim=64, dtype="bf16", causal=True,
                     waves=2, block_m=64, block_n=64, s_buffers=2)),
+    # O in AGPRs (MFMA C/D; the rescale and the output through v_accvgpr_read/write)
+    ("gfx942", dict(heads=1, seq_q=40, head_dim=64, dtype="f16", waves=1, block_m=32,
+                    block_n=32, o_regs="agpr")),
+    # block_n 128 on gfx950: ping-pong fits only with O in AGPRs (the auto choice)
+    ("gfx950", dict(heads=1, seq_q=64, seq_k=200, head_dim=128, dtype="bf16", waves=2,
+                    block_m=64, block_n=128)),
 ]
 
 
@@ -107,6 +113,7 @@ def test_reference_hand_values():
     (dict(scale=-1.0), "scale"),
     (dict(blocks=3), "blocks"),
     (dict(stages=3), "stages"),
+    (dict(o_regs="sgpr"), "o_regs"),
 ])
 def test_bad_parameters(params, names):
     with pytest.raises(KernelParamError, match=names):
@@ -149,8 +156,12 @@ def test_ping_pong_parameters():
     assert "S2" in check("gfx950", gen.resolve({})).pinned_vgprs
     assert check("gfx950", gen.resolve({"stages": 1})).s_buffers == 1
     assert check("gfx942", gen.resolve({})).s_buffers == 1
-    # block_n 128: a second 64-VGPR S buffer does not fit beside O, Q and S.
-    assert check("gfx950", gen.resolve({"block_n": 128})).s_buffers == 1
+    # block_n 128: a second 64-VGPR S buffer fits beside Q and S only with O in AGPRs.
+    big = check("gfx950", gen.resolve({"block_n": 128}))
+    assert (big.s_buffers, big.o_agprs, "O" in big.pinned_vgprs) == (2, True, False)
+    assert big.pinned_agprs == {"O": 64}
+    assert check("gfx950", gen.resolve({"block_n": 128, "o_regs": "vgpr"})).s_buffers == 1
+    assert not check("gfx950", gen.resolve({})).o_agprs  # block_n 64: O stays in VGPRs
     with pytest.raises(KernelParamError, match="s_buffers: 2 .* needs gfx950 with stages 2"):
         gen.build("gfx942", {"s_buffers": 2})
     with pytest.raises(KernelParamError, match="s_buffers: 2 .* needs gfx950 with stages 2"):

@@ -69,6 +69,9 @@ PARAMS = (
     Param("s_buffers", 0, "S register buffers: 2 = ping-pong (the S MFMAs of the next key "
           "block co-issue with this block's softmax, gfx950 with stages 2), 1 = one, 0 = 2 "
           "where they fit", choices=(0, 1, 2)),
+    Param("o_regs", "auto", "registers of the O accumulator: vgpr, agpr (MFMA C/D in AGPRs, "
+          "VALU through v_accvgpr_read/write; frees head_dim / 2 VGPRs), auto = vgpr where "
+          "the rest fits", choices=("auto", "vgpr", "agpr")),
     Param("seed", 0, "random seed of the inputs"),
 )
 
@@ -91,6 +94,7 @@ class Config:
     waves: int
     stages: int = 1
     s_buffers: int = 1
+    o_agprs: bool = False
 
     @property
     def kstep(self) -> int:
@@ -157,9 +161,16 @@ class Config:
         """The pinned register regions and their sizes (VGPRs)."""
         regions = {"O": self.head_dim // 2, "Q": self.head_dim // 4, "S": 16 * self.tiles,
                    "stats": 2}
+        if self.o_agprs:
+            del regions["O"]
         if self.s_buffers == 2:
             regions["S2"] = 16 * self.tiles
         return regions
+
+    @property
+    def pinned_agprs(self) -> dict[str, int]:
+        """The pinned AGPR regions (O when o_regs is agpr)."""
+        return {"O": self.head_dim // 2} if self.o_agprs else {}
 
     def vgpr_estimate(self) -> int:
         """VGPRs of the kernel: v0-v7 (work-item id, early temporaries), the pinned regions
@@ -195,7 +206,7 @@ def check(target: str, p: dict[str, Any]) -> Config:
     cfg = Config(target, p["batch"], p["heads"], p["seq_q"], seq_k, p["head_dim"], p["dtype"],
                  p["causal"], p["scale"] or 1.0 / math.sqrt(p["head_dim"]), p["block_m"],
                  p["block_n"], p["waves"], stages=_stages(target, p, chip))
-    cfg = _with_s_buffers(cfg, p, chip.vgpr.arch)
+    cfg = _with_registers(cfg, p, chip.vgpr.arch)
     require(cfg.tile_bytes % (16 * 64 * cfg.waves) == 0, "waves",
             f"{cfg.waves} waves cannot split a {cfg.block_n}x{cfg.head_dim} tile into 16-byte "
             f"loads evenly ({cfg.tile_bytes} bytes); use fewer waves or a larger block_n")
@@ -225,19 +236,29 @@ def _stages(target: str, p: dict[str, Any], chip) -> int:
     return 2 if target == "gfx950" and fits else 1
 
 
-def _with_s_buffers(cfg: Config, p: dict[str, Any], budget: int) -> Config:
-    """The Config with its S buffers: the parameter, or for 0 two where they fit."""
+def _with_registers(cfg: Config, p: dict[str, Any], budget: int) -> Config:
+    """The Config with its S buffers and O registers: the parameters, or for 0 / auto two S
+    buffers where they fit (with O in VGPRs, else in AGPRs unless o_regs says vgpr), and O in
+    VGPRs where the rest fits."""
     import dataclasses
 
+    o_options = {"vgpr": (False,), "agpr": (True,), "auto": (False, True)}[p["o_regs"]]
     if p["s_buffers"] == 2:
         require(cfg.target == "gfx950" and cfg.stages == 2, "s_buffers",
                 "2 (ping-pong S) needs gfx950 with stages 2 (the K tile of the next block "
                 f"in LDS one phase early), got {cfg.target} stages {cfg.stages}")
-        return dataclasses.replace(cfg, s_buffers=2)
-    if p["s_buffers"] == 1 or cfg.target != "gfx950" or cfg.stages != 2:
-        return cfg
-    two = dataclasses.replace(cfg, s_buffers=2)
-    return two if two.vgpr_estimate() <= budget else cfg
+        buffers: tuple[int, ...] = (2,)
+    elif p["s_buffers"] == 1 or cfg.target != "gfx950" or cfg.stages != 2:
+        buffers = (1,)
+    else:
+        buffers = (2, 1)
+    for n in buffers:
+        for agpr in o_options:
+            c = dataclasses.replace(cfg, s_buffers=n, o_agprs=agpr)
+            if c.vgpr_estimate() <= budget:
+                return c
+    # Nothing fits: the last choice, refused with its estimate by the caller.
+    return dataclasses.replace(cfg, s_buffers=buffers[-1], o_agprs=o_options[-1])
 
 
 class _Builder:
@@ -259,6 +280,8 @@ class _Builder:
         for name, size in self.cfg.pinned_vgprs.items():
             self.region[name] = kb.reserve(name, f"v{first}-v{first + size - 1}")
             first += -(-size // 8) * 8  # 8-aligned starts: any operand alignment holds
+        for name, size in self.cfg.pinned_agprs.items():
+            self.region[name] = kb.reserve(name, f"a0-a{size - 1}")
 
     def resource(self, ptr, bh_bytes, seq: int):
         """A buffer descriptor for one (batch, head) slice: base + bh_bytes, seq rows."""
@@ -301,7 +324,10 @@ class _Builder:
         cfg, kb = self.cfg, self.kb
         acc_o, st = self.region["O"], self.region["stats"]
         for r in range(len(acc_o)):
-            kb.v_mov_b32(acc_o[r], 0)
+            if self.cfg.o_agprs:
+                kb.v_accvgpr_write_b32(acc_o[r], 0)
+            else:
+                kb.v_mov_b32(acc_o[r], 0)
         kb.v_mov_b32(st[0], M_INIT)
         kb.v_mov_b32(st[1], 0)
         # Lane l holds Q[row][kstep * s + (kstep / 2) * h ...] for each MFMA step s.
@@ -576,7 +602,11 @@ class _Builder:
             alpha = kb.v_exp_f32(None, kb.v_sub_f32(None, st[0], v["m"]))
             kb.v_mul_f32(st[1], alpha, st[1])
             for r in range(len(acc_o)):
-                kb.v_mul_f32(acc_o[r], alpha, acc_o[r])
+                if cfg.o_agprs:  # VALU reads no AGPR: through a VGPR and back
+                    o = kb.v_mul_f32(None, alpha, kb.v_accvgpr_read_b32(None, acc_o[r]))
+                    kb.v_accvgpr_write_b32(acc_o[r], o)
+                else:
+                    kb.v_mul_f32(acc_o[r], alpha, acc_o[r])
             kb.place(same)
 
         second = [lambda kb: kb.v_mov_b32(st[0], v["m"]),
@@ -874,7 +904,9 @@ class _Builder:
         4 h..) as two 16-bit-pair dwords."""
         kb, acc_o = self.kb, self.region["O"]
         r = 16 * db + 4 * g
-        vals = [kb.v_mul_f32(None, inv, acc_o[r + k]) for k in range(4)]
+        acc = [kb.v_accvgpr_read_b32(None, acc_o[r + k]) if self.cfg.o_agprs else acc_o[r + k]
+               for k in range(4)]
+        vals = [kb.v_mul_f32(None, inv, a) for a in acc]
         return [self.pack(vals[0], vals[1]), self.pack(vals[2], vals[3])]
 
     def store_dwordx4(self, inv) -> None:
