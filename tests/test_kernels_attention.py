@@ -186,3 +186,22 @@ def test_gfx950_output_stores_are_dwordx4():
     assert gfx950.count("buffer_store_dwordx4") == 8
     assert "buffer_store_dwordx2" not in gfx950
     assert gfx942.count("buffer_store_dwordx2") == 16
+
+
+@pytest.mark.parametrize("growth", [0.05, 3.0])
+def test_running_max_growth_with_and_without_rescale(growth):
+    # Scores that grow key block after key block: by a little (the running max stays, P up
+    # to 2^RESCALE_SLACK) or by a lot (a rescale of O and l in every block).
+    from asterism.kernels.attention import encode
+
+    case = kernels.get(GEN).build("gfx950", dict(heads=1, seq_q=32, seq_k=192, head_dim=64,
+                                                 waves=1, block_m=32, block_n=32))
+    rng = np.random.default_rng(3)
+    q = np.abs(rng.standard_normal((1, 1, 32, 64))) * 0.5
+    k = np.abs(rng.standard_normal((1, 1, 192, 64))) * (1 + growth * np.arange(192) / 32)[
+        None, None, :, None] * 0.2
+    case.args["q"], case.args["k"] = encode(q, "bf16"), encode(k, "bf16")
+    qf, kf, vf = (case.decode(n, case.args[n]) for n in "qkv")
+    case.reference = lambda: {"o": reference(qf, kf, vf, 1 / 8, False)}
+    excess, err = run_case(case)
+    assert excess <= 0, f"max error {err} above the tolerance"

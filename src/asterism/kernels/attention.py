@@ -44,6 +44,7 @@ TARGETS = ("gfx950", "gfx942")
 ROWS_PER_WAVE = 32  # one 32x32 MFMA tile of queries per wave
 LOG2E = 1.4426950408889634
 NEG_INF_BITS = 0xFF800000
+RESCALE_SLACK = 8.0  # growth of the running max (log2 units) tolerated before a rescale
 M_INIT = -1.0e30  # finite start of the running max: exp2(M_INIT - m) is 0, never NaN
 COPY_LAG = 4  # global -> LDS copies through registers: loads in flight before the writes
 READ_AHEAD = 2  # MFMA steps the LDS operand reads run ahead of their MFMA
@@ -592,9 +593,11 @@ class _Builder:
         first.append(lambda kb: v.__setitem__("t", kb.v_max_f32(None, v["t"], v["o"])))
         first.append(lambda kb: v.__setitem__("m", kb.v_max_f32(
             None, st[0], kb.v_mul_f32(None, self.c_scale, v["t"]))))
-        # Deferred rescale: when no row's max moved, alpha is 1 everywhere; skip the
+        # Deferred rescale: while no row's max grew by more than RESCALE_SLACK (log2 units)
+        # the old max stays (p <= 2^RESCALE_SLACK, exact: O and l share it); skip the
         # multiplications of l and the D/2 O accumulators.
-        first.append(lambda kb: kb.v_cmp_neq_f32(v["m"], st[0]))
+        first.append(lambda kb: kb.v_cmp_lt_f32(RESCALE_SLACK, kb.v_sub_f32(None, v["m"],
+                                                                            st[0])))
 
         def branch(kb):
             same = kb.new_label("max_kept")
@@ -607,10 +610,10 @@ class _Builder:
                     kb.v_accvgpr_write_b32(acc_o[r], o)
                 else:
                     kb.v_mul_f32(acc_o[r], alpha, acc_o[r])
+            kb.v_mov_b32(st[0], v["m"])
             kb.place(same)
 
-        second = [lambda kb: kb.v_mov_b32(st[0], v["m"]),
-                  lambda kb: v.__setitem__("neg_m", kb.v_sub_f32(None, 0, v["m"]))]
+        second = [lambda kb: v.__setitem__("neg_m", kb.v_sub_f32(None, 0, st[0]))]
         # fma, exp and sum in separate sweeps: a VALU op reading a v_exp_f32 result right
         # after it costs a wait state (s_nop) on gfx950.
         second += [lambda kb, r=r: kb.v_fma_f32(S[r], S[r], self.c_scale, v["neg_m"])
