@@ -44,6 +44,17 @@ CASES = [
     # one LDS buffer on gfx950 (the others there are double-buffered: stages 0 = 2)
     ("gfx950", dict(heads=1, seq_q=64, seq_k=160, head_dim=128, dtype="bf16", waves=2,
                     block_m=64, block_n=64, stages=1)),
+    # ping-pong S (the gfx950 default where it fits), forced: 1 full block (an odd count
+    # through the unrolled loop: the next scores are moved from S2 to S at its exit) then 1
+    # masked one, which reads them from S
+    ("gfx950", dict(heads=1, seq_q=64, seq_k=128, head_dim=64, dtype="bf16", causal=True,
+                    waves=2, block_m=64, block_n=64, s_buffers=2)),
+    # O in AGPRs (MFMA C/D; the rescale and the output through v_accvgpr_read/write)
+    ("gfx942", dict(heads=1, seq_q=40, head_dim=64, dtype="f16", waves=1, block_m=32,
+                    block_n=32, o_regs="agpr")),
+    # block_n 128 on gfx950: ping-pong fits only with O in AGPRs (the auto choice)
+    ("gfx950", dict(heads=1, seq_q=64, seq_k=200, head_dim=128, dtype="bf16", waves=2,
+                    block_m=64, block_n=128)),
 ]
 
 
@@ -102,6 +113,7 @@ def test_reference_hand_values():
     (dict(scale=-1.0), "scale"),
     (dict(blocks=3), "blocks"),
     (dict(stages=3), "stages"),
+    (dict(o_regs="sgpr"), "o_regs"),
 ])
 def test_bad_parameters(params, names):
     with pytest.raises(KernelParamError, match=names):
@@ -136,9 +148,60 @@ def test_double_buffering_parameters():
         gen.build("gfx950", {"block_n": 256, "stages": 2})
 
 
+def test_ping_pong_parameters():
+    from asterism.kernels.attention import check
+
+    gen = kernels.get(GEN)
+    assert check("gfx950", gen.resolve({})).s_buffers == 2
+    assert "S2" in check("gfx950", gen.resolve({})).pinned_vgprs
+    assert check("gfx950", gen.resolve({"stages": 1})).s_buffers == 1
+    assert check("gfx942", gen.resolve({})).s_buffers == 1
+    # block_n 128: a second 64-VGPR S buffer fits beside Q and S only with O in AGPRs.
+    big = check("gfx950", gen.resolve({"block_n": 128}))
+    assert (big.s_buffers, big.o_agprs, "O" in big.pinned_vgprs) == (2, True, False)
+    assert big.pinned_agprs == {"O": 64}
+    assert check("gfx950", gen.resolve({"block_n": 128, "o_regs": "vgpr"})).s_buffers == 1
+    assert not check("gfx950", gen.resolve({})).o_agprs  # block_n 64: O stays in VGPRs
+    with pytest.raises(KernelParamError, match="s_buffers: 2 .* needs gfx950 with stages 2"):
+        gen.build("gfx942", {"s_buffers": 2})
+    with pytest.raises(KernelParamError, match="s_buffers: 2 .* needs gfx950 with stages 2"):
+        gen.build("gfx950", {"s_buffers": 2, "stages": 1})
+
+
 def test_generator_is_listed():
     gen = kernels.get(GEN)
     assert gen in kernels.generators()
     assert gen.targets == ("gfx950", "gfx942")
     assert {p.name for p in gen.params} >= {"batch", "heads", "seq_q", "seq_k", "head_dim",
                                              "dtype", "causal", "block_m", "block_n", "waves"}
+
+
+def test_gfx950_output_stores_are_dwordx4():
+    # 128 head-dim values per row as 2-byte values: 8 stores of 16 bytes per lane (after one
+    # v_permlane32_swap_b32 per dword) instead of 16 stores of 8 bytes (gfx942 keeps those).
+    def text(target):
+        return str(kernels.get(GEN).build(target, {"seq_q": 64}).module)
+
+    gfx950, gfx942 = text("gfx950"), text("gfx942")
+    assert gfx950.count("buffer_store_dwordx4") == 8
+    assert "buffer_store_dwordx2" not in gfx950
+    assert gfx942.count("buffer_store_dwordx2") == 16
+
+
+@pytest.mark.parametrize("growth", [0.05, 3.0])
+def test_running_max_growth_with_and_without_rescale(growth):
+    # Scores that grow key block after key block: by a little (the running max stays, P up
+    # to 2^RESCALE_SLACK) or by a lot (a rescale of O and l in every block).
+    from asterism.kernels.attention import encode
+
+    case = kernels.get(GEN).build("gfx950", dict(heads=1, seq_q=32, seq_k=192, head_dim=64,
+                                                 waves=1, block_m=32, block_n=32))
+    rng = np.random.default_rng(3)
+    q = np.abs(rng.standard_normal((1, 1, 32, 64))) * 0.5
+    k = np.abs(rng.standard_normal((1, 1, 192, 64))) * (1 + growth * np.arange(192) / 32)[
+        None, None, :, None] * 0.2
+    case.args["q"], case.args["k"] = encode(q, "bf16"), encode(k, "bf16")
+    qf, kf, vf = (case.decode(n, case.args[n]) for n in "qkv")
+    case.reference = lambda: {"o": reference(qf, kf, vf, 1 / 8, False)}
+    excess, err = run_case(case)
+    assert excess <= 0, f"max error {err} above the tolerance"

@@ -44,9 +44,11 @@ TARGETS = ("gfx950", "gfx942")
 ROWS_PER_WAVE = 32  # one 32x32 MFMA tile of queries per wave
 LOG2E = 1.4426950408889634
 NEG_INF_BITS = 0xFF800000
+RESCALE_SLACK = 8.0  # growth of the running max (log2 units) tolerated before a rescale
 M_INIT = -1.0e30  # finite start of the running max: exp2(M_INIT - m) is 0, never NaN
 COPY_LAG = 4  # global -> LDS copies through registers: loads in flight before the writes
 READ_AHEAD = 2  # MFMA steps the LDS operand reads run ahead of their MFMA
+PV_READ_AHEAD = 4  # the same for the V^T reads of gfx950 (2 ds_read_b64_tr_b16 per MFMA)
 DMA_M0_SGPR = 64  # first SGPR of the pinned DMA M0 values (gfx950)
 BUFFER_WORD3 = 0x00020000  # raw buffer, 32-bit data format (range-checked, stride 0)
 
@@ -65,6 +67,12 @@ PARAMS = (
     Param("stages", 0, "LDS buffers of K/V tiles: 2 = double buffering (the DMA of the next "
           "key block runs under this block's MFMAs, gfx950), 1 = one buffer, 0 = 2 where "
           "it fits", choices=(0, 1, 2)),
+    Param("s_buffers", 0, "S register buffers: 2 = ping-pong (the S MFMAs of the next key "
+          "block co-issue with this block's softmax, gfx950 with stages 2), 1 = one, 0 = 2 "
+          "where they fit", choices=(0, 1, 2)),
+    Param("o_regs", "auto", "registers of the O accumulator: vgpr, agpr (MFMA C/D in AGPRs, "
+          "VALU through v_accvgpr_read/write; frees head_dim / 2 VGPRs), auto = vgpr where "
+          "the rest fits", choices=("auto", "vgpr", "agpr")),
     Param("seed", 0, "random seed of the inputs"),
 )
 
@@ -86,6 +94,8 @@ class Config:
     block_n: int
     waves: int
     stages: int = 1
+    s_buffers: int = 1
+    o_agprs: bool = False
 
     @property
     def kstep(self) -> int:
@@ -150,8 +160,18 @@ class Config:
     @property
     def pinned_vgprs(self) -> dict[str, int]:
         """The pinned register regions and their sizes (VGPRs)."""
-        return {"O": self.head_dim // 2, "Q": self.head_dim // 4, "S": 16 * self.tiles,
-                "stats": 2}
+        regions = {"O": self.head_dim // 2, "Q": self.head_dim // 4, "S": 16 * self.tiles,
+                   "stats": 2}
+        if self.o_agprs:
+            del regions["O"]
+        if self.s_buffers == 2:
+            regions["S2"] = 16 * self.tiles
+        return regions
+
+    @property
+    def pinned_agprs(self) -> dict[str, int]:
+        """The pinned AGPR regions (O when o_regs is agpr)."""
+        return {"O": self.head_dim // 2} if self.o_agprs else {}
 
     def vgpr_estimate(self) -> int:
         """VGPRs of the kernel: v0-v7 (work-item id, early temporaries), the pinned regions
@@ -187,6 +207,7 @@ def check(target: str, p: dict[str, Any]) -> Config:
     cfg = Config(target, p["batch"], p["heads"], p["seq_q"], seq_k, p["head_dim"], p["dtype"],
                  p["causal"], p["scale"] or 1.0 / math.sqrt(p["head_dim"]), p["block_m"],
                  p["block_n"], p["waves"], stages=_stages(target, p, chip))
+    cfg = _with_registers(cfg, p, chip.vgpr.arch)
     require(cfg.tile_bytes % (16 * 64 * cfg.waves) == 0, "waves",
             f"{cfg.waves} waves cannot split a {cfg.block_n}x{cfg.head_dim} tile into 16-byte "
             f"loads evenly ({cfg.tile_bytes} bytes); use fewer waves or a larger block_n")
@@ -216,6 +237,31 @@ def _stages(target: str, p: dict[str, Any], chip) -> int:
     return 2 if target == "gfx950" and fits else 1
 
 
+def _with_registers(cfg: Config, p: dict[str, Any], budget: int) -> Config:
+    """The Config with its S buffers and O registers: the parameters, or for 0 / auto two S
+    buffers where they fit (with O in VGPRs, else in AGPRs unless o_regs says vgpr), and O in
+    VGPRs where the rest fits."""
+    import dataclasses
+
+    o_options = {"vgpr": (False,), "agpr": (True,), "auto": (False, True)}[p["o_regs"]]
+    if p["s_buffers"] == 2:
+        require(cfg.target == "gfx950" and cfg.stages == 2, "s_buffers",
+                "2 (ping-pong S) needs gfx950 with stages 2 (the K tile of the next block "
+                f"in LDS one phase early), got {cfg.target} stages {cfg.stages}")
+        buffers: tuple[int, ...] = (2,)
+    elif p["s_buffers"] == 1 or cfg.target != "gfx950" or cfg.stages != 2:
+        buffers = (1,)
+    else:
+        buffers = (2, 1)
+    for n in buffers:
+        for agpr in o_options:
+            c = dataclasses.replace(cfg, s_buffers=n, o_agprs=agpr)
+            if c.vgpr_estimate() <= budget:
+                return c
+    # Nothing fits: the last choice, refused with its estimate by the caller.
+    return dataclasses.replace(cfg, s_buffers=buffers[-1], o_agprs=o_options[-1])
+
+
 class _Builder:
     """Writes the kernel for one Config (state shared by the phases)."""
 
@@ -235,6 +281,8 @@ class _Builder:
         for name, size in self.cfg.pinned_vgprs.items():
             self.region[name] = kb.reserve(name, f"v{first}-v{first + size - 1}")
             first += -(-size // 8) * 8  # 8-aligned starts: any operand alignment holds
+        for name, size in self.cfg.pinned_agprs.items():
+            self.region[name] = kb.reserve(name, f"a0-a{size - 1}")
 
     def resource(self, ptr, bh_bytes, seq: int):
         """A buffer descriptor for one (batch, head) slice: base + bh_bytes, seq rows."""
@@ -277,7 +325,10 @@ class _Builder:
         cfg, kb = self.cfg, self.kb
         acc_o, st = self.region["O"], self.region["stats"]
         for r in range(len(acc_o)):
-            kb.v_mov_b32(acc_o[r], 0)
+            if self.cfg.o_agprs:
+                kb.v_accvgpr_write_b32(acc_o[r], 0)
+            else:
+                kb.v_mov_b32(acc_o[r], 0)
         kb.v_mov_b32(st[0], M_INIT)
         kb.v_mov_b32(st[1], 0)
         # Lane l holds Q[row][kstep * s + (kstep / 2) * h ...] for each MFMA step s.
@@ -378,24 +429,30 @@ class _Builder:
             write()
 
     def pipelined(self, reads: Stream, mfmas: Stream, per_step: int, valu: int = 0,
-                  dma: tuple[Stream, Stream] | None = None) -> None:
+                  dma: tuple[Stream, Stream] | None = None, softmax: Stream | None = None,
+                  total: int = 0, first: int = 0, ahead: int = READ_AHEAD) -> None:
         """MFMA step k co-issued with the LDS reads of step k + READ_AHEAD (the first
         READ_AHEAD steps' reads go first): the waits become lgkmcnt(n > 0). `dma`: direct-
         to-LDS loads of the next key block spread evenly over the MFMA steps (their
         shadows): the M0 writes before the MFMA, the loads after it (the MFMA is the wait
-        state an LDS DMA needs after an M0 write: no s_nop)."""
+        state an LDS DMA needs after an M0 write: no s_nop). `softmax`: VALU work of the
+        other S buffer spread evenly after the MFMAs (ping-pong; what is left goes after
+        the last one). A sequence of MFMAs may be split over several calls: `total` MFMA
+        steps in all, this call's first being step `first` (0, total 0: this call is all)."""
         kb = self.kb
-        for emit in reads.take(READ_AHEAD * 1):
-            emit(kb)
+        if first == 0:
+            for emit in reads.take(ahead):
+                emit(kb)
         n = len(mfmas)
+        total = total or n
         extra = {"valu": valu} if valu else {}
-        groups = [Group(mfma=1, ds_read=per_step, **extra)] * (n - READ_AHEAD) + \
-            [Group(mfma=1, **extra)] * READ_AHEAD
+        groups = [Group(mfma=1, ds_read=per_step if first + k < total - ahead else 0,
+                        **extra) for k in range(n)]
         rules = [after(reads, exhausted="stop")]
         if dma is not None:
             m0s, loads = dma
-            per = -(-len(loads) // n)  # DMA loads per MFMA step
-            left = len(loads)
+            per = -(-len(loads) // total)  # DMA loads per MFMA step
+            left = loads.left
             for k, g in enumerate(groups):
                 took = min(per, left)
                 left -= took
@@ -403,7 +460,18 @@ class _Builder:
                     groups[k] = Group(**g.counts, salu=took, vmem_read=took)
             rules += [before(m0s, count=per, exhausted="stop"),
                       after(loads, count=per, exhausted="stop")]
-        kb.interleave(mfmas, *rules, expect=groups)
+        if softmax is not None:
+            per = -(-softmax.left // n)
+            rules.append(after(softmax, count=per, exhausted="stop"))
+            # VALU work of the softmax joins the groups: at least the MFMA, reads and DMA.
+            groups = [Group(**g.counts, exact=False) for g in groups]
+        if softmax is None:
+            kb.interleave(mfmas, *rules, expect=groups)
+            return
+        # Reads and DMA left over continue in the next call; the softmax's go here.
+        kb.interleave(mfmas, *rules, expect=groups, leftover="keep")
+        for emit in softmax.take(softmax.left):
+            emit(kb)
 
     def dma_m0(self) -> None:
         """gfx950: the M0 value (LDS destination of lane 0) of every direct-to-LDS load of a
@@ -424,44 +492,58 @@ class _Builder:
     def load_tiles_dma(self, first, step: int) -> None:
         """gfx950: buffer_load_dwordx4 ... lds straight into the tiles (no VGPRs, no
         ds_write); lane l of wave w lands at M0 + offset + 16 l."""
-        m0s, loads = self.dma_stream(first, step, None)
-        for set_m0, load in zip(m0s.items, loads.items, strict=True):
+        self.run_dma(self.dma_stream([(self.rk, 0, first, None), (self.rv, step, first, None)],
+                                     deferred=False))
+
+    def run_dma(self, dma: tuple[Stream, Stream]) -> None:
+        """The DMA streams' M0 writes and loads, in pairs, not interleaved with anything."""
+        for set_m0, load in zip(dma[0].items, dma[1].items, strict=True):
             set_m0(self.kb)
             load(self.kb)
 
-    def dma_stream(self, first, step: int, stage) -> tuple[Stream, Stream]:
-        """The direct-to-LDS loads of one key block (voffset `first`) as two streams: the
-        M0 writes (precomputed value [+ `stage`, the target buffer's LDS offset, SGPR]) and
-        the buffer_load_dwordx4 ... lds; their tokens go to self.dma_tokens."""
+    def dma_stream(self, parts, deferred: bool = True) -> tuple[Stream, Stream]:
+        """Direct-to-LDS loads of whole K / V tiles as two streams: the M0 writes
+        (precomputed value [+ the target buffer's LDS offset, an SGPR]) and the
+        buffer_load_dwordx4 ... lds; their tokens go to self.dma_tokens. `parts`: (rsrc,
+        tile, first voffset, stage SGPR or None) per tile, tile 0 for K, anything else V
+        (its LDS base is tile_bytes into the stage). `deferred`: waited for by token only."""
         cfg, kb = self.cfg, self.kb
+        step = 16 * 64 * cfg.waves
         pages = sorted({r * step // 4096 for r in range(cfg.loads_per_lane)})
-        voffs = {p: first if p == 0 else kb.v_add_u32(None, 4096 * p, first) for p in pages}
+        voffs = {(i, p): first if p == 0 else kb.v_add_u32(None, 4096 * p, first)
+                 for i, (_rs, _t, first, _st) in enumerate(parts) for p in pages}
         self.dma_tokens = []
 
-        def set_m0(kb, rsrc, base, r):
+        def set_m0(kb, i, r):
+            _rsrc, tile, _first, stage = parts[i]
+            base = 0 if tile == 0 else cfg.tile_bytes
             m0 = self.m0_region[self.m0_index[base, r * step // 4096]]
             if stage is None:
                 kb.s_mov_b32(kb.m0, m0)
             else:
                 kb.s_add_u32(kb.m0, m0, stage)
 
-        def load(kb, rsrc, base, r):
+        def load(kb, i, r):
             page, lo = divmod(r * step, 4096)
-            tok = kb.buffer_load_dwordx4(voffs[page], rsrc, 0, offen=True, lds=True, offset=lo)
-            if stage is not None:
+            tok = kb.buffer_load_dwordx4(voffs[i, page], parts[i][0], 0, offen=True, lds=True,
+                                         offset=lo)
+            if deferred:
                 kb.tokens_only(tok)  # waited for by token at the end of the iteration
             self.dma_tokens.append(tok)
 
-        space = [(rsrc, base, r) for rsrc, base in ((self.rk, 0), (self.rv, cfg.tile_bytes))
-                 for r in range(cfg.loads_per_lane)]
+        space = [(i, r) for i in range(len(parts)) for r in range(cfg.loads_per_lane)]
         return (Stream.over("m0", space, set_m0, kind="salu"),
                 Stream.over("dma", space, load, kind="vmem_read"))
 
-    def scores(self, dma: Stream | None = None) -> None:
-        """S^T = K Q^T for each 32-key tile of the block (MFMAs from LDS and Q); `dma`: the
-        next block's direct-to-LDS loads, co-issued with the MFMAs."""
+    def scores(self, S, dma: tuple[Stream, Stream] | None = None,
+               softmax: tuple[list, Any, list] | None = None) -> None:
+        """S^T = K Q^T into S for each 32-key tile of the block (MFMAs from LDS and Q);
+        `dma`: the next block's direct-to-LDS loads, co-issued with the MFMAs; `softmax`
+        (ping-pong): the other S buffer's softmax, (VALU before the rescale branch, the
+        branch, VALU after it), its VALU co-issued with the MFMAs, the MFMAs split in two
+        at the branch in proportion to the VALU work on either side."""
         cfg, kb = self.cfg, self.kb
-        S, Q = self.region["S"], self.region["Q"]
+        Q = self.region["Q"]
         read = kb.ds_read_b128 if cfg.frag == 4 else kb.ds_read_b64
         steps = cfg.head_dim // cfg.kstep
         frags = {}
@@ -475,63 +557,123 @@ class _Builder:
             kb.emit(cfg.mfma, acc, frags.pop((u, s)), Q[cfg.frag * s:cfg.frag * (s + 1)],
                     0 if s == 0 else acc)
 
-        space = unroll(cfg.tiles, steps)
-        self.pipelined(Stream.over("ds_read", space, read_k), Stream.over("mfma", space, mfma),
-                       1, dma=dma)
+        space = list(unroll(cfg.tiles, steps))
+        reads = Stream.over("ds_read", space, read_k)
+        if softmax is None:
+            self.pipelined(reads, Stream.over("mfma", space, mfma), 1, dma=dma)
+            return
+        before_branch, branch, after_branch = softmax
+        n = len(space)
+        split = min(n - 1, max(1, round(n * len(before_branch)
+                                        / (len(before_branch) + len(after_branch)))))
+        self.pipelined(reads, Stream.over("mfma", space[:split], mfma), 1, dma=dma,
+                       softmax=Stream("valu", before_branch), total=n)
+        branch(kb)
+        self.pipelined(reads, Stream.over("mfma", space[split:], mfma), 1, dma=dma,
+                       softmax=Stream("valu", after_branch), total=n, first=split)
 
-    def mask(self, key0) -> None:
-        """-inf for keys at or past this lane's limit (key0: the block's first key, SGPR)."""
-        cfg, kb = self.cfg, self.kb
-        S = self.region["S"]
-        rem = kb.v_sub_u32(None, self.lim, key0)
-        for u in range(cfg.tiles):
-            for r in range(16):
-                key = 32 * u + 8 * (r // 4) + r % 4
-                kb.v_cmp_lt_i32(key, rem)
-                kb.v_cndmask_b32(S[16 * u + r], self.neg_inf, S[16 * u + r], kb.vcc)
-
-    def softmax(self) -> None:
-        """Online softmax update: m, l, the O rescale and P = exp2(S * c - m)."""
-        cfg, kb = self.cfg, self.kb
-        S, acc_o, st = self.region["S"], self.region["O"], self.region["stats"]
+    def softmax_items(self, S, key0=None) -> tuple[list, Any, list]:
+        """The online softmax of the scores in S as (VALU emitters before the branch of the
+        deferred rescale, the branch with the rescale, VALU emitters after it); P, packed
+        to 16 bits, goes to self.p. key0 (SGPR): the block's first key when masked."""
+        cfg = self.cfg
+        acc_o, st = self.region["O"], self.region["stats"]
         n = 16 * cfg.tiles
-        tmax = kb.v_max_f32(None, S[0], S[1])
+        v: dict[str, Any] = {}  # values passed between the emitters
+        first = []
+        if key0 is not None:
+            first.append(lambda kb: v.__setitem__("rem", kb.v_sub_u32(None, self.lim, key0)))
+            for r in range(n):
+                first.append(lambda kb, r=r: self.mask_one(S, r, v["rem"]))
+        first.append(lambda kb: v.__setitem__("t", kb.v_max_f32(None, S[0], S[1])))
         for r in range(2, n - 1, 2):
-            tmax = kb.v_max3_f32(None, tmax, S[r], S[r + 1])
-        other = self.exchange(tmax)
-        tmax = kb.v_max_f32(None, tmax, other)
-        m_new = kb.v_max_f32(None, st[0], kb.v_mul_f32(None, self.c_scale, tmax))
-        # Deferred rescale: when no row's max moved, alpha is 1 everywhere; skip the
+            first.append(lambda kb, r=r: v.__setitem__(
+                "t", kb.v_max3_f32(None, v["t"], S[r], S[r + 1])))
+        first += self.exchange_items(v, "t", "o")
+        first.append(lambda kb: v.__setitem__("t", kb.v_max_f32(None, v["t"], v["o"])))
+        first.append(lambda kb: v.__setitem__("m", kb.v_max_f32(
+            None, st[0], kb.v_mul_f32(None, self.c_scale, v["t"]))))
+        # Deferred rescale: while no row's max grew by more than RESCALE_SLACK (log2 units)
+        # the old max stays (p <= 2^RESCALE_SLACK, exact: O and l share it); skip the
         # multiplications of l and the D/2 O accumulators.
-        kb.v_cmp_neq_f32(m_new, st[0])
-        same = kb.new_label("max_kept")
-        kb.s_cbranch_vccz(same)
-        alpha = kb.v_exp_f32(None, kb.v_sub_f32(None, st[0], m_new))
-        kb.v_mul_f32(st[1], alpha, st[1])
-        for r in range(len(acc_o)):
-            kb.v_mul_f32(acc_o[r], alpha, acc_o[r])
-        kb.place(same)
-        kb.v_mov_b32(st[0], m_new)
-        neg_m = kb.v_sub_f32(None, 0, m_new)
+        first.append(lambda kb: kb.v_cmp_lt_f32(RESCALE_SLACK, kb.v_sub_f32(None, v["m"],
+                                                                            st[0])))
+
+        def branch(kb):
+            same = kb.new_label("max_kept")
+            kb.s_cbranch_vccz(same)
+            alpha = kb.v_exp_f32(None, kb.v_sub_f32(None, st[0], v["m"]))
+            kb.v_mul_f32(st[1], alpha, st[1])
+            for r in range(len(acc_o)):
+                if cfg.o_agprs:  # VALU reads no AGPR: through a VGPR and back
+                    o = kb.v_mul_f32(None, alpha, kb.v_accvgpr_read_b32(None, acc_o[r]))
+                    kb.v_accvgpr_write_b32(acc_o[r], o)
+                else:
+                    kb.v_mul_f32(acc_o[r], alpha, acc_o[r])
+            kb.v_mov_b32(st[0], v["m"])
+            kb.place(same)
+
+        second = [lambda kb: v.__setitem__("neg_m", kb.v_sub_f32(None, 0, st[0]))]
         # fma, exp and sum in separate sweeps: a VALU op reading a v_exp_f32 result right
         # after it costs a wait state (s_nop) on gfx950.
-        for r in range(n):
-            kb.v_fma_f32(S[r], S[r], self.c_scale, neg_m)
-        for r in range(n):
-            kb.v_exp_f32(S[r], S[r])
-        for r in range(n):
-            kb.v_add_f32(st[1], S[r], st[1])
+        second += [lambda kb, r=r: kb.v_fma_f32(S[r], S[r], self.c_scale, v["neg_m"])
+                   for r in range(n)]
+        second += [lambda kb, r=r: kb.v_exp_f32(S[r], S[r]) for r in range(n)]
+        second += self.pack_items(S)
+        # The running sum is not needed by P V: its adds can wait for the P V MFMAs.
+        self.late = [lambda kb, r=r: kb.v_add_f32(st[1], S[r], st[1]) for r in range(n)]
+        return first, branch, second
 
-    def exchange(self, value):
-        """The value of lane l ^ 32 (the other half of this lane's query row)."""
+    def mask_one(self, S, r: int, rem) -> None:
+        """-inf for score register r when its key is at or past this lane's limit."""
         kb = self.kb
-        if self.cfg.target == "gfx950":
-            a = kb.v_mov_b32(None, value)
-            b = kb.v_mov_b32(None, value)
-            a, b = kb.v_permlane32_swap_b32(a, b)
-            # lanes 0-31 got the partner in b, lanes 32-63 in a; the other is their own.
-            return kb.v_max_f32(None, a, b)
-        return kb.ds_bpermute_b32(None, self.partner, value)
+        key = 32 * (r // 16) + 8 * (r % 16 // 4) + r % 4
+        kb.v_cmp_lt_i32(key, rem)
+        kb.v_cndmask_b32(S[r], self.neg_inf, S[r], kb.vcc)
+
+    def softmax(self, S, key0=None) -> None:
+        """Online softmax update of S in place (masked when key0 is given), not
+        interleaved: m, l, the O rescale, P = exp2(S * c - m) packed into self.p."""
+        first, branch, second = self.softmax_items(S, key0)
+        for emit in first:
+            emit(self.kb)
+        branch(self.kb)
+        for emit in second + self.late:
+            emit(self.kb)
+        self.late = []
+
+    def exchange_items(self, v: dict, src: str, dst: str) -> list:
+        """Emitters setting v[dst] to the max of v[src] with lane l ^ 32's (the other half of
+        this lane's query row)."""
+        if self.cfg.target != "gfx950":
+            return [lambda kb: v.__setitem__(dst, kb.ds_bpermute_b32(None, self.partner,
+                                                                     v[src]))]
+
+        def swap(kb):
+            v["a"], v["b"] = kb.v_permlane32_swap_b32(v["a"], v["b"])
+
+        # lanes 0-31 get the partner in b, lanes 32-63 in a; the other is their own.
+        return [lambda kb: v.__setitem__("a", kb.v_mov_b32(None, v[src])),
+                lambda kb: v.__setitem__("b", kb.v_mov_b32(None, v[src])),
+                swap,
+                lambda kb: v.__setitem__(dst, kb.v_max_f32(None, v["a"], v["b"]))]
+
+    def pack_items(self, S) -> list:
+        """Emitters packing P (S after the softmax) to 16-bit B operands into self.p: the
+        registers of kstep consecutive keys are one MFMA step's operand."""
+        cfg = self.cfg
+        self.p = {}
+        words: dict[tuple[int, int], list] = {}
+        items = []
+        for u in range(cfg.tiles):
+            for t in range(32 // cfg.kstep):
+                first = 16 * u + cfg.kstep // 2 * t  # lane holds kstep / 2 of its keys
+                for w in range(cfg.frag):
+                    items.append(lambda kb, u=u, t=t, a=first + 2 * w: words.setdefault(
+                        (u, t), []).append(self.pack(S[a], S[a + 1])))
+                items.append(lambda kb, u=u, t=t: self.p.__setitem__(
+                    (u, t), kb.join(*words.pop((u, t)), align=2)))
+        return items
 
     def pack(self, lo, hi):
         """Two f32 values as one dword of two 16-bit values of the dtype (lo first)."""
@@ -549,17 +691,11 @@ class _Builder:
         return kb.v_perm_b32(None, hi_r, lo_r, self.c_perm)
 
     def accumulate(self) -> None:
-        """O^T += V^T P^T: P from the S registers, V^T read transposed from LDS."""
-        cfg, kb = self.cfg, self.kb
-        S, acc_o = self.region["S"], self.region["O"]
+        """O^T += V^T P^T: P packed in self.p (by the softmax), V^T read transposed from
+        LDS."""
+        cfg, acc_o = self.cfg, self.region["O"]
         steps = 32 // cfg.kstep
-        p = {}
-        for u in range(cfg.tiles):
-            for t in range(steps):
-                first = 16 * u + cfg.kstep // 2 * t  # lane holds kstep / 2 of its keys
-                words = [self.pack(S[first + 2 * w], S[first + 2 * w + 1])
-                         for w in range(cfg.frag)]
-                p[u, t] = kb.join(*words, align=2)
+        p = self.p
         frags = {}
 
         def read_v(kb, db, u, t):
@@ -575,8 +711,11 @@ class _Builder:
 
         space = unroll(cfg.head_dim // 32, cfg.tiles, steps)
         gfx950 = cfg.target == "gfx950"
+        late = Stream("valu", self.late) if self.late else None  # ping-pong: the l adds
         self.pipelined(Stream.over("ds_read", space, read_v), Stream.over("mfma", space, mfma),
-                       2 if gfx950 else 4, valu=0 if gfx950 else 2)
+                       2 if gfx950 else 4, valu=0 if gfx950 else 2,
+                       ahead=PV_READ_AHEAD if gfx950 else READ_AHEAD, softmax=late)
+        self.late = []
 
     def v_fragment(self, key: int, db: int):
         """The V^T operand of keys key.. (kstep of them) and head-dim block db."""
@@ -603,13 +742,14 @@ class _Builder:
         if cfg.stages == 2:
             self.first_stage()
         count = self.block_count()
+        loop = self.key_loop_pingpong if cfg.s_buffers == 2 else self.key_loop
         if not (cfg.causal or cfg.ragged):
-            self.key_loop(count, masked=False, name="key_loop")
+            loop(count, masked=False, name="key_loop")
             return
         full = self.full_blocks()
         rest = kb.s_sub_u32(None, count, full)
-        self.key_loop(full, masked=False, name="key_loop")
-        self.key_loop(rest, masked=True, name="masked_loop")
+        loop(full, masked=False, name="key_loop")
+        loop(rest, masked=True, name="masked_loop")
 
     def key_loop(self, count, masked: bool, name: str) -> None:
         """`count` (SGPR, may be 0) iterations of the loop body."""
@@ -624,24 +764,62 @@ class _Builder:
         kb.s_cbranch_scc1(top)
         kb.place(done)
 
-    def body(self, masked: bool) -> None:
+    def key_loop_pingpong(self, count, masked: bool, name: str) -> None:
+        """`count` (SGPR, may be 0) iterations, unrolled by two so that the S buffers swap
+        roles statically (S holds this block's scores at the top of the first copy, S2 at
+        the top of the second). An odd count leaves the next block's scores in S2: one copy
+        to S at the exit keeps "scores in S" true between the loops."""
+        kb = self.kb
+        S, S2 = self.region["S"], self.region["S2"]
+        done = kb.new_label(f"{name}_end")
+        odd = kb.new_label(f"{name}_odd")
+        kb.s_cmp_eq_u32(count, 0)
+        kb.s_cbranch_scc1(done)
+        top = kb.label(name)
+        self.body(masked, S, S2)
+        kb.s_sub_u32(count, count, 1)
+        kb.s_cmp_eq_u32(count, 0)
+        kb.s_cbranch_scc1(odd)
+        self.body(masked, S2, S)
+        kb.s_sub_u32(count, count, 1)
+        kb.s_cmp_lg_u32(count, 0)
+        kb.s_cbranch_scc1(top)
+        kb.s_branch(done)
+        kb.place(odd)
+        for r in range(len(S)):
+            kb.v_mov_b32(S[r], S2[r])
+        kb.place(done)
+
+    def body(self, masked: bool, S=None, S_next=None) -> None:
         """One key block: tiles to LDS, S, (mask), softmax, O += P V. Double-buffered: the
         tiles of this block are in LDS already; the next block's go to the other buffer
-        under the S MFMAs, and one barrier at the end publishes them."""
+        under the S MFMAs, and one barrier at the end publishes them. Ping-pong (S_next
+        given): S holds this block's scores already; the MFMAs of the next block's go to
+        S_next while the softmax of S co-issues with them."""
         cfg, kb = self.cfg, self.kb
-        dma = None
-        if cfg.stages == 1:
-            kb.s_barrier()  # every wave is done with the previous tiles
-            self.load_tiles(self.key_off)
-            kb.s_barrier()
+        key0 = self.key0 if masked else None
+        if S_next is not None:
+            # DMA of K of block n + 2 (its buffer: the one K of block n was read from) and V
+            # of block n + 1 (past seq_k the range check reads zeros).
+            k_first = kb.v_add_u32(None, self.key_off, self.copy_voff_k)
+            v_first = kb.v_add_u32(None, self.key_off, self.copy_voff_next)
+            dma = self.dma_stream([(self.rk, 0, k_first, self.k_stage),
+                                   (self.rv, 1, v_first, self.dma_stage)])
+            self.scores(S_next, dma, softmax=self.softmax_items(S, key0))
         else:
-            # Next block: key_off + tile_bytes (past seq_k the range check reads zeros).
-            first = kb.v_add_u32(None, self.key_off, self.copy_voff_next)
-            dma = self.dma_stream(first, 16 * 64 * cfg.waves, self.dma_stage)
-        self.scores(dma)
-        if masked:
-            self.mask(self.key0)
-        self.softmax()
+            S = self.region["S"]
+            dma = None
+            if cfg.stages == 1:
+                kb.s_barrier()  # every wave is done with the previous tiles
+                self.load_tiles(self.key_off)
+                kb.s_barrier()
+            else:
+                # Next block: key_off + tile_bytes (past seq_k the range check reads zeros).
+                first = kb.v_add_u32(None, self.key_off, self.copy_voff_next)
+                dma = self.dma_stream([(self.rk, 0, first, self.dma_stage),
+                                       (self.rv, 1, first, self.dma_stage)])
+            self.scores(S, dma)
+            self.softmax(S, key0)
         self.accumulate()
         if cfg.stages == 2:
             self.next_stage()
@@ -650,12 +828,27 @@ class _Builder:
 
     def first_stage(self) -> None:
         """Double buffering: the first key block's tiles into buffer 0, then the loop reads
-        buffer 0 while the DMA fills buffer 1 (self.dma_stage: its LDS offset)."""
+        buffer 0 while the DMA fills buffer 1 (self.dma_stage: its LDS offset). Ping-pong:
+        also K of block 1 into buffer 1, and the scores of block 0 into S before the loop;
+        the loop then reads K from buffer 1 and V from buffer 0, and DMAs K to buffer 0
+        (self.k_stage) and V to buffer 1."""
         cfg, kb = self.cfg, self.kb
-        self.load_tiles(self.key_off)
+        first = kb.v_add_u32(None, self.key_off, self.copy_voff)
+        parts = [(self.rk, 0, first, None), (self.rv, 1, first, None)]
+        if cfg.s_buffers == 2:
+            self.dma_stage = kb.s_mov_b32(None, cfg.stage_bytes)
+            k1 = kb.v_add_u32(None, cfg.tile_bytes, first)
+            parts.append((self.rk, 0, k1, self.dma_stage))
+        self.run_dma(self.dma_stream(parts, deferred=False))
         kb.wait(*self.dma_tokens)
         kb.s_barrier()
-        self.dma_stage = kb.s_mov_b32(None, cfg.stage_bytes)
+        if cfg.s_buffers == 2:
+            self.k_stage = kb.s_mov_b32(None, 0)
+            self.copy_voff_k = kb.v_add_u32(None, 2 * cfg.tile_bytes, self.copy_voff)
+            self.scores(self.region["S"])
+            kb.v_xor_b32(self.addr_k, cfg.stage_bytes, self.addr_k)
+        else:
+            self.dma_stage = kb.s_mov_b32(None, cfg.stage_bytes)
         self.copy_voff_next = kb.v_add_u32(None, cfg.tile_bytes, self.copy_voff)
 
     def next_stage(self) -> None:
@@ -665,6 +858,8 @@ class _Builder:
         kb.wait(*self.dma_tokens)
         kb.s_barrier()
         kb.s_xor_b32(self.dma_stage, self.dma_stage, cfg.stage_bytes)
+        if cfg.s_buffers == 2:
+            kb.s_xor_b32(self.k_stage, self.k_stage, cfg.stage_bytes)
         kb.v_xor_b32(self.addr_k, cfg.stage_bytes, self.addr_k)
         kb.v_xor_b32(self.addr_v, cfg.stage_bytes, self.addr_v)
 
@@ -690,21 +885,51 @@ class _Builder:
         return kb.s_lshr_b32(None, end, int(math.log2(cfg.block_n)))
 
     def store(self) -> None:
-        """O = O^T / l, converted and stored 4 head-dim values per lane and store."""
+        """O = O^T / l, converted and stored: 8 head-dim values per lane and store on gfx950
+        (permlane-swapped), 4 on gfx942."""
         cfg, kb = self.cfg, self.kb
-        acc_o, st = self.region["O"], self.region["stats"]
+        st = self.region["stats"]
         total = kb.v_add_f32(None, st[1], self.exchange_sum(st[1]))
         inv = kb.v_rcp_f32(None, total)
+        if cfg.target == "gfx950":
+            self.store_dwordx4(inv)
+            return
         voff = self.row_offset(self.query_row(), kb.v_lshlrev_b32(None, 3, self.half))
         soff = 0
         for db in range(cfg.head_dim // 32):
             for g in range(4):
-                r = 16 * db + 4 * g
-                vals = [kb.v_mul_f32(None, inv, acc_o[r + k]) for k in range(4)]
-                data = kb.join(self.pack(vals[0], vals[1]), self.pack(vals[2], vals[3]),
-                               align=2)
+                data = kb.join(*self.packed_group(inv, db, g), align=2)
                 kb.buffer_store_dwordx2(data, voff, self.ro, soff, offen=True,
                                         offset=2 * (32 * db + 8 * g))
+
+    def packed_group(self, inv, db: int, g: int) -> list:
+        """O / l of register group g of head-dim block db (4 head-dim values 32 db + 8 g +
+        4 h..) as two 16-bit-pair dwords."""
+        kb, acc_o = self.kb, self.region["O"]
+        r = 16 * db + 4 * g
+        acc = [kb.v_accvgpr_read_b32(None, acc_o[r + k]) if self.cfg.o_agprs else acc_o[r + k]
+               for k in range(4)]
+        vals = [kb.v_mul_f32(None, inv, a) for a in acc]
+        return [self.pack(vals[0], vals[1]), self.pack(vals[2], vals[3])]
+
+    def store_dwordx4(self, inv) -> None:
+        """gfx950: 16 contiguous bytes per lane and store. Of register groups 2k and 2k + 1
+        lane l < 32 holds head-dim values 16k + 0..3 and 16k + 8..11, lane l + 32 16k + 4..7
+        and 16k + 12..15: one v_permlane32_swap_b32 per dword trades group 2k + 1 of the low
+        half for group 2k of the high half, so lane l holds 16k + 0..7 and lane l + 32
+        16k + 8..15, stored with one buffer_store_dwordx4 (half the stores of dwordx2)."""
+        cfg, kb = self.cfg, self.kb
+        voff = self.row_offset(self.query_row(), kb.v_lshlrev_b32(None, 4, self.half))
+        for db in range(cfg.head_dim // 32):
+            for k in range(2):
+                a = self.packed_group(inv, db, 2 * k)
+                b = self.packed_group(inv, db, 2 * k + 1)
+                for w in range(2):
+                    # a's lanes 32-63 <-> b's lanes 0-31.
+                    a[w], b[w] = kb.v_permlane32_swap_b32(a[w], b[w])
+                data = kb.join(*a, *b, align=4)
+                kb.buffer_store_dwordx4(data, voff, self.ro, 0, offen=True,
+                                        offset=2 * (32 * db + 16 * k))
 
     def exchange_sum(self, value):
         """The value of lane l ^ 32."""
