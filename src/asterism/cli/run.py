@@ -37,7 +37,7 @@ def make_arg(spec: str, param: dict | None, seed: int):
             shape = tuple(int(x) for x in parts[1].split("x"))
             dtype = np.dtype(_DTYPE_ALIASES.get(parts[2], parts[2]) if len(parts) > 2
                              else default)
-        except (ValueError, TypeError):
+        except (ValueError, TypeError, SyntaxError):  # np.dtype("024") raises SyntaxError
             raise AsterismError(f"--arg {name}: bad shape or dtype in '{spec}'") from None
         if min(shape) < 0:
             raise AsterismError(f"--arg {name}: negative size in '{spec}'")
