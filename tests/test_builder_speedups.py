@@ -152,3 +152,78 @@ def test_plain_op_init_equals_xdsl_init():
                [(r.type, r.index, r.owner is ref) for r in ref.results]
         assert len(op._operand_uses) == len(ref._operand_uses) == len(op.operands)
         assert str(op) == str(ref)
+
+
+# --- finish() does not match again the instruction ops emit matched, unless they changed --
+
+
+def _two_adds():
+    """A kernel with two v_add_u32 of one operand pattern: finish checks the first in full
+    and trusts the second as built."""
+    kb = KernelBuilder("k")
+    v = kb.vreg()
+    kb.v_add_u32(None, v, v)
+    second = kb.v_add_u32(None, v, v).owner
+    kb.s_endpgm()
+    return kb, second
+
+
+def test_finish_trusts_only_repeated_patterns():
+    kb, second = _two_adds()
+    first = second.prev_op
+    while first.name != "amdgcn.vop2":
+        first = first.prev_op
+    assert second in kb._built and first not in kb._built
+    kb.finish()
+
+
+def test_finish_checks_an_op_whose_operands_changed_after_emit():
+    kb, second = _two_adds()
+    s = kb.sreg()
+    second.operands = [second.operands[0], second.operands[1], s]  # (vsrc1 takes no SGPR)
+    with pytest.raises(VerifyError, match="v_add_u32"):
+        kb.finish()
+
+
+def test_finish_checks_an_op_whose_modifiers_changed_after_emit():
+    from asterism.ir.ops import modifiers_to_attr
+
+    kb, second = _two_adds()
+    second.properties["modifiers"] = modifiers_to_attr({"offset": 16})
+    with pytest.raises(VerifyError, match="offset"):
+        kb.finish()
+
+
+def test_finish_checks_an_op_whose_mnemonic_changed_after_emit():
+    from xdsl.dialects.builtin import StringAttr
+
+    kb, second = _two_adds()
+    second.properties["mnemonic"] = StringAttr("v_mfma_f32_16x16x16_f16")
+    with pytest.raises(VerifyError, match="v_mfma_f32_16x16x16_f16"):
+        kb.finish()
+
+
+def test_finish_checks_an_op_whose_results_changed_after_emit():
+    from xdsl.ir import OpResult, SSAValues
+
+    from asterism.ir.types import SGPRType
+
+    kb, second = _two_adds()
+    second.results = SSAValues([OpResult(SGPRType.relocatable(1, 1), second, 0)])
+    with pytest.raises(VerifyError, match="v_add_u32"):
+        kb.finish()
+
+
+def test_finish_checks_ops_whose_operand_the_abi_moved():
+    """An ABI value moves when another ABI input is requested (the kernarg pointer from
+    s[0:1] to s[2:3] behind the dispatch pointer): the ops reading it lose their trust and
+    finish matches them again."""
+    kb = KernelBuilder("k")
+    kp = kb.kernarg_ptr()
+    kb.s_load_dword(None, kp, 0)
+    second = kb.s_load_dword(None, kp, 0).owner
+    assert second in kb._built
+    kb.dispatch_ptr()  # (moves the kernarg pointer from s[0:1] to s[2:3])
+    assert second not in kb._built
+    kb.s_endpgm()
+    kb.finish()

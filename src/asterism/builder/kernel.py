@@ -111,7 +111,7 @@ from asterism.ir.types import (
     TokenType,
     type_text,
 )
-from asterism.ir.verify import match_instruction, verify_module
+from asterism.ir.verify import BuiltState, as_built, match_instruction, verify_module
 from asterism.isa import Form, Instruction, OperandSpec, get_isa
 from asterism.mc.operands import SPECIAL_REGISTERS
 
@@ -338,6 +338,12 @@ class KernelBuilder(ScheduleMixin):
         self._off: SSAValue | None = None
         self._module = module
         self._finished = False
+        # Instruction ops made from a form whose first op in this kernel finish() matched and
+        # checked in full, with their state as built: finish does not match them again
+        # (verify_module's `built`). An op built from the same emit key gets the same form
+        # and the same verdict (see _emit_key), so checking one op per key suffices.
+        self._built: dict[Operation, BuiltState] = {}
+        self._checked_keys: set[int] = set()  # ids of the _MATCHES facts seen in this kernel
         self.last_token: SSAValue | None = None
         self.v = RegisterFile(self, "v")
         self.s = RegisterFile(self, "s")
@@ -634,6 +640,7 @@ class KernelBuilder(ScheduleMixin):
         value._type = new_type  # xDSL values have no public type setter
         for use in list(value.uses):
             op = use.operation
+            self._built.pop(op, None)  # (its operand changed: finish checks it again)
             if isinstance(op, SplitRegisterRangeOp) and new_type.is_fixed:
                 for piece, want in zip(op.pieces, split_types(
                         new_type, [p.type.width for p in op.pieces])):
@@ -761,7 +768,10 @@ class KernelBuilder(ScheduleMixin):
         if facts is not None:  # (the same form as below, without trying the forms again)
             given = self._with_fixed_operands(facts.specs, operands) if facts.fixed \
                 else operands
-            return self._build(mnemonic, facts.match, given, mods, loc, facts)
+            seen = id(facts) in self._checked_keys  # (facts in _MATCHES live for good)
+            if not seen:
+                self._checked_keys.add(id(facts))
+            return self._build(mnemonic, facts.match, given, mods, loc, facts, seen)
         forms = self._candidate_forms(inst, suffix, enc, mods, loc)
         errors: list[tuple[Form, MatchError]] = []
         for form in forms:
@@ -778,6 +788,7 @@ class KernelBuilder(ScheduleMixin):
             facts = _BuildFacts.of(match)
             if key is not None and len(_MATCHES) < _MATCHES_LIMIT:
                 _MATCHES[key] = facts
+                self._checked_keys.add(id(facts))
             return self._build(mnemonic, match, given, mods, loc, facts)
         best_form, best = max(errors, key=lambda e: e[1].score)
         where = f" ({best_form.enc})" if len(forms) > 1 else ""
@@ -893,7 +904,9 @@ class KernelBuilder(ScheduleMixin):
         return self._relocatable(kind, max(1, spec.width), max(1, spec.align), kind, loc)
 
     def _build(self, mnemonic: str, match, operands: tuple, mods: dict,
-               loc: FileLineColLoc | None, facts: _BuildFacts):
+               loc: FileLineColLoc | None, facts: _BuildFacts, seen: bool = False):
+        """Make and insert the op of `match`; `seen`: an op of the same emit key was built
+        in this kernel before (finish checks that one: this one need not be matched again)."""
         value = self._value
         args = [o if type(o) in _SSA_CLASSES else value(o, spec, loc)
                 for o, spec in zip(operands, match.specs)]
@@ -904,6 +917,8 @@ class KernelBuilder(ScheduleMixin):
             result_types.append(_TOKEN_TYPE)
         op = facts.op_class(mnemonic, args, result_types, mods)
         self._insert(op, loc)
+        if seen:
+            self._built[op] = as_built(op)
         defs = []
         for res, pos in zip(op.results, facts.defs):  # (outs: all the results)
             res.name_hint = args[pos].name_hint
@@ -943,7 +958,7 @@ class KernelBuilder(ScheduleMixin):
         kernel = self._finalize()
         if kernel.parent is None:
             self._top = BuiltinModuleOp([ModuleOp(self.name, self.target, [kernel])])
-        verify_module(self._top)
+        verify_module(self._top, built=self._built)
         return self._top
 
 
@@ -972,7 +987,10 @@ class ModuleBuilder:
             kernels = [kb._finalize() for kb in self.kernels]
             self._top = BuiltinModuleOp([ModuleOp(self.name, self.target, kernels,
                                                   self.features)])
-        verify_module(self._top)
+        built: dict[Operation, BuiltState] = {}
+        for kb in self.kernels:
+            built.update(kb._built)
+        verify_module(self._top, built=built)
         return self._top
 
 

@@ -11,6 +11,7 @@ database name) and what was expected, at the op's source location.
 from __future__ import annotations
 
 import weakref
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from xdsl.dialects import arith, func
@@ -22,7 +23,7 @@ from xdsl.dialects.builtin import (
     StringAttr,
 )
 from xdsl.dialects.builtin import ModuleOp as BuiltinModuleOp
-from xdsl.ir import Block, ErasedSSAValue, Operation
+from xdsl.ir import Attribute, Block, ErasedSSAValue, Operation, SSAValues
 from xdsl.irdl import (
     AnyAttr,
     BaseAttr,
@@ -207,18 +208,46 @@ class VerifiedFacts:
     layouts: dict[Operation, KernelLayout] = field(default_factory=dict)
 
 
-def verify_module(module: Operation, facts: VerifiedFacts | None = None) -> None:
+# What a builder knows of an instruction op it made from a form it matched: the op's operand
+# and result tuples and its mnemonic and modifiers attributes as built (see `as_built`).
+BuiltState = tuple[SSAValues, SSAValues, Attribute, Attribute | None]
+
+
+def as_built(op: Operation) -> BuiltState:
+    """The state of an instruction op that `verify_module(built=...)` compares with."""
+    props = op.properties
+    return (op._operands, op.results, props["mnemonic"], props.get("modifiers"))
+
+
+def _unchanged(op: Operation, state: BuiltState | None) -> bool:
+    """True if `op` is still as built: the same operand and result tuples (xDSL replaces the
+    tuple on every change), mnemonic and modifiers, and no decode_only attribute."""
+    if state is None:
+        return False
+    props = op.properties
+    mods = state[3]
+    return (op._operands is state[0] and op.results is state[1]
+            and props.get("mnemonic") is state[2] and props.get("modifiers") is mods
+            and len(props) == (1 if mods is None else 2) and not is_decode_only(op))
+
+
+def verify_module(module: Operation, facts: VerifiedFacts | None = None,
+                  built: Mapping[Operation, BuiltState] | None = None) -> None:
     """Verify a parsed or built module; raises VerifyError on the first problem. With
-    `facts`, records what lowering needs (see VerifiedFacts)."""
+    `facts`, records what lowering needs (see VerifiedFacts). `built`: instruction ops whose
+    form their builder matched (and checked) when it made them, with their state then
+    (`as_built`); such an op, if unchanged, is not matched again (the structure, register
+    bounds and every other op are checked as always)."""
     # (the keys and facts made per op would otherwise start full collections of the IR)
     was_enabled = pause_cyclic_gc()
     try:
-        _verify_module(module, facts)
+        _verify_module(module, facts, built)
     finally:
         resume_cyclic_gc(was_enabled)
 
 
-def _verify_module(module: Operation, facts: VerifiedFacts | None) -> None:
+def _verify_module(module: Operation, facts: VerifiedFacts | None,
+                   built: Mapping[Operation, BuiltState] | None) -> None:
     verify_structure(module)
     for amod in amdgcn_modules(module):
         try:
@@ -228,7 +257,7 @@ def _verify_module(module: Operation, facts: VerifiedFacts | None) -> None:
             raise error_at(amod, err.message) from None
         for op in amod.body.ops:
             if isinstance(op, KernelOp):
-                verify_kernel(op, isa, target, facts)
+                verify_kernel(op, isa, target, facts, built)
             elif isinstance(op, func.FuncOp):
                 verify_fragment(op, isa, target)
             else:
@@ -239,12 +268,15 @@ class _Checker:
     """Checks the ops of one kernel or func body."""
 
     def __init__(self, isa: IsaDatabase, target: Target, layout: KernelLayout | None,
-                 kernel: KernelOp | None, facts: VerifiedFacts | None = None):
+                 kernel: KernelOp | None, facts: VerifiedFacts | None = None,
+                 built: Mapping[Operation, BuiltState] | None = None):
         self.isa = isa
         self.target = target
         self.layout = layout
         self.kernel = kernel
         self.forms = facts.forms if facts is not None else None
+        # (with `facts` every form is needed: nothing is skipped)
+        self.built = built if built and self.forms is None else None
         self.limits = {VGPRType: target.vgpr.arch, AGPRType: target.vgpr.acc,
                        SGPRType: target.sgpr.addressable, TTMPType: TTMP_COUNT}
 
@@ -280,6 +312,8 @@ class _Checker:
         if cls is AllocaOp:
             return  # the most common op after instructions: nothing more to check
         if cls in _INSTRUCTION_CLASSES or isinstance(op, InstructionOp):
+            if self.built is not None and _unchanged(op, self.built.get(op)):
+                return
             found = _check_instruction(op, self.isa, self.layout)
             if self.forms is not None:
                 self.forms[op] = found
@@ -323,7 +357,8 @@ class _Checker:
 
 
 def verify_kernel(kernel: KernelOp, isa: IsaDatabase, target: Target,
-                  facts: VerifiedFacts | None = None) -> None:
+                  facts: VerifiedFacts | None = None,
+                  built: Mapping[Operation, BuiltState] | None = None) -> None:
     """Check one kernel (declarations, then every op of its body)."""
     layout = compute_layout(kernel)
     if facts is not None:
@@ -350,7 +385,7 @@ def verify_kernel(kernel: KernelOp, isa: IsaDatabase, target: Target,
             raise error_at(first, "kernel blocks take no arguments: values cross blocks in "
                                   "their registers")
     regions = list(kernel.reserved_regions.items())
-    checker = _Checker(isa, target, layout, kernel, facts)
+    checker = _Checker(isa, target, layout, kernel, facts, built)
     for k, (name, t) in enumerate(regions):
         checker.check_register_bounds(kernel, t)
         for other, u in regions[:k]:
@@ -534,8 +569,10 @@ def check_abi_value(op: Operation, layout: KernelLayout) -> None:
 
 __all__ = [
     "USER_SGPR_OPS",
+    "BuiltState",
     "VerifiedFacts",
     "amdgcn_modules",
+    "as_built",
     "check_instruction",
     "check_wait",
     "error_at",
