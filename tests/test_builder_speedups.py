@@ -227,3 +227,21 @@ def test_finish_checks_ops_whose_operand_the_abi_moved():
     assert second not in kb._built
     kb.s_endpgm()
     kb.finish()
+
+
+def test_value_of_another_kernel_is_rejected():
+    """The kernel's quick IsolatedFromAbove check (one step per operand) still finds a value
+    defined in another kernel, in the entry block and in a later block."""
+    from asterism.builder import ModuleBuilder
+
+    for later_block in (False, True):
+        mb = ModuleBuilder("m")
+        ka, kb = mb.kernel("a"), mb.kernel("b")
+        foreign = ka.v_mov_b32(None, 1)
+        ka.s_endpgm()
+        if later_block:
+            kb.label("next")
+        kb.v_add_u32(None, foreign, kb.vreg())
+        kb.s_endpgm()
+        with pytest.raises(VerifyError, match="IsolatedFromAbove"):
+            mb.finish()

@@ -37,7 +37,16 @@ from xdsl.dialects.builtin import (
     UnitAttr,
     i32,
 )
-from xdsl.ir import Attribute, Block, Operation, OpResult, Region, SSAValue, SSAValues
+from xdsl.ir import (
+    Attribute,
+    Block,
+    BlockArgument,
+    Operation,
+    OpResult,
+    Region,
+    SSAValue,
+    SSAValues,
+)
 from xdsl.irdl import (
     IRDLOperation,
     irdl_op_definition,
@@ -1052,6 +1061,34 @@ class LdsAllocOp(IRDLOperation):
 # --- structure ------------------------------------------------------------------------------
 
 
+class _IsolatedKernelBody(IsolatedFromAbove):
+    """IsolatedFromAbove for a kernel: a kernel body is flat (no op in it has regions), so a
+    value is defined inside the kernel exactly when the block defining it is in the kernel's
+    region. That test is one step per operand, where xDSL's climbs the parents of each
+    operand's owner; anything else (nested regions, a value of another kind, a value from
+    outside) goes to xDSL's check, which gives its message."""
+
+    def verify(self, op: Operation) -> None:
+        regions = op.regions
+        inside = {id(region) for region in regions}  # (regions compare by identity)
+        for region in regions:
+            for block in region.blocks:
+                for child in block.ops:
+                    if child.regions:
+                        return super().verify(op)
+                    for operand in child._operands:
+                        cls = type(operand)
+                        if cls is OpResult:
+                            defined_in = operand.op.parent
+                        elif cls is BlockArgument:
+                            defined_in = operand.block
+                        else:
+                            return super().verify(op)
+                        if defined_in is None or id(defined_in.parent) not in inside:
+                            return super().verify(op)
+        return None
+
+
 class _KernelRegionTerminators(NoTerminator):
     """A single-block kernel may end without a terminator op (e.g. `amdgcn.sopp s_endpgm`);
     blocks of multi-block kernels must end with branch/fallthrough/end_kernel (checked by
@@ -1137,7 +1174,7 @@ class KernelOp(IRDLOperation):
     reserved = opt_prop_def(DictionaryAttr)
     body = region_def()
 
-    traits = traits_def(_KernelRegionTerminators(), SymbolOpInterface(), IsolatedFromAbove())
+    traits = traits_def(_KernelRegionTerminators(), SymbolOpInterface(), _IsolatedKernelBody())
 
     def __init__(self, sym_name: str, args: Sequence[KernelArgAttr] = (),
                  workgroup_size: Sequence[int] = (64, 1, 1), lds_size: int | None = None,

@@ -11,7 +11,7 @@ database name) and what was expected, at the op's source location.
 from __future__ import annotations
 
 import weakref
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 
 from xdsl.dialects import arith, func
@@ -23,7 +23,15 @@ from xdsl.dialects.builtin import (
     StringAttr,
 )
 from xdsl.dialects.builtin import ModuleOp as BuiltinModuleOp
-from xdsl.ir import Attribute, Block, ErasedSSAValue, Operation, SSAValues
+from xdsl.ir import (
+    Attribute,
+    Block,
+    BlockArgument,
+    ErasedSSAValue,
+    Operation,
+    OpResult,
+    SSAValues,
+)
 from xdsl.irdl import (
     AnyAttr,
     BaseAttr,
@@ -148,16 +156,22 @@ def _passes_xdsl_checks(op: Operation) -> bool:
     """True if `op.verify(verify_nested_ops=False)` would certainly pass: an instruction op or
     amdgcn.alloca that is not the last op of its block (terminator rules), has no successors
     or regions, no erased operands and properties of the declared kinds."""
+    # (the fields behind xDSL's views: the views are made anew on every access)
     cls = type(op)
-    if cls not in _TRIVIAL_DEFINITIONS or op.next_op is None or op.parent is None:
+    if cls not in _TRIVIAL_DEFINITIONS or op._next_op is None or op.parent is None:
         return False
-    if op.successors or op.regions:
+    if op._successors or op.regions:
         return False
     if cls is AllocaOp:
-        return (not op.properties and not op.operands and len(op.results) == 1
-                and isinstance(op.results[0].type, RegisterType | SpecialRegType))
-    return (_instruction_props_ok(op.properties)
-            and not any(isinstance(v, ErasedSSAValue) for v in op.operands))
+        results = op.results
+        return (not op.properties and not op._operands and len(results) == 1
+                and isinstance(results[0].type, RegisterType | SpecialRegType))
+    if not _instruction_props_ok(op.properties):
+        return False
+    for v in op._operands:
+        if type(v) not in _LIVE_VALUES and isinstance(v, ErasedSSAValue):
+            return False
+    return True
 
 
 def _trivial_definitions() -> frozenset[type[Operation]]:
@@ -184,9 +198,12 @@ def _trivial_definitions() -> frozenset[type[Operation]]:
 _TRIVIAL_DEFINITIONS = _trivial_definitions()
 
 
+_LIVE_VALUES = (OpResult, BlockArgument)  # (exact types: not ErasedSSAValue)
+
+
 def verify_structure(module: Operation) -> None:
     """xDSL's structural verification, reported at the offending op."""
-    for op in module.walk():
+    for op in _walk(module):
         if _passes_xdsl_checks(op):
             continue
         try:
@@ -197,6 +214,21 @@ def verify_structure(module: Operation) -> None:
                 message += (" (end each block of a multi-block kernel with amdgcn.branch, "
                             "amdgcn.fallthrough or amdgcn.end_kernel)")
             raise error_at(op, message) from None
+
+
+def _walk(op: Operation) -> Iterator[Operation]:
+    """`op.walk()` (an op before its regions' ops, in order), with one generator per op
+    that has regions rather than one per level for every op."""
+    yield op
+    for region in op.regions:
+        for block in region.blocks:
+            child = block._first_op
+            while child is not None:
+                if child.regions:
+                    yield from _walk(child)
+                else:
+                    yield child
+                child = child._next_op
 
 
 @dataclass
@@ -286,8 +318,10 @@ class _Checker:
             for block in region.blocks:
                 for arg in block.args:
                     self.check_register_bounds(parent, arg.type)
-                for op in block.ops:
+                op = block._first_op  # (block.ops iterates through a view and properties)
+                while op is not None:
                     self.check_op(op)
+                    op = op._next_op
 
     def check_register_bounds(self, op: Operation, t) -> None:
         """Fixed registers must exist in the target's register files."""
