@@ -152,6 +152,13 @@ def test_plain_op_init_equals_xdsl_init():
                [(r.type, r.index, r.owner is ref) for r in ref.results]
         assert len(op._operand_uses) == len(ref._operand_uses) == len(op.operands)
         assert str(op) == str(ref)
+        for k, v in enumerate(op.operands):  # (each operand's use list holds this use)
+            assert [(u.operation, u.index) for u in v.uses if u.operation is op] == [(op, k)]
+    # (the use lists stay consistent: dropping the op's references removes its uses only)
+    others = [len(list(a.uses)) - 1, len(list(b.uses)) - 1]
+    made[0].drop_all_references()
+    assert [len(list(a.uses)), len(list(b.uses))] == others
+    assert not any(u.operation is made[0] for u in [*a.uses, *b.uses])
 
 
 # --- finish() does not match again the instruction ops emit matched, unless they changed --

@@ -167,6 +167,29 @@ class _BuildFacts(NamedTuple):
 
 
 _TOKEN_TYPE = TokenType()
+_TERMINATORS: dict[type, bool] = {}
+
+
+def _is_terminator(cls: type[Operation]) -> bool:
+    """`cls.has_trait(IsTerminator)`, once per op class (traits are class-level)."""
+    found = _TERMINATORS.get(cls)
+    if found is None:
+        found = _TERMINATORS[cls] = cls.has_trait(IsTerminator)
+    return found
+
+
+_HINTS: dict[str, str] = {}
+
+
+def _valid_hint(name: str) -> str:
+    """What setting `name` as a value's name_hint stores (xDSL drops a _<digits> suffix),
+    once per name: a kernel names its values with a few names, thousands of times."""
+    valid = _HINTS.get(name)
+    if valid is None:
+        valid = OpResult.extract_valid_name(name)
+        if len(_HINTS) < 1 << 16:
+            _HINTS[name] = valid
+    return valid
 _SSA_CLASSES = (OpResult, BlockArgument)  # (exact types: isinstance on SSAValue is slow)
 
 
@@ -376,8 +399,8 @@ class KernelBuilder(ScheduleMixin):
         if self._finished:
             raise VerifyError(f"kernel {self.name} is finished; no more instructions",
                               _source_location(loc))
-        last = self.block.last_op
-        if last is not None and last.has_trait(IsTerminator):
+        last = self.block._last_op
+        if last is not None and _is_terminator(type(last)):
             self._start(Block())  # code after a branch starts a new (unlabeled) block
         if loc is not None:
             op.location = loc
@@ -387,8 +410,8 @@ class KernelBuilder(ScheduleMixin):
         return op
 
     def _start(self, block: Block) -> None:
-        last = self.block.last_op
-        if last is None or not last.has_trait(IsTerminator):
+        last = self.block._last_op
+        if last is None or not _is_terminator(type(last)):
             self._insert(FallthroughOp(block))
         self.kernel.body.add_block(block)
         self.block = block
@@ -921,16 +944,19 @@ class KernelBuilder(ScheduleMixin):
             self._built[op] = as_built(op)
         defs = []
         for res, pos in zip(op.results, facts.defs):  # (outs: all the results)
-            res.name_hint = args[pos].name_hint
+            hint = args[pos]._name
+            # (name_hint's setter, with the name's validation done once per name)
+            res._name = None if hint is None else _valid_hint(hint)
             t = res.type
             if isinstance(t, RegisterType) and t.is_fixed:
                 self._local[(t.KIND, t.first, t.width)] = res
             elif isinstance(t, SpecialRegType):
                 self._local[("special", t.reg_name)] = res
             defs.append(res)
-        token = self.last_token = op.token
+        # (the token is the last result exactly when the form is counted: see above)
+        token = self.last_token = op.results[-1] if facts.token else None
         if token is not None:
-            token.name_hint = "tok"
+            token._name = "tok"  # (name_hint's setter, for a name known to be valid)
         if len(defs) == 1:
             return defs[0]
         if not defs:

@@ -22,7 +22,8 @@ lists, names); their names are the MC layer's (see `asterism.mc.inst`) plus `neg
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from itertools import repeat
 from typing import ClassVar
 
 from xdsl.dialects.builtin import (
@@ -46,6 +47,7 @@ from xdsl.ir import (
     Region,
     SSAValue,
     SSAValues,
+    Use,
 )
 from xdsl.irdl import (
     IRDLOperation,
@@ -1332,6 +1334,22 @@ ABI_VALUE_OPS: tuple[type[IRDLOperation], ...] = (
 VIEW_OPS: tuple[type[IRDLOperation], ...] = (SplitRegisterRangeOp, MakeRegisterRangeOp)
 
 
+def walk_ops(op: Operation) -> Iterator[Operation]:
+    """`op.walk()` (an op before its regions' ops, in order), with one generator per op
+    that has regions rather than one per nesting level for every op, and the blocks' links
+    read directly (xDSL's views are made anew on each access)."""
+    yield op
+    for region in op.regions:
+        for block in region.blocks:
+            child = block._first_op
+            while child is not None:
+                if child.regions:
+                    yield from walk_ops(child)
+                else:
+                    yield child
+                child = child._next_op
+
+
 # --- making ops fast --------------------------------------------------------------------------
 
 
@@ -1339,8 +1357,11 @@ def _plain_init_applies() -> bool:
     """True while xDSL's Operation keeps the class defaults `_init_plain` relies on (no
     successors, no regions, no parent) and the ops it makes fill no default property or
     attribute in IRDLOperation.__post_init__."""
-    defaults = (Operation._successors, Operation._successor_uses, Operation.regions)
-    if defaults != ((), (), ()) or Operation.parent is not None:
+    defaults = (Operation._successors, Operation._successor_uses, Operation.regions,
+                Operation._operands, Operation._operand_uses)
+    if defaults != ((), (), (), (), ()) or Operation.parent is not None:
+        return False
+    if type(Operation._operands) is not SSAValues:
         return False
     for cls in (*INSTRUCTION_OPS, AllocaOp):
         d = cls.get_irdl_definition()
@@ -1360,7 +1381,14 @@ def _init_plain(op: Operation, operands: Sequence[SSAValue], result_types: Seque
         Operation.__init__(op, operands=operands, result_types=result_types,
                            properties=properties, attributes=attributes)
         return
-    op.operands = operands  # (xDSL's setter: registers the uses)
+    if operands:
+        # (xDSL's operands setter for an op that has none yet: the values, one Use each)
+        values = op._operands = SSAValues(operands)
+        uses = op._operand_uses = tuple(map(Use, repeat(op), range(len(values))))
+        for value, use in zip(values, uses):
+            value.add_use(use)
+    # (without operands the class defaults stay: an empty SSAValues and (), as xDSL's setter
+    # would make them, without a new object per op for the collector to track)
     op.results = SSAValues(OpResult(t, op, i) for i, t in enumerate(result_types))
     op.properties = properties
     op.attributes = attributes
@@ -1374,4 +1402,4 @@ __all__ = [c.__name__ for c in AMDGCN_OPS] + [
     "VIEW_OPS", "combine_alignment", "implied_alignment", "join_type", "split_types",
     "MODIFIER_NAMES", "FLAG_MODIFIERS", "INT_MODIFIERS", "LIST_MODIFIERS", "NAME_MODIFIERS",
     "modifiers_to_attr", "attr_to_modifiers", "close_blocks", "KEEP_ORDER_ATTR",
-    "LDS_DMA_TOKENS_ATTR"]
+    "LDS_DMA_TOKENS_ATTR", "walk_ops"]

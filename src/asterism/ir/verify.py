@@ -11,7 +11,7 @@ database name) and what was expected, at the op's source location.
 from __future__ import annotations
 
 import weakref
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from xdsl.dialects import arith, func
@@ -81,6 +81,7 @@ from asterism.ir.ops import (
     WorkgroupIdOp,
     WorkitemIdOp,
     attr_to_modifiers,
+    walk_ops,
 )
 from asterism.ir.types import (
     AGPRType,
@@ -203,7 +204,7 @@ _LIVE_VALUES = (OpResult, BlockArgument)  # (exact types: not ErasedSSAValue)
 
 def verify_structure(module: Operation) -> None:
     """xDSL's structural verification, reported at the offending op."""
-    for op in _walk(module):
+    for op in walk_ops(module):
         if _passes_xdsl_checks(op):
             continue
         try:
@@ -214,21 +215,6 @@ def verify_structure(module: Operation) -> None:
                 message += (" (end each block of a multi-block kernel with amdgcn.branch, "
                             "amdgcn.fallthrough or amdgcn.end_kernel)")
             raise error_at(op, message) from None
-
-
-def _walk(op: Operation) -> Iterator[Operation]:
-    """`op.walk()` (an op before its regions' ops, in order), with one generator per op
-    that has regions rather than one per level for every op."""
-    yield op
-    for region in op.regions:
-        for block in region.blocks:
-            child = block._first_op
-            while child is not None:
-                if child.regions:
-                    yield from _walk(child)
-                else:
-                    yield child
-                child = child._next_op
 
 
 @dataclass
