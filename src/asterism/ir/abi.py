@@ -96,7 +96,10 @@ def compute_layout(kernel: KernelOp) -> KernelLayout:
     req = layout.abi
     offset = 0
     roles = _LAYOUT_ROLE
-    for op in walk_ops(kernel):  # one walk: ABI inputs and LDS allocations in program order
+    # (one walk: ABI inputs and LDS allocations in program order; a stand-in that is not an
+    # op, such as liveness's view of the ABI ops, gives its own walk)
+    ops = walk_ops(kernel) if isinstance(kernel, Operation) else kernel.walk()
+    for op in ops:
         role = roles.get(type(op), "?")
         if role == "?":
             role = _layout_role(type(op))
