@@ -111,7 +111,7 @@ from asterism.ir.types import (
     TokenType,
     type_text,
 )
-from asterism.ir.verify import BuiltState, as_built, match_instruction, verify_module
+from asterism.ir.verify import BuiltOps, match_instruction, verify_module
 from asterism.isa import Form, Instruction, OperandSpec, get_isa
 from asterism.mc.operands import SPECIAL_REGISTERS
 
@@ -365,7 +365,7 @@ class KernelBuilder(ScheduleMixin):
         # checked in full, with their state as built: finish does not match them again
         # (verify_module's `built`). An op built from the same emit key gets the same form
         # and the same verdict (see _emit_key), so checking one op per key suffices.
-        self._built: dict[Operation, BuiltState] = {}
+        self._built = BuiltOps()
         self._checked_keys: set[int] = set()  # ids of the _MATCHES facts seen in this kernel
         self.last_token: SSAValue | None = None
         self.v = RegisterFile(self, "v")
@@ -663,7 +663,7 @@ class KernelBuilder(ScheduleMixin):
         value._type = new_type  # xDSL values have no public type setter
         for use in list(value.uses):
             op = use.operation
-            self._built.pop(op, None)  # (its operand changed: finish checks it again)
+            self._built.discard(op)  # (its operand changed: finish checks it again)
             if isinstance(op, SplitRegisterRangeOp) and new_type.is_fixed:
                 for piece, want in zip(op.pieces, split_types(
                         new_type, [p.type.width for p in op.pieces])):
@@ -941,7 +941,7 @@ class KernelBuilder(ScheduleMixin):
         op = facts.op_class(mnemonic, args, result_types, mods)
         self._insert(op, loc)
         if seen:
-            self._built[op] = as_built(op)
+            self._built.add(op)
         defs = []
         for res, pos in zip(op.results, facts.defs):  # (outs: all the results)
             hint = args[pos]._name
@@ -1013,7 +1013,7 @@ class ModuleBuilder:
             kernels = [kb._finalize() for kb in self.kernels]
             self._top = BuiltinModuleOp([ModuleOp(self.name, self.target, kernels,
                                                   self.features)])
-        built: dict[Operation, BuiltState] = {}
+        built = BuiltOps()
         for kb in self.kernels:
             built.update(kb._built)
         verify_module(self._top, built=built)

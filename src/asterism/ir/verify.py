@@ -11,7 +11,6 @@ database name) and what was expected, at the op's source location.
 from __future__ import annotations
 
 import weakref
-from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from xdsl.dialects import arith, func
@@ -226,36 +225,70 @@ class VerifiedFacts:
     layouts: dict[Operation, KernelLayout] = field(default_factory=dict)
 
 
-# What a builder knows of an instruction op it made from a form it matched: the op's operand
-# and result tuples and its mnemonic and modifiers attributes as built (see `as_built`).
-BuiltState = tuple[SSAValues, SSAValues, Attribute, Attribute | None]
+class BuiltOps:
+    """Instruction ops a builder made from a form it matched and checked, with their state
+    then: the operand and result tuples (xDSL replaces the tuple on every change) and the
+    mnemonic and modifiers attributes. `verify_module(built=...)` does not match such an op
+    again while it is unchanged. (Three dicts rather than a record per op: a kernel has
+    thousands of ops, and every object made per op is one more for the cyclic collector.)"""
 
+    __slots__ = ("_shared", "operands", "props", "results")
 
-def as_built(op: Operation) -> BuiltState:
-    """The state of an instruction op that `verify_module(built=...)` compares with."""
-    props = op.properties
-    return (op._operands, op.results, props["mnemonic"], props.get("modifiers"))
+    def __init__(self) -> None:
+        self.operands: dict[Operation, SSAValues] = {}
+        self.results: dict[Operation, SSAValues] = {}
+        self.props: dict[Operation, tuple[Attribute, Attribute | None]] = {}
+        # (one pair per distinct pair of attributes, by identity: the pair keeps them alive)
+        self._shared: dict[tuple[int, int], tuple[Attribute, Attribute | None]] = {}
 
+    def __len__(self) -> int:
+        return len(self.operands)
 
-def _unchanged(op: Operation, state: BuiltState | None) -> bool:
-    """True if `op` is still as built: the same operand and result tuples (xDSL replaces the
-    tuple on every change), mnemonic and modifiers, and no decode_only attribute."""
-    if state is None:
-        return False
-    props = op.properties
-    mods = state[3]
-    return (op._operands is state[0] and op.results is state[1]
-            and props.get("mnemonic") is state[2] and props.get("modifiers") is mods
-            and len(props) == (1 if mods is None else 2) and not is_decode_only(op))
+    def __contains__(self, op: Operation) -> bool:
+        return op in self.operands
+
+    def add(self, op: Operation) -> None:
+        """Record `op` as it is now."""
+        props = op.properties
+        mnemonic, mods = props["mnemonic"], props.get("modifiers")
+        pair = self._shared.get((id(mnemonic), id(mods)))
+        if pair is None:
+            pair = self._shared[(id(mnemonic), id(mods))] = (mnemonic, mods)
+        self.operands[op] = op._operands
+        self.results[op] = op.results
+        self.props[op] = pair
+
+    def discard(self, op: Operation) -> None:
+        """Forget `op` (verify matches it again)."""
+        if self.operands.pop(op, None) is not None:
+            del self.results[op], self.props[op]
+
+    def update(self, other: BuiltOps) -> None:
+        """Add the ops of `other`."""
+        self._shared.update(other._shared)
+        self.operands.update(other.operands)
+        self.results.update(other.results)
+        self.props.update(other.props)
+
+    def unchanged(self, op: Operation) -> bool:
+        """True if `op` was recorded and is still as it was, with no decode_only attribute."""
+        operands = self.operands.get(op)
+        if operands is None or op._operands is not operands or op.results is not \
+                self.results[op]:
+            return False
+        mnemonic, mods = self.props[op]
+        props = op.properties
+        return (props.get("mnemonic") is mnemonic and props.get("modifiers") is mods
+                and len(props) == (1 if mods is None else 2) and not is_decode_only(op))
 
 
 def verify_module(module: Operation, facts: VerifiedFacts | None = None,
-                  built: Mapping[Operation, BuiltState] | None = None) -> None:
+                  built: BuiltOps | None = None) -> None:
     """Verify a parsed or built module; raises VerifyError on the first problem. With
     `facts`, records what lowering needs (see VerifiedFacts). `built`: instruction ops whose
-    form their builder matched (and checked) when it made them, with their state then
-    (`as_built`); such an op, if unchanged, is not matched again (the structure, register
-    bounds and every other op are checked as always)."""
+    form their builder matched (and checked) when it made them (see BuiltOps); such an op,
+    if unchanged, is not matched again (the structure, register bounds and every other op
+    are checked as always)."""
     # (the keys and facts made per op would otherwise start full collections of the IR)
     was_enabled = pause_cyclic_gc()
     try:
@@ -265,7 +298,7 @@ def verify_module(module: Operation, facts: VerifiedFacts | None = None,
 
 
 def _verify_module(module: Operation, facts: VerifiedFacts | None,
-                   built: Mapping[Operation, BuiltState] | None) -> None:
+                   built: BuiltOps | None) -> None:
     verify_structure(module)
     for amod in amdgcn_modules(module):
         try:
@@ -287,7 +320,7 @@ class _Checker:
 
     def __init__(self, isa: IsaDatabase, target: Target, layout: KernelLayout | None,
                  kernel: KernelOp | None, facts: VerifiedFacts | None = None,
-                 built: Mapping[Operation, BuiltState] | None = None):
+                 built: BuiltOps | None = None):
         self.isa = isa
         self.target = target
         self.layout = layout
@@ -332,7 +365,7 @@ class _Checker:
         if cls is AllocaOp:
             return  # the most common op after instructions: nothing more to check
         if cls in _INSTRUCTION_CLASSES or isinstance(op, InstructionOp):
-            if self.built is not None and _unchanged(op, self.built.get(op)):
+            if self.built is not None and self.built.unchanged(op):
                 return
             found = _check_instruction(op, self.isa, self.layout)
             if self.forms is not None:
@@ -378,7 +411,7 @@ class _Checker:
 
 def verify_kernel(kernel: KernelOp, isa: IsaDatabase, target: Target,
                   facts: VerifiedFacts | None = None,
-                  built: Mapping[Operation, BuiltState] | None = None) -> None:
+                  built: BuiltOps | None = None) -> None:
     """Check one kernel (declarations, then every op of its body)."""
     layout = compute_layout(kernel)
     if facts is not None:
@@ -589,10 +622,9 @@ def check_abi_value(op: Operation, layout: KernelLayout) -> None:
 
 __all__ = [
     "USER_SGPR_OPS",
-    "BuiltState",
+    "BuiltOps",
     "VerifiedFacts",
     "amdgcn_modules",
-    "as_built",
     "check_instruction",
     "check_wait",
     "error_at",
