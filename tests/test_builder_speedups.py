@@ -252,3 +252,32 @@ def test_value_of_another_kernel_is_rejected():
         kb.s_endpgm()
         with pytest.raises(VerifyError, match="IsolatedFromAbove"):
             mb.finish()
+
+
+def test_appended_ops_are_linked_as_add_op_links_them():
+    """ops.append_new_op gives a block the links Block.add_op gives it (both ways, first and
+    last op, parents), and leaves an op already in a block to add_op's error."""
+    from xdsl.ir import Block
+
+    from asterism.ir import ops
+    from asterism.ir.types import VGPRType
+
+    t = VGPRType.relocatable(1, 1)
+    mine, ref = Block(), Block()
+    made = [ops.AllocaOp(t) for _ in range(3)]
+    for op in made:
+        ops.append_new_op(mine, op)
+        ref.add_op(ops.AllocaOp(t))
+    for block in (mine, ref):
+        forward = list(block.ops)
+        backward = []
+        op = block.last_op
+        while op is not None:
+            backward.append(op)
+            op = op.prev_op
+        assert forward == backward[::-1] and len(forward) == 3
+        assert all(op.parent is block for op in forward)
+        assert forward[0].prev_op is None and forward[-1].next_op is None
+    assert list(mine.ops) == made
+    with pytest.raises(ValueError, match="already attached"):
+        ops.append_new_op(ref, made[0])

@@ -97,6 +97,7 @@ from asterism.ir.ops import (
     WaitOp,
     WorkgroupIdOp,
     WorkitemIdOp,
+    append_new_op,
     close_blocks,
     join_type,
     split_types,
@@ -404,7 +405,7 @@ class KernelBuilder(ScheduleMixin):
             self._start(Block())  # code after a branch starts a new (unlabeled) block
         if loc is not None:
             op.location = loc
-        self.block.add_op(op)
+        append_new_op(self.block, op)
         if self.block is self.entry and self._body_start is None:
             self._body_start = op
         return op
@@ -469,8 +470,9 @@ class KernelBuilder(ScheduleMixin):
         """A new register value; `loc` the user's line when the caller knows it already."""
         op = self._insert(AllocaOp(REGISTER_TYPES[kind].relocatable(count, align)),
                           loc or _caller_location())
-        op.results[0].name_hint = hint
-        return op.results[0]
+        result = op.results[0]
+        result._name = _valid_hint(hint)  # (name_hint's setter; see _valid_hint)
+        return result
 
     def vreg(self) -> SSAValue:
         """A new relocatable VGPR."""
@@ -935,7 +937,7 @@ class KernelBuilder(ScheduleMixin):
                 for o, spec in zip(operands, match.specs)]
         # (match.result_types, from the facts worked out once per match)
         n = len(args)
-        result_types = [args[i].type for i in facts.defs if i < n]
+        result_types = [args[i]._type for i in facts.defs if i < n]  # (.type: a property)
         if facts.token:
             result_types.append(_TOKEN_TYPE)
         op = facts.op_class(mnemonic, args, result_types, mods)

@@ -1397,9 +1397,26 @@ def _init_plain(op: Operation, operands: Sequence[SSAValue], result_types: Seque
 
 _PLAIN_INIT = _plain_init_applies()
 
+
+def append_new_op(block: Block, op: Operation) -> None:
+    """`block.add_op(op)` for an op not in any block yet and without regions, whose checks
+    (attached elsewhere? an ancestor of the block?) cannot fail for it: only the links."""
+    if op.parent is not None or op.regions or not _PLAIN_INIT:
+        block.add_op(op)  # (xDSL's checks and their errors)
+        return
+    op.parent = block
+    last = block._last_op
+    if last is None:
+        block._first_op = op
+    else:  # (Operation._insert_next_op after the block's last op)
+        last._next_op = op
+        op._prev_op = last
+        op._next_op = None
+    block._last_op = op
+
 __all__ = [c.__name__ for c in AMDGCN_OPS] + [
     "InstructionOp", "INSTRUCTION_OPS", "OP_FOR_ENCODING", "ABI_VALUE_OPS", "AMDGCN_OPS",
     "VIEW_OPS", "combine_alignment", "implied_alignment", "join_type", "split_types",
     "MODIFIER_NAMES", "FLAG_MODIFIERS", "INT_MODIFIERS", "LIST_MODIFIERS", "NAME_MODIFIERS",
     "modifiers_to_attr", "attr_to_modifiers", "close_blocks", "KEEP_ORDER_ATTR",
-    "LDS_DMA_TOKENS_ATTR", "walk_ops"]
+    "LDS_DMA_TOKENS_ATTR", "append_new_op", "walk_ops"]
