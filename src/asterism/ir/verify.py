@@ -230,14 +230,17 @@ class BuiltOps:
     then: the operand and result tuples (xDSL replaces the tuple on every change) and the
     mnemonic and modifiers attributes. `verify_module(built=...)` does not match such an op
     again while it is unchanged. (Three dicts rather than a record per op: a kernel has
-    thousands of ops, and every object made per op is one more for the cyclic collector.)"""
+    thousands of ops, and every object made per op is one more for the cyclic collector.
+    Keyed by id: an op's __hash__ is a Python call; the recorded result tuple, whose results
+    name their op, keeps the op alive, or for an op without results differs from any later
+    op's, so an id is never taken for another op's.)"""
 
     __slots__ = ("_shared", "operands", "props", "results")
 
     def __init__(self) -> None:
-        self.operands: dict[Operation, SSAValues] = {}
-        self.results: dict[Operation, SSAValues] = {}
-        self.props: dict[Operation, tuple[Attribute, Attribute | None]] = {}
+        self.operands: dict[int, SSAValues] = {}
+        self.results: dict[int, SSAValues] = {}
+        self.props: dict[int, tuple[Attribute, Attribute | None]] = {}
         # (one pair per distinct pair of attributes, by identity: the pair keeps them alive)
         self._shared: dict[tuple[int, int], tuple[Attribute, Attribute | None]] = {}
 
@@ -245,7 +248,7 @@ class BuiltOps:
         return len(self.operands)
 
     def __contains__(self, op: Operation) -> bool:
-        return op in self.operands
+        return self.results.get(id(op)) is op.results
 
     def add(self, op: Operation) -> None:
         """Record `op` as it is now."""
@@ -254,14 +257,16 @@ class BuiltOps:
         pair = self._shared.get((id(mnemonic), id(mods)))
         if pair is None:
             pair = self._shared[(id(mnemonic), id(mods))] = (mnemonic, mods)
-        self.operands[op] = op._operands
-        self.results[op] = op.results
-        self.props[op] = pair
+        key = id(op)
+        self.operands[key] = op._operands
+        self.results[key] = op.results
+        self.props[key] = pair
 
     def discard(self, op: Operation) -> None:
         """Forget `op` (verify matches it again)."""
-        if self.operands.pop(op, None) is not None:
-            del self.results[op], self.props[op]
+        key = id(op)
+        if self.results.get(key) is op.results:
+            del self.operands[key], self.results[key], self.props[key]
 
     def update(self, other: BuiltOps) -> None:
         """Add the ops of `other`."""
@@ -272,11 +277,12 @@ class BuiltOps:
 
     def unchanged(self, op: Operation) -> bool:
         """True if `op` was recorded and is still as it was, with no decode_only attribute."""
-        operands = self.operands.get(op)
-        if operands is None or op._operands is not operands or op.results is not \
-                self.results[op]:
+        key = id(op)
+        results = self.results.get(key)
+        if results is None or op.results is not results or op._operands is not \
+                self.operands[key]:
             return False
-        mnemonic, mods = self.props[op]
+        mnemonic, mods = self.props[key]
         props = op.properties
         return (props.get("mnemonic") is mnemonic and props.get("modifiers") is mods
                 and len(props) == (1 if mods is None else 2) and not is_decode_only(op))
