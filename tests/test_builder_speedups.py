@@ -152,3 +152,132 @@ def test_plain_op_init_equals_xdsl_init():
                [(r.type, r.index, r.owner is ref) for r in ref.results]
         assert len(op._operand_uses) == len(ref._operand_uses) == len(op.operands)
         assert str(op) == str(ref)
+        for k, v in enumerate(op.operands):  # (each operand's use list holds this use)
+            assert [(u.operation, u.index) for u in v.uses if u.operation is op] == [(op, k)]
+    # (the use lists stay consistent: dropping the op's references removes its uses only)
+    others = [len(list(a.uses)) - 1, len(list(b.uses)) - 1]
+    made[0].drop_all_references()
+    assert [len(list(a.uses)), len(list(b.uses))] == others
+    assert not any(u.operation is made[0] for u in [*a.uses, *b.uses])
+
+
+# --- finish() does not match again the instruction ops emit matched, unless they changed --
+
+
+def _two_adds():
+    """A kernel with two v_add_u32 of one operand pattern: finish checks the first in full
+    and trusts the second as built."""
+    kb = KernelBuilder("k")
+    v = kb.vreg()
+    kb.v_add_u32(None, v, v)
+    second = kb.v_add_u32(None, v, v).owner
+    kb.s_endpgm()
+    return kb, second
+
+
+def test_finish_trusts_only_repeated_patterns():
+    kb, second = _two_adds()
+    first = second.prev_op
+    while first.name != "amdgcn.vop2":
+        first = first.prev_op
+    assert second in kb._built and first not in kb._built
+    kb.finish()
+
+
+def test_finish_checks_an_op_whose_operands_changed_after_emit():
+    kb, second = _two_adds()
+    s = kb.sreg()
+    second.operands = [second.operands[0], second.operands[1], s]  # (vsrc1 takes no SGPR)
+    with pytest.raises(VerifyError, match="v_add_u32"):
+        kb.finish()
+
+
+def test_finish_checks_an_op_whose_modifiers_changed_after_emit():
+    from asterism.ir.ops import modifiers_to_attr
+
+    kb, second = _two_adds()
+    second.properties["modifiers"] = modifiers_to_attr({"offset": 16})
+    with pytest.raises(VerifyError, match="offset"):
+        kb.finish()
+
+
+def test_finish_checks_an_op_whose_mnemonic_changed_after_emit():
+    from xdsl.dialects.builtin import StringAttr
+
+    kb, second = _two_adds()
+    second.properties["mnemonic"] = StringAttr("v_mfma_f32_16x16x16_f16")
+    with pytest.raises(VerifyError, match="v_mfma_f32_16x16x16_f16"):
+        kb.finish()
+
+
+def test_finish_checks_an_op_whose_results_changed_after_emit():
+    from xdsl.ir import OpResult, SSAValues
+
+    from asterism.ir.types import SGPRType
+
+    kb, second = _two_adds()
+    second.results = SSAValues([OpResult(SGPRType.relocatable(1, 1), second, 0)])
+    with pytest.raises(VerifyError, match="v_add_u32"):
+        kb.finish()
+
+
+def test_finish_checks_ops_whose_operand_the_abi_moved():
+    """An ABI value moves when another ABI input is requested (the kernarg pointer from
+    s[0:1] to s[2:3] behind the dispatch pointer): the ops reading it lose their trust and
+    finish matches them again."""
+    kb = KernelBuilder("k")
+    kp = kb.kernarg_ptr()
+    kb.s_load_dword(None, kp, 0)
+    second = kb.s_load_dword(None, kp, 0).owner
+    assert second in kb._built
+    kb.dispatch_ptr()  # (moves the kernarg pointer from s[0:1] to s[2:3])
+    assert second not in kb._built
+    kb.s_endpgm()
+    kb.finish()
+
+
+def test_value_of_another_kernel_is_rejected():
+    """The kernel's quick IsolatedFromAbove check (one step per operand) still finds a value
+    defined in another kernel, in the entry block and in a later block."""
+    from asterism.builder import ModuleBuilder
+
+    for later_block in (False, True):
+        mb = ModuleBuilder("m")
+        ka, kb = mb.kernel("a"), mb.kernel("b")
+        foreign = ka.v_mov_b32(None, 1)
+        ka.s_endpgm()
+        if later_block:
+            kb.label("next")
+        kb.v_add_u32(None, foreign, kb.vreg())
+        kb.s_endpgm()
+        with pytest.raises(VerifyError, match="IsolatedFromAbove"):
+            mb.finish()
+
+
+def test_appended_ops_are_linked_as_add_op_links_them():
+    """ops.append_new_op gives a block the links Block.add_op gives it (both ways, first and
+    last op, parents), and leaves an op already in a block to add_op's error."""
+    from xdsl.ir import Block
+
+    from asterism.ir import ops
+    from asterism.ir.types import VGPRType
+
+    t = VGPRType.relocatable(1, 1)
+    mine, ref = Block(), Block()
+    made = [ops.AllocaOp(t) for _ in range(3)]
+    for op in made:
+        ops.append_new_op(mine, op)
+        ref.add_op(ops.AllocaOp(t))
+    for block in (mine, ref):
+        forward = list(block.ops)
+        backward = []
+        op = block.last_op
+        while op is not None:
+            backward.append(op)
+            op = op.prev_op
+        assert forward == backward[::-1] and len(forward) == 3
+        assert all(op.parent is block for op in forward)
+        assert forward[0].prev_op is None and forward[-1].next_op is None
+    assert list(mine.ops) == made
+    with pytest.raises(ValueError, match="already attached"):
+        ops.append_new_op(ref, made[0])

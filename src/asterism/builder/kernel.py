@@ -97,6 +97,7 @@ from asterism.ir.ops import (
     WaitOp,
     WorkgroupIdOp,
     WorkitemIdOp,
+    append_new_op,
     close_blocks,
     join_type,
     split_types,
@@ -111,7 +112,7 @@ from asterism.ir.types import (
     TokenType,
     type_text,
 )
-from asterism.ir.verify import match_instruction, verify_module
+from asterism.ir.verify import BuiltOps, match_instruction, verify_module
 from asterism.isa import Form, Instruction, OperandSpec, get_isa
 from asterism.mc.operands import SPECIAL_REGISTERS
 
@@ -167,6 +168,29 @@ class _BuildFacts(NamedTuple):
 
 
 _TOKEN_TYPE = TokenType()
+_TERMINATORS: dict[type, bool] = {}
+
+
+def _is_terminator(cls: type[Operation]) -> bool:
+    """`cls.has_trait(IsTerminator)`, once per op class (traits are class-level)."""
+    found = _TERMINATORS.get(cls)
+    if found is None:
+        found = _TERMINATORS[cls] = cls.has_trait(IsTerminator)
+    return found
+
+
+_HINTS: dict[str, str] = {}
+
+
+def _valid_hint(name: str) -> str:
+    """What setting `name` as a value's name_hint stores (xDSL drops a _<digits> suffix),
+    once per name: a kernel names its values with a few names, thousands of times."""
+    valid = _HINTS.get(name)
+    if valid is None:
+        valid = OpResult.extract_valid_name(name)
+        if len(_HINTS) < 1 << 16:
+            _HINTS[name] = valid
+    return valid
 _SSA_CLASSES = (OpResult, BlockArgument)  # (exact types: isinstance on SSAValue is slow)
 
 
@@ -338,6 +362,12 @@ class KernelBuilder(ScheduleMixin):
         self._off: SSAValue | None = None
         self._module = module
         self._finished = False
+        # Instruction ops made from a form whose first op in this kernel finish() matched and
+        # checked in full, with their state as built: finish does not match them again
+        # (verify_module's `built`). An op built from the same emit key gets the same form
+        # and the same verdict (see _emit_key), so checking one op per key suffices.
+        self._built = BuiltOps()
+        self._checked_keys: set[int] = set()  # ids of the _MATCHES facts seen in this kernel
         self.last_token: SSAValue | None = None
         self.v = RegisterFile(self, "v")
         self.s = RegisterFile(self, "s")
@@ -370,19 +400,19 @@ class KernelBuilder(ScheduleMixin):
         if self._finished:
             raise VerifyError(f"kernel {self.name} is finished; no more instructions",
                               _source_location(loc))
-        last = self.block.last_op
-        if last is not None and last.has_trait(IsTerminator):
+        last = self.block._last_op
+        if last is not None and _is_terminator(type(last)):
             self._start(Block())  # code after a branch starts a new (unlabeled) block
         if loc is not None:
             op.location = loc
-        self.block.add_op(op)
+        append_new_op(self.block, op)
         if self.block is self.entry and self._body_start is None:
             self._body_start = op
         return op
 
     def _start(self, block: Block) -> None:
-        last = self.block.last_op
-        if last is None or not last.has_trait(IsTerminator):
+        last = self.block._last_op
+        if last is None or not _is_terminator(type(last)):
             self._insert(FallthroughOp(block))
         self.kernel.body.add_block(block)
         self.block = block
@@ -440,8 +470,9 @@ class KernelBuilder(ScheduleMixin):
         """A new register value; `loc` the user's line when the caller knows it already."""
         op = self._insert(AllocaOp(REGISTER_TYPES[kind].relocatable(count, align)),
                           loc or _caller_location())
-        op.results[0].name_hint = hint
-        return op.results[0]
+        result = op.results[0]
+        result._name = _valid_hint(hint)  # (name_hint's setter; see _valid_hint)
+        return result
 
     def vreg(self) -> SSAValue:
         """A new relocatable VGPR."""
@@ -634,6 +665,7 @@ class KernelBuilder(ScheduleMixin):
         value._type = new_type  # xDSL values have no public type setter
         for use in list(value.uses):
             op = use.operation
+            self._built.discard(op)  # (its operand changed: finish checks it again)
             if isinstance(op, SplitRegisterRangeOp) and new_type.is_fixed:
                 for piece, want in zip(op.pieces, split_types(
                         new_type, [p.type.width for p in op.pieces])):
@@ -761,7 +793,10 @@ class KernelBuilder(ScheduleMixin):
         if facts is not None:  # (the same form as below, without trying the forms again)
             given = self._with_fixed_operands(facts.specs, operands) if facts.fixed \
                 else operands
-            return self._build(mnemonic, facts.match, given, mods, loc, facts)
+            seen = id(facts) in self._checked_keys  # (facts in _MATCHES live for good)
+            if not seen:
+                self._checked_keys.add(id(facts))
+            return self._build(mnemonic, facts.match, given, mods, loc, facts, seen)
         forms = self._candidate_forms(inst, suffix, enc, mods, loc)
         errors: list[tuple[Form, MatchError]] = []
         for form in forms:
@@ -778,6 +813,7 @@ class KernelBuilder(ScheduleMixin):
             facts = _BuildFacts.of(match)
             if key is not None and len(_MATCHES) < _MATCHES_LIMIT:
                 _MATCHES[key] = facts
+                self._checked_keys.add(id(facts))
             return self._build(mnemonic, match, given, mods, loc, facts)
         best_form, best = max(errors, key=lambda e: e[1].score)
         where = f" ({best_form.enc})" if len(forms) > 1 else ""
@@ -893,29 +929,36 @@ class KernelBuilder(ScheduleMixin):
         return self._relocatable(kind, max(1, spec.width), max(1, spec.align), kind, loc)
 
     def _build(self, mnemonic: str, match, operands: tuple, mods: dict,
-               loc: FileLineColLoc | None, facts: _BuildFacts):
+               loc: FileLineColLoc | None, facts: _BuildFacts, seen: bool = False):
+        """Make and insert the op of `match`; `seen`: an op of the same emit key was built
+        in this kernel before (finish checks that one: this one need not be matched again)."""
         value = self._value
         args = [o if type(o) in _SSA_CLASSES else value(o, spec, loc)
                 for o, spec in zip(operands, match.specs)]
         # (match.result_types, from the facts worked out once per match)
         n = len(args)
-        result_types = [args[i].type for i in facts.defs if i < n]
+        result_types = [args[i]._type for i in facts.defs if i < n]  # (.type: a property)
         if facts.token:
             result_types.append(_TOKEN_TYPE)
         op = facts.op_class(mnemonic, args, result_types, mods)
         self._insert(op, loc)
+        if seen:
+            self._built.add(op)
         defs = []
         for res, pos in zip(op.results, facts.defs):  # (outs: all the results)
-            res.name_hint = args[pos].name_hint
+            hint = args[pos]._name
+            # (name_hint's setter, with the name's validation done once per name)
+            res._name = None if hint is None else _valid_hint(hint)
             t = res.type
             if isinstance(t, RegisterType) and t.is_fixed:
                 self._local[(t.KIND, t.first, t.width)] = res
             elif isinstance(t, SpecialRegType):
                 self._local[("special", t.reg_name)] = res
             defs.append(res)
-        token = self.last_token = op.token
+        # (the token is the last result exactly when the form is counted: see above)
+        token = self.last_token = op.results[-1] if facts.token else None
         if token is not None:
-            token.name_hint = "tok"
+            token._name = "tok"  # (name_hint's setter, for a name known to be valid)
         if len(defs) == 1:
             return defs[0]
         if not defs:
@@ -943,7 +986,7 @@ class KernelBuilder(ScheduleMixin):
         kernel = self._finalize()
         if kernel.parent is None:
             self._top = BuiltinModuleOp([ModuleOp(self.name, self.target, [kernel])])
-        verify_module(self._top)
+        verify_module(self._top, built=self._built)
         return self._top
 
 
@@ -972,7 +1015,10 @@ class ModuleBuilder:
             kernels = [kb._finalize() for kb in self.kernels]
             self._top = BuiltinModuleOp([ModuleOp(self.name, self.target, kernels,
                                                   self.features)])
-        verify_module(self._top)
+        built = BuiltOps()
+        for kb in self.kernels:
+            built.update(kb._built)
+        verify_module(self._top, built=built)
         return self._top
 
 

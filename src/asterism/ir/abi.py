@@ -21,6 +21,7 @@ from asterism.ir.ops import (
     QueuePtrOp,
     WorkgroupIdOp,
     WorkitemIdOp,
+    walk_ops,
 )
 from asterism.ir.types import KernelArgAttr, RegisterType, SGPRType, VGPRType
 from asterism.mc.kernel_abi import kernarg_layout, system_sgpr_layout, user_sgpr_layout
@@ -94,8 +95,14 @@ def compute_layout(kernel: KernelOp) -> KernelLayout:
     dims = 1
     req = layout.abi
     offset = 0
-    for op in kernel.walk():  # one walk: ABI inputs and LDS allocations in program order
-        role = _layout_role(type(op))
+    roles = _LAYOUT_ROLE
+    # (one walk: ABI inputs and LDS allocations in program order; a stand-in that is not an
+    # op, such as liveness's view of the ABI ops, gives its own walk)
+    ops = walk_ops(kernel) if isinstance(kernel, Operation) else kernel.walk()
+    for op in ops:
+        role = roles.get(type(op), "?")
+        if role == "?":
+            role = _layout_role(type(op))
         if role is None:
             continue
         if role == "lds":

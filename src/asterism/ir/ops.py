@@ -22,7 +22,8 @@ lists, names); their names are the MC layer's (see `asterism.mc.inst`) plus `neg
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from itertools import repeat
 from typing import ClassVar
 
 from xdsl.dialects.builtin import (
@@ -37,7 +38,17 @@ from xdsl.dialects.builtin import (
     UnitAttr,
     i32,
 )
-from xdsl.ir import Attribute, Block, Operation, OpResult, Region, SSAValue, SSAValues
+from xdsl.ir import (
+    Attribute,
+    Block,
+    BlockArgument,
+    Operation,
+    OpResult,
+    Region,
+    SSAValue,
+    SSAValues,
+    Use,
+)
 from xdsl.irdl import (
     IRDLOperation,
     irdl_op_definition,
@@ -1052,6 +1063,34 @@ class LdsAllocOp(IRDLOperation):
 # --- structure ------------------------------------------------------------------------------
 
 
+class _IsolatedKernelBody(IsolatedFromAbove):
+    """IsolatedFromAbove for a kernel: a kernel body is flat (no op in it has regions), so a
+    value is defined inside the kernel exactly when the block defining it is in the kernel's
+    region. That test is one step per operand, where xDSL's climbs the parents of each
+    operand's owner; anything else (nested regions, a value of another kind, a value from
+    outside) goes to xDSL's check, which gives its message."""
+
+    def verify(self, op: Operation) -> None:
+        regions = op.regions
+        inside = {id(region) for region in regions}  # (regions compare by identity)
+        for region in regions:
+            for block in region.blocks:
+                for child in block.ops:
+                    if child.regions:
+                        return super().verify(op)
+                    for operand in child._operands:
+                        cls = type(operand)
+                        if cls is OpResult:
+                            defined_in = operand.op.parent
+                        elif cls is BlockArgument:
+                            defined_in = operand.block
+                        else:
+                            return super().verify(op)
+                        if defined_in is None or id(defined_in.parent) not in inside:
+                            return super().verify(op)
+        return None
+
+
 class _KernelRegionTerminators(NoTerminator):
     """A single-block kernel may end without a terminator op (e.g. `amdgcn.sopp s_endpgm`);
     blocks of multi-block kernels must end with branch/fallthrough/end_kernel (checked by
@@ -1137,7 +1176,7 @@ class KernelOp(IRDLOperation):
     reserved = opt_prop_def(DictionaryAttr)
     body = region_def()
 
-    traits = traits_def(_KernelRegionTerminators(), SymbolOpInterface(), IsolatedFromAbove())
+    traits = traits_def(_KernelRegionTerminators(), SymbolOpInterface(), _IsolatedKernelBody())
 
     def __init__(self, sym_name: str, args: Sequence[KernelArgAttr] = (),
                  workgroup_size: Sequence[int] = (64, 1, 1), lds_size: int | None = None,
@@ -1295,6 +1334,22 @@ ABI_VALUE_OPS: tuple[type[IRDLOperation], ...] = (
 VIEW_OPS: tuple[type[IRDLOperation], ...] = (SplitRegisterRangeOp, MakeRegisterRangeOp)
 
 
+def walk_ops(op: Operation) -> Iterator[Operation]:
+    """`op.walk()` (an op before its regions' ops, in order), with one generator per op
+    that has regions rather than one per nesting level for every op, and the blocks' links
+    read directly (xDSL's views are made anew on each access)."""
+    yield op
+    for region in op.regions:
+        for block in region.blocks:
+            child = block._first_op
+            while child is not None:
+                if child.regions:
+                    yield from walk_ops(child)
+                else:
+                    yield child
+                child = child._next_op
+
+
 # --- making ops fast --------------------------------------------------------------------------
 
 
@@ -1302,8 +1357,11 @@ def _plain_init_applies() -> bool:
     """True while xDSL's Operation keeps the class defaults `_init_plain` relies on (no
     successors, no regions, no parent) and the ops it makes fill no default property or
     attribute in IRDLOperation.__post_init__."""
-    defaults = (Operation._successors, Operation._successor_uses, Operation.regions)
-    if defaults != ((), (), ()) or Operation.parent is not None:
+    defaults = (Operation._successors, Operation._successor_uses, Operation.regions,
+                Operation._operands, Operation._operand_uses)
+    if defaults != ((), (), (), (), ()) or Operation.parent is not None:
+        return False
+    if type(Operation._operands) is not SSAValues:
         return False
     for cls in (*INSTRUCTION_OPS, AllocaOp):
         d = cls.get_irdl_definition()
@@ -1323,7 +1381,14 @@ def _init_plain(op: Operation, operands: Sequence[SSAValue], result_types: Seque
         Operation.__init__(op, operands=operands, result_types=result_types,
                            properties=properties, attributes=attributes)
         return
-    op.operands = operands  # (xDSL's setter: registers the uses)
+    if operands:
+        # (xDSL's operands setter for an op that has none yet: the values, one Use each)
+        values = op._operands = SSAValues(operands)
+        uses = op._operand_uses = tuple(map(Use, repeat(op), range(len(values))))
+        for value, use in zip(values, uses):
+            value.add_use(use)
+    # (without operands the class defaults stay: an empty SSAValues and (), as xDSL's setter
+    # would make them, without a new object per op for the collector to track)
     op.results = SSAValues(OpResult(t, op, i) for i, t in enumerate(result_types))
     op.properties = properties
     op.attributes = attributes
@@ -1332,9 +1397,26 @@ def _init_plain(op: Operation, operands: Sequence[SSAValue], result_types: Seque
 
 _PLAIN_INIT = _plain_init_applies()
 
+
+def append_new_op(block: Block, op: Operation) -> None:
+    """`block.add_op(op)` for an op not in any block yet and without regions, whose checks
+    (attached elsewhere? an ancestor of the block?) cannot fail for it: only the links."""
+    if op.parent is not None or op.regions or not _PLAIN_INIT:
+        block.add_op(op)  # (xDSL's checks and their errors)
+        return
+    op.parent = block
+    last = block._last_op
+    if last is None:
+        block._first_op = op
+    else:  # (Operation._insert_next_op after the block's last op)
+        last._next_op = op
+        op._prev_op = last
+        op._next_op = None
+    block._last_op = op
+
 __all__ = [c.__name__ for c in AMDGCN_OPS] + [
     "InstructionOp", "INSTRUCTION_OPS", "OP_FOR_ENCODING", "ABI_VALUE_OPS", "AMDGCN_OPS",
     "VIEW_OPS", "combine_alignment", "implied_alignment", "join_type", "split_types",
     "MODIFIER_NAMES", "FLAG_MODIFIERS", "INT_MODIFIERS", "LIST_MODIFIERS", "NAME_MODIFIERS",
     "modifiers_to_attr", "attr_to_modifiers", "close_blocks", "KEEP_ORDER_ATTR",
-    "LDS_DMA_TOKENS_ATTR"]
+    "LDS_DMA_TOKENS_ATTR", "append_new_op", "walk_ops"]

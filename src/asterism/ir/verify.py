@@ -22,7 +22,15 @@ from xdsl.dialects.builtin import (
     StringAttr,
 )
 from xdsl.dialects.builtin import ModuleOp as BuiltinModuleOp
-from xdsl.ir import Block, ErasedSSAValue, Operation
+from xdsl.ir import (
+    Attribute,
+    Block,
+    BlockArgument,
+    ErasedSSAValue,
+    Operation,
+    OpResult,
+    SSAValues,
+)
 from xdsl.irdl import (
     AnyAttr,
     BaseAttr,
@@ -72,6 +80,7 @@ from asterism.ir.ops import (
     WorkgroupIdOp,
     WorkitemIdOp,
     attr_to_modifiers,
+    walk_ops,
 )
 from asterism.ir.types import (
     AGPRType,
@@ -147,16 +156,22 @@ def _passes_xdsl_checks(op: Operation) -> bool:
     """True if `op.verify(verify_nested_ops=False)` would certainly pass: an instruction op or
     amdgcn.alloca that is not the last op of its block (terminator rules), has no successors
     or regions, no erased operands and properties of the declared kinds."""
+    # (the fields behind xDSL's views: the views are made anew on every access)
     cls = type(op)
-    if cls not in _TRIVIAL_DEFINITIONS or op.next_op is None or op.parent is None:
+    if cls not in _TRIVIAL_DEFINITIONS or op._next_op is None or op.parent is None:
         return False
-    if op.successors or op.regions:
+    if op._successors or op.regions:
         return False
     if cls is AllocaOp:
-        return (not op.properties and not op.operands and len(op.results) == 1
-                and isinstance(op.results[0].type, RegisterType | SpecialRegType))
-    return (_instruction_props_ok(op.properties)
-            and not any(isinstance(v, ErasedSSAValue) for v in op.operands))
+        results = op.results
+        return (not op.properties and not op._operands and len(results) == 1
+                and isinstance(results[0].type, RegisterType | SpecialRegType))
+    if not _instruction_props_ok(op.properties):
+        return False
+    for v in op._operands:
+        if type(v) not in _LIVE_VALUES and isinstance(v, ErasedSSAValue):
+            return False
+    return True
 
 
 def _trivial_definitions() -> frozenset[type[Operation]]:
@@ -183,9 +198,12 @@ def _trivial_definitions() -> frozenset[type[Operation]]:
 _TRIVIAL_DEFINITIONS = _trivial_definitions()
 
 
+_LIVE_VALUES = (OpResult, BlockArgument)  # (exact types: not ErasedSSAValue)
+
+
 def verify_structure(module: Operation) -> None:
     """xDSL's structural verification, reported at the offending op."""
-    for op in module.walk():
+    for op in walk_ops(module):
         if _passes_xdsl_checks(op):
             continue
         try:
@@ -207,18 +225,86 @@ class VerifiedFacts:
     layouts: dict[Operation, KernelLayout] = field(default_factory=dict)
 
 
-def verify_module(module: Operation, facts: VerifiedFacts | None = None) -> None:
+class BuiltOps:
+    """Instruction ops a builder made from a form it matched and checked, with their state
+    then: the operand and result tuples (xDSL replaces the tuple on every change) and the
+    mnemonic and modifiers attributes. `verify_module(built=...)` does not match such an op
+    again while it is unchanged. (Three dicts rather than a record per op: a kernel has
+    thousands of ops, and every object made per op is one more for the cyclic collector.
+    Keyed by id: an op's __hash__ is a Python call; the recorded result tuple, whose results
+    name their op, keeps the op alive, or for an op without results differs from any later
+    op's, so an id is never taken for another op's.)"""
+
+    __slots__ = ("_shared", "operands", "props", "results")
+
+    def __init__(self) -> None:
+        self.operands: dict[int, SSAValues] = {}
+        self.results: dict[int, SSAValues] = {}
+        self.props: dict[int, tuple[Attribute, Attribute | None]] = {}
+        # (one pair per distinct pair of attributes, by identity: the pair keeps them alive)
+        self._shared: dict[tuple[int, int], tuple[Attribute, Attribute | None]] = {}
+
+    def __len__(self) -> int:
+        return len(self.operands)
+
+    def __contains__(self, op: Operation) -> bool:
+        return self.results.get(id(op)) is op.results
+
+    def add(self, op: Operation) -> None:
+        """Record `op` as it is now."""
+        props = op.properties
+        mnemonic, mods = props["mnemonic"], props.get("modifiers")
+        pair = self._shared.get((id(mnemonic), id(mods)))
+        if pair is None:
+            pair = self._shared[(id(mnemonic), id(mods))] = (mnemonic, mods)
+        key = id(op)
+        self.operands[key] = op._operands
+        self.results[key] = op.results
+        self.props[key] = pair
+
+    def discard(self, op: Operation) -> None:
+        """Forget `op` (verify matches it again)."""
+        key = id(op)
+        if self.results.get(key) is op.results:
+            del self.operands[key], self.results[key], self.props[key]
+
+    def update(self, other: BuiltOps) -> None:
+        """Add the ops of `other`."""
+        self._shared.update(other._shared)
+        self.operands.update(other.operands)
+        self.results.update(other.results)
+        self.props.update(other.props)
+
+    def unchanged(self, op: Operation) -> bool:
+        """True if `op` was recorded and is still as it was, with no decode_only attribute."""
+        key = id(op)
+        results = self.results.get(key)
+        if results is None or op.results is not results or op._operands is not \
+                self.operands[key]:
+            return False
+        mnemonic, mods = self.props[key]
+        props = op.properties
+        return (props.get("mnemonic") is mnemonic and props.get("modifiers") is mods
+                and len(props) == (1 if mods is None else 2) and not is_decode_only(op))
+
+
+def verify_module(module: Operation, facts: VerifiedFacts | None = None,
+                  built: BuiltOps | None = None) -> None:
     """Verify a parsed or built module; raises VerifyError on the first problem. With
-    `facts`, records what lowering needs (see VerifiedFacts)."""
+    `facts`, records what lowering needs (see VerifiedFacts). `built`: instruction ops whose
+    form their builder matched (and checked) when it made them (see BuiltOps); such an op,
+    if unchanged, is not matched again (the structure, register bounds and every other op
+    are checked as always)."""
     # (the keys and facts made per op would otherwise start full collections of the IR)
     was_enabled = pause_cyclic_gc()
     try:
-        _verify_module(module, facts)
+        _verify_module(module, facts, built)
     finally:
         resume_cyclic_gc(was_enabled)
 
 
-def _verify_module(module: Operation, facts: VerifiedFacts | None) -> None:
+def _verify_module(module: Operation, facts: VerifiedFacts | None,
+                   built: BuiltOps | None) -> None:
     verify_structure(module)
     for amod in amdgcn_modules(module):
         try:
@@ -228,7 +314,7 @@ def _verify_module(module: Operation, facts: VerifiedFacts | None) -> None:
             raise error_at(amod, err.message) from None
         for op in amod.body.ops:
             if isinstance(op, KernelOp):
-                verify_kernel(op, isa, target, facts)
+                verify_kernel(op, isa, target, facts, built)
             elif isinstance(op, func.FuncOp):
                 verify_fragment(op, isa, target)
             else:
@@ -239,12 +325,15 @@ class _Checker:
     """Checks the ops of one kernel or func body."""
 
     def __init__(self, isa: IsaDatabase, target: Target, layout: KernelLayout | None,
-                 kernel: KernelOp | None, facts: VerifiedFacts | None = None):
+                 kernel: KernelOp | None, facts: VerifiedFacts | None = None,
+                 built: BuiltOps | None = None):
         self.isa = isa
         self.target = target
         self.layout = layout
         self.kernel = kernel
         self.forms = facts.forms if facts is not None else None
+        # (with `facts` every form is needed: nothing is skipped)
+        self.built = built if built and self.forms is None else None
         self.limits = {VGPRType: target.vgpr.arch, AGPRType: target.vgpr.acc,
                        SGPRType: target.sgpr.addressable, TTMPType: TTMP_COUNT}
 
@@ -254,8 +343,10 @@ class _Checker:
             for block in region.blocks:
                 for arg in block.args:
                     self.check_register_bounds(parent, arg.type)
-                for op in block.ops:
+                op = block._first_op  # (block.ops iterates through a view and properties)
+                while op is not None:
                     self.check_op(op)
+                    op = op._next_op
 
     def check_register_bounds(self, op: Operation, t) -> None:
         """Fixed registers must exist in the target's register files."""
@@ -280,6 +371,8 @@ class _Checker:
         if cls is AllocaOp:
             return  # the most common op after instructions: nothing more to check
         if cls in _INSTRUCTION_CLASSES or isinstance(op, InstructionOp):
+            if self.built is not None and self.built.unchanged(op):
+                return
             found = _check_instruction(op, self.isa, self.layout)
             if self.forms is not None:
                 self.forms[op] = found
@@ -323,7 +416,8 @@ class _Checker:
 
 
 def verify_kernel(kernel: KernelOp, isa: IsaDatabase, target: Target,
-                  facts: VerifiedFacts | None = None) -> None:
+                  facts: VerifiedFacts | None = None,
+                  built: BuiltOps | None = None) -> None:
     """Check one kernel (declarations, then every op of its body)."""
     layout = compute_layout(kernel)
     if facts is not None:
@@ -350,7 +444,7 @@ def verify_kernel(kernel: KernelOp, isa: IsaDatabase, target: Target,
             raise error_at(first, "kernel blocks take no arguments: values cross blocks in "
                                   "their registers")
     regions = list(kernel.reserved_regions.items())
-    checker = _Checker(isa, target, layout, kernel, facts)
+    checker = _Checker(isa, target, layout, kernel, facts, built)
     for k, (name, t) in enumerate(regions):
         checker.check_register_bounds(kernel, t)
         for other, u in regions[:k]:
@@ -534,6 +628,7 @@ def check_abi_value(op: Operation, layout: KernelLayout) -> None:
 
 __all__ = [
     "USER_SGPR_OPS",
+    "BuiltOps",
     "VerifiedFacts",
     "amdgcn_modules",
     "check_instruction",
