@@ -2,7 +2,8 @@
 scaled_mfma (gfx950 v_mfma_scale_f32_*_f8f6f4, every fp8/fp6/fp4 format on A and B, scale
 byte selects, scalar scales), swizzle_bitmode (ds_swizzle), permlane_swap (gfx950),
 gather_to_lds (LDS DMA, in and out of range), transpose_load (gfx950 ds_read_b64_tr_b*),
-memory_counter_wait; and the errors for ops or targets that do not apply."""
+memory_counter_wait, scaled_ext_packed and packed_scaled_trunc (gfx950 v_cvt_scalef32_pk_*,
+fp8/bf8/fp4 with f32/f16/bf16); and the errors for ops or targets that do not apply."""
 
 from __future__ import annotations
 
@@ -26,10 +27,15 @@ from test_upstream_mfma import _codes, _lane_words
 from test_upstream_ops import _dpp_reference, compile_file, fp8_value, launch
 from upstream_inputs import (
     SCALED_CASES,
+    SCALED_CVT_TYPES,
+    SCALED_EXT_CASES,
+    SCALED_TRUNC_CASES,
     SMALL_FLOAT_BITS,
     SPARSE_CASES,
     bf8_text,
+    scaled_ext_text,
     scaled_mfma_text,
+    scaled_trunc_text,
     sparse_mfma_text,
 )
 
@@ -368,3 +374,124 @@ def test_sparse_mfma_matches_numpy(case):
         acc = acc + prod
         mag = mag + np.abs(prod)
     assert_close(got, acc, mag, info.out_type)
+
+
+# (exponent bits, mantissa bits, bias) of the OCP small floats of v_cvt_scalef32_pk_*
+SMALL_FORMATS = {"f8E4M3FN": (4, 3, 7), "f8E5M2": (5, 2, 15), "f4E2M1FN": (2, 1, 1)}
+
+
+def _small_value(code: int, name: str) -> float:
+    """Value of a finite OCP small-float code (the OCP MX spec's formula)."""
+    e_bits, m_bits, bias = SMALL_FORMATS[name]
+    width = 1 + e_bits + m_bits
+    sign = -1.0 if code >> (width - 1) & 1 else 1.0
+    exp = (code >> m_bits) & ((1 << e_bits) - 1)
+    man = code & ((1 << m_bits) - 1)
+    if exp == 0:
+        return sign * man / (1 << m_bits) * 2.0 ** (1 - bias)
+    return sign * (1 + man / (1 << m_bits)) * 2.0 ** (exp - bias)
+
+
+def _finite_codes(name: str) -> list[int]:
+    """Codes of finite values (E4M3FN: NaN at S.1111.111; E5M2: inf/NaN at exponent 31)."""
+    width = 1 + sum(SMALL_FORMATS[name][:2])
+    if name == "f8E4M3FN":
+        return [c for c in range(256) if c & 0x7F != 0x7F]
+    if name == "f8E5M2":
+        return [c for c in range(256) if (c >> 2) & 31 != 31]
+    return list(range(1 << width))
+
+
+def _scales(wide: str, n: int) -> tuple[np.ndarray, np.ndarray]:
+    """(powers of two, the f32 scale operands): random exponents (small enough that values
+    times them are exact in f16), mantissas random too as only the exponent counts."""
+    lo, hi = (-4, 0) if wide == "f16" else (-8, 8)
+    power = np.exp2(RNG.integers(lo, hi + 1, n)).astype(np.float32)
+    return power, (power * RNG.uniform(1.0, 2.0, n)).astype(np.float32)
+
+
+def _wide_bits(values: np.ndarray, wide: str) -> np.ndarray:
+    """uint32 bit patterns of exactly representable values in f32, or 16-bit ones."""
+    if wide == "f32":
+        return values.astype(np.float32).view(np.uint32)
+    if wide == "f16":
+        return values.astype(np.float16).view(np.uint16).astype(np.uint32)
+    return values.astype(np.float32).view(np.uint32) >> np.uint32(16)  # exact in bf16
+
+
+@pytest.mark.parametrize("small, wide", SCALED_EXT_CASES)
+def test_scaled_ext_packed_matches_numpy(small, wide):
+    ne, bits = SCALED_CVT_TYPES[small]
+    codes = RNG.choice(_finite_codes(small), size=(64, ne))
+    word = (codes.astype(np.uint64) << (bits * np.arange(ne, dtype=np.uint64))).sum(axis=1)
+    power, scale = _scales(wide, 64)
+    words = 2 if wide == "f32" else 1
+    out = np.zeros(64 * (ne // 2) * words, np.int32)
+    module = api.parse(scaled_ext_text(small, wide))
+    api.retarget(module, "gfx950")
+    launch(asterism.compile(module), "ext", (1, 1, 1), (64, 1, 1),
+           [word.astype(np.uint32).view(np.int32), scale, out])
+    values = np.vectorize(lambda c: _small_value(int(c), small))(codes) * power[:, None]
+    want = _wide_bits(values, wide)
+    if wide != "f32":  # two 16-bit results per dword, the first one low
+        want = want[:, 0::2] | (want[:, 1::2] << np.uint32(16))
+    np.testing.assert_array_equal(out.view(np.uint32), want.reshape(-1))
+
+
+@pytest.mark.parametrize("small, wide", SCALED_TRUNC_CASES)
+def test_packed_scaled_trunc_matches_numpy(small, wide):
+    """Exactly representable values (code values times the scale's power of two) convert to
+    their codes, placed in the word (8-bit) or byte (fp4) `index` names, the other bits of
+    `existing` kept; into undef, the low pair."""
+    ne, bits = SCALED_CVT_TYPES[small]
+    pairs = ne // 2
+    codes = RNG.choice(_finite_codes(small), size=(64, pairs + 1, 2))
+    power, scale = _scales(wide, 64)
+    values = np.vectorize(lambda c: _small_value(int(c), small))(codes) * power[:, None, None]
+    x = _wide_bits(values, wide)
+    x = x.reshape(-1) if wide == "f32" else (x[..., 0] | (x[..., 1] << np.uint32(16)))
+    old = RNG.integers(0, 2 ** 32, 64, dtype=np.uint64).astype(np.uint32)
+    out = np.zeros(64 * (pairs + 1), np.int32)
+    module = api.parse(scaled_trunc_text(wide, small))
+    api.retarget(module, "gfx950")
+    launch(asterism.compile(module), "trunc", (1, 1, 1), (64, 1, 1),
+           [x.reshape(-1).view(np.int32), scale, old.view(np.int32), out])
+    got = out.view(np.uint32).reshape(64, pairs + 1)
+    pair = (codes[..., 0] | (codes[..., 1] << bits)).astype(np.uint32)
+    field = np.uint32((1 << 2 * bits) - 1)
+    for i in range(pairs):
+        shift = np.uint32(2 * bits * i)
+        want = (old & ~(field << shift)) | (pair[:, i] << shift)
+        np.testing.assert_array_equal(got[:, i], want, err_msg=f"index {i}")
+    np.testing.assert_array_equal(got[:, pairs] & field, pair[:, pairs])
+
+
+SCALED_CVT = """module { gpu.module @m {
+  gpu.func @k(%g: memref<64xi32>) kernel {
+    %s = arith.constant 1.0 : f32
+    %w = arith.constant dense<0> : vector<1xi32>
+    %v = vector.bitcast %w : vector<1xi32> to vector<4xf8E4M3FN>
+    %x = arith.constant dense<1.0> : vector<2xf32>
+    BODY
+    gpu.return
+  } } }"""
+
+
+@pytest.mark.parametrize("body, target, message", [
+    ("%r = amdgpu.scaled_ext_packed %v[0], %s : vector<4xf8E4M3FN> to vector<2xf32>",
+     "gfx942", r"amdgpu.scaled_ext_packed: scaled_ext_packed needs gfx950 "
+               r"\(v_cvt_scalef32_pk_f32_fp8\); gfx942 does not have it"),
+    ("%r = amdgpu.packed_scaled_trunc %x into undef[1], %s : vector<2xf32> to "
+     "vector<4xf8E5M2>", "gfx942", r"amdgpu.packed_scaled_trunc: packed_scaled_trunc needs "
+                                   r"gfx950 \(v_cvt_scalef32_pk_bf8_f32\)"),
+    ("%r = amdgpu.scaled_ext_packed %v[2], %s : vector<4xf8E4M3FN> to vector<2xf32>",
+     "gfx950", r"index 2 is outside the 2 pairs of 8-bit values"),
+    ("%r = amdgpu.packed_scaled_trunc %x into undef[2], %s : vector<2xf32> to "
+     "vector<4xf8E5M2>", "gfx950", r"index 2 is outside the 2 pairs of 8-bit values"),
+])
+def test_scaled_conversion_errors(body, target, message):
+    module = api.parse(SCALED_CVT.replace("BODY", body))
+    api.retarget(module, target)
+    with pytest.raises(AsterismError, match=message) as err:
+        asterism.compile(module)
+    assert err.value.location is not None and err.value.location.line == 7

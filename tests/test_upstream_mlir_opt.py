@@ -52,3 +52,5 @@ def test_every_static_input_is_covered():
             "gfx950_lanes.mlir", "gfx950_gather.mlir",
             "gfx950_transpose.mlir", "dpp_wave.mlir"} <= names
     assert sum(n.startswith("gfx950:scaled_mfma") for n in names) == 8
+    assert sum(n.startswith("gfx950:scaled_ext_packed") for n in names) == 9
+    assert sum(n.startswith("gfx950:packed_scaled_trunc") for n in names) == 9

@@ -244,4 +244,98 @@ def all_inputs() -> list[tuple[str, str]]:
     out += [(f"{t}:{m}:abid{a}", sparse_mfma_text(t, m, a)) for t, m, a in SPARSE_CASES]
     out += [(f"gfx950:scaled_mfma:{'-'.join(map(str, c))}", scaled_mfma_text(*c))
             for c in SCALED_CASES]
+    out += [(f"gfx950:scaled_ext_packed:{s}-{d}", scaled_ext_text(s, d))
+            for s, d in SCALED_EXT_CASES]
+    out += [(f"gfx950:packed_scaled_trunc:{d}-{s}", scaled_trunc_text(d, s))
+            for s, d in SCALED_TRUNC_CASES]
     return out
+
+
+# amdgpu.scaled_ext_packed / packed_scaled_trunc (gfx950 v_cvt_scalef32_pk_*): the packed
+# small-float types and their (elements per dword, bits).
+SCALED_CVT_TYPES = {"f8E4M3FN": (4, 8), "f8E5M2": (4, 8), "f4E2M1FN": (8, 4)}
+SCALED_EXT_CASES = [(s, d) for s in SCALED_CVT_TYPES for d in ("f32", "f16", "bf16")]
+SCALED_TRUNC_CASES = SCALED_EXT_CASES
+
+SCALED_EXT_TEMPLATE = """module {{
+  gpu.module @m {{
+    gpu.func @ext(%w: memref<64xi32>, %s: memref<64xf32>, %out: memref<{nout}xi32>) kernel
+        attributes {{known_block_size = array<i32: 64, 1, 1>}} {{
+      %l = gpu.thread_id x
+      %kp = arith.constant {per} : index
+      %base = arith.muli %l, %kp : index
+      %wv = vector.load %w[%l] : memref<64xi32>, vector<1xi32>
+      %v = vector.bitcast %wv : vector<1xi32> to vector<{ne}x{ts}>
+      %sc = memref.load %s[%l] : memref<64xf32>
+{body}      gpu.return
+    }}
+  }}
+}}
+"""
+
+
+def scaled_ext_text(src: str, dst: str) -> str:
+    """A gfx950 kernel: each lane extends every pair of its packed word (one amdgpu.
+    scaled_ext_packed per index) with its scale and stores the results as dwords."""
+    ne, _bits = SCALED_CVT_TYPES[src]
+    words = 2 if dst == "f32" else 1  # dwords per vector<2x dst>
+    pairs = ne // 2
+    body = ""
+    for i in range(pairs):
+        body += (f"      %r{i} = amdgpu.scaled_ext_packed %v[{i}], %sc : vector<{ne}x{src}> to "
+                 f"vector<2x{dst}>\n"
+                 f"      %b{i} = vector.bitcast %r{i} : vector<2x{dst}> to vector<{words}xi32>\n"
+                 f"      %k{i} = arith.constant {i * words} : index\n"
+                 f"      %o{i} = arith.addi %base, %k{i} : index\n"
+                 f"      vector.store %b{i}, %out[%o{i}] : memref<{64 * pairs * words}xi32>, "
+                 f"vector<{words}xi32>\n")
+    return SCALED_EXT_TEMPLATE.format(nout=64 * pairs * words, per=pairs * words, ne=ne, ts=src,
+                                      body=body)
+
+
+SCALED_TRUNC_TEMPLATE = """module {{
+  gpu.module @m {{
+    gpu.func @trunc(%x: memref<{nx}xi32>, %s: memref<64xf32>, %old: memref<64xi32>,
+                    %out: memref<{nout}xi32>) kernel
+        attributes {{known_block_size = array<i32: 64, 1, 1>}} {{
+      %l = gpu.thread_id x
+      %kx = arith.constant {perx} : index
+      %ko = arith.constant {pero} : index
+      %bx = arith.muli %l, %kx : index
+      %bo = arith.muli %l, %ko : index
+      %sc = memref.load %s[%l] : memref<64xf32>
+      %ow = vector.load %old[%l] : memref<64xi32>, vector<1xi32>
+      %e = vector.bitcast %ow : vector<1xi32> to vector<{ne}x{td}>
+{body}      gpu.return
+    }}
+  }}
+}}
+"""
+
+
+def scaled_trunc_text(src: str, dst: str) -> str:
+    """A gfx950 kernel: each lane converts one pair of `src` values per index of the packed
+    word (amdgpu.packed_scaled_trunc into its `old` word) and, last, pair 0 into undef; it
+    stores the words."""
+    ne, _bits = SCALED_CVT_TYPES[dst]
+    words = 2 if src == "f32" else 1  # dwords per vector<2x src>
+    pairs = ne // 2
+    tv, tp = f"vector<2x{src}>", f"vector<{ne}x{dst}>"
+    body = ""
+    for i in range(pairs + 1):
+        into, idx = (f"%e[{i}]", f" into {tp}") if i < pairs else ("undef[0]", "")
+        body += (f"      %kx{i} = arith.constant {i * words} : index\n"
+                 f"      %ix{i} = arith.addi %bx, %kx{i} : index\n"
+                 f"      %xw{i} = vector.load %x[%ix{i}] : memref<{64 * (pairs + 1) * words}xi32>, "
+                 f"vector<{words}xi32>\n"
+                 f"      %xv{i} = vector.bitcast %xw{i} : vector<{words}xi32> to {tv}\n"
+                 f"      %t{i} = amdgpu.packed_scaled_trunc %xv{i} into {into}, %sc : {tv} to "
+                 f"{tp}{idx}\n"
+                 f"      %tw{i} = vector.bitcast %t{i} : {tp} to vector<1xi32>\n"
+                 f"      %ko{i} = arith.constant {i} : index\n"
+                 f"      %io{i} = arith.addi %bo, %ko{i} : index\n"
+                 f"      vector.store %tw{i}, %out[%io{i}] : memref<{64 * (pairs + 1)}xi32>, "
+                 f"vector<1xi32>\n")
+    return SCALED_TRUNC_TEMPLATE.format(nx=64 * (pairs + 1) * words, nout=64 * (pairs + 1),
+                                        perx=(pairs + 1) * words, pero=pairs + 1, ne=ne,
+                                        td=dst, body=body)

@@ -22,7 +22,8 @@
   codes in cbsz/blgp, scale byte selects in op_sel/op_sel_hi), `sparse_mfma` (`v_smfmac_*`
   over a copy of C), `gather_to_lds` (MUBUF loads with `lds`, M0 = the LDS destination),
   `transpose_load` (gfx950 `ds_read_b*_tr_b*`), `swizzle_bitmode` (`ds_swizzle_b32`),
-  `permlane_swap` (gfx950 `v_permlane16/32_swap_b32`), `memory_counter_wait` (`s_waitcnt`);
+  `permlane_swap` (gfx950 `v_permlane16/32_swap_b32`), `memory_counter_wait` (`s_waitcnt`),
+  `scaled_ext_packed` / `packed_scaled_trunc` (gfx950 `v_cvt_scalef32_pk_*`, fp8/bf8/fp4);
   an op a target lacks is an error naming the op, the instruction and the target.
 """
 
@@ -613,10 +614,74 @@ def _sparse_mfma(low: KernelLowering, op) -> None:
     low.set(op.destD, LV("v", op.destD.type, kb.emit(name, acc, a, b, idx, **mods)))
 
 
-_NOT_YET = ("amdgpu.scaled_ext_packed", "amdgpu.packed_scaled_trunc")
+# OCP small floats of the gfx950 v_cvt_scalef32_pk_* conversions: (instruction name, bits).
+_SCALEF32 = {"f8E4M3FN": ("fp8", 8), "f8E5M2": ("bf8", 8), "f4E2M1FN": ("fp4", 4)}
+_WIDE = ("f32", "f16", "bf16")
 
 
-@handles(*_NOT_YET)
-def _not_yet(low: KernelLowering, op) -> None:
-    raise fail(op, "parsed, but lowering it is not done yet (docs/upstream_mlir.md lists the "
-                   "ops that lower)")
+def _scalef32_format(op, t) -> tuple[str, int]:
+    """(fp8/bf8/fp4, bits) of the packed small-float side of a scaled conversion."""
+    name = getattr(getattr(t, "element_type", None), "name", "")
+    if not isinstance(t, VectorType) or name not in _SCALEF32:
+        raise fail(op, f"{t} is not supported: the packed side is a vector of f8E4M3FN, "
+                       "f8E5M2 or f4E2M1FN")
+    return _SCALEF32[name]
+
+
+def _wide_type(op, t, what: str) -> tuple[str, int]:
+    """(f32/f16/bf16, length) of the wide side of a scaled conversion (a vector of 1 or 2)."""
+    et = type_name(t.element_type) if isinstance(t, VectorType) else ""
+    if et not in _WIDE or t.get_shape() not in ((1,), (2,)):
+        raise fail(op, f"the {what} must be a vector of 1 or 2 f32, f16 or bf16, not {t}")
+    return et, t.get_shape()[0]
+
+
+def _pair_index(op, bits: int, elements: int | None = None) -> int:
+    """The pair `index` names: a 16-bit word of 8-bit codes or a byte of 4-bit codes."""
+    index = op.index.value.data
+    pairs = 32 // (2 * bits)
+    if index >= pairs or (elements is not None and 2 * index >= elements):
+        limit = min(pairs, -(-elements // 2)) if elements is not None else pairs
+        raise fail(op, f"index {index} is outside the {limit} pairs of {bits}-bit values")
+    return index
+
+
+@handles("amdgpu.scaled_ext_packed")
+def _scaled_ext(low: KernelLowering, op) -> None:
+    fmt, bits = _scalef32_format(op, op.source.type)
+    dst, n = _wide_type(op, op.res.type, "result")
+    if n != 2:
+        raise fail(op, f"the result must be a vector of 2, not {op.res.type}")
+    name = f"v_cvt_scalef32_pk_{dst}_{fmt}"
+    _require(low, op, name, "scaled_ext_packed")
+    index = _pair_index(op, bits, op.source.type.get_shape()[0])
+    src, scale = low.valu_operands([low.get(op.source), low.get(op.scale)])
+    # op_sel[0] picks the source word (8-bit codes), op_sel[1:0] the source byte (fp4)
+    sel = (index, 0, 0) if bits == 8 else (index & 1, index >> 1, 0)
+    mods = {"op_sel": sel} if index else {}
+    low.set(op.res, LV("v", op.res.type, low.kb.emit(name, None, src, scale, **mods)))
+
+
+@handles("amdgpu.packed_scaled_trunc")
+def _scaled_trunc(low: KernelLowering, op) -> None:
+    fmt, bits = _scalef32_format(op, op.res.type)
+    src, n = _wide_type(op, op.source.type, "source")
+    name = f"v_cvt_scalef32_pk_{fmt}_{src}"
+    _require(low, op, name, "packed_scaled_trunc")
+    index = _pair_index(op, bits)
+    kb = low.kb
+    # the instruction keeps the other bits of vdst: write into a copy of `existing`
+    dst = kb.v_mov_b32(None, low.operand(low.get(op.existing))) \
+        if op.existing is not None else None
+    value, scale = low.get(op.source), low.get(op.scale)
+    # the destination word (8-bit codes) or byte (fp4) select follows the sources in op_sel
+    dsel = (index,) if bits == 8 else (index & 1, index >> 1)
+    if src == "f32":
+        words = _words(low, value, n) + ([const_lv(0.0, Float32Type())] if n == 1 else [])
+        srcs = low.valu_operands([*words, scale])
+        sel = (0, 0, 0, *dsel) if bits == 8 else (0, 0, *dsel)
+    else:  # a vector<1x16-bit> leaves the second value undefined, as MLIR does
+        srcs = low.valu_operands([value, scale])
+        sel = (0, 0, *dsel)
+    mods = {"op_sel": sel} if index else {}
+    low.set(op.res, LV("v", op.res.type, kb.emit(name, dst, *srcs, **mods)))
