@@ -495,3 +495,46 @@ def test_scaled_conversion_errors(body, target, message):
     with pytest.raises(AsterismError, match=message) as err:
         asterism.compile(module)
     assert err.value.location is not None and err.value.location.line == 7
+
+
+SHORT = """module { gpu.module @m {
+  gpu.func @short(%w: memref<64xi32>, %x: memref<64xf32>, %out: memref<192xi32>) kernel
+      attributes {known_block_size = array<i32: 64, 1, 1>} {
+    %l = gpu.thread_id x
+    %c3 = arith.constant 3 : index
+    %c1 = arith.constant 1 : index
+    %c2 = arith.constant 2 : index
+    %b = arith.muli %l, %c3 : index
+    %s = arith.constant 4.0 : f32
+    %wv = vector.load %w[%l] : memref<64xi32>, vector<1xi32>
+    %v4 = vector.bitcast %wv : vector<1xi32> to vector<4xf8E4M3FN>
+    %v2 = vector.extract_strided_slice %v4 {offsets = [2], sizes = [2], strides = [1]} : vector<4xf8E4M3FN> to vector<2xf8E4M3FN>
+    %r = amdgpu.scaled_ext_packed %v2[0], %s : vector<2xf8E4M3FN> to vector<2xf32>
+    %ri = vector.bitcast %r : vector<2xf32> to vector<2xi32>
+    vector.store %ri, %out[%b] : memref<192xi32>, vector<2xi32>
+    %xv = vector.load %x[%l] : memref<64xf32>, vector<1xf32>
+    %t = amdgpu.packed_scaled_trunc %xv into undef[1], %s : vector<1xf32> to vector<4xf8E5M2>
+    %ti = vector.bitcast %t : vector<4xf8E5M2> to vector<1xi32>
+    %o = arith.addi %b, %c2 : index
+    vector.store %ti, %out[%o] : memref<192xi32>, vector<1xi32>
+    gpu.return
+  } } }"""
+
+
+def test_short_vectors_of_scaled_conversions():
+    """A vector<2x fp8> source (a slice) extends its one pair; a vector<1xf32> source
+    truncates with 0.0 as the second value (a constant scale 4.0 = 2**2)."""
+    codes = RNG.choice(_finite_codes("f8E4M3FN"), size=(64, 4))
+    word = (codes.astype(np.uint32) << np.uint32(8) * np.arange(4, dtype=np.uint32)).sum(
+        axis=1, dtype=np.uint32)
+    tcodes = RNG.choice(_finite_codes("f8E5M2"), size=64)
+    x = (np.vectorize(lambda c: _small_value(int(c), "f8E5M2"))(tcodes) * 4).astype(np.float32)
+    out = np.zeros(192, np.int32)
+    module = api.parse(SHORT)
+    api.retarget(module, "gfx950")
+    launch(asterism.compile(module), "short", (1, 1, 1), (64, 1, 1),
+           [word.view(np.int32), x, out])
+    got = out.view(np.uint32).reshape(64, 3)
+    values = np.vectorize(lambda c: _small_value(int(c), "f8E4M3FN"))(codes[:, 2:]) * 4
+    np.testing.assert_array_equal(got[:, :2], values.astype(np.float32).view(np.uint32))
+    np.testing.assert_array_equal(got[:, 2] >> np.uint32(16), tcodes.astype(np.uint32))
