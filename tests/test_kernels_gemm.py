@@ -258,6 +258,8 @@ def test_gfx950_fp8_matches_numpy(params):
     if params.get("c_dtype") == "f16":
         want = want.astype(np.float16).astype(np.float32)
     np.testing.assert_array_equal(case.reference()["c"], want)
-    run = run_case(case, backend="emu", check=True)
+    run = run_case(case, backend="emu", check=True, timing=True)
     assert run.passed, format_run(run)
     assert np.abs(want).max() > 1
+    # MI355X's data-sheet dense FP8 peak: 256 CUs x 2400 MHz x 8192 flops per clock per CU.
+    assert run.peak_tflops == 5033.2
