@@ -11,7 +11,7 @@ import pytest
 
 from asterism import kernels
 from asterism.kernels import KernelParamError, run_case
-from asterism.kernels.gemm import from_bf16, to_bf16
+from asterism.kernels.gemm import from_bf16, from_fp8, to_bf16, to_fp8
 from asterism.kernels.run import (
     check_outputs,
     format_list,
@@ -97,6 +97,10 @@ def test_bf16_conversion_rounds_to_nearest_even():
     ("gfx950", dict(tile_k=256, k=256, tile_m=64, tile_n=64, waves=1), "tile_k", "M0 values"),
     ("gfx942", dict(lds_stages=3), "lds_stages", "direct-to-LDS"),
     ("gfx942", dict(m=0), "m", "positive"),
+    ("gfx942", dict(dtype="fp8", tile_k=64), "dtype", "gfx950"),
+    ("gfx950", dict(dtype="fp8", layout="tn", tile_k=64), "layout", "nt only"),
+    ("gfx950", dict(dtype="fp8"), "tile_k", "v_mfma_f32_32x32x64_f8f6f4"),
+    ("gfx950", dict(dtype="fp8", tile_k=64, k=200), "k", "multiple of 16"),
 ])
 def test_bad_parameters_name_the_parameter_and_limit(target, params, name, words):
     with pytest.raises(KernelParamError) as err:
@@ -226,3 +230,36 @@ def test_16_bit_c_is_the_f32_result_rounded_to_nearest_even(target, c_dtype):
     if c_dtype == "bf16":  # rounding, not truncation, decides many elements
         assert np.count_nonzero(want != (f32.view(np.uint32) >> 16).astype(np.uint16)) > 100
     assert run_case(case, check=True).passed
+
+
+def test_fp8_codes_are_ocp_e4m3():
+    # Hand-decoded e4m3fn codes: 0x38 = 1.0, 0x7E = 448 (largest), 0x01 = 2^-9 (smallest
+    # denormal), 0xC4 = -3.0; 1 + 2^-4 is halfway between 1 and 1.125: ties to even (1.0).
+    codes = np.array([0x38, 0x7E, 0x01, 0xC4], np.uint8)
+    np.testing.assert_array_equal(from_fp8(codes), [1.0, 448.0, 2.0 ** -9, -3.0])
+    np.testing.assert_array_equal(to_fp8(np.array([1.0, 1.0625, 448.0, -3.0], np.float32)),
+                                  [0x38, 0x38, 0x7E, 0xC4])
+
+
+@pytest.mark.parametrize("params", [
+    # ragged M, N and K (K = 5 tiles + 16), the 32x32x64 MFMA, f32 C
+    dict(m=200, n=136, k=336, tile_k=64),
+    # 8 waves of 16x16x128 MFMAs, 3 K tiles, f16 C
+    dict(m=128, n=64, k=384, waves=8, tile_m=128, tile_n=64, tile_k=128, mfma=16,
+         c_dtype="f16"),
+], ids=_ids)
+def test_gfx950_fp8_matches_numpy(params):
+    case = kernels.get("gemm").build("gfx950", dict(params, dtype="fp8"))
+    assert case.notes["mfma"].endswith("_f8f6f4") and not case.notes["dma"]
+    assert case.args["a"].dtype == np.uint8 and case.args["b"].dtype == np.uint8
+    # The reference is the float64 product of the decoded codes (A as [M][K], B as [N][K]).
+    a, b = from_fp8(case.args["a"]), from_fp8(case.args["b"]).T
+    want = (a @ b).astype(np.float32)
+    if params.get("c_dtype") == "f16":
+        want = want.astype(np.float16).astype(np.float32)
+    np.testing.assert_array_equal(case.reference()["c"], want)
+    run = run_case(case, backend="emu", check=True, timing=True)
+    assert run.passed, format_run(run)
+    assert np.abs(want).max() > 1
+    # MI355X's data-sheet dense FP8 peak: 256 CUs x 2400 MHz x 8192 flops per clock per CU.
+    assert run.peak_tflops == 5033.2

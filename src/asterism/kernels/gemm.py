@@ -1,4 +1,4 @@
-"""GEMM `C = A x B` (f16/bf16 in, f32/f16/bf16 out), multi-wave macro tiles, with the builder.
+"""GEMM `C = A x B` (f16/bf16/fp8 in, f32/f16/bf16 out), multi-wave macro tiles, with the builder.
 
     case = kernels.get("gemm").build("gfx950", {"m": 512, "n": 512, "k": 512})
 
@@ -53,7 +53,7 @@ from asterism.kernels.base import (
 )
 
 LAYOUTS = ("nt", "nn", "tn", "tt")
-DTYPES = ("f16", "bf16")
+DTYPES = ("f16", "bf16", "fp8")
 TARGETS = ("gfx942", "gfx950")
 WAVE_GRID = {1: (1, 1), 2: (2, 1), 4: (2, 2), 8: (4, 2)}  # waves -> (waves_m, waves_n)
 BUFFER_WORD3 = 0x00020000  # buffer resource dword 3 (DATA_FORMAT = 32, as the compilers use)
@@ -75,7 +75,9 @@ PARAMS = (
     Param("m", 256, "rows of A and C"),
     Param("n", 256, "columns of B and C"),
     Param("k", 256, "columns of A, rows of B"),
-    Param("dtype", "f16", "element type of A and B", DTYPES),
+    Param("dtype", "f16", "element type of A and B (fp8: OCP e4m3 codes as uint8, gfx950 "
+          "only, v_mfma_f32_*_f8f6f4, register-staged, layout nt, tile_k a multiple of 64 "
+          "(32x32) or 128 (16x16))", DTYPES),
     Param("c_dtype", "f32", "element type of C (f16/bf16: the f32 accumulators rounded to "
           "nearest even)", C_DTYPES),
     Param("layout", "nt", "storage of A and B: n = as is (A[M][K], B[K][N]), t = "
@@ -86,7 +88,8 @@ PARAMS = (
     Param("waves", 4, "waves per workgroup (1, 2, 4, 8: 1x1, 2x1, 2x2, 4x2 over M x N)",
           tuple(WAVE_GRID)),
     Param("mfma", 32, "MFMA block size (32: 32x32, 16: 16x16)", (16, 32)),
-    Param("lds_pad", 8, "elements of padding per LDS row (bank spreading)"),
+    Param("lds_pad", 8, "padding per LDS row in 2-byte units (bank spreading; 16-bit "
+          "elements for f16/bf16, pairs of fp8 codes)"),
     Param("interleave", True, "co-issue DS reads and global loads/LDS writes with the MFMAs "
           "(False: each in its own phase)"),
     Param("reads_per_mfma", 0, "DS fragment reads placed after each MFMA (0: direct-to-LDS: "
@@ -166,9 +169,32 @@ class GemmConfig:
         return wtm // self.block, wtn // self.block
 
     @property
+    def esize(self) -> int:
+        """Bytes of one element of A and B."""
+        return 1 if self.dtype == "fp8" else 2
+
+    @property
+    def pad_bytes(self) -> int:
+        """Bytes of padding per LDS row (`lds_pad` counts 2-byte units)."""
+        return 2 * self.pad
+
+    @property
+    def chunk_elems(self) -> int:
+        """Elements of A or B in one 16-byte chunk."""
+        return 16 // self.esize
+
+    @property
     def kper(self) -> int:
-        """K elements one lane holds per MFMA operand (4 on gfx942, 8 on gfx950)."""
+        """K elements one lane holds per MFMA operand (4 on gfx942, 8 on gfx950, 32 for
+        fp8's f8f6f4 MFMA)."""
+        if self.dtype == "fp8":
+            return 32
         return 8 if self.target == "gfx950" else 4
+
+    @property
+    def frag_bytes(self) -> int:
+        """Bytes of one lane's MFMA operand fragment."""
+        return self.kper * self.esize
 
     @property
     def lane_groups(self) -> int:
@@ -184,6 +210,8 @@ class GemmConfig:
     def mfma_name(self) -> str:
         """The MFMA instruction."""
         b = self.block
+        if self.dtype == "fp8":
+            return f"v_mfma_f32_{b}x{b}x{self.mfma_k}_f8f6f4"  # CBSZ = BLGP = 0: fp8 e4m3
         return f"v_mfma_f32_{b}x{b}x{self.mfma_k}_{self.dtype}"
 
     @property
@@ -203,13 +231,15 @@ class GemmConfig:
 
     @property
     def row_bytes(self) -> int:
-        """Bytes of one LDS row (tile_k + pad elements)."""
-        return 2 * (self.tile_k + self.pad)
+        """Bytes of one LDS row (tile_k elements and the padding)."""
+        return self.esize * self.tile_k + self.pad_bytes
 
     @property
     def use_dma(self) -> bool:
-        """True if the operands go straight to LDS (gfx950, `dma`, and the tiles fit)."""
-        return self.dma and self.target == "gfx950" and not dma_misfit(self)
+        """True if the operands go straight to LDS (gfx950, `dma`, 16-bit elements, and the
+        tiles fit)."""
+        return (self.dma and self.target == "gfx950" and self.dtype != "fp8"
+                and not dma_misfit(self))
 
     def dma_layout(self, operand: str) -> DmaLayout:
         """The LDS layout of `operand` on the direct-to-LDS path: rows of the contiguous
@@ -270,7 +300,7 @@ class GemmConfig:
     def chunks(self, operand: str) -> int:
         """16-byte chunks of `operand` per LDS tile."""
         rows = self.tile_m if operand == "a" else self.tile_n
-        return rows * self.tile_k // 8
+        return rows * self.tile_k // self.chunk_elems
 
     def chunks_per_thread(self, operand: str) -> int:
         """16-byte chunks each work-item copies per tile."""
@@ -279,7 +309,7 @@ class GemmConfig:
     def vgpr_estimate(self) -> int:
         """Arch VGPRs the kernel needs at most (fragments, staging, addresses)."""
         bm, bn = self.blocks
-        frag = self.kper // 2
+        frag = self.frag_bytes // 4
         frags = 2 * (bm + bn) * frag * max(1, self.k_steps > 1)
         staging = 0 if self.use_dma else \
             4 * (self.chunks_per_thread("a") + self.chunks_per_thread("b"))
@@ -389,6 +419,11 @@ def _check(cfg: GemmConfig) -> None:
     from asterism.target import get_target
 
     chip = get_target(cfg.target)
+    if cfg.dtype == "fp8":
+        require(cfg.target == "gfx950", "dtype",
+                f"fp8 needs gfx950's f8f6f4 MFMA (OCP e4m3); {cfg.target} is not supported")
+        require(cfg.layout == "nt", "layout",
+                f"fp8 supports layout nt only (A and B K-contiguous), got {cfg.layout}")
     for name in ("m", "n", "k", "tile_m", "tile_n", "tile_k"):
         require(getattr(cfg, name) > 0, name, f"must be positive, got {getattr(cfg, name)}")
     require(cfg.pad >= 0 and cfg.pad % 8 == 0, "lds_pad",
@@ -399,13 +434,14 @@ def _check(cfg: GemmConfig) -> None:
     contiguous = {"a": "k" if cfg.k_contiguous("a") else "m",
                   "b": "k" if cfg.k_contiguous("b") else "n"}
     for operand, dim in contiguous.items():
-        require(getattr(cfg, dim) % 8 == 0, dim,
-                f"{getattr(cfg, dim)} is not a multiple of 8: {operand.upper()} is "
+        require(getattr(cfg, dim) % cfg.chunk_elems == 0, dim,
+                f"{getattr(cfg, dim)} is not a multiple of {cfg.chunk_elems}: "
+                f"{operand.upper()} is "
                 f"{dim.upper()}-contiguous in layout {cfg.layout} and is copied in "
                 "16-byte chunks")
     require(cfg.n % 4 == 0, "n", f"{cfg.n} is not a multiple of 4 (C is stored 16 bytes "
             "at a time)")
-    for name, size in (("m", cfg.m * cfg.k * 2), ("n", cfg.k * cfg.n * 2),
+    for name, size in (("m", cfg.m * cfg.k * cfg.esize), ("n", cfg.k * cfg.n * cfg.esize),
                        ("n", cfg.m * cfg.n * cfg.c_bytes)):
         require(size < MAX_BUFFER, name, f"a matrix of {size} bytes exceeds the 2 GiB "
                 "buffer offsets this kernel uses")
@@ -421,7 +457,8 @@ def _check(cfg: GemmConfig) -> None:
     require(cfg.tile_k % cfg.mfma_k == 0, "tile_k",
             f"{cfg.tile_k} is not a multiple of {cfg.mfma_k} (the K of {cfg.mfma_name})")
     for operand, tile in (("a", "tile_m"), ("b", "tile_n")):
-        per_row = (cfg.tile_k if cfg.k_contiguous(operand) else getattr(cfg, tile)) // 8
+        per_row = (cfg.tile_k if cfg.k_contiguous(operand) else getattr(cfg, tile)) \
+            // cfg.chunk_elems
         require(cfg.chunks(operand) % cfg.threads == 0 and cfg.threads % per_row == 0,
                 "tile_k" if cfg.k_contiguous(operand) else tile,
                 f"the {cfg.chunks(operand)} 16-byte chunks of an {operand.upper()} tile "
@@ -515,14 +552,16 @@ class _GemmWriter:
     def setup(self) -> None:
         """Arguments, resources, workgroup origin and the per-lane offsets."""
         cfg, kb = self.cfg, self.kb
-        a = kb.arg_buffer("a", cfg.dtype, "read_only")
-        b = kb.arg_buffer("b", cfg.dtype, "read_only")
+        # fp8 codes travel as bytes (there is no C type name for e4m3).
+        ab_dtype = "u8" if cfg.dtype == "fp8" else cfg.dtype
+        a = kb.arg_buffer("a", ab_dtype, "read_only")
+        b = kb.arg_buffer("b", ab_dtype, "read_only")
         c = kb.arg_buffer("c", cfg.c_dtype, "write_only")
         kernarg = kb.kernarg_ptr()
         wg_n, wg_m = kb.workgroup_id("x"), kb.workgroup_id("y")
         self.tid = kb.workitem_id("x")
-        self.rsrc = {"a": self.resource(kernarg, a, cfg.m * cfg.k * 2),
-                     "b": self.resource(kernarg, b, cfg.k * cfg.n * 2),
+        self.rsrc = {"a": self.resource(kernarg, a, cfg.m * cfg.k * cfg.esize),
+                     "b": self.resource(kernarg, b, cfg.k * cfg.n * cfg.esize),
                      "c": self.resource(kernarg, c, cfg.m * cfg.n * cfg.c_bytes)}
         self.origin = {"a": kb.s_mul_i32(None, wg_m, self.sconst(cfg.tile_m)),
                        "b": kb.s_mul_i32(None, wg_n, self.sconst(cfg.tile_n))}
@@ -545,19 +584,20 @@ class _GemmWriter:
         origin = self.origin[operand]
         if cfg.k_contiguous(operand):
             # Row r of the tile (M or N index), chunk kc of 8 K-elements; rows of K elements.
-            cpr = cfg.tile_k // 8
+            cpr = cfg.tile_k // cfg.chunk_elems
             row = kb.v_lshrrev_b32(None, int(math.log2(cpr)), tid)
             kc = kb.v_and_b32(None, cpr - 1, tid)
             kc16 = kb.v_lshlrev_b32(None, 4, kc)
             grow = kb.v_add_u32(None, origin, row)
-            base = self.mul_add(grow, 2 * cfg.k, kc16)
+            row_bytes = cfg.esize * cfg.k
+            base = self.mul_add(grow, row_bytes, kc16)
             step_rows = cfg.threads // cpr
-            offs = [self.add(base, i * step_rows * 2 * cfg.k) for i in range(per)]
+            offs = [self.add(base, i * step_rows * row_bytes) for i in range(per)]
             lds = self.mul_add(row, cfg.row_bytes, kc16)
             lds_offsets = [i * step_rows * cfg.row_bytes for i in range(per)]
             if not hasattr(self, "kc8"):  # the same for A and B (same chunks per row)
-                self.kc8 = kb.v_lshlrev_b32(None, 3, kc)
-            advance = 2 * cfg.tile_k
+                self.kc8 = kb.v_lshlrev_b32(None, int(math.log2(cfg.chunk_elems)), kc)
+            advance = cfg.esize * cfg.tile_k
         else:
             # Row kr of the tile (K index), chunk mc of 8 M/N-elements; rows of M/N elements.
             cpr = rows // 8
@@ -586,7 +626,7 @@ class _GemmWriter:
         wm, wn = cfg.wave_grid
         wtm, wtn = cfg.wave_tile
         idx, grp, wi, wj = self.lane_ids()
-        kpart = kb.v_lshlrev_b32(None, int(math.log2(2 * cfg.kper)), grp)
+        kpart = kb.v_lshlrev_b32(None, int(math.log2(cfg.frag_bytes)), grp)
         lane = self.mul_add(idx, cfg.row_bytes, kpart)
         a_lane = self.mul_add(wi, wtm * cfg.row_bytes, lane) if wi is not None else lane
         b_lane = self.mul_add(wj, wtn * cfg.row_bytes, lane) if wj is not None else lane
@@ -689,9 +729,18 @@ class _GemmWriter:
     def fragment(self, operand: str, buf: int, step: int, blk: int):
         """DS read of one MFMA operand fragment (block `blk`, k-step `step`)."""
         cfg, kb = self.cfg, self.kb
-        offset = blk * cfg.block * cfg.row_bytes + step * cfg.mfma_k * 2
-        read = kb.ds_read_b128 if cfg.kper == 8 else kb.ds_read_b64
-        return read(kb.vregs(cfg.kper // 2, align=2), self.lds_r[operand][buf], offset=offset)
+        offset = blk * cfg.block * cfg.row_bytes + step * cfg.mfma_k * cfg.esize
+        base = self.lds_r[operand][buf]
+        if cfg.frag_bytes == 32:
+            # fp8's f8f6f4 fragment: 32 contiguous K bytes per lane in two reads. The MFMA
+            # spreads a lane's bytes over K in 16-byte chunks rotating over the lane groups
+            # (emu/mfma.py); A and B follow the same rule, so feeding both from contiguous K
+            # only permutes the products of the dot product and the sum is the same.
+            halves = [kb.ds_read_b128(kb.vregs(4, align=4), base, offset=offset + 16 * h)
+                      for h in range(2)]
+            return kb.join(*kb.split(halves[0]), *kb.split(halves[1]), align=4)
+        read = kb.ds_read_b128 if cfg.frag_bytes == 16 else kb.ds_read_b64
+        return read(kb.vregs(cfg.frag_bytes // 4, align=2), base, offset=offset)
 
     def mfma(self, bi: int, bj: int, fa, fb) -> None:
         """acc[bi][bj] += A block bi x B block bj (B^T first: lanes hold rows of C)."""
@@ -1063,9 +1112,26 @@ def from_bf16(bits: np.ndarray) -> np.ndarray:
     return (bits.astype(np.uint32) << np.uint32(16)).view(np.float32)
 
 
+def to_fp8(x: np.ndarray) -> np.ndarray:
+    """float32 -> OCP e4m3 (gfx950 "fp8") codes as uint8 (round to nearest even)."""
+    from asterism.emu.numerics import E4M3FN, encode
+
+    return encode(np.asarray(x, np.float32), E4M3FN).astype(np.uint8)
+
+
+def from_fp8(codes: np.ndarray) -> np.ndarray:
+    """OCP e4m3 codes (uint8) -> float64."""
+    from asterism.emu.numerics import E4M3FN, decode
+
+    return np.asarray(decode(np.asarray(codes), E4M3FN), np.float64)
+
+
 def _values(cfg: GemmConfig, rows: int, cols: int, rng) -> tuple[np.ndarray, np.ndarray]:
     """(stored elements, their float64 values) of a random rows x cols matrix."""
     x = rng.standard_normal((rows, cols)).astype(np.float32)
+    if cfg.dtype == "fp8":
+        stored = to_fp8(x)
+        return stored, from_fp8(stored)
     if cfg.dtype == "f16":
         stored = x.astype(np.float16)
         return stored, stored.astype(np.float64)
@@ -1099,7 +1165,7 @@ def build_case(target: str, params: dict[str, Any]) -> KernelCase:
     def reference() -> dict[str, np.ndarray]:
         return {"c": round_c(a_val @ b_val, cfg.c_dtype)}
 
-    # Products of f16/bf16 are exact in f32; the f32 sums of K of them (of size about
+    # Products of f16/bf16/fp8 are exact in f32; the f32 sums of K of them (of size about
     # sqrt(K) for standard normal inputs) may round K times: K ulps of sqrt(K). A 16-bit C
     # rounds once more: the kernel's sum and the exact one may round to neighbours (1 ulp).
     atol = 2 * np.finfo(np.float32).eps * cfg.k * math.sqrt(cfg.k)
@@ -1119,7 +1185,7 @@ def build_case(target: str, params: dict[str, Any]) -> KernelCase:
 
 GEMM = register(KernelGenerator(
     name="gemm",
-    description="C = A x B (f16/bf16 in, f32/f16/bf16 out): multi-wave MFMA tiles, LDS "
+    description="C = A x B (f16/bf16/fp8 in, f32/f16/bf16 out): multi-wave MFMA tiles, LDS "
                 "double buffering, ragged edges",
     targets=TARGETS,
     params=PARAMS,
@@ -1128,4 +1194,4 @@ GEMM = register(KernelGenerator(
 ))
 
 __all__ = ["GEMM", "GemmConfig", "KernelParamError", "build_case", "config", "from_bf16",
-           "round_c", "to_bf16"]
+           "from_fp8", "round_c", "to_bf16", "to_fp8"]

@@ -11,7 +11,8 @@ tests/test_target.py for the oracle tests):
   MI350X 256). `peak_tflops`: the data sheets' peak dense (no sparsity) matrix figures:
   MI300X / MI325X FP16 and BF16 1307.4 TFLOPS, MI300A 980.6 (= CUs x peak clock x 2048
   flops per clock per CU on CDNA3); MI355X FP16/BF16 2.5 PFLOPS (2516.6 = 256 CUs x 2400
-  MHz x 4096 flops per clock per CU on CDNA4), MI350X 2.3 PFLOPS (2306.9 at 2200 MHz).
+  MHz x 4096 flops per clock per CU on CDNA4), MI350X 2.3 PFLOPS (2306.9 at 2200 MHz);
+  their OCP FP8 figures are twice that: 5.0 PFLOPS (5033.2) and 4.6 PFLOPS (4613.7).
 * `lds`: AMDGPUUsage "Memory Spaces" / LLVM's addressable-local-memory-size feature (64 KiB on
   gfx942, 160 KiB on gfx950); the allocation granule is the unit LLVM 22 encodes
   COMPUTE_PGM_RSRC2.LDS_SIZE in (`llc -mtriple=amdgcn-mesa-mesa3d` prints it as
