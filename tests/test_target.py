@@ -421,3 +421,25 @@ def test_lds_granule_matches_llc(name, llc, tmp_path: Path) -> None:
                        check=True)
     got = [int(x) for x in re.findall(r"granulated_lds_size = (\d+)", r.stdout)]
     assert got == [lds_granules(t, n) for n in sizes]
+
+
+@pytest.mark.parametrize("name", ["gfx942", "gfx950"])
+def test_budget_inverses_agree_with_occupancy(name):
+    """vgprs_for_waves / lds_for_workgroups are occupancy() read backwards: the budget fits
+    the asked waves (workgroups), one granule more does not."""
+    from asterism.target import get_target
+    from asterism.target.occupancy import lds_for_workgroups, occupancy, vgprs_for_waves
+
+    t = get_target(name)
+    for waves in (1, 2, 3, 4, 5, 8):
+        budget = vgprs_for_waves(t, waves)
+        vg = min(budget, t.vgpr.arch)
+        assert occupancy(t, vgprs=vg, agprs=budget - vg).vgpr_limit >= waves
+        over = budget + t.vgpr.alloc_granule
+        if over <= t.vgpr.unified_per_lane:
+            vg = min(over, t.vgpr.arch)
+            assert occupancy(t, vgprs=vg, agprs=over - vg).vgpr_limit < waves
+    for wgs in (1, 2, 3, 5):
+        lds = lds_for_workgroups(t, wgs)
+        assert t.lds.bytes_per_cu // lds >= wgs
+        assert t.lds.bytes_per_cu // (lds + t.lds.alloc_granule) < wgs

@@ -53,20 +53,18 @@ class OccupancyInfo:
         if self.target is None:
             return None
         from asterism.target import get_target
+        from asterism.target.occupancy import vgprs_for_waves
 
-        t = get_target(self.target)
-        per = t.vgpr.unified_per_lane // waves
-        return per - per % t.vgpr.alloc_granule
+        return vgprs_for_waves(get_target(self.target), waves)
 
     def lds_for(self, workgroups: int) -> int | None:
         """The most LDS bytes per workgroup that still allow `workgroups` per CU."""
         if self.target is None:
             return None
         from asterism.target import get_target
+        from asterism.target.occupancy import lds_for_workgroups
 
-        t = get_target(self.target)
-        per = t.lds.bytes_per_cu // workgroups
-        return per - per % t.lds.alloc_granule
+        return lds_for_workgroups(get_target(self.target), workgroups)
 
 
 def observed_waves_per_simd(trace: Trace) -> int | None:

@@ -123,3 +123,17 @@ def occupancy(
         workgroups_per_cu=wgs,
         waves_per_cu=waves * simds,
     )
+
+
+def vgprs_for_waves(target: Target, waves: int) -> int:
+    """The most unified VGPRs per lane (VGPR + AGPR) that still allow `waves` waves per SIMD:
+    the VGPR limit above, read backwards."""
+    per = target.vgpr.unified_per_lane // waves
+    return per - per % target.vgpr.alloc_granule
+
+
+def lds_for_workgroups(target: Target, workgroups: int) -> int:
+    """The most LDS bytes per workgroup that still allow `workgroups` workgroups per CU."""
+    per = target.lds.bytes_per_cu // workgroups
+    return per - per % target.lds.alloc_granule
+
