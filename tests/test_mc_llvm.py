@@ -128,8 +128,11 @@ def test_disasm_of_several_files_equals_llvm_objdump(llvm_objdump, shared_data, 
     from asterism.cli import main
 
     paths = [str(p) for p in sorted((shared_data / "codeobjects").glob("*.co"))]
-    theirs = subprocess.run([llvm_objdump, "-d", *paths], capture_output=True, text=True,
-                            check=True).stdout
+    # llvm-objdump-22 given several files decodes them all for the first file's processor
+    # (a gfx942 first file turns gfx950's `buffer_load_dwordx4 ... lds` into `.long`), so the
+    # reference is its output file by file, which is the same text when the targets agree.
+    theirs = "".join(subprocess.run([llvm_objdump, "-d", p], capture_output=True, text=True,
+                                    check=True).stdout for p in paths)
     assert main(["disasm", *paths]) == 0
     assert capsys.readouterr().out == theirs
     assert main(["disasm", "--json", *paths]) == 1
