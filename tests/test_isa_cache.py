@@ -300,4 +300,13 @@ def test_key_readable_by_others_is_refused(own_cache, tmp_path, capsys):
     os.chmod(key, 0o644)
     cache._setups.clear()
     assert cache.read("x") is None and not cache.write("x", b"body")
-    assert "readable by group or others" in capsys.readouterr().err
+    assert "readable by group or others (remove it: a new one is made)" in \
+        capsys.readouterr().err
+    os.chmod(key, 0o600)
+    key.write_bytes(b"short")
+    cache._setups.clear()
+    assert cache.read("x") is None
+    assert "is damaged (5 bytes)" in capsys.readouterr().err
+    key.unlink()  # (as the warning says: a new key, and the old entries are made again)
+    cache._setups.clear()
+    assert cache.read("x") is None and cache.write("x", b"body") and cache.read("x") == b"body"

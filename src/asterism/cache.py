@@ -21,6 +21,7 @@ no key, and an entry that fails its MAC is ignored and made again, never execute
 from __future__ import annotations
 
 import atexit
+import errno
 import marshal
 import os
 import stat
@@ -41,8 +42,8 @@ _KEY_SIZE = 32
 
 
 def cache_dir() -> str | None:
-    """The configured cache directory (None when the cache is turned off); `usable_dir` says
-    whether it may be used."""
+    """The configured cache directory (None when the cache is turned off; used only when it
+    can be trusted, see the module docstring)."""
     explicit = os.environ.get("ASTERISM_CACHE_DIR")
     if explicit is not None:
         return explicit or None
@@ -121,23 +122,26 @@ def _read_key(path: str) -> bytes | None:
     """The key in `path` if only this user can read or write it (None: absent or refused)."""
     try:
         fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
-    except OSError:
+    except OSError as err:
+        if err.errno == errno.ELOOP:
+            _warn(f"cache key {path} is a symbolic link")
         return None
     try:
         st = os.fstat(fd)
         problem = _trust_problem(st, f"cache key {path}")
         if problem is None and hasattr(os, "getuid") and st.st_mode & 0o077:
-            problem = f"cache key {path} is readable by group or others (remove it: a new " \
-                      "one is made)"
-        if problem is not None:
-            _warn(problem)
-            return None
-        key = os.read(fd, _KEY_SIZE + 1)
+            problem = f"cache key {path} is readable by group or others"
+        key = os.read(fd, _KEY_SIZE + 1) if problem is None else b""
+        if problem is None and len(key) != _KEY_SIZE:
+            problem = f"cache key {path} is damaged ({len(key)} bytes)"
     except OSError:
         return None
     finally:
         os.close(fd)
-    return key if len(key) == _KEY_SIZE else None
+    if problem is not None:
+        _warn(problem + " (remove it: a new one is made)")
+        return None
+    return key
 
 
 def _make_key(path: str) -> bytes | None:
@@ -186,12 +190,6 @@ def _setup() -> tuple[str, bytes] | None:
     if memo not in _setups:
         _setups[memo] = _open_cache(*memo)
     return _setups[memo]
-
-
-def usable_dir() -> str | None:
-    """The cache directory if it is on and safe to use (see the module docstring), else None."""
-    setup = _setup()
-    return None if setup is None else setup[0]
 
 
 def _mac(key: bytes, name: str, body: bytes) -> bytes:
