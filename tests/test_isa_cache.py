@@ -281,7 +281,8 @@ def test_group_or_world_writable_cache_folder_is_refused(own_cache, capsys, mode
     assert os.listdir(own_cache) == []  # (nothing read or written there)
     err = capsys.readouterr().err
     assert err == (f"asterism: warning: folder {own_cache} is writable by group or others "
-                   f"(mode {mode:o}); running without the cache\n")
+                   f"(mode {mode:o}); `chmod go-w {own_cache}` to use it; running without the "
+                   "cache\n")
     cache.read("x")
     assert capsys.readouterr().err == ""  # (once per process)
 

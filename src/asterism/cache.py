@@ -113,7 +113,9 @@ def _own_folder(path: str) -> bool:
         return False
     problem = _trust_problem(st, f"folder {path}")
     if problem is not None:
-        _warn(problem)
+        # (a folder made by an older asterism under umask 002 is 775: say how to keep it)
+        fix = f"; `chmod go-w {path}` to use it" if "writable" in problem else ""
+        _warn(problem + fix)
         return False
     return True
 
