@@ -273,3 +273,62 @@ def test_output_to_a_fifo_or_device_is_written_not_replaced(tmp_path):
     link.symlink_to(real)
     write_file_atomic(link, b"new")
     assert link.is_symlink() and real.read_bytes() == b"new"
+
+
+def test_run_takes_a_pipeline_for_ir_input(tmp_path, capsys):
+    """The relocatable-register error says to pass --pipeline; `run` takes it (as compile)."""
+    import numpy as np
+
+    rel = tmp_path / "rel.mlir"
+    assert run(["compile", DEMO, "-o", str(tmp_path / "k.hsaco")], capsys)[0] == 0
+    assert run(["raise", str(tmp_path / "k.hsaco"), "--relocatable", "-o", str(rel)],
+               capsys)[0] == 0
+    args = ["run", str(rel), "--grid", "4", "--arg", "out=zeros:256:i32"]
+    code, _out, err = run(args, capsys)
+    assert code == 1 and "relocatable type" in err and "--pipeline regalloc" in err
+    for extra in (["--pipeline", "regalloc"],
+                  ["--pipeline", "regalloc", "--timing", "--trace-dir", str(tmp_path / "t")]):
+        code, _out, err = run([*args, *extra, "--save-dir", str(tmp_path / "sd")], capsys)
+        assert code == 0, err
+        np.testing.assert_array_equal(np.load(tmp_path / "sd" / "out.npy"),
+                                      np.arange(256) + 10)
+    assert (tmp_path / "t" / "code.json").is_file()
+    code, _out, err = run(["run", str(tmp_path / "k.hsaco"), "--pipeline", "regalloc"], capsys)
+    assert code == 1 and "--pipeline runs passes on IR" in err
+
+
+@pytest.mark.parametrize("argv,src_name,out_name", [
+    (["compile"], "add.mlir", "add.hsaco"),
+    (["asm"], "add.s", "add.hsaco"),
+    (["compile"], "add.v2.mlir", "add.v2.hsaco"),
+])
+def test_default_output_is_beside_the_input(tmp_path, monkeypatch, capsys, argv, src_name,
+                                            out_name):
+    """As --help says (INPUT.hsaco beside the input), not in the working directory."""
+    from asterism import api
+
+    folder, cwd = tmp_path / "k", tmp_path / "cwd"
+    folder.mkdir()
+    cwd.mkdir()
+    text = api.translate(DEMO) if src_name.endswith(".s") else Path(DEMO).read_text()
+    (folder / src_name).write_text(text)
+    expected = api.compile(DEMO)
+    monkeypatch.chdir(cwd)
+    assert run([*argv, str(folder / src_name)], capsys)[0] == 0
+    assert (folder / out_name).read_bytes() == expected
+    assert list(cwd.iterdir()) == []
+    help_text = subprocess.run([sys.executable, "-m", "asterism.cli", argv[0], "--help"],
+                               capture_output=True, text=True, check=True,
+                               env={**os.environ, "COLUMNS": "200"}).stdout
+    assert "INPUT.hsaco beside the input" in help_text
+
+
+def test_default_output_needs_a_name_for_stdin_or_a_clash(tmp_path, monkeypatch, capsys):
+    monkeypatch.setattr(sys, "stdin", open(DEMO))
+    code, _out, err = run(["compile", "-"], capsys)
+    assert code == 1 and "name the output file with -o" in err
+    same = tmp_path / "k.hsaco"
+    same.write_text('.amdgcn_target "amdgcn-amd-amdhsa--gfx942"\n')
+    code, _out, err = run(["asm", str(same)], capsys)
+    assert code == 1 and "is the input itself" in err
+    assert same.read_text() == '.amdgcn_target "amdgcn-amd-amdhsa--gfx942"\n'

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import stat
 from importlib import resources
 
 import pytest
@@ -177,3 +178,136 @@ def test_no_cache_without_a_home(monkeypatch):
         monkeypatch.delenv(name, raising=False)
     monkeypatch.setattr(os.path, "expanduser", lambda path: path)  # (as without any home)
     assert cache.cache_dir() is None
+
+
+# ---------------------------------------------------------------------- trust
+
+
+@pytest.fixture
+def own_cache(monkeypatch, tmp_path):
+    """A fresh cache folder and key folder under tmp_path (nothing checked yet)."""
+    monkeypatch.setattr(cache, "_setups", {}, raising=False)
+    monkeypatch.setattr(cache, "_warned", set(), raising=False)
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))
+    directory = tmp_path / "cache"
+    _fresh_code_cache(monkeypatch, directory)
+    return directory
+
+
+_EVIL = "open({marker!r}, 'w').write('ran')\ndef f():\n    return 'evil'\n"
+_GOOD = "def f():\n    return 'good'\n"
+
+
+def _plant_code_entry(directory, source: str, filename: str, code_source: str, mac) -> None:
+    """Put an entry for (source, filename) into the cache's code file, as whoever can write
+    the cache folder could: `code_source` compiled, with `mac(key, body)` as its check."""
+    import marshal
+
+    import msgpack
+
+    key = cache.key_of(filename, source)
+    body = marshal.dumps(compile(code_source, filename, "exec"))
+    entries = {key: mac(key, body) + body}
+    data = msgpack.packb(entries)
+    os.makedirs(directory, exist_ok=True)
+    (directory / cache._code_file()).write_bytes(
+        cache.MAGIC + _unkeyed(data) + data)
+
+
+def _unkeyed(body: bytes) -> bytes:
+    from hashlib import blake2b
+
+    return blake2b(body, digest_size=cache._DIGEST_SIZE).digest()
+
+
+def _run(code) -> str:
+    env: dict = {}
+    exec(code, env)
+    return env["f"]()
+
+
+def test_tampered_code_entry_is_not_executed(own_cache, tmp_path):
+    marker = tmp_path / "marker"
+    # The digest anyone can compute (no key): the entry's code would write the marker.
+    _plant_code_entry(own_cache, _GOOD, "<test f>", _EVIL.format(marker=str(marker)),
+                      lambda key, body: _unkeyed(body))
+    assert _run(cache.compile_cached(_GOOD, "<test f>")) == "good"
+    assert not marker.exists()
+
+
+def test_entry_made_with_another_key_is_not_executed(own_cache, monkeypatch, tmp_path):
+    """A copied or restored cache folder (a CI cache) brings entries made under another key:
+    they are compiled again, never run. The same entry under its own key runs (which shows
+    that the planted code would have written the marker)."""
+    marker = tmp_path / "marker"
+    other_key = b"k" * 32
+    _plant_code_entry(own_cache, _GOOD, "<test f>", _EVIL.format(marker=str(marker)),
+                      lambda key, body: cache._mac(other_key, "code:" + key, body))
+    assert _run(cache.compile_cached(_GOOD, "<test f>")) == "good"
+    assert not marker.exists()
+    monkeypatch.setattr(cache, "_setups", {str(own_cache): None})  # (the planted key:)
+    monkeypatch.setattr(cache, "_setup", lambda: (str(own_cache), other_key))
+    _fresh_code_cache(monkeypatch, own_cache)
+    assert _run(cache.compile_cached(_GOOD, "<test f>")) == "evil" and marker.exists()
+
+
+def test_files_are_authenticated_with_the_key(own_cache, monkeypatch):
+    assert cache.write("x", b"body") and cache.read("x") == b"body"
+    data = (own_cache / "x").read_bytes()
+    # (the same body under the digest anyone can compute: refused)
+    (own_cache / "x").write_bytes(cache.MAGIC + _unkeyed(b"evil") + b"evil")
+    assert cache.read("x") is None
+    # (a file moved to another name: refused, the name is part of the MAC)
+    (own_cache / "y").write_bytes(data)
+    assert cache.read("y") is None
+
+
+def test_new_cache_and_key_are_owner_only(own_cache, tmp_path):
+    assert cache.write("x", b"body")
+    assert stat.S_IMODE(os.stat(own_cache).st_mode) & 0o077 == 0
+    key = tmp_path / "state" / "asterism" / "cache-key"
+    assert stat.S_IMODE(os.stat(key).st_mode) == 0o600
+    assert stat.S_IMODE(os.stat(key.parent).st_mode) & 0o077 == 0
+    assert len(key.read_bytes()) == 32
+
+
+@pytest.mark.parametrize("mode", [0o770, 0o777, 0o1777])
+def test_group_or_world_writable_cache_folder_is_refused(own_cache, capsys, mode):
+    own_cache.mkdir()
+    os.chmod(own_cache, mode)
+    assert not cache.write("x", b"body") and cache.read("x") is None
+    assert _run(cache.compile_cached(_GOOD, "<test f>")) == "good"
+    cache._save_code()
+    assert os.listdir(own_cache) == []  # (nothing read or written there)
+    err = capsys.readouterr().err
+    assert err == (f"asterism: warning: folder {own_cache} is writable by group or others "
+                   f"(mode {mode:o}); `chmod go-w {own_cache}` to use it; running without the "
+                   "cache\n")
+    cache.read("x")
+    assert capsys.readouterr().err == ""  # (once per process)
+
+
+def test_cache_folder_of_another_user_is_refused(own_cache, monkeypatch, capsys):
+    own_cache.mkdir()
+    owner = os.stat(own_cache).st_uid
+    monkeypatch.setattr(cache.os, "getuid", lambda: owner + 1)
+    assert not cache.write("x", b"body") and cache.read("x") is None
+    assert f"belongs to another user (uid {owner})" in capsys.readouterr().err
+
+
+def test_key_readable_by_others_is_refused(own_cache, tmp_path, capsys):
+    assert cache.write("x", b"body")
+    key = tmp_path / "state" / "asterism" / "cache-key"
+    os.chmod(key, 0o644)
+    cache._setups.clear()
+    assert cache.read("x") is None and not cache.write("x", b"body")
+    assert "readable by group or others (remove it: a new one is made)" in \
+        capsys.readouterr().err
+    os.chmod(key, 0o600)
+    key.write_bytes(b"short")
+    cache._setups.clear()
+    assert cache.read("x") is None
+    assert "is damaged (5 bytes)" in capsys.readouterr().err
+    key.unlink()  # (as the warning says: a new key, and the old entries are made again)
+    cache._setups.clear()
+    assert cache.read("x") is None and cache.write("x", b"body") and cache.read("x") == b"body"

@@ -316,3 +316,61 @@ def test_cache_dir_from_environment(monkeypatch, tmp_path):
     monkeypatch.delenv("ASTERISM_CACHE_DIR")
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
     assert default_cache_dir() == tmp_path / "xdg" / "asterism" / "sweep"
+
+
+class _FakeRay:
+    """Records what RayEngine asks of Ray, without starting it (the node address is what
+    ray.util.get_node_ip_address would report)."""
+
+    def __init__(self, node: str = "127.0.0.1"):
+        import types
+
+        self.calls: list[dict] = []
+        self.stopped = False
+        self.cluster_env_during_init: str | None = None
+        self.util = types.SimpleNamespace(get_node_ip_address=lambda: node)
+
+    def is_initialized(self) -> bool:
+        return False
+
+    def init(self, **kwargs) -> None:
+        self.calls.append(kwargs)
+        self.cluster_env_during_init = os.environ.get("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER")
+
+    def shutdown(self) -> None:
+        self.stopped = True
+
+
+def _ray_engine(monkeypatch, fake: _FakeRay, address: str | None = None):
+    from asterism.sweep import engines
+
+    monkeypatch.setattr(engines, "import_ray", lambda: fake)
+    return engines.RayEngine(workers=2, address=address)
+
+
+def test_local_ray_listens_on_loopback_only(monkeypatch):
+    monkeypatch.delenv("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", raising=False)
+    fake = _FakeRay()
+    assert _ray_engine(monkeypatch, fake)._start()
+    (kwargs,) = fake.calls
+    assert "address" not in kwargs and kwargs["num_cpus"] == 2
+    assert kwargs["_node_ip_address"] == "127.0.0.1"
+    assert kwargs["include_dashboard"] is False and kwargs["dashboard_host"] == "127.0.0.1"
+    # (Ray's single-machine mode while it starts, so it keeps the loopback node address)
+    assert fake.cluster_env_during_init == "0"
+    assert "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER" not in os.environ  # (restored)
+
+
+def test_ray_cluster_address_is_joined_as_given(monkeypatch):
+    fake = _FakeRay(node="10.0.0.2")
+    assert _ray_engine(monkeypatch, fake, address="10.0.0.1:6379")._start()
+    (kwargs,) = fake.calls
+    assert kwargs["address"] == "10.0.0.1:6379" and "_node_ip_address" not in kwargs
+    assert "num_cpus" not in kwargs and not fake.stopped
+
+
+def test_local_ray_on_a_network_address_is_stopped(monkeypatch):
+    fake = _FakeRay(node="192.0.2.7")  # (a Ray that ignored the options)
+    with pytest.raises(SweepError, match="started on address 192.0.2.7, not loopback"):
+        _ray_engine(monkeypatch, fake)._start()
+    assert fake.stopped

@@ -4,16 +4,27 @@ that loads fast, generated decoder code), so that a fresh process does not deriv
 Files live in $ASTERISM_CACHE_DIR, else $XDG_CACHE_HOME/asterism, else ~/.cache/asterism
 (ASTERISM_CACHE_DIR set to the empty string turns the cache off). A file's name carries the
 key of what it was derived from (the asterism version, a hash of the source data, the Python
-version for code); its body follows a magic line and a digest of the body, so a torn,
+version for code); its body follows a magic line and a MAC of the name and body, so a torn,
 truncated or corrupted file is ignored and written again. The cache only saves time: every
 failure to read or write it is silent, and the result is the same without it.
+
+Whoever can write the cache folder must not be able to run code as the user (the folder
+holds marshalled code objects): the folder is used only when the user owns it and neither
+group nor others can write to it (it is made owner-only; otherwise the cache is off, with a
+one-line warning), and every file and every code entry carries a keyed BLAKE2b MAC whose
+key is in a file only the user can read, outside the cache folder
+($XDG_STATE_HOME/asterism/cache-key, else ~/.local/state/asterism/cache-key, made 0600 in
+an owner-only folder): a cache folder that is shared, copied or restored (a CI cache) holds
+no key, and an entry that fails its MAC is ignored and made again, never executed.
 """
 
 from __future__ import annotations
 
 import atexit
+import errno
 import marshal
 import os
+import stat
 import sys
 
 import msgpack
@@ -25,12 +36,14 @@ except ImportError:  # pragma: no cover - other Python implementations
 
 from asterism import __version__
 
-MAGIC = b"asterism-cache-1\n"
+MAGIC = b"asterism-cache-2\n"  # (2: keyed MACs; files of format 1 are ignored)
 _DIGEST_SIZE = 16
+_KEY_SIZE = 32
 
 
 def cache_dir() -> str | None:
-    """The cache directory (None when the cache is turned off)."""
+    """The configured cache directory (None when the cache is turned off; used only when it
+    can be trusted, see the module docstring)."""
     explicit = os.environ.get("ASTERISM_CACHE_DIR")
     if explicit is not None:
         return explicit or None
@@ -43,26 +56,161 @@ def cache_dir() -> str | None:
     return os.path.join(base, "asterism")
 
 
+def key_file() -> str | None:
+    """Where the MAC key of the cache is kept (None without a home directory)."""
+    base = os.environ.get("XDG_STATE_HOME")
+    if not base:
+        home = os.path.expanduser("~")
+        if home.startswith("~"):
+            return None
+        base = os.path.join(home, ".local", "state")
+    return os.path.join(base, "asterism", "cache-key")
+
+
 def key_of(*parts: bytes | str) -> str:
     """A short hex key for the given source data, with the asterism version in it."""
     h = blake2b(digest_size=12)
-    for part in (__version__, *parts):
+    for part in (__version__, MAGIC, *parts):
         data = part.encode() if isinstance(part, str) else part
         h.update(len(data).to_bytes(8, "little"))
         h.update(data)
     return h.hexdigest()
 
 
-def _digest(body: bytes) -> bytes:
-    return blake2b(body, digest_size=_DIGEST_SIZE).digest()
+# ---------------------------------------------------------------------- trust
+
+_warned: set[str] = set()
+# (cache folder, key file) -> (folder, key) when usable, else None; checked once per process
+_setups: dict[tuple[str, str | None], tuple[str, bytes] | None] = {}
 
 
-def read(name: str, verify: bool = True) -> bytes | None:
-    """The body of cache file `name`, or None if it is absent, unreadable or corrupted
-    (`verify` False: the caller checks the parts it uses, the digest is not computed)."""
+def _warn(message: str) -> None:
+    """One line on stderr, once per process and message: the cache is off, nothing failed."""
+    if message not in _warned:
+        _warned.add(message)
+        sys.stderr.write(f"asterism: warning: {message}; running without the cache\n")
+
+
+def _trust_problem(st: os.stat_result, what: str) -> str | None:
+    """Why a folder or file with status `st` cannot be trusted by this user, or None."""
+    if not hasattr(os, "getuid"):  # (no POSIX owners and modes: nothing to check)
+        return None
+    if st.st_uid != os.getuid():
+        return f"{what} belongs to another user (uid {st.st_uid})"
+    if st.st_mode & 0o022:
+        return f"{what} is writable by group or others (mode {stat.S_IMODE(st.st_mode):o})"
+    return None
+
+
+def _own_folder(path: str) -> bool:
+    """True if `path` is a folder only this user can write (made owner-only when absent)."""
+    try:
+        os.makedirs(path, mode=0o700, exist_ok=True)
+        st = os.stat(path)
+    except OSError:
+        return False  # (cannot be made: no cache, silently)
+    if not stat.S_ISDIR(st.st_mode):
+        return False
+    problem = _trust_problem(st, f"folder {path}")
+    if problem is not None:
+        # (a folder made by an older asterism under umask 002 is 775: say how to keep it)
+        fix = f"; `chmod go-w {path}` to use it" if "writable" in problem else ""
+        _warn(problem + fix)
+        return False
+    return True
+
+
+def _read_key(path: str) -> bytes | None:
+    """The key in `path` if only this user can read or write it (None: absent or refused)."""
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
+    except OSError as err:
+        if err.errno == errno.ELOOP:
+            _warn(f"cache key {path} is a symbolic link")
+        return None
+    try:
+        st = os.fstat(fd)
+        problem = _trust_problem(st, f"cache key {path}")
+        if problem is None and hasattr(os, "getuid") and st.st_mode & 0o077:
+            problem = f"cache key {path} is readable by group or others"
+        key = os.read(fd, _KEY_SIZE + 1) if problem is None else b""
+        if problem is None and len(key) != _KEY_SIZE:
+            problem = f"cache key {path} is damaged ({len(key)} bytes)"
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
+    if problem is not None:
+        _warn(problem + " (remove it: a new one is made)")
+        return None
+    return key
+
+
+def _make_key(path: str) -> bytes | None:
+    """A new random key in `path` (0600); the other one if a concurrent process won."""
+    tmp = f"{path}.{os.getpid()}.{os.urandom(4).hex()}.tmp"
+    try:
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        try:
+            os.write(fd, os.urandom(_KEY_SIZE))
+        finally:
+            os.close(fd)
+        try:
+            os.link(tmp, path)  # (never replaces a key another process made meanwhile)
+        except FileExistsError:
+            pass
+        except OSError:  # (no hard links on this file system)
+            if not os.path.exists(path):
+                os.replace(tmp, path)
+    except OSError:
+        return None
+    finally:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+    return _read_key(path)
+
+
+def _open_cache(directory: str, key_path: str | None) -> tuple[str, bytes] | None:
+    if key_path is None or not _own_folder(directory):
+        return None
+    if not _own_folder(os.path.dirname(key_path)):
+        return None
+    key = _read_key(key_path)
+    if key is None and not os.path.lexists(key_path):
+        key = _make_key(key_path)
+    return None if key is None else (directory, key)
+
+
+def _setup() -> tuple[str, bytes] | None:
+    """(cache folder, MAC key) when the cache is on and trusted, else None."""
     directory = cache_dir()
     if directory is None:
         return None
+    memo = (directory, key_file())
+    if memo not in _setups:
+        _setups[memo] = _open_cache(*memo)
+    return _setups[memo]
+
+
+def _mac(key: bytes, name: str, body: bytes) -> bytes:
+    """The keyed MAC of `body` stored under `name` (so an entry cannot be moved either)."""
+    h = blake2b(key=key, digest_size=_DIGEST_SIZE)
+    label = name.encode()
+    h.update(len(label).to_bytes(8, "little"))
+    h.update(label)
+    h.update(body)
+    return h.digest()
+
+
+def read(name: str, verify: bool = True) -> bytes | None:
+    """The body of cache file `name`, or None if it is absent, unreadable or fails its MAC
+    (`verify` False: the caller authenticates the parts it uses; the MAC is not computed)."""
+    setup = _setup()
+    if setup is None:
+        return None
+    directory, key = setup
     try:
         with open(os.path.join(directory, name), "rb") as f:
             data = f.read()
@@ -72,7 +220,7 @@ def read(name: str, verify: bool = True) -> bytes | None:
     if len(data) < head or not data.startswith(MAGIC):
         return None
     body = data[head:]
-    if verify and data[len(MAGIC):head] != _digest(body):
+    if verify and data[len(MAGIC):head] != _mac(key, name, body):
         return None
     return body
 
@@ -80,16 +228,16 @@ def read(name: str, verify: bool = True) -> bytes | None:
 def write(name: str, body: bytes) -> bool:
     """Store `body` as cache file `name` atomically (a temporary file, then a rename);
     False if the cache is off or cannot be written."""
-    directory = cache_dir()
-    if directory is None:
+    setup = _setup()
+    if setup is None:
         return False
+    directory, key = setup
     tmp = None
     try:
-        os.makedirs(directory, exist_ok=True)
         path = os.path.join(directory, name)
         tmp = f"{path}.{os.getpid()}.{id(body):x}.tmp"  # (unique per writer)
         with open(tmp, "wb") as f:
-            f.write(MAGIC + _digest(body) + body)
+            f.write(MAGIC + _mac(key, name, body) + body)
         os.replace(tmp, path)
         tmp = None
         return True
@@ -108,8 +256,8 @@ def write(name: str, body: bytes) -> bool:
 # The decoder generates a Python function per instruction form (mc/decoder.py,
 # mc/decoded_text.py); compiling them is most of a fresh listing's time. Their code objects
 # are kept in one file per Python bytecode version: a msgpack map from a hash of (source,
-# name) to the marshalled code, each entry with its own digest, unmarshalled only when used.
-# New entries are added to the file when the process exits.
+# name) to the marshalled code, each entry with its own MAC, checked before the entry is
+# unmarshalled (only when used). New entries are added to the file when the process exits.
 
 _CODE_FORMAT = "code-1"
 _CODE_LIMIT = 32768  # entries kept (about 1.3 KB each; every form of two targets is ~11,000)
@@ -124,7 +272,7 @@ def _code_file() -> str:
 
 
 def _read_code_entries() -> dict[str, bytes]:
-    body = read(_code_file(), verify=False)  # (each entry has its digest)
+    body = read(_code_file(), verify=False)  # (each entry has its MAC)
     if body is not None:
         try:
             entries = msgpack.unpackb(body)
@@ -135,23 +283,37 @@ def _read_code_entries() -> dict[str, bytes]:
     return {}
 
 
+def _cached_code(entry: object, key: str, mac_key: bytes):
+    """The code object of a cache entry, or None unless its MAC is this user's."""
+    if not isinstance(entry, bytes) or len(entry) <= _DIGEST_SIZE:
+        return None
+    body = entry[_DIGEST_SIZE:]
+    if entry[:_DIGEST_SIZE] != _mac(mac_key, "code:" + key, body):
+        return None  # (made elsewhere, or altered: compiled again, never executed)
+    try:
+        return marshal.loads(body)
+    except (ValueError, EOFError, TypeError):
+        return None
+
+
 def compile_cached(source: str, filename: str):
     """compile(source, filename, "exec"), through the user cache of generated code."""
     global _code_entries
+    setup = _setup()
     if _code_entries is None:
-        _code_entries = _read_code_entries() if cache_dir() is not None else {}
+        _code_entries = _read_code_entries() if setup is not None else {}
     key = key_of(filename, source)
-    entry = _code_entries.get(key)
-    if entry is not None and entry[:_DIGEST_SIZE] == _digest(entry[_DIGEST_SIZE:]):
-        try:
-            return marshal.loads(entry[_DIGEST_SIZE:])
-        except (ValueError, EOFError, TypeError):
-            pass
+    if setup is not None:
+        code = _cached_code(_code_entries.get(key), key, setup[1])
+        if code is not None:
+            return code
     code = compile(source, filename, "exec")
-    if not _code_new and cache_dir() is not None:
+    if setup is None:
+        return code
+    if not _code_new:
         atexit.register(_save_code)
     body = marshal.dumps(code)
-    _code_new[key] = _code_entries[key] = _digest(body) + body
+    _code_new[key] = _code_entries[key] = _mac(setup[1], "code:" + key, body) + body
     return code
 
 

@@ -18,6 +18,15 @@ class SourceLocation:
         return f"{self.file}:{self.line}:{self.col}"
 
 
+def shown(text: str, limit: int = 100) -> str:
+    """`text` quoted for a one-line message: a name from input may be of any length (a
+    long one is cut in the middle, with its length)."""
+    if len(text) <= limit:
+        return repr(text)
+    half = limit // 2
+    return f"{text[:half]!r}...{text[-half:]!r} ({len(text)} characters)"
+
+
 class AsterismError(Exception):
     """Base of all errors meant for people: the message says what was wrong and where."""
 
@@ -49,3 +58,9 @@ class CodeObjectError(AsterismError):
 
 class TargetError(AsterismError):
     """An unknown target or a request the target cannot satisfy."""
+
+    @classmethod
+    def unknown(cls, name: object, known: list[str] | tuple[str, ...]) -> TargetError:
+        """The error for a target name that is not one of `known` (e.g. from IR text)."""
+        text = shown(name) if isinstance(name, str) else repr(name)
+        return cls(f"unknown target {text}; known targets: {', '.join(known)}")

@@ -2,16 +2,9 @@
 
 from __future__ import annotations
 
-import argparse
 import sys
 
-from asterism.cli.io import default_output, read_text, write_output
-
-
-def _pipeline_args(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--pipeline", default="",
-                   help="passes to run, e.g. 'inline,regalloc,waits,hazards' or a named pipeline"
-                        " like 'auto' (default: none; what you wrote is what you get)")
+from asterism.cli.io import default_output, pipeline_option, read_text, write_output
 
 
 def _parse(path: str, target: str | None = None):
@@ -99,19 +92,20 @@ def register(verb) -> None:
     p.add_argument("input", help="IR file (.mlir) or - for stdin")
     p.add_argument("-o", "--output", help="output file (default: stdout)")
     p.add_argument("--target", help="override the module's target (gfx942, gfx950)")
-    _pipeline_args(p)
+    pipeline_option(p)
 
     p = verb("compile", cmd_compile, "IR (.mlir) -> code object (.hsaco), no external tool")
     p.add_argument("input", help="IR file (.mlir)")
-    p.add_argument("-o", "--output", help="output file (default: INPUT.hsaco)")
+    p.add_argument("-o", "--output", help="output file (default: INPUT.hsaco beside the "
+                                             "input, e.g. k/add.mlir -> k/add.hsaco)")
     p.add_argument("--target", help="override the module's target")
-    _pipeline_args(p)
+    pipeline_option(p)
 
     p = verb("opt", cmd_opt, "run a pass pipeline on IR and print the result",
              "Run passes (mlir-opt style). The empty pipeline is the identity.")
     p.add_argument("input", help="IR file (.mlir) or -")
     p.add_argument("-o", "--output", help="output file (default: stdout)")
-    _pipeline_args(p)
+    pipeline_option(p)
     p.add_argument("--print-ir-after-all", action="store_true",
                    help="print the IR after every pass (to stderr)")
     p.add_argument("--timing", action="store_true", help="print per-pass wall time")

@@ -122,7 +122,8 @@ def register(verb) -> None:
     p = verb("asm", cmd_asm, "assembly (.s) -> code object (.hsaco), no external tool",
              "Assemble LLVM AMDGPU syntax (instructions, .amdhsa_kernel, .amdgpu_metadata).")
     p.add_argument("input", help="assembly file (.s) or -")
-    p.add_argument("-o", "--output", help="output file (default: INPUT.hsaco)")
+    p.add_argument("-o", "--output", help="output file (default: INPUT.hsaco beside the "
+                                             "input, e.g. k/add.s -> k/add.hsaco)")
     p.add_argument("--target", help="target when the file has no .amdgcn_target")
 
     p = verb("disasm", cmd_disasm, "code object -> disassembly (like llvm-objdump -d)")

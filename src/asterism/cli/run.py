@@ -102,6 +102,38 @@ _DTYPE_ALIASES = {"f32": "float32", "f16": "float16", "f64": "float64", "i32": "
                   "u16": "uint16", "i8": "int8", "u8": "uint8", "bf16": "uint16"}
 
 
+def _source(args):
+    """What to load: the input path, or with --pipeline its IR after those passes."""
+    if not args.pipeline:
+        return args.input
+    if not args.input.endswith(".mlir"):
+        raise AsterismError(f"--pipeline runs passes on IR: {args.input} is not a .mlir file")
+    from asterism import api
+
+    return api.lower(args.input, args.pipeline)
+
+
+def _save_paths(folder: str, values: dict, input_path: str) -> dict[str, str]:
+    """SAVE_DIR/NAME.npy of every array argument, checked before the launch: the names come
+    from the kernel's metadata, and one that is not a plain file name is an error."""
+    import numpy as np
+
+    from asterism.errors import shown
+    from asterism.paths import safe_child_path
+
+    paths = {}
+    for name, value in values.items():
+        if isinstance(value, np.ndarray):
+            if not isinstance(name, str):
+                raise AsterismError(f"--save-dir: an array argument of {input_path} has no "
+                                    "name in the kernel's metadata")
+            paths[name] = safe_child_path(
+                folder, f"{name}.npy", f"--save-dir: kernel argument {shown(name)} of "
+                f"{input_path}: its file name", hint="leave out --save-dir (--json prints "
+                "the arrays whole)")
+    return paths
+
+
 def cmd_run(args) -> int:
     """Compile (if needed) and launch a kernel; print and save its outputs."""
     import json
@@ -109,15 +141,17 @@ def cmd_run(args) -> int:
 
     import numpy as np
 
+    from asterism.paths import safe_child_path
     from asterism.runtime import launch, load_code_object
     from asterism.runtime.kernargs import describe_signature, explicit_args
 
+    source = _source(args)
     if args.timing:
         from asterism.runtime import load_with_source_map
 
-        obj, data, smap = load_with_source_map(args.input)
+        obj, data, smap = load_with_source_map(source)
     else:
-        obj, data = load_code_object(args.input)
+        obj, data = load_code_object(source)
     names = [k.name for k in obj.kernels]
     kernel = args.kernel or (names[0] if len(names) == 1 else None)
     if kernel is None:
@@ -152,13 +186,16 @@ def cmd_run(args) -> int:
         for spec in args.latency:
             latency.update(parse_latencies(spec))
         timing = TimingOptions(cus=args.timing_cus, latency=latency)
-        trace_dir = args.trace_dir or os.path.join("asterism-timing", kernel)
+        trace_dir = args.trace_dir or safe_child_path(
+            "asterism-timing", kernel, "kernel name", hint="name the trace folder with "
+            "--trace-dir")
         if args.backend == "hip":
             raise AsterismError("--timing runs the emulator's timing model: use --backend emu "
                                 "(or auto)")
         os.makedirs(os.path.dirname(os.path.abspath(trace_dir)), exist_ok=True)
     elif args.trace_dir or args.latency or args.timing_cus != 1:
         raise AsterismError("--trace-dir, --latency and --timing-cus need --timing")
+    saved = _save_paths(args.save_dir, values, args.input) if args.save_dir else {}
     result = launch((obj), kernel, grid=grid, block=block, args=values,
                     backend="emu" if timing else args.backend, iterations=args.iterations,
                     timing=timing or False, trace_dir=trace_dir,
@@ -167,7 +204,7 @@ def cmd_run(args) -> int:
     if args.save_dir:
         os.makedirs(args.save_dir, exist_ok=True)
         for n in result.outputs:
-            np.save(os.path.join(args.save_dir, f"{n}.npy"), arrays[n])
+            np.save(saved[n], arrays[n])
     if args.json:
         out = {"kernel": kernel, "backend": result.backend, "device": result.device,
                "times": result.times, "grid": grid, "block": block,
@@ -195,7 +232,7 @@ def cmd_run(args) -> int:
             arr = arrays[n]
             print(f"{n} ({arr.dtype}, shape {arr.shape}): {arr}")
             if args.save_dir:
-                print(f"  saved to {os.path.join(args.save_dir, n + '.npy')}")
+                print(f"  saved to {saved[n]}")
     return 0
 
 
@@ -221,12 +258,15 @@ memory latencies in cycles: lds, smem, l2_hit, hbm (defaults: asterism/target/da
 
 def register(verb) -> None:
     """Add the run verb to the `asterism` parser."""
+    from asterism.cli.io import pipeline_option
+
     p = verb("run", cmd_run, "compile if needed and run a kernel (emulator or GPU)",
              "Launch a kernel from a .mlir, .s or .hsaco file with NumPy arguments; prints "
              "(and optionally saves) the arrays it writes.")
     p.epilog = RUN_EPILOG
     p.add_argument("input", help="kernel file: .mlir, .s or .hsaco")
     p.add_argument("--kernel", help="kernel name (default: the only kernel)")
+    pipeline_option(p, "; .mlir input only")
     p.add_argument("--grid", default="1", help="workgroups, e.g. 304 or 8,8,1 (default 1)")
     p.add_argument("--block", help="work-items per workgroup (default: the kernel's "
                                    "required size, else 64)")
@@ -235,7 +275,9 @@ def register(verb) -> None:
     p.add_argument("--backend", default="auto", choices=("auto", "emu", "hip"),
                    help="auto = a matching GPU through HIP if present, else the emulator")
     p.add_argument("--iterations", type=int, default=1, help="launches (default 1)")
-    p.add_argument("--save-dir", help="save output arrays there as NAME.npy")
+    p.add_argument("--save-dir", help="save output arrays there as NAME.npy (NAME from the "
+                                      "kernel's metadata: one that is not a plain file name, "
+                                      "e.g. with '/' or '..', is an error)")
     p.add_argument("--seed", type=int, default=0, help="seed for rand: arguments")
     p.add_argument("--json", action="store_true", help="machine-readable output")
     p.add_argument("--timing", action="store_true",

@@ -180,7 +180,8 @@ def register(verb) -> None:
     b.add_argument("--counters", action="append", default=[], metavar="FILE",
                    help="rocprofv3 output: *_results.json or its CSV files (repeatable)")
     b.add_argument("--source", action="append", default=[], metavar="FILE",
-                   help="a source file to include (repeatable)")
+                   help="a source file to include (repeatable); a file the capture's "
+                        "rows name is included only when named here or by --kernel-file")
     b.add_argument("--kernel-file", metavar="K", help="the kernel: .hsaco/.co, .mlir or .s "
                                                       "(adds its ISA listing and stats)")
     b.add_argument("--baseline", metavar="CAPTURE", help="a capture to compare with "

@@ -217,10 +217,11 @@ def _instruction_from_json(raw: dict, target: str) -> Instruction:
         passes=raw.get("passes"), aliases=tuple(raw.get("aliases", ())))
 
 
-def known_isa_targets() -> list[str]:
+@cache
+def known_isa_targets() -> tuple[str, ...]:
     """Targets that have a generated ISA database."""
     files = resources.files("asterism.isa").joinpath("data").iterdir()
-    return sorted(p.name[:-5] for p in files if p.name.endswith(".json"))
+    return tuple(sorted(p.name[:-5] for p in files if p.name.endswith(".json")))
 
 
 class _Instructions(Mapping):
@@ -333,9 +334,11 @@ _TABLES_FORMAT = "isa-tables-1"  # (change when _split's layout changes)
 @cache
 def get_isa(target: str) -> IsaDatabase:
     """The ISA database of `target` (e.g. "gfx942"); loaded once per process."""
-    name = target.split(":")[0].split("--")[-1]
+    name = target.split(":")[0].split("--")[-1] if isinstance(target, str) else None
+    known = known_isa_targets()
+    # (checked against the listing before any file is opened: the name may come from IR
+    # text, and joined into a path it could name any *.json on the machine)
+    if name not in known:
+        raise TargetError.unknown(target, known)
     path = resources.files("asterism.isa").joinpath("data", f"{name}.json")
-    if not path.is_file():
-        raise TargetError(f"no ISA database for target '{target}'; known targets: "
-                          f"{', '.join(known_isa_targets())}")
     return IsaDatabase.from_tables(name, _load_tables(name, path.read_bytes()))

@@ -13,7 +13,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from asterism.errors import AsterismError
+from asterism.errors import AsterismError, shown
 
 
 class KernelParamError(AsterismError):
@@ -126,7 +126,7 @@ class KernelGenerator:
         target = target or self.targets[0]
         if target not in self.targets:
             raise KernelParamError(f"{self.name} supports targets {', '.join(self.targets)}, "
-                                   f"not {target}")
+                                   f"not {shown(target)}")
         merged = dict(params or {})
         merged.update(kwargs)
         return self.build_case(target, self.resolve(merged))

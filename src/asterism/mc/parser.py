@@ -319,4 +319,8 @@ def _apply_metadata(module: McModule, meta, loc: SourceLocation) -> None:
 
 def parse_asm(text: str, filename: str = "<asm>", target: str | None = None) -> McModule:
     """Parse assembly text into an McModule (instructions with forms selected)."""
+    if target is not None:
+        from asterism.target import get_target
+
+        get_target(target)  # (a requested target is checked before the file is compared to it)
     return AsmParser(filename, target).parse(text)

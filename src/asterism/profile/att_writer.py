@@ -21,6 +21,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from asterism.paths import check_file_name
 from asterism.profile.att import (
     CODE_FILE,
     FILENAMES_FILE,
@@ -143,9 +144,9 @@ def _check(trace: Trace) -> None:
                 raise TraceError(f"wave {wave.filename}: instruction #{i} refers to line "
                                  f"{rec.line}, which the code listing does not have")
     for name in trace.extra_files:
+        check_file_name(name, "extra file name", TraceError)  # (names from a capture)
         if (name in (CODE_FILE, FILENAMES_FILE, OCCUPANCY_FILE, REALTIME_FILE)
-                or WAVE_FILE_RE.match(name) or WSTATES_FILE_RE.match(name)
-                or "/" in name or "\\" in name or name in ("", ".", "..")):
+                or WAVE_FILE_RE.match(name) or WSTATES_FILE_RE.match(name)):
             raise TraceError(f"extra file name {name!r} clashes with the trace layout")
 
 

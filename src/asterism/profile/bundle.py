@@ -12,7 +12,8 @@
     DIR/baseline/<capture>/  the --baseline capture, when given
     DIR/counters/            the rocprofv3 counter files, as given
     DIR/source/              the source files the capture's rows point to (the capture's
-                             snapshots, files named with --source, files found on disk)
+                             snapshots, files named with --source or --kernel-file; a
+                             path in the capture alone never makes the bundle read a file)
     DIR/kernel/              the code object as given, its ISA listing and `asterism stats`
 
 Everything is read and checked first, then written into a temporary sibling directory that
@@ -29,6 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from asterism.errors import AsterismError
+from asterism.paths import unsafe_reason
 from asterism.profile.att import Trace, TraceError, read_att, source_files
 from asterism.profile.counters import CounterData, derived_metrics, read_counters
 from asterism.profile.insights import (
@@ -380,12 +382,17 @@ def render_bundle_json(a: Analysis, counters: CounterData | None = None,
 # ---------------------------------------------------------------------------- the bundle
 
 
-def _copy_sources(trace: Trace, given: list[Path], dest: Path) -> list[str]:
-    """The source files of the capture's rows and the given ones, into `dest`."""
+def _copy_sources(trace: Trace, given: list[Path], dest: Path,
+                  kernel_file: Path | None = None) -> list[str]:
+    """The source files the capture ships and the given ones, into `dest`. A file that a
+    row of the capture names is copied only when the user named it too (`given` or
+    `kernel_file`): paths in a capture are untrusted and never make the bundle read a file."""
     written: dict[str, str] = {}
 
     def name_for(original: str) -> str:
-        base = Path(original).name or "source"
+        base = Path(original).name
+        # (the name of a shipped file comes from the capture: a plain file name or "source")
+        base = base if unsafe_reason(base) is None else "source"
         name, n = base, 1
         while name in written.values():
             n += 1
@@ -396,15 +403,25 @@ def _copy_sources(trace: Trace, given: list[Path], dest: Path) -> list[str]:
     for original, lines in sorted(shipped.items()):
         name = written[original] = name_for(original)
         (dest / name).write_text("\n".join(lines) + "\n", encoding="utf-8")
-    # Row locations that point to a readable file (a modeled trace's .mlir/.py, say).
+    named = {p.resolve(): p for p in ([kernel_file] if kernel_file else []) + given}
+    copied: set[Path] = set()
+    # Row locations that point to a file the user named (a modeled trace's .mlir, say).
     for row in trace.code.rows:
         for loc in filter(None, (p.strip() for p in row.source.split(";"))):
             path = loc.split(", ")[0].rpartition(":")[0]
-            if path and path not in written and Path(path).is_file():
+            if not path or path in written:
+                continue
+            try:
+                real = Path(path).resolve()
+            except (OSError, RuntimeError, ValueError):  # (a loop, NUL: not a file named)
+                continue
+            if real in named and real not in copied:
+                copied.add(real)
                 name = written[path] = name_for(path)
-                shutil.copyfile(path, dest / name)
+                shutil.copyfile(named[real], dest / name)
     for p in given:
-        if str(p) not in written:
+        if p.resolve() not in copied and str(p) not in written:
+            copied.add(p.resolve())
             name = written[str(p)] = name_for(str(p))
             shutil.copyfile(p, dest / name)
     if written:
@@ -503,7 +520,8 @@ def _write_contents(req: BundleRequest, tmp: Path, a: Analysis,
         made.append("counters/")
     src = tmp / "source"
     src.mkdir()
-    if _copy_sources(a.trace, [Path(s) for s in req.sources], src):
+    kernel_file = Path(req.kernel_file) if req.kernel_file is not None else None
+    if _copy_sources(a.trace, [Path(s) for s in req.sources], src, kernel_file):
         made.append("source/")
     else:
         src.rmdir()

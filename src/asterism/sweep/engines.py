@@ -100,7 +100,8 @@ def _pin_gpu(devices) -> None:
 
 
 class RayEngine:
-    """Ray: a local Ray started with `workers` CPUs, or the cluster at `address`.
+    """Ray: a local Ray started with `workers` CPUs (listening on loopback only), or the
+    cluster at `address`.
 
     Each point is a Ray task with one CPU (and one GPU with the HIP backend). The workers
     import asterism, so on a remote cluster every node needs the same asterism installed
@@ -135,12 +136,15 @@ class RayEngine:
             if self.address:
                 ray.init(address=self.address, **options)
             else:
-                with _same_asterism():
-                    ray.init(num_cpus=self.workers or default_workers(), **options)
+                with _same_asterism(), _loopback_node(ray):
+                    ray.init(num_cpus=self.workers or default_workers(),
+                             **{**options, **LOCAL_RAY_OPTIONS})
         except Exception as err:  # Ray's own errors: connection refused, bad address...
             where = self.address or "a local Ray"
             raise SweepError(f"cannot start or reach {where}: {type(err).__name__}: "
                              f"{err}") from None
+        if not self.address:
+            _check_loopback(ray)
         return True
 
     def run(self, tasks: Sequence[PointTask]) -> Iterator[tuple[PointTask, PointResult]]:
@@ -165,6 +169,57 @@ class RayEngine:
         finally:
             if started:
                 ray.shutdown()
+
+
+# ray.init options for the Ray this engine starts itself (no --address): it serves this
+# process only, so nothing of it may listen beyond the loopback interface. Ray's servers
+# (GCS, raylet, object manager, workers) listen on the node address; the dashboard (with
+# its job-submission API) stays off. Joining a cluster on the network takes --address.
+LOCAL_RAY_OPTIONS = {"include_dashboard": False, "dashboard_host": "127.0.0.1",
+                     "_node_ip_address": "127.0.0.1"}
+LOOPBACK = ("127.0.0.1", "::1", "localhost")
+
+# Ray replaces a loopback node address by the machine's reachable one when its cluster mode
+# is on (ray._private.ray_constants.ENABLE_RAY_CLUSTER, from this variable at import; on by
+# default on Linux; off, Ray's single-machine mode, it keeps and listens on 127.0.0.1).
+_RAY_CLUSTER_ENV = "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"
+
+
+@contextlib.contextmanager
+def _loopback_node(ray):
+    """Ray's single-machine mode while a local Ray starts (its processes inherit it)."""
+    try:
+        from ray._private import ray_constants
+    except ImportError:  # (another Ray layout: _check_loopback still checks the result)
+        ray_constants = None
+    old_flag = getattr(ray_constants, "ENABLE_RAY_CLUSTER", None)
+    old_env = os.environ.get(_RAY_CLUSTER_ENV)
+    os.environ[_RAY_CLUSTER_ENV] = "0"
+    if old_flag is not None:
+        ray_constants.ENABLE_RAY_CLUSTER = False
+    try:
+        yield
+    finally:
+        if old_flag is not None:
+            ray_constants.ENABLE_RAY_CLUSTER = old_flag
+        if old_env is None:
+            del os.environ[_RAY_CLUSTER_ENV]
+        else:
+            os.environ[_RAY_CLUSTER_ENV] = old_env
+
+
+def _check_loopback(ray) -> None:
+    """Stop a just-started local Ray whose node address is not loopback (a Ray that ignores
+    LOCAL_RAY_OPTIONS would serve the network): a SweepError says what to do instead."""
+    try:
+        node = ray.util.get_node_ip_address()
+    except Exception as err:  # (a Ray without this call: cannot tell, so do not run)
+        node = f"unknown ({type(err).__name__})"
+    if node not in LOOPBACK:
+        ray.shutdown()
+        raise SweepError(f"the local Ray started on address {node}, not loopback: it would "
+                         "serve the network; start a Ray yourself (e.g. `ray start --head "
+                         "--node-ip-address 127.0.0.1`) and pass its --address")
 
 
 @contextlib.contextmanager
@@ -208,5 +263,5 @@ def make_engine(engine: str, workers: int | None = None, address: str | None = N
     raise SweepError(f"unknown engine {engine!r}; choose one of {', '.join(ENGINES)}")
 
 
-__all__ = ["ENGINES", "LocalEngine", "RayEngine", "default_workers", "import_ray",
-           "make_engine", "visible_gpus"]
+__all__ = ["ENGINES", "LOCAL_RAY_OPTIONS", "LocalEngine", "RayEngine", "default_workers",
+           "import_ray", "make_engine", "visible_gpus"]

@@ -38,7 +38,7 @@ from functools import cache
 from importlib import resources
 from typing import Any
 
-from asterism.errors import TargetError
+from asterism.errors import TargetError, shown
 
 # The triple every HSA code object for these chips uses (AMDGPUUsage "Target Triples").
 HSA_TRIPLE = "amdgcn-amd-amdhsa"
@@ -222,6 +222,8 @@ def _group(cls: type, data: dict[str, Any], where: str) -> Any:
 @cache
 def processor_facts(name: str) -> Target:
     """The Target for a processor name from target/data (no features set; cached)."""
+    if name not in known_targets():  # (before the name becomes a path: it may come from input)
+        raise _unknown(name)
     where = f"target/data/{name}.json"
     raw = json.loads(resources.files(_DATA_PACKAGE).joinpath(f"{name}.json").read_text())
     elf = dict(_take(raw, "elf", where))
@@ -251,8 +253,8 @@ def processor_facts(name: str) -> Target:
     return target
 
 
-def _unknown(name: str) -> TargetError:
-    return TargetError(f"unknown target {name!r}; known targets: {', '.join(known_targets())}")
+def _unknown(name: object) -> TargetError:
+    return TargetError.unknown(name, known_targets())
 
 
 def _parse_features(processor: str, features: list[str], original: str) -> dict[str, bool]:
@@ -260,15 +262,17 @@ def _parse_features(processor: str, features: list[str], original: str) -> dict[
     for feat in features:
         if len(feat) < 2 or feat[-1] not in "+-":
             raise TargetError(
-                f"bad target feature {feat!r} in {original!r}: expected e.g. 'xnack+' or 'sramecc-'"
+                f"bad target feature {shown(feat)} in {shown(original)}: expected e.g. "
+                "'xnack+' or 'sramecc-'"
             )
         fname, on = feat[:-1], feat[-1] == "+"
         if fname not in ("xnack", "sramecc"):
             raise TargetError(
-                f"unknown target feature {fname!r} in {original!r}; known: sramecc, xnack"
+                f"unknown target feature {shown(fname)} in {shown(original)}; known: sramecc, "
+                "xnack"
             )
         if fname in settings:
-            raise TargetError(f"target feature {fname!r} given twice in {original!r}")
+            raise TargetError(f"target feature {shown(fname)} given twice in {shown(original)}")
         settings[fname] = on
     return settings
 
@@ -278,7 +282,9 @@ def get_target(name: str | Target) -> Target:
     if isinstance(name, Target):
         return name
     if not isinstance(name, str) or not name.strip():
-        raise TargetError(f"bad target name {name!r}; known targets: {', '.join(known_targets())}")
+        shown_name = shown(name) if isinstance(name, str) else repr(name)
+        raise TargetError(f"bad target name {shown_name}; known targets: "
+                          f"{', '.join(known_targets())}")
     text = name.strip()
     proc_part = text
     if "--" in text:
@@ -286,11 +292,11 @@ def get_target(name: str | Target) -> Target:
         triple, proc_part = text.rsplit("--", 1)
         # Offload bundles prefix the triple with a kind ("hipv4-amdgcn-amd-amdhsa").
         if "amdgcn" not in triple.split("-"):
-            raise TargetError(f"{text!r} is not an AMDGPU target (triple {triple!r})")
+            raise TargetError(f"{shown(text)} is not an AMDGPU target (triple {shown(triple)})")
     elif text.count("-") >= 2:
         raise TargetError(
-            f"cannot read target {text!r}: expected a processor such as 'gfx942' or a target ID "
-            f"such as 'amdgcn-amd-amdhsa--gfx942:xnack-'"
+            f"cannot read target {shown(text)}: expected a processor such as 'gfx942' or a "
+            "target ID such as 'amdgcn-amd-amdhsa--gfx942:xnack-'"
         )
     processor, *features = proc_part.split(":")
     processor = processor.lower()
