@@ -19,6 +19,7 @@ from xdsl.utils.mlir_lexer import MLIRLexer, MLIRTokenKind
 
 from asterism.errors import AsterismError, ParseError, SourceLocation
 from asterism.ir.dialect import make_context
+from asterism.ir.ops import remember_spelled_name
 
 
 class _LinearLexer(MLIRLexer):
@@ -98,6 +99,15 @@ class _LocatingParser(Parser):
         block = super()._parse_block()
         keep_block_name(block, token.text[1:])
         return block
+
+    def _register_ssa_definition(self, name, values, span) -> None:
+        """Define `%name` and remember how it is spelled (for messages: see value_name)."""
+        super()._register_ssa_definition(name, values, span)
+        if len(values) == 1:
+            remember_spelled_name(values[0], name)
+        else:
+            for k, value in enumerate(values):
+                remember_spelled_name(value, f"{name}#{k}")
 
     def parse_operation(self) -> Operation:
         """Parse an op and record where it was written."""
