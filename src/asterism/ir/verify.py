@@ -355,6 +355,11 @@ class _Checker:
                 return
             limit = self.limits[type(t)]
         elif not t.is_fixed:
+            # (a relocatable value wider than its file: nothing could place it, and the
+            # register allocator's bit sets would be as wide as the text says)
+            if t.width > limit:
+                raise error_at(op, f"{type_text(t)} is {t.width} registers wide: more than "
+                                   f"the {limit} {t.FILE_NAME}s of {self.target.name}")
             return
         if t.first + t.width > limit:
             raise error_at(op, f"{t.asm()} is past the last {t.FILE_NAME} "
