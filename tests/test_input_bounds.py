@@ -85,3 +85,33 @@ def test_register_numbers_in_assembly(operand):
         info.value.message
     assert "characters)" in info.value.message
     assert (info.value.location.line, info.value.location.col) == (3, 1)
+
+
+def test_metadata_integers_are_bounded():
+    # (found by test_fuzz_ir_values: the metadata reader's int() raised ValueError)
+    asm = api.translate(DEMO)
+    bad = asm.replace(".size:          8", f".size:          {BIG}", 1)
+    assert bad != asm
+    with pytest.raises(ParseError) as info:
+        api.assemble(bad, filename="k.s")
+    assert "metadata integer 99999999999999999999... (5000 characters) does not fit 64 bits" \
+        in info.value.message
+    line = bad[:bad.index(BIG)].count("\n") + 1
+    assert (info.value.location.file, info.value.location.line) == ("k.s", line)
+
+
+@pytest.mark.parametrize("line, words", [
+    ("v_mov_b32 v1, 999999999999999999999999999999999999999.0",
+     "v_mov_b32: float constant 1e+39 is out of range for f32"),
+    ("v_add_f16 v1, 70000.0, v1", "v_add_f16: float constant 70000 is out of range for f16"),
+])
+def test_float_constants_past_their_type(line, words):
+    # (found by test_fuzz_ir_values: struct's OverflowError escaped the encoder; llvm-mc-22
+    # says "invalid operand for instruction" for both)
+    from asterism.errors import EncodeError
+
+    text = f'.amdgcn_target "amdgcn-amd-amdhsa--gfx942"\n.text\n{line}\n'
+    with pytest.raises(EncodeError) as info:
+        api.assemble(text, filename="k.s")
+    assert info.value.message == words
+    assert (info.value.location.line, info.value.location.col) == (3, 1)
