@@ -115,3 +115,22 @@ def test_float_constants_past_their_type(line, words):
         api.assemble(text, filename="k.s")
     assert info.value.message == words
     assert (info.value.location.line, info.value.location.col) == (3, 1)
+
+
+@pytest.mark.parametrize("key, value, words", [
+    (".amdhsa_next_free_vgpr", "4294967296", "next_free_vgpr = 4294967296 exceeds the limit"),
+    (".amdhsa_group_segment_fixed_size", "9223372036854775807",
+     "group_segment_fixed_size = 9223372036854775807 is not a u32"),
+    (".amdhsa_user_sgpr_count", "-1", "user_sgpr_count = -1 does not fit in 5 bits"),
+])
+def test_amdhsa_values_past_their_fields_are_located(key, value, words):
+    import re
+
+    asm = api.translate(DEMO)
+    bad = re.sub(rf"({re.escape(key)}) \S+", rf"\1 {value}", asm, count=1)
+    assert bad != asm
+    with pytest.raises(VerifyError) as info:
+        api.assemble(bad, filename="k.s")
+    assert words in info.value.message
+    block = asm[:asm.index(".amdhsa_kernel")].count("\n") + 1  # (was: no location)
+    assert (info.value.location.file, info.value.location.line) == ("k.s", block)

@@ -226,6 +226,7 @@ class AsmParser:
             self.kernels[name] = kernel
             self.order.append(name)
         kernel.descriptor_directives = directives
+        kernel.descriptor_loc = self.loc(line_no)
         return i
 
     def _metadata_block(self, lines: list[str], i: int, line_no: int) -> int:
