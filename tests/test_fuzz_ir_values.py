@@ -55,13 +55,23 @@ OPS = ["+", "-", "*", "/", "%", "<<", ">>", "&", "|", "^"]
 # ----------------------------------------------------------------------------- use before def
 
 
+_PARSED: dict[str, object] = {}
+
+
+def _parsed(text: str):
+    """The module of a seed (parsed once: each mutation works on a clone)."""
+    if text not in _PARSED:
+        _PARSED[text] = parse_ir(text, "seed.mlir")
+    return _PARSED[text]
+
+
 @st.composite
 def use_before_def(draw) -> tuple[str, bool]:
     """(IR text, same_block): a verified seed with one operand replaced by a value of the same
     type that its block defines later (or the op's own result; `same_block`), or that a later
     block defines."""
     text = draw(st.sampled_from(IR_OK))
-    module = parse_ir(text, "seed.mlir")
+    module = _parsed(text).clone()
     ops = [op for op in module.walk() if op.operands and op.parent is not None]
     op = draw(st.sampled_from(ops))
     k = draw(st.integers(0, len(op.operands) - 1))
