@@ -198,13 +198,16 @@ class _Checker:
     def check_block(self, block: Block) -> None:
         # ids of the results defined so far in this block: the common case (an operand
         # defined a few ops earlier in the same block) costs one set lookup.
+        # (and of the values of other blocks found to dominate this one: each is checked
+        # once per block, not at every use)
         defined: set[int] = set()
         add = defined.add
         op = block._first_op  # (block.ops iterates through a view)
         while op is not None:
-            for k, v in enumerate(op._operands):
+            for v in op._operands:
                 if id(v) not in defined:
-                    self.check_operand(op, k, v, block)
+                    self.check_operand(op, op._operands.index(v), v, block)
+                    add(id(v))
             if op.regions:
                 self.check_regions(op)
             for r in op.results:
