@@ -87,12 +87,14 @@ def test_unverified_module_objects_are_verified_before_passes():
             run(module)
 
 
-def test_pipelines_verify_their_input():
+@pytest.mark.parametrize("run", [lambda m: api.optimize(m, "dce"),
+                                 lambda m: api.compile(m, "copy-prop")])
+def test_the_api_verifies_module_objects_before_passes(run):
     # (any rule, not only dominance: v300 is past the register file)
     text = DEMO.read_text().replace("!amdgcn.vgpr<2>", "!amdgcn.vgpr<300>")
     module = parse_ir(text, "t.mlir", verify=False)
     with pytest.raises(VerifyError, match="v300 is past the last VGPR"):
-        run_pipeline(module, "dce")
+        run(module)
 
 
 DIAMOND = f"""\
