@@ -245,7 +245,8 @@ class _ExprParser:
                                  "64-bit value)", self.loc)
             if op == "<<":
                 return wrap64(a << b)
-            return (a & 0xFFFFFFFFFFFFFFFF) >> b  # (logical, as LLVM's AMDGPU assembler)
+            # (logical, as LLVM's AMDGPU assembler; by 0 the sign comes back)
+            return wrap64((a & 0xFFFFFFFFFFFFFFFF) >> b)
         if op == "&":
             return a & b
         if op == "|":
