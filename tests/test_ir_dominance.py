@@ -274,3 +274,31 @@ def test_dominator_trees_by_hand():
     tree, (entry, dead1, dead2, end) = _tree(UNREACHABLE.replace("X", "%x"))
     assert tree.reachable == [True, False, False, True]
     assert tree.idom == [0, 0, 1, 0]  # ^dead1 rooted under the entry, ^dead2 under ^dead1
+
+
+GEMM = (REPO / "tests" / "upstream" / "gemm.mlir").read_text()
+
+
+@pytest.mark.parametrize("old, new, message", [
+    # An operand of scf.for defined inside its own body: xDSL's parser leaves a placeholder
+    # there, and its own verifier raised "ValueError: Forward declared values do not have an
+    # owner" (a traceback).
+    ("iter_args(%s = %zero)", "iter_args(%s = %d)",
+     "operand #3 of 'scf.for' (%d) is used before it is defined (defined at line 27, inside "
+     "the region of the op that uses it)"),
+    ("scf.for %k0 = %c0 to %c64", "scf.for %k0 = %c0 to %k",
+     "operand #1 of 'scf.for' (%k) is used before it is defined (defined at line 24, inside "
+     "the region of the op that uses it)"),
+    # The loop body reading a value the enclosing block defines after the loop:
+    ("%k = arith.addi %k0, %q4 : index", "%k = arith.addi %k0, %crow3 : index",
+     "operand #1 of 'arith.addi' (%crow3) is used before it is defined (defined at line 39)"),
+])
+def test_structured_loops_in_upstream_input(old, new, message):
+    assert old in GEMM
+    with pytest.raises(VerifyError) as info:
+        api.parse(GEMM.replace(old, new, 1), "g.mlir")
+    assert info.value.message == message
+
+
+def test_structured_loops_see_values_of_the_enclosing_block():
+    api.parse(GEMM, "g.mlir")  # the body reads %arow, %brow, %q4 from outside the loop

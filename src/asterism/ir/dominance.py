@@ -28,9 +28,10 @@ VerifyError naming the operand and where the value is defined.
 from __future__ import annotations
 
 from xdsl.ir import Block, BlockArgument, Operation, OpResult, Region, SSAValue
+from xdsl.parser.core import ForwardDeclaredValue
 
 from asterism.errors import VerifyError
-from asterism.ir.ops import op_location, value_name
+from asterism.ir.ops import forward_definition_line, op_location, value_name
 
 
 def block_successors(block: Block) -> tuple[Block, ...]:
@@ -223,6 +224,13 @@ class _Checker:
         elif cls is OpResult or isinstance(v, OpResult):
             def_op = v.op
             def_block = def_op.parent
+        elif isinstance(v, ForwardDeclaredValue):
+            # (xDSL's parser leaves its placeholder where the definition it found is inside
+            # the using op's own region, e.g. an scf.for bound defined in the loop body)
+            line = forward_definition_line(v)
+            raise _error(use, k, v, "is used before it is defined" + (
+                f" (defined at line {line}, inside the region of the op that uses it)"
+                if line is not None else " (inside the region of the op that uses it)"))
         else:  # an erased value (a pass bug) has no definition
             raise _error(use, k, v, "is not defined (an erased value)")
         if def_block is block:

@@ -1357,6 +1357,21 @@ def remember_spelled_name(value: SSAValue, name: str) -> None:
         _SPELLED_NAMES[value] = name
 
 
+# Where the parser found the definition of a forward reference it could not resolve (the
+# definition is inside the region of the op using it): the line, for the error message.
+_FORWARD_LINES: weakref.WeakKeyDictionary[SSAValue, int] = weakref.WeakKeyDictionary()
+
+
+def remember_forward_definition(value: SSAValue, line: int) -> None:
+    """Record the line of the definition a forward reference `value` stands for."""
+    _FORWARD_LINES[value] = line
+
+
+def forward_definition_line(value: SSAValue) -> int | None:
+    """The line recorded by remember_forward_definition, if any."""
+    return _FORWARD_LINES.get(value)
+
+
 def value_name(value: SSAValue) -> str:
     """`%name` of a value as written in its source text (else its name hint), or "an unnamed
     value" for a value without one (built in Python)."""
@@ -1450,4 +1465,4 @@ __all__ = [c.__name__ for c in AMDGCN_OPS] + [
     "MODIFIER_NAMES", "FLAG_MODIFIERS", "INT_MODIFIERS", "LIST_MODIFIERS", "NAME_MODIFIERS",
     "modifiers_to_attr", "attr_to_modifiers", "close_blocks", "KEEP_ORDER_ATTR",
     "LDS_DMA_TOKENS_ATTR", "append_new_op", "op_location", "remember_spelled_name",
-    "value_name", "walk_ops"]
+    "remember_forward_definition", "forward_definition_line", "value_name", "walk_ops"]

@@ -20,7 +20,7 @@ from xdsl.utils.mlir_lexer import MLIRLexer, MLIRTokenKind
 
 from asterism.errors import AsterismError, ParseError, SourceLocation
 from asterism.ir.dialect import make_context
-from asterism.ir.ops import remember_spelled_name
+from asterism.ir.ops import remember_forward_definition, remember_spelled_name
 
 
 class _LinearLexer(MLIRLexer):
@@ -119,6 +119,10 @@ class _LocatingParser(Parser):
 
     def _register_ssa_definition(self, name, values, span) -> None:
         """Define `%name` and remember how it is spelled (for messages: see value_name)."""
+        for k, forward in (self.forward_ssa_references.get(name) or {}).items():
+            # (a placeholder the definition cannot replace stays in the IR: name it too)
+            remember_spelled_name(forward, name if len(values) == 1 else f"{name}#{k}")
+            remember_forward_definition(forward, self.location(span.start).line)
         super()._register_ssa_definition(name, values, span)
         if len(values) == 1:
             remember_spelled_name(values[0], name)
@@ -239,8 +243,10 @@ def parse_ir(text: str, filename: str = "<input>", verify: bool = True) -> Built
         raise ParseError(f"malformed input here ({type(err).__name__}: {err})",
                          parser.location(parser.pos)) from None
     if verify and upstream:
+        from asterism.ir.dominance import check_dominance
         from asterism.ir.upstream import verify_upstream
 
+        check_dominance(module)  # (first: xDSL's checks fail on a use before a definition)
         verify_upstream(module)
     if verify:
         from asterism.ir.verify import verify_module
