@@ -31,9 +31,11 @@ REPO = Path(__file__).resolve().parent.parent
 
 
 def _verified_ir_seeds() -> list[str]:
-    """The IR seeds that verify as they are (mutations then break exactly one thing)."""
+    """The IR seeds (and the upstream inputs, with scf.for regions) that verify as they are
+    (mutations then break exactly one thing)."""
     out = []
-    for text in IR_SEEDS:
+    upstream = [p.read_text() for p in sorted((REPO / "tests" / "upstream").glob("*.mlir"))]
+    for text in IR_SEEDS + upstream:
         try:
             api.parse(text)
         except AsterismError:
@@ -68,24 +70,22 @@ def _parsed(text: str):
 @st.composite
 def use_before_def(draw) -> tuple[str, bool]:
     """(IR text, same_block): a verified seed with one operand replaced by a value of the same
-    type that its block defines later (or the op's own result; `same_block`), or that a later
-    block defines."""
+    type that its block defines later (or the op's own result; `same_block`), or that is
+    defined after it elsewhere (a later block, a nested region, the op's own region)."""
     text = draw(st.sampled_from(IR_OK))
     module = _parsed(text).clone()
     ops = [op for op in module.walk() if op.operands and op.parent is not None]
     op = draw(st.sampled_from(ops))
     k = draw(st.integers(0, len(op.operands) - 1))
     block = op.parent
-    region = block.parent
     later, other = [], []
     found = False
-    for b in region.blocks:
-        for o in b.ops:
-            found = found or o is op
-            if found:
-                for r in o.results:
-                    if r.type == op.operands[k].type:
-                        (later if b is block else other).append(r)
+    for o in module.walk():  # (an op before the ops of its regions)
+        found = found or o is op
+        if found:
+            for r in o.results:
+                if r.type == op.operands[k].type:
+                    (later if o.parent is block else other).append(r)
     same = bool(later) and (not other or draw(st.booleans()))
     pool = later if same else other
     if not pool:
