@@ -187,6 +187,8 @@ def test_finish_trusts_only_repeated_patterns():
 def test_finish_checks_an_op_whose_operands_changed_after_emit():
     kb, second = _two_adds()
     s = kb.sreg()
+    s.owner.detach()  # (made after the kernel's end: defined before its new use)
+    second.parent.insert_op_before(s.owner, second)
     second.operands = [second.operands[0], second.operands[1], s]  # (vsrc1 takes no SGPR)
     with pytest.raises(VerifyError, match="v_add_u32"):
         kb.finish()
@@ -237,8 +239,9 @@ def test_finish_checks_ops_whose_operand_the_abi_moved():
 
 
 def test_value_of_another_kernel_is_rejected():
-    """The kernel's quick IsolatedFromAbove check (one step per operand) still finds a value
-    defined in another kernel, in the entry block and in a later block."""
+    """A value defined in another kernel is found, used in the entry block and in a later
+    block (by the dominance check, which runs before the kernel's IsolatedFromAbove check
+    and names the operand)."""
     from asterism.builder import ModuleBuilder
 
     for later_block in (False, True):
@@ -250,7 +253,8 @@ def test_value_of_another_kernel_is_rejected():
             kb.label("next")
         kb.v_add_u32(None, foreign, kb.vreg())
         kb.s_endpgm()
-        with pytest.raises(VerifyError, match="IsolatedFromAbove"):
+        with pytest.raises(VerifyError, match=r"operand #1 of 'amdgcn.vop2' \(%v\) is "
+                           "defined inside a region that does not enclose this use"):
             mb.finish()
 
 

@@ -53,9 +53,15 @@ def retarget(module, target: str) -> None:
     verify_module(module)
 
 
-def _module(source, filename: str | None = None):
+def _module(source, filename: str | None = None, verify: bool = True):
+    """The module of `source`: text is parsed (and verified); a module object is verified
+    too (it may have been built or changed by hand since) unless `verify` is False."""
     if isinstance(source, (str, bytes, os.PathLike)):
         return parse(source, filename)
+    if verify:
+        from asterism.ir import verify_module
+
+        verify_module(source)
     return source
 
 
@@ -81,12 +87,16 @@ def optimize(source, pipeline: str = "", *, print_after_all=None, timings=None):
 
 def lower(source, pipeline: str = ""):
     """IR (module or text) -> McModule, after the pipeline."""
-    from asterism.ir import lower_module
+    from asterism.ir import lower_module, verify_module
+    from asterism.passes.pipeline import run_pipeline
 
-    module = _module(source)
+    module = _module(source, verify=False)  # (text: parsed and verified)
     pipeline = implied_pipeline(module, pipeline)
-    module = optimize(module, pipeline) if pipeline else module
-    return lower_module(module)
+    if pipeline:
+        if module is source:
+            verify_module(module)  # a module object: verified before the passes run
+        module = run_pipeline(module, pipeline)
+    return lower_module(module)  # (verifies what it lowers)
 
 
 def translate(source, pipeline: str = "") -> str:

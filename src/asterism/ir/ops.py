@@ -22,6 +22,7 @@ lists, names); their names are the MC layer's (see `asterism.mc.inst`) plus `neg
 
 from __future__ import annotations
 
+import weakref
 from collections.abc import Iterator, Mapping, Sequence
 from itertools import repeat
 from typing import ClassVar
@@ -31,6 +32,7 @@ from xdsl.dialects.builtin import (
     ArrayAttr,
     DenseArrayBase,
     DictionaryAttr,
+    FileLineColLoc,
     IntAttr,
     IntegerAttr,
     IntegerType,
@@ -76,6 +78,7 @@ from xdsl.traits import (
 from xdsl.utils.exceptions import VerifyException
 from xdsl.utils.mlir_lexer import MLIRTokenKind
 
+from asterism.errors import SourceLocation
 from asterism.ir.types import (
     KernelArgAttr,
     OffType,
@@ -1334,6 +1337,48 @@ ABI_VALUE_OPS: tuple[type[IRDLOperation], ...] = (
 VIEW_OPS: tuple[type[IRDLOperation], ...] = (SplitRegisterRangeOp, MakeRegisterRangeOp)
 
 
+def op_location(op: Operation) -> SourceLocation | None:
+    """The source location recorded on `op` (IR file or Python builder line), if any."""
+    loc = op.location
+    if isinstance(loc, FileLineColLoc):
+        return SourceLocation(loc.filename.data, loc.line.data, loc.column.data)
+    return None
+
+
+# Value names as written in IR text where xDSL's name hint differs (its setter drops a `_<digits>`
+# suffix, its own uniquing suffix: `%v1_3` would read `%v1` in a message). Filled by the text
+# parser (ir.text), read by error messages; weak, so a module's values leave with it.
+_SPELLED_NAMES: weakref.WeakKeyDictionary[SSAValue, str] = weakref.WeakKeyDictionary()
+
+
+def remember_spelled_name(value: SSAValue, name: str) -> None:
+    """Record that `value` is written `%name` in the text it was parsed from."""
+    if value.name_hint != name:
+        _SPELLED_NAMES[value] = name
+
+
+# Where the parser found the definition of a forward reference it could not resolve (the
+# definition is inside the region of the op using it): the line, for the error message.
+_FORWARD_LINES: weakref.WeakKeyDictionary[SSAValue, int] = weakref.WeakKeyDictionary()
+
+
+def remember_forward_definition(value: SSAValue, line: int) -> None:
+    """Record the line of the definition a forward reference `value` stands for."""
+    _FORWARD_LINES[value] = line
+
+
+def forward_definition_line(value: SSAValue) -> int | None:
+    """The line recorded by remember_forward_definition, if any."""
+    return _FORWARD_LINES.get(value)
+
+
+def value_name(value: SSAValue) -> str:
+    """`%name` of a value as written in its source text (else its name hint), or "an unnamed
+    value" for a value without one (built in Python)."""
+    name = _SPELLED_NAMES.get(value) or value.name_hint
+    return f"%{name}" if name else "an unnamed value"
+
+
 def walk_ops(op: Operation) -> Iterator[Operation]:
     """`op.walk()` (an op before its regions' ops, in order), with one generator per op
     that has regions rather than one per nesting level for every op, and the blocks' links
@@ -1419,4 +1464,5 @@ __all__ = [c.__name__ for c in AMDGCN_OPS] + [
     "VIEW_OPS", "combine_alignment", "implied_alignment", "join_type", "split_types",
     "MODIFIER_NAMES", "FLAG_MODIFIERS", "INT_MODIFIERS", "LIST_MODIFIERS", "NAME_MODIFIERS",
     "modifiers_to_attr", "attr_to_modifiers", "close_blocks", "KEEP_ORDER_ATTR",
-    "LDS_DMA_TOKENS_ATTR", "append_new_op", "walk_ops"]
+    "LDS_DMA_TOKENS_ATTR", "append_new_op", "op_location", "remember_spelled_name",
+    "remember_forward_definition", "forward_definition_line", "value_name", "walk_ops"]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import bisect
 import io
+import math
 import re
 
 from xdsl.dialects.builtin import FileLineColLoc, IntAttr, StringAttr, UnknownLoc
@@ -14,11 +15,12 @@ from xdsl.parser.generic_parser import ParserState
 from xdsl.printer import Printer
 from xdsl.utils.exceptions import ParseError as XdslParseError
 from xdsl.utils.exceptions import VerifyException
-from xdsl.utils.lexer import Input
+from xdsl.utils.lexer import Input, Span
 from xdsl.utils.mlir_lexer import MLIRLexer, MLIRTokenKind
 
 from asterism.errors import AsterismError, ParseError, SourceLocation
 from asterism.ir.dialect import make_context
+from asterism.ir.ops import remember_forward_definition, remember_spelled_name
 
 
 class _LinearLexer(MLIRLexer):
@@ -33,6 +35,22 @@ class _LinearLexer(MLIRLexer):
     _unescaped_characters_regex = re.compile(
         r'"(?:[^"\\\n\v\f]++|\\(?:["nt\\]|[0-9A-Fa-f]{2}))*+"'
     )
+
+    def _lex_number(self, start_pos):
+        """A number token; an integer literal longer than MAX_INT_LITERAL is an error here
+        (xDSL would convert it with int(): a ValueError past 4300 digits, and slow before)."""
+        token = super()._lex_number(start_pos)
+        if token.kind == MLIRTokenKind.INTEGER_LIT and len(token.span.text) > MAX_INT_LITERAL:
+            raise XdslParseError(token.span, f"integer literal of {len(token.span.text)} "
+                                 f"characters is longer than the {MAX_INT_LITERAL} asterism "
+                                 "IR reads (no value in it is that wide)")
+        return token
+
+
+MAX_INT_LITERAL = 128  # characters of an integer literal (a 256-bit value is 78 digits)
+MAX_INT_TYPE_WIDTH = (1 << 24) - 1  # widest iN (MLIR's IntegerType::kMaxWidth)
+_INT_TYPE_RE = re.compile(r"[su]?i([0-9]+)")
+MAX_DENSE_ELEMENTS = 1 << 16  # elements of a dense constant (512 VGPRs hold 16384 words)
 
 
 def keep_block_name(block: Block, name: str) -> None:
@@ -99,6 +117,54 @@ class _LocatingParser(Parser):
         keep_block_name(block, token.text[1:])
         return block
 
+    def _register_ssa_definition(self, name, values, span) -> None:
+        """Define `%name` and remember how it is spelled (for messages: see value_name)."""
+        for k, forward in (self.forward_ssa_references.get(name) or {}).items():
+            # (a placeholder the definition cannot replace stays in the IR: name it too)
+            remember_spelled_name(forward, name if len(values) == 1 else f"{name}#{k}")
+            remember_forward_definition(forward, self.location(span.start).line)
+        super()._register_ssa_definition(name, values, span)
+        if len(values) == 1:
+            remember_spelled_name(values[0], name)
+        else:
+            for k, value in enumerate(values):
+                remember_spelled_name(value, f"{name}#{k}")
+
+    def _parse_optional_integer_or_float_type(self):
+        """A builtin integer or float type; an integer width past MLIR's limit is an error
+        before xDSL converts it (i2000000000 made xDSL compute 2**2000000000: 1 GB)."""
+        token = self._current_token
+        if token.kind == MLIRTokenKind.BARE_IDENT:
+            m = _INT_TYPE_RE.fullmatch(token.text)
+            if m is not None and (len(m.group(1)) > 8 or int(m.group(1)) > MAX_INT_TYPE_WIDTH):
+                self.raise_error(f"integer type {_clip(token.text)} is wider than "
+                                 f"{MAX_INT_TYPE_WIDTH} bits (MLIR's limit)", token.span)
+        return super()._parse_optional_integer_or_float_type()
+
+    def _parse_dense_literal_type(self):
+        """The type after a dense literal; its element count is bounded before xDSL expands
+        the literal to it (dense<0.0> : vector<100000000xf32> took 3.7 GB)."""
+        start = self._current_token.span.start
+        dense_type = super()._parse_dense_literal_type()
+        self._check_dense_size(dense_type, start)
+        return dense_type
+
+    def parse_dense_int_or_fp_elements_attr(self, type):
+        """A dense literal (its type, when known first, is bounded before it is read)."""
+        if type is not None:
+            self._check_dense_size(type, self._current_token.span.start)
+        return super().parse_dense_int_or_fp_elements_attr(type)
+
+    def _check_dense_size(self, dense_type, start: int) -> None:
+        count = 1
+        for dim in dense_type.get_shape():
+            count *= max(dim, 0)
+            if count > MAX_DENSE_ELEMENTS:
+                raise XdslParseError(Span(start, self._current_token.span.start, self.lexer.input),
+                                     f"a dense constant of {math.prod(dense_type.get_shape())} "
+                                     f"elements: asterism takes at most {MAX_DENSE_ELEMENTS} (the"
+                                     " values a kernel keeps in registers are far fewer)")
+
     def parse_operation(self) -> Operation:
         """Parse an op and record where it was written."""
         start = self._current_token.span.start
@@ -111,6 +177,11 @@ class _LocatingParser(Parser):
 
 
 _MAX_QUOTE = 60  # characters of the input quoted in a message
+
+
+def _clip(text: str) -> str:
+    """`text` cut short for a message."""
+    return text if len(text) <= _MAX_QUOTE else text[:_MAX_QUOTE // 2] + "..."
 
 
 def _message(err: XdslParseError, text: str) -> str:
@@ -172,8 +243,10 @@ def parse_ir(text: str, filename: str = "<input>", verify: bool = True) -> Built
         raise ParseError(f"malformed input here ({type(err).__name__}: {err})",
                          parser.location(parser.pos)) from None
     if verify and upstream:
+        from asterism.ir.dominance import check_dominance
         from asterism.ir.upstream import verify_upstream
 
+        check_dominance(module)  # (first: xDSL's checks fail on a use before a definition)
         verify_upstream(module)
     if verify:
         from asterism.ir.verify import verify_module

@@ -434,21 +434,52 @@ def memref_space(t: MemRefType) -> str:
     return "global"
 
 
+def max_vector_bits() -> int:
+    """Bits of the largest vector value a work-item can hold: its whole unified vector
+    register file on the largest known target (the lowering keeps vectors in registers)."""
+    from asterism.target import get_target, known_targets
+
+    return max(get_target(t).vgpr.unified_per_lane for t in known_targets()) * 32
+
+
+def vector_bits(t) -> int | None:
+    """Bits of a vector type's value (None for other types)."""
+    from xdsl.dialects.builtin import VectorType
+
+    if not isinstance(t, VectorType):
+        return None
+    width = getattr(t.element_type, "bitwidth", 64)  # (index and the like: 64 bits)
+    count = 1
+    for dim in t.get_shape():
+        count *= max(dim, 1)
+    return count * width
+
+
 def verify_upstream(module) -> None:
-    """xDSL's verification of upstream input, as a VerifyError at the failing op."""
+    """xDSL's verification of upstream input, as a VerifyError at the failing op; vector
+    values larger than a register file are refused here, before the lowering makes one
+    register op per element (vector<10000000xf32> took 17 s and 435 MB)."""
     from xdsl.utils.exceptions import VerifyException
 
     from asterism.errors import SourceLocation, VerifyError
 
+    limit = max_vector_bits()
     for op in module.walk():
+        loc = op.location
+        where = (SourceLocation(loc.filename.data, loc.line.data, loc.column.data)
+                 if hasattr(loc, "filename") else None)
+        for value in (*op.results, *(a for r in op.regions for b in r.blocks for a in b.args)):
+            bits = vector_bits(value.type)
+            if bits is not None and bits > limit:
+                raise VerifyError(f"{op.name}: a {value.type} value holds {bits} bits: more "
+                                  f"than the {limit} bits of a work-item's vector registers",
+                                  where)
         try:
             op.verify_()
         except VerifyException as err:
-            loc = op.location
-            where = (SourceLocation(loc.filename.data, loc.line.data, loc.column.data)
-                     if hasattr(loc, "filename") else None)
             raise VerifyError(f"{op.name}: {str(err).splitlines()[0]}", where) from None
 
 
 __all__ = ["GPU", "ROCDL", "GpuFuncOp", "GpuModuleOp", "RocdlTargetAttr", "is_upstream_text",
-           "make_upstream_context", "memref_space", "verify_upstream"]
+           "make_upstream_context", "max_vector_bits", "memref_space", "vector_bits",
+           "verify_upstream"]

@@ -1,6 +1,7 @@
 """Verification of amdgcn IR against the ISA database and the target description.
 
-`verify_module` runs xDSL's structural checks, then checks every instruction op against the
+`verify_module` checks that every value is defined before its uses (ir.dominance), runs
+xDSL's structural checks, then checks every instruction op against the
 database form of the module's target (mnemonic, availability, operands, immediates,
 modifiers, destination passing), the ABI value ops against the registers the ABI assigns,
 LDS and kernel-argument declarations, and register numbers against the target's register
@@ -16,7 +17,6 @@ from dataclasses import dataclass, field
 from xdsl.dialects import arith, func
 from xdsl.dialects.builtin import (
     DictionaryAttr,
-    FileLineColLoc,
     FloatAttr,
     IntegerAttr,
     StringAttr,
@@ -43,8 +43,9 @@ from xdsl.irdl import (
 )
 from xdsl.utils.exceptions import VerifyException
 
-from asterism.errors import SourceLocation, TargetError, VerifyError
+from asterism.errors import TargetError, VerifyError
 from asterism.ir.abi import USER_SGPR_OPS, KernelLayout, compute_layout, lds_size
+from asterism.ir.dominance import check_dominance
 from asterism.ir.kernel_attrs import DECODE_ONLY_ATTR
 from asterism.ir.match import (
     Match,
@@ -80,6 +81,7 @@ from asterism.ir.ops import (
     WorkgroupIdOp,
     WorkitemIdOp,
     attr_to_modifiers,
+    op_location,
     walk_ops,
 )
 from asterism.ir.types import (
@@ -95,14 +97,6 @@ from asterism.isa import IsaDatabase, get_isa
 from asterism.isa.syntax import TTMP_COUNT
 from asterism.mc.bulk import pause_cyclic_gc, resume_cyclic_gc
 from asterism.target import Target, get_target
-
-
-def op_location(op: Operation) -> SourceLocation | None:
-    """The source location recorded on `op` (IR file or Python builder line), if any."""
-    loc = op.location
-    if isinstance(loc, FileLineColLoc):
-        return SourceLocation(loc.filename.data, loc.line.data, loc.column.data)
-    return None
 
 
 def op_title(op: Operation) -> str:
@@ -305,6 +299,9 @@ def verify_module(module: Operation, facts: VerifiedFacts | None = None,
 
 def _verify_module(module: Operation, facts: VerifiedFacts | None,
                    built: BuiltOps | None) -> None:
+    # (first: xDSL's structural checks would report a value from a sibling region as
+    # "defined out of its IsolatedFromAbove parent" at the kernel, naming no operand)
+    check_dominance(module)
     verify_structure(module)
     for amod in amdgcn_modules(module):
         try:
@@ -358,6 +355,11 @@ class _Checker:
                 return
             limit = self.limits[type(t)]
         elif not t.is_fixed:
+            # (a relocatable value wider than its file: nothing could place it, and the
+            # register allocator's bit sets would be as wide as the text says)
+            if t.width > limit:
+                raise error_at(op, f"{type_text(t)} is {t.width} registers wide: more than "
+                                   f"the {limit} {t.FILE_NAME}s of {self.target.name}")
             return
         if t.first + t.width > limit:
             raise error_at(op, f"{t.asm()} is past the last {t.FILE_NAME} "

@@ -77,49 +77,181 @@ def _split_commas(text: str) -> list[str]:
     return pieces
 
 
-def eval_int(text: str, symbols: dict[str, int] | None = None) -> int | None:
-    """Evaluate an integer expression (+ - * / % << >> & | ^ ~, parentheses, symbols)."""
+# --- integer expressions ----------------------------------------------------------------------
+#
+# As LLVM's MC layer (MCExpr, AsmParser with GNU operator precedence): values are 64-bit two's
+# complement integers, + - * wrap, / and % truncate towards zero, >> is a logical shift, a
+# literal is read as an unsigned 64-bit number (0xffffffffffffffff is -1) and one past 64 bits
+# is an error (llvm-mc-22: "literal value out of range"). Everything is bounded before it is
+# computed, so text cannot make a value (or the time to compute it) grow: literal digits are
+# counted before conversion, shift counts must be 0..63 (LLVM shifts by the host's rules there,
+# undefined in C++; we say so), nesting is limited, division by zero is an error.
+
+INT64_MIN, INT64_MAX = -(1 << 63), (1 << 63) - 1
+MAX_EXPR_DEPTH = 64  # parentheses and unary operators nested in one expression
+MAX_MODIFIER_DEPTH = 8  # source modifiers around one operand (-|x| is two, neg(abs(x)) two)
+_MAX_QUOTE = 40  # characters of an operand quoted in a message
+# Precedence of the binary operators (LLVM's getGNUBinOpPrecedence; higher binds tighter).
+_PRECEDENCE = {"*": 6, "/": 6, "%": 6, "<<": 6, ">>": 6, "|": 5, "^": 5, "&": 5, "+": 4, "-": 4}
+_TOKEN_RE = re.compile(r"\s*(?:([0-9][0-9a-zA-Z]*)|([A-Za-z_.$][\w.$]*)|(<<|>>|[-+*/%&|^~()]))")
+# Digits of the largest 64-bit value per base: more (after leading zeros) cannot fit.
+_MAX_DIGITS = {16: 16, 10: 20, 8: 22, 2: 64}
+
+
+def quote(text: str) -> str:
+    """`text` for a message, cut in the middle when long (inputs may be megabytes)."""
+    if len(text) <= _MAX_QUOTE:
+        return f"'{text}'"
+    return f"'{text[:_MAX_QUOTE // 2]}...{text[-_MAX_QUOTE // 4:]}' ({len(text)} characters)"
+
+
+def wrap64(value: int) -> int:
+    """`value` as a 64-bit two's complement integer (what LLVM's int64_t arithmetic keeps)."""
+    value &= 0xFFFFFFFFFFFFFFFF
+    return value - (1 << 64) if value >> 63 else value
+
+
+def int_literal(text: str, loc: SourceLocation | None = None) -> int:
+    """The value of an integer literal (decimal, 0x hex, 0b binary, 0o or leading-0 octal,
+    optional sign) as LLVM reads it: 64 bits, wrapped to signed; a ParseError if it does not
+    fit 64 bits or is not a number (digits are counted before converting)."""
+    neg = text.startswith("-")
+    body = text.lstrip("+-").lower()
+    if body.startswith(("0x", "0b", "0o")):
+        base, digits = {"x": 16, "b": 2, "o": 8}[body[1]], body[2:]
+    elif len(body) > 1 and body.startswith("0"):
+        base, digits = 8, body[1:]  # (LLVM: a leading 0 means octal)
+    else:
+        base, digits = 10, body
+    significant = digits.lstrip("0")
+    if len(significant) > _MAX_DIGITS[base]:
+        raise ParseError(f"integer literal {quote(text)} does not fit 64 bits", loc)
+    try:
+        value = int(significant or "0", base) if digits else None
+    except ValueError:
+        value = None
+    if value is None:
+        kind = {16: "hexadecimal", 8: "octal", 2: "binary", 10: "decimal"}[base]
+        raise ParseError(f"invalid {kind} number {quote(text)}", loc)
+    if value >> 64:
+        raise ParseError(f"integer literal {quote(text)} does not fit 64 bits", loc)
+    return wrap64(-value if neg else value)
+
+
+class _NotAnExpression(Exception):
+    """The text is not an expression of this grammar (the caller tries other readings)."""
+
+
+def eval_int(text: str, symbols: dict[str, int] | None = None,
+             loc: SourceLocation | None = None) -> int | None:
+    """Evaluate an integer expression (+ - * / % << >> & | ^ ~, parentheses, `.set` symbols)
+    with LLVM's 64-bit semantics (see above). None if `text` is not such an expression (an
+    unknown symbol, another operand kind); a ParseError at `loc` if it is one whose value
+    cannot be computed (a literal past 64 bits, a shift count outside 0..63, division by
+    zero, nesting deeper than MAX_EXPR_DEPTH)."""
     t = text.strip()
     if not t:
         return None
-    if _INT_RE.match(t):
-        return _int_literal(t)
-    if not re.fullmatch(r"[\w\s+\-*/%<>&|^~().$]+", t):
+    if t.isdigit() and len(t) < 19 and (t[0] != "0" or len(t) == 1):
+        return int(t)  # the common case: a plain decimal number
+    tokens: list[str] = []
+    pos = 0
+    for m in _TOKEN_RE.finditer(t):
+        if m.start() != pos:
+            return None
+        tokens.append(m.group(m.lastindex))
+        pos = m.end()
+    if pos != len(t):
         return None
-    tokens = re.findall(r"0x[0-9a-fA-F]+|\d+|[A-Za-z_.$][\w.$]*|<<|>>|[-+*/%&|^~()]", t)
-    if "".join(tokens) != re.sub(r"\s+", "", t):
-        return None
-    py = []
-    for tok in tokens:
-        if tok[0].isdigit():
-            py.append(str(_int_literal(tok)))
-        elif tok[0].isalpha() or tok[0] in "_.$":
-            if symbols is None or tok not in symbols:
-                return None
-            py.append(str(symbols[tok]))
-        elif tok == "/":
-            py.append("//")
-        else:
-            py.append(tok)
     try:
-        value = eval(" ".join(py), {"__builtins__": {}}, {})
-    except Exception:
+        return _ExprParser(tokens, symbols or {}, loc, t).parse()
+    except _NotAnExpression:
         return None
-    return value if isinstance(value, int) else None
 
 
-def _int_literal(t: str) -> int:
-    neg = t.startswith("-")
-    body = t.lstrip("+-").lower()
-    if body.startswith("0x"):
-        v = int(body, 16)
-    elif body.startswith("0b"):
-        v = int(body[2:], 2)
-    elif len(body) > 1 and body.startswith("0o"):
-        v = int(body[2:], 8)
-    else:
-        v = int(body, 10)
-    return -v if neg else v
+class _ExprParser:
+    """Precedence climbing over the tokens of one expression."""
+
+    def __init__(self, tokens: list[str], symbols: dict[str, int],
+                 loc: SourceLocation | None, text: str):
+        self.tokens, self.symbols, self.loc, self.text = tokens, symbols, loc, text
+        self.pos = 0
+
+    def parse(self) -> int:
+        value = self.binary(1, 0)
+        if self.pos != len(self.tokens):
+            raise _NotAnExpression
+        return value
+
+    def binary(self, min_prec: int, depth: int) -> int:
+        """An expression whose binary operators bind at least `min_prec` (left to right)."""
+        lhs = self.unary(depth)
+        tokens = self.tokens
+        while self.pos < len(tokens):
+            op = tokens[self.pos]
+            prec = _PRECEDENCE.get(op, 0)
+            if prec < min_prec or not prec:
+                break
+            self.pos += 1
+            # (the right operand takes only tighter operators: at most 6 levels of calls)
+            lhs = self.apply(op, lhs, self.binary(prec + 1, depth))
+        return lhs
+
+    def unary(self, depth: int) -> int:
+        if depth > MAX_EXPR_DEPTH:
+            raise ParseError(f"expression {quote(self.text)} is nested more than "
+                             f"{MAX_EXPR_DEPTH} levels deep", self.loc)
+        if self.pos >= len(self.tokens):
+            raise _NotAnExpression
+        tok = self.tokens[self.pos]
+        self.pos += 1
+        if tok == "(":
+            value = self.binary(1, depth + 1)
+            if self.pos >= len(self.tokens) or self.tokens[self.pos] != ")":
+                raise _NotAnExpression
+            self.pos += 1
+            return value
+        if tok == "-":
+            return wrap64(-self.unary(depth + 1))
+        if tok == "~":
+            return ~self.unary(depth + 1)
+        if tok == "+":
+            return self.unary(depth + 1)
+        if tok[0].isdigit():
+            return int_literal(tok, self.loc)
+        if tok[0].isalpha() or tok[0] in "_.$":
+            value = self.symbols.get(tok)
+            if value is None:
+                raise _NotAnExpression
+            return value
+        raise _NotAnExpression
+
+    def apply(self, op: str, a: int, b: int) -> int:
+        """`a op b` in 64 bits (operands are already 64-bit values: nothing grows past 128)."""
+        if op == "+":
+            return wrap64(a + b)
+        if op == "-":
+            return wrap64(a - b)
+        if op == "*":
+            return wrap64(a * b)
+        if op in ("/", "%"):
+            if b == 0:
+                raise ParseError(f"division by zero in {quote(self.text)}", self.loc)
+            q = abs(a) // abs(b) * (1 if (a < 0) == (b < 0) else -1)  # (C: towards zero)
+            return wrap64(q) if op == "/" else wrap64(a - q * b)
+        if op in ("<<", ">>"):
+            if not 0 <= b <= 63:
+                raise ParseError(f"shift count {b} in {quote(self.text)} is outside 0..63 (a "
+                                 "64-bit value)", self.loc)
+            if op == "<<":
+                return wrap64(a << b)
+            # (logical, as LLVM's AMDGPU assembler; by 0 the sign comes back)
+            return wrap64((a & 0xFFFFFFFFFFFFFFFF) >> b)
+        if op == "&":
+            return a & b
+        if op == "|":
+            return a | b
+        return a ^ b
 
 
 class InstParser:
@@ -224,28 +356,33 @@ class InstParser:
                 _remember(_OPERANDS, text, op)
         return op
 
-    def _operand(self, text: str, loc: SourceLocation | None) -> tuple[Operand, bool]:
+    def _operand(self, text: str, loc: SourceLocation | None,
+                 depth: int = 0) -> tuple[Operand, bool]:
         """(operand, fixed): `fixed` when the text's meaning cannot depend on `.set` symbols
         (registers and plain numbers), so the operand may be reused for the same text."""
+        if depth > MAX_MODIFIER_DEPTH:
+            raise ParseError(f"operand {quote(text.strip())} nests more than "
+                             f"{MAX_MODIFIER_DEPTH} source modifiers (-, |x|, neg, abs, sext)",
+                             loc)
         t = text.strip()
         if _INT_RE.match(t):
             # A plain number (first, as the checks below cannot take it for anything else).
-            value = _int_literal(t)
+            value = int_literal(t, loc)
             # (kept for reuse only if it is an inline constant: other values rarely repeat and
             # would crowd the table)
             return Imm(value, fmt="hex" if "0x" in t.lower() else "dec"), -16 <= value <= 64
         low = t.lower()
         for fn in ("neg", "abs", "sext"):
             if low.startswith(fn + "(") and t.endswith(")"):
-                inner, fixed = self._operand(t[len(fn) + 1:-1], loc)
+                inner, fixed = self._operand(t[len(fn) + 1:-1], loc, depth + 1)
                 return _with_mod(inner, **{fn: True}), fixed
         if t.startswith("-") and len(t) > 1 and (t[1] == "|" or not _is_number(t)):
-            inner, fixed = self._operand(t[1:], loc)
+            inner, fixed = self._operand(t[1:], loc, depth + 1)
             if isinstance(inner, (Imm, FloatImm)) and not isinstance(inner, Mod):
                 raise ParseError(f"bad operand '{t}'", loc)
             return _with_mod(inner, neg=True), fixed
         if t.startswith("|") and t.endswith("|") and len(t) > 2:
-            inner, fixed = self._operand(t[1:-1], loc)
+            inner, fixed = self._operand(t[1:-1], loc, depth + 1)
             return _with_mod(inner, abs=True), fixed
         for fn in ("lit", "lit64"):  # (lower case only, as LLVM)
             if t.startswith(fn + "(") and t.endswith(")"):
@@ -265,18 +402,19 @@ class InstParser:
         (LLVM's syntax; a float takes the operand type's bits when matched)."""
         if _FLOAT_RE.match(inner):
             return FloatImm(float(inner), lit=spelling)
-        value = eval_int(inner, self.symbols)
+        value = eval_int(inner, self.symbols, loc)
         if value is None:
-            raise ParseError(f"expected an immediate in {spelling}(...), got '{inner}'", loc)
-        if not -(1 << 31) <= value < (1 << 32):
-            raise ParseError(f"{spelling}({inner}): the value does not fit a 32-bit literal",
+            raise ParseError(f"expected an immediate in {spelling}(...), got {quote(inner)}",
                              loc)
+        if not -(1 << 31) <= value < (1 << 32):
+            raise ParseError(f"{spelling}({quote(inner)}): the value does not fit a 32-bit "
+                             "literal", loc)
         return Literal(value & 0xFFFFFFFF, spelling=spelling)
 
     def _symbolic_operand(self, t: str, low: str, loc: SourceLocation | None) -> Operand:
         """Operands whose value may involve `.set` symbols: expressions, special immediates,
         labels."""
-        value = eval_int(t, self.symbols)
+        value = eval_int(t, self.symbols, loc)
         if value is not None:
             return Imm(value, fmt="hex" if "0x" in low else "dec")
         for prefix, handler in (("hwreg(", self._hwreg), ("sendmsg(", self._sendmsg),
@@ -286,21 +424,21 @@ class InstParser:
         if low.startswith(("vmcnt(", "expcnt(", "lgkmcnt(")):
             return self._waitcnt(t, loc)
         if re.fullmatch(r"[sva]\[.*", low) or re.fullmatch(r"[sva]\d+.*", low):
-            raise ParseError(f"bad register '{t}'", loc)
+            raise ParseError(f"bad register {quote(t)}", loc)
         if _IDENT_RE.match(t):
             return Label(t)
-        raise ParseError(f"cannot parse operand '{t}'", loc)
+        raise ParseError(f"cannot parse operand {quote(t)}", loc)
 
     def _waitcnt(self, text: str, loc) -> Syntax:
-        value = eval_int(text, self.symbols)
+        value = eval_int(text, self.symbols, loc)
         if value is not None:
             return Syntax(value, syntax.format_waitcnt(value))
         counts = dict(syntax.WAITCNT_MAX)
         found = False
         for m in re.finditer(r"(vmcnt|expcnt|lgkmcnt)(_sat)?\s*\(\s*([^)]*)\)", text):
-            v = eval_int(m.group(3), self.symbols)
+            v = eval_int(m.group(3), self.symbols, loc)
             if v is None:
-                raise ParseError(f"bad counter value '{m.group(3)}'", loc)
+                raise ParseError(f"bad counter value {quote(m.group(3))}", loc)
             limit = syntax.WAITCNT_MAX[m.group(1)]
             if v > limit:
                 if not m.group(2):
@@ -310,7 +448,7 @@ class InstParser:
             found = True
         leftover = re.sub(r"(vmcnt|expcnt|lgkmcnt)(_sat)?\s*\([^)]*\)|[&,\s]", "", text)
         if not found or leftover:
-            raise ParseError(f"bad s_waitcnt operand '{text}' (expected e.g. "
+            raise ParseError(f"bad s_waitcnt operand {quote(text)} (expected e.g. "
                              "'vmcnt(0) lgkmcnt(0)')", loc)
         value = syntax.encode_waitcnt(counts["vmcnt"], counts["expcnt"], counts["lgkmcnt"])
         return Syntax(value, syntax.format_waitcnt(value))
@@ -324,13 +462,15 @@ class InstParser:
         names = {v: k for k, v in syntax.HWREG_NAMES.items()}
         if not 1 <= len(args) <= 3:
             raise ParseError(f"bad hwreg '{text}': expected hwreg(REG[, offset, size])", loc)
-        reg = names.get(args[0].upper(), eval_int(args[0], self.symbols))
+        reg = names.get(args[0].upper())
         if reg is None:
-            raise ParseError(f"unknown hardware register '{args[0]}'", loc)
-        offset = eval_int(args[1], self.symbols) if len(args) > 1 else 0
-        size = eval_int(args[2], self.symbols) if len(args) > 2 else 32
+            reg = eval_int(args[0], self.symbols, loc)
+        if reg is None:
+            raise ParseError(f"unknown hardware register {quote(args[0])}", loc)
+        offset = eval_int(args[1], self.symbols, loc) if len(args) > 1 else 0
+        size = eval_int(args[2], self.symbols, loc) if len(args) > 2 else 32
         if offset is None or size is None or not (0 <= offset < 32 and 1 <= size <= 32):
-            raise ParseError(f"bad hwreg offset/size in '{text}'", loc)
+            raise ParseError(f"bad hwreg offset/size in {quote(text)}", loc)
         value = syntax.encode_hwreg(reg, offset, size)
         return Syntax(value, syntax.format_hwreg(value))
 
@@ -340,9 +480,13 @@ class InstParser:
         ops = {v: k for k, v in {**syntax.GS_OPS, **syntax.SYSMSG_OPS}.items()}
         if not 1 <= len(args) <= 3:
             raise ParseError(f"bad sendmsg '{text}'", loc)
-        msg = msgs.get(args[0].upper(), eval_int(args[0], self.symbols))
-        op = ops.get(args[1].upper(), eval_int(args[1], self.symbols)) if len(args) > 1 else 0
-        stream = eval_int(args[2], self.symbols) if len(args) > 2 else 0
+        msg = msgs.get(args[0].upper())
+        if msg is None:
+            msg = eval_int(args[0], self.symbols, loc)
+        op = ops.get(args[1].upper()) if len(args) > 1 else 0
+        if op is None:
+            op = eval_int(args[1], self.symbols, loc)
+        stream = eval_int(args[2], self.symbols, loc) if len(args) > 2 else 0
         if msg is None or op is None or stream is None:
             raise ParseError(f"bad sendmsg '{text}'", loc)
         value = (msg & 0xF) | ((op & 0x7) << 4) | ((stream & 0x3) << 8)
@@ -384,7 +528,7 @@ class InstParser:
             items = [v.strip() for v in value.strip("[]").split(",")]
             if name == "format":
                 return ("format", _mtbuf_format(items, tok, loc)), True
-            ints = [eval_int(v, self.symbols) for v in items]
+            ints = [eval_int(v, self.symbols, loc) for v in items]
             if any(v is None for v in ints):
                 raise ParseError(f"bad list in modifier '{tok}'", loc)
             fixed = all(_INT_RE.match(v) for v in items)
@@ -401,9 +545,9 @@ class InstParser:
             except ValueError as err:
                 raise ParseError(str(err), loc) from None
             return ("offset", Syntax(off, syntax.format_swizzle(off))), True
-        v = eval_int(value, self.symbols)
+        v = eval_int(value, self.symbols, loc)
         if v is None:
-            raise ParseError(f"bad value in modifier '{tok}'", loc)
+            raise ParseError(f"bad value in modifier {quote(tok)}", loc)
         fixed = bool(_INT_RE.match(value.strip()))
         dpp = {"row_shl": 0x100, "row_shr": 0x110, "row_ror": 0x120, "row_newbcast": 0x150}
         if name in dpp:

@@ -98,7 +98,8 @@ def assemble_module(module: McModule) -> CodeObject:
             directives = kernel_directives(kernel, target.name)
             kd = descriptor_from_directives(target, directives)
         except AsterismError as err:
-            raise VerifyError(f"kernel {kernel.name}: {err.message}") from None
+            raise VerifyError(f"kernel {kernel.name}: {err.message}",
+                              err.location or kernel.descriptor_loc) from None
         meta = getattr(kernel, "metadata", None) or kernel_metadata(kernel, target.name,
                                                                     directives)
         entries.append(meta)

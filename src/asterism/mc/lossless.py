@@ -127,14 +127,14 @@ def _reencode(text: str, target: str) -> bytes | None:
 
 def parse_words(rest: str, symbols: dict[str, int], loc: SourceLocation) -> list[int]:
     """The 32-bit values of a `.long` directive's operand list."""
-    from asterism.mc.asm_syntax import eval_int, split_top
+    from asterism.mc.asm_syntax import eval_int, quote, split_top
 
     words = []
     for part in split_top(rest, ","):
-        value = eval_int(part, symbols) if part.strip() else None
+        value = eval_int(part, symbols, loc) if part.strip() else None
         if value is None or not -(1 << 31) <= value < (1 << 32):
-            raise ParseError(f"bad .long value '{part.strip()}' (expected a 32-bit integer)",
-                             loc)
+            raise ParseError(f"bad .long value {quote(part.strip())} (expected a 32-bit "
+                             "integer)", loc)
         words.append(value & 0xFFFFFFFF)
     return words
 

@@ -11,6 +11,7 @@ import re
 import struct
 from dataclasses import dataclass, field
 
+from asterism.errors import EncodeError
 from asterism.isa.syntax import SIXTEEN_BIT_PRINTED_TYPES, is_inline_bits
 
 REGISTER_KINDS = ("v", "s", "a", "ttmp")
@@ -229,7 +230,8 @@ def format_float(value: float) -> str:
     return repr(value)
 
 
-_REG_RE = re.compile(r"^(v|s|a|ttmp)(\d+)$|^(v|s|a|ttmp)\[(\d+)(?::(\d+))?\]$", re.I)
+# (at most 9 digits: no register file is that large, and int() of thousands of digits fails)
+_REG_RE = re.compile(r"^(v|s|a|ttmp)(\d{1,9})$|^(v|s|a|ttmp)\[(\d{1,9})(?::(\d{1,9}))?\]$", re.I)
 
 
 def parse_register(text: str) -> Reg | Special | None:
@@ -250,7 +252,16 @@ def parse_register(text: str) -> Reg | Special | None:
 
 
 def float_bits(value: float, type_: str | None) -> int:
-    """The bits of `value` as the operand's float type (f16/bf16/f32, f64 high word)."""
+    """The bits of `value` as the operand's float type (f16/bf16/f32, f64 high word); an
+    EncodeError for a finite value past the type's range (llvm-mc: an invalid operand)."""
+    try:
+        return _float_bits(value, type_)
+    except OverflowError:
+        raise EncodeError(f"float constant {value:g} is out of range for "
+                          f"{(type_ or 'f32').lstrip('v2')}") from None
+
+
+def _float_bits(value: float, type_: str | None) -> int:
     t = (type_ or "f32").lstrip("v2")
     if t in ("f16",):
         return struct.unpack("<H", struct.pack("<e", value))[0]

@@ -12,7 +12,7 @@ import re
 
 from asterism.errors import AsterismError, ParseError, SourceLocation, VerifyError
 from asterism.mc import yaml_subset
-from asterism.mc.asm_syntax import InstParser, eval_int, split_top
+from asterism.mc.asm_syntax import InstParser, eval_int, quote, split_top
 from asterism.mc.bulk import pause_cyclic_gc, resume_cyclic_gc
 from asterism.mc.matcher import select_form
 from asterism.mc.program import LabelDef, McKernel, McModule
@@ -156,9 +156,10 @@ class AsmParser:
             return
         if name in (".set", ".equ"):
             sym, _, expr = rest.partition(",")
-            value = eval_int(expr, self.symbols)
+            where = self.loc(line_no, col)
+            value = eval_int(expr, self.symbols, where)
             if value is None:
-                raise ParseError(f"cannot evaluate '{expr.strip()}'", self.loc(line_no, col))
+                raise ParseError(f"cannot evaluate {quote(expr.strip())}", where)
             self.symbols[sym.strip()] = value
             return
         if name in IGNORED_DIRECTIVES:
@@ -212,10 +213,10 @@ class AsmParser:
             if not key.startswith(".amdhsa_"):
                 raise ParseError(f"expected an .amdhsa_ directive, got '{key}'",
                                  self.loc(i, raw.find(key) + 1))
-            v = eval_int(value, self.symbols)
+            where = self.loc(i, raw.find(key) + 1)
+            v = eval_int(value, self.symbols, where)
             if v is None:
-                raise ParseError(f"bad value '{value.strip()}' for {key}",
-                                 self.loc(i, raw.find(key) + 1))
+                raise ParseError(f"bad value {quote(value.strip())} for {key}", where)
             directives[key.removeprefix(".amdhsa_")] = v
         else:
             raise ParseError(f".amdhsa_kernel {name} has no .end_amdhsa_kernel", self.loc(line_no))
@@ -225,6 +226,7 @@ class AsmParser:
             self.kernels[name] = kernel
             self.order.append(name)
         kernel.descriptor_directives = directives
+        kernel.descriptor_loc = self.loc(line_no)
         return i
 
     def _metadata_block(self, lines: list[str], i: int, line_no: int) -> int:

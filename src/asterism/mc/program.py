@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from asterism.errors import SourceLocation
 from asterism.mc.inst import Inst
 
 
@@ -59,6 +60,8 @@ class McKernel:
     sgpr_count: int | None = None
     # Explicit descriptor values from an `.amdhsa_kernel` block (asm input), by directive name.
     descriptor_directives: dict[str, int] = field(default_factory=dict)
+    # Where that block starts (errors in its values are reported there).
+    descriptor_loc: SourceLocation | None = None
 
 
 @dataclass

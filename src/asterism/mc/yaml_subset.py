@@ -11,8 +11,12 @@ from typing import Any
 
 from asterism.errors import ParseError, SourceLocation
 
+# Digits of the largest 64-bit integer: metadata values are 64-bit (msgpack) at most, and
+# int() of thousands of digits fails (Python's 4300-digit limit).
+_MAX_DIGITS = {10: 20, 16: 16}
 
-def _scalar(text: str) -> Any:
+
+def _scalar(text: str, loc: SourceLocation | None = None) -> Any:
     t = text.strip()
     if t.startswith(("'", '"')) and t.endswith(t[0]) and len(t) >= 2:
         return t[1:-1]
@@ -21,15 +25,23 @@ def _scalar(text: str) -> Any:
     if t in ("false", "False"):
         return False
     if re.fullmatch(r"[-+]?\d+", t):
-        return int(t)
+        return _integer(t, 10, t.lstrip("+-"), loc)
     if re.fullmatch(r"0x[0-9a-fA-F]+", t):
-        return int(t, 16)
+        return _integer(t, 16, t[2:], loc)
     if re.fullmatch(r"[-+]?\d+\.\d*([eE][-+]?\d+)?", t):
         return float(t)
     if t.startswith("[") and t.endswith("]"):
         inner = t[1:-1].strip()
-        return [_scalar(x) for x in inner.split(",")] if inner else []
+        return [_scalar(x, loc) for x in inner.split(",")] if inner else []
     return t
+
+
+def _integer(text: str, base: int, digits: str, loc: SourceLocation | None) -> int:
+    """An integer scalar, its digits counted before converting (64 bits at most)."""
+    if len(digits.lstrip("0")) > _MAX_DIGITS[base]:
+        short = text if len(text) <= 40 else f"{text[:20]}... ({len(text)} characters)"
+        raise ParseError(f"metadata integer {short} does not fit 64 bits", loc)
+    return int(text, base)
 
 
 def load(text: str, file: str = "<metadata>", first_line: int = 1) -> Any:
@@ -75,7 +87,7 @@ def _mapping(lines, pos: int, indent: int, file: str):
         rest = rest.strip()
         pos += 1
         if rest:
-            out[key] = _scalar(rest)
+            out[key] = _scalar(rest, SourceLocation(file, ln, ind + 1))
         elif pos < len(lines) and (lines[pos][0] > ind or (
                 lines[pos][0] == ind and lines[pos][1].startswith("- "))):
             out[key], pos = _block(lines, pos, lines[pos][0], file)
@@ -105,7 +117,7 @@ def _sequence(lines, pos: int, indent: int, file: str):
             value, pos = _mapping(lines, pos, sub_indent, file)
             out.append(value)
             continue
-        out.append(_scalar(item))
+        out.append(_scalar(item, SourceLocation(file, ln, ind + 1)))
         pos += 1
     return out, pos
 

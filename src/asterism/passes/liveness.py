@@ -70,6 +70,7 @@ from xdsl.ir import Block, Operation, SSAValue
 
 from asterism.errors import SourceLocation
 from asterism.ir.abi import compute_layout
+from asterism.ir.dominance import block_successors
 from asterism.ir.ops import (
     ABI_VALUE_OPS,
     INSTRUCTION_OPS,
@@ -438,12 +439,7 @@ class KernelLiveness:
     # --- construction ---------------------------------------------------------------------
 
     def _successors(self, block: Block) -> list[int]:
-        last = block.last_op
-        if isinstance(last, BranchOp):
-            return list(dict.fromkeys(self.block_index[t] for t in last.targets))
-        if isinstance(last, FallthroughOp):
-            return [self.block_index[last.dest]]
-        return []
+        return list(dict.fromkeys(self.block_index[t] for t in block_successors(block)))
 
     def _facts(self, op: InstructionOp) -> InstFacts:
         return self.facts.facts(op)

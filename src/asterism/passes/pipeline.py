@@ -13,6 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from asterism.errors import ParseError
+from asterism.ir.dominance import check_dominance
 
 PassFn = Callable[..., object]  # (module, **options) -> None (in place) or a new module
 
@@ -119,8 +120,13 @@ def run_pipeline(module, pipeline: str | list[PassStep], *, print_after_all=None
     """Run the passes on `module`; returns the resulting module.
 
     `print_after_all(name, module)` is called after every pass; `timings` collects times.
+    Every value must be defined before its uses (checked first, a VerifyError): the passes
+    follow def-use chains, and a cycle would never end liveness. (The rest of verification
+    happens where a module comes in: parse_ir, the builder's finish, api.optimize.)
     """
     steps = parse_pipeline(pipeline) if isinstance(pipeline, str) else pipeline
+    if steps:
+        check_dominance(module)
     for step in steps:
         start = time.perf_counter()
         result = PASSES[step.name].run(module, **step.options)
