@@ -51,7 +51,7 @@ def _sample_bytes() -> list[bytes]:
 @pytest.fixture(scope="module")
 def samples(shared_data: Path) -> dict[str, bytes]:
     files = sorted((shared_data / "codeobjects").glob("*.co"))
-    assert len(files) == 3
+    assert len(files) >= 3  # (the AITER samples: gfx942 and gfx950 GEMM and fmha kernels)
     return {p.name: p.read_bytes() for p in files}
 
 

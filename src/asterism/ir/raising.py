@@ -76,6 +76,7 @@ class _Original:
     descriptor: Any
     metadata: dict[str, Any] | None
     addresses: dict[int, int] = field(default_factory=dict)  # id(Inst) -> address
+    meta_path: tuple[str | int, ...] = ()  # where `metadata` is in the map (for messages)
 
 
 # ---------------------------------------------------------------------- entry points
@@ -95,10 +96,14 @@ def raise_file(source: bytes | str | os.PathLike[str], options: RaiseOptions | N
 def raise_code_object(data: bytes, options: RaiseOptions | None = None,
                       filename: str = "<code object>") -> BuiltinModuleOp:
     """The IR of a code object's kernels."""
+    from asterism.errors import CodeObjectError
     from asterism.mc.codeobject import read_code_object
 
     options = options or RaiseOptions()
-    obj = read_code_object(data)
+    try:
+        obj = read_code_object(data)
+    except CodeObjectError as err:
+        raise CodeObjectError(f"{filename}: {err.message}") from None
     _check_target(obj.target, options.target, filename)
     originals = _decode_kernels(obj, filename)
     features = obj.target.target_id[len("amdgcn-amd-amdhsa--" + obj.target.name):]
@@ -123,7 +128,8 @@ def raise_asm(text: str, options: RaiseOptions | None = None,
                                  "code): the IR has no data", item.loc)
         sym = by_name[mk.name]
         originals.append(_Original(_bare_kernel(mk.name, mk.body), sym.descriptor,
-                                   sym.metadata))
+                                   sym.metadata, meta_path=_entry_path(obj.metadata,
+                                                                       sym.metadata)))
     metadata = obj.metadata
     if metadata is None:
         from asterism.mc.codeobject import make_metadata
@@ -181,8 +187,19 @@ def _decode_kernels(obj, filename: str) -> list[_Original]:
         body = _without_padding(body, end, last)
         kernel, addresses = _kernel_of(sym.name, body, sym.offset, end, filename, names)
         meta = find_kernel_metadata(obj.metadata, sym.name) if obj.metadata else None
-        out.append(_Original(kernel, sym.descriptor, meta or sym.metadata or None, addresses))
+        meta = meta or sym.metadata or None
+        out.append(_Original(kernel, sym.descriptor, meta, addresses,
+                             _entry_path(obj.metadata, meta)))
     return out
+
+
+def _entry_path(metadata: dict[str, Any] | None, entry: dict[str, Any] | None
+                ) -> tuple[str | int, ...]:
+    """("amdhsa.kernels", <index>) of a kernel's metadata entry, for messages."""
+    for n, e in enumerate((metadata or {}).get("amdhsa.kernels", [])):
+        if e is entry:
+            return ("amdhsa.kernels", n)
+    return ("amdhsa.kernels",)
 
 
 def _address(item) -> int:
@@ -356,49 +373,11 @@ def abi_matches(kd, abi: AbiRequest) -> bool:
     return user_sgpr_layout(abi)["_count"] == kd.compute_pgm_rsrc2.user_sgpr_count
 
 
-def _kernel_args(meta: dict[str, Any] | None) -> list[KernelArg]:
-    """The explicit arguments of a metadata entry, padded to their offsets (the IR lays
-    arguments out in order at natural alignment)."""
-    from asterism.mc.kernel_abi import DTYPE_OF_TYPE_NAME, kernarg_layout
+def _kernel_args(meta: dict[str, Any] | None, path: tuple[str | int, ...]) -> list[KernelArg]:
+    """The explicit arguments of a metadata entry (mc.kernel_abi's reader: gaps padded)."""
+    from asterism.mc.kernel_abi import kernel_args_from_metadata
 
-    out: list[KernelArg] = []
-    for a in (meta or {}).get(".args", []) or []:
-        kind = str(a.get(".value_kind", ""))
-        if kind.startswith("hidden_"):
-            continue
-        size = int(a.get(".size", 0))
-        offset = int(a.get(".offset", -1))
-        buffer = kind == "global_buffer" and size == 8
-        dtype = DTYPE_OF_TYPE_NAME.get(str(a.get(".type_name", "")).rstrip("*"))
-        if buffer:
-            arg = KernelArg(str(a.get(".name", f"arg{len(out)}")), "buffer", 8,
-                            access=a.get(".access"), dtype=dtype)
-        else:
-            arg = KernelArg(str(a.get(".name", f"arg{len(out)}")), "value", size, dtype=dtype)
-        natural = [x.offset for x in _laid_out(out + [arg])][-1]
-        if offset > natural:
-            out += _padding(_end(out), offset)
-        out.append(arg)
-    kernarg_layout([dataclasses.replace(x, offset=-1) for x in out])
-    return out
-
-
-def _laid_out(args: list[KernelArg]) -> list[KernelArg]:
-    from asterism.mc.kernel_abi import kernarg_layout
-
-    copies = [dataclasses.replace(x, offset=-1) for x in args]
-    kernarg_layout(copies)
-    return copies
-
-
-def _end(args: list[KernelArg]) -> int:
-    laid = _laid_out(args)
-    return laid[-1].offset + laid[-1].size if laid else 0
-
-
-def _padding(start: int, stop: int) -> list[KernelArg]:
-    """Byte-sized by-value arguments filling [start, stop)."""
-    return [KernelArg(f"_pad{o}", "value", 1, dtype="i8") for o in range(start, stop)]
+    return kernel_args_from_metadata((meta or {}).get(".args", []), (*path, ".args"))
 
 
 def _workgroup_size(meta: dict[str, Any] | None) -> tuple[int, int, int]:
@@ -437,7 +416,10 @@ def _raise_kernel(original: _Original, target: str, filename: str) -> KernelOp:
     # (without the ABI ops the registers stay plain fixed registers; the descriptor
     # attribute keeps the enables)
     mk.abi = abi if abi_matches(kd, abi) else AbiRequest()
-    mk.args = _kernel_args(meta)
+    try:
+        mk.args = _kernel_args(meta, original.meta_path)
+    except VerifyError as err:
+        raise RaiseError(f"{filename}: {err.message}") from None
     mk.workgroup_size = _workgroup_size(meta)
     mk.lds_size = kd.group_segment_fixed_size
     raiser = _AddressedRaising(mk, target, original.addresses, filename)

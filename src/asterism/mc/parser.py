@@ -234,7 +234,9 @@ class AsmParser:
         if i >= len(lines):
             raise ParseError(".amdgpu_metadata has no .end_amdgpu_metadata", self.loc(line_no))
         text = "\n".join(lines[start:i])
-        self.metadata = yaml_subset.load(text, self.filename, start + 1)
+        self.metadata_positions: dict = {}
+        self.metadata = yaml_subset.load(text, self.filename, start + 1,
+                                         self.metadata_positions)
         self.metadata_loc = self.loc(line_no)
         return i + 1
 
@@ -253,7 +255,7 @@ class AsmParser:
         module = McModule(self.target, kernels, self.features)
         if meta:
             module.metadata = meta  # type: ignore[attr-defined]
-            _apply_metadata(module, meta, self.metadata_loc)
+            _apply_metadata(module, meta, self.metadata_loc, self.metadata_positions)
         return module
 
 
@@ -271,50 +273,46 @@ def operand_offset(line: str, index: int) -> int:
     return 0
 
 
-def _meta_check(ok: bool, where: str, expected: str, value, loc: SourceLocation) -> None:
-    """A ParseError at the metadata block when a field read from it has the wrong kind."""
-    if not ok:
-        raise ParseError(f".amdgpu_metadata: {where} must be {expected}, got {value!r}", loc)
+def _apply_metadata(module: McModule, meta, loc: SourceLocation,
+                    positions: dict | None = None) -> None:
+    """Take kernel arguments and workgroup sizes from a metadata block, after checking it
+    against the metadata schema (the block is user text): a bad field is a ParseError at
+    its line."""
+    from asterism.mc.codeobject.schema import MetadataError, check_metadata
+    from asterism.mc.kernel_abi import ArgumentLayoutError, kernel_args_from_metadata
 
-
-def _apply_metadata(module: McModule, meta, loc: SourceLocation) -> None:
-    """Take kernel arguments and workgroup sizes from a metadata block (checking the kind of
-    every field read: the block is user text)."""
-    from asterism.mc.program import KernelArg
-
-    _meta_check(isinstance(meta, dict), "the block", "a mapping", meta, loc)
-    entries = meta.get("amdhsa.kernels", []) or []
-    _meta_check(isinstance(entries, list), "amdhsa.kernels", "a list", entries, loc)
-    for n, entry in enumerate(entries):
-        here = f"amdhsa.kernels[{n}]"
-        _meta_check(isinstance(entry, dict), here, "a mapping", entry, loc)
+    if not isinstance(meta, dict):
+        raise ParseError(f".amdgpu_metadata: the block must be a mapping, got {meta!r:.60}",
+                         loc)
+    try:
+        check_metadata(meta)
+    except MetadataError as err:
+        raise ParseError(err.message, _field_location(err.path, positions, loc)) from None
+    for n, entry in enumerate(meta.get("amdhsa.kernels", [])):
         kernel = next((k for k in module.kernels if k.name == entry.get(".name")), None)
         if kernel is None:
             continue
         kernel.metadata = entry  # type: ignore[attr-defined]
-        args = []
-        arg_list = entry.get(".args", []) or []
-        _meta_check(isinstance(arg_list, list), f"{here}.args", "a list", arg_list, loc)
-        for k, a in enumerate(arg_list):
-            at = f"{here}.args[{k}]"
-            _meta_check(isinstance(a, dict), at, "a mapping", a, loc)
-            kind = a.get(".value_kind", "")
-            _meta_check(isinstance(kind, str), f"{at}.value_kind", "a name", kind, loc)
-            if kind.startswith("hidden_"):
-                continue
-            for key in (".size", ".offset"):
-                _meta_check(type(a.get(key, 0)) is int, f"{at}{key}", "an integer", a.get(key),
-                            loc)
-            args.append(KernelArg(name=str(a.get(".name", f"arg{len(args)}")),
-                                  kind="buffer" if kind == "global_buffer" else "value",
-                                  size=a.get(".size", 8), offset=a.get(".offset", -1),
-                                  access=a.get(".access")))
-        kernel.args = args
+        path = ("amdhsa.kernels", n, ".args")
+        try:
+            kernel.args = kernel_args_from_metadata(entry.get(".args", []), path)
+        except ArgumentLayoutError as err:
+            raise ParseError(err.message, _field_location(err.path, positions, loc)) from None
         wg = entry.get(".reqd_workgroup_size")
         if wg:
-            _meta_check(isinstance(wg, list) and all(type(x) is int for x in wg),
-                        f"{here}.reqd_workgroup_size", "a list of integers", wg, loc)
             kernel.workgroup_size = tuple(wg)  # type: ignore[assignment]
+
+
+def _field_location(path: tuple, positions: dict | None, loc: SourceLocation
+                    ) -> SourceLocation:
+    """Where the YAML reader read the field at `path` (or its nearest parent), else `loc`."""
+    while positions:
+        if path in positions:
+            return positions[path]
+        if not path:
+            break
+        path = path[:-1]
+    return loc
 
 
 def parse_asm(text: str, filename: str = "<asm>", target: str | None = None) -> McModule:
