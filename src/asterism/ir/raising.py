@@ -24,7 +24,6 @@ from __future__ import annotations
 import copy
 import dataclasses
 import os
-import re
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -35,6 +34,7 @@ from xdsl.ir import Operation
 from asterism.errors import AsterismError, VerifyError
 from asterism.ir import kernel_attrs
 from asterism.ir.from_mc import _KernelRaising
+from asterism.ir.kernel_attrs import set_code_object_version
 from asterism.ir.ops import KernelOp, ModuleOp
 from asterism.mc.inst import Inst
 from asterism.mc.lossless import HIDDEN_BITS
@@ -42,7 +42,6 @@ from asterism.mc.operands import Label
 from asterism.mc.program import AbiRequest, KernelArg, LabelDef, McKernel
 
 ELF_MAGIC = b"\x7fELF"
-_NUMBERED = re.compile(r"_[0-9]+$")  # (xDSL's printer strips such a suffix from block names)
 S_NOP_0 = 0xBF800000
 KERNEL_ALIGN = 256  # (the assembler's kernel alignment, padded with s_nop 0)
 # Descriptor directives and metadata keys that follow from the registers the code uses:
@@ -107,7 +106,8 @@ def raise_code_object(data: bytes, options: RaiseOptions | None = None,
     _check_target(obj.target, options.target, filename)
     originals = _decode_kernels(obj, filename)
     features = obj.target.target_id[len("amdgcn-amd-amdhsa--" + obj.target.name):]
-    return _raise(originals, obj.target.name, features, obj.metadata or {}, options, filename)
+    return _raise(originals, obj.target.name, features, obj.metadata or {}, options, filename,
+                  obj.code_object_version)
 
 
 def raise_asm(text: str, options: RaiseOptions | None = None,
@@ -130,13 +130,8 @@ def raise_asm(text: str, options: RaiseOptions | None = None,
         originals.append(_Original(_bare_kernel(mk.name, mk.body), sym.descriptor,
                                    sym.metadata, meta_path=_entry_path(obj.metadata,
                                                                        sym.metadata)))
-    metadata = obj.metadata
-    if metadata is None:
-        from asterism.mc.codeobject import make_metadata
-
-        metadata = make_metadata([k.metadata for k in obj.kernels], obj.target)
-    return _raise(originals, module.target, module.features or "", metadata, options,
-                  filename)
+    return _raise(originals, module.target, module.features or "", obj.metadata or {}, options,
+                  filename, module.code_object_version)
 
 
 def _read(source, filename: str | None) -> tuple[bytes, str]:
@@ -223,7 +218,9 @@ def _without_padding(body: list, end: int, last: bool) -> list:
 
 def _label_symbols(obj) -> dict[int, str]:
     """Names of the code object's .text symbols that are not kernels, by offset (labels of
-    hand-written assembly): raised blocks keep them."""
+    hand-written assembly, such as AITER's `label_0389`): raised blocks keep them exactly
+    (ir.text.keep_block_name keeps a `_<digits>` suffix xDSL's name setter would strip).
+    Names that are not valid block names (or xDSL's own `bb<N>`) are left out."""
     from xdsl.ir import Block
 
     kernels = {k.name for k in obj.kernels}
@@ -231,11 +228,7 @@ def _label_symbols(obj) -> dict[int, str]:
     for sym in getattr(obj, "symbols", ()) or ():
         if sym.section != ".text" or sym.name in kernels or sym.offset in out:
             continue
-        try:
-            Block().name_hint = sym.name  # (a valid block name without a uniquing suffix)
-        except ValueError:
-            continue
-        if not _NUMBERED.search(sym.name):
+        if Block.is_valid_name(sym.name) and not Block.is_default_block_name(sym.name):
             out[sym.offset] = sym.name
     return out
 
@@ -391,7 +384,7 @@ def _workgroup_size(meta: dict[str, Any] | None) -> tuple[int, int, int]:
 # ---------------------------------------------------------------------- raising
 
 def _raise(originals: list[_Original], target: str, features: str, metadata: dict[str, Any],
-           options: RaiseOptions, filename: str) -> BuiltinModuleOp:
+           options: RaiseOptions, filename: str, version: int) -> BuiltinModuleOp:
     if options.kernel is not None:
         chosen = [o for o in originals if o.kernel.name == options.kernel]
         if not chosen:
@@ -400,6 +393,7 @@ def _raise(originals: list[_Original], target: str, features: str, metadata: dic
         originals = chosen
     kernels = [_raise_kernel(o, target, filename) for o in originals]
     amod = ModuleOp("module", target, kernels, features=features or None)
+    set_code_object_version(amod, version)
     module = BuiltinModuleOp([amod])
     _keep_descriptors_and_metadata(module, amod, originals, metadata, options)
     if options.relocatable:

@@ -278,6 +278,22 @@ def kernel_directives(kernel: McKernel, target: str) -> dict[str, int]:
     return d
 
 
+def _kernarg_segment(args: list[dict[str, Any]], layout_size: int, directives: dict[str, int]
+                     ) -> tuple[list[dict[str, Any]], int]:
+    """The `.args` entries and `.kernarg_segment_size` of a kernel's computed metadata.
+
+    The segment is the descriptor's `.amdhsa_kernarg_size` when it holds the explicit
+    arguments (hidden arguments past it are left out, as LLVM leaves out those a kernel's
+    segment does not hold), else the laid-out size (a descriptor may say 0, as AITER's do):
+    metadata readers refuse an argument outside the segment."""
+    segment = directives.get("kernarg_size", layout_size)
+    explicit_end = max((a[".offset"] + a[".size"] for a in args
+                        if not a[".value_kind"].startswith("hidden_")), default=0)
+    if segment < explicit_end:
+        segment = layout_size
+    return [a for a in args if a[".offset"] + a[".size"] <= segment], segment
+
+
 def kernel_metadata(kernel: McKernel, target: str, directives: dict[str, int]
                     ) -> dict[str, Any]:
     """The amdhsa.kernels entry for a kernel (LLVM's key order)."""
@@ -285,11 +301,12 @@ def kernel_metadata(kernel: McKernel, target: str, directives: dict[str, int]
 
     t = get_target(target)
     args, kernarg_size = kernarg_layout([KernelArg(**vars(a)) for a in kernel.args])
+    args, segment = _kernarg_segment(args, kernarg_size, directives)
     kd = descriptor_from_directives(t, directives)
     use = register_usage(kernel.body)
     return make_kernel_metadata(
         kernel.name,
-        kernarg_segment_size=directives.get("kernarg_size", kernarg_size),
+        kernarg_segment_size=segment,
         group_segment_fixed_size=directives.get("group_segment_fixed_size", 0),
         private_segment_fixed_size=directives.get("private_segment_fixed_size", 0),
         wavefront_size=t.wave_size,

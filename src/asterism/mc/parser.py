@@ -16,13 +16,14 @@ from asterism.mc.asm_syntax import InstParser, eval_int, split_top
 from asterism.mc.bulk import pause_cyclic_gc, resume_cyclic_gc
 from asterism.mc.matcher import select_form
 from asterism.mc.program import LabelDef, McKernel, McModule
+from asterism.target import DEFAULT_CODE_OBJECT_VERSION
 
 # Directives accepted and ignored (they do not change the code object we write).
 IGNORED_DIRECTIVES = {
     ".file", ".ident", ".section", ".addrsig", ".addrsig_sym", ".loc", ".cfi_startproc",
     ".cfi_endproc", ".cfi_sections", ".hidden", ".protected", ".local", ".weak", ".type",
     ".size", ".p2align", ".align", ".balign", ".text", ".rodata", ".data", ".end",
-    ".amdhsa_code_object_version", ".amdgpu_hsa_kernel", ".globl", ".global",
+    ".amdgpu_hsa_kernel", ".globl", ".global",
 }
 _LABEL_RE = re.compile(r"[A-Za-z_.$][\w.$@]*:")
 TARGET_RE = re.compile(r'"?amdgcn-amd-amdhsa--(gfx[0-9a-f]+)((?::[a-z]+[+-])*)"?')
@@ -60,6 +61,7 @@ class AsmParser:
         self.functions: set[str] = set()
         self.pending: list = []  # items before the first kernel label
         self.in_text = True  # (`.long` in .text is code: see _words)
+        self.code_object_version = DEFAULT_CODE_OBJECT_VERSION
 
     def loc(self, line: int, col: int = 1) -> SourceLocation:
         return SourceLocation(self.filename, line, col)
@@ -141,6 +143,9 @@ class AsmParser:
             self.target = m.group(1)
             self.features = m.group(2)
             return
+        if name == ".amdhsa_code_object_version":
+            self._code_object_version(rest, line_no, col)
+            return
         if name in (".globl", ".global"):
             self.globals.add(rest.strip())
             return
@@ -164,6 +169,16 @@ class AsmParser:
         if name in IGNORED_DIRECTIVES:
             return
         raise ParseError(f"unsupported directive '{name}'", self.loc(line_no, col))
+
+    def _code_object_version(self, rest: str, line_no: int, col: int) -> None:
+        from asterism.target import CODE_OBJECT_VERSIONS
+
+        value = eval_int(rest, self.symbols)
+        writable = [v for v in CODE_OBJECT_VERSIONS if v >= 4]  # (the writer's: v4 to v6)
+        if value not in writable:
+            raise ParseError(f".amdhsa_code_object_version {rest.strip()}: expected one of "
+                             f"{', '.join(map(str, writable))}", self.loc(line_no, col))
+        self.code_object_version = value
 
     def _instruction(self, line: str, line_no: int, col: int) -> None:
         if self.target is None:
@@ -252,7 +267,7 @@ class AsmParser:
                 raise ParseError("instructions before the first kernel label",
                                  getattr(self.pending[0], "loc", None) or self.loc(1))
         meta = getattr(self, "metadata", None)
-        module = McModule(self.target, kernels, self.features)
+        module = McModule(self.target, kernels, self.features, self.code_object_version)
         if meta:
             module.metadata = meta  # type: ignore[attr-defined]
             _apply_metadata(module, meta, self.metadata_loc, self.metadata_positions)

@@ -15,9 +15,10 @@ from asterism.errors import ParseError, SourceLocation
 # (the metadata schema allows 32 levels; the reader stops a little later, before Python's
 # recursion limit)
 MAX_DEPTH = 64
-# Digits of an integer literal: 2**64 has 20 decimal digits; Python refuses to convert more
-# than 4300 (ValueError), so longer literals are refused here, with the line.
-MAX_DIGITS = 100
+# Digits of an integer literal: Python refuses to convert more than 4300 (ValueError), so
+# longer literals are refused here, with the line (shorter ones are read, and the metadata
+# schema says which field is out of range).
+MAX_DIGITS = 1000
 
 Path = tuple[str | int, ...]
 
