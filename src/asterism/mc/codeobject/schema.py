@@ -49,6 +49,8 @@ class MetadataError(CodeObjectError):
 
 def format_path(path: tuple[str | int, ...]) -> str:
     """`amdhsa.kernels[0].args[2].offset` for ("amdhsa.kernels", 0, ".args", 2, ".offset")."""
+    if len(path) > 10:  # (a deep path: its start and its end)
+        return f"{format_path(path[:5])}...({len(path) - 8} more)...{format_path(path[-3:])}"
     out = ""
     for part in path:
         if isinstance(part, int):
