@@ -348,3 +348,14 @@ def test_stats_sgprs_are_the_descriptors(shared_data) -> None:
     (s,) = code_object_stats(data)
     assert allocated == 112
     assert (s.sgprs, s.sgprs_reserved, s.sgprs_total) == (allocated, 0, allocated)
+
+
+def test_yaml_edge_cases_are_values_or_located_errors() -> None:
+    """A trailing "-" used to raise IndexError; an integer of more than 4300 digits Python's
+    ValueError."""
+    from asterism.mc import yaml_subset
+
+    assert yaml_subset.load("a:\n  -\nb: 1") == {"a": [None], "b": 1}
+    assert yaml_subset.load("a:\n  -") == {"a": [None]}
+    with pytest.raises(ParseError, match=r"<m>:2:1: integer literal of 5000 digits"):
+        yaml_subset.load("x: 1\na: " + "9" * 5000, "<m>")
