@@ -508,11 +508,15 @@ def test_asm_metadata_fields_of_the_wrong_kind():
     asm = api.translate(DEMO.read_text())
     bad = asm.replace(".size:          8", ".size:          .value_kind: x", 1)
     assert bad != asm
-    with pytest.raises(ParseError, match=r"amdhsa.kernels\[0\].args\[0\].size must be an int"):
+    with pytest.raises(ParseError, match=r"amdhsa.kernels\[0\].args\[0\].size: must be an "
+                                         r"integer") as info:
         api.assemble(bad)
+    # (the location is the line of the field, not of the block)
+    line = next(n for n, text in enumerate(bad.splitlines(), 1) if ".value_kind: x" in text)
+    assert info.value.location.line == line
     bad = asm.replace("amdhsa.kernels:\n", "amdhsa.kernels: 3\nother:\n", 1)
     assert bad != asm
-    with pytest.raises(ParseError, match="amdhsa.kernels must be a list"):
+    with pytest.raises(ParseError, match="amdhsa.kernels: must be a list"):
         api.assemble(bad)
 
 

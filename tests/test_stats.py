@@ -47,7 +47,7 @@ def _objdump_descriptor(objdump: str, path, target: str) -> dict[str, int]:
 @pytest.mark.parametrize("name", SAMPLES)
 def test_register_totals_match_metadata_and_descriptor(shared_data, llvm_readelf,
                                                        llvm_objdump, name):
-    """vgprs/sgprs are the program's share; the *_total fields are what LLVM's tools show."""
+    """The register figures are the descriptor's, as LLVM's tools show them."""
     path = shared_data / "codeobjects" / name
     target = name.split("_")[1]
     notes = _notes_counts(llvm_readelf, path)
@@ -55,11 +55,15 @@ def test_register_totals_match_metadata_and_descriptor(shared_data, llvm_readelf
     (s,) = code_object_stats(path)
     assert s.vgprs_total == s.vgprs + s.agprs == notes[".vgpr_count"] == kd["next_free_vgpr"]
     assert s.accum_offset == kd["accum_offset"]
-    # gfx942/gfx950 have architected flat scratch: VCC + XNACK_MASK + FLAT_SCRATCH = 6.
-    assert s.sgprs_reserved == 6
-    # llvm-objdump prints the allocation with .amdhsa_reserve_vcc/xnack_mask 0: extras in.
+    # The descriptor records no reserved VCC/XNACK_MASK/FLAT_SCRATCH: llvm-objdump prints
+    # the allocation with .amdhsa_reserve_vcc/xnack_mask 0 (gfx942/gfx950 have no
+    # reserve_flat_scratch at all: flat scratch is architected).
     assert (kd["reserve_vcc"], kd["reserve_xnack_mask"]) == (0, 0)
-    assert s.sgprs_total == s.sgprs + 6 == kd["next_free_sgpr"]
+    assert "reserve_flat_scratch" not in kd
+    assert s.sgprs_reserved == kd["reserve_vcc"] + kd["reserve_xnack_mask"] == 0
+    assert s.sgprs_total == s.sgprs == kd["next_free_sgpr"]
+    # (what occupancy() takes: the allocation less LLVM's 6 extras, which it adds back)
+    assert s.next_free_sgpr == s.sgprs - 6
     assert (s.metadata_vgpr_count, s.metadata_sgpr_count) == (notes[".vgpr_count"],
                                                               notes[".sgpr_count"])
     # The hand-written fmha's metadata claims 96 SGPRs, one granule (8) below what its
@@ -76,12 +80,15 @@ def test_register_fields_are_labelled(shared_data, capsys):
     # .amdhsa_next_free_sgpr 104) and llvm-readelf --notes (.vgpr_count 256, .sgpr_count 96).
     assert ("VGPRs allocated: 256 arch + 0 acc (accum_offset 160) = 256 unified "
             "(metadata .vgpr_count 256)") in out
-    assert ("SGPRs allocated: 98 + 6 reserved (VCC, FLAT_SCRATCH, XNACK_MASK) = 104 "
-            "(metadata .sgpr_count 96, differs by -8)") in out
+    assert ("SGPRs allocated: 104 (metadata .sgpr_count 96, differs by -8); the descriptor "
+            "reserves none for VCC, FLAT_SCRATCH, XNACK_MASK") in out
+    assert "+ 6 reserved" not in out
+    # (the fmha names s0..s96 and VCC: `s_cbranch_vccz`, v_cndmask_b32_e32's implicit vcc)
+    assert "registers used by the code (highest index + 1): v236 a0 s97, vcc" in out
     assert main(["stats", "--json", path]) == 0
     (k,) = json.loads(capsys.readouterr().out)
     assert (k["vgprs_total"], k["sgprs"], k["sgprs_reserved"], k["sgprs_total"]) == (
-        256, 98, 6, 104)
+        256, 104, 0, 104)
     assert (k["metadata_vgpr_count"], k["metadata_sgpr_count"]) == (256, 96)
     assert {"vgprs", "agprs", "vgprs_total", "sgprs", "sgprs_reserved",
             "sgprs_total"} <= set(k["register_fields"])
@@ -122,12 +129,13 @@ def test_accvgpr_moves_are_not_mfma(llvm_mc, ld_lld, llvm_objdump, tmp_path):
     assert s.mfma == {"v_mfma_f32_16x16x16_f16": 1, "v_smfmac_f32_16x16x32_f16": 1}
     assert s.mix == {"mfma": 2, "valu": 3, "program_end": 1}
     # llvm-mc's descriptor: .amdhsa_next_free_vgpr 24 -> 24 unified, AGPRs from 16 (the code
-    # uses a0..a3), so 16 arch + 8 acc; .amdhsa_next_free_sgpr 8 + 6 reserved = 14, rounded
-    # up to the granule of 8 = 16 (llvm-objdump reads it back as .amdhsa_next_free_sgpr 16),
-    # of which 16 - 6 = 10 are the program's.
+    # uses a0..a3), so 16 arch + 8 acc; .amdhsa_next_free_sgpr 8 + the 6 llvm-mc adds = 14,
+    # rounded up to the granule of 8 = 16 (llvm-objdump reads it back as
+    # .amdhsa_next_free_sgpr 16): the descriptor says 16 and reserves none.
     kd = _objdump_descriptor(llvm_objdump, tmp_path / "k.co", "gfx942")
     assert (s.vgprs, s.agprs, s.vgprs_total) == (16, 8, 24) and kd["next_free_vgpr"] == 24
-    assert (s.sgprs, s.sgprs_total) == (10, 16) and kd["next_free_sgpr"] == 16
+    assert (s.sgprs, s.sgprs_reserved, s.sgprs_total) == (16, 0, 16)
+    assert kd["next_free_sgpr"] == 16 and (kd["reserve_vcc"], kd["reserve_xnack_mask"]) == (0, 0)
 
 
 def test_fmha_figures_by_hand(shared_data):

@@ -81,8 +81,11 @@ _FLOAT_TYPES = {"f16": f16, "bf16": bf16, "f64": f64}
 
 def raise_module(module: McModule, name: str = "module") -> BuiltinModuleOp:
     """The IR of an MC module: one amdgcn.module holding a kernel per McKernel."""
+    from asterism.ir.kernel_attrs import set_code_object_version
+
     kernels = [_KernelRaising(k, module.target).run() for k in module.kernels]
     amod = ModuleOp(name, module.target, kernels, features=module.features or None)
+    set_code_object_version(amod, module.code_object_version)
     return BuiltinModuleOp([amod])
 
 

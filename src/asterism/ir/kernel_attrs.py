@@ -10,7 +10,9 @@ hand-allocated kernels, float modes, `.args` the IR argument list cannot spell, 
 `descriptor` holds `.amdhsa_*` directive values (without the prefix) laid over the computed
 ones; `metadata` holds `amdhsa.kernels` entry keys laid over the computed entry, where a unit
 value (`{".reqd_workgroup_size"}`) removes a computed key. The `amdgcn.module` op's
-`metadata` attribute does the same for the top-level map (`amdhsa.version`, ...). An
+`metadata` attribute does the same for the top-level map (`amdhsa.version`, ...), and its
+`code_object_version` attribute (4, 5 or 6; absent: 5) is the version of the code object
+written (ELF ABI version, e_flags layout, the metadata's amdhsa.version). An
 instruction whose words have bits no operand or modifier gives keeps them in its
 `hidden_bits` attribute (a hex string: the XOR of its words and its own encoding; see
 mc/lossless.py), which lowering hands to the encoder.
@@ -38,6 +40,7 @@ from asterism.errors import VerifyError
 
 DESCRIPTOR_ATTR = "descriptor"
 METADATA_ATTR = "metadata"
+CODE_OBJECT_VERSION_ATTR = "code_object_version"
 HIDDEN_BITS_ATTR = "hidden_bits"
 # An instruction kept as decoded although the assembler's rules refuse it (constant-bus
 # overuse, out-of-range fields, ...): a string saying which rule it breaks. Its operands are
@@ -179,20 +182,45 @@ def computed_module_metadata(module) -> dict[str, Any]:
     target = get_target(module.target + (module.features or ""))
     entries = [getattr(k, "metadata", None) or computed_kernel_metadata(k, target.name)
                for k in module.kernels]
-    return make_metadata(entries, target)
+    return make_metadata(entries, target, code_object_version=module.code_object_version)
+
+
+def code_object_version_attr(version: int) -> IntegerAttr:
+    """The module's `code_object_version` attribute."""
+    return IntegerAttr(version, i64)
+
+
+def set_code_object_version(op, version: int) -> None:
+    """Give an amdgcn.module op the code object version to write (none for the default)."""
+    from asterism.target import DEFAULT_CODE_OBJECT_VERSION
+
+    if version != DEFAULT_CODE_OBJECT_VERSION:
+        op.attributes[CODE_OBJECT_VERSION_ATTR] = code_object_version_attr(version)
 
 
 def apply_module_attributes(op, module) -> None:
-    """Lay an amdgcn.module op's `metadata` attribute over the computed metadata map."""
-    if not op.attributes or METADATA_ATTR not in op.attributes:
+    """Lay an amdgcn.module op's attributes over its McModule: `code_object_version`, then
+    `metadata` over the computed metadata map."""
+    if not op.attributes:
         return
-    meta = overrides_of(op.attributes[METADATA_ATTR], f"module @{op.sym_name.data}: metadata")
+    where = f"module @{op.sym_name.data}"
+    version = op.attributes.get(CODE_OBJECT_VERSION_ATTR)
+    if version is not None:
+        value = attr_value(version, f"{where}: {CODE_OBJECT_VERSION_ATTR}")
+        if value not in (4, 5, 6) or isinstance(value, bool):
+            raise VerifyError(f"{where}: {CODE_OBJECT_VERSION_ATTR} must be 4, 5 or 6 (the "
+                              f"code object versions written), got {version}")
+        module.code_object_version = value
+    if METADATA_ATTR not in op.attributes:
+        return
+    meta = overrides_of(op.attributes[METADATA_ATTR], f"{where}: metadata")
     if meta and module.kernels:
         module.metadata = sorted_map(apply(computed_module_metadata(module), meta))
 
 
 __all__ = ["apply_kernel_attributes", "apply_module_attributes", "computed_kernel_metadata",
            "computed_module_metadata", "DESCRIPTOR_ATTR", "METADATA_ATTR", "HIDDEN_BITS_ATTR",
+           "CODE_OBJECT_VERSION_ATTR", "code_object_version_attr", "set_code_object_version",
            "DECODE_ONLY_ATTR",
            "value_attr", "attr_value",
            "overrides_attr", "overrides_of", "diff", "apply", "sorted_map", "hidden_bits_attr",

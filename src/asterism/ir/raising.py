@@ -24,7 +24,6 @@ from __future__ import annotations
 import copy
 import dataclasses
 import os
-import re
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -35,6 +34,7 @@ from xdsl.ir import Operation
 from asterism.errors import AsterismError, VerifyError
 from asterism.ir import kernel_attrs
 from asterism.ir.from_mc import _KernelRaising
+from asterism.ir.kernel_attrs import set_code_object_version
 from asterism.ir.ops import KernelOp, ModuleOp
 from asterism.mc.inst import Inst
 from asterism.mc.lossless import HIDDEN_BITS
@@ -42,7 +42,6 @@ from asterism.mc.operands import Label
 from asterism.mc.program import AbiRequest, KernelArg, LabelDef, McKernel
 
 ELF_MAGIC = b"\x7fELF"
-_NUMBERED = re.compile(r"_[0-9]+$")  # (xDSL's printer strips such a suffix from block names)
 S_NOP_0 = 0xBF800000
 KERNEL_ALIGN = 256  # (the assembler's kernel alignment, padded with s_nop 0)
 # Descriptor directives and metadata keys that follow from the registers the code uses:
@@ -76,6 +75,7 @@ class _Original:
     descriptor: Any
     metadata: dict[str, Any] | None
     addresses: dict[int, int] = field(default_factory=dict)  # id(Inst) -> address
+    meta_path: tuple[str | int, ...] = ()  # where `metadata` is in the map (for messages)
 
 
 # ---------------------------------------------------------------------- entry points
@@ -95,14 +95,19 @@ def raise_file(source: bytes | str | os.PathLike[str], options: RaiseOptions | N
 def raise_code_object(data: bytes, options: RaiseOptions | None = None,
                       filename: str = "<code object>") -> BuiltinModuleOp:
     """The IR of a code object's kernels."""
+    from asterism.errors import CodeObjectError
     from asterism.mc.codeobject import read_code_object
 
     options = options or RaiseOptions()
-    obj = read_code_object(data)
+    try:
+        obj = read_code_object(data)
+    except CodeObjectError as err:
+        raise CodeObjectError(f"{filename}: {err.message}") from None
     _check_target(obj.target, options.target, filename)
     originals = _decode_kernels(obj, filename)
     features = obj.target.target_id[len("amdgcn-amd-amdhsa--" + obj.target.name):]
-    return _raise(originals, obj.target.name, features, obj.metadata or {}, options, filename)
+    return _raise(originals, obj.target.name, features, obj.metadata or {}, options, filename,
+                  obj.code_object_version)
 
 
 def raise_asm(text: str, options: RaiseOptions | None = None,
@@ -123,14 +128,10 @@ def raise_asm(text: str, options: RaiseOptions | None = None,
                                  "code): the IR has no data", item.loc)
         sym = by_name[mk.name]
         originals.append(_Original(_bare_kernel(mk.name, mk.body), sym.descriptor,
-                                   sym.metadata))
-    metadata = obj.metadata
-    if metadata is None:
-        from asterism.mc.codeobject import make_metadata
-
-        metadata = make_metadata([k.metadata for k in obj.kernels], obj.target)
-    return _raise(originals, module.target, module.features or "", metadata, options,
-                  filename)
+                                   sym.metadata, meta_path=_entry_path(obj.metadata,
+                                                                       sym.metadata)))
+    return _raise(originals, module.target, module.features or "", obj.metadata or {}, options,
+                  filename, module.code_object_version)
 
 
 def _read(source, filename: str | None) -> tuple[bytes, str]:
@@ -181,8 +182,19 @@ def _decode_kernels(obj, filename: str) -> list[_Original]:
         body = _without_padding(body, end, last)
         kernel, addresses = _kernel_of(sym.name, body, sym.offset, end, filename, names)
         meta = find_kernel_metadata(obj.metadata, sym.name) if obj.metadata else None
-        out.append(_Original(kernel, sym.descriptor, meta or sym.metadata or None, addresses))
+        meta = meta or sym.metadata or None
+        out.append(_Original(kernel, sym.descriptor, meta, addresses,
+                             _entry_path(obj.metadata, meta)))
     return out
+
+
+def _entry_path(metadata: dict[str, Any] | None, entry: dict[str, Any] | None
+                ) -> tuple[str | int, ...]:
+    """("amdhsa.kernels", <index>) of a kernel's metadata entry, for messages."""
+    for n, e in enumerate((metadata or {}).get("amdhsa.kernels", [])):
+        if e is entry:
+            return ("amdhsa.kernels", n)
+    return ("amdhsa.kernels",)
 
 
 def _address(item) -> int:
@@ -206,7 +218,9 @@ def _without_padding(body: list, end: int, last: bool) -> list:
 
 def _label_symbols(obj) -> dict[int, str]:
     """Names of the code object's .text symbols that are not kernels, by offset (labels of
-    hand-written assembly): raised blocks keep them."""
+    hand-written assembly, such as AITER's `label_0389`): raised blocks keep them exactly
+    (ir.text.keep_block_name keeps a `_<digits>` suffix xDSL's name setter would strip).
+    Names that are not valid block names (or xDSL's own `bb<N>`) are left out."""
     from xdsl.ir import Block
 
     kernels = {k.name for k in obj.kernels}
@@ -214,11 +228,7 @@ def _label_symbols(obj) -> dict[int, str]:
     for sym in getattr(obj, "symbols", ()) or ():
         if sym.section != ".text" or sym.name in kernels or sym.offset in out:
             continue
-        try:
-            Block().name_hint = sym.name  # (a valid block name without a uniquing suffix)
-        except ValueError:
-            continue
-        if not _NUMBERED.search(sym.name):
+        if Block.is_valid_name(sym.name) and not Block.is_default_block_name(sym.name):
             out[sym.offset] = sym.name
     return out
 
@@ -356,49 +366,11 @@ def abi_matches(kd, abi: AbiRequest) -> bool:
     return user_sgpr_layout(abi)["_count"] == kd.compute_pgm_rsrc2.user_sgpr_count
 
 
-def _kernel_args(meta: dict[str, Any] | None) -> list[KernelArg]:
-    """The explicit arguments of a metadata entry, padded to their offsets (the IR lays
-    arguments out in order at natural alignment)."""
-    from asterism.mc.kernel_abi import DTYPE_OF_TYPE_NAME, kernarg_layout
+def _kernel_args(meta: dict[str, Any] | None, path: tuple[str | int, ...]) -> list[KernelArg]:
+    """The explicit arguments of a metadata entry (mc.kernel_abi's reader: gaps padded)."""
+    from asterism.mc.kernel_abi import kernel_args_from_metadata
 
-    out: list[KernelArg] = []
-    for a in (meta or {}).get(".args", []) or []:
-        kind = str(a.get(".value_kind", ""))
-        if kind.startswith("hidden_"):
-            continue
-        size = int(a.get(".size", 0))
-        offset = int(a.get(".offset", -1))
-        buffer = kind == "global_buffer" and size == 8
-        dtype = DTYPE_OF_TYPE_NAME.get(str(a.get(".type_name", "")).rstrip("*"))
-        if buffer:
-            arg = KernelArg(str(a.get(".name", f"arg{len(out)}")), "buffer", 8,
-                            access=a.get(".access"), dtype=dtype)
-        else:
-            arg = KernelArg(str(a.get(".name", f"arg{len(out)}")), "value", size, dtype=dtype)
-        natural = [x.offset for x in _laid_out(out + [arg])][-1]
-        if offset > natural:
-            out += _padding(_end(out), offset)
-        out.append(arg)
-    kernarg_layout([dataclasses.replace(x, offset=-1) for x in out])
-    return out
-
-
-def _laid_out(args: list[KernelArg]) -> list[KernelArg]:
-    from asterism.mc.kernel_abi import kernarg_layout
-
-    copies = [dataclasses.replace(x, offset=-1) for x in args]
-    kernarg_layout(copies)
-    return copies
-
-
-def _end(args: list[KernelArg]) -> int:
-    laid = _laid_out(args)
-    return laid[-1].offset + laid[-1].size if laid else 0
-
-
-def _padding(start: int, stop: int) -> list[KernelArg]:
-    """Byte-sized by-value arguments filling [start, stop)."""
-    return [KernelArg(f"_pad{o}", "value", 1, dtype="i8") for o in range(start, stop)]
+    return kernel_args_from_metadata((meta or {}).get(".args", []), (*path, ".args"))
 
 
 def _workgroup_size(meta: dict[str, Any] | None) -> tuple[int, int, int]:
@@ -412,7 +384,7 @@ def _workgroup_size(meta: dict[str, Any] | None) -> tuple[int, int, int]:
 # ---------------------------------------------------------------------- raising
 
 def _raise(originals: list[_Original], target: str, features: str, metadata: dict[str, Any],
-           options: RaiseOptions, filename: str) -> BuiltinModuleOp:
+           options: RaiseOptions, filename: str, version: int) -> BuiltinModuleOp:
     if options.kernel is not None:
         chosen = [o for o in originals if o.kernel.name == options.kernel]
         if not chosen:
@@ -421,6 +393,7 @@ def _raise(originals: list[_Original], target: str, features: str, metadata: dic
         originals = chosen
     kernels = [_raise_kernel(o, target, filename) for o in originals]
     amod = ModuleOp("module", target, kernels, features=features or None)
+    set_code_object_version(amod, version)
     module = BuiltinModuleOp([amod])
     _keep_descriptors_and_metadata(module, amod, originals, metadata, options)
     if options.relocatable:
@@ -437,7 +410,10 @@ def _raise_kernel(original: _Original, target: str, filename: str) -> KernelOp:
     # (without the ABI ops the registers stay plain fixed registers; the descriptor
     # attribute keeps the enables)
     mk.abi = abi if abi_matches(kd, abi) else AbiRequest()
-    mk.args = _kernel_args(meta)
+    try:
+        mk.args = _kernel_args(meta, original.meta_path)
+    except VerifyError as err:
+        raise RaiseError(f"{filename}: {err.message}") from None
     mk.workgroup_size = _workgroup_size(meta)
     mk.lds_size = kd.group_segment_fixed_size
     raiser = _AddressedRaising(mk, target, original.addresses, filename)

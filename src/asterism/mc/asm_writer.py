@@ -32,8 +32,8 @@ def print_module(module: McModule, lossless: bool = False) -> str:
     """LLVM-syntax assembly for a whole module (llvm-mc + ld.lld turn it into an HSACO);
     `lossless`: instructions print as text that assembles back to exactly their words."""
     target = get_target(module.target + (module.features or ""))
-    out = [f'\t.amdgcn_target "{target.target_id}"', "\t.amdhsa_code_object_version 5",
-           "\t.text"]
+    out = [f'\t.amdgcn_target "{target.target_id}"',
+           f"\t.amdhsa_code_object_version {module.code_object_version}", "\t.text"]
     entries = []
     for n, kernel in enumerate(module.kernels):
         out += [f"\t.globl\t{kernel.name}", "\t.p2align\t8", f"\t.type\t{kernel.name},@function",
@@ -52,7 +52,8 @@ def print_module(module: McModule, lossless: bool = False) -> str:
         keys += [k for k in directives if k not in DIRECTIVE_ORDER]
         out += [f"\t\t.amdhsa_{k} {directives[k]}" for k in keys]
         out += ["\t.end_amdhsa_kernel", "\t.text", ""]
-    meta = getattr(module, "metadata", None) or make_metadata(entries, target)
+    meta = getattr(module, "metadata", None) or make_metadata(
+        entries, target, code_object_version=module.code_object_version)
     out += ["\t.amdgpu_metadata", "---", yaml_subset.dump(meta).rstrip(), "...",
             "\t.end_amdgpu_metadata", ""]
     return "\n".join(out)

@@ -105,8 +105,10 @@ def assemble_module(module: McModule) -> CodeObject:
         entries.append(meta)
         symbols.append(KernelSymbol(kernel.name, offset, kd, size=size, metadata=meta))
     raw_meta = getattr(module, "metadata", None)
-    metadata = raw_meta if raw_meta else make_metadata(entries, target)
-    return CodeObject(target, text, symbols, metadata=metadata,
+    version = module.code_object_version
+    metadata = raw_meta if raw_meta else make_metadata(entries, target,
+                                                       code_object_version=version)
+    return CodeObject(target, text, symbols, metadata=metadata, code_object_version=version,
                       symbols=[ExtraSymbol(name, ".text", offset) for name, offset in labels])
 
 

@@ -156,6 +156,80 @@ def kernarg_layout(args: list[KernelArg]) -> tuple[list[dict[str, Any]], int]:
     return entries, hidden_base + HIDDEN_BLOCK_SIZE
 
 
+class ArgumentLayoutError(VerifyError):
+    """A metadata argument the IR cannot lay out; `path` is where it is in the metadata."""
+
+    def __init__(self, path: tuple[str | int, ...], reason: str):
+        from asterism.mc.codeobject.schema import format_path
+
+        self.path = path
+        super().__init__(f".amdgpu_metadata: {format_path(path)}: {reason}")
+
+
+VALUE_SIZES = (8, 4, 2, 1)  # the IR's by-value argument sizes (i64, i32, i16, i8)
+
+
+def padding_args(start: int, stop: int) -> list[KernelArg]:
+    """By-value arguments filling the kernarg bytes [start, stop): at each position the
+    largest piece (8, 4, 2 or 1 bytes) that is naturally aligned there and fits, so the
+    natural layout puts each at its place (a 4 KiB gap is 512 pieces, not 4096)."""
+    out: list[KernelArg] = []
+    pos = start
+    while pos < stop:
+        size = next(s for s in VALUE_SIZES if pos % s == 0 and pos + s <= stop)
+        out.append(KernelArg(f"_pad{pos}", "value", size, offset=pos,
+                             dtype=_VALUE_DTYPES[size]))
+        pos += size
+    return out
+
+
+_VALUE_DTYPES = {1: "i8", 2: "i16", 4: "i32", 8: "i64"}
+
+
+def kernel_args_from_metadata(entries: list[dict[str, Any]], path: tuple[str | int, ...] = ()
+                              ) -> list[KernelArg]:
+    """The explicit arguments of a metadata `.args` list as the IR lays them out: in order,
+    each at its natural alignment, a gap before an argument (AITER kernels space their
+    pointers 16 bytes apart) filled with padding arguments so every argument keeps its
+    offset. The one reader of argument layouts for `raise` and for assembly read into IR.
+
+    `entries` must have passed the metadata schema (mc.codeobject.schema: offsets and sizes
+    inside the kernarg segment, so the padding is bounded). An argument the IR cannot put at
+    its offset (overlapping the one before, or below its natural alignment) or of a size the
+    IR has no type for is an ArgumentLayoutError naming the field (`path` is where
+    `entries` is in the metadata)."""
+    out: list[KernelArg] = []
+    end = 0  # where the previous argument ends
+    for n, a in enumerate(entries):
+        kind = str(a.get(".value_kind", ""))
+        if kind.startswith("hidden_"):
+            continue
+        size, offset = a[".size"], a[".offset"]
+        name = a.get(".name", f"arg{n}")
+        dtype = DTYPE_OF_TYPE_NAME.get(str(a.get(".type_name", "")).rstrip("*"))
+        if kind == "global_buffer" and size == 8:
+            arg = KernelArg(name, "buffer", 8, offset=offset, access=a.get(".access"),
+                            dtype=dtype)
+        elif size in VALUE_SIZES:
+            arg = KernelArg(name, "value", size, offset=offset, dtype=dtype)
+        else:
+            raise ArgumentLayoutError((*path, n, ".size"), f"a {kind or 'by_value'} argument "
+                                      f"of {size} bytes: the IR's arguments are buffers (8 "
+                                      "bytes) or values of 1, 2, 4 or 8 bytes")
+        align = min(8, _pow2_at_least(size))
+        natural = -(-end // align) * align
+        if offset < natural or offset % align:
+            raise ArgumentLayoutError((*path, n, ".offset"), f"{offset} is not where the IR "
+                                      f"can put a {size}-byte argument (the previous one ends "
+                                      f"at {end}; arguments are naturally aligned and do not "
+                                      "overlap)")
+        if offset > natural:
+            out += padding_args(end, offset)
+        out.append(arg)
+        end = offset + size
+    return out
+
+
 def _pow2_at_least(n: int) -> int:
     p = 1
     while p < n:
@@ -204,6 +278,22 @@ def kernel_directives(kernel: McKernel, target: str) -> dict[str, int]:
     return d
 
 
+def _kernarg_segment(args: list[dict[str, Any]], layout_size: int, directives: dict[str, int]
+                     ) -> tuple[list[dict[str, Any]], int]:
+    """The `.args` entries and `.kernarg_segment_size` of a kernel's computed metadata.
+
+    The segment is the descriptor's `.amdhsa_kernarg_size` when it holds the explicit
+    arguments (hidden arguments past it are left out, as LLVM leaves out those a kernel's
+    segment does not hold), else the laid-out size (a descriptor may say 0, as AITER's do):
+    metadata readers refuse an argument outside the segment."""
+    segment = directives.get("kernarg_size", layout_size)
+    explicit_end = max((a[".offset"] + a[".size"] for a in args
+                        if not a[".value_kind"].startswith("hidden_")), default=0)
+    if segment < explicit_end:
+        segment = layout_size
+    return [a for a in args if a[".offset"] + a[".size"] <= segment], segment
+
+
 def kernel_metadata(kernel: McKernel, target: str, directives: dict[str, int]
                     ) -> dict[str, Any]:
     """The amdhsa.kernels entry for a kernel (LLVM's key order)."""
@@ -211,11 +301,12 @@ def kernel_metadata(kernel: McKernel, target: str, directives: dict[str, int]
 
     t = get_target(target)
     args, kernarg_size = kernarg_layout([KernelArg(**vars(a)) for a in kernel.args])
+    args, segment = _kernarg_segment(args, kernarg_size, directives)
     kd = descriptor_from_directives(t, directives)
     use = register_usage(kernel.body)
     return make_kernel_metadata(
         kernel.name,
-        kernarg_segment_size=directives.get("kernarg_size", kernarg_size),
+        kernarg_segment_size=segment,
         group_segment_fixed_size=directives.get("group_segment_fixed_size", 0),
         private_segment_fixed_size=directives.get("private_segment_fixed_size", 0),
         wavefront_size=t.wave_size,

@@ -205,7 +205,8 @@ def module_of_code_object(source: bytes | str | os.PathLike[str]):
     items = decode_code(obj.text, obj.target.name, 0, skip_undecodable=True)
     target = obj.target
     module = McModule(target.name, [], target.target_id[len("amdgcn-amd-amdhsa--"
-                                                            + target.name):])
+                                                            + target.name):],
+                      code_object_version=obj.code_object_version)
     ends = [k.offset for k in kernels[1:]] + [len(obj.text)]
     for sym, end in zip(kernels, ends):
         body = [d if isinstance(d, DecodedInst) else (d[0], data_inst([d[1]]))

@@ -16,13 +16,14 @@ from asterism.mc.asm_syntax import InstParser, eval_int, quote, split_top
 from asterism.mc.bulk import pause_cyclic_gc, resume_cyclic_gc
 from asterism.mc.matcher import select_form
 from asterism.mc.program import LabelDef, McKernel, McModule
+from asterism.target import DEFAULT_CODE_OBJECT_VERSION
 
 # Directives accepted and ignored (they do not change the code object we write).
 IGNORED_DIRECTIVES = {
     ".file", ".ident", ".section", ".addrsig", ".addrsig_sym", ".loc", ".cfi_startproc",
     ".cfi_endproc", ".cfi_sections", ".hidden", ".protected", ".local", ".weak", ".type",
     ".size", ".p2align", ".align", ".balign", ".text", ".rodata", ".data", ".end",
-    ".amdhsa_code_object_version", ".amdgpu_hsa_kernel", ".globl", ".global",
+    ".amdgpu_hsa_kernel", ".globl", ".global",
 }
 _LABEL_RE = re.compile(r"[A-Za-z_.$][\w.$@]*:")
 TARGET_RE = re.compile(r'"?amdgcn-amd-amdhsa--(gfx[0-9a-f]+)((?::[a-z]+[+-])*)"?')
@@ -60,6 +61,7 @@ class AsmParser:
         self.functions: set[str] = set()
         self.pending: list = []  # items before the first kernel label
         self.in_text = True  # (`.long` in .text is code: see _words)
+        self.code_object_version = DEFAULT_CODE_OBJECT_VERSION
 
     def loc(self, line: int, col: int = 1) -> SourceLocation:
         return SourceLocation(self.filename, line, col)
@@ -141,6 +143,9 @@ class AsmParser:
             self.target = m.group(1)
             self.features = m.group(2)
             return
+        if name == ".amdhsa_code_object_version":
+            self._code_object_version(rest, line_no, col)
+            return
         if name in (".globl", ".global"):
             self.globals.add(rest.strip())
             return
@@ -165,6 +170,16 @@ class AsmParser:
         if name in IGNORED_DIRECTIVES:
             return
         raise ParseError(f"unsupported directive '{name}'", self.loc(line_no, col))
+
+    def _code_object_version(self, rest: str, line_no: int, col: int) -> None:
+        from asterism.target import CODE_OBJECT_VERSIONS
+
+        value = eval_int(rest, self.symbols)
+        writable = [v for v in CODE_OBJECT_VERSIONS if v >= 4]  # (the writer's: v4 to v6)
+        if value not in writable:
+            raise ParseError(f".amdhsa_code_object_version {rest.strip()}: expected one of "
+                             f"{', '.join(map(str, writable))}", self.loc(line_no, col))
+        self.code_object_version = value
 
     def _instruction(self, line: str, line_no: int, col: int) -> None:
         if self.target is None:
@@ -236,7 +251,9 @@ class AsmParser:
         if i >= len(lines):
             raise ParseError(".amdgpu_metadata has no .end_amdgpu_metadata", self.loc(line_no))
         text = "\n".join(lines[start:i])
-        self.metadata = yaml_subset.load(text, self.filename, start + 1)
+        self.metadata_positions: dict = {}
+        self.metadata = yaml_subset.load(text, self.filename, start + 1,
+                                         self.metadata_positions)
         self.metadata_loc = self.loc(line_no)
         return i + 1
 
@@ -252,10 +269,10 @@ class AsmParser:
                 raise ParseError("instructions before the first kernel label",
                                  getattr(self.pending[0], "loc", None) or self.loc(1))
         meta = getattr(self, "metadata", None)
-        module = McModule(self.target, kernels, self.features)
+        module = McModule(self.target, kernels, self.features, self.code_object_version)
         if meta:
             module.metadata = meta  # type: ignore[attr-defined]
-            _apply_metadata(module, meta, self.metadata_loc)
+            _apply_metadata(module, meta, self.metadata_loc, self.metadata_positions)
         return module
 
 
@@ -273,50 +290,46 @@ def operand_offset(line: str, index: int) -> int:
     return 0
 
 
-def _meta_check(ok: bool, where: str, expected: str, value, loc: SourceLocation) -> None:
-    """A ParseError at the metadata block when a field read from it has the wrong kind."""
-    if not ok:
-        raise ParseError(f".amdgpu_metadata: {where} must be {expected}, got {value!r}", loc)
+def _apply_metadata(module: McModule, meta, loc: SourceLocation,
+                    positions: dict | None = None) -> None:
+    """Take kernel arguments and workgroup sizes from a metadata block, after checking it
+    against the metadata schema (the block is user text): a bad field is a ParseError at
+    its line."""
+    from asterism.mc.codeobject.schema import MetadataError, check_metadata
+    from asterism.mc.kernel_abi import ArgumentLayoutError, kernel_args_from_metadata
 
-
-def _apply_metadata(module: McModule, meta, loc: SourceLocation) -> None:
-    """Take kernel arguments and workgroup sizes from a metadata block (checking the kind of
-    every field read: the block is user text)."""
-    from asterism.mc.program import KernelArg
-
-    _meta_check(isinstance(meta, dict), "the block", "a mapping", meta, loc)
-    entries = meta.get("amdhsa.kernels", []) or []
-    _meta_check(isinstance(entries, list), "amdhsa.kernels", "a list", entries, loc)
-    for n, entry in enumerate(entries):
-        here = f"amdhsa.kernels[{n}]"
-        _meta_check(isinstance(entry, dict), here, "a mapping", entry, loc)
+    if not isinstance(meta, dict):
+        raise ParseError(f".amdgpu_metadata: the block must be a mapping, got {meta!r:.60}",
+                         loc)
+    try:
+        check_metadata(meta)
+    except MetadataError as err:
+        raise ParseError(err.message, _field_location(err.path, positions, loc)) from None
+    for n, entry in enumerate(meta.get("amdhsa.kernels", [])):
         kernel = next((k for k in module.kernels if k.name == entry.get(".name")), None)
         if kernel is None:
             continue
         kernel.metadata = entry  # type: ignore[attr-defined]
-        args = []
-        arg_list = entry.get(".args", []) or []
-        _meta_check(isinstance(arg_list, list), f"{here}.args", "a list", arg_list, loc)
-        for k, a in enumerate(arg_list):
-            at = f"{here}.args[{k}]"
-            _meta_check(isinstance(a, dict), at, "a mapping", a, loc)
-            kind = a.get(".value_kind", "")
-            _meta_check(isinstance(kind, str), f"{at}.value_kind", "a name", kind, loc)
-            if kind.startswith("hidden_"):
-                continue
-            for key in (".size", ".offset"):
-                _meta_check(type(a.get(key, 0)) is int, f"{at}{key}", "an integer", a.get(key),
-                            loc)
-            args.append(KernelArg(name=str(a.get(".name", f"arg{len(args)}")),
-                                  kind="buffer" if kind == "global_buffer" else "value",
-                                  size=a.get(".size", 8), offset=a.get(".offset", -1),
-                                  access=a.get(".access")))
-        kernel.args = args
+        path = ("amdhsa.kernels", n, ".args")
+        try:
+            kernel.args = kernel_args_from_metadata(entry.get(".args", []), path)
+        except ArgumentLayoutError as err:
+            raise ParseError(err.message, _field_location(err.path, positions, loc)) from None
         wg = entry.get(".reqd_workgroup_size")
         if wg:
-            _meta_check(isinstance(wg, list) and all(type(x) is int for x in wg),
-                        f"{here}.reqd_workgroup_size", "a list of integers", wg, loc)
             kernel.workgroup_size = tuple(wg)  # type: ignore[assignment]
+
+
+def _field_location(path: tuple, positions: dict | None, loc: SourceLocation
+                    ) -> SourceLocation:
+    """Where the YAML reader read the field at `path` (or its nearest parent), else `loc`."""
+    while positions:
+        if path in positions:
+            return positions[path]
+        if not path:
+            break
+        path = path[:-1]
+    return loc
 
 
 def parse_asm(text: str, filename: str = "<asm>", target: str | None = None) -> McModule:

@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 
 from asterism.errors import SourceLocation
 from asterism.mc.inst import Inst
+from asterism.target import DEFAULT_CODE_OBJECT_VERSION
 
 
 @dataclass
@@ -71,3 +72,7 @@ class McModule:
     target: str  # "gfx942", "gfx950"
     kernels: list[McKernel] = field(default_factory=list)
     features: str = ""  # target features, e.g. ":sramecc+:xnack-"
+    # The code object version written (ELF ABI version, e_flags layout, metadata
+    # amdhsa.version): `.amdhsa_code_object_version` of an assembly file, or a raised
+    # object's own, kept on the way back.
+    code_object_version: int = DEFAULT_CODE_OBJECT_VERSION

@@ -1,7 +1,8 @@
 """The YAML subset of `.amdgpu_metadata` blocks: block mappings, block sequences, scalars.
 
 Enough to read what LLVM (and hand-written kernels) put in code object metadata and to write
-it back in LLVM's layout; no dependency on a YAML library.
+it back in LLVM's layout; no dependency on a YAML library. The text is untrusted: nesting is
+limited to MAX_DEPTH levels and integer literals to MAX_DIGITS digits (ParseError past them).
 """
 
 from __future__ import annotations
@@ -11,9 +12,15 @@ from typing import Any
 
 from asterism.errors import ParseError, SourceLocation
 
-# Digits of the largest 64-bit integer: metadata values are 64-bit (msgpack) at most, and
-# int() of thousands of digits fails (Python's 4300-digit limit).
-_MAX_DIGITS = {10: 20, 16: 16}
+# (the metadata schema allows 32 levels; the reader stops a little later, before Python's
+# recursion limit)
+MAX_DEPTH = 64
+# Digits of an integer literal: Python refuses to convert more than 4300 (ValueError), so
+# longer literals are refused here, with the line (shorter ones are read, and the metadata
+# schema says which field is out of range).
+MAX_DIGITS = 1000
+
+Path = tuple[str | int, ...]
 
 
 def _scalar(text: str, loc: SourceLocation | None = None) -> Any:
@@ -24,10 +31,11 @@ def _scalar(text: str, loc: SourceLocation | None = None) -> Any:
         return True
     if t in ("false", "False"):
         return False
-    if re.fullmatch(r"[-+]?\d+", t):
-        return _integer(t, 10, t.lstrip("+-"), loc)
-    if re.fullmatch(r"0x[0-9a-fA-F]+", t):
-        return _integer(t, 16, t[2:], loc)
+    if re.fullmatch(r"[-+]?\d+", t) or re.fullmatch(r"0x[0-9a-fA-F]+", t):
+        digits = len(t.lstrip("+-").removeprefix("0x"))
+        if digits > MAX_DIGITS:
+            raise ParseError(f"integer literal of {digits} digits (at most {MAX_DIGITS})", loc)
+        return int(t, 16) if t.startswith("0x") else int(t)
     if re.fullmatch(r"[-+]?\d+\.\d*([eE][-+]?\d+)?", t):
         return float(t)
     if t.startswith("[") and t.endswith("]"):
@@ -36,16 +44,30 @@ def _scalar(text: str, loc: SourceLocation | None = None) -> Any:
     return t
 
 
-def _integer(text: str, base: int, digits: str, loc: SourceLocation | None) -> int:
-    """An integer scalar, its digits counted before converting (64 bits at most)."""
-    if len(digits.lstrip("0")) > _MAX_DIGITS[base]:
-        short = text if len(text) <= 40 else f"{text[:20]}... ({len(text)} characters)"
-        raise ParseError(f"metadata integer {short} does not fit 64 bits", loc)
-    return int(text, base)
+class _Reader:
+    """The lines of one document, the file name and where each value was read."""
+
+    def __init__(self, lines: list[tuple[int, str, int]], file: str,
+                 positions: dict[Path, SourceLocation] | None):
+        self.lines = lines
+        self.file = file
+        self.positions = positions
+
+    def loc(self, pos: int) -> SourceLocation:
+        """The location of line `pos` (its first non-blank column)."""
+        ind, _content, ln = self.lines[pos]
+        return SourceLocation(self.file, ln, ind + 1)
+
+    def note(self, path: Path, pos: int) -> None:
+        """Remember where the value at `path` was read."""
+        if self.positions is not None:
+            self.positions[path] = self.loc(pos)
 
 
-def load(text: str, file: str = "<metadata>", first_line: int = 1) -> Any:
-    """Parse the YAML subset (a document between optional '---' and '...')."""
+def load(text: str, file: str = "<metadata>", first_line: int = 1,
+         positions: dict[Path, SourceLocation] | None = None) -> Any:
+    """Parse the YAML subset (a document between optional '---' and '...'). `positions`, if
+    given, receives the location of every value by its path (keys and list indices)."""
     lines = []
     for k, raw in enumerate(text.splitlines()):
         stripped = raw.split(" #", 1)[0].rstrip()
@@ -57,67 +79,79 @@ def load(text: str, file: str = "<metadata>", first_line: int = 1) -> Any:
         lines.append((len(stripped) - len(stripped.lstrip()), stripped.strip(), first_line + k))
     if not lines:
         return {}
-    value, pos = _block(lines, 0, lines[0][0], file)
+    reader = _Reader(lines, file, positions)
+    value, pos = _block(reader, 0, lines[0][0], (), 1)
     if pos != len(lines):
-        ind, content, ln = lines[pos]
-        raise ParseError(f"unexpected YAML line '{content}'", SourceLocation(file, ln, ind + 1))
+        raise ParseError(f"unexpected YAML line '{lines[pos][1]}'", reader.loc(pos))
     return value
 
 
-def _block(lines, pos: int, indent: int, file: str):
-    if lines[pos][1].startswith("- ") or lines[pos][1] == "-":
-        return _sequence(lines, pos, indent, file)
-    return _mapping(lines, pos, indent, file)
+def _block(reader: _Reader, pos: int, indent: int, path: Path, depth: int):
+    if depth > MAX_DEPTH:
+        raise ParseError(f"YAML nested more than {MAX_DEPTH} levels deep", reader.loc(pos))
+    reader.note(path, pos)
+    if reader.lines[pos][1].startswith("- ") or reader.lines[pos][1] == "-":
+        return _sequence(reader, pos, indent, path, depth)
+    return _mapping(reader, pos, indent, path, depth)
 
 
-def _mapping(lines, pos: int, indent: int, file: str):
+def _mapping(reader: _Reader, pos: int, indent: int, path: Path, depth: int):
+    lines = reader.lines
     out: dict[str, Any] = {}
     while pos < len(lines):
-        ind, content, ln = lines[pos]
+        ind, content, _ln = lines[pos]
         if ind < indent:
             break
         if ind > indent or content.startswith("- "):
-            raise ParseError(f"bad indentation in YAML near '{content}'",
-                             SourceLocation(file, ln, ind + 1))
+            raise ParseError(f"bad indentation in YAML near '{content}'", reader.loc(pos))
         key, sep, rest = content.partition(":")
         if not sep:
-            raise ParseError(f"expected 'key: value' in YAML, got '{content}'",
-                             SourceLocation(file, ln, ind + 1))
+            raise ParseError(f"expected 'key: value' in YAML, got '{content}'", reader.loc(pos))
         key = key.strip()
         rest = rest.strip()
+        reader.note((*path, key), pos)
         pos += 1
         if rest:
-            out[key] = _scalar(rest, SourceLocation(file, ln, ind + 1))
+            out[key] = _scalar(rest, reader.loc(pos - 1))
         elif pos < len(lines) and (lines[pos][0] > ind or (
                 lines[pos][0] == ind and lines[pos][1].startswith("- "))):
-            out[key], pos = _block(lines, pos, lines[pos][0], file)
+            out[key], pos = _block(reader, pos, lines[pos][0], (*path, key), depth + 1)
         else:
             out[key] = None
     return out, pos
 
 
-def _sequence(lines, pos: int, indent: int, file: str):
+def _sequence(reader: _Reader, pos: int, indent: int, path: Path, depth: int):
+    lines = reader.lines
     out: list[Any] = []
     while pos < len(lines):
         ind, content, ln = lines[pos]
         if ind < indent or not (content.startswith("- ") or content == "-"):
             break
         if ind > indent:
-            raise ParseError("bad indentation in YAML sequence", SourceLocation(file, ln, ind + 1))
+            raise ParseError("bad indentation in YAML sequence", reader.loc(pos))
         item = content[1:].strip()
+        here = (*path, len(out))
+        reader.note(here, pos)
         if not item:
             pos += 1
-            value, pos = _block(lines, pos, lines[pos][0], file)
+            if pos == len(lines) or lines[pos][0] <= ind:
+                out.append(None)  # ("-" with nothing under it: an empty item)
+                continue
+            value, pos = _block(reader, pos, lines[pos][0], here, depth + 1)
             out.append(value)
             continue
         if ":" in item and not item.startswith(("'", '"', "[")):
             # "- key: value" opens a mapping whose other keys are indented to the key.
             sub_indent = ind + 2 + (len(content[1:]) - len(content[1:].lstrip()) - 1)
             lines[pos] = (sub_indent, item, ln)
-            value, pos = _mapping(lines, pos, sub_indent, file)
+            if depth + 1 > MAX_DEPTH:
+                raise ParseError(f"YAML nested more than {MAX_DEPTH} levels deep",
+                                 reader.loc(pos))
+            value, pos = _mapping(reader, pos, sub_indent, here, depth + 1)
             out.append(value)
             continue
-        out.append(_scalar(item, SourceLocation(file, ln, ind + 1)))
+        out.append(_scalar(item, reader.loc(pos)))
         pos += 1
     return out, pos
 

@@ -96,8 +96,11 @@ def analyze_capture(trace: Trace, counters: CounterData | None = None,
     wg = None
     wg_source = res_source = ""
     if kstats is not None:
+        # (occupancy takes next_free_sgpr: the descriptor's allocation less what an
+        # assembler reserves beyond it)
         target, vgprs, agprs, sgprs, lds = (kstats.target.split(":")[0], kstats.vgprs,
-                                            kstats.agprs, kstats.sgprs, kstats.lds_bytes)
+                                            kstats.agprs, kstats.next_free_sgpr,
+                                            kstats.lds_bytes)
         res_source = "the code object's kernel descriptor"
     elif counters is not None and name is not None:
         sym = counters.kernel(name, _codeobj(trace))

@@ -13,7 +13,7 @@ from dataclasses import asdict, dataclass, field
 
 from asterism.isa.syntax import WAITCNT_MAX, decode_waitcnt
 from asterism.mc.decoder import DecodedInst, get_decoder
-from asterism.mc.operands import Mod, Reg, Syntax
+from asterism.mc.operands import Mod, Reg, Special, Syntax
 from asterism.target import get_target, occupancy
 from asterism.target.registers import extra_sgprs
 from asterism.target.timing import timing_class
@@ -26,11 +26,19 @@ REGISTER_FIELDS = {
     "agprs": "AccVGPRs the descriptor allocates per lane (from accum_offset up)",
     "vgprs_total": "vgprs + agprs: the unified VGPR allocation, what metadata .vgpr_count "
                    "and the descriptor's .amdhsa_next_free_vgpr give",
-    "sgprs": "SGPRs the descriptor allocates for the program, without the reserved ones",
-    "sgprs_reserved": "SGPRs the hardware reserves on top (VCC, FLAT_SCRATCH, XNACK_MASK)",
-    "sgprs_total": "sgprs + sgprs_reserved: the descriptor's SGPR allocation (llvm-objdump's "
-                   ".amdhsa_next_free_sgpr); metadata .sgpr_count includes the reserved too",
+    "sgprs": "SGPRs the descriptor allocates per wave (GRANULATED_WAVEFRONT_SGPR_COUNT, "
+             "llvm-objdump's .amdhsa_next_free_sgpr); VCC, FLAT_SCRATCH and XNACK_MASK, when "
+             "the code uses them, live inside this allocation",
+    "sgprs_reserved": "SGPRs the descriptor reserves for VCC, FLAT_SCRATCH, XNACK_MASK: "
+                      "none, the descriptor has no such field (llvm-objdump reads "
+                      ".amdhsa_reserve_vcc 0, .amdhsa_reserve_xnack_mask 0)",
+    "sgprs_total": "sgprs + sgprs_reserved (= sgprs); metadata .sgpr_count counts the same",
+    "next_free_sgpr": "sgprs less what an assembler reserves beyond .amdhsa_next_free_sgpr "
+                      "(LLVM's getNumExtraSGPRs: 6 with architected flat scratch): the figure "
+                      "target.occupancy() takes",
     "used_vgprs": "highest VGPR index the code names + 1 (likewise used_agprs, used_sgprs)",
+    "used_special_sgprs": "VCC, FLAT_SCRATCH, XNACK_MASK as the code names them (operands "
+                          "and implicit VCC uses)",
 }
 
 
@@ -51,11 +59,13 @@ class KernelStats:
     vgprs_total: int
     sgprs_reserved: int
     sgprs_total: int
+    next_free_sgpr: int
     metadata_vgpr_count: int | None
     metadata_sgpr_count: int | None
     used_vgprs: int
     used_agprs: int
     used_sgprs: int
+    used_special_sgprs: list[str]
     lds_bytes: int
     scratch_bytes: int
     kernarg_bytes: int
@@ -102,9 +112,17 @@ def classify(d: DecodedInst) -> str:
     return "salu"
 
 
-def _used_registers(items: list[DecodedInst]) -> tuple[int, int, int]:
+SPECIAL_SGPRS = ("vcc", "flat_scratch", "xnack_mask")
+
+
+def _used_registers(items: list[DecodedInst]) -> tuple[int, int, int, list[str]]:
+    """Next free VGPR, AGPR, SGPR the code names, and the special SGPRs it uses."""
     v = a = s = 0
+    specials: set[str] = set()
     for d in items:
+        facts = d.inst.form.instruction
+        if "vcc" in facts.implicit_defs or "vcc" in facts.implicit_uses:
+            specials.add("vcc")
         for op in d.inst.operands:
             if isinstance(op, Mod):
                 op = op.operand
@@ -116,7 +134,9 @@ def _used_registers(items: list[DecodedInst]) -> tuple[int, int, int]:
                     a = max(a, end)
                 elif op.kind == "s":
                     s = max(s, end)
-    return v, a, s
+            elif isinstance(op, Special):
+                specials.update(n for n in SPECIAL_SGPRS if op.name.startswith(n))
+    return v, a, s, [n for n in SPECIAL_SGPRS if n in specials]
 
 
 def _meta_int(meta: dict, key: str) -> int | None:
@@ -137,20 +157,23 @@ def kernel_stats(obj, kernel, items: list[DecodedInst]) -> KernelStats:
     kd = kernel.descriptor
     total = kd.next_free_vgpr(t)
     accum = kd.accum_offset(t)
-    used_v, used_a, used_s = _used_registers(items)
+    used_v, used_a, used_s, specials = _used_registers(items)
     # The descriptor gives the unified-file allocation; it splits at accum_offset only when
     # the code uses AGPRs (otherwise every entry is an ArchVGPR).
     agprs = max(0, total - accum) if used_a else 0
     vgprs = accum if agprs else total
-    # The descriptor's SGPR figure includes the reserved VCC/XNACK/FLAT_SCRATCH registers
-    # (always 6 on gfx940+, whose flat scratch is architected).
-    reserved = extra_sgprs(t)
-    sgprs = max(0, kd.sgprs(t) - reserved)
+    # The descriptor gives the wave's whole SGPR allocation and records no reserved
+    # VCC/FLAT_SCRATCH/XNACK_MASK (llvm-objdump: .amdhsa_reserve_* 0). occupancy() takes
+    # next_free_sgpr and adds what an assembler reserves (extra_sgprs); handing it the
+    # allocation less that makes it count exactly the allocation.
+    sgprs = kd.sgprs(t)
+    reserved = 0
+    next_free_sgpr = max(0, sgprs - extra_sgprs(t))
     meta = kernel.metadata or {}
     wg = list(meta.get(".reqd_workgroup_size") or [meta.get(".max_flat_workgroup_size", 64), 1, 1])
     waves_per_wg = max(1, -(-(wg[0] * wg[1] * wg[2]) // t.wave_size))
     occ = occupancy(t, vgprs=min(vgprs, t.vgpr.arch), agprs=min(agprs, t.vgpr.acc),
-                    sgprs=min(sgprs, t.sgpr.addressable),
+                    sgprs=min(next_free_sgpr, t.sgpr.addressable),
                     lds_bytes=min(kd.group_segment_fixed_size, t.lds.bytes_per_workgroup),
                     waves_per_workgroup=min(waves_per_wg, t.max_waves_per_workgroup))
     mix, mfma, waits = Counter(), Counter(), Counter()
@@ -167,9 +190,11 @@ def kernel_stats(obj, kernel, items: list[DecodedInst]) -> KernelStats:
         name=kernel.name, target=t.target_id, code_bytes=code, instructions=len(items),
         vgprs=vgprs, agprs=agprs, sgprs=sgprs, accum_offset=accum,
         vgprs_total=vgprs + agprs, sgprs_reserved=reserved, sgprs_total=sgprs + reserved,
+        next_free_sgpr=next_free_sgpr,
         metadata_vgpr_count=_meta_int(meta, ".vgpr_count"),
         metadata_sgpr_count=_meta_int(meta, ".sgpr_count"), used_vgprs=used_v,
-        used_agprs=used_a, used_sgprs=used_s, lds_bytes=kd.group_segment_fixed_size,
+        used_agprs=used_a, used_sgprs=used_s, used_special_sgprs=specials,
+        lds_bytes=kd.group_segment_fixed_size,
         scratch_bytes=kd.private_segment_fixed_size,
         kernarg_bytes=max(kd.kernarg_size, int(meta.get(".kernarg_segment_size", 0))),
         workgroup_size=wg, waves_per_simd=occ.waves_per_simd,
@@ -189,6 +214,7 @@ def code_object_stats(source) -> list[KernelStats]:
     for n, (start, kernel) in enumerate(starts):
         end = start + kernel.size if kernel.size else (
             starts[n + 1][0] if n + 1 < len(starts) else len(obj.text))
+        end = min(end, len(obj.text))  # (the reader bounds symbol sizes by .text already)
         items, pos = [], start
         while pos < end:
             try:
@@ -246,10 +272,12 @@ def _register_lines(s: KernelStats) -> list[str]:
     return [
         f"  VGPRs allocated: {s.vgprs} arch + {s.agprs} acc (accum_offset {s.accum_offset}) "
         f"= {s.vgprs_total} unified ({vnote})",
-        f"  SGPRs allocated: {s.sgprs} + {s.sgprs_reserved} reserved (VCC, FLAT_SCRATCH, "
-        f"XNACK_MASK) = {s.sgprs_total} ({snote})",
+        f"  SGPRs allocated: {s.sgprs_total} ({snote}); the descriptor reserves "
+        + (f"{s.sgprs_reserved}" if s.sgprs_reserved else "none")
+        + " for VCC, FLAT_SCRATCH, XNACK_MASK (whichever the code uses live inside the "
+        "allocation)",
         f"  registers used by the code (highest index + 1): v{s.used_vgprs} a{s.used_agprs} "
-        f"s{s.used_sgprs}",
+        f"s{s.used_sgprs}" + "".join(f", {n}" for n in s.used_special_sgprs),
     ]
 
 
@@ -265,7 +293,7 @@ def render_diff(a: list[KernelStats], b: list[KernelStats], name_a: str, name_b:
             continue
         lines.append(f"kernel {x.name} vs {y.name}   ({name_a} -> {name_b})")
         for key in ("target", "instructions", "code_bytes", "vgprs", "agprs", "vgprs_total",
-                    "sgprs", "sgprs_total", "lds_bytes", "scratch_bytes", "waves_per_simd"):
+                    "sgprs", "lds_bytes", "scratch_bytes", "waves_per_simd"):
             va, vb = getattr(x, key), getattr(y, key)
             mark = "" if va == vb else "   *"
             lines.append(f"  {key:<16} {va!s:>26} {vb!s:>26}{mark}")

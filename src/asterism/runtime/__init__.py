@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from asterism.errors import AsterismError
+from asterism.errors import AsterismError, CodeObjectError
 from asterism.mc.codeobject import CodeObject, read_code_object
 
 # (the kernarg packer needs NumPy: it is loaded by launch, not by load_code_object, which
@@ -129,6 +129,10 @@ def load_code_object(source) -> tuple[CodeObject, bytes]:
                     data = f.read()
             except OSError as err:
                 raise AsterismError(f"cannot read {path}: {err.strerror}") from None
+            try:
+                return read_code_object(data), data
+            except CodeObjectError as err:  # (the message names the file)
+                raise CodeObjectError(f"{path}: {err.message}") from None
     return read_code_object(data), data
 
 

@@ -14,6 +14,7 @@ import msgpack
 
 from asterism.errors import CodeObjectError
 from asterism.mc.codeobject.descriptor import KernelDescriptor
+from asterism.mc.codeobject.schema import check_metadata
 from asterism.target import METADATA_VERSION, Target, get_target
 
 NOTE_OWNER = "AMDGPU"
@@ -21,17 +22,23 @@ NT_AMDGPU_METADATA = 32
 
 
 def decode_metadata(desc: bytes) -> dict[str, Any]:
-    """Decode the note's MessagePack descriptor into a dict (CodeObjectError if malformed)."""
+    """Decode the note's MessagePack descriptor into a dict, checked against the metadata
+    schema (CodeObjectError if malformed, MetadataError naming a bad field)."""
     try:
+        # (msgpack's unpacker limits nesting itself, to 1024 levels: StackError; the schema
+        # then allows far fewer)
         meta = msgpack.unpackb(desc, raw=False, strict_map_key=False, use_list=True)
     # Bad input raises ValueError subclasses (ExtraData, FormatError, StackError, bad UTF-8),
-    # TypeError (unhashable map key) or OverflowError.
-    except (ValueError, TypeError, OverflowError, msgpack.UnpackException) as exc:
+    # TypeError (unhashable map key), OverflowError or RecursionError (nesting past Python's
+    # own limit in the pure-Python unpacker).
+    except (ValueError, TypeError, OverflowError, RecursionError,
+            msgpack.UnpackException) as exc:
         raise CodeObjectError(f"AMDGPU metadata note is not valid MessagePack: {exc}") from None
     if not isinstance(meta, dict):
         raise CodeObjectError(
             f"AMDGPU metadata note must hold a map, found {type(meta).__name__}"
         )
+    check_metadata(meta)
     return meta
 
 

@@ -203,6 +203,12 @@ def _kernel(elf: ElfFile, kd_sym: ElfSymbol, name: str, func: ElfSymbol | None,
             f"kernel {name}: symbol says its code is at 0x{func.value:x} but its descriptor "
             f"points at 0x{code_addr:x}"
         )
+    if func is not None and func.size > text_size - offset:
+        # (readers walk the code by the symbol's size: bound it by the section that holds it)
+        raise CodeObjectError(
+            f"kernel {name}: symbol size {func.size} at .text offset 0x{offset:x} runs past "
+            f"the end of .text ({text_size} bytes)"
+        )
     kmeta = find_kernel_metadata(metadata, name) if metadata is not None else None
     kernel = KernelSymbol(
         name=name,
@@ -229,6 +235,12 @@ def _extra(elf: ElfFile, sym: ElfSymbol) -> ExtraSymbol:
     elif sym.shndx < len(elf.sections):
         sec = elf.sections[sym.shndx]
         section, offset = sec.name, sym.value - sec.addr
+        # (a symbol lies in its section: 0 <= offset, offset + size <= the section's size;
+        # a label may stand at the very end)
+        if not 0 <= offset <= sec.size or sym.size > sec.size - offset:
+            raise CodeObjectError(
+                f"symbol {sym.name}: {sym.size} bytes at 0x{sym.value:x} lie outside its "
+                f"section {sec.name or sym.shndx} (0x{sec.addr:x}..0x{sec.addr + sec.size:x})")
     else:
         raise CodeObjectError(f"symbol {sym.name}: section index {sym.shndx} out of range")
     return ExtraSymbol(sym.name, section, offset, sym.size, sym.type, sym.bind, sym.visibility)
