@@ -481,7 +481,7 @@ def _stats_one(out: str) -> dict[str, str]:
     """`asterism stats K` (one kernel): the figures the table quotes."""
     f = dict(zip(("insts",), _one(r"code: (\d+) instructions", out), strict=True))
     f["vgpr"], f["agpr"] = _one(r"VGPRs allocated: (\d+) arch \+ (\d+) acc", out)
-    f["sgpr"] = _one(r"SGPRs allocated: (\d+) \+", out)[0]
+    f["sgpr"] = _one(r"SGPRs allocated: (\d+)", out)[0]
     f["lds"] = _one(r"LDS (\d+) B", out)[0]
     mix = dict(re.findall(r"(\w+) (\d+)", _one(r"mix: (.*)$", out)[0]))
     f.update({f"mix.{k}": v for k, v in mix.items()})
