@@ -7,9 +7,8 @@ from asterism.builder.kernel import (
     Label,
     LdsAllocation,
     ModuleBuilder,
-    ReservedRegion,
-    parse_register_range,
 )
+from asterism.builder.registers import ReservedRegion, parse_register_range
 from asterism.builder.schedule import (
     Capture,
     Group,

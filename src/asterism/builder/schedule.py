@@ -74,17 +74,17 @@ from __future__ import annotations
 import contextlib
 import itertools
 import re
-import sys
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from xdsl.dialects.builtin import StringAttr
 from xdsl.ir import Block, Operation, SSAValue
 
-from asterism.errors import SourceLocation, VerifyError
+from asterism.builder.location import user_line
+from asterism.builder.registers import parse_register_range
+from asterism.errors import VerifyError
 from asterism.ir.ops import (
     KEEP_ORDER_ATTR,
     BranchOp,
@@ -94,6 +94,7 @@ from asterism.ir.ops import (
     ModuleOp,
 )
 from asterism.isa import IsaDatabase, get_isa
+from asterism.mc.operands import SPECIAL_REGISTERS
 from asterism.target.timing import timing_class
 
 if TYPE_CHECKING:
@@ -112,20 +113,6 @@ _CONTROL_KINDS = {"s_waitcnt": "wait", "s_nop": "nop", "s_barrier": "barrier"}
 
 class ScheduleError(VerifyError):
     """An interleaving pattern, group or order check that the emitted code does not meet."""
-
-
-_SKIP_FILES = (str(Path(__file__).resolve().parent), contextlib.__file__)
-
-
-def _where() -> SourceLocation | None:
-    """The user's line: the first frame outside the builder package and contextlib (checks
-    of `with kb.group(...)` run inside contextlib's __exit__)."""
-    frame = sys._getframe(1)
-    while frame is not None and frame.f_code.co_filename.startswith(_SKIP_FILES):
-        frame = frame.f_back
-    if frame is None:
-        return None
-    return SourceLocation(frame.f_code.co_filename, frame.f_lineno, 1)
 
 
 # --------------------------------------------------------------------------- kinds
@@ -159,7 +146,7 @@ def _key_kinds(key: str) -> tuple[str, ...]:
     if key in KINDS:
         return (key,)
     known = ", ".join(list(KINDS) + list(UMBRELLAS))
-    raise ScheduleError(f"unknown instruction kind '{key}' (kinds: {known})", _where())
+    raise ScheduleError(f"unknown instruction kind '{key}' (kinds: {known})", user_line())
 
 
 # --------------------------------------------------------------------------- index spaces
@@ -191,11 +178,11 @@ class Unroll:
 def unroll(*extents: int, order: Sequence[int] | None = None) -> Unroll:
     """The index space of `extents` (e.g. unroll(4, 2) -> (0,0), (0,1), (1,0), ...)."""
     if not extents or any(not isinstance(e, int) or e < 0 for e in extents):
-        raise ScheduleError(f"unroll takes non-negative sizes, got {extents}", _where())
+        raise ScheduleError(f"unroll takes non-negative sizes, got {extents}", user_line())
     nest = tuple(order) if order is not None else tuple(range(len(extents)))
     if sorted(nest) != list(range(len(extents))):
         raise ScheduleError(f"unroll order {nest} must be a permutation of the "
-                            f"{len(extents)} dimensions", _where())
+                            f"{len(extents)} dimensions", user_line())
     return Unroll(tuple(extents), nest)
 
 
@@ -227,9 +214,6 @@ def _operand(kb: KernelBuilder, operand: Any) -> Any:
     if not isinstance(operand, str):
         return operand(kb) if callable(operand) and not isinstance(operand, SSAValue) \
             else operand
-    from asterism.builder.kernel import parse_register_range
-    from asterism.mc.operands import SPECIAL_REGISTERS
-
     text = operand.strip().lower()
     if text == "off":
         return kb.off
@@ -276,7 +260,7 @@ class Stream:
             if not callable(item):
                 raise ScheduleError(f"stream '{self.name}': item {k} is {type(item).__name__}"
                                     ", not a callable taking the builder or an Inst",
-                                    _where())
+                                    user_line())
 
     @classmethod
     def over(cls, name: str, space: Iterable, fn: Callable[..., Any],
@@ -337,7 +321,7 @@ class Rule:
             if len(every) != len(index):
                 raise ScheduleError(f"rule for stream '{self.stream.name}': every={every} "
                                     f"has {len(every)} dimensions, the driver index "
-                                    f"{index} has {len(index)}", _where())
+                                    f"{index} has {len(index)}", user_line())
             phases = self.phase if isinstance(self.phase, tuple) else tuple(
                 (e - 1 if self.place == "after" else 0) if self.phase is None else self.phase
                 for e in every)
@@ -383,11 +367,11 @@ class Group:
     def __init__(self, name: str | None = None, *, exact: bool = True, **counts: int):
         if not counts:
             raise ScheduleError("a Group names at least one kind, e.g. Group(mfma=1, "
-                                "ds_read=2)", _where())
+                                "ds_read=2)", user_line())
         for key, n in counts.items():
             _key_kinds(key)
             if not isinstance(n, int) or n < 0:
-                raise ScheduleError(f"Group: {key}={n!r} is not a count", _where())
+                raise ScheduleError(f"Group: {key}={n!r} is not a count", user_line())
         self.name = name
         self.exact = exact
         self.counts: dict[str, int] = dict(counts)
@@ -434,7 +418,7 @@ class Group:
         if problems:
             seq = " ".join(m for _k, m in items) or "nothing"
             raise ScheduleError(f"{label} ({self.describe()}): {'; '.join(problems)} "
-                                f"(emitted: {seq})", _where())
+                                f"(emitted: {seq})", user_line())
 
 
 # --------------------------------------------------------------------------- order checks
@@ -464,7 +448,7 @@ def order_regex(pattern: str) -> re.Pattern[str]:
                 break
             raise ScheduleError(f"bad order pattern at '{pattern[pos:]}' (words are kinds, "
                                 "umbrella keys or mnemonic globs; ( ) | . {n} + ? and * "
-                                "after ')')", _where())
+                                "after ')')", user_line())
         quant, punct, star, word = m.groups()
         if quant:
             out.append(quant)
@@ -475,7 +459,7 @@ def order_regex(pattern: str) -> re.Pattern[str]:
             if not prev_close:
                 raise ScheduleError("'*' repeats a parenthesized group only ('(mfma ds)*'); "
                                     "inside a word it is a mnemonic glob ('v_mfma*')",
-                                    _where())
+                                    user_line())
             out.append("*")
         else:
             out.append(_word_regex(word))
@@ -484,7 +468,7 @@ def order_regex(pattern: str) -> re.Pattern[str]:
     try:
         return re.compile("".join(out))
     except re.error as err:
-        raise ScheduleError(f"bad order pattern '{pattern}': {err}", _where()) from None
+        raise ScheduleError(f"bad order pattern '{pattern}': {err}", user_line()) from None
 
 
 def _sequence_text(items: Sequence[tuple[str, str]]) -> str:
@@ -498,7 +482,7 @@ def check_order(items: Sequence[tuple[str, str]], pattern: str, label: str = "or
         return
     shown = " ".join(k for k, _m in items[:48]) + (" ..." if len(items) > 48 else "")
     raise ScheduleError(f"{label}: the order does not match '{pattern}': got "
-                        f"{shown or 'nothing'} ({len(items)} instructions)", _where())
+                        f"{shown or 'nothing'} ({len(items)} instructions)", user_line())
 
 
 @dataclass
@@ -548,7 +532,7 @@ def assert_counts(items: Sequence[tuple[str, str]], counts: dict[str, int],
         if n != want:
             wrong.append(f"{key}: {n} (expected {want})")
     if wrong:
-        raise ScheduleError(f"{label}: {', '.join(wrong)}", _where())
+        raise ScheduleError(f"{label}: {', '.join(wrong)}", user_line())
 
 
 def unit_sequence(source: Operation | Block | Sequence[Operation],
@@ -698,7 +682,7 @@ class ScheduleMixin:
         module docstring); returns a Capture of everything emitted."""
         if leftover not in ("error", "append", "keep"):
             raise ScheduleError(f"interleave: leftover must be error, append or keep, got "
-                                f"{leftover!r}", _where())
+                                f"{leftover!r}", user_line())
         groups = [expect] if isinstance(expect, Group) else list(expect or [])
         start = self._mark()
         first = driver.pos
@@ -724,7 +708,7 @@ class ScheduleMixin:
                     raise ScheduleError(
                         f"interleave: stream '{s.name}' has {s.left} item(s) left after "
                         f"the driver '{driver.name}' ended ({s.pos} of {len(s)} used); "
-                        "change the rules, or pass leftover='append' or 'keep'", _where())
+                        "change the rules, or pass leftover='append' or 'keep'", user_line())
         return Capture(self._ops_since(start), self.isa)
 
     def _apply(self: KernelBuilder, rules: Sequence[Rule], place: str, k: int, index: tuple,
@@ -740,7 +724,7 @@ class ScheduleMixin:
                     f"interleave: {rule.describe()} wants {rule.count} item(s) at "
                     f"'{driver.name}' step {k} (index {shown}), but stream '{s.name}' has "
                     f"{len(items)} left ({len(s)} in all); use fewer items per step, a "
-                    "larger every=, or exhausted='stop'", _where())
+                    "larger every=, or exhausted='stop'", user_line())
             for it in items:
                 it(self)
 
@@ -753,7 +737,7 @@ class ScheduleMixin:
             kind = s.group_kind
             if kind is None:
                 raise ScheduleError(f"emit_groups: stream '{s.name}' has no kind (name it "
-                                    f"after a kind or pass kind=)", _where())
+                                    f"after a kind or pass kind=)", user_line())
             _key_kinds(kind)
             by_kind.setdefault(kind, []).append(s)
         start = self._mark()
@@ -775,7 +759,7 @@ class ScheduleMixin:
                         names = ", ".join(f"'{s.name}' ({len(s)} items)" for s in sources)
                         raise ScheduleError(f"{label} ({g.describe()}): needs {count} {key} "
                                             f"but stream {names} ran out: missing {need} "
-                                            f"{key}", _where())
+                                            f"{key}", user_line())
                 g.check(self._items(self._ops_since(window)), label)
         return Capture(self._ops_since(start), self.isa)
 
