@@ -29,6 +29,7 @@ pass for the minimal s_waitcnt that makes their results available.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from functools import cache
 from typing import NamedTuple
@@ -54,7 +55,7 @@ from xdsl.traits import IsTerminator
 from asterism.builder.location import caller_location, source_location
 from asterism.builder.methods import instruction_methods
 from asterism.builder.registers import RegisterFile, ReservedRegion, parse_register_range
-from asterism.builder.schedule import ScheduleMixin
+from asterism.builder.schedule import Capture, Group, Rule, Scheduler, Stream
 from asterism.errors import VerifyError
 from asterism.ir.abi import compute_layout
 from asterism.ir.from_mc import constant_hint
@@ -243,9 +244,9 @@ def _builder_class(target: str) -> type:
                  "__doc__": f"KernelBuilder for {target} (one method per instruction)."})
 
 
-class KernelBuilder(ScheduleMixin):
+class KernelBuilder:
     """Builds one `amdgcn.kernel` (see the module docstring for a tour; interleaving,
-    groups and keep-order spans: asterism.builder.schedule)."""
+    groups and keep-order spans: asterism.builder.schedule, held as a `Scheduler`)."""
 
     def __new__(cls, name: str = "kernel", target: str = "gfx942", **_kwargs):
         concrete = _builder_class(get_isa(target).target) if cls is KernelBuilder else cls
@@ -281,6 +282,7 @@ class KernelBuilder(ScheduleMixin):
         self.v = RegisterFile(self, "v")
         self.s = RegisterFile(self, "s")
         self.a = RegisterFile(self, "a")
+        self._scheduler = Scheduler(self)
 
     # --- attribute access for suffixed names and aliases ----------------------------------
 
@@ -630,6 +632,49 @@ class KernelBuilder(ScheduleMixin):
         from asterism.builder.timing import CycleTimer
 
         return CycleTimer(self, name, regions, sgprs=sgprs)
+
+    # --- scheduling (asterism.builder.schedule; the held Scheduler does the work) ---------
+
+    def keep_order(self, name: str | None = None) -> AbstractContextManager[Capture]:
+        """Mark the instructions emitted inside as one span the scheduler keeps as written
+        (nothing moves out of it or into it)."""
+        return self._scheduler.keep_order(name)
+
+    def group(self, name: str | None = None, *, exact: bool = True, keep: bool = True,
+              **counts: int) -> AbstractContextManager[Capture]:
+        """Check that the code emitted inside is exactly `counts` (see Group); kept in
+        order by the scheduler unless keep=False."""
+        return self._scheduler.group(name, exact=exact, keep=keep, **counts)
+
+    def capture(self) -> AbstractContextManager[Capture]:
+        """Collect the instructions emitted inside (for assert_counts / assert_order)."""
+        return self._scheduler.capture()
+
+    def units(self) -> list[str]:
+        """The kinds of the kernel's instructions so far, in order."""
+        return self._scheduler.units()
+
+    def assert_counts(self, **counts: int) -> None:
+        """The kernel so far has exactly these numbers of instructions per kind."""
+        self._scheduler.assert_counts(**counts)
+
+    def assert_order(self, pattern: str) -> None:
+        """The kernel's instruction kinds so far match the order pattern entirely."""
+        self._scheduler.assert_order(pattern)
+
+    def interleave(self, driver: Stream, *rules: Rule, leftover: str = "error",
+                   expect: Group | Sequence[Group] | None = None,
+                   keep: bool = True) -> Capture:
+        """Emit `driver`'s items in order with the rules' items placed around them
+        (asterism.builder.schedule); returns a Capture of everything emitted."""
+        return self._scheduler.interleave(driver, *rules, leftover=leftover, expect=expect,
+                                          keep=keep)
+
+    def emit_groups(self, groups: Sequence[Group], *streams: Stream,
+                    keep: bool = True) -> Capture:
+        """Emit groups in order, each pulling its counts from the streams of those kinds
+        (`Stream.kind`, or a stream named after a kind), then checking what came out."""
+        return self._scheduler.emit_groups(groups, *streams, keep=keep)
 
     # --- blocks ---------------------------------------------------------------------------
 

@@ -77,13 +77,13 @@ import re
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from xdsl.dialects.builtin import StringAttr
 from xdsl.ir import Block, Operation, SSAValue
 
 from asterism.builder.location import user_line
-from asterism.builder.registers import parse_register_range
+from asterism.builder.registers import RegisterSource, parse_register_range
 from asterism.errors import VerifyError
 from asterism.ir.ops import (
     KEEP_ORDER_ATTR,
@@ -97,8 +97,29 @@ from asterism.isa import IsaDatabase, get_isa
 from asterism.mc.operands import SPECIAL_REGISTERS
 from asterism.target.timing import timing_class
 
-if TYPE_CHECKING:
-    from asterism.builder.kernel import KernelBuilder
+
+class ScheduleHost(RegisterSource, Protocol):
+    """What the scheduler and recorded instructions need from the builder that holds them
+    (KernelBuilder): where emission stands, the kernel, and emitting by mnemonic."""
+
+    isa: IsaDatabase
+    name: str
+    kernel: KernelOp
+    block: Block
+
+    @property
+    def off(self) -> SSAValue:
+        """The `off` operand."""
+        ...
+
+    def special(self, name: str) -> SSAValue:
+        """The current value of a named register (vcc, exec, m0, scc, ...)."""
+        ...
+
+    def emit(self, mnemonic: str, *operands: Any, enc: str | None = None,
+             **modifiers: Any) -> Any:
+        """Emit `mnemonic` with assembly-order operands; returns its destination value(s)."""
+        ...
 
 
 KINDS = ("salu", "smem", "valu", "trans", "mfma", "ds_read", "ds_write", "vmem_read",
@@ -199,7 +220,7 @@ class Inst:
     operands: tuple = ()
     modifiers: tuple[tuple[str, Any], ...] = ()
 
-    def __call__(self, kb: KernelBuilder):
+    def __call__(self, kb: ScheduleHost):
         """Emit the instruction into `kb`; returns what the builder method returns."""
         ops = [_operand(kb, o) for o in self.operands]
         return kb.emit(self.mnemonic, *ops, **dict(self.modifiers))
@@ -210,7 +231,7 @@ class Inst:
         return f"{self.mnemonic} {', '.join(parts)}".rstrip()
 
 
-def _operand(kb: KernelBuilder, operand: Any) -> Any:
+def _operand(kb: ScheduleHost, operand: Any) -> Any:
     if not isinstance(operand, str):
         return operand(kb) if callable(operand) and not isinstance(operand, SSAValue) \
             else operand
@@ -239,7 +260,7 @@ class _InstSpecs:
 
 I = _InstSpecs()  # noqa: E741 (the short name is the point)
 
-Emitter = Callable[["KernelBuilder"], Any]
+Emitter = Callable[[ScheduleHost], Any]  # (given the builder: kb.v_mfma_..., kb.emit)
 
 
 @dataclass
@@ -568,7 +589,7 @@ def _isa_of(op: Operation | None) -> IsaDatabase:
     return get_isa(op.target_name if op is not None else "gfx942")
 
 
-# --------------------------------------------------------------------------- the mixin
+# --------------------------------------------------------------------------- the scheduler
 
 
 @dataclass
@@ -577,40 +598,48 @@ class _Mark:
     last: Operation | None
 
 
-class ScheduleMixin:
-    """KernelBuilder methods for interleaving, groups, keep-order spans and checks."""
+class Scheduler:
+    """Interleaving, groups, keep-order spans and checks of one kernel builder, which holds
+    it and offers these methods as its own (`kb.interleave`, `kb.group`, ...)."""
 
-    _keep_depth: int = 0
-    _keep_name: str | None = None
-    _keep_count: int = 0
+    def __init__(self, kb: ScheduleHost):
+        self.kb = kb
+        self._keep_depth = 0
+        self._keep_name: str | None = None
+        self._keep_count = 0
 
     # --- positions ------------------------------------------------------------------------
 
-    def _mark(self: KernelBuilder) -> _Mark:
-        return _Mark(self.block, self.block.last_op)
+    def _mark(self) -> _Mark:
+        block = self.kb.block
+        return _Mark(block, block.last_op)
 
-    def _ops_since(self: KernelBuilder, mark: _Mark) -> list[Operation]:
+    def _ops_since(self, mark: _Mark) -> list[Operation]:
         """The ops emitted since `mark` (instructions only are of interest to callers)."""
         out: list[Operation] = []
         block: Block | None = mark.block
         op = mark.last.next_op if mark.last is not None else mark.block.first_op
+        current = self.kb.block
         while block is not None:
             while op is not None:
                 out.append(op)
                 op = op.next_op
-            if block is self.block:
+            if block is current:
                 break
             block = block.next_block
             op = block.first_op if block is not None else None
         return [o for o in out if isinstance(o, InstructionOp | BranchOp | EndKernelOp)]
 
-    def _items(self: KernelBuilder, ops: Sequence[Operation]) -> list[tuple[str, str]]:
-        return Capture(list(ops), self.isa).items()
+    def _items(self, ops: Sequence[Operation]) -> list[tuple[str, str]]:
+        return Capture(list(ops), self.kb.isa).items()
+
+    def _all_ops(self) -> list[Operation]:
+        return [op for b in self.kb.kernel.body.blocks for op in b.ops]
 
     # --- keep order -----------------------------------------------------------------------
 
     @contextlib.contextmanager
-    def keep_order(self: KernelBuilder, name: str | None = None) -> Iterator[Capture]:
+    def keep_order(self, name: str | None = None) -> Iterator[Capture]:
         """Mark the instructions emitted inside as one span the scheduler keeps as written
         (nothing moves out of it or into it)."""
         outer = self._keep_depth > 0
@@ -620,7 +649,7 @@ class ScheduleMixin:
             self._keep_name = label
         self._keep_depth += 1
         mark = self._mark()
-        cap = Capture([], self.isa)
+        cap = Capture([], self.kb.isa)
         try:
             yield cap
         finally:
@@ -630,59 +659,57 @@ class ScheduleMixin:
                 op.attributes[KEEP_ORDER_ATTR] = StringAttr(self._keep_name or "keep")
             cap.ops = ops
 
-    def _maybe_keep(self: KernelBuilder, keep: bool):
+    def _maybe_keep(self, keep: bool):
         return self.keep_order() if keep else contextlib.nullcontext(None)
 
     # --- groups and captures --------------------------------------------------------------
 
     @contextlib.contextmanager
-    def group(self: KernelBuilder, name: str | None = None, *, exact: bool = True,
-              keep: bool = True, **counts: int) -> Iterator[Capture]:
+    def group(self, name: str | None = None, *, exact: bool = True, keep: bool = True,
+              **counts: int) -> Iterator[Capture]:
         """Check that the code emitted inside is exactly `counts` (see Group); kept in
         order by the scheduler unless keep=False."""
         g = Group(name, exact=exact, **counts)
         mark = self._mark()
-        cap = Capture([], self.isa)
+        cap = Capture([], self.kb.isa)
         with self._maybe_keep(keep):
             yield cap
         cap.ops = self._ops_since(mark)
         g.check(cap.items(), f"group {name!r}" if name else "group")
 
     @contextlib.contextmanager
-    def capture(self: KernelBuilder) -> Iterator[Capture]:
+    def capture(self) -> Iterator[Capture]:
         """Collect the instructions emitted inside (for assert_counts / assert_order)."""
         mark = self._mark()
-        cap = Capture([], self.isa)
+        cap = Capture([], self.kb.isa)
         yield cap
         cap.ops = self._ops_since(mark)
 
-    def units(self: KernelBuilder) -> list[str]:
+    def units(self) -> list[str]:
         """The kinds of the kernel's instructions so far, in order."""
-        return Capture(self._all_ops(), self.isa).units()
+        return Capture(self._all_ops(), self.kb.isa).units()
 
-    def _all_ops(self: KernelBuilder) -> list[Operation]:
-        return [op for b in self.kernel.body.blocks for op in b.ops]
-
-    def assert_counts(self: KernelBuilder, **counts: int) -> None:
+    def assert_counts(self, **counts: int) -> None:
         """The kernel so far has exactly these numbers of instructions per kind."""
-        assert_counts(Capture(self._all_ops(), self.isa).items(), counts,
-                      f"kernel {self.name}")
+        assert_counts(Capture(self._all_ops(), self.kb.isa).items(), counts,
+                      f"kernel {self.kb.name}")
 
-    def assert_order(self: KernelBuilder, pattern: str) -> None:
+    def assert_order(self, pattern: str) -> None:
         """The kernel's instruction kinds so far match the order pattern entirely."""
-        check_order(Capture(self._all_ops(), self.isa).items(), pattern,
-                    f"kernel {self.name}")
+        check_order(Capture(self._all_ops(), self.kb.isa).items(), pattern,
+                    f"kernel {self.kb.name}")
 
     # --- interleaving ---------------------------------------------------------------------
 
-    def interleave(self: KernelBuilder, driver: Stream, *rules: Rule,
-                   leftover: str = "error", expect: Group | Sequence[Group] | None = None,
+    def interleave(self, driver: Stream, *rules: Rule, leftover: str = "error",
+                   expect: Group | Sequence[Group] | None = None,
                    keep: bool = True) -> Capture:
         """Emit `driver`'s items in order with the rules' items placed around them (see the
         module docstring); returns a Capture of everything emitted."""
         if leftover not in ("error", "append", "keep"):
             raise ScheduleError(f"interleave: leftover must be error, append or keep, got "
                                 f"{leftover!r}", user_line())
+        kb = self.kb
         groups = [expect] if isinstance(expect, Group) else list(expect or [])
         start = self._mark()
         first = driver.pos
@@ -691,7 +718,7 @@ class ScheduleMixin:
                 index = driver.index[first + k]
                 window = self._mark()
                 self._apply(rules, "before", k, index, driver)
-                item(self)
+                item(kb)
                 self._apply(rules, "after", k, index, driver)
                 if groups:
                     g = groups[k % len(groups)]
@@ -703,15 +730,15 @@ class ScheduleMixin:
                 s = rule.stream
                 if s.left and leftover == "append":
                     for it in s.take(s.left):
-                        it(self)
+                        it(kb)
                 elif s.left and leftover == "error":
                     raise ScheduleError(
                         f"interleave: stream '{s.name}' has {s.left} item(s) left after "
                         f"the driver '{driver.name}' ended ({s.pos} of {len(s)} used); "
                         "change the rules, or pass leftover='append' or 'keep'", user_line())
-        return Capture(self._ops_since(start), self.isa)
+        return Capture(self._ops_since(start), kb.isa)
 
-    def _apply(self: KernelBuilder, rules: Sequence[Rule], place: str, k: int, index: tuple,
+    def _apply(self, rules: Sequence[Rule], place: str, k: int, index: tuple,
                driver: Stream) -> None:
         for rule in rules:
             if rule.place != place or not rule.fires(k, index):
@@ -726,9 +753,9 @@ class ScheduleMixin:
                     f"{len(items)} left ({len(s)} in all); use fewer items per step, a "
                     "larger every=, or exhausted='stop'", user_line())
             for it in items:
-                it(self)
+                it(self.kb)
 
-    def emit_groups(self: KernelBuilder, groups: Sequence[Group], *streams: Stream,
+    def emit_groups(self, groups: Sequence[Group], *streams: Stream,
                     keep: bool = True) -> Capture:
         """Emit groups in order, each pulling its counts from the streams of those kinds
         (`Stream.kind`, or a stream named after a kind), then checking what came out."""
@@ -751,7 +778,7 @@ class ScheduleMixin:
                     for s in sources:
                         got = s.take(need)
                         for it in got:
-                            it(self)
+                            it(self.kb)
                         need -= len(got)
                         if not need:
                             break
@@ -761,10 +788,10 @@ class ScheduleMixin:
                                             f"but stream {names} ran out: missing {need} "
                                             f"{key}", user_line())
                 g.check(self._items(self._ops_since(window)), label)
-        return Capture(self._ops_since(start), self.isa)
+        return Capture(self._ops_since(start), self.kb.isa)
 
 
 __all__ = ["KEEP_ORDER_ATTR", "KINDS", "UMBRELLAS", "Capture", "Group", "I", "Inst", "Rule",
-           "ScheduleError", "ScheduleMixin", "Stream", "Unroll", "after", "assert_counts",
-           "before", "check_order", "instruction_kind", "order_regex", "unit_sequence",
-           "unroll"]
+           "ScheduleError", "ScheduleHost", "Scheduler", "Stream", "Unroll", "after",
+           "assert_counts", "before", "check_order", "instruction_kind", "order_regex",
+           "unit_sequence", "unroll"]
