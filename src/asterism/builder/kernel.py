@@ -628,8 +628,8 @@ class KernelBuilder:
 
     def cycle_timer(self, name: str, regions: int = 1, *, sgprs: int | None = None):
         """s_memtime timing regions stored per wave to buffer argument `name`
-        (asterism.builder.timing.CycleTimer)."""
-        from asterism.builder.timing import CycleTimer
+        (asterism.builder.cycle_timer.CycleTimer)."""
+        from asterism.builder.cycle_timer import CycleTimer
 
         return CycleTimer(self, name, regions, sgprs=sgprs)
 
