@@ -52,10 +52,11 @@ from xdsl.dialects.builtin import ModuleOp as BuiltinModuleOp
 from xdsl.ir import Attribute, Block, BlockArgument, Operation, OpResult, SSAValue
 from xdsl.traits import IsTerminator
 
+from asterism.builder.checks import Capture, Group
 from asterism.builder.location import caller_location, source_location
 from asterism.builder.methods import instruction_methods
 from asterism.builder.registers import RegisterFile, ReservedRegion, parse_register_range
-from asterism.builder.schedule import Capture, Group, Rule, Scheduler, Stream
+from asterism.builder.schedule import Rule, Scheduler, Stream
 from asterism.errors import VerifyError
 from asterism.ir.abi import compute_layout
 from asterism.ir.from_mc import constant_hint
