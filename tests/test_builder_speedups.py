@@ -17,6 +17,7 @@ from xdsl.printer import Printer
 
 from asterism.builder import KernelBuilder
 from asterism.builder import kernel as kernel_mod
+from asterism.builder import location as location_mod
 from asterism.errors import VerifyError
 from asterism.ir.text import print_ir
 
@@ -54,8 +55,9 @@ class _Forgetful(dict):
 
 
 def _no_caches(monkeypatch) -> None:
-    for name in ("_MATCHES", "_RESOLVED", "_LOCATIONS"):
+    for name in ("_MATCHES", "_RESOLVED"):
         monkeypatch.setattr(kernel_mod, name, _Forgetful())
+    monkeypatch.setattr(location_mod, "_LOCATIONS", _Forgetful())
 
 
 def _generic_text(module) -> str:

@@ -1,28 +1,16 @@
 """Python metaprogramming API: `KernelBuilder` (one method per ISA instruction, generated
 from the database) and `ModuleBuilder`."""
 
+from asterism.builder.checks import Capture, Group, ScheduleError, unit_sequence
 from asterism.builder.kernel import (
     KernelArgument,
     KernelBuilder,
     Label,
     LdsAllocation,
     ModuleBuilder,
-    ReservedRegion,
-    parse_register_range,
 )
-from asterism.builder.schedule import (
-    Capture,
-    Group,
-    I,
-    Inst,
-    Rule,
-    ScheduleError,
-    Stream,
-    after,
-    before,
-    unit_sequence,
-    unroll,
-)
+from asterism.builder.registers import ReservedRegion, parse_register_range
+from asterism.builder.schedule import I, Inst, Rule, Stream, after, before, unroll
 
 __all__ = ["Capture", "Group", "I", "Inst", "KernelArgument", "KernelBuilder", "Label",
            "LdsAllocation", "ModuleBuilder", "ReservedRegion", "Rule", "ScheduleError",

@@ -28,12 +28,10 @@ pass for the minimal s_waitcnt that makes their results available.
 
 from __future__ import annotations
 
-import re
-import sys
 from collections.abc import Sequence
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from functools import cache
-from pathlib import Path
 from typing import NamedTuple
 
 from xdsl.dialects import arith
@@ -41,7 +39,6 @@ from xdsl.dialects.builtin import (
     DictionaryAttr,
     FileLineColLoc,
     FloatAttr,
-    IntAttr,
     IntegerAttr,
     StringAttr,
     bf16,
@@ -55,9 +52,12 @@ from xdsl.dialects.builtin import ModuleOp as BuiltinModuleOp
 from xdsl.ir import Attribute, Block, BlockArgument, Operation, OpResult, SSAValue
 from xdsl.traits import IsTerminator
 
+from asterism.builder.checks import Capture, Group
+from asterism.builder.location import caller_location, source_location
 from asterism.builder.methods import instruction_methods
-from asterism.builder.schedule import ScheduleMixin
-from asterism.errors import SourceLocation, VerifyError
+from asterism.builder.registers import RegisterFile, ReservedRegion, parse_register_range
+from asterism.builder.schedule import Rule, Scheduler, Stream
+from asterism.errors import VerifyError
 from asterism.ir.abi import compute_layout
 from asterism.ir.from_mc import constant_hint
 from asterism.ir.match import (
@@ -117,29 +117,8 @@ from asterism.isa import Form, Instruction, OperandSpec, get_isa
 from asterism.mc.operands import SPECIAL_REGISTERS
 
 FAMILIES = {cls.FAMILY: cls for cls in INSTRUCTION_OPS}
-_BUILDER_DIR = str(Path(__file__).resolve().parent)
 _FLOAT_TYPES = {"f16": f16, "bf16": bf16, "f64": f64}
 _ENC_PREFERENCE = {"VOP3": 1, "VOP3P": 1, "MAI": 1, "MAI_SCALE": 1, "DPP": 2, "SDWA": 2}
-
-
-def _caller_location() -> FileLineColLoc | None:
-    """The first stack frame outside the builder package (the user's line)."""
-    frame = sys._getframe(1)
-    while frame is not None and frame.f_code.co_filename.startswith(_BUILDER_DIR):
-        frame = frame.f_back
-    if frame is None:
-        return None
-    key = (frame.f_code.co_filename, frame.f_lineno)
-    loc = _LOCATIONS.get(key)
-    if loc is None:
-        # (one attribute per source line: a loop emits from the same lines many times)
-        loc = FileLineColLoc(StringAttr(key[0]), IntAttr(key[1]), IntAttr(1))
-        if len(_LOCATIONS) < 1 << 16:
-            _LOCATIONS[key] = loc
-    return loc
-
-
-_LOCATIONS: dict[tuple[str, int], FileLineColLoc] = {}
 
 
 # What emit works out from a mnemonic and from the operands' shapes, kept across calls: a
@@ -229,12 +208,6 @@ def _emit_key(target: str, mnemonic: str, enc: str | None, mods: dict,
     return key
 
 
-def _source_location(loc: FileLineColLoc | None) -> SourceLocation | None:
-    if loc is None:
-        return None
-    return SourceLocation(loc.filename.data, loc.line.data, loc.column.data)
-
-
 @dataclass
 class Label:
     """A block: a branch target. Placed with `kb.place(label)` (or at `kb.label()`)."""
@@ -264,68 +237,6 @@ class LdsAllocation:
     value: SSAValue
 
 
-class RegisterFile:
-    """`kb.v(10)`, `kb.v(8, 4)`, `kb.v[8:12]`: current values of fixed registers."""
-
-    def __init__(self, kb: KernelBuilder, kind: str):
-        self._kb = kb
-        self._kind = kind
-
-    def __call__(self, index: int, count: int = 1) -> SSAValue:
-        return self._kb.register(self._kind, index, count)
-
-    def __getitem__(self, key: int | slice) -> SSAValue:
-        if isinstance(key, slice):
-            if key.start is None or key.stop is None or key.step not in (None, 1):
-                raise VerifyError(f"register ranges are {self._kind}[first:end] (half-open), "
-                                  f"got {key}", _source_location(_caller_location()))
-            return self._kb.register(self._kind, key.start, key.stop - key.start)
-        return self._kb.register(self._kind, key)
-
-
-@dataclass
-class ReservedRegion:
-    """A named fixed register region; `S[0]`, `S[0:4]` index it from its first register."""
-
-    kb: KernelBuilder
-    name: str
-    type: RegisterType
-
-    def __len__(self) -> int:
-        return self.type.width
-
-    def __getitem__(self, key: int | slice) -> SSAValue:
-        first, width = self.type.first, self.type.width
-        if isinstance(key, slice):
-            start, stop, step = key.indices(width)
-            if step != 1 or stop <= start:
-                raise VerifyError(f"region {self.name}: bad slice {key}",
-                                  _source_location(_caller_location()))
-            return self.kb.register(self.type.KIND, first + start, stop - start)
-        if not -width <= key < width:
-            raise VerifyError(f"region {self.name} has {width} registers; index {key} is "
-                              "outside it", _source_location(_caller_location()))
-        return self.kb.register(self.type.KIND, first + (key % width))
-
-
-_RANGE_RE = re.compile(r"^([vsa])(\d+)(?:\s*-\s*\1?(\d+))?$|^([vsa])\[(\d+):(\d+)\]$")
-
-
-def parse_register_range(text: str) -> RegisterType:
-    """`v32-v95`, `v[32:95]` (inclusive, as in assembly) or `s63` -> a fixed range type."""
-    m = _RANGE_RE.match(text.strip().lower())
-    if not m:
-        raise VerifyError(f"expected a register range such as v32-v95 or s[4:7], got '{text}'")
-    if m.group(1):
-        kind, lo = m.group(1), int(m.group(2))
-        hi = int(m.group(3)) if m.group(3) else lo
-    else:
-        kind, lo, hi = m.group(4), int(m.group(5)), int(m.group(6))
-    if hi < lo:
-        raise VerifyError(f"empty register range '{text}'")
-    return REGISTER_TYPES[kind](lo, hi - lo + 1)
-
-
 @cache
 def _builder_class(target: str) -> type:
     """A KernelBuilder subclass with one method per instruction of `target`."""
@@ -334,9 +245,9 @@ def _builder_class(target: str) -> type:
                  "__doc__": f"KernelBuilder for {target} (one method per instruction)."})
 
 
-class KernelBuilder(ScheduleMixin):
+class KernelBuilder:
     """Builds one `amdgcn.kernel` (see the module docstring for a tour; interleaving,
-    groups and keep-order spans: asterism.builder.schedule)."""
+    groups and keep-order spans: asterism.builder.schedule, held as a `Scheduler`)."""
 
     def __new__(cls, name: str = "kernel", target: str = "gfx942", **_kwargs):
         concrete = _builder_class(get_isa(target).target) if cls is KernelBuilder else cls
@@ -372,6 +283,7 @@ class KernelBuilder(ScheduleMixin):
         self.v = RegisterFile(self, "v")
         self.s = RegisterFile(self, "s")
         self.a = RegisterFile(self, "a")
+        self._scheduler = Scheduler(self)
 
     # --- attribute access for suffixed names and aliases ----------------------------------
 
@@ -399,7 +311,7 @@ class KernelBuilder(ScheduleMixin):
     def _insert(self, op: Operation, loc: FileLineColLoc | None = None) -> Operation:
         if self._finished:
             raise VerifyError(f"kernel {self.name} is finished; no more instructions",
-                              _source_location(loc))
+                              source_location(loc))
         last = self.block._last_op
         if last is not None and _is_terminator(type(last)):
             self._start(Block())  # code after a branch starts a new (unlabeled) block
@@ -437,7 +349,7 @@ class KernelBuilder(ScheduleMixin):
         """The current value of a named register (vcc, exec, m0, scc, ...)."""
         if name not in SPECIAL_REGISTERS:
             raise VerifyError(f"unknown special register '{name}'",
-                              _source_location(_caller_location()))
+                              source_location(caller_location()))
         key = ("special", name)
         if key in self._local:
             return self._local[key]
@@ -469,7 +381,7 @@ class KernelBuilder(ScheduleMixin):
                      loc: FileLineColLoc | None = None) -> SSAValue:
         """A new register value; `loc` the user's line when the caller knows it already."""
         op = self._insert(AllocaOp(REGISTER_TYPES[kind].relocatable(count, align)),
-                          loc or _caller_location())
+                          loc or caller_location())
         result = op.results[0]
         result._name = _valid_hint(hint)  # (name_hint's setter; see _valid_hint)
         return result
@@ -503,7 +415,7 @@ class KernelBuilder(ScheduleMixin):
         t = parse_register_range(registers) if isinstance(registers, str) else registers
         if name in self._reserved:
             raise VerifyError(f"region '{name}' is already reserved",
-                              _source_location(_caller_location()))
+                              source_location(caller_location()))
         self._reserved[name] = t
         return ReservedRegion(self, name, t)
 
@@ -512,7 +424,7 @@ class KernelBuilder(ScheduleMixin):
     def _range_value(self, value, what: str, loc) -> RegisterType:
         if not isinstance(value, SSAValue) or not isinstance(value.type, RegisterType):
             raise VerifyError(f"{what}: expected a register value (VGPR, AGPR or SGPR, single "
-                              f"or a range), got {value!r}", _source_location(loc))
+                              f"or a range), got {value!r}", source_location(loc))
         return value.type
 
     def split(self, value: SSAValue, *sizes: int) -> list[SSAValue]:
@@ -521,12 +433,12 @@ class KernelBuilder(ScheduleMixin):
         pairs. A piece is the range's register: writing it (as a destination) changes that
         register of the range and no other. Cached per block: splitting the same value the
         same way again returns the same pieces."""
-        loc = _caller_location()
+        loc = caller_location()
         t = self._range_value(value, "kb.split", loc)
         sizes = tuple(sizes) or (1,) * t.width
         if any(not isinstance(n, int) or n < 1 for n in sizes) or sum(sizes) != t.width:
             raise VerifyError(f"kb.split: the sizes {list(sizes)} do not add up to the "
-                              f"{t.width} registers of {type_text(t)}", _source_location(loc))
+                              f"{t.width} registers of {type_text(t)}", source_location(loc))
         key = ("split", id(value), sizes)
         found = self._local.get(key)
         if found is not None and found[0].source is value:
@@ -544,17 +456,17 @@ class KernelBuilder(ScheduleMixin):
         """Register `i` of `value` (negative counts from the end), or with `j` the registers
         i..j-1 (half-open, like a slice) as one range: `kb.sub(acc, 2)`,
         `kb.sub(addr, 0, 2)`. See `split`."""
-        loc = _caller_location()
+        loc = caller_location()
         t = self._range_value(value, "kb.sub", loc)
         width = t.width
         if j is None:
             if not -width <= i < width:
                 raise VerifyError(f"kb.sub: {type_text(t)} has {width} registers; index {i} "
-                                  "is outside it", _source_location(loc))
+                                  "is outside it", source_location(loc))
             return self.split(value)[i % width]
         if not 0 <= i < j <= width:
             raise VerifyError(f"kb.sub: registers {i}..{j - 1} are not a non-empty part of the "
-                              f"{width} registers of {type_text(t)}", _source_location(loc))
+                              f"{width} registers of {type_text(t)}", source_location(loc))
         if (i, j) == (0, width):
             return value
         sizes = [n for n in (i, j - i, width - j) if n]
@@ -566,17 +478,17 @@ class KernelBuilder(ScheduleMixin):
         `kb.join(lo, hi, align=2)` as a 64-bit operand. The result is fixed when every value
         is (they must then be consecutive), else relocatable with alignment `align`; the
         register allocator places the values there (and copies one that cannot be)."""
-        loc = _caller_location()
+        loc = caller_location()
         if len(values) == 1 and isinstance(values[0], list | tuple):
             values = tuple(values[0])
         if not values:
-            raise VerifyError("kb.join: give at least one value", _source_location(loc))
+            raise VerifyError("kb.join: give at least one value", source_location(loc))
         types = [self._range_value(v, f"kb.join operand #{k}", loc)
                  for k, v in enumerate(values)]
         if len({type(t) for t in types}) != 1:
             files = ", ".join(t.FILE_NAME for t in types)
             raise VerifyError(f"kb.join: the values are in different register files ({files})",
-                              _source_location(loc))
+                              source_location(loc))
         op = self._insert(MakeRegisterRangeOp(list(values), join_type(types, align)), loc)
         op.result.name_hint = values[0].name_hint or types[0].KIND
         return op.result
@@ -589,7 +501,7 @@ class KernelBuilder(ScheduleMixin):
             type_ = {"i32": i32, "i64": i64, "f32": f32, **_FLOAT_TYPES}[type_]
         if isinstance(value, bool) or not isinstance(value, int | float):
             raise VerifyError(f"a constant is an int or a float, got {value!r}",
-                              _source_location(_caller_location()))
+                              source_location(caller_location()))
         if type_ is None:
             if isinstance(value, float):
                 type_ = f32
@@ -601,7 +513,7 @@ class KernelBuilder(ScheduleMixin):
         if key not in self._consts:
             attr = FloatAttr(float(value), type_) if isinstance(value, float) or type_ in (
                 f32, f16, bf16, f64) else IntegerAttr(value, type_)
-            op = self._insert(arith.ConstantOp(attr), _caller_location())
+            op = self._insert(arith.ConstantOp(attr), caller_location())
             op.results[0].name_hint = constant_hint(value)
             self._consts[key] = op.results[0]
         return self._consts[key]
@@ -609,7 +521,7 @@ class KernelBuilder(ScheduleMixin):
     def _add_arg(self, attr: KernelArgAttr) -> KernelArgument:
         if any(a.arg_name.data == attr.arg_name.data for a in self._args):
             raise VerifyError(f"kernel argument '{attr.arg_name.data}' is declared twice",
-                              _source_location(_caller_location()))
+                              source_location(caller_location()))
         self._args.append(attr)
         self.kernel.properties["arguments"] = type(self.kernel.arguments)(list(self._args))
         offset = compute_layout(self.kernel).arg_offsets[attr.arg_name.data]
@@ -623,13 +535,13 @@ class KernelBuilder(ScheduleMixin):
         """Declare a by-value scalar argument (i32, f32, i64, ...)."""
         if dtype not in SCALAR_SIZES:
             raise VerifyError(f"unknown argument type '{dtype}' (one of "
-                              f"{', '.join(SCALAR_SIZES)})", _source_location(_caller_location()))
+                              f"{', '.join(SCALAR_SIZES)})", source_location(caller_location()))
         return self._add_arg(KernelArgAttr(name, "value", dtype))
 
     def lds_alloc(self, name: str, size: int, align: int = 4) -> LdsAllocation:
         """A named static LDS allocation; its offset is an immediate operand."""
         op = self._prologue(LdsAllocOp(name, size, align))
-        op.location = _caller_location() or op.location
+        op.location = caller_location() or op.location
         op.results[0].name_hint = name
         offset = compute_layout(self.kernel).lds_offsets[name]
         return LdsAllocation(name, size, align, offset, op.results[0])
@@ -637,7 +549,7 @@ class KernelBuilder(ScheduleMixin):
     def _abi_value(self, key: tuple, make) -> SSAValue:
         if key not in self._abi:
             op = self._prologue(make())
-            op.location = _caller_location() or op.location
+            op.location = caller_location() or op.location
             op.results[0].name_hint = key[0] if len(key) == 1 else f"{key[0]}_{key[1]}"
             self._abi[key] = op
             self._place_abi_values()
@@ -717,10 +629,53 @@ class KernelBuilder(ScheduleMixin):
 
     def cycle_timer(self, name: str, regions: int = 1, *, sgprs: int | None = None):
         """s_memtime timing regions stored per wave to buffer argument `name`
-        (asterism.builder.timing.CycleTimer)."""
-        from asterism.builder.timing import CycleTimer
+        (asterism.builder.cycle_timer.CycleTimer)."""
+        from asterism.builder.cycle_timer import CycleTimer
 
         return CycleTimer(self, name, regions, sgprs=sgprs)
+
+    # --- scheduling (asterism.builder.schedule; the held Scheduler does the work) ---------
+
+    def keep_order(self, name: str | None = None) -> AbstractContextManager[Capture]:
+        """Mark the instructions emitted inside as one span the scheduler keeps as written
+        (nothing moves out of it or into it)."""
+        return self._scheduler.keep_order(name)
+
+    def group(self, name: str | None = None, *, exact: bool = True, keep: bool = True,
+              **counts: int) -> AbstractContextManager[Capture]:
+        """Check that the code emitted inside is exactly `counts` (see Group); kept in
+        order by the scheduler unless keep=False."""
+        return self._scheduler.group(name, exact=exact, keep=keep, **counts)
+
+    def capture(self) -> AbstractContextManager[Capture]:
+        """Collect the instructions emitted inside (for assert_counts / assert_order)."""
+        return self._scheduler.capture()
+
+    def units(self) -> list[str]:
+        """The kinds of the kernel's instructions so far, in order."""
+        return self._scheduler.units()
+
+    def assert_counts(self, **counts: int) -> None:
+        """The kernel so far has exactly these numbers of instructions per kind."""
+        self._scheduler.assert_counts(**counts)
+
+    def assert_order(self, pattern: str) -> None:
+        """The kernel's instruction kinds so far match the order pattern entirely."""
+        self._scheduler.assert_order(pattern)
+
+    def interleave(self, driver: Stream, *rules: Rule, leftover: str = "error",
+                   expect: Group | Sequence[Group] | None = None,
+                   keep: bool = True) -> Capture:
+        """Emit `driver`'s items in order with the rules' items placed around them
+        (asterism.builder.schedule); returns a Capture of everything emitted."""
+        return self._scheduler.interleave(driver, *rules, leftover=leftover, expect=expect,
+                                          keep=keep)
+
+    def emit_groups(self, groups: Sequence[Group], *streams: Stream,
+                    keep: bool = True) -> Capture:
+        """Emit groups in order, each pulling its counts from the streams of those kinds
+        (`Stream.kind`, or a stream named after a kind), then checking what came out."""
+        return self._scheduler.emit_groups(groups, *streams, keep=keep)
 
     # --- blocks ---------------------------------------------------------------------------
 
@@ -746,7 +701,7 @@ class KernelBuilder(ScheduleMixin):
         """Continue emitting in `label`'s block (the current block falls through to it)."""
         if label.block.parent is not None:
             raise VerifyError(f"label {label.name or '?'} is already placed",
-                              _source_location(_caller_location()))
+                              source_location(caller_location()))
         self._start(label.block)
         return label
 
@@ -759,7 +714,7 @@ class KernelBuilder(ScheduleMixin):
         inst, _suffix = resolve(self.isa, mnemonic)
         if len(operands) != 1 or not isinstance(operands[0], Label):
             raise VerifyError(f"{mnemonic} takes one operand, the target label "
-                              "(kb.label() / kb.new_label())", _source_location(loc))
+                              "(kb.label() / kb.new_label())", source_location(loc))
         target = operands[0]
         if "cond_branch" in inst.flags:
             nxt = fallthrough or self.new_label()
@@ -773,13 +728,13 @@ class KernelBuilder(ScheduleMixin):
 
     def emit(self, mnemonic: str, *operands, enc: str | None = None, **modifiers):
         """Emit `mnemonic` with assembly-order operands; returns its destination value(s)."""
-        loc = _caller_location()
+        loc = caller_location()
         resolved = _RESOLVED.get((self.isa.target, mnemonic))
         if resolved is None:
             try:
                 inst, suffix = resolve(self.isa, mnemonic)
             except MatchError as err:
-                raise VerifyError(err.message, _source_location(loc)) from None
+                raise VerifyError(err.message, source_location(loc)) from None
             branch = any(s.syntax == "label" for f in inst.forms for s in f.operands)
             resolved = _RESOLVED[(self.isa.target, mnemonic)] = (inst, suffix, branch)
         inst, suffix, branch = resolved
@@ -817,12 +772,12 @@ class KernelBuilder(ScheduleMixin):
             return self._build(mnemonic, match, given, mods, loc, facts)
         best_form, best = max(errors, key=lambda e: e[1].score)
         where = f" ({best_form.enc})" if len(forms) > 1 else ""
-        raise VerifyError(f"{mnemonic}{where}: {best.message}", _source_location(loc))
+        raise VerifyError(f"{mnemonic}{where}: {best.message}", source_location(loc))
 
     def wait(self, *tokens: SSAValue) -> WaitOp:
         """`amdgcn.wait` on these tokens (default: the token of the last memory instruction of
         the current block); the waits pass turns it into the minimal s_waitcnt."""
-        loc = _caller_location()
+        loc = caller_location()
         if not tokens:
             for op in reversed(list(self.block.ops)):
                 token = op.token if isinstance(op, InstructionOp) else None
@@ -833,13 +788,13 @@ class KernelBuilder(ScheduleMixin):
             if self.last_token is None:
                 raise VerifyError("kb.wait() without tokens waits for the last memory "
                                   "instruction, but none was emitted yet",
-                                  _source_location(loc))
+                                  source_location(loc))
             tokens = (self.last_token,)
         for k, tok in enumerate(tokens):
             if not isinstance(tok, SSAValue) or not isinstance(tok.type, TokenType):
                 raise VerifyError(f"kb.wait: argument #{k} is not a token (memory "
                                   "instructions return one; see kb.last_token)",
-                                  _source_location(loc))
+                                  source_location(loc))
         op = WaitOp(list(tokens))
         self._insert(op, loc)
         return op
@@ -848,7 +803,7 @@ class KernelBuilder(ScheduleMixin):
         """Order these LDS DMA loads (`buffer_load ... lds`) by `kb.wait(token)` alone: the
         waits pass no longer waits for them before every DS access and s_barrier (the
         default), so a DMA into one LDS buffer can fly while another buffer is read."""
-        loc = _caller_location()
+        loc = caller_location()
         for k, tok in enumerate(tokens):
             op = tok.owner if isinstance(tok, SSAValue) else None
             is_dma = isinstance(op, InstructionOp) and op.token is tok and (
@@ -856,7 +811,7 @@ class KernelBuilder(ScheduleMixin):
             if not is_dma:
                 raise VerifyError(f"kb.tokens_only: argument #{k} is not the token of an LDS "
                                   "DMA load (buffer_load ... lds / global_load_lds_*)",
-                                  _source_location(loc))
+                                  source_location(loc))
             op.attributes[LDS_DMA_TOKENS_ATTR] = StringAttr("tokens")
 
     def _inst_flags(self, op: InstructionOp) -> frozenset:
@@ -878,7 +833,7 @@ class KernelBuilder(ScheduleMixin):
             cls = FAMILIES.get(enc.lower().removeprefix("amdgcn."))
             if cls is None:
                 raise VerifyError(f"unknown encoding '{enc}' (one of {', '.join(FAMILIES)})",
-                                  _source_location(loc))
+                                  source_location(loc))
             forms = [f for f in inst.forms if f.enc in cls.ENCODINGS]
         else:
             forms = list(inst.forms)
@@ -892,7 +847,7 @@ class KernelBuilder(ScheduleMixin):
             forms.sort(key=lambda f: _ENC_PREFERENCE.get(f.enc, 0))
         if not forms:
             raise VerifyError(f"{inst.mnemonic} has no form for enc={enc!r} suffix={suffix!r}",
-                              _source_location(loc))
+                              source_location(loc))
         return forms
 
     def _shape(self, operand, spec) -> Shape:
@@ -917,7 +872,7 @@ class KernelBuilder(ScheduleMixin):
         if isinstance(operand, LdsAllocation):
             return operand.value
         if isinstance(operand, KernelArgument):
-            op = self._insert(KernargOffsetOp(operand.name), _caller_location())
+            op = self._insert(KernargOffsetOp(operand.name), caller_location())
             op.results[0].name_hint = f"{operand.name}_offset"
             return op.results[0]
         if isinstance(operand, float):
@@ -1004,7 +959,7 @@ class ModuleBuilder:
         """A new kernel builder in this module."""
         if any(k.name == name for k in self.kernels):
             raise VerifyError(f"kernel '{name}' is already defined",
-                              _source_location(_caller_location()))
+                              source_location(caller_location()))
         kb = KernelBuilder(name, self.target, module=self, **kwargs)
         self.kernels.append(kb)
         return kb
@@ -1023,4 +978,4 @@ class ModuleBuilder:
 
 
 __all__ = ["KernelArgument", "KernelBuilder", "Label", "LdsAllocation", "ModuleBuilder",
-           "ReservedRegion", "parse_register_range", "type_text"]
+           "type_text"]

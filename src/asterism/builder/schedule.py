@@ -67,99 +67,70 @@ Pieces:
   keys or mnemonic globs such as `v_mfma*`; `( )`, `|`, `.`, `{n}`, `{n,m}`, `+`, `?`, and `*`
   after `)`); `with kb.capture() as cap:` collects a region's instructions for the same
   checks; `unit_sequence(module)` gives the kinds of a finished (or pass-scheduled) kernel.
+
+Layout: the builder holds a `Scheduler` (this module) that does the work of `kb.interleave`,
+`kb.emit_groups`, `kb.group`, `kb.keep_order`, ...; it sees the builder through the
+`ScheduleHost` protocol only. Kinds, `Group`, order patterns, `Capture` and `unit_sequence`
+live in asterism.builder.checks (they need no builder). Import them all from
+`asterism.builder`.
 """
 
 from __future__ import annotations
 
 import contextlib
 import itertools
-import re
-import sys
-from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from xdsl.dialects.builtin import StringAttr
 from xdsl.ir import Block, Operation, SSAValue
 
-from asterism.errors import SourceLocation, VerifyError
+from asterism.builder.checks import (
+    KINDS,
+    UMBRELLAS,
+    Capture,
+    Group,
+    ScheduleError,
+    assert_counts,
+    check_order,
+    key_kinds,
+)
+from asterism.builder.location import user_line
+from asterism.builder.registers import RegisterSource, parse_register_range
 from asterism.ir.ops import (
     KEEP_ORDER_ATTR,
     BranchOp,
     EndKernelOp,
     InstructionOp,
     KernelOp,
-    ModuleOp,
 )
-from asterism.isa import IsaDatabase, get_isa
-from asterism.target.timing import timing_class
-
-if TYPE_CHECKING:
-    from asterism.builder.kernel import KernelBuilder
+from asterism.isa import IsaDatabase
+from asterism.mc.operands import SPECIAL_REGISTERS
 
 
-KINDS = ("salu", "smem", "valu", "trans", "mfma", "ds_read", "ds_write", "vmem_read",
-         "vmem_write", "branch", "wait", "nop", "barrier")
-# Keys that stand for several kinds (a group counts an instruction under its own kind when
-# the group names it, else under the umbrella).
-UMBRELLAS: dict[str, tuple[str, ...]] = {
-    "ds": ("ds_read", "ds_write"), "lds": ("ds_read", "ds_write"),
-    "vmem": ("vmem_read", "vmem_write"), "valu": ("valu", "trans"), "exp": ("trans",)}
-_CONTROL_KINDS = {"s_waitcnt": "wait", "s_nop": "nop", "s_barrier": "barrier"}
+class ScheduleHost(RegisterSource, Protocol):
+    """What the scheduler and recorded instructions need from the builder that holds them
+    (KernelBuilder): where emission stands, the kernel, and emitting by mnemonic."""
 
+    isa: IsaDatabase
+    name: str
+    kernel: KernelOp
+    block: Block
 
-class ScheduleError(VerifyError):
-    """An interleaving pattern, group or order check that the emitted code does not meet."""
+    @property
+    def off(self) -> SSAValue:
+        """The `off` operand."""
+        ...
 
+    def special(self, name: str) -> SSAValue:
+        """The current value of a named register (vcc, exec, m0, scc, ...)."""
+        ...
 
-_SKIP_FILES = (str(Path(__file__).resolve().parent), contextlib.__file__)
-
-
-def _where() -> SourceLocation | None:
-    """The user's line: the first frame outside the builder package and contextlib (checks
-    of `with kb.group(...)` run inside contextlib's __exit__)."""
-    frame = sys._getframe(1)
-    while frame is not None and frame.f_code.co_filename.startswith(_SKIP_FILES):
-        frame = frame.f_back
-    if frame is None:
-        return None
-    return SourceLocation(frame.f_code.co_filename, frame.f_lineno, 1)
-
-
-# --------------------------------------------------------------------------- kinds
-
-
-def instruction_kind(op: Operation, isa: IsaDatabase) -> str | None:
-    """The kind of an op as groups and order checks count it (None if it emits nothing)."""
-    if isinstance(op, InstructionOp):
-        mnemonic = op.mnemonic_text
-    elif isinstance(op, BranchOp):
-        return "branch"
-    elif isinstance(op, EndKernelOp):
-        return "branch"
-    else:
-        return None
-    inst = isa.get(mnemonic)
-    if inst is None:
-        return None
-    return _CONTROL_KINDS.get(inst.mnemonic) or timing_class(inst)
-
-
-def _mnemonic(op: Operation) -> str:
-    if isinstance(op, InstructionOp | BranchOp):
-        return op.mnemonic_text
-    return "s_endpgm" if isinstance(op, EndKernelOp) else op.name
-
-
-def _key_kinds(key: str) -> tuple[str, ...]:
-    if key in UMBRELLAS:
-        return UMBRELLAS[key]
-    if key in KINDS:
-        return (key,)
-    known = ", ".join(list(KINDS) + list(UMBRELLAS))
-    raise ScheduleError(f"unknown instruction kind '{key}' (kinds: {known})", _where())
+    def emit(self, mnemonic: str, *operands: Any, enc: str | None = None,
+             **modifiers: Any) -> Any:
+        """Emit `mnemonic` with assembly-order operands; returns its destination value(s)."""
+        ...
 
 
 # --------------------------------------------------------------------------- index spaces
@@ -191,11 +162,11 @@ class Unroll:
 def unroll(*extents: int, order: Sequence[int] | None = None) -> Unroll:
     """The index space of `extents` (e.g. unroll(4, 2) -> (0,0), (0,1), (1,0), ...)."""
     if not extents or any(not isinstance(e, int) or e < 0 for e in extents):
-        raise ScheduleError(f"unroll takes non-negative sizes, got {extents}", _where())
+        raise ScheduleError(f"unroll takes non-negative sizes, got {extents}", user_line())
     nest = tuple(order) if order is not None else tuple(range(len(extents)))
     if sorted(nest) != list(range(len(extents))):
         raise ScheduleError(f"unroll order {nest} must be a permutation of the "
-                            f"{len(extents)} dimensions", _where())
+                            f"{len(extents)} dimensions", user_line())
     return Unroll(tuple(extents), nest)
 
 
@@ -212,7 +183,7 @@ class Inst:
     operands: tuple = ()
     modifiers: tuple[tuple[str, Any], ...] = ()
 
-    def __call__(self, kb: KernelBuilder):
+    def __call__(self, kb: ScheduleHost):
         """Emit the instruction into `kb`; returns what the builder method returns."""
         ops = [_operand(kb, o) for o in self.operands]
         return kb.emit(self.mnemonic, *ops, **dict(self.modifiers))
@@ -223,13 +194,10 @@ class Inst:
         return f"{self.mnemonic} {', '.join(parts)}".rstrip()
 
 
-def _operand(kb: KernelBuilder, operand: Any) -> Any:
+def _operand(kb: ScheduleHost, operand: Any) -> Any:
     if not isinstance(operand, str):
         return operand(kb) if callable(operand) and not isinstance(operand, SSAValue) \
             else operand
-    from asterism.builder.kernel import parse_register_range
-    from asterism.mc.operands import SPECIAL_REGISTERS
-
     text = operand.strip().lower()
     if text == "off":
         return kb.off
@@ -255,7 +223,7 @@ class _InstSpecs:
 
 I = _InstSpecs()  # noqa: E741 (the short name is the point)
 
-Emitter = Callable[["KernelBuilder"], Any]
+Emitter = Callable[[ScheduleHost], Any]  # (given the builder: kb.v_mfma_..., kb.emit)
 
 
 @dataclass
@@ -276,7 +244,7 @@ class Stream:
             if not callable(item):
                 raise ScheduleError(f"stream '{self.name}': item {k} is {type(item).__name__}"
                                     ", not a callable taking the builder or an Inst",
-                                    _where())
+                                    user_line())
 
     @classmethod
     def over(cls, name: str, space: Iterable, fn: Callable[..., Any],
@@ -337,7 +305,7 @@ class Rule:
             if len(every) != len(index):
                 raise ScheduleError(f"rule for stream '{self.stream.name}': every={every} "
                                     f"has {len(every)} dimensions, the driver index "
-                                    f"{index} has {len(index)}", _where())
+                                    f"{index} has {len(index)}", user_line())
             phases = self.phase if isinstance(self.phase, tuple) else tuple(
                 (e - 1 if self.place == "after" else 0) if self.phase is None else self.phase
                 for e in every)
@@ -373,218 +341,7 @@ def before(stream: Stream, every: int | tuple[int, ...] = 1,
     return Rule(stream, every, phase, count, when, "before", exhausted)
 
 
-# --------------------------------------------------------------------------- groups
-
-
-class Group:
-    """Exactly these numbers of instructions per kind (and nothing else unless
-    exact=False): `Group(mfma=1, ds_read=2)`, `Group("g3", mfma=1, valu=2, exact=False)`."""
-
-    def __init__(self, name: str | None = None, *, exact: bool = True, **counts: int):
-        if not counts:
-            raise ScheduleError("a Group names at least one kind, e.g. Group(mfma=1, "
-                                "ds_read=2)", _where())
-        for key, n in counts.items():
-            _key_kinds(key)
-            if not isinstance(n, int) or n < 0:
-                raise ScheduleError(f"Group: {key}={n!r} is not a count", _where())
-        self.name = name
-        self.exact = exact
-        self.counts: dict[str, int] = dict(counts)
-
-    def __repr__(self) -> str:
-        body = ", ".join(f"{k}={v}" for k, v in self.counts.items())
-        name = f"{self.name!r}, " if self.name else ""
-        return f"Group({name}{body}{'' if self.exact else ', exact=False'})"
-
-    def describe(self) -> str:
-        """`exactly 1 mfma + 2 ds_read` for messages."""
-        body = " + ".join(f"{v} {k}" for k, v in self.counts.items())
-        return f"{'exactly' if self.exact else 'at least'} {body}"
-
-    def key_for(self, kind: str) -> str | None:
-        """Which of the group's keys an instruction of `kind` counts under."""
-        if kind in self.counts:
-            return kind
-        for key in self.counts:
-            if kind in UMBRELLAS.get(key, ()):
-                return key
-        return None
-
-    def check(self, items: Sequence[tuple[str, str]], label: str) -> None:
-        """Raise ScheduleError unless (kind, mnemonic) items meet the group."""
-        got: Counter[str] = Counter()
-        extra: list[str] = []
-        for kind, mnemonic in items:
-            key = self.key_for(kind)
-            if key is None:
-                extra.append(f"{kind} ({mnemonic})")
-            else:
-                got[key] += 1
-        problems = []
-        missing = [f"{n - got[k]} {k}" for k, n in self.counts.items() if got[k] < n]
-        over = [f"{got[k] - n} {k}" for k, n in self.counts.items()
-                if got[k] > n and self.exact]
-        if missing:
-            problems.append("missing " + ", ".join(missing))
-        if over:
-            problems.append("too many: " + ", ".join(over))
-        if extra and self.exact:
-            problems.append("not allowed: " + ", ".join(extra))
-        if problems:
-            seq = " ".join(m for _k, m in items) or "nothing"
-            raise ScheduleError(f"{label} ({self.describe()}): {'; '.join(problems)} "
-                                f"(emitted: {seq})", _where())
-
-
-# --------------------------------------------------------------------------- order checks
-
-
-_TOKEN_RE = re.compile(r"\s*(?:(\{\d+(?:,\d*)?\})|([()|+?.])|(\*)|([A-Za-z_][\w*]*))")
-
-
-def _word_regex(word: str) -> str:
-    if word in KINDS or word in UMBRELLAS:
-        kinds = "|".join(_key_kinds(word))
-        return rf"(?:{kinds})/\S+ "
-    glob = re.escape(word).replace(r"\*", r"[^ /]*")
-    return rf"[a-z_]+/{glob} "
-
-
-def order_regex(pattern: str) -> re.Pattern[str]:
-    """Compile an order pattern ("(mfma ds_read){4} vmem_read") to a regex over
-    "kind/mnemonic " words."""
-    out: list[str] = []
-    pos = 0
-    prev_close = False
-    while pos < len(pattern):
-        m = _TOKEN_RE.match(pattern, pos)
-        if not m or m.end() == pos:
-            if pattern[pos:].strip() == "":
-                break
-            raise ScheduleError(f"bad order pattern at '{pattern[pos:]}' (words are kinds, "
-                                "umbrella keys or mnemonic globs; ( ) | . {n} + ? and * "
-                                "after ')')", _where())
-        quant, punct, star, word = m.groups()
-        if quant:
-            out.append(quant)
-        elif punct:
-            out.append({"(": "(?:", ")": ")", "|": "|", "+": "+", "?": "?",
-                        ".": r"\S+ "}[punct])
-        elif star:
-            if not prev_close:
-                raise ScheduleError("'*' repeats a parenthesized group only ('(mfma ds)*'); "
-                                    "inside a word it is a mnemonic glob ('v_mfma*')",
-                                    _where())
-            out.append("*")
-        else:
-            out.append(_word_regex(word))
-        prev_close = punct == ")"
-        pos = m.end()
-    try:
-        return re.compile("".join(out))
-    except re.error as err:
-        raise ScheduleError(f"bad order pattern '{pattern}': {err}", _where()) from None
-
-
-def _sequence_text(items: Sequence[tuple[str, str]]) -> str:
-    return "".join(f"{k}/{m} " for k, m in items)
-
-
-def check_order(items: Sequence[tuple[str, str]], pattern: str, label: str = "order") -> None:
-    """Raise ScheduleError unless the (kind, mnemonic) sequence matches `pattern` entirely."""
-    rx = order_regex(pattern)
-    if rx.fullmatch(_sequence_text(items)):
-        return
-    shown = " ".join(k for k, _m in items[:48]) + (" ..." if len(items) > 48 else "")
-    raise ScheduleError(f"{label}: the order does not match '{pattern}': got "
-                        f"{shown or 'nothing'} ({len(items)} instructions)", _where())
-
-
-@dataclass
-class Capture:
-    """The instruction ops of a region of the kernel, for checks."""
-
-    ops: list[Operation]
-    isa: IsaDatabase
-
-    def items(self) -> list[tuple[str, str]]:
-        """(kind, mnemonic) of every instruction, in order."""
-        out = []
-        for op in self.ops:
-            kind = instruction_kind(op, self.isa)
-            if kind is not None:
-                out.append((kind, _mnemonic(op)))
-        return out
-
-    def units(self) -> list[str]:
-        """The kinds, in order."""
-        return [k for k, _m in self.items()]
-
-    def mnemonics(self) -> list[str]:
-        """The mnemonics, in order."""
-        return [m for _k, m in self.items()]
-
-    def counts(self) -> Counter[str]:
-        """Instructions per kind."""
-        return Counter(self.units())
-
-    def assert_counts(self, **counts: int) -> None:
-        """Each named kind (or umbrella key) occurs exactly that many times."""
-        assert_counts(self.items(), counts)
-
-    def assert_order(self, pattern: str) -> None:
-        """The whole sequence matches the order pattern."""
-        check_order(self.items(), pattern)
-
-
-def assert_counts(items: Sequence[tuple[str, str]], counts: dict[str, int],
-                  label: str = "counts") -> None:
-    """Raise ScheduleError unless each named kind/umbrella key has exactly its count."""
-    have = Counter(k for k, _m in items)
-    wrong = []
-    for key, want in counts.items():
-        n = sum(have[k] for k in _key_kinds(key))
-        if n != want:
-            wrong.append(f"{key}: {n} (expected {want})")
-    if wrong:
-        raise ScheduleError(f"{label}: {', '.join(wrong)}", _where())
-
-
-def unit_sequence(source: Operation | Block | Sequence[Operation],
-                  kernel: str | None = None, *, mnemonics: bool = False) -> list[str]:
-    """The kinds (or mnemonics) of a kernel's instructions in emission order: `source` is a
-    module (its only kernel, or `kernel=`), a KernelOp, a Block or a list of ops."""
-    ops, isa = _ops_of(source, kernel)
-    cap = Capture(ops, isa)
-    return cap.mnemonics() if mnemonics else cap.units()
-
-
-def _ops_of(source, kernel: str | None) -> tuple[list[Operation], IsaDatabase]:
-    if isinstance(source, Block):
-        return list(source.ops), _isa_of(source.parent_op())
-    if isinstance(source, list | tuple):
-        ops = list(source)
-        return ops, _isa_of(ops[0] if ops else None)
-    kernels = [op for op in source.walk() if isinstance(op, KernelOp)]
-    if kernel is not None:
-        kernels = [k for k in kernels if k.kernel_name == kernel]
-    if len(kernels) != 1:
-        names = ", ".join(k.kernel_name for k in source.walk() if isinstance(k, KernelOp))
-        raise ScheduleError(f"unit_sequence: {'no' if not kernels else 'more than one'} "
-                            f"kernel{f' named {kernel!r}' if kernel else ''} (kernels: "
-                            f"{names or 'none'}); pass kernel=")
-    k = kernels[0]
-    return [op for b in k.body.blocks for op in b.ops], _isa_of(k)
-
-
-def _isa_of(op: Operation | None) -> IsaDatabase:
-    while op is not None and not isinstance(op, ModuleOp):
-        op = op.parent_op()
-    return get_isa(op.target_name if op is not None else "gfx942")
-
-
-# --------------------------------------------------------------------------- the mixin
+# --------------------------------------------------------------------------- the scheduler
 
 
 @dataclass
@@ -593,40 +350,48 @@ class _Mark:
     last: Operation | None
 
 
-class ScheduleMixin:
-    """KernelBuilder methods for interleaving, groups, keep-order spans and checks."""
+class Scheduler:
+    """Interleaving, groups, keep-order spans and checks of one kernel builder, which holds
+    it and offers these methods as its own (`kb.interleave`, `kb.group`, ...)."""
 
-    _keep_depth: int = 0
-    _keep_name: str | None = None
-    _keep_count: int = 0
+    def __init__(self, kb: ScheduleHost):
+        self.kb = kb
+        self._keep_depth = 0
+        self._keep_name: str | None = None
+        self._keep_count = 0
 
     # --- positions ------------------------------------------------------------------------
 
-    def _mark(self: KernelBuilder) -> _Mark:
-        return _Mark(self.block, self.block.last_op)
+    def _mark(self) -> _Mark:
+        block = self.kb.block
+        return _Mark(block, block.last_op)
 
-    def _ops_since(self: KernelBuilder, mark: _Mark) -> list[Operation]:
+    def _ops_since(self, mark: _Mark) -> list[Operation]:
         """The ops emitted since `mark` (instructions only are of interest to callers)."""
         out: list[Operation] = []
         block: Block | None = mark.block
         op = mark.last.next_op if mark.last is not None else mark.block.first_op
+        current = self.kb.block
         while block is not None:
             while op is not None:
                 out.append(op)
                 op = op.next_op
-            if block is self.block:
+            if block is current:
                 break
             block = block.next_block
             op = block.first_op if block is not None else None
         return [o for o in out if isinstance(o, InstructionOp | BranchOp | EndKernelOp)]
 
-    def _items(self: KernelBuilder, ops: Sequence[Operation]) -> list[tuple[str, str]]:
-        return Capture(list(ops), self.isa).items()
+    def _items(self, ops: Sequence[Operation]) -> list[tuple[str, str]]:
+        return Capture(list(ops), self.kb.isa).items()
+
+    def _all_ops(self) -> list[Operation]:
+        return [op for b in self.kb.kernel.body.blocks for op in b.ops]
 
     # --- keep order -----------------------------------------------------------------------
 
     @contextlib.contextmanager
-    def keep_order(self: KernelBuilder, name: str | None = None) -> Iterator[Capture]:
+    def keep_order(self, name: str | None = None) -> Iterator[Capture]:
         """Mark the instructions emitted inside as one span the scheduler keeps as written
         (nothing moves out of it or into it)."""
         outer = self._keep_depth > 0
@@ -636,7 +401,7 @@ class ScheduleMixin:
             self._keep_name = label
         self._keep_depth += 1
         mark = self._mark()
-        cap = Capture([], self.isa)
+        cap = Capture([], self.kb.isa)
         try:
             yield cap
         finally:
@@ -646,59 +411,57 @@ class ScheduleMixin:
                 op.attributes[KEEP_ORDER_ATTR] = StringAttr(self._keep_name or "keep")
             cap.ops = ops
 
-    def _maybe_keep(self: KernelBuilder, keep: bool):
+    def _maybe_keep(self, keep: bool):
         return self.keep_order() if keep else contextlib.nullcontext(None)
 
     # --- groups and captures --------------------------------------------------------------
 
     @contextlib.contextmanager
-    def group(self: KernelBuilder, name: str | None = None, *, exact: bool = True,
-              keep: bool = True, **counts: int) -> Iterator[Capture]:
+    def group(self, name: str | None = None, *, exact: bool = True, keep: bool = True,
+              **counts: int) -> Iterator[Capture]:
         """Check that the code emitted inside is exactly `counts` (see Group); kept in
         order by the scheduler unless keep=False."""
         g = Group(name, exact=exact, **counts)
         mark = self._mark()
-        cap = Capture([], self.isa)
+        cap = Capture([], self.kb.isa)
         with self._maybe_keep(keep):
             yield cap
         cap.ops = self._ops_since(mark)
         g.check(cap.items(), f"group {name!r}" if name else "group")
 
     @contextlib.contextmanager
-    def capture(self: KernelBuilder) -> Iterator[Capture]:
+    def capture(self) -> Iterator[Capture]:
         """Collect the instructions emitted inside (for assert_counts / assert_order)."""
         mark = self._mark()
-        cap = Capture([], self.isa)
+        cap = Capture([], self.kb.isa)
         yield cap
         cap.ops = self._ops_since(mark)
 
-    def units(self: KernelBuilder) -> list[str]:
+    def units(self) -> list[str]:
         """The kinds of the kernel's instructions so far, in order."""
-        return Capture(self._all_ops(), self.isa).units()
+        return Capture(self._all_ops(), self.kb.isa).units()
 
-    def _all_ops(self: KernelBuilder) -> list[Operation]:
-        return [op for b in self.kernel.body.blocks for op in b.ops]
-
-    def assert_counts(self: KernelBuilder, **counts: int) -> None:
+    def assert_counts(self, **counts: int) -> None:
         """The kernel so far has exactly these numbers of instructions per kind."""
-        assert_counts(Capture(self._all_ops(), self.isa).items(), counts,
-                      f"kernel {self.name}")
+        assert_counts(Capture(self._all_ops(), self.kb.isa).items(), counts,
+                      f"kernel {self.kb.name}")
 
-    def assert_order(self: KernelBuilder, pattern: str) -> None:
+    def assert_order(self, pattern: str) -> None:
         """The kernel's instruction kinds so far match the order pattern entirely."""
-        check_order(Capture(self._all_ops(), self.isa).items(), pattern,
-                    f"kernel {self.name}")
+        check_order(Capture(self._all_ops(), self.kb.isa).items(), pattern,
+                    f"kernel {self.kb.name}")
 
     # --- interleaving ---------------------------------------------------------------------
 
-    def interleave(self: KernelBuilder, driver: Stream, *rules: Rule,
-                   leftover: str = "error", expect: Group | Sequence[Group] | None = None,
+    def interleave(self, driver: Stream, *rules: Rule, leftover: str = "error",
+                   expect: Group | Sequence[Group] | None = None,
                    keep: bool = True) -> Capture:
         """Emit `driver`'s items in order with the rules' items placed around them (see the
         module docstring); returns a Capture of everything emitted."""
         if leftover not in ("error", "append", "keep"):
             raise ScheduleError(f"interleave: leftover must be error, append or keep, got "
-                                f"{leftover!r}", _where())
+                                f"{leftover!r}", user_line())
+        kb = self.kb
         groups = [expect] if isinstance(expect, Group) else list(expect or [])
         start = self._mark()
         first = driver.pos
@@ -707,7 +470,7 @@ class ScheduleMixin:
                 index = driver.index[first + k]
                 window = self._mark()
                 self._apply(rules, "before", k, index, driver)
-                item(self)
+                item(kb)
                 self._apply(rules, "after", k, index, driver)
                 if groups:
                     g = groups[k % len(groups)]
@@ -719,15 +482,15 @@ class ScheduleMixin:
                 s = rule.stream
                 if s.left and leftover == "append":
                     for it in s.take(s.left):
-                        it(self)
+                        it(kb)
                 elif s.left and leftover == "error":
                     raise ScheduleError(
                         f"interleave: stream '{s.name}' has {s.left} item(s) left after "
                         f"the driver '{driver.name}' ended ({s.pos} of {len(s)} used); "
-                        "change the rules, or pass leftover='append' or 'keep'", _where())
-        return Capture(self._ops_since(start), self.isa)
+                        "change the rules, or pass leftover='append' or 'keep'", user_line())
+        return Capture(self._ops_since(start), kb.isa)
 
-    def _apply(self: KernelBuilder, rules: Sequence[Rule], place: str, k: int, index: tuple,
+    def _apply(self, rules: Sequence[Rule], place: str, k: int, index: tuple,
                driver: Stream) -> None:
         for rule in rules:
             if rule.place != place or not rule.fires(k, index):
@@ -740,11 +503,11 @@ class ScheduleMixin:
                     f"interleave: {rule.describe()} wants {rule.count} item(s) at "
                     f"'{driver.name}' step {k} (index {shown}), but stream '{s.name}' has "
                     f"{len(items)} left ({len(s)} in all); use fewer items per step, a "
-                    "larger every=, or exhausted='stop'", _where())
+                    "larger every=, or exhausted='stop'", user_line())
             for it in items:
-                it(self)
+                it(self.kb)
 
-    def emit_groups(self: KernelBuilder, groups: Sequence[Group], *streams: Stream,
+    def emit_groups(self, groups: Sequence[Group], *streams: Stream,
                     keep: bool = True) -> Capture:
         """Emit groups in order, each pulling its counts from the streams of those kinds
         (`Stream.kind`, or a stream named after a kind), then checking what came out."""
@@ -753,8 +516,8 @@ class ScheduleMixin:
             kind = s.group_kind
             if kind is None:
                 raise ScheduleError(f"emit_groups: stream '{s.name}' has no kind (name it "
-                                    f"after a kind or pass kind=)", _where())
-            _key_kinds(kind)
+                                    f"after a kind or pass kind=)", user_line())
+            key_kinds(kind)
             by_kind.setdefault(kind, []).append(s)
         start = self._mark()
         with self._maybe_keep(keep):
@@ -767,7 +530,7 @@ class ScheduleMixin:
                     for s in sources:
                         got = s.take(need)
                         for it in got:
-                            it(self)
+                            it(self.kb)
                         need -= len(got)
                         if not need:
                             break
@@ -775,12 +538,10 @@ class ScheduleMixin:
                         names = ", ".join(f"'{s.name}' ({len(s)} items)" for s in sources)
                         raise ScheduleError(f"{label} ({g.describe()}): needs {count} {key} "
                                             f"but stream {names} ran out: missing {need} "
-                                            f"{key}", _where())
+                                            f"{key}", user_line())
                 g.check(self._items(self._ops_since(window)), label)
-        return Capture(self._ops_since(start), self.isa)
+        return Capture(self._ops_since(start), self.kb.isa)
 
 
-__all__ = ["KEEP_ORDER_ATTR", "KINDS", "UMBRELLAS", "Capture", "Group", "I", "Inst", "Rule",
-           "ScheduleError", "ScheduleMixin", "Stream", "Unroll", "after", "assert_counts",
-           "before", "check_order", "instruction_kind", "order_regex", "unit_sequence",
-           "unroll"]
+__all__ = ["I", "Inst", "Rule", "ScheduleHost", "Scheduler", "Stream", "Unroll", "after",
+           "before", "unroll"]

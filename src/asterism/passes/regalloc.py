@@ -268,7 +268,7 @@ ORDERS: dict[str, object] = {
 
 
 def _parse_ranges(text: str) -> list[RegisterType]:
-    from asterism.builder.kernel import parse_register_range
+    from asterism.builder.registers import parse_register_range
 
     out = []
     for part in text.replace(";", " ").split():

@@ -36,22 +36,54 @@ timing=True)`), a monotonic counter otherwise; on a GPU, the shader clock.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 
 from asterism.errors import VerifyError
 
 if TYPE_CHECKING:
-    from asterism.builder.kernel import KernelBuilder
+    from xdsl.ir import SSAValue
+
+    from asterism.builder.registers import RegisterFile
+    from asterism.ir.ops import KernelOp
+
+
+class TimerHost(Protocol):
+    """What a cycle timer needs from the builder it writes into (a KernelBuilder): the
+    target, the kernel, the SGPR file, a buffer argument, ABI values, instruction methods."""
+
+    target: str
+    kernel: KernelOp
+    s: RegisterFile
+
+    def arg_buffer(self, name: str, dtype: str = "", access: str = "") -> Any:
+        """Declare a global-buffer argument; its kernarg offset as an operand."""
+        ...
+
+    def kernarg_ptr(self) -> SSAValue:
+        """The kernarg segment pointer."""
+        ...
+
+    def workgroup_id(self, dim: str = "x") -> SSAValue:
+        """The workgroup id in `dim`."""
+        ...
+
+    def workitem_id(self, dim: str = "x") -> SSAValue:
+        """The work-item id register."""
+        ...
+
+    def __getattr__(self, mnemonic: str) -> Callable[..., Any]:
+        """The builder method of an instruction (kb.s_memtime, kb.s_store_dwordx2, ...)."""
+        ...
 
 
 class CycleTimer:
     """`regions` s_memtime regions of a kernel, stored per wave to the buffer `name`."""
 
-    def __init__(self, kb: KernelBuilder, name: str, regions: int = 1, *,
+    def __init__(self, kb: TimerHost, name: str, regions: int = 1, *,
                  sgprs: int | None = None):
         if not isinstance(regions, int) or regions < 1:
             raise VerifyError(f"cycle_timer: regions must be a positive integer, got {regions!r}")
@@ -148,10 +180,10 @@ class CycleTimer:
         return s[..., 1].astype(np.int64) - s[..., 0].astype(np.int64)
 
 
-def _addressable(kb: KernelBuilder) -> int:
+def _addressable(kb: TimerHost) -> int:
     from asterism.target import get_target
 
     return get_target(kb.target).sgpr.addressable
 
 
-__all__ = ["CycleTimer"]
+__all__ = ["CycleTimer", "TimerHost"]
