@@ -156,7 +156,7 @@ def test_csv_files(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("content, name, message", [
     (None, "gone_results.json", "counter file is missing"),
-    ("{not json", "a_results.json", "a_results.json:1:2: not valid JSON"),
+    ("{not json", "a_results.json", "a_results.json:1:2: invalid JSON"),
     ('{"something": 1}', "b_results.json", "not a rocprofv3 results file"),
     (json.dumps(_tool(counters=[], callback_records={"counter_collection": [{
         "dispatch_data": {"dispatch_info": _dispatch_info(1)},

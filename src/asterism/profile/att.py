@@ -87,7 +87,6 @@ A trace produced by a timing model (not hardware) carries ``"asterism": {"modele
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -95,8 +94,8 @@ from enum import IntEnum
 from pathlib import Path
 from typing import Any
 
-from asterism.errors import AsterismError, SourceLocation
-from asterism.textio import decode_text
+from asterism.errors import AsterismError
+from asterism.textio import decode_text, load_json_bounded, parse_json_bounded
 
 FORMAT_VERSION = "3.0.0"
 CODE_HEADER = "ISA, _, LineNumber, Source, Codeobj, Vaddr, Hit, Latency, Stall, Idle"
@@ -418,11 +417,8 @@ def source_files(trace: Trace) -> dict[str, list[str]]:
     raw = trace.extra_files.get(SNAPSHOTS_FILE)
     if raw is None:
         return {}
-    where = trace.path / SNAPSHOTS_FILE if trace.path is not None else Path(SNAPSHOTS_FILE)
-    try:
-        tree = json.loads(raw.decode("utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise TraceError(f"{where}: not a JSON source snapshot index: {exc}") from None
+    where = str(trace.path / SNAPSHOTS_FILE if trace.path is not None else SNAPSHOTS_FILE)
+    tree = parse_json_bounded(decode_text(raw, where, TraceError), where, TraceError)
     leaves: dict[str, str] = {}
     _snapshot_leaves(tree, "", leaves)
     out: dict[str, list[str]] = {}
@@ -565,18 +561,9 @@ def _key(obj: dict[str, Any], key: str, ctx: _Ctx) -> Any:
 
 
 def _load_json(file: Path) -> Any:
-    try:
-        raw = file.read_bytes()
-    except FileNotFoundError:
-        raise TraceError(f"{file}: file is missing") from None
-    except OSError as exc:
-        raise TraceError(f"{file}: cannot read: {exc.strerror}") from None
-    text = decode_text(raw, str(file), TraceError)
-    try:
-        return json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise TraceError(f"invalid JSON: {exc.msg}",
-                         SourceLocation(str(file), exc.lineno, exc.colno)) from None
+    # A file of the capture: a regular file inside its folder (never through a link), of
+    # bounded size and nesting.
+    return load_json_bounded(file, follow_links=False, error=TraceError)
 
 
 def _read_code(file: Path) -> CodeListing:

@@ -43,7 +43,6 @@ from __future__ import annotations
 
 import csv
 import io
-import json
 import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
@@ -51,7 +50,7 @@ from pathlib import Path
 from typing import Any
 
 from asterism.errors import AsterismError, SourceLocation
-from asterism.textio import decode_text
+from asterism.textio import decode_text, parse_json_bounded, read_input_file
 
 TOOL_KEY = "rocprofiler-sdk-tool"
 
@@ -279,17 +278,15 @@ def _xyz(obj: Any, key: str, where: _Where) -> tuple[int, int, int] | None:
 
 
 def _read_bytes(path: Path) -> bytes:
-    try:
-        return path.read_bytes()
-    except FileNotFoundError:
+    if not path.exists():
         raise CounterError(f"{path}: counter file is missing (expected rocprofv3 output: a "
                            "*_results.json or a *_counter_collection.csv / *_kernel_trace.csv /"
-                           " *_agent_info.csv file)") from None
-    except IsADirectoryError:
+                           " *_agent_info.csv file)")
+    if path.is_dir():
         raise CounterError(f"{path}: is a folder; give the rocprofv3 output files in it "
-                           "(*_results.json or the CSV files)") from None
-    except OSError as exc:
-        raise CounterError(f"{path}: cannot read: {exc.strerror}") from None
+                           "(*_results.json or the CSV files)")
+    # A file the user named: a link to it is followed; its size is bounded.
+    return read_input_file(path, error=CounterError, what="counter file")
 
 
 def _json_agents(tool: dict, w: _Where) -> list[Agent]:
@@ -375,11 +372,7 @@ def _json_tool(tool: Any, w: _Where, data: CounterData) -> None:
 
 
 def _read_json(path: Path, text: str, data: CounterData) -> None:
-    try:
-        doc = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise CounterError(f"not valid JSON: {exc.msg}",
-                           SourceLocation(str(path), exc.lineno, exc.colno)) from None
+    doc = parse_json_bounded(text, str(path), CounterError)
     w = _Where(str(path))
     if not isinstance(doc, dict) or TOOL_KEY not in doc:
         raise w.fail(f"not a rocprofv3 results file: expected a JSON object with the key "

@@ -51,7 +51,6 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from asterism.errors import SourceLocation
 from asterism.profile.att import (
     FORMAT_VERSION,
     InstCategory,
@@ -74,7 +73,7 @@ from asterism.profile.isa_text import (
     writes_first_operand,
 )
 from asterism.profile.waitcnt import trace_wait_events
-from asterism.textio import decode_text
+from asterism.textio import load_json_bounded
 
 STALL_CAUSES = ("vmcnt wait", "lgkmcnt wait", "barrier", "MFMA dependency", "VMEM issue",
                 "LDS", "SMEM", "other")
@@ -249,17 +248,7 @@ class Report:
 def load_source_map(path: str | Path) -> dict[int, str]:
     """Read a PC -> location map: a JSON object keyed by address (decimal or ``0x`` hex)."""
     file = Path(path)
-    try:
-        raw = file.read_bytes()
-    except FileNotFoundError:
-        raise TraceError(f"{file}: source map file is missing") from None
-    except OSError as exc:
-        raise TraceError(f"{file}: cannot read: {exc.strerror}") from None
-    try:
-        data = json.loads(decode_text(raw, str(file), TraceError))
-    except json.JSONDecodeError as exc:
-        raise TraceError(f"not a JSON source map: {exc.msg}",
-                         SourceLocation(str(file), exc.lineno, exc.colno)) from None
+    data = load_json_bounded(file, error=TraceError, what="source map file")
     if not isinstance(data, dict):
         raise TraceError(f"{file}: a source map is a JSON object {{address: location}}")
     out: dict[int, str] = {}
