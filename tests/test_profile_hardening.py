@@ -17,6 +17,7 @@ import pytest
 
 from asterism.cli import main
 from asterism.errors import AsterismError
+from asterism.profile import trace_report
 from asterism.profile.att import TraceError, read_att, source_files
 from asterism.profile.counters import CounterError, read_counters
 from asterism.profile.report import load_source_map
@@ -109,3 +110,70 @@ def test_json_file_size_is_bounded_before_reading(tmp_path: Path) -> None:
     assert len(load_json_bounded(path)) == 101
     with pytest.raises(AsterismError, match=r"big.json: file is 203 bytes, more than the 100"):
         load_json_bounded(path, max_bytes=100)
+
+
+# ---------------------------------------------------------------------------- 2. symlinks
+
+
+SECRET = "PRIVATE KEY 0123456789"
+
+
+@pytest.fixture
+def linked_capture(tmp_path: Path, pa_copy: Path) -> Path:
+    """The capture with links out of its folder: a folder link and a file link (each to a
+    'secret' outside), and a FIFO (reading it would block)."""
+    import os
+
+    secrets = tmp_path / "home" / ".ssh"
+    secrets.mkdir(parents=True)
+    (secrets / "id_rsa").write_text(SECRET)
+    (pa_copy / "notes").symlink_to(secrets)
+    (pa_copy / "perf_counters.txt").symlink_to(secrets / "id_rsa")
+    os.mkfifo(pa_copy / "pipe")
+    return pa_copy
+
+
+def _bundle_text(bundle: Path) -> str:
+    return "\n".join(p.read_bytes().decode("utf-8", "replace") for p in bundle.rglob("*")
+                     if p.is_file())
+
+
+def test_reader_never_follows_links_out_of_the_capture(linked_capture: Path) -> None:
+    trace = read_att(linked_capture)
+    assert "perf_counters.txt" not in trace.extra_files and "pipe" not in trace.extra_files
+    skipped = dict(trace.skipped)
+    assert set(skipped) == {"notes", "perf_counters.txt", "pipe"}
+    assert "symbolic link" in skipped["notes"] and "symbolic link" in skipped["perf_counters.txt"]
+    assert "not a regular file" in skipped["pipe"]
+    md = trace_report(linked_capture)
+    assert "`notes`: a symbolic link" in md and SECRET not in md
+
+
+def test_bundle_copies_no_link_and_says_what_it_skipped(linked_capture: Path, tmp_path: Path,
+                                                        capsys: pytest.CaptureFixture[str]
+                                                        ) -> None:
+    out = tmp_path / "bundle"
+    rc, _ = _cli(["trace", "bundle", str(linked_capture), "-o", str(out)], capsys)
+    assert rc == 0
+    copy = out / "att" / linked_capture.name
+    assert sorted(p.name for p in copy.iterdir()) == sorted(p.name for p in PA.iterdir())
+    assert not any(p.is_symlink() for p in out.rglob("*"))
+    assert SECRET not in _bundle_text(out)
+    md = (out / "REPORT.md").read_text()
+    assert "`notes`: a symbolic link" in md and "`perf_counters.txt`: a symbolic link" in md
+    data = json.loads((out / "report.json").read_text())
+    assert {s["name"] for s in data["skipped"]} >= {"notes", "perf_counters.txt", "pipe"}
+
+
+@pytest.mark.parametrize("file", ["code.json", "filenames.json", WAVE])
+def test_a_capture_file_that_is_a_link_is_refused(pa_copy: Path, tmp_path: Path,
+                                                  file: str,
+                                                  capsys: pytest.CaptureFixture[str]) -> None:
+    elsewhere = tmp_path / "elsewhere.json"
+    (pa_copy / file).rename(elsewhere)
+    (pa_copy / file).symlink_to(elsewhere)
+    with pytest.raises(TraceError, match=f"{file}: file is a symbolic link, which is not "
+                                         "followed"):
+        read_att(pa_copy)
+    rc, err = _cli(["trace", "report", str(pa_copy)], capsys)
+    assert rc == 1 and "symbolic link" in err

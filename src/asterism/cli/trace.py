@@ -35,7 +35,8 @@ def cmd_trace_bundle(args) -> int:
 
         raise BundleError(f"--top must be 0 or more, got {args.top}")
     out = build_bundle(BundleRequest(args.capture, args.output, args.counters, args.source,
-                                     args.kernel_file, args.baseline, args.title, args.top))
+                                     args.kernel_file, args.baseline, args.title, args.top),
+                       note=lambda message: sys.stderr.write(f"note: {message}\n"))
     sys.stderr.write(f"wrote {out}/REPORT.md\n")
     return 0
 

@@ -87,6 +87,7 @@ A trace produced by a timing model (not hardware) carries ``"asterism": {"modele
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -95,7 +96,12 @@ from pathlib import Path
 from typing import Any
 
 from asterism.errors import AsterismError
-from asterism.textio import decode_text, load_json_bounded, parse_json_bounded
+from asterism.textio import (
+    decode_text,
+    load_json_bounded,
+    parse_json_bounded,
+    read_input_file,
+)
 
 FORMAT_VERSION = "3.0.0"
 CODE_HEADER = "ISA, _, LineNumber, Source, Codeobj, Vaddr, Hit, Latency, Stall, Idle"
@@ -110,6 +116,9 @@ SNAPSHOTS_FILE = "snapshots.json"
 WAVE_FILE_RE = re.compile(r"^se(\d+)_sm(\d+)_sl(\d+)_wv(\d+)\.json$")
 WSTATES_FILE_RE = re.compile(r"^wstates(\d+)\.json$")
 _REALTIME_SE_RE = re.compile(r"^SE(\d+)$")
+# Bytes of the other files of a capture (source copies, counter files), which are kept in
+# memory and written back: together at most this.
+EXTRA_FILES_MAX_BYTES = 1 << 30
 
 
 class TraceError(AsterismError):
@@ -394,6 +403,9 @@ class Trace:
     producer: str | None = None  # who made a modeled trace (e.g. "asterism emu timing model")
     extra_files: dict[str, bytes] = field(default_factory=dict)
     path: Path | None = field(default=None, compare=False)
+    # Entries of the folder the reader did not read: (name, why): links (never followed),
+    # subfolders, FIFOs and devices.
+    skipped: list[tuple[str, str]] = field(default_factory=list, compare=False)
 
     def kernel_names(self) -> list[str]:
         """Kernel names, from the code listing's labels (else occupancy's dispatch names)."""
@@ -781,23 +793,56 @@ def _read_realtime(file: Path) -> Realtime:
     return rt
 
 
+def folder_entries(root: Path) -> tuple[list[str], list[tuple[str, str]]]:
+    """The regular files of the capture folder `root` (names, sorted) and the entries that
+    are not read, with why: a symbolic link is never followed (it could point anywhere, and
+    a bundle made to be shared would carry what it points to), a subfolder is not part of
+    the layout, a FIFO or device is not a file."""
+    files, skipped = [], []
+    try:
+        entries = sorted(os.scandir(root), key=lambda e: e.name)
+    except OSError as exc:
+        raise TraceError(f"{root}: cannot list the folder: {exc.strerror or exc}") from None
+    for entry in entries:
+        try:
+            if entry.is_symlink():
+                skipped.append((entry.name, "a symbolic link (links in a capture folder are "
+                                            "not followed)"))
+            elif entry.is_file(follow_symlinks=False):
+                files.append(entry.name)
+            elif entry.is_dir(follow_symlinks=False):
+                skipped.append((entry.name, "a folder (not part of the capture layout)"))
+            else:
+                skipped.append((entry.name, "not a regular file"))
+        except OSError as exc:
+            skipped.append((entry.name, f"cannot be examined: {exc.strerror or exc}"))
+    return files, skipped
+
+
 def read_att(path: str | Path) -> Trace:
-    """Read a decoded ATT folder (``ui_output_agent_*_dispatch_*``) into a :class:`Trace`."""
+    """Read a decoded ATT folder (``ui_output_agent_*_dispatch_*``) into a :class:`Trace`.
+
+    Only the regular files directly in the folder are read, never through a symbolic link:
+    code.json, filenames.json or a listed wave file that is a link is an error, any other
+    link is left out and named in ``Trace.skipped``. Each file is bounded in size
+    (:data:`asterism.textio.INPUT_MAX_BYTES`) and the files kept as bytes together by
+    :data:`EXTRA_FILES_MAX_BYTES`."""
     root = Path(path)
     if not root.exists():
         raise TraceError(f"{root}: no such trace folder")
     if not root.is_dir():
         raise TraceError(f"{root}: not a folder (expected a decoded ATT folder, the "
                          "ui_output_agent_<pid>_dispatch_<n> directory rocprofv3 writes)")
+    files, skipped = folder_entries(root)
+    present = set(files) | {name for name, _ in skipped}
     for required in (CODE_FILE, FILENAMES_FILE):
-        if not (root / required).is_file():
+        if required not in present:
             raise TraceError(f"{root}: not a decoded ATT folder: {required} is missing "
                              "(expected the ui_output_agent_<pid>_dispatch_<n> directory "
                              "rocprofv3's ATT decoder writes)")
     code = _read_code(root / CODE_FILE)
     info, index, modeled, producer = _read_filenames(root / FILENAMES_FILE)
 
-    files = sorted(p.name for p in root.iterdir() if p.is_file())
     # Waves listed in filenames.json, plus wave files it does not list (kept, not dropped).
     wave_files: dict[tuple[int, int, int, int], str] = dict(index)
     for name in files:
@@ -813,7 +858,7 @@ def read_att(path: str | Path) -> Trace:
             raise TraceError(f"{root / FILENAMES_FILE}: wave SE{ident[0]} SIMD{ident[1]} "
                              f"slot{ident[2]} #{ident[3]} is listed as {name!r}, expected "
                              f"se{ident[0]}_sm{ident[1]}_sl{ident[2]}_wv{ident[3]}.json")
-        if not (root / name).is_file():
+        if name not in present:
             raise TraceError(f"{root}: {name} is listed in {FILENAMES_FILE} but missing")
         waves.append(_read_wave(root / name, ident))
 
@@ -828,19 +873,25 @@ def read_att(path: str | Path) -> Trace:
                     raise TraceError(f"{root / wave.filename}: waitcnt link refers to line "
                                      f"{line}, which {CODE_FILE} does not have")
 
-    occupancy = (_read_occupancy(root / OCCUPANCY_FILE)
-                 if (root / OCCUPANCY_FILE).is_file() else None)
-    realtime = _read_realtime(root / REALTIME_FILE) if (root / REALTIME_FILE).is_file() else None
+    occupancy = _read_occupancy(root / OCCUPANCY_FILE) if OCCUPANCY_FILE in files else None
+    realtime = _read_realtime(root / REALTIME_FILE) if REALTIME_FILE in files else None
     wstates: dict[int, WaveStateSeries] = {}
     extra_files: dict[str, bytes] = {}
     known = {CODE_FILE, FILENAMES_FILE, OCCUPANCY_FILE, REALTIME_FILE,
              *(w.filename for w in waves)}
+    budget = EXTRA_FILES_MAX_BYTES
     for name in files:
         m = WSTATES_FILE_RE.match(name)
         if m is not None:
             wstates[int(m[1])] = _read_wstates(root / name, int(m[1]))
         elif name not in known:
-            extra_files[name] = (root / name).read_bytes()
+            data = read_input_file(root / name, follow_links=False, error=TraceError)
+            budget -= len(data)
+            if budget < 0:
+                raise TraceError(f"{root}: the files besides the trace's own (source copies, "
+                                 f"counter files...) hold more than {EXTRA_FILES_MAX_BYTES} "
+                                 f"bytes together, more than asterism keeps ({name})")
+            extra_files[name] = data
     return Trace(code=code, waves=waves, info=info, occupancy=occupancy, wstates=wstates,
                  realtime=realtime, modeled=modeled, producer=producer,
-                 extra_files=extra_files, path=root)
+                 extra_files=extra_files, path=root, skipped=skipped)

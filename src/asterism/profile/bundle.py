@@ -24,12 +24,13 @@ from __future__ import annotations
 import json
 import shutil
 import uuid
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
 from asterism.errors import AsterismError
-from asterism.profile.att import Trace, TraceError, read_att, source_files
+from asterism.profile.att import Trace, TraceError, folder_entries, read_att, source_files
 from asterism.profile.counters import CounterData, derived_metrics, read_counters
 from asterism.profile.insights import (
     Candidate,
@@ -41,10 +42,20 @@ from asterism.profile.insights import (
     verdict,
 )
 from asterism.profile.report import Report, analyze, render_json
+from asterism.textio import read_input_file
 
 
 class BundleError(AsterismError):
     """A bundle that cannot be made (output exists, bad input)."""
+
+
+@dataclass(frozen=True)
+class Skipped:
+    """An input (or a part of one) left out of the bundle, and why."""
+
+    input: str  # "capture", "baseline", "source", "counters"
+    name: str
+    reason: str
 
 
 @dataclass
@@ -333,14 +344,25 @@ def _baseline(a: Analysis, b: Analysis, b_path: str, top: int) -> list[str]:
     return out + [""]
 
 
+def _skipped(skipped: list[Skipped]) -> list[str]:
+    if not skipped:
+        return []
+    out = ["## Inputs left out", "",
+           "These were not read or not copied into the bundle:", ""]
+    out += [f"- {s.input}: `{_cell(s.name)}`: {s.reason}" for s in skipped]
+    return out + [""]
+
+
 def render_bundle_markdown(a: Analysis, title: str | None = None,
                            counters: CounterData | None = None,
                            baseline: tuple[Analysis, str] | None = None, top: int = 10,
-                           files: list[str] | None = None) -> str:
+                           files: list[str] | None = None,
+                           skipped: list[Skipped] | None = None) -> str:
     """REPORT.md of a bundle."""
     out = _headline(a, title, counters)
     if files:
         out += ["Bundle contents: " + ", ".join(f"[`{f}`]({f})" for f in files) + ".", ""]
+    out += _skipped(skipped or [])
     out += ["![wave timeline](pictures/timeline.png)", ""]
     out += _candidates(a)
     out += _states(a.report)
@@ -358,10 +380,12 @@ def render_bundle_markdown(a: Analysis, title: str | None = None,
 
 
 def render_bundle_json(a: Analysis, counters: CounterData | None = None,
-                       baseline: Analysis | None = None, top: int = 10) -> str:
+                       baseline: Analysis | None = None, top: int = 10,
+                       skipped: list[Skipped] | None = None) -> str:
     """report.json of a bundle: the analyzer's JSON plus verdict, occupancy, candidates,
-    counters and the baseline's totals."""
+    counters, the baseline's totals and the inputs left out."""
     data = json.loads(render_json(a.report, top=top))
+    data["skipped"] = [asdict(s) for s in skipped or []]
     data["verdict"] = a.verdict
     data["occupancy"] = asdict(a.occupancy)
     data["candidates"] = [asdict(c) for c in a.candidates]
@@ -439,10 +463,12 @@ def _check_inputs(req: BundleRequest) -> None:
         raise BundleError(f"{req.kernel_file}: kernel file not found (--kernel-file)")
 
 
-def build_bundle(req: BundleRequest) -> Path:
-    """Write the bundle directory of `req` (see the module doc); returns its path."""
+def build_bundle(req: BundleRequest, note: Callable[[str], None] | None = None) -> Path:
+    """Write the bundle directory of `req` (see the module doc); returns its path. `note`
+    hears about every input left out (see :class:`Skipped`)."""
     _check_inputs(req)
     trace = read_att(req.capture)
+    skipped = [Skipped("capture", n, why) for n, why in trace.skipped]
     counters = read_counters(req.counters) if req.counters else None
     stats = None
     if req.kernel_file is not None:
@@ -452,18 +478,24 @@ def build_bundle(req: BundleRequest) -> Path:
     analysis = analyze_capture(trace, counters, stats)
     base = None
     if req.baseline is not None:
-        base = analyze_capture(read_att(req.baseline), counters, stats)
+        base_trace = read_att(req.baseline)
+        skipped += [Skipped("baseline", n, why) for n, why in base_trace.skipped]
+        base = analyze_capture(base_trace, counters, stats)
 
     out = Path(req.out)
     tmp = out.parent / f".{out.name}.tmp-{uuid.uuid4().hex}"
     try:
         tmp.mkdir()
-        files = _write_contents(req, tmp, analysis, stats)
+        files = _write_contents(req, tmp, analysis, stats, skipped)
+        for s in skipped:
+            if note is not None:
+                note(f"left out: {s.input} {s.name}: {s.reason}")
         (tmp / "REPORT.md").write_text(render_bundle_markdown(
             analysis, req.title, counters,
-            (base, str(req.baseline)) if base is not None else None, req.top, files) + "\n",
-            encoding="utf-8")
-        (tmp / "report.json").write_text(render_bundle_json(analysis, counters, base, req.top)
+            (base, str(req.baseline)) if base is not None else None, req.top, files,
+            skipped) + "\n", encoding="utf-8")
+        (tmp / "report.json").write_text(render_bundle_json(analysis, counters, base, req.top,
+                                                            skipped)
                                          + "\n", encoding="utf-8")
         if out.exists():
             raise BundleError(f"{out}: appeared while the bundle was written")
@@ -474,8 +506,18 @@ def build_bundle(req: BundleRequest) -> Path:
     return out
 
 
+def _copy_capture(folder: Path, dest: Path) -> None:
+    """The regular files of a capture folder, copied (links, subfolders and special files
+    are left out: :func:`~asterism.profile.att.folder_entries`)."""
+    dest.mkdir()
+    files, _ = folder_entries(folder)
+    for name in files:
+        (dest / name).write_bytes(read_input_file(folder / name, follow_links=False,
+                                                  error=BundleError))
+
+
 def _write_contents(req: BundleRequest, tmp: Path, a: Analysis,
-                    stats: list[Any] | None) -> list[str]:
+                    stats: list[Any] | None, skipped: list[Skipped]) -> list[str]:
     """Everything but REPORT.md and report.json; returns the entries made."""
     from asterism.profile import pictures
 
@@ -490,11 +532,11 @@ def _write_contents(req: BundleRequest, tmp: Path, a: Analysis,
     pictures.write_html(a.trace, a.report, pics / "view.html", arrays=arrays)
     att = tmp / "att"
     att.mkdir()
-    shutil.copytree(req.capture, att / Path(req.capture).resolve().name)
+    _copy_capture(Path(req.capture), att / Path(req.capture).resolve().name)
     made.append("att/")
     if req.baseline is not None:
         (tmp / "baseline").mkdir()
-        shutil.copytree(req.baseline, tmp / "baseline" / Path(req.baseline).resolve().name)
+        _copy_capture(Path(req.baseline), tmp / "baseline" / Path(req.baseline).resolve().name)
         made.append("baseline/")
     if req.counters:
         (tmp / "counters").mkdir()
@@ -514,5 +556,5 @@ def _write_contents(req: BundleRequest, tmp: Path, a: Analysis,
     return made
 
 
-__all__ = ["Analysis", "BundleError", "BundleRequest", "TraceError", "analyze_capture",
+__all__ = ["Analysis", "BundleError", "BundleRequest", "Skipped", "TraceError", "analyze_capture",
            "build_bundle", "render_bundle_json", "render_bundle_markdown"]

@@ -206,6 +206,7 @@ class Report:
     mapped_rows: int  # executed rows that have a source location
     executed_rows: int
     unknown_pc_records: int = 0
+    skipped: list[tuple[str, str]] = field(default_factory=list)  # folder entries not read
 
     @property
     def span(self) -> int:
@@ -468,6 +469,7 @@ def analyze(trace: Trace, source_map: Mapping[int, str] | None = None) -> Report
         mapped_rows=sum(1 for s in executed if s.source),
         executed_rows=len(executed),
         unknown_pc_records=unknown,
+        skipped=list(trace.skipped),
     )
 
 
@@ -520,6 +522,10 @@ def render_markdown(report: Report, top: int = 10, context: int = 3, rank: str =
     if report.path:
         out.append("")
         out.append(f"Trace: `{report.path}`")
+    if report.skipped:
+        out.append("")
+        out.append("Not read in the trace folder: " + "; ".join(
+            f"`{_cell(name)}`: {why}" for name, why in report.skipped) + ".")
     out.append("")
 
     out.append("## Totals")
@@ -700,5 +706,6 @@ def render_json(report: Report, top: int = 10, context: int = 3, rank: str = "st
         "mapped_rows": report.mapped_rows,
         "executed_rows": report.executed_rows,
         "listing": [_stats_dict(s) for s in report.listing],
+        "skipped": [{"name": n, "reason": why} for n, why in report.skipped],
     }
     return json.dumps(data, indent=2)
