@@ -177,3 +177,71 @@ def test_a_capture_file_that_is_a_link_is_refused(pa_copy: Path, tmp_path: Path,
         read_att(pa_copy)
     rc, err = _cli(["trace", "report", str(pa_copy)], capsys)
     assert rc == 1 and "symbolic link" in err
+
+
+# ---------------------------------------------------------------------------- 1. sources
+
+
+def _point_rows_at(capture: Path, locations: list[str]) -> None:
+    """Give the first instruction rows of the capture's code.json these source locations."""
+    def edit(d):
+        rows = [r for r in d["code"] if not r[0].startswith(";")]
+        for row, loc in zip(rows, locations, strict=False):
+            row[3] = loc
+    _edit(capture / "code.json", edit)
+
+
+def test_bundle_copies_only_sources_inside_the_capture_or_named(pa_copy: Path, tmp_path: Path,
+                                                                capsys: pytest.CaptureFixture[
+                                                                    str]) -> None:
+    outside = tmp_path / "home" / "secret.py"
+    outside.parent.mkdir()
+    outside.write_text(SECRET + "\n")
+    inside = pa_copy / "src" / "kernel.py"
+    inside.parent.mkdir()
+    inside.write_text("x = 1\n")
+    (pa_copy / "link.py").symlink_to(outside)  # inside by name, outside once resolved
+    named_dir = tmp_path / "mine"
+    named_dir.mkdir()
+    (named_dir / "lib.py").write_text("y = 2\n")
+    named_file = tmp_path / "named.py"
+    named_file.write_text("z = 3\n")
+    _point_rows_at(pa_copy, ["/etc/passwd:1", "~/.ssh/id_rsa:1", f"{outside}:1",
+                             f"{inside}:1", f"{pa_copy / 'link.py'}:1",
+                             f"{named_dir / 'lib.py'}:1", f"{named_file}:1",
+                             f"{tmp_path / 'gone.py'}:1"])
+    out = tmp_path / "bundle"
+    rc, err = _cli(["trace", "bundle", str(pa_copy), "-o", str(out), "--source-dir",
+                    str(named_dir), "--source", str(named_file)], capsys)
+    assert rc == 0, err
+    copied = {p.name: p.read_text() for p in (out / "source").iterdir()}
+    assert copied.pop("INDEX.json")
+    assert copied == {"kernel.py": "x = 1\n", "lib.py": "y = 2\n", "named.py": "z = 3\n"}
+    assert SECRET not in _bundle_text(out)
+    assert "root:" not in "".join(copied.values())  # /etc/passwd
+    md = (out / "REPORT.md").read_text()
+    for path in ("/etc/passwd", "~/.ssh/id_rsa", str(outside), str(pa_copy / "link.py"),
+                 str(tmp_path / "gone.py")):
+        assert f"source: `{path}`: outside the capture folder" in md, path
+    assert "note: left out: source /etc/passwd: outside the capture folder" in err
+
+
+def test_source_dir_must_be_a_folder(pa_copy: Path, tmp_path: Path,
+                                     capsys: pytest.CaptureFixture[str]) -> None:
+    rc, err = _cli(["trace", "bundle", str(pa_copy), "-o", str(tmp_path / "b"),
+                    "--source-dir", str(tmp_path / "nope")], capsys)
+    assert rc == 1 and "no such folder (--source-dir)" in err
+    assert not (tmp_path / "b").exists()
+
+
+def test_snapshot_names_cannot_leave_the_bundle(pa_copy: Path, tmp_path: Path) -> None:
+    from asterism.profile.bundle import BundleRequest, build_bundle
+
+    (pa_copy / "source_0_x.py").write_text("a = 1\n")
+    (pa_copy / "snapshots.json").write_text(json.dumps(
+        {"/": {"..": "source_0_x.py", "a\u0000b": "source_0_x.py",
+               "..\\..\\evil.py": "source_0_x.py"}}))
+    out = build_bundle(BundleRequest(pa_copy, tmp_path / "b"))
+    names = sorted(p.name for p in (out / "source").iterdir())
+    assert all(not n.startswith(".") and "\\" not in n and "\0" not in n for n in names)
+    assert len(names) == 4 and [p.name for p in tmp_path.iterdir()] == ["b", "cap"]

@@ -35,7 +35,8 @@ def cmd_trace_bundle(args) -> int:
 
         raise BundleError(f"--top must be 0 or more, got {args.top}")
     out = build_bundle(BundleRequest(args.capture, args.output, args.counters, args.source,
-                                     args.kernel_file, args.baseline, args.title, args.top),
+                                     args.kernel_file, args.baseline, args.title, args.top,
+                                     args.source_dir),
                        note=lambda message: sys.stderr.write(f"note: {message}\n"))
     sys.stderr.write(f"wrote {out}/REPORT.md\n")
     return 0
@@ -182,6 +183,11 @@ def register(verb) -> None:
                    help="rocprofv3 output: *_results.json or its CSV files (repeatable)")
     b.add_argument("--source", action="append", default=[], metavar="FILE",
                    help="a source file to include (repeatable)")
+    b.add_argument("--source-dir", action="append", default=[], metavar="DIR",
+                   help="a folder whose files the bundle may copy when the capture's rows "
+                        "point into it (repeatable). Source files are otherwise copied only "
+                        "from the capture folder itself, --source and --kernel-file: the "
+                        "report names the ones left out")
     b.add_argument("--kernel-file", metavar="K", help="the kernel: .hsaco/.co, .mlir or .s "
                                                       "(adds its ISA listing and stats)")
     b.add_argument("--baseline", metavar="CAPTURE", help="a capture to compare with "

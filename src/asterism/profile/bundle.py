@@ -11,8 +11,10 @@
     DIR/att/<capture>/       the capture as given (AMD's ATT viewer opens it)
     DIR/baseline/<capture>/  the --baseline capture, when given
     DIR/counters/            the rocprofv3 counter files, as given
-    DIR/source/              the source files the capture's rows point to (the capture's
-                             snapshots, files named with --source, files found on disk)
+    DIR/source/              the source files the capture's rows point to: the capture's
+                             snapshots, and local files only inside the capture folder or a
+                             --source-dir folder (links resolved), or named with --source or
+                             --kernel-file; the others are listed as left out, not read
     DIR/kernel/              the code object as given, its ISA listing and `asterism stats`
 
 Everything is read and checked first, then written into a temporary sibling directory that
@@ -22,6 +24,8 @@ is renamed to DIR at the end: an error leaves no DIR behind.
 from __future__ import annotations
 
 import json
+import os
+import re
 import shutil
 import uuid
 from collections.abc import Callable
@@ -70,6 +74,9 @@ class BundleRequest:
     baseline: str | Path | None = None
     title: str | None = None
     top: int = 10
+    # Folders whose files the bundle may copy as sources when the rows point into them
+    # (besides the capture folder itself).
+    source_dirs: list[str | Path] = field(default_factory=list)
 
 
 @dataclass
@@ -404,33 +411,107 @@ def render_bundle_json(a: Analysis, counters: CounterData | None = None,
 # ---------------------------------------------------------------------------- the bundle
 
 
-def _copy_sources(trace: Trace, given: list[Path], dest: Path) -> list[str]:
-    """The source files of the capture's rows and the given ones, into `dest`."""
+# Characters kept in the name of a file the bundle writes from a name in the input.
+_UNSAFE_NAME_RE = re.compile(r"[^A-Za-z0-9._+-]")
+
+
+def _safe_name(original: str) -> str:
+    """A file name for the bundle from a path in the input: its last component with
+    anything but letters, digits and ``._+-`` made ``_``, no leading dot (never ``..``),
+    at most 100 characters."""
+    base = re.split(r"[/\\]", original)[-1]
+    return _UNSAFE_NAME_RE.sub("_", base).lstrip(".")[:100] or "source"
+
+
+@dataclass
+class SourcePolicy:
+    """Which local files the bundle may read as sources: those inside the capture folder
+    and the named folders (after resolving links), and the named files."""
+
+    folders: list[Path]
+    files: set[Path]
+
+    @classmethod
+    def of(cls, req: BundleRequest) -> SourcePolicy:
+        """The capture folder and what the request names (--source-dir, --source,
+        --kernel-file), resolved."""
+        folders = [Path(os.path.realpath(req.capture))]
+        folders += [Path(os.path.realpath(d)) for d in req.source_dirs]
+        files = {Path(os.path.realpath(f)) for f in req.sources}
+        if req.kernel_file is not None:
+            files.add(Path(os.path.realpath(req.kernel_file)))
+        return cls(folders, files)
+
+    def allows(self, path: str) -> Path | None:
+        """The resolved path of `path` if the bundle may read it, else None."""
+        try:
+            real = Path(os.path.realpath(path))
+        except (OSError, ValueError):  # a NUL byte, a loop of links
+            return None
+        if real in self.files or any(f == real or f in real.parents for f in self.folders):
+            return real
+        return None
+
+
+_OUTSIDE = ("outside the capture folder and not named (--source FILE, --source-dir DIR or "
+            "--kernel-file): not read")
+
+
+def _row_paths(trace: Trace) -> list[str]:
+    """The distinct file paths the code rows' source locations name, in row order."""
+    seen: dict[str, None] = {}
+    for row in trace.code.rows:
+        for loc in filter(None, (p.strip() for p in row.source.split(";"))):
+            path = loc.split(", ")[0].rpartition(":")[0]
+            if path:
+                seen.setdefault(path)
+    return list(seen)
+
+
+def _copy_sources(trace: Trace, req: BundleRequest, dest: Path,
+                  skipped: list[Skipped]) -> list[str]:
+    """The source files of the capture's rows that the policy allows and the named ones,
+    into `dest`; the rows' files it does not allow go to `skipped`."""
     written: dict[str, str] = {}
 
     def name_for(original: str) -> str:
-        base = Path(original).name or "source"
+        base = _safe_name(original)
         name, n = base, 1
-        while name in written.values():
+        while name in written.values() or name == "INDEX.json":
             n += 1
             name = f"{n}_{base}"
         return name
+
+    def copy(original: str, real: Path) -> None:
+        try:
+            data = read_input_file(real, follow_links=False, error=BundleError,
+                                   what="source file")
+        except BundleError as err:
+            skipped.append(Skipped("source", original, err.message.split(": ", 1)[-1]))
+            return
+        name = written[original] = name_for(original)
+        (dest / name).write_bytes(data)
 
     shipped = source_files(trace)
     for original, lines in sorted(shipped.items()):
         name = written[original] = name_for(original)
         (dest / name).write_text("\n".join(lines) + "\n", encoding="utf-8")
-    # Row locations that point to a readable file (a modeled trace's .mlir/.py, say).
-    for row in trace.code.rows:
-        for loc in filter(None, (p.strip() for p in row.source.split(";"))):
-            path = loc.split(", ")[0].rpartition(":")[0]
-            if path and path not in written and Path(path).is_file():
-                name = written[path] = name_for(path)
-                shutil.copyfile(path, dest / name)
-    for p in given:
+    policy = SourcePolicy.of(req)
+    done = {Path(os.path.realpath(p)) for p in req.sources}
+    # Row locations that point to a file the user let the bundle read (a modeled trace's
+    # .mlir/.py, a source folder given with --source-dir).
+    for path in _row_paths(trace):
+        if path in written:
+            continue
+        real = policy.allows(path)
+        if real is None:
+            skipped.append(Skipped("source", path, _OUTSIDE))
+        elif real not in done:
+            done.add(real)
+            copy(path, real)
+    for p in req.sources:
         if str(p) not in written:
-            name = written[str(p)] = name_for(str(p))
-            shutil.copyfile(p, dest / name)
+            copy(str(p), Path(os.path.realpath(p)))
     if written:
         (dest / "INDEX.json").write_text(json.dumps(written, indent=1) + "\n",
                                          encoding="utf-8")
@@ -459,6 +540,9 @@ def _check_inputs(req: BundleRequest) -> None:
     for src in req.sources:
         if not Path(src).is_file():
             raise BundleError(f"{src}: source file not found (--source)")
+    for folder in req.source_dirs:
+        if not Path(folder).is_dir():
+            raise BundleError(f"{folder}: no such folder (--source-dir)")
     if req.kernel_file is not None and not Path(req.kernel_file).is_file():
         raise BundleError(f"{req.kernel_file}: kernel file not found (--kernel-file)")
 
@@ -545,7 +629,7 @@ def _write_contents(req: BundleRequest, tmp: Path, a: Analysis,
         made.append("counters/")
     src = tmp / "source"
     src.mkdir()
-    if _copy_sources(a.trace, [Path(s) for s in req.sources], src):
+    if _copy_sources(a.trace, req, src, skipped):
         made.append("source/")
     else:
         src.rmdir()
