@@ -245,3 +245,82 @@ def test_snapshot_names_cannot_leave_the_bundle(pa_copy: Path, tmp_path: Path) -
     names = sorted(p.name for p in (out / "source").iterdir())
     assert all(not n.startswith(".") and "\\" not in n and "\0" not in n for n in names)
     assert len(names) == 4 and [p.name for p in tmp_path.iterdir()] == ["b", "cap"]
+
+
+# ---------------------------------------------------------------------------- 5. value ranges
+
+
+@pytest.mark.parametrize(("file", "edit", "field", "value"), [
+    (WAVE, lambda d, v: d["wave"].__setitem__("begin", v), "['wave']['begin']", 2**63),
+    (WAVE, lambda d, v: d["wave"].__setitem__("end", v), "['wave']['end']", -1),
+    (WAVE, lambda d, v: d["wave"]["instructions"][2].__setitem__(0, v),
+     "['wave']['instructions'][2][0]", 2**63),
+    (WAVE, lambda d, v: d["wave"]["instructions"][2].__setitem__(1, v),
+     "['wave']['instructions'][2][1]", 256),
+    (WAVE, lambda d, v: d["wave"]["timeline"][0].__setitem__(1, v),
+     "['wave']['timeline'][0][1]", 10**30),
+    (WAVE, lambda d, v: d["wave"].__setitem__("cu", v), "['wave']['cu']", 2**31),
+    ("code.json", lambda d, v: d["code"][3].__setitem__(5, v), "['code'][3][5]", 2**64),
+    ("code.json", lambda d, v: d["code"][3].__setitem__(2, v), "['code'][3][2]", -3),
+    ("occupancy.json", lambda d, v: d["1"][0].__setitem__(0, v), "['1'][0][0]", 2**63),
+    ("realtime.json", lambda d, v: d["SE1"][0].__setitem__(1, v), "['SE1'][0][1]", -2**63),
+    ("wstates2.json", lambda d, v: d["time"].__setitem__(0, v), "['time'][0]", 2**53),
+    ("filenames.json", lambda d, v: d.__setitem__("global_begin_time", v),
+     "['global_begin_time']", 2**70),
+])
+def test_out_of_range_values_are_located_errors(pa_copy: Path, tmp_path: Path, file: str,
+                                                edit, field: str, value: int,
+                                                capsys: pytest.CaptureFixture[str]) -> None:
+    _edit(pa_copy / file, lambda d: edit(d, value))
+    with pytest.raises(TraceError) as exc:
+        read_att(pa_copy)
+    assert f"{pa_copy / file} at {field}: {value} is out of range" in str(exc.value)
+    for argv in (["trace", "plot", str(pa_copy), "-o", str(tmp_path / "p.png")],
+                 ["trace", "bundle", str(pa_copy), "-o", str(tmp_path / "b")],
+                 ["trace", "replay", str(pa_copy)]):
+        rc, err = _cli(argv, capsys)
+        assert rc == 1 and f"{file} at {field}: {value} is out of range" in err
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["cap"]
+
+
+def test_keys_with_foreign_or_endless_digits(pa_copy: Path) -> None:
+    _edit(pa_copy / "occupancy.json", lambda d: d.__setitem__("\u00b2", []))  # '²'.isdigit()
+    assert "\u00b2" in read_att(pa_copy).occupancy.extra
+    _edit(pa_copy / "occupancy.json", lambda d: d.__setitem__("9" * 5000, []))
+    with pytest.raises(TraceError, match="SE number 9999.* is out of range"):
+        read_att(pa_copy)
+
+
+def test_a_late_wave_is_drawn_and_embedded_exactly(pa_copy: Path, tmp_path: Path) -> None:
+    """Times 2^33 cycles apart (past int32): the HTML view's arrays keep them exact."""
+    import base64
+
+    import numpy as np
+
+    from asterism.profile import pictures
+    from asterism.profile.report import analyze
+
+    late = 2**33
+
+    def shift(d):
+        w = d["wave"]
+        w["begin"] += late
+        w["end"] += late
+        for rec in w["instructions"]:
+            rec[0] += late
+    _edit(pa_copy / WAVE, shift)
+    (pa_copy / "occupancy.json").unlink()
+    trace = read_att(pa_copy)
+    data = pictures.html_data(trace, analyze(trace))
+    wave = next(w for w in trace.waves if w.filename == WAVE)
+    lane = next(la for la in data["lanes"]
+                if la["label"] == f"se{wave.se} cu{wave.cu} simd{wave.simd} slot{wave.slot}")
+    start = np.frombuffer(base64.b64decode(lane["start"]), "<" + data["time_dtype"])
+    assert start.tolist() == [r.time - data["origin"] for r in wave.instructions]
+    assert max(start) > 2**33
+    pictures.write_html(trace, analyze(trace), tmp_path / "v.html")
+    pytest.importorskip("matplotlib")
+    from asterism.profile import trace_plot
+
+    trace_plot(pa_copy, tmp_path / "p.png")
+    assert (tmp_path / "p.png").read_bytes()[:4] == b"\x89PNG"

@@ -113,9 +113,11 @@ FILENAMES_FILE = "filenames.json"
 OCCUPANCY_FILE = "occupancy.json"
 REALTIME_FILE = "realtime.json"
 SNAPSHOTS_FILE = "snapshots.json"
-WAVE_FILE_RE = re.compile(r"^se(\d+)_sm(\d+)_sl(\d+)_wv(\d+)\.json$")
-WSTATES_FILE_RE = re.compile(r"^wstates(\d+)\.json$")
-_REALTIME_SE_RE = re.compile(r"^SE(\d+)$")
+# (ASCII digits, at most 9: a file whose numbers are past INDEX is not a wave file.)
+WAVE_FILE_RE = re.compile(r"^se(\d{1,9})_sm(\d{1,9})_sl(\d{1,9})_wv(\d{1,9})\.json$",
+                          re.ASCII)
+WSTATES_FILE_RE = re.compile(r"^wstates(\d{1,3})\.json$", re.ASCII)
+_REALTIME_SE_RE = re.compile(r"^SE(\d+)$", re.ASCII)
 # Bytes of the other files of a capture (source copies, counter files), which are kept in
 # memory and written back: together at most this.
 EXTRA_FILES_MAX_BYTES = 1 << 30
@@ -539,11 +541,35 @@ def _kind(value: Any) -> str:
             list: "a list", dict: "an object"}.get(type(value), type(value).__name__)
 
 
-def _int(value: Any, ctx: _Ctx) -> int:
+# Value ranges of the integers of a capture, checked when read: what follows (NumPy int64
+# arrays, float64 pixel positions, the HTML view's JavaScript numbers, the timing model's
+# event clock) is exact and cannot overflow within them.
+CYCLES = (0, 2**53 - 1)  # times and cycle counts: exact as float64 (2^53 cycles: ~52 days)
+INDEX = (0, 2**31 - 1)  # line numbers, CU/SIMD/slot/wave numbers, ids, counts
+CODE = (0, 255)  # instruction category, wave state, GFX IP
+U64 = (0, 2**64 - 1)  # addresses, code-object ids
+I64 = (-(2**63), 2**63 - 1)  # the reserved columns (always 0)
+
+
+def _int(value: Any, ctx: _Ctx, limits: tuple[int, int] = I64) -> int:
     # bool is an int subclass in Python; JSON true/false is never a valid count or time.
     if isinstance(value, bool) or not isinstance(value, int):
         raise ctx.fail(f"expected an integer, got {_kind(value)}")
+    lo, hi = limits
+    if not lo <= value <= hi:
+        raise ctx.fail(f"{value} is out of range (expected {lo} to {hi})")
     return value
+
+
+def _decimal(key: str, ctx: _Ctx, what: str) -> int | None:
+    """The number a key spells in ASCII decimal digits (None if it does not), within INDEX
+    (a longer one is an error: Python would not even convert 5000 digits)."""
+    if not (key.isascii() and key.isdigit()):
+        return None
+    if len(key) > 10 or int(key) > INDEX[1]:
+        shown = key if len(key) <= 20 else f"{key[:12]}... ({len(key)} digits)"
+        raise ctx.fail(f"{what} {shown} is out of range (expected {INDEX[0]} to {INDEX[1]})")
+    return int(key)
 
 
 def _str(value: Any, ctx: _Ctx) -> str:
@@ -590,11 +616,11 @@ def _read_code(file: Path) -> CodeListing:
         if len(raw) != 10:
             raise rc.fail(f"expected 10 columns ({CODE_HEADER}), got {len(raw)}")
         row = CodeRow(
-            line=_int(raw[2], rc.at(2)), isa=_str(raw[0], rc.at(0)),
-            source=_str(raw[3], rc.at(3)), codeobj=_int(raw[4], rc.at(4)),
-            vaddr=_int(raw[5], rc.at(5)), hit=_int(raw[6], rc.at(6)),
-            latency=_int(raw[7], rc.at(7)), stall=_int(raw[8], rc.at(8)),
-            idle=_int(raw[9], rc.at(9)), reserved=_int(raw[1], rc.at(1)),
+            line=_int(raw[2], rc.at(2), INDEX), isa=_str(raw[0], rc.at(0)),
+            source=_str(raw[3], rc.at(3)), codeobj=_int(raw[4], rc.at(4), U64),
+            vaddr=_int(raw[5], rc.at(5), U64), hit=_int(raw[6], rc.at(6), CYCLES),
+            latency=_int(raw[7], rc.at(7), CYCLES), stall=_int(raw[8], rc.at(8), CYCLES),
+            idle=_int(raw[9], rc.at(9), CYCLES), reserved=_int(raw[1], rc.at(1)),
         )
         if row.line in seen:
             raise rc.fail(f"LineNumber {row.line} appears twice")
@@ -619,8 +645,8 @@ def _read_wave(file: Path, ident: tuple[int, int, int, int]) -> Wave:
     wc = ctx.at("wave")
     w = _obj(_key(data, "wave", ctx), wc)
     se, simd, slot, wid = ident
-    fields = {k: _int(_key(w, k, wc), wc.at(k)) for k in ("cu", "simd", "slot", "id", "begin",
-                                                         "end")}
+    fields = {k: _int(_key(w, k, wc), wc.at(k), CYCLES if k in ("begin", "end") else INDEX)
+              for k in ("cu", "simd", "slot", "id", "begin", "end")}
     for key, expect in (("simd", simd), ("slot", slot), ("id", wid)):
         if fields[key] != expect:
             raise wc.at(key).fail(
@@ -634,9 +660,9 @@ def _read_wave(file: Path, ident: tuple[int, int, int, int]) -> Wave:
         if len(raw) < 5:
             raise rc.fail(f"expected [time, category, stall, duration, line], got {len(raw)} "
                           "items")
-        vals = [_int(raw[j], rc.at(j)) for j in range(5)]
-        if vals[2] < 0 or vals[3] < 0:
-            raise rc.fail("negative stall or duration")
+        # [time, category, stall, duration, line]
+        vals = [_int(raw[j], rc.at(j), limits)
+                for j, limits in enumerate((CYCLES, CODE, CYCLES, CYCLES, INDEX))]
         insts.append(InstRecord(*vals, extra=tuple(raw[5:])))
     timeline: list[StateSpan] = []
     tc = wc.at("timeline")
@@ -645,7 +671,8 @@ def _read_wave(file: Path, ident: tuple[int, int, int, int]) -> Wave:
         raw = _list(raw, rc)
         if len(raw) != 2:
             raise rc.fail(f"expected [state, cycles], got {len(raw)} items")
-        timeline.append(StateSpan(_int(raw[0], rc.at(0)), _int(raw[1], rc.at(1))))
+        timeline.append(StateSpan(_int(raw[0], rc.at(0), CODE),
+                                  _int(raw[1], rc.at(1), CYCLES)))
     links: list[WaitcntLink] = []
     lc = wc.at("waitcnt")
     for i, raw in enumerate(_list(w.get("waitcnt"), lc, null_ok=True)):
@@ -659,16 +686,17 @@ def _read_wave(file: Path, ident: tuple[int, int, int, int]) -> Wave:
             dep = _list(dep, dc)
             if len(dep) != 2:
                 raise dc.fail(f"expected [producer_line, 0], got {len(dep)} items")
-            deps.append((_int(dep[0], dc.at(0)), _int(dep[1], dc.at(1))))
-        links.append(WaitcntLink(_int(raw[0], rc.at(0)), tuple(deps)))
+            deps.append((_int(dep[0], dc.at(0), INDEX), _int(dep[1], dc.at(1))))
+        links.append(WaitcntLink(_int(raw[0], rc.at(0), INDEX), tuple(deps)))
     name = data.get("name")
     return Wave(
         se=se, simd=simd, slot=slot, id=wid, cu=fields["cu"],
         begin=fields["begin"], end=fields["end"], instructions=insts, timeline=timeline,
         waitcnt=links,
         name=_str(name, ctx.at("name")) if name is not None else None,
-        num_insts=_int(data["num_insts"], ctx.at("num_insts")) if "num_insts" in data else None,
-        num_stitched=(_int(data["num_stitched"], ctx.at("num_stitched"))
+        num_insts=(_int(data["num_insts"], ctx.at("num_insts"), INDEX)
+                   if "num_insts" in data else None),
+        num_stitched=(_int(data["num_stitched"], ctx.at("num_stitched"), INDEX)
                       if "num_stitched" in data else None),
         extra={k: v for k, v in w.items() if k not in _WAVE_KEYS},
         file_extra={k: v for k, v in data.items() if k not in _WAVE_TOP_KEYS},
@@ -690,11 +718,11 @@ def _read_filenames(file: Path) -> tuple[TraceInfo, dict[tuple[int, int, int, in
                     entry = _list(entry, ec)
                     if len(entry) != 3:
                         raise ec.fail(f"expected [file, begin, end], got {len(entry)} items")
-                    try:
-                        ident = (int(se_k), int(simd_k), int(slot_k), int(id_k))
-                    except ValueError:
-                        raise ec.fail("SE/SIMD/slot/wave keys must be decimal numbers") from None
-                    index[ident] = _str(entry[0], ec.at(0))
+                    ident = tuple(_decimal(k, ec, "number") for k in (se_k, simd_k, slot_k,
+                                                                       id_k))
+                    if None in ident:
+                        raise ec.fail("SE/SIMD/slot/wave keys must be decimal numbers")
+                    index[ident] = _str(entry[0], ec.at(0))  # type: ignore[index]
     counters = [_str(c, ctx.at("counter_names").at(i))
                 for i, c in enumerate(_list(data.get("counter_names", []),
                                             ctx.at("counter_names"), null_ok=True))]
@@ -710,10 +738,11 @@ def _read_filenames(file: Path) -> tuple[TraceInfo, dict[tuple[int, int, int, in
     known = ("counter_names", "gfxip", "gfxv", "global_begin_time", "version",
              "wave_filenames", MODEL_KEY)
     info = TraceInfo(
-        gfxip=_int(data.get("gfxip", 9), ctx.at("gfxip")),
+        gfxip=_int(data.get("gfxip", 9), ctx.at("gfxip"), CODE),
         gfxv=_str(data.get("gfxv", "vega"), ctx.at("gfxv")),
         version=_str(data.get("version", FORMAT_VERSION), ctx.at("version")),
-        global_begin_time=_int(data.get("global_begin_time", 0), ctx.at("global_begin_time")),
+        global_begin_time=_int(data.get("global_begin_time", 0), ctx.at("global_begin_time"),
+                               CYCLES),
         counter_names=counters,
         extra={k: v for k, v in data.items() if k not in known},
     )
@@ -726,14 +755,16 @@ def _read_occupancy(file: Path) -> Occupancy:
     occ = Occupancy(events={}, dispatches={}, version=FORMAT_VERSION)
     for key, value in data.items():
         kc = ctx.at(key)
+        se = _decimal(key, kc, "SE number")
         if key == "dispatches":
             for kid, name in _obj(value, kc).items():
-                if not kid.isdigit():
+                number = _decimal(kid, kc, "dispatch id")
+                if number is None:
                     raise kc.fail(f"dispatch id {kid!r} is not a number")
-                occ.dispatches[int(kid)] = _str(name, kc.at(kid))
+                occ.dispatches[number] = _str(name, kc.at(kid))
         elif key == "version":
             occ.version = _str(value, kc)
-        elif key.isdigit():
+        elif se is not None:
             events = []
             for i, raw in enumerate(_list(value, kc, null_ok=True)):
                 rc = kc.at(i)
@@ -741,8 +772,11 @@ def _read_occupancy(file: Path) -> Occupancy:
                 if len(raw) != 6:
                     raise rc.fail("expected [time, cu, simd, slot, start, kernel_id], got "
                                   f"{len(raw)} items")
-                events.append(OccupancyEvent(*(_int(raw[j], rc.at(j)) for j in range(6))))
-            occ.events[int(key)] = events
+                # [time, cu, simd, slot, start, kernel_id]
+                events.append(OccupancyEvent(*(
+                    _int(raw[j], rc.at(j), limits)
+                    for j, limits in enumerate((CYCLES, INDEX, INDEX, INDEX, CODE, INDEX)))))
+            occ.events[se] = events
         else:
             occ.extra[key] = value
     return occ
@@ -751,9 +785,9 @@ def _read_occupancy(file: Path) -> Occupancy:
 def _read_wstates(file: Path, state: int) -> WaveStateSeries:
     ctx = _Ctx(file)
     data = _obj(_load_json(file), ctx)
-    times = [_int(t, ctx.at("time").at(i))
+    times = [_int(t, ctx.at("time").at(i), CYCLES)
              for i, t in enumerate(_list(_key(data, "time", ctx), ctx.at("time")))]
-    counts = [_int(s, ctx.at("state").at(i))
+    counts = [_int(s, ctx.at("state").at(i), INDEX)
               for i, s in enumerate(_list(_key(data, "state", ctx), ctx.at("state")))]
     if len(times) != len(counts):
         raise ctx.fail(f"'time' has {len(times)} entries but 'state' has {len(counts)}")
@@ -771,7 +805,7 @@ def _read_realtime(file: Path) -> Realtime:
     meta = _obj(_key(data, "metadata", ctx), mc)
     rt = Realtime(
         samples={},
-        frequency=_int(_key(meta, "frequency", mc), mc.at("frequency")),
+        frequency=_int(_key(meta, "frequency", mc), mc.at("frequency"), CYCLES),
         descriptor=_str(meta.get("descriptor", REALTIME_DESCRIPTOR), mc.at("descriptor")),
         metadata_extra={k: v for k, v in meta.items() if k not in ("frequency", "descriptor")},
     )
@@ -779,7 +813,8 @@ def _read_realtime(file: Path) -> Realtime:
         if key == "metadata":
             continue
         m = _REALTIME_SE_RE.match(key)
-        if m is None:
+        se = _decimal(m.group(1), ctx.at(key), "SE number") if m is not None else None
+        if se is None:
             rt.extra[key] = value
             continue
         pairs = []
@@ -788,8 +823,8 @@ def _read_realtime(file: Path) -> Realtime:
             raw = _list(raw, rc)
             if len(raw) != 2:
                 raise rc.fail(f"expected [gfx_clock, realtime_clock], got {len(raw)} items")
-            pairs.append((_int(raw[0], rc.at(0)), _int(raw[1], rc.at(1))))
-        rt.samples[int(m.group(1))] = pairs
+            pairs.append((_int(raw[0], rc.at(0), CYCLES), _int(raw[1], rc.at(1), CYCLES)))
+        rt.samples[se] = pairs
     return rt
 
 

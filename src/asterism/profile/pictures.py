@@ -135,11 +135,11 @@ def trace_arrays(trace: Trace) -> TraceArrays:
                                                      r.category)),
                           dtype=np.int64, count=5 * n).reshape(n, 5)
         codes = np.empty(n, dtype=np.int16)
-        keys = raw[:, 3] * 64 + raw[:, 4]
+        keys = raw[:, 3] * 256 + raw[:, 4]  # (the reader bounds categories to 0..255)
         uniq, inverse = np.unique(keys, return_inverse=True)
         table = np.empty(len(uniq), dtype=np.int16)
         for j, key in enumerate(uniq.tolist()):
-            line, cat = divmod(key, 64)
+            line, cat = divmod(key, 256)
             u = unit_of.get((line, cat))
             if u is None:
                 name = unit_name(mn.get(line, ""), cat)
@@ -265,7 +265,8 @@ def draw_timeline(ax: Any, trace: Trace, report: Report, arr: TraceArrays, top: 
             t = lane.start[lane.line == h.line]
             if not len(t):
                 continue
-            cols = np.unique((t * width // arr.span).astype(np.int64))
+            # (in float64: t * width can pass int64 for a long capture; exact below 2^53)
+            cols = np.unique((t.astype(np.float64) * width // arr.span).astype(np.int64))
             ax.scatter((cols + 0.5) * arr.span / width, np.full(len(cols), y + 0.1),
                        marker="v", s=22, color=color, linewidths=0, zorder=3)
         handles.append(patch_cls(color=color, label=f"#{rank + 1} line {h.line}: "
@@ -418,25 +419,30 @@ def html_data(trace: Trace, report: Report, arrays: TraceArrays | None = None,
     arr = arrays or trace_arrays(trace)
     total = sum(len(lane.start) for lane in arr.lanes)
     keep = 1.0 if total <= limit else limit / total
+    # Times from the first wave's start: int32 while they fit (half the bytes), else
+    # float64, exact to 2^53 (the reader's bound).
+    longest = max((int(lane.span_len.max()) for lane in arr.lanes if len(lane.span_len)),
+                  default=0)
+    tdt = "i4" if max(arr.span, longest) + 65535 < 2**31 else "f8"
     lanes = []
     for lane in arr.lanes:
         n = int(len(lane.start) * keep)  # a lane's first records when over the limit
         lanes.append({
             "label": lane.label, "n": n,
-            "start": _b64(lane.start[:n].astype("<i4")),
+            "start": _b64(lane.start[:n].astype("<" + tdt)),
             "dur": _b64(np.minimum(lane.dur[:n], 65535).astype("<u2")),
             "stall": _b64(np.minimum(lane.stall[:n], 65535).astype("<u2")),
             "line": _b64(lane.line[:n].astype("<i4")),
-            "unit": _b64(lane.unit[:n].astype("<u1")),
-            "sstart": _b64(lane.span_start.astype("<i4")),
-            "slen": _b64(lane.span_len.astype("<i4")),
+            "unit": _b64(lane.unit[:n].astype("<u2")),
+            "sstart": _b64(lane.span_start.astype("<" + tdt)),
+            "slen": _b64(lane.span_len.astype("<" + tdt)),
             "sstate": _b64(lane.span_state.astype("<u1")),
         })
     code = {r.line: [r.isa, r.source, r.source_text, r.vaddr, r.stall, r.cycles, r.hits,
                      r.cause] for r in report.listing if r.hits}
     return {
         "title": ", ".join(report.kernels) or "trace",
-        "modeled": report.modeled, "origin": arr.origin, "span": arr.span,
+        "modeled": report.modeled, "origin": arr.origin, "span": arr.span, "time_dtype": tdt,
         "truncated": keep < 1.0, "records": total,
         "units": arr.units, "unit_colors": [UNIT_COLORS.get(u, OTHER_COLOR) for u in arr.units],
         "states": [s.name for s in WaveState],
@@ -491,9 +497,10 @@ function dec(b64, T) {
   for (let i = 0; i < s.length; i++) u[i] = s.charCodeAt(i);
   return new T(u.buffer);
 }
-const lanes = D.lanes.map(l => ({label: l.label, start: dec(l.start, Int32Array),
+const T = D.time_dtype === "f8" ? Float64Array : Int32Array;
+const lanes = D.lanes.map(l => ({label: l.label, start: dec(l.start, T),
   dur: dec(l.dur, Uint16Array), stall: dec(l.stall, Uint16Array), line: dec(l.line, Int32Array),
-  unit: dec(l.unit, Uint8Array), ss: dec(l.sstart, Int32Array), sl: dec(l.slen, Int32Array),
+  unit: dec(l.unit, Uint16Array), ss: dec(l.sstart, T), sl: dec(l.slen, T),
   st: dec(l.sstate, Uint8Array)}));
 const hotRank = new Map(D.hotspots.map((l, i) => [l, i]));
 const cv = document.getElementById("cv"), ctx = cv.getContext("2d");
