@@ -10,6 +10,7 @@ reported); the fuzzing of the same readers is tests/test_fuzz_captures.py.
 from __future__ import annotations
 
 import json
+import re
 import shutil
 from pathlib import Path
 
@@ -324,3 +325,139 @@ def test_a_late_wave_is_drawn_and_embedded_exactly(pa_copy: Path, tmp_path: Path
 
     trace_plot(pa_copy, tmp_path / "p.png")
     assert (tmp_path / "p.png").read_bytes()[:4] == b"\x89PNG"
+
+
+# ---------------------------------------------------------------------------- 3. escaping
+
+
+EVIL_NAME = "k<img src=x onerror=alert(1)>`*_|$\\frac{$"
+EVIL_ISA = "  ; <!--<script>x</script> ``` \u2028`|$\\undefined$"
+
+
+def _evil_capture(capture: Path) -> None:
+    """Kernel label and every instruction's text carry HTML, Markdown and mathtext."""
+    def edit(d):
+        for row in d["code"]:
+            if row[0].startswith(";"):
+                row[0] = "; " + EVIL_NAME
+                row[3] = EVIL_NAME
+            else:
+                row[0] += EVIL_ISA
+                row[3] = f"/{EVIL_NAME}.py:3"
+    _edit(capture / "code.json", edit)
+    _edit(capture / "occupancy.json", lambda d: d["dispatches"].__setitem__("1", EVIL_NAME))
+
+
+def _outside_code(md: str) -> str:
+    """The Markdown text outside fenced code blocks and code spans (CommonMark's rules:
+    a block ends at a fence at least as long as its opening one; a span ends at a backtick
+    run as long as its opening one)."""
+    out, fence = [], None
+    for line in md.splitlines():
+        run = len(line) - len(line.lstrip("`"))
+        if fence is None and run >= 3:
+            fence = run
+        elif fence is not None and run >= fence and not line.strip("`"):
+            fence = None
+        elif fence is None:
+            out.append(re.sub(r"(?<!`)(`+)(?!`).*?(?<!`)\1(?!`)", "", line))
+    return "\n".join(out)
+
+
+def test_report_markdown_escapes_names_and_text(pa_copy: Path, tmp_path: Path,
+                                                capsys: pytest.CaptureFixture[str]) -> None:
+    _evil_capture(pa_copy)
+    out = tmp_path / "b"
+    rc, err = _cli(["trace", "bundle", str(pa_copy), "-o", str(out)], capsys)
+    assert rc == 0, err
+    for md in ((out / "REPORT.md").read_text(), trace_report(pa_copy, top=20)):
+        text = _outside_code(md)
+        assert "<" not in text.replace("<br>", ""), [ln for ln in text.splitlines() if "<" in ln]
+        assert "\u2028" not in md
+        assert "k&lt;img src=x onerror=alert(1)&gt;\\`\\*\\_\\|$\\\\frac{$" in text
+    md = (out / "REPORT.md").read_text()
+    # Every code span and block is closed where it should: each ISA text survives whole.
+    assert md.count("<!--<script>x</script> ``` ") == md.count("$\\undefined$") > 0
+    assert "```` " in md  # the fence is longer than the ``` run inside the text
+
+
+def _script_blocks(page: str) -> list[str]:
+    from html.parser import HTMLParser
+
+    class Scripts(HTMLParser):
+        def __init__(self):
+            super().__init__()
+            self.blocks: list[str] = []
+            self.inside = False
+
+        def handle_starttag(self, tag, attrs):
+            self.inside = tag == "script"
+            if self.inside:
+                self.blocks.append("")
+
+        def handle_endtag(self, tag):
+            self.inside = False
+
+        def handle_data(self, data):
+            if self.inside:
+                self.blocks[-1] += data
+
+    parser = Scripts()
+    parser.feed(page)
+    return parser.blocks
+
+
+def test_html_view_data_survives_any_text(pa_copy: Path, tmp_path: Path) -> None:
+    from asterism.profile import pictures
+    from asterism.profile.report import analyze
+
+    _evil_capture(pa_copy)
+    trace = read_att(pa_copy)
+    report = analyze(trace)
+    page = pictures.write_html(trace, report, tmp_path / "v.html").read_text()
+    (script,) = _script_blocks(page)
+    # What makes a browser leave (or never close) a script element: none of it inside.
+    assert not re.search(r"<!--|<script|</script", script, re.IGNORECASE)
+    data = json.loads(re.search(r"const D = (.*);\n", script).group(1))
+    assert data == json.loads(json.dumps(pictures.html_data(trace, report)))
+    assert EVIL_NAME in data["title"] and any(EVIL_ISA in c[0] for c in data["code"].values())
+
+
+def test_pictures_draw_any_text(pa_copy: Path, tmp_path: Path,
+                                capsys: pytest.CaptureFixture[str]) -> None:
+    pytest.importorskip("matplotlib")
+    _evil_capture(pa_copy)
+    rc, err = _cli(["trace", "plot", str(pa_copy), "-o", str(tmp_path / "p.png")], capsys)
+    assert rc == 0, err
+
+
+def test_html_view_in_a_browser_with_hostile_text_and_late_waves(pa_copy: Path,
+                                                                 tmp_path: Path) -> None:
+    """The page runs (its #selftest hovers the top hotspot) with hostile text in the data
+    and times past int32 (the float64 arrays)."""
+    import subprocess
+
+    browser = next(filter(None, (shutil.which(n) for n in ("chromium", "chromium-browser",
+                                                           "google-chrome"))), None)
+    if browser is None:
+        pytest.skip("no chromium: apt-get install chromium (Debian) to run the HTML view test")
+    _evil_capture(pa_copy)
+
+    def shift(d):
+        for key in ("begin", "end"):
+            d["wave"][key] += 2**33
+        for rec in d["wave"]["instructions"]:
+            rec[0] += 2**33
+    _edit(pa_copy / WAVE, shift)
+    out = tmp_path / "b"
+    assert main(["trace", "bundle", str(pa_copy), "-o", str(out)]) == 0
+    url = (out / "pictures" / "view.html").resolve().as_uri() + "#selftest"
+    res = subprocess.run([browser, "--headless", "--no-sandbox", "--disable-gpu",
+                          "--dump-dom", url], capture_output=True, text=True, timeout=180)
+    line = next(x for x in res.stdout.split("\n") if "SELFTEST " in x)  # (not at U+2028)
+    got = json.loads(line.split("SELFTEST ", 1)[1].split("</div>")[0]
+                     .replace("&lt;", "<").replace("&gt;", ">").replace("&amp;", "&"))
+    report = json.loads((out / "report.json").read_text())
+    assert got["lanes"] == 4 and got["records"] == report["totals"]["instructions"]
+    assert got["line"] == report["hotspots"][0]["line"]
+    assert report["hotspots"][0]["isa"] in got["hover"] and "<!--<script>" in got["hover"]

@@ -36,6 +36,7 @@ from typing import Any
 from asterism.errors import AsterismError
 from asterism.profile.att import Trace, TraceError, folder_entries, read_att, source_files
 from asterism.profile.counters import CounterData, derived_metrics, read_counters
+from asterism.profile.escape import md_code, md_text
 from asterism.profile.insights import (
     Candidate,
     Context,
@@ -141,22 +142,19 @@ def _pct(part: float, whole: float) -> str:
     return f"{100.0 * part / whole:.1f} %" if whole else "-"
 
 
-def _cell(text: str) -> str:
-    return text.replace("|", "\\|")
-
-
 def _headline(a: Analysis, title: str | None, counters: CounterData | None) -> list[str]:
     r = a.report
     gpu = counters.gpus()[0] if counters and counters.gpus() else None
-    out = [f"# {title or ', '.join(r.kernels) or 'Kernel report'}", ""]
+    out = [f"# {md_text(title or ', '.join(r.kernels) or 'Kernel report')}", ""]
     out.append(f"**Verdict:** {a.verdict}.")
     out.append("")
     out.append("| | |")
     out.append("|---|---|")
-    out.append(f"| kernel | `{', '.join(r.kernels) or '?'}` |")
+    out.append(f"| kernel | {md_code(', '.join(r.kernels) or '?', table=True)} |")
     if gpu is not None:
-        out.append(f"| GPU | {gpu.product or gpu.name} ({gpu.name}, {gpu.cu_count} CUs) |")
-    kind = ("**modeled** by " + (r.producer or "a timing model") + ", not measured"
+        out.append(f"| GPU | {md_text(gpu.product or gpu.name)} ({md_text(gpu.name)}, "
+                   f"{gpu.cu_count} CUs) |")
+    kind = ("**modeled** by " + md_text(r.producer or "a timing model") + ", not measured"
             if r.modeled else "hardware capture (rocprofv3 ATT)")
     out.append(f"| trace | {kind}; {r.waves} waves, {r.instructions} instructions |")
     span = f"{r.span} cycles"
@@ -171,7 +169,7 @@ def _headline(a: Analysis, title: str | None, counters: CounterData | None) -> l
     if len(a.dispatches) > 3:
         out.append(f"| dispatches | {len(a.dispatches)} in the counter files |")
     if counters and counters.command:
-        out.append(f"| command | `{_cell(' '.join(counters.command))}` |")
+        out.append(f"| command | {md_code(' '.join(counters.command), table=True)} |")
     out.append("")
     return out
 
@@ -210,7 +208,8 @@ def _occupancy(o: OccupancyInfo) -> list[str]:
                    "rocprofv3's results JSON with --counters)")
     else:
         regs = f"{o.vgprs} VGPRs" + (f" + {o.agprs} AGPRs" if o.agprs else "")
-        out.append(f"- theoretical on {o.target}: **{o.theoretical}** wave(s) per SIMD, "
+        out.append(f"- theoretical on {md_text(o.target or '?')}: **{o.theoretical}** wave(s) "
+                   "per SIMD, "
                    f"limited by **{', '.join(o.limited_by)}** ({regs}, {o.sgprs} SGPRs, "
                    f"{o.lds_bytes} bytes LDS; from {o.resource_source})")
         lim = ", ".join(f"{k} {v}" for k, v in o.limits.items() if k != "workgroups_per_cu")
@@ -248,7 +247,8 @@ def _sources(r: Report, top: int) -> list[str]:
     out += ["", "| location | text | instructions | hits | cycles | stall |",
             "|---|---|---:|---:|---:|---:|"]
     for h in heat:
-        out.append(f"| `{_cell(h['location'])}` | `{_cell(h['text'])}` | {h['instructions']} "
+        out.append(f"| {md_code(h['location'], table=True)} | {md_code(h['text'], table=True)} "
+                   f"| {h['instructions']} "
                    f"| {h['hits']} | {h['cycles']} | {h['stall']} |")
     return out + [""]
 
@@ -257,12 +257,12 @@ def _counters(a: Analysis, counters: CounterData | None) -> list[str]:
     out = ["## Counters", ""]
     if counters is None:
         return out + ["No counter file given (--counters).", ""]
-    out.append("Files: " + ", ".join(f"`{Path(f).name}`" for f in counters.files) + ".")
+    out.append("Files: " + ", ".join(md_code(Path(f).name) for f in counters.files) + ".")
     out.append("")
     name = a.report.kernels[0] if a.report.kernels else None
     sym = counters.kernel(name, _codeobj(a.trace)) if name else None
     if sym is not None:
-        out.append(f"Kernel symbol `{sym.name}` (code object {sym.code_object_id}): "
+        out.append(f"Kernel symbol {md_code(sym.name)} (code object {sym.code_object_id}): "
                    f"{sym.vgprs} arch VGPRs, {sym.agprs} AGPRs, {sym.sgprs} SGPRs, "
                    f"{sym.lds_bytes} bytes LDS, {sym.scratch_bytes} bytes scratch.")
         out.append("")
@@ -272,7 +272,7 @@ def _counters(a: Analysis, counters: CounterData | None) -> list[str]:
                    "rocprofv3 with --kernel-trace and --pmc to get durations and counters.")
         return out + [""]
     names = sorted({n for d in a.dispatches for n in d.counters})
-    out.append("| dispatch | duration (us) | " + " | ".join(names) + " |")
+    out.append("| dispatch | duration (us) | " + " | ".join(md_text(n) for n in names) + " |")
     out.append("|---:|---:|" + "---:|" * len(names))
     for d in a.dispatches:
         dur = f"{d.duration_ns / 1000:.3f}" if d.duration_ns is not None else "-"
@@ -320,7 +320,8 @@ def _wait_producers(r: Report, top: int) -> list[str]:
 
 def _baseline(a: Analysis, b: Analysis, b_path: str, top: int) -> list[str]:
     ra, rb = a.report, b.report
-    out = ["## Before / after", "", f"Baseline (before): `{b_path}`; this capture is after.",
+    out = ["## Before / after", "", f"Baseline (before): {md_code(b_path)}; this capture is "
+           "after.",
            "", "| metric | before | after | change |", "|---|---:|---:|---:|"]
 
     def row(name: str, x: float, y: float) -> None:
@@ -345,8 +346,8 @@ def _baseline(a: Analysis, b: Analysis, b_path: str, top: int) -> list[str]:
     out += ["", "| # | before: hotspot (stall) | after: hotspot (stall) |", "|---:|---|---|"]
     hb, ha = rb.hotspots(top), ra.hotspots(top)
     for i in range(max(len(hb), len(ha))):
-        cb = f"`{_cell(hb[i].isa)}` ({hb[i].stall})" if i < len(hb) else ""
-        ca = f"`{_cell(ha[i].isa)}` ({ha[i].stall})" if i < len(ha) else ""
+        cb = f"{md_code(hb[i].isa, table=True)} ({hb[i].stall})" if i < len(hb) else ""
+        ca = f"{md_code(ha[i].isa, table=True)} ({ha[i].stall})" if i < len(ha) else ""
         out.append(f"| {i + 1} | {cb} | {ca} |")
     return out + [""]
 
@@ -356,7 +357,7 @@ def _skipped(skipped: list[Skipped]) -> list[str]:
         return []
     out = ["## Inputs left out", "",
            "These were not read or not copied into the bundle:", ""]
-    out += [f"- {s.input}: `{_cell(s.name)}`: {s.reason}" for s in skipped]
+    out += [f"- {s.input}: {md_code(s.name)}: {md_text(s.reason)}" for s in skipped]
     return out + [""]
 
 

@@ -16,7 +16,6 @@ matplotlib is imported only here (the ``plot`` extra); the Agg canvas is used di
 from __future__ import annotations
 
 import base64
-import json
 import os
 import uuid
 from dataclasses import dataclass, field
@@ -27,6 +26,7 @@ import numpy as np
 
 from asterism.errors import AsterismError
 from asterism.profile.att import Trace, WaveState
+from asterism.profile.escape import mpl_text, script_json
 from asterism.profile.isa_text import mnemonic, unit_name
 from asterism.profile.report import STALL_CAUSES, Report
 
@@ -250,11 +250,11 @@ def draw_timeline(ax: Any, trace: Trace, report: Report, arr: TraceArrays, top: 
     ax.imshow(img, aspect="auto", interpolation="nearest",
               extent=(0, arr.span, rows, 0))
     ax.set_yticks([y + 0.5 for y in range(len(arr.lanes))])
-    ax.set_yticklabels([lane.label for lane in arr.lanes], fontsize=7)
+    ax.set_yticklabels([mpl_text(lane.label) for lane in arr.lanes], fontsize=7)
     ax.set_xlabel(f"cycles since {arr.origin} (one pixel column = "
                   f"{arr.span / width:.0f} cycles)", fontsize=8)
     kind = "MODELED trace (timing model)" if trace.modeled else "hardware capture"
-    title = ", ".join(trace.kernel_names()) or "trace"
+    title = mpl_text(", ".join(trace.kernel_names()) or "trace")
     ax.set_title(f"{title}: wave timeline ({kind}). Per lane: wave state | dominant unit | "
                  "stalled share (red); markers: top hotspots", fontsize=9)
     hot = report.hotspots(top, "stall")
@@ -270,7 +270,7 @@ def draw_timeline(ax: Any, trace: Trace, report: Report, arr: TraceArrays, top: 
             ax.scatter((cols + 0.5) * arr.span / width, np.full(len(cols), y + 0.1),
                        marker="v", s=22, color=color, linewidths=0, zorder=3)
         handles.append(patch_cls(color=color, label=f"#{rank + 1} line {h.line}: "
-                                                    f"{_short(h.isa, 34)}"))
+                                                    f"{_short(mpl_text(h.isa), 34)}"))
     legends = [("hotspot (by stall)", handles),
                ("wave state", [patch_cls(facecolor=STATE_COLORS.get(state_names[s]),
                                          edgecolor="#999999", label=state_names[s])
@@ -337,7 +337,7 @@ def plot_hotspots(report: Report, out: str | Path, top: int = 15) -> Path:
     hot = report.hotspots(top, "stall")
     fig = figure_cls(figsize=(12, 1.0 + 0.32 * max(len(hot), 1)), dpi=100)
     ax = fig.add_subplot(1, 1, 1)
-    labels = [f"#{i + 1} L{h.line} {_short(h.isa, 44)}" for i, h in enumerate(hot)]
+    labels = [f"#{i + 1} L{h.line} {_short(mpl_text(h.isa), 44)}" for i, h in enumerate(hot)]
     left = np.zeros(len(hot))
     for cause in STALL_CAUSES:
         vals = np.array([h.causes.get(cause, 0) for h in hot], dtype=float)
@@ -348,7 +348,7 @@ def plot_hotspots(report: Report, out: str | Path, top: int = 15) -> Path:
     ax.barh(labels, issue, left=left, color="#c7e9c0", label="issue")
     for i, h in enumerate(hot):
         share = report.stall_share(h)
-        src = f"  {_short(_base(h.source), 40)}" if h.source else ""
+        src = f"  {_short(mpl_text(_base(h.source)), 40)}" if h.source else ""
         ax.text(left[i] + issue[i], i, f" {share:.1f}% of stall{src}" if share is not None
                 else "", va="center", fontsize=7)
     ax.invert_yaxis()
@@ -388,13 +388,13 @@ def plot_source_heat(report: Report, out: str | Path, top: int = 20) -> Path:
                 ha="center", va="center", fontsize=9)
         ax.set_axis_off()
         return _save(fig, canvas_cls, Path(out))
-    labels = [_short(_base(h["location"]), 34) for h in heat]
+    labels = [_short(mpl_text(_base(h["location"])), 34) for h in heat]
     stall = np.array([h["stall"] for h in heat], dtype=float)
     issue = np.array([h["cycles"] - h["stall"] for h in heat], dtype=float)
     ax.barh(labels, stall, color="#d62728", label="stall")
     ax.barh(labels, issue, left=stall, color="#c7e9c0", label="issue")
     for i, h in enumerate(heat):
-        ax.text(stall[i] + issue[i], i, f"  {_short(h['text'], 70)}", va="center",
+        ax.text(stall[i] + issue[i], i, f"  {_short(mpl_text(h['text']), 70)}", va="center",
                 fontsize=7, family="monospace")
     ax.invert_yaxis()
     ax.set_xlim(0, max(list(stall + issue) + [1]) * 2.2)
@@ -456,8 +456,7 @@ def write_html(trace: Trace, report: Report, out: str | Path,
                arrays: TraceArrays | None = None, limit: int = HTML_RECORD_LIMIT) -> Path:
     """The interactive timeline: wheel to zoom, drag to pan, hover for the instruction and
     its source line. One self-contained file (inline script and data, no network)."""
-    data = json.dumps(html_data(trace, report, arrays, limit), separators=(",", ":"))
-    page = _HTML.replace("/*DATA*/null", data.replace("</", "<\\/"))
+    page = _HTML.replace("/*DATA*/null", script_json(html_data(trace, report, arrays, limit)))
     path = Path(out)
     if not path.parent.is_dir():
         raise PlotError(f"{path.parent}: no such folder for the HTML view")
@@ -513,8 +512,11 @@ document.getElementById("title").textContent = D.title + (D.modeled ?
 document.getElementById("status").textContent = D.records + " instruction records" +
   (D.truncated ? " (the view embeds the first part of each lane only)" : "") +
   ", " + D.span + " cycles";
-document.getElementById("key").innerHTML = D.units.map((u, i) =>
-  '<span style="background:' + D.unit_colors[i] + '"></span>' + u).join("");
+D.units.forEach((u, i) => {  // DOM nodes, not innerHTML: names stay text
+  const swatch = document.createElement("span");
+  swatch.style.background = D.unit_colors[i];
+  document.getElementById("key").append(swatch, u);
+});
 function lowerBound(a, x) { let lo = 0, hi = a.length;
   while (lo < hi) { const m = (lo + hi) >> 1; if (a[m] < x) lo = m + 1; else hi = m; }
   return lo; }
