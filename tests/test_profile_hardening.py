@@ -461,3 +461,78 @@ def test_html_view_in_a_browser_with_hostile_text_and_late_waves(pa_copy: Path,
     assert got["lanes"] == 4 and got["records"] == report["totals"]["instructions"]
     assert got["line"] == report["hotspots"][0]["line"]
     assert report["hotspots"][0]["isa"] in got["hover"] and "<!--<script>" in got["hover"]
+
+
+# ---------------------------------------------------------------------------- 6. counters
+
+
+KERNEL_TRACE = FLASH_COUNTERS / "discover_kernel_trace.csv"
+KERNEL_STATS = FLASH_COUNTERS / "discover_kernel_stats.csv"
+
+
+def _stats_row(name: str) -> dict[str, str]:
+    import csv
+
+    with open(KERNEL_STATS, newline="") as fh:
+        return next(r for r in csv.DictReader(fh) if r["Name"] == name)
+
+
+def test_rocprofv3_kernel_trace_csv_with_agent_labels() -> None:
+    """rocprofv3's own kernel-trace CSV ("Agent 2" ids): its dispatches of the flash kernel
+    add up to what rocprofv3's kernel statistics of the same run say."""
+    data = read_counters([KERNEL_TRACE])
+    flash = data.dispatches_of("flash_attn_func_kernel_0")
+    stats = _stats_row("flash_attn_func_kernel_0")
+    durations = [d.duration_ns for d in flash]
+    assert len(flash) == int(stats["Calls"]) == 9
+    assert sum(durations) == int(stats["TotalDurationNs"])
+    assert (min(durations), max(durations)) == (int(stats["MinNs"]), int(stats["MaxNs"]))
+    assert {d.agent_id for d in data.dispatches} == {2}  # "Agent 2"
+    assert flash[0].workgroup == (256, 1, 1) and flash[0].grid == (131072, 1, 1)
+    assert len(data.dispatches) == sum(int(r["Calls"]) for r in _all_stats())
+
+
+def _all_stats() -> list[dict[str, str]]:
+    import csv
+
+    with open(KERNEL_STATS, newline="") as fh:
+        return list(csv.DictReader(fh))
+
+
+@pytest.mark.parametrize(("label", "agent_id"), [("Agent 2", 2), ("3", 3), ("GPU 0", None)])
+def test_agent_id_forms(tmp_path: Path, label: str, agent_id: int | None) -> None:
+    path = tmp_path / "k_kernel_trace.csv"
+    path.write_text("Kind,Agent_Id,Dispatch_Id,Kernel_Name,Start_Timestamp,End_Timestamp\n"
+                    f'KERNEL_DISPATCH,"{label}",1,k,10,30\n')
+    (d,) = read_counters([path]).dispatches
+    assert (d.agent_id, d.agent_label, d.duration_ns) == (agent_id, label, 20)
+
+
+def test_stats_csv_is_named_as_unused(tmp_path: Path) -> None:
+    with pytest.raises(CounterError, match="summary statistics .* not used"):
+        read_counters([KERNEL_STATS])
+
+
+def test_bundle_names_counter_files_it_cannot_use(tmp_path: Path,
+                                                  capsys: pytest.CaptureFixture[str]) -> None:
+    bad = tmp_path / "broken.csv"
+    bad.write_text("Dispatch_Id,Kernel_Name,Counter_Name,Counter_Value\n1,k,SQ_WAVES,many\n")
+    out = tmp_path / "b"
+    rc, err = _cli(["trace", "bundle", str(FLASH), "-o", str(out),
+                    *[a for f in (KERNEL_TRACE, KERNEL_STATS, FLASH_COUNTERS /
+                                  "discover_domain_stats.csv",
+                                  FLASH_COUNTERS / "discover_agent_info.csv", bad)
+                      for a in ("--counters", str(f))]], capsys)
+    assert rc == 0, err
+    md = (out / "REPORT.md").read_text()
+    assert "- counters: `discover_kernel_stats.csv`: " in md and "summary statistics" in md
+    assert "- counters: `broken.csv`: " in md and "expected a number, got 'many'" in md
+    assert "`discover_domain_stats.csv`" in md
+    # The kernel trace's dispatches of the traced kernel are in the report.
+    stats = _stats_row("flash_attn_func_kernel_0")
+    assert "| dispatches | 9 in the counter files |" in md
+    data = json.loads((out / "report.json").read_text())
+    assert sum(d["duration_ns"] for d in data["dispatches"]) == int(stats["TotalDurationNs"])
+    assert sorted(p.name for p in (out / "counters").iterdir()) == [
+        "discover_agent_info.csv", "discover_kernel_trace.csv"]
+    assert "note: left out: counters" in err

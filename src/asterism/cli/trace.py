@@ -180,7 +180,8 @@ def register(verb) -> None:
     b.add_argument("capture", help="ATT folder (ui_output_agent_* or a modeled run)")
     b.add_argument("-o", "--output", required=True, help="bundle directory to create")
     b.add_argument("--counters", action="append", default=[], metavar="FILE",
-                   help="rocprofv3 output: *_results.json or its CSV files (repeatable)")
+                   help="rocprofv3 output: *_results.json or its CSV files (repeatable); a "
+                        "file the bundle cannot use is left out and named in the report")
     b.add_argument("--source", action="append", default=[], metavar="FILE",
                    help="a source file to include (repeatable)")
     b.add_argument("--source-dir", action="append", default=[], metavar="DIR",

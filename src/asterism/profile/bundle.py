@@ -35,7 +35,7 @@ from typing import Any
 
 from asterism.errors import AsterismError
 from asterism.profile.att import Trace, TraceError, folder_entries, read_att, source_files
-from asterism.profile.counters import CounterData, derived_metrics, read_counters
+from asterism.profile.counters import CounterData, derived_metrics, read_counters_each
 from asterism.profile.escape import md_code, md_text
 from asterism.profile.insights import (
     Candidate,
@@ -541,6 +541,9 @@ def _check_inputs(req: BundleRequest) -> None:
     for src in req.sources:
         if not Path(src).is_file():
             raise BundleError(f"{src}: source file not found (--source)")
+    for f in req.counters:  # (a name that is not there is a mistake on the command line)
+        if not Path(f).exists():
+            raise BundleError(f"{f}: counter file is missing (--counters)")
     for folder in req.source_dirs:
         if not Path(folder).is_dir():
             raise BundleError(f"{folder}: no such folder (--source-dir)")
@@ -554,7 +557,10 @@ def build_bundle(req: BundleRequest, note: Callable[[str], None] | None = None) 
     _check_inputs(req)
     trace = read_att(req.capture)
     skipped = [Skipped("capture", n, why) for n, why in trace.skipped]
-    counters = read_counters(req.counters) if req.counters else None
+    # A counter file that cannot be used is left out (and named), never fatal to the bundle.
+    counters, bad_counters = read_counters_each(req.counters)
+    skipped += [Skipped("counters", Path(f).name, why) for f, why in bad_counters]
+    used_counters = [f for f in req.counters if str(f) not in dict(bad_counters)]
     stats = None
     if req.kernel_file is not None:
         from asterism.profile.stats import code_object_stats
@@ -571,7 +577,7 @@ def build_bundle(req: BundleRequest, note: Callable[[str], None] | None = None) 
     tmp = out.parent / f".{out.name}.tmp-{uuid.uuid4().hex}"
     try:
         tmp.mkdir()
-        files = _write_contents(req, tmp, analysis, stats, skipped)
+        files = _write_contents(req, tmp, analysis, stats, skipped, used_counters)
         for s in skipped:
             if note is not None:
                 note(f"left out: {s.input} {s.name}: {s.reason}")
@@ -602,7 +608,8 @@ def _copy_capture(folder: Path, dest: Path) -> None:
 
 
 def _write_contents(req: BundleRequest, tmp: Path, a: Analysis,
-                    stats: list[Any] | None, skipped: list[Skipped]) -> list[str]:
+                    stats: list[Any] | None, skipped: list[Skipped],
+                    counters: list[str | Path]) -> list[str]:
     """Everything but REPORT.md and report.json; returns the entries made."""
     from asterism.profile import pictures
 
@@ -623,10 +630,17 @@ def _write_contents(req: BundleRequest, tmp: Path, a: Analysis,
         (tmp / "baseline").mkdir()
         _copy_capture(Path(req.baseline), tmp / "baseline" / Path(req.baseline).resolve().name)
         made.append("baseline/")
-    if req.counters:
+    if counters:
         (tmp / "counters").mkdir()
-        for f in req.counters:
-            shutil.copyfile(f, tmp / "counters" / Path(f).name)
+        names: set[str] = set()
+        for f in counters:
+            name, n = _safe_name(Path(f).name), 1
+            while name in names:  # two files of one name from different folders
+                n += 1
+                name = f"{n}_{_safe_name(Path(f).name)}"
+            names.add(name)
+            (tmp / "counters" / name).write_bytes(
+                read_input_file(f, error=BundleError, what="counter file"))
         made.append("counters/")
     src = tmp / "source"
     src.mkdir()
