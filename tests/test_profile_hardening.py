@@ -536,3 +536,68 @@ def test_bundle_names_counter_files_it_cannot_use(tmp_path: Path,
     assert sorted(p.name for p in (out / "counters").iterdir()) == [
         "discover_agent_info.csv", "discover_kernel_trace.csv"]
     assert "note: left out: counters" in err
+
+
+# ---------------------------------------------------------------------------- 7. sizes
+
+
+def test_register_ranges_and_counts_from_text_are_bounded() -> None:
+    from asterism.profile.isa_text import vector_regs, waitcnt_counts
+
+    assert vector_regs("v[2:5], a7") == {("v", 2), ("v", 3), ("v", 4), ("v", 5), ("a", 7)}
+    assert vector_regs("v[0:255]") == {("v", i) for i in range(256)}
+    # Not registers of any GFX9 file: a range past v255/a255, reversed, or 5000 digits
+    # (before: a set of 100001 entries, 2e9 for v[0:2000000000]; a ValueError).
+    assert vector_regs("v[0:100000], v[9:3], a[0:256]") == set()
+    assert vector_regs("v" + "9" * 5000) == set()
+    assert waitcnt_counts("s_waitcnt vmcnt(" + "9" * 5000 + ") lgkmcnt(0)") == {"lgkmcnt": 0}
+    assert waitcnt_counts("s_waitcnt vmcnt(0x3f)") == {"vmcnt": 63}
+
+
+def test_capture_text_with_endless_numbers_is_analyzed(pa_copy: Path) -> None:
+    def edit(d):
+        for row in d["code"]:
+            if row[0].startswith("s_waitcnt"):
+                row[0] = "s_waitcnt vmcnt(" + "7" * 5000 + ")"
+            elif row[0].startswith("v_"):
+                row[0] = row[0].split()[0] + " v[0:100000], v" + "1" * 5000
+            row[3] = "k.py:" + ("\u00b2" if len(row[0]) % 2 else "1" * 5000)
+    _edit(pa_copy / "code.json", edit)
+    data = json.loads(trace_report(pa_copy, as_json=True))
+    assert data["totals"]["instructions"] == 1576  # the records are all still there
+    assert "k.py:\u00b2" in trace_report(pa_copy)
+
+
+def _png_size(path: Path) -> tuple[int, int]:
+    data = path.read_bytes()
+    assert data[:8] == b"\x89PNG\r\n\x1a\n" and data[12:16] == b"IHDR"
+    return int.from_bytes(data[16:20], "big"), int.from_bytes(data[20:24], "big")
+
+
+def test_pictures_of_a_capture_with_many_slots_are_bounded(pa_copy: Path,
+                                                           tmp_path: Path) -> None:
+    """100 SIMD slots (small wave files, each its own lane): the timeline draws the first 64
+    lanes (before: a picture and an image buffer growing ~3 MB per lane); the HTML view
+    embeds at most its lane limit."""
+    pytest.importorskip("matplotlib")
+    from asterism.profile import pictures, trace_plot
+    from asterism.profile.report import analyze
+
+    wave = json.loads((pa_copy / WAVE).read_text())
+    wave["wave"]["instructions"] = wave["wave"]["instructions"][:20]
+    wave["wave"]["waitcnt"] = []
+    for slot in range(1, 100):
+        wave["wave"]["slot"] = slot
+        (pa_copy / f"se1_sm0_sl{slot}_wv0.json").write_text(json.dumps(wave))
+    trace = read_att(pa_copy)
+    arr = pictures.trace_arrays(trace)
+    assert len(arr.lanes) == 103
+    trace_plot(pa_copy, tmp_path / "p.png")
+    one = tmp_path / "one.png"
+    pictures.plot_timeline(trace, analyze(trace), one, arrays=arr)
+    width, height = _png_size(one)
+    # 1.6 + 0.42 inches per lane at 100 dpi, 64 lanes: 2848 pixels before cropping
+    assert height <= 2900 < (160 + 42 * 103)
+    data = pictures.html_data(trace, analyze(trace), arr, lane_limit=10)
+    assert len(data["lanes"]) == 10 and data["lanes_total"] == 103
+    assert data["records"] == sum(len(la.start) for la in arr.lanes[:10])

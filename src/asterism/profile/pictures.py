@@ -43,6 +43,10 @@ CAUSE_COLORS = {"vmcnt wait": "#d62728", "lgkmcnt wait": "#ff7f0e", "barrier": "
 HOTSPOT_COLORS = ("#000000", "#e6194b", "#3cb44b", "#4363d8", "#f58231", "#911eb4")
 TIMELINE_WIDTH = 1600  # pixel columns of the timeline raster
 HTML_RECORD_LIMIT = 1_500_000  # records embedded in the HTML view
+# Lanes (SIMD slots) drawn: a capture with thousands of slots would otherwise ask for a
+# picture (and a canvas) thousands of rows tall; the rest are counted in the title.
+TIMELINE_LANE_LIMIT = 64
+HTML_LANE_LIMIT = 512  # 26 pixels each: within the browsers' canvas height limit
 
 
 class PlotError(AsterismError):
@@ -213,7 +217,7 @@ def plot_timeline(trace: Trace, report: Report, out: str | Path, top: int = 5,
     `top` hotspots (by stall) marked where they executed."""
     figure_cls, canvas_cls, _ = _matplotlib()
     arr = arrays or trace_arrays(trace)
-    rows = max(len(arr.lanes), 1)
+    rows = max(len(shown_lanes(arr)), 1)
     fig = figure_cls(figsize=(15, 1.6 + 0.42 * rows), dpi=100)
     ax = fig.add_axes((0.13, 0.12 if rows > 3 else 0.25, 0.70, 0.78 if rows > 3 else 0.6))
     draw_timeline(ax, trace, report, arr, top, width)
@@ -232,9 +236,10 @@ def draw_timeline(ax: Any, trace: Trace, report: Report, arr: TraceArrays, top: 
     unit_colors = [UNIT_COLORS.get(u, OTHER_COLOR) for u in arr.units]
     band_rows = (3, 5, 2)  # pixel rows of the state, unit and stall bands
     lane_h = sum(band_rows) + 4  # 3 free rows on top for the hotspot markers
-    img = np.ones((lane_h * max(len(arr.lanes), 1), width, 3))
+    lanes = shown_lanes(arr)
+    img = np.ones((lane_h * max(len(lanes), 1), width, 3))
     used_states: set[int] = set()
-    for y, lane in enumerate(arr.lanes):
+    for y, lane in enumerate(lanes):
         states = np.clip(lane.span_state, 0, len(state_names) - 1)
         used_states.update(np.unique(states).tolist())
         top_y = y * lane_h + 3
@@ -246,22 +251,24 @@ def draw_timeline(ax: Any, trace: Trace, report: Report, arr: TraceArrays, top: 
         red = np.stack([np.ones(width), 1.0 - np.clip(stalled, 0, 1),
                         1.0 - np.clip(stalled, 0, 1)], axis=1)
         img[top_y + 8:top_y + 8 + band_rows[2]] = red
-    rows = max(len(arr.lanes), 1)
+    rows = max(len(lanes), 1)
     ax.imshow(img, aspect="auto", interpolation="nearest",
               extent=(0, arr.span, rows, 0))
-    ax.set_yticks([y + 0.5 for y in range(len(arr.lanes))])
-    ax.set_yticklabels([mpl_text(lane.label) for lane in arr.lanes], fontsize=7)
+    ax.set_yticks([y + 0.5 for y in range(len(lanes))])
+    ax.set_yticklabels([mpl_text(lane.label) for lane in lanes], fontsize=7)
     ax.set_xlabel(f"cycles since {arr.origin} (one pixel column = "
                   f"{arr.span / width:.0f} cycles)", fontsize=8)
     kind = "MODELED trace (timing model)" if trace.modeled else "hardware capture"
     title = mpl_text(", ".join(trace.kernel_names()) or "trace")
+    if len(lanes) < len(arr.lanes):
+        title += f" (first {len(lanes)} of {len(arr.lanes)} SIMD slots)"
     ax.set_title(f"{title}: wave timeline ({kind}). Per lane: wave state | dominant unit | "
                  "stalled share (red); markers: top hotspots", fontsize=9)
     hot = report.hotspots(top, "stall")
     handles = []
     for rank, h in enumerate(hot):
         color = HOTSPOT_COLORS[rank % len(HOTSPOT_COLORS)]
-        for y, lane in enumerate(arr.lanes):
+        for y, lane in enumerate(lanes):
             t = lane.start[lane.line == h.line]
             if not len(t):
                 continue
@@ -294,6 +301,11 @@ def draw_timeline(ax: Any, trace: Trace, report: Report, arr: TraceArrays, top: 
     ax.set_xlim(0, arr.span)
 
 
+
+
+def shown_lanes(arr: TraceArrays) -> list[Lane]:
+    """The lanes a timeline picture draws: the first :data:`TIMELINE_LANE_LIMIT`."""
+    return arr.lanes[:TIMELINE_LANE_LIMIT]
 
 
 def _short(text: str, n: int) -> str:
@@ -413,19 +425,22 @@ def _b64(a: np.ndarray) -> str:
 
 
 def html_data(trace: Trace, report: Report, arrays: TraceArrays | None = None,
-              limit: int = HTML_RECORD_LIMIT, top: int = 10) -> dict[str, Any]:
+              limit: int = HTML_RECORD_LIMIT, top: int = 10,
+              lane_limit: int = HTML_LANE_LIMIT) -> dict[str, Any]:
     """What the HTML view embeds: per lane typed arrays (base64, little-endian), the code
-    rows with source text, and the hotspots."""
+    rows with source text, and the hotspots; the first `lane_limit` lanes, at most `limit`
+    records."""
     arr = arrays or trace_arrays(trace)
-    total = sum(len(lane.start) for lane in arr.lanes)
+    shown = arr.lanes[:max(lane_limit, 0)]
+    total = sum(len(lane.start) for lane in shown)
     keep = 1.0 if total <= limit else limit / total
     # Times from the first wave's start: int32 while they fit (half the bytes), else
     # float64, exact to 2^53 (the reader's bound).
-    longest = max((int(lane.span_len.max()) for lane in arr.lanes if len(lane.span_len)),
+    longest = max((int(lane.span_len.max()) for lane in shown if len(lane.span_len)),
                   default=0)
     tdt = "i4" if max(arr.span, longest) + 65535 < 2**31 else "f8"
     lanes = []
-    for lane in arr.lanes:
+    for lane in shown:
         n = int(len(lane.start) * keep)  # a lane's first records when over the limit
         lanes.append({
             "label": lane.label, "n": n,
@@ -443,7 +458,7 @@ def html_data(trace: Trace, report: Report, arrays: TraceArrays | None = None,
     return {
         "title": ", ".join(report.kernels) or "trace",
         "modeled": report.modeled, "origin": arr.origin, "span": arr.span, "time_dtype": tdt,
-        "truncated": keep < 1.0, "records": total,
+        "truncated": keep < 1.0, "records": total, "lanes_total": len(arr.lanes),
         "units": arr.units, "unit_colors": [UNIT_COLORS.get(u, OTHER_COLOR) for u in arr.units],
         "states": [s.name for s in WaveState],
         "state_colors": [STATE_COLORS.get(s.name, OTHER_COLOR) for s in WaveState],
@@ -511,6 +526,8 @@ document.getElementById("title").textContent = D.title + (D.modeled ?
   " (MODELED trace: timing model, not hardware)" : " (hardware capture)");
 document.getElementById("status").textContent = D.records + " instruction records" +
   (D.truncated ? " (the view embeds the first part of each lane only)" : "") +
+  (D.lanes_total > lanes.length ? " in the first " + lanes.length + " of " + D.lanes_total +
+   " SIMD slots" : "") +
   ", " + D.span + " cycles";
 D.units.forEach((u, i) => {  // DOM nodes, not innerHTML: names stay text
   const swatch = document.createElement("span");

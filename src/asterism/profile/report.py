@@ -269,7 +269,8 @@ def _split_location(location: str) -> tuple[str, int] | None:
     """("file", line) of a ``file:line`` location (the first one if several are joined)."""
     first = location.split(";")[0].split(", ")[0].strip()
     path, sep, line = first.rpartition(":")
-    return (path, int(line)) if sep and path and line.isdigit() else None
+    ok = sep and path and line.isascii() and line.isdigit() and len(line) <= 9  # (not '²')
+    return (path, int(line)) if ok else None
 
 
 def _source_line(location: str, files: Mapping[str, list[str]]) -> str:
