@@ -519,15 +519,26 @@ def occupancy_from_waves(waves: Iterable[Wave], kernel_name: str, se_filter: int
 
 
 class _Ctx:
-    """Where a value came from, for error messages: file and JSON path."""
+    """Where a value came from, for error messages: file and JSON path (built only when an
+    error needs it: a capture has hundreds of thousands of values)."""
 
-    def __init__(self, file: Path, where: str = ""):
+    __slots__ = ("file", "key", "parent")
+
+    def __init__(self, file: Path, parent: _Ctx | None = None, key: str | int | None = None):
         self.file = file
-        self.where = where
+        self.parent = parent
+        self.key = key
 
     def at(self, key: str | int) -> _Ctx:
-        return _Ctx(self.file, f"{self.where}[{key!r}]" if isinstance(key, str)
-                    else f"{self.where}[{key}]")
+        return _Ctx(self.file, self, key)
+
+    @property
+    def where(self) -> str:
+        keys, ctx = [], self
+        while ctx is not None and ctx.parent is not None:
+            keys.append(f"[{ctx.key!r}]" if isinstance(ctx.key, str) else f"[{ctx.key}]")
+            ctx = ctx.parent
+        return "".join(reversed(keys))
 
     def fail(self, what: str) -> TraceError:
         where = f" at {self.where}" if self.where else ""
@@ -549,6 +560,7 @@ INDEX = (0, 2**31 - 1)  # line numbers, CU/SIMD/slot/wave numbers, ids, counts
 CODE = (0, 255)  # instruction category, wave state, GFX IP
 U64 = (0, 2**64 - 1)  # addresses, code-object ids
 I64 = (-(2**63), 2**63 - 1)  # the reserved columns (always 0)
+_RECORD_LIMITS = (CYCLES, CODE, CYCLES, CYCLES, INDEX)  # [time, category, stall, dur, line]
 
 
 def _int(value: Any, ctx: _Ctx, limits: tuple[int, int] = I64) -> int:
@@ -559,6 +571,17 @@ def _int(value: Any, ctx: _Ctx, limits: tuple[int, int] = I64) -> int:
     if not lo <= value <= hi:
         raise ctx.fail(f"{value} is out of range (expected {lo} to {hi})")
     return value
+
+
+def _ints(raw: list[Any], ctx: _Ctx, limits: tuple[tuple[int, int], ...]) -> list[int]:
+    """The first len(limits) items of `raw`, each an integer within its limits (checked in
+    one pass; the located error of the first bad one otherwise)."""
+    values = raw[:len(limits)]
+    if all(type(v) is int and lo <= v <= hi for v, (lo, hi) in zip(values, limits,
+                                                                   strict=True)):
+        return values
+    return [_int(v, ctx.at(j), lim) for j, (v, lim) in enumerate(zip(values, limits,
+                                                                      strict=True))]
 
 
 def _decimal(key: str, ctx: _Ctx, what: str) -> int | None:
@@ -661,8 +684,7 @@ def _read_wave(file: Path, ident: tuple[int, int, int, int]) -> Wave:
             raise rc.fail(f"expected [time, category, stall, duration, line], got {len(raw)} "
                           "items")
         # [time, category, stall, duration, line]
-        vals = [_int(raw[j], rc.at(j), limits)
-                for j, limits in enumerate((CYCLES, CODE, CYCLES, CYCLES, INDEX))]
+        vals = _ints(raw, rc, _RECORD_LIMITS)
         insts.append(InstRecord(*vals, extra=tuple(raw[5:])))
     timeline: list[StateSpan] = []
     tc = wc.at("timeline")
@@ -671,8 +693,7 @@ def _read_wave(file: Path, ident: tuple[int, int, int, int]) -> Wave:
         raw = _list(raw, rc)
         if len(raw) != 2:
             raise rc.fail(f"expected [state, cycles], got {len(raw)} items")
-        timeline.append(StateSpan(_int(raw[0], rc.at(0), CODE),
-                                  _int(raw[1], rc.at(1), CYCLES)))
+        timeline.append(StateSpan(*_ints(raw, rc, (CODE, CYCLES))))
     links: list[WaitcntLink] = []
     lc = wc.at("waitcnt")
     for i, raw in enumerate(_list(w.get("waitcnt"), lc, null_ok=True)):
@@ -773,9 +794,8 @@ def _read_occupancy(file: Path) -> Occupancy:
                     raise rc.fail("expected [time, cu, simd, slot, start, kernel_id], got "
                                   f"{len(raw)} items")
                 # [time, cu, simd, slot, start, kernel_id]
-                events.append(OccupancyEvent(*(
-                    _int(raw[j], rc.at(j), limits)
-                    for j, limits in enumerate((CYCLES, INDEX, INDEX, INDEX, CODE, INDEX)))))
+                events.append(OccupancyEvent(*_ints(raw, rc, (CYCLES, INDEX, INDEX, INDEX,
+                                                              CODE, INDEX))))
             occ.events[se] = events
         else:
             occ.extra[key] = value
