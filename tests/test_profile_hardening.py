@@ -601,3 +601,26 @@ def test_pictures_of_a_capture_with_many_slots_are_bounded(pa_copy: Path,
     data = pictures.html_data(trace, analyze(trace), arr, lane_limit=10)
     assert len(data["lanes"]) == 10 and data["lanes_total"] == 103
     assert data["records"] == sum(len(la.start) for la in arr.lanes[:10])
+
+
+def test_csv_cells_past_the_csv_field_limit(tmp_path: Path) -> None:
+    path = tmp_path / "x_kernel_trace.csv"
+    path.write_text("Kind,Agent_Id,Dispatch_Id,Kernel_Name,Start_Timestamp,End_Timestamp\n"
+                    'K,1,1,"' + "a" * 200_000 + '",1,2\n')
+    with pytest.raises(CounterError) as exc:  # (csv.Error escaped before)
+        read_counters([path])
+    assert str(exc.value.location) == f"{path}:2:1" and "field limit" in exc.value.message
+
+
+def test_bundle_write_failure_is_an_error(pa_copy: Path, tmp_path: Path,
+                                          monkeypatch: pytest.MonkeyPatch,
+                                          capsys: pytest.CaptureFixture[str]) -> None:
+    from asterism.profile import pictures
+
+    def full(*_a, **_k):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(pictures, "write_html", full)
+    rc, err = _cli(["trace", "bundle", str(pa_copy), "-o", str(tmp_path / "b")], capsys)
+    assert rc == 1 and "b: cannot write the bundle: No space left on device" in err
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["cap"]

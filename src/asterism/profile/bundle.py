@@ -591,6 +591,9 @@ def build_bundle(req: BundleRequest, note: Callable[[str], None] | None = None) 
         if out.exists():
             raise BundleError(f"{out}: appeared while the bundle was written")
         tmp.rename(out)
+    except OSError as exc:  # a full disk, a folder that went away: the user's error to read
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise BundleError(f"{out}: cannot write the bundle: {exc.strerror or exc}") from None
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise

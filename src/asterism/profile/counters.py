@@ -455,7 +455,7 @@ class _Row:
         try:
             return float(raw)
         except ValueError:
-            raise self.fail(column, f"expected a number, got {raw!r}") from None
+            raise self.fail(column, f"expected a number, got {raw[:40]!r}") from None
 
     def str(self, column: str) -> str:
         return (self.row.get(column) or "").strip()
@@ -473,6 +473,15 @@ class _Row:
 
 def _csv_rows(path: Path, text: str) -> tuple[str, list[_Row]]:
     reader = csv.DictReader(io.StringIO(text))
+    try:
+        return _csv_kind_and_rows(path, reader)
+    except csv.Error as exc:  # a cell past csv's field limit (128 KiB), a stray quote...
+        # (line_num counts the lines read before the record that failed)
+        raise CounterError(f"not CSV as rocprofv3 writes it: {exc}",
+                           SourceLocation(str(path), reader.line_num + 1, 1)) from None
+
+
+def _csv_kind_and_rows(path: Path, reader: csv.DictReader) -> tuple[str, list[_Row]]:
     header = reader.fieldnames or []
     kind = next((k for k, cols in _CSV_KINDS.items() if all(c in header for c in cols)), None)
     if kind is None and all(c in header for c in _STATS_COLUMNS):
@@ -483,7 +492,8 @@ def _csv_rows(path: Path, text: str) -> tuple[str, list[_Row]]:
     if kind is None:
         expected = "; ".join(f"{k}: {', '.join(c)}" for k, c in _CSV_KINDS.items())
         raise CounterError(f"{path}: not a rocprofv3 CSV file this reader knows: the header "
-                           f"has {', '.join(header[:8]) or 'no columns'}; expected the columns "
+                           f"has {', '.join(repr(h[:40]) for h in header[:8]) or 'no columns'}; "
+                           "expected the columns "
                            f"of one of {expected}")
     rows = []
     for row in reader:
