@@ -283,12 +283,13 @@ def _peak_kib() -> int | None:
 # ----------------------------------------------------------------------------- API
 
 
-def _analysis_api(cap: Path) -> None:
+def _analysis_api(cap: Path) -> AsterismError | None:
+    """Report, JSON report and the bundle's texts of `cap`; the reader's error, if any."""
     from asterism.profile import trace_report
     from asterism.profile.att import read_att, source_files
     from asterism.profile.bundle import analyze_capture, render_bundle_json, render_bundle_markdown
 
-    _expect_clean(trace_report, cap)
+    error = _expect_clean(trace_report, cap)
     _expect_clean(trace_report, cap, as_json=True, rank="cycles")
     try:
         trace = read_att(cap)
@@ -298,6 +299,7 @@ def _analysis_api(cap: Path) -> None:
         render_bundle_json(a)
     except AsterismError as err:
         assert str(err)
+    return error
 
 
 SEEDS = st.sampled_from(["pa", "pa", "pa", "flash"])

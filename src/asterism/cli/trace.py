@@ -175,7 +175,11 @@ def register(verb) -> None:
                                     "candidates), report.json, pictures (PNG + interactive "
                                     "HTML), a copy of the capture, the counter files, the "
                                     "source files and the kernel's ISA + stats. Nothing is "
-                                    "written if anything fails.")
+                                    "written if anything fails. The bundle is made to be "
+                                    "shared: links inside the capture folder are not "
+                                    "followed, a local source file is copied only from the "
+                                    "capture folder, a --source-dir or when named, and "
+                                    "REPORT.md lists what was left out and why.")
     b.set_defaults(fn=cmd_trace_bundle)
     b.add_argument("capture", help="ATT folder (ui_output_agent_* or a modeled run)")
     b.add_argument("-o", "--output", required=True, help="bundle directory to create")
