@@ -624,3 +624,16 @@ def test_bundle_write_failure_is_an_error(pa_copy: Path, tmp_path: Path,
     rc, err = _cli(["trace", "bundle", str(pa_copy), "-o", str(tmp_path / "b")], capsys)
     assert rc == 1 and "b: cannot write the bundle: No space left on device" in err
     assert sorted(p.name for p in tmp_path.iterdir()) == ["cap"]
+
+
+def test_many_skipped_sources_are_counted_not_all_listed(pa_copy: Path, tmp_path: Path) -> None:
+    from asterism.profile.bundle import SKIPPED_SHOWN, BundleRequest, build_bundle
+
+    rows = json.loads((pa_copy / "code.json").read_text())["code"]
+    _point_rows_at(pa_copy, [f"/nowhere/f{i}.py:1" for i in range(len(rows))])
+    out = build_bundle(BundleRequest(pa_copy, tmp_path / "b"))
+    md = (out / "REPORT.md").read_text()
+    listed = md.count("- source: `/nowhere/")
+    total = len(json.loads((out / "report.json").read_text())["skipped"])
+    assert listed == SKIPPED_SHOWN and total == len(rows) - 1  # (less the label row)
+    assert f"- and {total - SKIPPED_SHOWN} more (report.json lists them all)" in md

@@ -352,12 +352,18 @@ def _baseline(a: Analysis, b: Analysis, b_path: str, top: int) -> list[str]:
     return out + [""]
 
 
+SKIPPED_SHOWN = 50  # entries of "Inputs left out" in REPORT.md (report.json has them all)
+
+
 def _skipped(skipped: list[Skipped]) -> list[str]:
     if not skipped:
         return []
     out = ["## Inputs left out", "",
            "These were not read or not copied into the bundle:", ""]
-    out += [f"- {s.input}: {md_code(s.name)}: {md_text(s.reason)}" for s in skipped]
+    out += [f"- {s.input}: {md_code(s.name)}: {md_text(s.reason)}"
+            for s in skipped[:SKIPPED_SHOWN]]
+    if len(skipped) > SKIPPED_SHOWN:
+        out.append(f"- and {len(skipped) - SKIPPED_SHOWN} more (report.json lists them all)")
     return out + [""]
 
 
