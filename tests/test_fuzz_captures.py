@@ -413,7 +413,7 @@ def test_capture_mutations_cli(world, capsys, data):
         shutil.rmtree(cap.parent)
 
 
-@fuzz_settings(5)
+@fuzz_settings(3)
 @given(st.data())
 def test_capture_folder_damage_cli(world, capsys, data):
     seed = data.draw(SEEDS)
