@@ -1,11 +1,22 @@
 """Reading text input: every text file asterism reads is UTF-8, and one that is not gets a
-`file:line:col` error at its first bad byte (never a UnicodeDecodeError traceback)."""
+`file:line:col` error at its first bad byte (never a UnicodeDecodeError traceback).
+
+Files from elsewhere (captures, counter files, source maps) are read with
+:func:`read_input_file` (a regular file, bounded in size, optionally never through a symbolic
+link) and JSON in them with :func:`load_json_bounded` / :func:`parse_json_bounded` (bounded
+nesting depth, located errors): one home for those rules.
+"""
 
 from __future__ import annotations
 
+import errno
+import json
 import os
+import re
 import stat
 import sys
+from itertools import accumulate
+from typing import Any
 
 from asterism.errors import AsterismError, ParseError, SourceLocation
 
@@ -89,3 +100,129 @@ def write_file_atomic(path: str | os.PathLike[str], data: bytes,
                 os.unlink(tmp)
             except OSError:
                 pass
+
+
+# ---------------------------------------------------------------------------- untrusted input
+
+# Nesting depth of JSON from elsewhere: the deepest file asterism reads nests about 10 levels
+# (a capture's snapshots.json directory tree of a source path); 64 leaves room for deep
+# source paths and stays far below Python's recursion limit (json and our own walkers).
+JSON_MAX_DEPTH = 64
+# Bytes of one input file: a long capture's wave file holds a few tens of MB; the parsed
+# objects of a JSON file take ~10x its size in memory.
+INPUT_MAX_BYTES = 256 << 20
+
+_JSON_STRING_RE = re.compile(r'"(?:[^"\\]|\\.)*"')
+_JSON_TOKEN_RE = re.compile(r'"(?:[^"\\]|\\.)*"|[\[\]{}]')
+# Python refuses to convert integers longer than this from text (json.loads included).
+_LONG_NUMBER_RE = re.compile(rf"\d{{{(sys.get_int_max_str_digits() or 4300) + 1},}}")
+
+
+def text_location(text: str, offset: int, name: str) -> SourceLocation:
+    """The line and column (1-based, in characters) of character `offset` of `text`."""
+    return SourceLocation(name, text.count("\n", 0, offset) + 1,
+                          offset - (text.rfind("\n", 0, offset) + 1) + 1)
+
+
+def read_input_file(path: str | os.PathLike[str], *, max_bytes: int = INPUT_MAX_BYTES,
+                    follow_links: bool = True, error: type[AsterismError] = AsterismError,
+                    what: str = "file") -> bytes:
+    """The bytes of the regular file `path`, at most `max_bytes` (checked before reading).
+    With ``follow_links=False`` a symbolic link is refused (the check and the open are one
+    system call, O_NOFOLLOW): the rule for files inside an input folder, where a link could
+    point anywhere. A FIFO, device or folder is refused without blocking on it."""
+    name = os.fspath(path)
+    flags = os.O_RDONLY | getattr(os, "O_BINARY", 0) | getattr(os, "O_NONBLOCK", 0)
+    if not follow_links:
+        flags |= getattr(os, "O_NOFOLLOW", 0)
+    links_refused = (f"{name}: {what} is a symbolic link, which is not followed (files "
+                     "inside an input folder are read only as regular files)")
+    if not follow_links and os.path.islink(name):  # (also where O_NOFOLLOW does not exist)
+        raise error(links_refused)
+    try:
+        fd = os.open(name, flags)
+    except OSError as exc:
+        if exc.errno == errno.ENOENT:
+            raise error(f"{name}: {what} is missing") from None
+        if not follow_links and exc.errno == errno.ELOOP:  # replaced by a link meanwhile
+            raise error(links_refused) from None
+        raise error(f"{name}: cannot read the {what}: {exc.strerror or exc}") from None
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            kind = "a folder" if stat.S_ISDIR(info.st_mode) else "not a regular file"
+            raise error(f"{name}: {what} is {kind}")
+        if info.st_size > max_bytes:
+            raise error(f"{name}: {what} is {info.st_size} bytes, more than the {max_bytes} "
+                        "bytes asterism reads from one input file")
+        if getattr(os, "O_NONBLOCK", 0):
+            os.set_blocking(fd, True)  # (non-blocking only so a FIFO could not hang open)
+        chunks, total = [], 0
+        while True:  # a file may grow between fstat and read: stop at the bound
+            chunk = os.read(fd, min(1 << 20, max_bytes + 1 - total))
+            if not chunk:
+                break
+            chunks.append(chunk)
+            total += len(chunk)
+            if total > max_bytes:
+                raise error(f"{name}: {what} is more than the {max_bytes} bytes asterism "
+                            "reads from one input file")
+        return b"".join(chunks)
+    except OSError as exc:
+        raise error(f"{name}: cannot read the {what}: {exc.strerror or exc}") from None
+    finally:
+        os.close(fd)
+
+
+def _too_deep_at(text: str, max_depth: int) -> int | None:
+    """Offset of the first bracket nested deeper than `max_depth` (None if none is)."""
+    # Fast check: brackets outside strings, their running depth (all in C but the sum).
+    brackets = re.findall(r"[\[\]{}]", _JSON_STRING_RE.sub("", text))
+    deepest = max(accumulate(1 if c in "[{" else -1 for c in brackets), default=0)
+    if deepest <= max_depth:
+        return None
+    depth = 0
+    for m in _JSON_TOKEN_RE.finditer(text):  # slow path, on bad input only: where
+        c = m.group()
+        if c in "[{":
+            depth += 1
+            if depth > max_depth:
+                return m.start()
+        elif c in "]}":
+            depth -= 1
+    return len(text)  # (an unterminated string hid the brackets from the fast check)
+
+
+def parse_json_bounded(text: str, name: str, error: type[AsterismError] = ParseError,
+                       max_depth: int = JSON_MAX_DEPTH) -> Any:
+    """The JSON document `text` (from the file `name`). Arrays and objects nested deeper
+    than `max_depth`, malformed JSON and integers too long to convert are an `error` located
+    at the offending character."""
+    at = _too_deep_at(text, max_depth)
+    if at is not None:
+        raise error(f"JSON nested deeper than {max_depth} levels",
+                    text_location(text, at, name))
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise error(f"invalid JSON: {exc.msg}",
+                    SourceLocation(name, exc.lineno, exc.colno)) from None
+    except ValueError:  # an integer past Python's int-from-string digit limit
+        m = _LONG_NUMBER_RE.search(text)
+        raise error(f"invalid JSON: a number of {len(m.group()) if m else 'too many'} digits",
+                    text_location(text, m.start() if m else 0, name)) from None
+    except RecursionError:  # cannot happen below the depth bound; kept as a net
+        raise error(f"JSON nested too deeply (limit {max_depth})",
+                    SourceLocation(name, 1, 1)) from None
+
+
+def load_json_bounded(path: str | os.PathLike[str], *, max_depth: int = JSON_MAX_DEPTH,
+                      max_bytes: int = INPUT_MAX_BYTES, follow_links: bool = True,
+                      error: type[AsterismError] = ParseError, what: str = "file") -> Any:
+    """The JSON document in the file `path`: read by :func:`read_input_file`, decoded as
+    UTF-8 and parsed by :func:`parse_json_bounded`, every failure an `error` naming the file
+    (and line:col where there is one)."""
+    name = os.fspath(path)
+    raw = read_input_file(name, max_bytes=max_bytes, follow_links=follow_links, error=error,
+                          what=what)
+    return parse_json_bounded(decode_text(raw, name, error), name, error, max_depth)

@@ -35,7 +35,9 @@ def cmd_trace_bundle(args) -> int:
 
         raise BundleError(f"--top must be 0 or more, got {args.top}")
     out = build_bundle(BundleRequest(args.capture, args.output, args.counters, args.source,
-                                     args.kernel_file, args.baseline, args.title, args.top))
+                                     args.kernel_file, args.baseline, args.title, args.top,
+                                     args.source_dir),
+                       note=lambda message: sys.stderr.write(f"note: {message}\n"))
     sys.stderr.write(f"wrote {out}/REPORT.md\n")
     return 0
 
@@ -173,15 +175,24 @@ def register(verb) -> None:
                                     "candidates), report.json, pictures (PNG + interactive "
                                     "HTML), a copy of the capture, the counter files, the "
                                     "source files and the kernel's ISA + stats. Nothing is "
-                                    "written if anything fails.")
+                                    "written if anything fails. The bundle is made to be "
+                                    "shared: links inside the capture folder are not "
+                                    "followed, a local source file is copied only from the "
+                                    "capture folder, a --source-dir or when named, and "
+                                    "REPORT.md lists what was left out and why.")
     b.set_defaults(fn=cmd_trace_bundle)
     b.add_argument("capture", help="ATT folder (ui_output_agent_* or a modeled run)")
     b.add_argument("-o", "--output", required=True, help="bundle directory to create")
     b.add_argument("--counters", action="append", default=[], metavar="FILE",
-                   help="rocprofv3 output: *_results.json or its CSV files (repeatable)")
+                   help="rocprofv3 output: *_results.json or its CSV files (repeatable); a "
+                        "file the bundle cannot use is left out and named in the report")
     b.add_argument("--source", action="append", default=[], metavar="FILE",
-                   help="a source file to include (repeatable); a file the capture's "
-                        "rows name is included only when named here or by --kernel-file")
+                   help="a source file to include (repeatable)")
+    b.add_argument("--source-dir", action="append", default=[], metavar="DIR",
+                   help="a folder whose files the bundle may copy when the capture's rows "
+                        "point into it (repeatable). Source files are otherwise copied only "
+                        "from the capture folder itself, --source and --kernel-file: the "
+                        "report names the ones left out")
     b.add_argument("--kernel-file", metavar="K", help="the kernel: .hsaco/.co, .mlir or .s "
                                                       "(adds its ISA listing and stats)")
     b.add_argument("--baseline", metavar="CAPTURE", help="a capture to compare with "

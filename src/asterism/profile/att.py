@@ -87,7 +87,7 @@ A trace produced by a timing model (not hardware) carries ``"asterism": {"modele
 
 from __future__ import annotations
 
-import json
+import os
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -95,8 +95,13 @@ from enum import IntEnum
 from pathlib import Path
 from typing import Any
 
-from asterism.errors import AsterismError, SourceLocation
-from asterism.textio import decode_text
+from asterism.errors import AsterismError
+from asterism.textio import (
+    decode_text,
+    load_json_bounded,
+    parse_json_bounded,
+    read_input_file,
+)
 
 FORMAT_VERSION = "3.0.0"
 CODE_HEADER = "ISA, _, LineNumber, Source, Codeobj, Vaddr, Hit, Latency, Stall, Idle"
@@ -108,9 +113,14 @@ FILENAMES_FILE = "filenames.json"
 OCCUPANCY_FILE = "occupancy.json"
 REALTIME_FILE = "realtime.json"
 SNAPSHOTS_FILE = "snapshots.json"
-WAVE_FILE_RE = re.compile(r"^se(\d+)_sm(\d+)_sl(\d+)_wv(\d+)\.json$")
-WSTATES_FILE_RE = re.compile(r"^wstates(\d+)\.json$")
-_REALTIME_SE_RE = re.compile(r"^SE(\d+)$")
+# (ASCII digits, at most 9: a file whose numbers are past INDEX is not a wave file.)
+WAVE_FILE_RE = re.compile(r"^se(\d{1,9})_sm(\d{1,9})_sl(\d{1,9})_wv(\d{1,9})\.json$",
+                          re.ASCII)
+WSTATES_FILE_RE = re.compile(r"^wstates(\d{1,3})\.json$", re.ASCII)
+_REALTIME_SE_RE = re.compile(r"^SE(\d+)$", re.ASCII)
+# Bytes of the other files of a capture (source copies, counter files), which are kept in
+# memory and written back: together at most this.
+EXTRA_FILES_MAX_BYTES = 1 << 30
 
 
 class TraceError(AsterismError):
@@ -395,6 +405,9 @@ class Trace:
     producer: str | None = None  # who made a modeled trace (e.g. "asterism emu timing model")
     extra_files: dict[str, bytes] = field(default_factory=dict)
     path: Path | None = field(default=None, compare=False)
+    # Entries of the folder the reader did not read: (name, why): links (never followed),
+    # subfolders, FIFOs and devices.
+    skipped: list[tuple[str, str]] = field(default_factory=list, compare=False)
 
     def kernel_names(self) -> list[str]:
         """Kernel names, from the code listing's labels (else occupancy's dispatch names)."""
@@ -418,11 +431,8 @@ def source_files(trace: Trace) -> dict[str, list[str]]:
     raw = trace.extra_files.get(SNAPSHOTS_FILE)
     if raw is None:
         return {}
-    where = trace.path / SNAPSHOTS_FILE if trace.path is not None else Path(SNAPSHOTS_FILE)
-    try:
-        tree = json.loads(raw.decode("utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise TraceError(f"{where}: not a JSON source snapshot index: {exc}") from None
+    where = str(trace.path / SNAPSHOTS_FILE if trace.path is not None else SNAPSHOTS_FILE)
+    tree = parse_json_bounded(decode_text(raw, where, TraceError), where, TraceError)
     leaves: dict[str, str] = {}
     _snapshot_leaves(tree, "", leaves)
     out: dict[str, list[str]] = {}
@@ -509,15 +519,26 @@ def occupancy_from_waves(waves: Iterable[Wave], kernel_name: str, se_filter: int
 
 
 class _Ctx:
-    """Where a value came from, for error messages: file and JSON path."""
+    """Where a value came from, for error messages: file and JSON path (built only when an
+    error needs it: a capture has hundreds of thousands of values)."""
 
-    def __init__(self, file: Path, where: str = ""):
+    __slots__ = ("file", "key", "parent")
+
+    def __init__(self, file: Path, parent: _Ctx | None = None, key: str | int | None = None):
         self.file = file
-        self.where = where
+        self.parent = parent
+        self.key = key
 
     def at(self, key: str | int) -> _Ctx:
-        return _Ctx(self.file, f"{self.where}[{key!r}]" if isinstance(key, str)
-                    else f"{self.where}[{key}]")
+        return _Ctx(self.file, self, key)
+
+    @property
+    def where(self) -> str:
+        keys, ctx = [], self
+        while ctx is not None and ctx.parent is not None:
+            keys.append(f"[{ctx.key!r}]" if isinstance(ctx.key, str) else f"[{ctx.key}]")
+            ctx = ctx.parent
+        return "".join(reversed(keys))
 
     def fail(self, what: str) -> TraceError:
         where = f" at {self.where}" if self.where else ""
@@ -531,11 +552,47 @@ def _kind(value: Any) -> str:
             list: "a list", dict: "an object"}.get(type(value), type(value).__name__)
 
 
-def _int(value: Any, ctx: _Ctx) -> int:
+# Value ranges of the integers of a capture, checked when read: what follows (NumPy int64
+# arrays, float64 pixel positions, the HTML view's JavaScript numbers, the timing model's
+# event clock) is exact and cannot overflow within them.
+CYCLES = (0, 2**53 - 1)  # times and cycle counts: exact as float64 (2^53 cycles: ~52 days)
+INDEX = (0, 2**31 - 1)  # line numbers, CU/SIMD/slot/wave numbers, ids, counts
+CODE = (0, 255)  # instruction category, wave state, GFX IP
+U64 = (0, 2**64 - 1)  # addresses, code-object ids
+I64 = (-(2**63), 2**63 - 1)  # the reserved columns (always 0)
+_RECORD_LIMITS = (CYCLES, CODE, CYCLES, CYCLES, INDEX)  # [time, category, stall, dur, line]
+
+
+def _int(value: Any, ctx: _Ctx, limits: tuple[int, int] = I64) -> int:
     # bool is an int subclass in Python; JSON true/false is never a valid count or time.
     if isinstance(value, bool) or not isinstance(value, int):
         raise ctx.fail(f"expected an integer, got {_kind(value)}")
+    lo, hi = limits
+    if not lo <= value <= hi:
+        raise ctx.fail(f"{value} is out of range (expected {lo} to {hi})")
     return value
+
+
+def _ints(raw: list[Any], ctx: _Ctx, limits: tuple[tuple[int, int], ...]) -> list[int]:
+    """The first len(limits) items of `raw`, each an integer within its limits (checked in
+    one pass; the located error of the first bad one otherwise)."""
+    values = raw[:len(limits)]
+    if all(type(v) is int and lo <= v <= hi for v, (lo, hi) in zip(values, limits,
+                                                                   strict=True)):
+        return values
+    return [_int(v, ctx.at(j), lim) for j, (v, lim) in enumerate(zip(values, limits,
+                                                                      strict=True))]
+
+
+def _decimal(key: str, ctx: _Ctx, what: str) -> int | None:
+    """The number a key spells in ASCII decimal digits (None if it does not), within INDEX
+    (a longer one is an error: Python would not even convert 5000 digits)."""
+    if not (key.isascii() and key.isdigit()):
+        return None
+    if len(key) > 10 or int(key) > INDEX[1]:
+        shown = key if len(key) <= 20 else f"{key[:12]}... ({len(key)} digits)"
+        raise ctx.fail(f"{what} {shown} is out of range (expected {INDEX[0]} to {INDEX[1]})")
+    return int(key)
 
 
 def _str(value: Any, ctx: _Ctx) -> str:
@@ -565,18 +622,9 @@ def _key(obj: dict[str, Any], key: str, ctx: _Ctx) -> Any:
 
 
 def _load_json(file: Path) -> Any:
-    try:
-        raw = file.read_bytes()
-    except FileNotFoundError:
-        raise TraceError(f"{file}: file is missing") from None
-    except OSError as exc:
-        raise TraceError(f"{file}: cannot read: {exc.strerror}") from None
-    text = decode_text(raw, str(file), TraceError)
-    try:
-        return json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise TraceError(f"invalid JSON: {exc.msg}",
-                         SourceLocation(str(file), exc.lineno, exc.colno)) from None
+    # A file of the capture: a regular file inside its folder (never through a link), of
+    # bounded size and nesting.
+    return load_json_bounded(file, follow_links=False, error=TraceError)
 
 
 def _read_code(file: Path) -> CodeListing:
@@ -591,11 +639,11 @@ def _read_code(file: Path) -> CodeListing:
         if len(raw) != 10:
             raise rc.fail(f"expected 10 columns ({CODE_HEADER}), got {len(raw)}")
         row = CodeRow(
-            line=_int(raw[2], rc.at(2)), isa=_str(raw[0], rc.at(0)),
-            source=_str(raw[3], rc.at(3)), codeobj=_int(raw[4], rc.at(4)),
-            vaddr=_int(raw[5], rc.at(5)), hit=_int(raw[6], rc.at(6)),
-            latency=_int(raw[7], rc.at(7)), stall=_int(raw[8], rc.at(8)),
-            idle=_int(raw[9], rc.at(9)), reserved=_int(raw[1], rc.at(1)),
+            line=_int(raw[2], rc.at(2), INDEX), isa=_str(raw[0], rc.at(0)),
+            source=_str(raw[3], rc.at(3)), codeobj=_int(raw[4], rc.at(4), U64),
+            vaddr=_int(raw[5], rc.at(5), U64), hit=_int(raw[6], rc.at(6), CYCLES),
+            latency=_int(raw[7], rc.at(7), CYCLES), stall=_int(raw[8], rc.at(8), CYCLES),
+            idle=_int(raw[9], rc.at(9), CYCLES), reserved=_int(raw[1], rc.at(1)),
         )
         if row.line in seen:
             raise rc.fail(f"LineNumber {row.line} appears twice")
@@ -620,8 +668,8 @@ def _read_wave(file: Path, ident: tuple[int, int, int, int]) -> Wave:
     wc = ctx.at("wave")
     w = _obj(_key(data, "wave", ctx), wc)
     se, simd, slot, wid = ident
-    fields = {k: _int(_key(w, k, wc), wc.at(k)) for k in ("cu", "simd", "slot", "id", "begin",
-                                                         "end")}
+    fields = {k: _int(_key(w, k, wc), wc.at(k), CYCLES if k in ("begin", "end") else INDEX)
+              for k in ("cu", "simd", "slot", "id", "begin", "end")}
     for key, expect in (("simd", simd), ("slot", slot), ("id", wid)):
         if fields[key] != expect:
             raise wc.at(key).fail(
@@ -635,9 +683,8 @@ def _read_wave(file: Path, ident: tuple[int, int, int, int]) -> Wave:
         if len(raw) < 5:
             raise rc.fail(f"expected [time, category, stall, duration, line], got {len(raw)} "
                           "items")
-        vals = [_int(raw[j], rc.at(j)) for j in range(5)]
-        if vals[2] < 0 or vals[3] < 0:
-            raise rc.fail("negative stall or duration")
+        # [time, category, stall, duration, line]
+        vals = _ints(raw, rc, _RECORD_LIMITS)
         insts.append(InstRecord(*vals, extra=tuple(raw[5:])))
     timeline: list[StateSpan] = []
     tc = wc.at("timeline")
@@ -646,7 +693,7 @@ def _read_wave(file: Path, ident: tuple[int, int, int, int]) -> Wave:
         raw = _list(raw, rc)
         if len(raw) != 2:
             raise rc.fail(f"expected [state, cycles], got {len(raw)} items")
-        timeline.append(StateSpan(_int(raw[0], rc.at(0)), _int(raw[1], rc.at(1))))
+        timeline.append(StateSpan(*_ints(raw, rc, (CODE, CYCLES))))
     links: list[WaitcntLink] = []
     lc = wc.at("waitcnt")
     for i, raw in enumerate(_list(w.get("waitcnt"), lc, null_ok=True)):
@@ -660,16 +707,17 @@ def _read_wave(file: Path, ident: tuple[int, int, int, int]) -> Wave:
             dep = _list(dep, dc)
             if len(dep) != 2:
                 raise dc.fail(f"expected [producer_line, 0], got {len(dep)} items")
-            deps.append((_int(dep[0], dc.at(0)), _int(dep[1], dc.at(1))))
-        links.append(WaitcntLink(_int(raw[0], rc.at(0)), tuple(deps)))
+            deps.append((_int(dep[0], dc.at(0), INDEX), _int(dep[1], dc.at(1))))
+        links.append(WaitcntLink(_int(raw[0], rc.at(0), INDEX), tuple(deps)))
     name = data.get("name")
     return Wave(
         se=se, simd=simd, slot=slot, id=wid, cu=fields["cu"],
         begin=fields["begin"], end=fields["end"], instructions=insts, timeline=timeline,
         waitcnt=links,
         name=_str(name, ctx.at("name")) if name is not None else None,
-        num_insts=_int(data["num_insts"], ctx.at("num_insts")) if "num_insts" in data else None,
-        num_stitched=(_int(data["num_stitched"], ctx.at("num_stitched"))
+        num_insts=(_int(data["num_insts"], ctx.at("num_insts"), INDEX)
+                   if "num_insts" in data else None),
+        num_stitched=(_int(data["num_stitched"], ctx.at("num_stitched"), INDEX)
                       if "num_stitched" in data else None),
         extra={k: v for k, v in w.items() if k not in _WAVE_KEYS},
         file_extra={k: v for k, v in data.items() if k not in _WAVE_TOP_KEYS},
@@ -691,11 +739,11 @@ def _read_filenames(file: Path) -> tuple[TraceInfo, dict[tuple[int, int, int, in
                     entry = _list(entry, ec)
                     if len(entry) != 3:
                         raise ec.fail(f"expected [file, begin, end], got {len(entry)} items")
-                    try:
-                        ident = (int(se_k), int(simd_k), int(slot_k), int(id_k))
-                    except ValueError:
-                        raise ec.fail("SE/SIMD/slot/wave keys must be decimal numbers") from None
-                    index[ident] = _str(entry[0], ec.at(0))
+                    ident = tuple(_decimal(k, ec, "number") for k in (se_k, simd_k, slot_k,
+                                                                       id_k))
+                    if None in ident:
+                        raise ec.fail("SE/SIMD/slot/wave keys must be decimal numbers")
+                    index[ident] = _str(entry[0], ec.at(0))  # type: ignore[index]
     counters = [_str(c, ctx.at("counter_names").at(i))
                 for i, c in enumerate(_list(data.get("counter_names", []),
                                             ctx.at("counter_names"), null_ok=True))]
@@ -711,10 +759,11 @@ def _read_filenames(file: Path) -> tuple[TraceInfo, dict[tuple[int, int, int, in
     known = ("counter_names", "gfxip", "gfxv", "global_begin_time", "version",
              "wave_filenames", MODEL_KEY)
     info = TraceInfo(
-        gfxip=_int(data.get("gfxip", 9), ctx.at("gfxip")),
+        gfxip=_int(data.get("gfxip", 9), ctx.at("gfxip"), CODE),
         gfxv=_str(data.get("gfxv", "vega"), ctx.at("gfxv")),
         version=_str(data.get("version", FORMAT_VERSION), ctx.at("version")),
-        global_begin_time=_int(data.get("global_begin_time", 0), ctx.at("global_begin_time")),
+        global_begin_time=_int(data.get("global_begin_time", 0), ctx.at("global_begin_time"),
+                               CYCLES),
         counter_names=counters,
         extra={k: v for k, v in data.items() if k not in known},
     )
@@ -727,14 +776,16 @@ def _read_occupancy(file: Path) -> Occupancy:
     occ = Occupancy(events={}, dispatches={}, version=FORMAT_VERSION)
     for key, value in data.items():
         kc = ctx.at(key)
+        se = _decimal(key, kc, "SE number")
         if key == "dispatches":
             for kid, name in _obj(value, kc).items():
-                if not kid.isdigit():
+                number = _decimal(kid, kc, "dispatch id")
+                if number is None:
                     raise kc.fail(f"dispatch id {kid!r} is not a number")
-                occ.dispatches[int(kid)] = _str(name, kc.at(kid))
+                occ.dispatches[number] = _str(name, kc.at(kid))
         elif key == "version":
             occ.version = _str(value, kc)
-        elif key.isdigit():
+        elif se is not None:
             events = []
             for i, raw in enumerate(_list(value, kc, null_ok=True)):
                 rc = kc.at(i)
@@ -742,8 +793,10 @@ def _read_occupancy(file: Path) -> Occupancy:
                 if len(raw) != 6:
                     raise rc.fail("expected [time, cu, simd, slot, start, kernel_id], got "
                                   f"{len(raw)} items")
-                events.append(OccupancyEvent(*(_int(raw[j], rc.at(j)) for j in range(6))))
-            occ.events[int(key)] = events
+                # [time, cu, simd, slot, start, kernel_id]
+                events.append(OccupancyEvent(*_ints(raw, rc, (CYCLES, INDEX, INDEX, INDEX,
+                                                              CODE, INDEX))))
+            occ.events[se] = events
         else:
             occ.extra[key] = value
     return occ
@@ -752,9 +805,9 @@ def _read_occupancy(file: Path) -> Occupancy:
 def _read_wstates(file: Path, state: int) -> WaveStateSeries:
     ctx = _Ctx(file)
     data = _obj(_load_json(file), ctx)
-    times = [_int(t, ctx.at("time").at(i))
+    times = [_int(t, ctx.at("time").at(i), CYCLES)
              for i, t in enumerate(_list(_key(data, "time", ctx), ctx.at("time")))]
-    counts = [_int(s, ctx.at("state").at(i))
+    counts = [_int(s, ctx.at("state").at(i), INDEX)
               for i, s in enumerate(_list(_key(data, "state", ctx), ctx.at("state")))]
     if len(times) != len(counts):
         raise ctx.fail(f"'time' has {len(times)} entries but 'state' has {len(counts)}")
@@ -772,7 +825,7 @@ def _read_realtime(file: Path) -> Realtime:
     meta = _obj(_key(data, "metadata", ctx), mc)
     rt = Realtime(
         samples={},
-        frequency=_int(_key(meta, "frequency", mc), mc.at("frequency")),
+        frequency=_int(_key(meta, "frequency", mc), mc.at("frequency"), CYCLES),
         descriptor=_str(meta.get("descriptor", REALTIME_DESCRIPTOR), mc.at("descriptor")),
         metadata_extra={k: v for k, v in meta.items() if k not in ("frequency", "descriptor")},
     )
@@ -780,7 +833,8 @@ def _read_realtime(file: Path) -> Realtime:
         if key == "metadata":
             continue
         m = _REALTIME_SE_RE.match(key)
-        if m is None:
+        se = _decimal(m.group(1), ctx.at(key), "SE number") if m is not None else None
+        if se is None:
             rt.extra[key] = value
             continue
         pairs = []
@@ -789,28 +843,61 @@ def _read_realtime(file: Path) -> Realtime:
             raw = _list(raw, rc)
             if len(raw) != 2:
                 raise rc.fail(f"expected [gfx_clock, realtime_clock], got {len(raw)} items")
-            pairs.append((_int(raw[0], rc.at(0)), _int(raw[1], rc.at(1))))
-        rt.samples[int(m.group(1))] = pairs
+            pairs.append((_int(raw[0], rc.at(0), CYCLES), _int(raw[1], rc.at(1), CYCLES)))
+        rt.samples[se] = pairs
     return rt
 
 
+def folder_entries(root: Path) -> tuple[list[str], list[tuple[str, str]]]:
+    """The regular files of the capture folder `root` (names, sorted) and the entries that
+    are not read, with why: a symbolic link is never followed (it could point anywhere, and
+    a bundle made to be shared would carry what it points to), a subfolder is not part of
+    the layout, a FIFO or device is not a file."""
+    files, skipped = [], []
+    try:
+        entries = sorted(os.scandir(root), key=lambda e: e.name)
+    except OSError as exc:
+        raise TraceError(f"{root}: cannot list the folder: {exc.strerror or exc}") from None
+    for entry in entries:
+        try:
+            if entry.is_symlink():
+                skipped.append((entry.name, "a symbolic link (links in a capture folder are "
+                                            "not followed)"))
+            elif entry.is_file(follow_symlinks=False):
+                files.append(entry.name)
+            elif entry.is_dir(follow_symlinks=False):
+                skipped.append((entry.name, "a folder (not part of the capture layout)"))
+            else:
+                skipped.append((entry.name, "not a regular file"))
+        except OSError as exc:
+            skipped.append((entry.name, f"cannot be examined: {exc.strerror or exc}"))
+    return files, skipped
+
+
 def read_att(path: str | Path) -> Trace:
-    """Read a decoded ATT folder (``ui_output_agent_*_dispatch_*``) into a :class:`Trace`."""
+    """Read a decoded ATT folder (``ui_output_agent_*_dispatch_*``) into a :class:`Trace`.
+
+    Only the regular files directly in the folder are read, never through a symbolic link:
+    code.json, filenames.json or a listed wave file that is a link is an error, any other
+    link is left out and named in ``Trace.skipped``. Each file is bounded in size
+    (:data:`asterism.textio.INPUT_MAX_BYTES`) and the files kept as bytes together by
+    :data:`EXTRA_FILES_MAX_BYTES`."""
     root = Path(path)
     if not root.exists():
         raise TraceError(f"{root}: no such trace folder")
     if not root.is_dir():
         raise TraceError(f"{root}: not a folder (expected a decoded ATT folder, the "
                          "ui_output_agent_<pid>_dispatch_<n> directory rocprofv3 writes)")
+    files, skipped = folder_entries(root)
+    present = set(files) | {name for name, _ in skipped}
     for required in (CODE_FILE, FILENAMES_FILE):
-        if not (root / required).is_file():
+        if required not in present:
             raise TraceError(f"{root}: not a decoded ATT folder: {required} is missing "
                              "(expected the ui_output_agent_<pid>_dispatch_<n> directory "
                              "rocprofv3's ATT decoder writes)")
     code = _read_code(root / CODE_FILE)
     info, index, modeled, producer = _read_filenames(root / FILENAMES_FILE)
 
-    files = sorted(p.name for p in root.iterdir() if p.is_file())
     # Waves listed in filenames.json, plus wave files it does not list (kept, not dropped).
     wave_files: dict[tuple[int, int, int, int], str] = dict(index)
     for name in files:
@@ -826,7 +913,7 @@ def read_att(path: str | Path) -> Trace:
             raise TraceError(f"{root / FILENAMES_FILE}: wave SE{ident[0]} SIMD{ident[1]} "
                              f"slot{ident[2]} #{ident[3]} is listed as {name!r}, expected "
                              f"se{ident[0]}_sm{ident[1]}_sl{ident[2]}_wv{ident[3]}.json")
-        if not (root / name).is_file():
+        if name not in present:
             raise TraceError(f"{root}: {name} is listed in {FILENAMES_FILE} but missing")
         waves.append(_read_wave(root / name, ident))
 
@@ -841,19 +928,25 @@ def read_att(path: str | Path) -> Trace:
                     raise TraceError(f"{root / wave.filename}: waitcnt link refers to line "
                                      f"{line}, which {CODE_FILE} does not have")
 
-    occupancy = (_read_occupancy(root / OCCUPANCY_FILE)
-                 if (root / OCCUPANCY_FILE).is_file() else None)
-    realtime = _read_realtime(root / REALTIME_FILE) if (root / REALTIME_FILE).is_file() else None
+    occupancy = _read_occupancy(root / OCCUPANCY_FILE) if OCCUPANCY_FILE in files else None
+    realtime = _read_realtime(root / REALTIME_FILE) if REALTIME_FILE in files else None
     wstates: dict[int, WaveStateSeries] = {}
     extra_files: dict[str, bytes] = {}
     known = {CODE_FILE, FILENAMES_FILE, OCCUPANCY_FILE, REALTIME_FILE,
              *(w.filename for w in waves)}
+    budget = EXTRA_FILES_MAX_BYTES
     for name in files:
         m = WSTATES_FILE_RE.match(name)
         if m is not None:
             wstates[int(m[1])] = _read_wstates(root / name, int(m[1]))
         elif name not in known:
-            extra_files[name] = (root / name).read_bytes()
+            data = read_input_file(root / name, follow_links=False, error=TraceError)
+            budget -= len(data)
+            if budget < 0:
+                raise TraceError(f"{root}: the files besides the trace's own (source copies, "
+                                 f"counter files...) hold more than {EXTRA_FILES_MAX_BYTES} "
+                                 f"bytes together, more than asterism keeps ({name})")
+            extra_files[name] = data
     return Trace(code=code, waves=waves, info=info, occupancy=occupancy, wstates=wstates,
                  realtime=realtime, modeled=modeled, producer=producer,
-                 extra_files=extra_files, path=root)
+                 extra_files=extra_files, path=root, skipped=skipped)

@@ -11,9 +11,10 @@
     DIR/att/<capture>/       the capture as given (AMD's ATT viewer opens it)
     DIR/baseline/<capture>/  the --baseline capture, when given
     DIR/counters/            the rocprofv3 counter files, as given
-    DIR/source/              the source files the capture's rows point to (the capture's
-                             snapshots, files named with --source or --kernel-file; a
-                             path in the capture alone never makes the bundle read a file)
+    DIR/source/              the source files the capture's rows point to: the capture's
+                             snapshots, and local files only inside the capture folder or a
+                             --source-dir folder (links resolved), or named with --source or
+                             --kernel-file; the others are listed as left out, not read
     DIR/kernel/              the code object as given, its ISA listing and `asterism stats`
 
 Everything is read and checked first, then written into a temporary sibling directory that
@@ -23,16 +24,19 @@ is renamed to DIR at the end: an error leaves no DIR behind.
 from __future__ import annotations
 
 import json
+import os
+import re
 import shutil
 import uuid
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
 from asterism.errors import AsterismError
-from asterism.paths import unsafe_reason
-from asterism.profile.att import Trace, TraceError, read_att, source_files
-from asterism.profile.counters import CounterData, derived_metrics, read_counters
+from asterism.profile.att import Trace, TraceError, folder_entries, read_att, source_files
+from asterism.profile.counters import CounterData, derived_metrics, read_counters_each
+from asterism.profile.escape import md_code, md_text
 from asterism.profile.insights import (
     Candidate,
     Context,
@@ -43,10 +47,20 @@ from asterism.profile.insights import (
     verdict,
 )
 from asterism.profile.report import Report, analyze, render_json
+from asterism.textio import read_input_file
 
 
 class BundleError(AsterismError):
     """A bundle that cannot be made (output exists, bad input)."""
+
+
+@dataclass(frozen=True)
+class Skipped:
+    """An input (or a part of one) left out of the bundle, and why."""
+
+    input: str  # "capture", "baseline", "source", "counters"
+    name: str
+    reason: str
 
 
 @dataclass
@@ -61,6 +75,9 @@ class BundleRequest:
     baseline: str | Path | None = None
     title: str | None = None
     top: int = 10
+    # Folders whose files the bundle may copy as sources when the rows point into them
+    # (besides the capture folder itself).
+    source_dirs: list[str | Path] = field(default_factory=list)
 
 
 @dataclass
@@ -96,11 +113,8 @@ def analyze_capture(trace: Trace, counters: CounterData | None = None,
     wg = None
     wg_source = res_source = ""
     if kstats is not None:
-        # (occupancy takes next_free_sgpr: the descriptor's allocation less what an
-        # assembler reserves beyond it)
         target, vgprs, agprs, sgprs, lds = (kstats.target.split(":")[0], kstats.vgprs,
-                                            kstats.agprs, kstats.next_free_sgpr,
-                                            kstats.lds_bytes)
+                                            kstats.agprs, kstats.sgprs, kstats.lds_bytes)
         res_source = "the code object's kernel descriptor"
     elif counters is not None and name is not None:
         sym = counters.kernel(name, _codeobj(trace))
@@ -128,22 +142,19 @@ def _pct(part: float, whole: float) -> str:
     return f"{100.0 * part / whole:.1f} %" if whole else "-"
 
 
-def _cell(text: str) -> str:
-    return text.replace("|", "\\|")
-
-
 def _headline(a: Analysis, title: str | None, counters: CounterData | None) -> list[str]:
     r = a.report
     gpu = counters.gpus()[0] if counters and counters.gpus() else None
-    out = [f"# {title or ', '.join(r.kernels) or 'Kernel report'}", ""]
+    out = [f"# {md_text(title or ', '.join(r.kernels) or 'Kernel report')}", ""]
     out.append(f"**Verdict:** {a.verdict}.")
     out.append("")
     out.append("| | |")
     out.append("|---|---|")
-    out.append(f"| kernel | `{', '.join(r.kernels) or '?'}` |")
+    out.append(f"| kernel | {md_code(', '.join(r.kernels) or '?', table=True)} |")
     if gpu is not None:
-        out.append(f"| GPU | {gpu.product or gpu.name} ({gpu.name}, {gpu.cu_count} CUs) |")
-    kind = ("**modeled** by " + (r.producer or "a timing model") + ", not measured"
+        out.append(f"| GPU | {md_text(gpu.product or gpu.name)} ({md_text(gpu.name)}, "
+                   f"{gpu.cu_count} CUs) |")
+    kind = ("**modeled** by " + md_text(r.producer or "a timing model") + ", not measured"
             if r.modeled else "hardware capture (rocprofv3 ATT)")
     out.append(f"| trace | {kind}; {r.waves} waves, {r.instructions} instructions |")
     span = f"{r.span} cycles"
@@ -158,7 +169,7 @@ def _headline(a: Analysis, title: str | None, counters: CounterData | None) -> l
     if len(a.dispatches) > 3:
         out.append(f"| dispatches | {len(a.dispatches)} in the counter files |")
     if counters and counters.command:
-        out.append(f"| command | `{_cell(' '.join(counters.command))}` |")
+        out.append(f"| command | {md_code(' '.join(counters.command), table=True)} |")
     out.append("")
     return out
 
@@ -197,7 +208,8 @@ def _occupancy(o: OccupancyInfo) -> list[str]:
                    "rocprofv3's results JSON with --counters)")
     else:
         regs = f"{o.vgprs} VGPRs" + (f" + {o.agprs} AGPRs" if o.agprs else "")
-        out.append(f"- theoretical on {o.target}: **{o.theoretical}** wave(s) per SIMD, "
+        out.append(f"- theoretical on {md_text(o.target or '?')}: **{o.theoretical}** wave(s) "
+                   "per SIMD, "
                    f"limited by **{', '.join(o.limited_by)}** ({regs}, {o.sgprs} SGPRs, "
                    f"{o.lds_bytes} bytes LDS; from {o.resource_source})")
         lim = ", ".join(f"{k} {v}" for k, v in o.limits.items() if k != "workgroups_per_cu")
@@ -235,7 +247,8 @@ def _sources(r: Report, top: int) -> list[str]:
     out += ["", "| location | text | instructions | hits | cycles | stall |",
             "|---|---|---:|---:|---:|---:|"]
     for h in heat:
-        out.append(f"| `{_cell(h['location'])}` | `{_cell(h['text'])}` | {h['instructions']} "
+        out.append(f"| {md_code(h['location'], table=True)} | {md_code(h['text'], table=True)} "
+                   f"| {h['instructions']} "
                    f"| {h['hits']} | {h['cycles']} | {h['stall']} |")
     return out + [""]
 
@@ -244,12 +257,12 @@ def _counters(a: Analysis, counters: CounterData | None) -> list[str]:
     out = ["## Counters", ""]
     if counters is None:
         return out + ["No counter file given (--counters).", ""]
-    out.append("Files: " + ", ".join(f"`{Path(f).name}`" for f in counters.files) + ".")
+    out.append("Files: " + ", ".join(md_code(Path(f).name) for f in counters.files) + ".")
     out.append("")
     name = a.report.kernels[0] if a.report.kernels else None
     sym = counters.kernel(name, _codeobj(a.trace)) if name else None
     if sym is not None:
-        out.append(f"Kernel symbol `{sym.name}` (code object {sym.code_object_id}): "
+        out.append(f"Kernel symbol {md_code(sym.name)} (code object {sym.code_object_id}): "
                    f"{sym.vgprs} arch VGPRs, {sym.agprs} AGPRs, {sym.sgprs} SGPRs, "
                    f"{sym.lds_bytes} bytes LDS, {sym.scratch_bytes} bytes scratch.")
         out.append("")
@@ -259,7 +272,7 @@ def _counters(a: Analysis, counters: CounterData | None) -> list[str]:
                    "rocprofv3 with --kernel-trace and --pmc to get durations and counters.")
         return out + [""]
     names = sorted({n for d in a.dispatches for n in d.counters})
-    out.append("| dispatch | duration (us) | " + " | ".join(names) + " |")
+    out.append("| dispatch | duration (us) | " + " | ".join(md_text(n) for n in names) + " |")
     out.append("|---:|---:|" + "---:|" * len(names))
     for d in a.dispatches:
         dur = f"{d.duration_ns / 1000:.3f}" if d.duration_ns is not None else "-"
@@ -307,7 +320,8 @@ def _wait_producers(r: Report, top: int) -> list[str]:
 
 def _baseline(a: Analysis, b: Analysis, b_path: str, top: int) -> list[str]:
     ra, rb = a.report, b.report
-    out = ["## Before / after", "", f"Baseline (before): `{b_path}`; this capture is after.",
+    out = ["## Before / after", "", f"Baseline (before): {md_code(b_path)}; this capture is "
+           "after.",
            "", "| metric | before | after | change |", "|---|---:|---:|---:|"]
 
     def row(name: str, x: float, y: float) -> None:
@@ -332,20 +346,37 @@ def _baseline(a: Analysis, b: Analysis, b_path: str, top: int) -> list[str]:
     out += ["", "| # | before: hotspot (stall) | after: hotspot (stall) |", "|---:|---|---|"]
     hb, ha = rb.hotspots(top), ra.hotspots(top)
     for i in range(max(len(hb), len(ha))):
-        cb = f"`{_cell(hb[i].isa)}` ({hb[i].stall})" if i < len(hb) else ""
-        ca = f"`{_cell(ha[i].isa)}` ({ha[i].stall})" if i < len(ha) else ""
+        cb = f"{md_code(hb[i].isa, table=True)} ({hb[i].stall})" if i < len(hb) else ""
+        ca = f"{md_code(ha[i].isa, table=True)} ({ha[i].stall})" if i < len(ha) else ""
         out.append(f"| {i + 1} | {cb} | {ca} |")
+    return out + [""]
+
+
+SKIPPED_SHOWN = 50  # entries of "Inputs left out" in REPORT.md (report.json has them all)
+
+
+def _skipped(skipped: list[Skipped]) -> list[str]:
+    if not skipped:
+        return []
+    out = ["## Inputs left out", "",
+           "These were not read or not copied into the bundle:", ""]
+    out += [f"- {s.input}: {md_code(s.name)}: {md_text(s.reason)}"
+            for s in skipped[:SKIPPED_SHOWN]]
+    if len(skipped) > SKIPPED_SHOWN:
+        out.append(f"- and {len(skipped) - SKIPPED_SHOWN} more (report.json lists them all)")
     return out + [""]
 
 
 def render_bundle_markdown(a: Analysis, title: str | None = None,
                            counters: CounterData | None = None,
                            baseline: tuple[Analysis, str] | None = None, top: int = 10,
-                           files: list[str] | None = None) -> str:
+                           files: list[str] | None = None,
+                           skipped: list[Skipped] | None = None) -> str:
     """REPORT.md of a bundle."""
     out = _headline(a, title, counters)
     if files:
         out += ["Bundle contents: " + ", ".join(f"[`{f}`]({f})" for f in files) + ".", ""]
+    out += _skipped(skipped or [])
     out += ["![wave timeline](pictures/timeline.png)", ""]
     out += _candidates(a)
     out += _states(a.report)
@@ -363,10 +394,12 @@ def render_bundle_markdown(a: Analysis, title: str | None = None,
 
 
 def render_bundle_json(a: Analysis, counters: CounterData | None = None,
-                       baseline: Analysis | None = None, top: int = 10) -> str:
+                       baseline: Analysis | None = None, top: int = 10,
+                       skipped: list[Skipped] | None = None) -> str:
     """report.json of a bundle: the analyzer's JSON plus verdict, occupancy, candidates,
-    counters and the baseline's totals."""
+    counters, the baseline's totals and the inputs left out."""
     data = json.loads(render_json(a.report, top=top))
+    data["skipped"] = [asdict(s) for s in skipped or []]
     data["verdict"] = a.verdict
     data["occupancy"] = asdict(a.occupancy)
     data["candidates"] = [asdict(c) for c in a.candidates]
@@ -385,48 +418,107 @@ def render_bundle_json(a: Analysis, counters: CounterData | None = None,
 # ---------------------------------------------------------------------------- the bundle
 
 
-def _copy_sources(trace: Trace, given: list[Path], dest: Path,
-                  kernel_file: Path | None = None) -> list[str]:
-    """The source files the capture ships and the given ones, into `dest`. A file that a
-    row of the capture names is copied only when the user named it too (`given` or
-    `kernel_file`): paths in a capture are untrusted and never make the bundle read a file."""
+# Characters kept in the name of a file the bundle writes from a name in the input.
+_UNSAFE_NAME_RE = re.compile(r"[^A-Za-z0-9._+-]")
+
+
+def _safe_name(original: str) -> str:
+    """A file name for the bundle from a path in the input: its last component with
+    anything but letters, digits and ``._+-`` made ``_``, no leading dot (never ``..``),
+    at most 100 characters."""
+    base = re.split(r"[/\\]", original)[-1]
+    return _UNSAFE_NAME_RE.sub("_", base).lstrip(".")[:100] or "source"
+
+
+@dataclass
+class SourcePolicy:
+    """Which local files the bundle may read as sources: those inside the capture folder
+    and the named folders (after resolving links), and the named files."""
+
+    folders: list[Path]
+    files: set[Path]
+
+    @classmethod
+    def of(cls, req: BundleRequest) -> SourcePolicy:
+        """The capture folder and what the request names (--source-dir, --source,
+        --kernel-file), resolved."""
+        folders = [Path(os.path.realpath(req.capture))]
+        folders += [Path(os.path.realpath(d)) for d in req.source_dirs]
+        files = {Path(os.path.realpath(f)) for f in req.sources}
+        if req.kernel_file is not None:
+            files.add(Path(os.path.realpath(req.kernel_file)))
+        return cls(folders, files)
+
+    def allows(self, path: str) -> Path | None:
+        """The resolved path of `path` if the bundle may read it, else None."""
+        try:
+            real = Path(os.path.realpath(path))
+        except (OSError, ValueError):  # a NUL byte, a loop of links
+            return None
+        if real in self.files or any(f == real or f in real.parents for f in self.folders):
+            return real
+        return None
+
+
+_OUTSIDE = ("outside the capture folder and not named (--source FILE, --source-dir DIR or "
+            "--kernel-file): not read")
+
+
+def _row_paths(trace: Trace) -> list[str]:
+    """The distinct file paths the code rows' source locations name, in row order."""
+    seen: dict[str, None] = {}
+    for row in trace.code.rows:
+        for loc in filter(None, (p.strip() for p in row.source.split(";"))):
+            path = loc.split(", ")[0].rpartition(":")[0]
+            if path:
+                seen.setdefault(path)
+    return list(seen)
+
+
+def _copy_sources(trace: Trace, req: BundleRequest, dest: Path,
+                  skipped: list[Skipped]) -> list[str]:
+    """The source files of the capture's rows that the policy allows and the named ones,
+    into `dest`; the rows' files it does not allow go to `skipped`."""
     written: dict[str, str] = {}
 
     def name_for(original: str) -> str:
-        base = Path(original).name
-        # (the name of a shipped file comes from the capture: a plain file name or "source")
-        base = base if unsafe_reason(base) is None else "source"
+        base = _safe_name(original)
         name, n = base, 1
-        while name in written.values():
+        while name in written.values() or name == "INDEX.json":
             n += 1
             name = f"{n}_{base}"
         return name
+
+    def copy(original: str, real: Path) -> None:
+        try:
+            data = read_input_file(real, follow_links=False, error=BundleError,
+                                   what="source file")
+        except BundleError as err:
+            skipped.append(Skipped("source", original, err.message.split(": ", 1)[-1]))
+            return
+        name = written[original] = name_for(original)
+        (dest / name).write_bytes(data)
 
     shipped = source_files(trace)
     for original, lines in sorted(shipped.items()):
         name = written[original] = name_for(original)
         (dest / name).write_text("\n".join(lines) + "\n", encoding="utf-8")
-    named = {p.resolve(): p for p in ([kernel_file] if kernel_file else []) + given}
-    copied: set[Path] = set()
-    # Row locations that point to a file the user named (a modeled trace's .mlir, say).
-    for row in trace.code.rows:
-        for loc in filter(None, (p.strip() for p in row.source.split(";"))):
-            path = loc.split(", ")[0].rpartition(":")[0]
-            if not path or path in written:
-                continue
-            try:
-                real = Path(path).resolve()
-            except (OSError, RuntimeError, ValueError):  # (a loop, NUL: not a file named)
-                continue
-            if real in named and real not in copied:
-                copied.add(real)
-                name = written[path] = name_for(path)
-                shutil.copyfile(named[real], dest / name)
-    for p in given:
-        if p.resolve() not in copied and str(p) not in written:
-            copied.add(p.resolve())
-            name = written[str(p)] = name_for(str(p))
-            shutil.copyfile(p, dest / name)
+    policy = SourcePolicy.of(req)
+    done = {Path(os.path.realpath(p)) for p in req.sources}
+    # Row locations that point to a file the user let the bundle read (a modeled trace's
+    # .mlir/.py, a source folder given with --source-dir).
+    for path in _row_paths(trace):
+        if path in written:
+            continue
+        real = policy.allows(path)
+        if real is None:
+            skipped.append(Skipped("source", path, _OUTSIDE))
+        elif real not in done:
+            done.add(real)
+            copy(path, real)
+    for p in req.sources:
+        if str(p) not in written:
+            copy(str(p), Path(os.path.realpath(p)))
     if written:
         (dest / "INDEX.json").write_text(json.dumps(written, indent=1) + "\n",
                                          encoding="utf-8")
@@ -455,15 +547,26 @@ def _check_inputs(req: BundleRequest) -> None:
     for src in req.sources:
         if not Path(src).is_file():
             raise BundleError(f"{src}: source file not found (--source)")
+    for f in req.counters:  # (a name that is not there is a mistake on the command line)
+        if not Path(f).exists():
+            raise BundleError(f"{f}: counter file is missing (--counters)")
+    for folder in req.source_dirs:
+        if not Path(folder).is_dir():
+            raise BundleError(f"{folder}: no such folder (--source-dir)")
     if req.kernel_file is not None and not Path(req.kernel_file).is_file():
         raise BundleError(f"{req.kernel_file}: kernel file not found (--kernel-file)")
 
 
-def build_bundle(req: BundleRequest) -> Path:
-    """Write the bundle directory of `req` (see the module doc); returns its path."""
+def build_bundle(req: BundleRequest, note: Callable[[str], None] | None = None) -> Path:
+    """Write the bundle directory of `req` (see the module doc); returns its path. `note`
+    hears about every input left out (see :class:`Skipped`)."""
     _check_inputs(req)
     trace = read_att(req.capture)
-    counters = read_counters(req.counters) if req.counters else None
+    skipped = [Skipped("capture", n, why) for n, why in trace.skipped]
+    # A counter file that cannot be used is left out (and named), never fatal to the bundle.
+    counters, bad_counters = read_counters_each(req.counters)
+    skipped += [Skipped("counters", Path(f).name, why) for f, why in bad_counters]
+    used_counters = [f for f in req.counters if str(f) not in dict(bad_counters)]
     stats = None
     if req.kernel_file is not None:
         from asterism.profile.stats import code_object_stats
@@ -472,30 +575,50 @@ def build_bundle(req: BundleRequest) -> Path:
     analysis = analyze_capture(trace, counters, stats)
     base = None
     if req.baseline is not None:
-        base = analyze_capture(read_att(req.baseline), counters, stats)
+        base_trace = read_att(req.baseline)
+        skipped += [Skipped("baseline", n, why) for n, why in base_trace.skipped]
+        base = analyze_capture(base_trace, counters, stats)
 
     out = Path(req.out)
     tmp = out.parent / f".{out.name}.tmp-{uuid.uuid4().hex}"
     try:
         tmp.mkdir()
-        files = _write_contents(req, tmp, analysis, stats)
+        files = _write_contents(req, tmp, analysis, stats, skipped, used_counters)
+        for s in skipped:
+            if note is not None:
+                note(f"left out: {s.input} {s.name}: {s.reason}")
         (tmp / "REPORT.md").write_text(render_bundle_markdown(
             analysis, req.title, counters,
-            (base, str(req.baseline)) if base is not None else None, req.top, files) + "\n",
-            encoding="utf-8")
-        (tmp / "report.json").write_text(render_bundle_json(analysis, counters, base, req.top)
+            (base, str(req.baseline)) if base is not None else None, req.top, files,
+            skipped) + "\n", encoding="utf-8")
+        (tmp / "report.json").write_text(render_bundle_json(analysis, counters, base, req.top,
+                                                            skipped)
                                          + "\n", encoding="utf-8")
         if out.exists():
             raise BundleError(f"{out}: appeared while the bundle was written")
         tmp.rename(out)
+    except OSError as exc:  # a full disk, a folder that went away: the user's error to read
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise BundleError(f"{out}: cannot write the bundle: {exc.strerror or exc}") from None
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
     return out
 
 
+def _copy_capture(folder: Path, dest: Path) -> None:
+    """The regular files of a capture folder, copied (links, subfolders and special files
+    are left out: :func:`~asterism.profile.att.folder_entries`)."""
+    dest.mkdir()
+    files, _ = folder_entries(folder)
+    for name in files:
+        (dest / name).write_bytes(read_input_file(folder / name, follow_links=False,
+                                                  error=BundleError))
+
+
 def _write_contents(req: BundleRequest, tmp: Path, a: Analysis,
-                    stats: list[Any] | None) -> list[str]:
+                    stats: list[Any] | None, skipped: list[Skipped],
+                    counters: list[str | Path]) -> list[str]:
     """Everything but REPORT.md and report.json; returns the entries made."""
     from asterism.profile import pictures
 
@@ -510,21 +633,27 @@ def _write_contents(req: BundleRequest, tmp: Path, a: Analysis,
     pictures.write_html(a.trace, a.report, pics / "view.html", arrays=arrays)
     att = tmp / "att"
     att.mkdir()
-    shutil.copytree(req.capture, att / Path(req.capture).resolve().name)
+    _copy_capture(Path(req.capture), att / Path(req.capture).resolve().name)
     made.append("att/")
     if req.baseline is not None:
         (tmp / "baseline").mkdir()
-        shutil.copytree(req.baseline, tmp / "baseline" / Path(req.baseline).resolve().name)
+        _copy_capture(Path(req.baseline), tmp / "baseline" / Path(req.baseline).resolve().name)
         made.append("baseline/")
-    if req.counters:
+    if counters:
         (tmp / "counters").mkdir()
-        for f in req.counters:
-            shutil.copyfile(f, tmp / "counters" / Path(f).name)
+        names: set[str] = set()
+        for f in counters:
+            name, n = _safe_name(Path(f).name), 1
+            while name in names:  # two files of one name from different folders
+                n += 1
+                name = f"{n}_{_safe_name(Path(f).name)}"
+            names.add(name)
+            (tmp / "counters" / name).write_bytes(
+                read_input_file(f, error=BundleError, what="counter file"))
         made.append("counters/")
     src = tmp / "source"
     src.mkdir()
-    kernel_file = Path(req.kernel_file) if req.kernel_file is not None else None
-    if _copy_sources(a.trace, [Path(s) for s in req.sources], src, kernel_file):
+    if _copy_sources(a.trace, req, src, skipped):
         made.append("source/")
     else:
         src.rmdir()
@@ -535,5 +664,5 @@ def _write_contents(req: BundleRequest, tmp: Path, a: Analysis,
     return made
 
 
-__all__ = ["Analysis", "BundleError", "BundleRequest", "TraceError", "analyze_capture",
+__all__ = ["Analysis", "BundleError", "BundleRequest", "Skipped", "TraceError", "analyze_capture",
            "build_bundle", "render_bundle_json", "render_bundle_markdown"]

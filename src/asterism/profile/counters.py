@@ -32,18 +32,25 @@ Inputs (one or more files, any mix):
 ``*_kernel_trace.csv``  one row per dispatch: ``Kind``, ``Dispatch_Id``, ``Kernel_Name``,
     ``Start_Timestamp``, ``End_Timestamp`` (ns), and optionally ``Agent_Id``, ``Kernel_Id``,
     ``Grid_Size_X..Z``, ``Workgroup_Size_X..Z``, ``VGPR_Count``, ``SGPR_Count``...
+    ``Agent_Id`` is written as rocprofv3's ``--agent-index`` says: ``Agent <node id>``
+    (relative, the default, and absolute), ``GPU <n>`` / ``CPU <n>`` (type-relative: no node
+    id), or a bare number.
 ``*_agent_info.csv``  one row per agent (``Node_Id``, ``Agent_Type``, ``Name``,
     ``Product_Name``, ``Cu_Count``, ``Simd_Per_Cu``, ``Max_Waves_Per_Simd``...).
 
-A file that is missing, not JSON/CSV, or lacks the fields above is a :class:`CounterError`
-naming the file (and line or JSON path) and what was expected.
+rocprofv3's summary CSVs (``*_kernel_stats.csv``, ``*_domain_stats.csv``: totals per name)
+are recognized and refused with that reason: they hold no dispatch.
+
+A file that is missing, not JSON/CSV, lacks the fields above or holds an integer past 64 bits
+(a grid or workgroup size past 32) is a :class:`CounterError` naming the file (and line or
+JSON path) and what was expected. :func:`read_counters_each` reads what it can and names
+the files it cannot (what a bundle does).
 """
 
 from __future__ import annotations
 
 import csv
 import io
-import json
 import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
@@ -51,7 +58,7 @@ from pathlib import Path
 from typing import Any
 
 from asterism.errors import AsterismError, SourceLocation
-from asterism.textio import decode_text
+from asterism.textio import decode_text, parse_json_bounded, read_input_file
 
 TOOL_KEY = "rocprofiler-sdk-tool"
 
@@ -97,7 +104,8 @@ class Dispatch:
     dispatch_id: int
     kernel_name: str
     kernel_id: int | None = None
-    agent_id: int | None = None
+    agent_id: int | None = None  # the agent's node id (Agent.id), when the file gives one
+    agent_label: str | None = None  # the agent as the file names it ("Agent 2", "GPU 0")
     start_ns: int | None = None
     end_ns: int | None = None
     grid: tuple[int, int, int] | None = None  # work-items
@@ -264,6 +272,8 @@ def _get(obj: Any, key: str, where: _Where, kind: type | tuple[type, ...],
         want = " or ".join(names.get(k, k.__name__) for k in
                            (kind if isinstance(kind, tuple) else (kind,)))
         raise where.at(key).fail(f"expected {want}, got {type(value).__name__}")
+    if isinstance(value, int) and not _INT_MIN <= value <= _INT_MAX:
+        raise where.at(key).fail(f"{value} is out of range (a 64-bit integer)")
     return value
 
 
@@ -275,21 +285,23 @@ def _xyz(obj: Any, key: str, where: _Where) -> tuple[int, int, int] | None:
     raw = _get(obj, key, where, dict, None)
     if raw is None:
         return None
-    return tuple(_get(raw, k, where.at(key), int) for k in "xyz")  # type: ignore[return-value]
+    out = tuple(_get(raw, k, where.at(key), int) for k in "xyz")
+    for k, v in zip("xyz", out, strict=True):
+        if not 0 <= v < 2**32:  # (rocprofv3's dim3 is uint32)
+            raise where.at(key).at(k).fail(f"{v} is out of range (0 to 2^32-1)")
+    return out  # type: ignore[return-value]
 
 
 def _read_bytes(path: Path) -> bytes:
-    try:
-        return path.read_bytes()
-    except FileNotFoundError:
+    if not path.exists():
         raise CounterError(f"{path}: counter file is missing (expected rocprofv3 output: a "
                            "*_results.json or a *_counter_collection.csv / *_kernel_trace.csv /"
-                           " *_agent_info.csv file)") from None
-    except IsADirectoryError:
+                           " *_agent_info.csv file)")
+    if path.is_dir():
         raise CounterError(f"{path}: is a folder; give the rocprofv3 output files in it "
-                           "(*_results.json or the CSV files)") from None
-    except OSError as exc:
-        raise CounterError(f"{path}: cannot read: {exc.strerror}") from None
+                           "(*_results.json or the CSV files)")
+    # A file the user named: a link to it is followed; its size is bounded.
+    return read_input_file(path, error=CounterError, what="counter file")
 
 
 def _json_agents(tool: dict, w: _Where) -> list[Agent]:
@@ -375,11 +387,7 @@ def _json_tool(tool: Any, w: _Where, data: CounterData) -> None:
 
 
 def _read_json(path: Path, text: str, data: CounterData) -> None:
-    try:
-        doc = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise CounterError(f"not valid JSON: {exc.msg}",
-                           SourceLocation(str(path), exc.lineno, exc.colno)) from None
+    doc = parse_json_bounded(text, str(path), CounterError)
     w = _Where(str(path))
     if not isinstance(doc, dict) or TOOL_KEY not in doc:
         raise w.fail(f"not a rocprofv3 results file: expected a JSON object with the key "
@@ -397,6 +405,14 @@ _CSV_KINDS = {
     "kernel_trace": ("Dispatch_Id", "Kernel_Name", "Start_Timestamp", "End_Timestamp"),
     "agent_info": ("Node_Id", "Agent_Type", "Name"),
 }
+# rocprofv3's summary CSVs (--stats: *_kernel_stats.csv, *_domain_stats.csv...): per-name
+# totals, nothing per dispatch; recognized to say so.
+_STATS_COLUMNS = ("Name", "Calls", "TotalDurationNs", "AverageNs")
+# Agent_Id as rocprofv3 writes it: "Agent <node id>" (its default --agent-index relative, and
+# absolute), "<GPU|CPU> <index among that type>" (type-relative), or a bare number.
+_AGENT_RE = re.compile(r"(?:(Agent)|[A-Z]{3}) ([0-9]{1,10})", re.ASCII)
+# Integers of these files: 64-bit (rocprofv3 writes uint64 ids and nanosecond times).
+_INT_MIN, _INT_MAX = -(2**63), 2**64 - 1
 
 
 class _Row:
@@ -414,22 +430,41 @@ class _Row:
         if not raw:
             return default
         try:
-            return int(raw)
+            value = int(raw) if len(raw) <= 24 else None
         except ValueError:
-            raise self.fail(column, f"expected an integer, got {raw!r}") from None
+            value = None
+        if value is None:
+            raise self.fail(column, f"expected an integer, got {raw[:40]!r}")
+        if not _INT_MIN <= value <= _INT_MAX:
+            raise self.fail(column, f"{value} is out of range (a 64-bit integer)")
+        return value
+
+    def agent(self, column: str) -> tuple[int | None, str | None]:
+        """(node id, label) of an agent column: "Agent 2" and "2" give the id 2; a
+        type-relative "GPU 0" gives no node id (the index counts GPUs only)."""
+        raw = (self.row.get(column) or "").strip()
+        if not raw:
+            return None, None
+        m = _AGENT_RE.fullmatch(raw)
+        if m is not None:
+            return (int(m.group(2)) if m.group(1) else None), raw
+        return self.int(column), raw
 
     def num(self, column: str) -> float:
         raw = (self.row.get(column) or "").strip()
         try:
             return float(raw)
         except ValueError:
-            raise self.fail(column, f"expected a number, got {raw!r}") from None
+            raise self.fail(column, f"expected a number, got {raw[:40]!r}") from None
 
     def str(self, column: str) -> str:
         return (self.row.get(column) or "").strip()
 
     def xyz(self, prefix: str) -> tuple[int, int, int] | None:
         vals = [self.int(f"{prefix}_{a}") for a in "XYZ"]
+        for a, v in zip("XYZ", vals, strict=True):
+            if v is not None and not 0 <= v < 2**32:
+                raise self.fail(f"{prefix}_{a}", f"{v} is out of range (0 to 2^32-1)")
         if any(v is None for v in vals):
             total = self.int(prefix)
             return (total, 1, 1) if total is not None else None
@@ -438,12 +473,27 @@ class _Row:
 
 def _csv_rows(path: Path, text: str) -> tuple[str, list[_Row]]:
     reader = csv.DictReader(io.StringIO(text))
+    try:
+        return _csv_kind_and_rows(path, reader)
+    except csv.Error as exc:  # a cell past csv's field limit (128 KiB), a stray quote...
+        # (line_num counts the lines read before the record that failed)
+        raise CounterError(f"not CSV as rocprofv3 writes it: {exc}",
+                           SourceLocation(str(path), reader.line_num + 1, 1)) from None
+
+
+def _csv_kind_and_rows(path: Path, reader: csv.DictReader) -> tuple[str, list[_Row]]:
     header = reader.fieldnames or []
     kind = next((k for k, cols in _CSV_KINDS.items() if all(c in header for c in cols)), None)
+    if kind is None and all(c in header for c in _STATS_COLUMNS):
+        raise CounterError(f"{path}: rocprofv3's summary statistics (per kernel or domain "
+                           "totals, no dispatch records): not used by asterism; give the "
+                           "*_kernel_trace.csv, *_counter_collection.csv or *_results.json "
+                           "of the run")
     if kind is None:
         expected = "; ".join(f"{k}: {', '.join(c)}" for k, c in _CSV_KINDS.items())
         raise CounterError(f"{path}: not a rocprofv3 CSV file this reader knows: the header "
-                           f"has {', '.join(header[:8]) or 'no columns'}; expected the columns "
+                           f"has {', '.join(repr(h[:40]) for h in header[:8]) or 'no columns'}; "
+                           "expected the columns "
                            f"of one of {expected}")
     rows = []
     for row in reader:
@@ -462,7 +512,9 @@ def _csv_dispatch(r: _Row, by_id: dict[int, Dispatch]) -> Dispatch:
     if d is None:
         d = by_id[did] = Dispatch(did, r.str("Kernel_Name").removesuffix(".kd"))
     d.kernel_id = r.int("Kernel_Id", d.kernel_id)
-    d.agent_id = r.int("Agent_Id", d.agent_id)
+    agent_id, label = r.agent("Agent_Id")
+    if label is not None:
+        d.agent_id, d.agent_label = agent_id, label
     d.start_ns = r.int("Start_Timestamp", d.start_ns)
     d.end_ns = r.int("End_Timestamp", d.end_ns)
     d.grid = r.xyz("Grid_Size") or d.grid
@@ -503,6 +555,23 @@ def _read_csv(path: Path, text: str, data: CounterData, by_id: dict[int, Dispatc
             if not name:
                 raise r.fail("Counter_Name", "empty")
             d.counters[name] = d.counters.get(name, 0.0) + r.num("Counter_Value")
+
+
+def read_counters_each(paths: Iterable[str | Path]
+                       ) -> tuple[CounterData | None, list[tuple[str, str]]]:
+    """Like :func:`read_counters`, but a file that cannot be read is left out instead of
+    failing the rest: (the data of the good files or None, [(file, why)] of the others).
+    Each file is checked on its own first, so a bad one leaves nothing half-read."""
+    good, bad = [], []
+    for p in paths:
+        try:
+            read_counters([p])
+        except CounterError as err:
+            bad.append((str(p), f"{err.location}: {err.message}" if err.location
+                        else err.message.removeprefix(f"{p}: ")))
+        else:
+            good.append(p)
+    return (read_counters(good) if good else None), bad
 
 
 def read_counters(paths: Iterable[str | Path]) -> CounterData:

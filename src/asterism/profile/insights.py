@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 
 from asterism.profile.att import Trace
 from asterism.profile.counters import CounterData, Dispatch, counter_value
+from asterism.profile.escape import md_code
 from asterism.profile.report import InstStats, Report, WaitLinkStats
 
 # ---------------------------------------------------------------------------- occupancy
@@ -212,9 +213,11 @@ class Rule:
 
 
 def _where(ctx: Context, row: InstStats) -> str:
-    src = f" ({row.source.split(';')[0].strip()}"
-    src = src + (f": `{row.source_text}`)" if row.source_text else ")") if row.source else ""
-    return f"line {row.line}, PC 0x{row.vaddr:x}: `{row.isa}`{src}"
+    # Evidence is Markdown (REPORT.md): text from the capture goes in escaped.
+    src = f" ({md_code(row.source.split(';')[0].strip())}"
+    src = src + (f": {md_code(row.source_text)})" if row.source_text else ")") \
+        if row.source else ""
+    return f"line {row.line}, PC 0x{row.vaddr:x}: {md_code(row.isa)}{src}"
 
 
 def _row(ctx: Context, line: int) -> InstStats:
@@ -222,7 +225,7 @@ def _row(ctx: Context, line: int) -> InstStats:
 
 
 def _producers(link: WaitLinkStats, limit: int = 3) -> str:
-    shown = [f"line {p.line} `{p.isa}`" for p in link.producers[:limit]]
+    shown = [f"line {p.line} {md_code(p.isa)}" for p in link.producers[:limit]]
     more = len(link.producers) - limit
     return "; ".join(shown) + (f" and {more} more" if more > 0 else "")
 

@@ -13,8 +13,13 @@ import re
 
 from asterism.profile.att import InstCategory
 
-_REG_RE = re.compile(r"\b([va])(?:(\d+)\b|\[(\d+):(\d+)\])")
-_COUNT_RE = re.compile(r"\b(vmcnt|lgkmcnt|expcnt|vscnt)\s*\(\s*(0x[0-9a-fA-F]+|\d+)\s*\)")
+# (At most 9 digits: the text comes from a capture, and Python refuses to convert 4300.)
+_REG_RE = re.compile(r"\b([va])(?:(\d{1,9})\b|\[(\d{1,9}):(\d{1,9})\])", re.ASCII)
+_COUNT_RE = re.compile(
+    r"\b(vmcnt|lgkmcnt|expcnt|vscnt)\s*\(\s*(0x[0-9a-fA-F]{1,8}|\d{1,9})\s*\)", re.ASCII)
+# The last VGPR/AGPR of a GFX9 register file: a register past it is not one (and a range
+# from a capture's text must not drive a loop of its own size).
+_LAST_REG = 255
 
 Reg = tuple[str, int]  # ("v", 12) or ("a", 3)
 
@@ -34,14 +39,17 @@ def operand_text(isa: str) -> list[str]:
 
 
 def vector_regs(text: str) -> set[Reg]:
-    """VGPRs and AGPRs named in `text` (``v7``, ``v[2:5]``, ``a[0:3]``), one per register."""
+    """VGPRs and AGPRs named in `text` (``v7``, ``v[2:5]``, ``a[0:3]``), one per register;
+    a register or range past v255/a255 (or reversed) names none."""
     out: set[Reg] = set()
     for m in _REG_RE.finditer(text):
         if m.group(2) is not None:
-            out.add((m.group(1), int(m.group(2))))
+            if int(m.group(2)) <= _LAST_REG:
+                out.add((m.group(1), int(m.group(2))))
         else:
             lo, hi = int(m.group(3)), int(m.group(4))
-            out.update((m.group(1), i) for i in range(lo, hi + 1))
+            if lo <= hi <= _LAST_REG:
+                out.update((m.group(1), i) for i in range(lo, hi + 1))
     return out
 
 

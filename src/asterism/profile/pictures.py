@@ -16,7 +16,6 @@ matplotlib is imported only here (the ``plot`` extra); the Agg canvas is used di
 from __future__ import annotations
 
 import base64
-import json
 import os
 import uuid
 from dataclasses import dataclass, field
@@ -27,6 +26,7 @@ import numpy as np
 
 from asterism.errors import AsterismError
 from asterism.profile.att import Trace, WaveState
+from asterism.profile.escape import mpl_text, script_json
 from asterism.profile.isa_text import mnemonic, unit_name
 from asterism.profile.report import STALL_CAUSES, Report
 
@@ -43,6 +43,10 @@ CAUSE_COLORS = {"vmcnt wait": "#d62728", "lgkmcnt wait": "#ff7f0e", "barrier": "
 HOTSPOT_COLORS = ("#000000", "#e6194b", "#3cb44b", "#4363d8", "#f58231", "#911eb4")
 TIMELINE_WIDTH = 1600  # pixel columns of the timeline raster
 HTML_RECORD_LIMIT = 1_500_000  # records embedded in the HTML view
+# Lanes (SIMD slots) drawn: a capture with thousands of slots would otherwise ask for a
+# picture (and a canvas) thousands of rows tall; the rest are counted in the title.
+TIMELINE_LANE_LIMIT = 64
+HTML_LANE_LIMIT = 512  # 26 pixels each: within the browsers' canvas height limit
 
 
 class PlotError(AsterismError):
@@ -135,11 +139,11 @@ def trace_arrays(trace: Trace) -> TraceArrays:
                                                      r.category)),
                           dtype=np.int64, count=5 * n).reshape(n, 5)
         codes = np.empty(n, dtype=np.int16)
-        keys = raw[:, 3] * 64 + raw[:, 4]
+        keys = raw[:, 3] * 256 + raw[:, 4]  # (the reader bounds categories to 0..255)
         uniq, inverse = np.unique(keys, return_inverse=True)
         table = np.empty(len(uniq), dtype=np.int16)
         for j, key in enumerate(uniq.tolist()):
-            line, cat = divmod(key, 64)
+            line, cat = divmod(key, 256)
             u = unit_of.get((line, cat))
             if u is None:
                 name = unit_name(mn.get(line, ""), cat)
@@ -213,7 +217,7 @@ def plot_timeline(trace: Trace, report: Report, out: str | Path, top: int = 5,
     `top` hotspots (by stall) marked where they executed."""
     figure_cls, canvas_cls, _ = _matplotlib()
     arr = arrays or trace_arrays(trace)
-    rows = max(len(arr.lanes), 1)
+    rows = max(len(shown_lanes(arr)), 1)
     fig = figure_cls(figsize=(15, 1.6 + 0.42 * rows), dpi=100)
     ax = fig.add_axes((0.13, 0.12 if rows > 3 else 0.25, 0.70, 0.78 if rows > 3 else 0.6))
     draw_timeline(ax, trace, report, arr, top, width)
@@ -232,9 +236,10 @@ def draw_timeline(ax: Any, trace: Trace, report: Report, arr: TraceArrays, top: 
     unit_colors = [UNIT_COLORS.get(u, OTHER_COLOR) for u in arr.units]
     band_rows = (3, 5, 2)  # pixel rows of the state, unit and stall bands
     lane_h = sum(band_rows) + 4  # 3 free rows on top for the hotspot markers
-    img = np.ones((lane_h * max(len(arr.lanes), 1), width, 3))
+    lanes = shown_lanes(arr)
+    img = np.ones((lane_h * max(len(lanes), 1), width, 3))
     used_states: set[int] = set()
-    for y, lane in enumerate(arr.lanes):
+    for y, lane in enumerate(lanes):
         states = np.clip(lane.span_state, 0, len(state_names) - 1)
         used_states.update(np.unique(states).tolist())
         top_y = y * lane_h + 3
@@ -246,30 +251,33 @@ def draw_timeline(ax: Any, trace: Trace, report: Report, arr: TraceArrays, top: 
         red = np.stack([np.ones(width), 1.0 - np.clip(stalled, 0, 1),
                         1.0 - np.clip(stalled, 0, 1)], axis=1)
         img[top_y + 8:top_y + 8 + band_rows[2]] = red
-    rows = max(len(arr.lanes), 1)
+    rows = max(len(lanes), 1)
     ax.imshow(img, aspect="auto", interpolation="nearest",
               extent=(0, arr.span, rows, 0))
-    ax.set_yticks([y + 0.5 for y in range(len(arr.lanes))])
-    ax.set_yticklabels([lane.label for lane in arr.lanes], fontsize=7)
+    ax.set_yticks([y + 0.5 for y in range(len(lanes))])
+    ax.set_yticklabels([mpl_text(lane.label) for lane in lanes], fontsize=7)
     ax.set_xlabel(f"cycles since {arr.origin} (one pixel column = "
                   f"{arr.span / width:.0f} cycles)", fontsize=8)
     kind = "MODELED trace (timing model)" if trace.modeled else "hardware capture"
-    title = ", ".join(trace.kernel_names()) or "trace"
+    title = mpl_text(", ".join(trace.kernel_names()) or "trace")
+    if len(lanes) < len(arr.lanes):
+        title += f" (first {len(lanes)} of {len(arr.lanes)} SIMD slots)"
     ax.set_title(f"{title}: wave timeline ({kind}). Per lane: wave state | dominant unit | "
                  "stalled share (red); markers: top hotspots", fontsize=9)
     hot = report.hotspots(top, "stall")
     handles = []
     for rank, h in enumerate(hot):
         color = HOTSPOT_COLORS[rank % len(HOTSPOT_COLORS)]
-        for y, lane in enumerate(arr.lanes):
+        for y, lane in enumerate(lanes):
             t = lane.start[lane.line == h.line]
             if not len(t):
                 continue
-            cols = np.unique((t * width // arr.span).astype(np.int64))
+            # (in float64: t * width can pass int64 for a long capture; exact below 2^53)
+            cols = np.unique((t.astype(np.float64) * width // arr.span).astype(np.int64))
             ax.scatter((cols + 0.5) * arr.span / width, np.full(len(cols), y + 0.1),
                        marker="v", s=22, color=color, linewidths=0, zorder=3)
         handles.append(patch_cls(color=color, label=f"#{rank + 1} line {h.line}: "
-                                                    f"{_short(h.isa, 34)}"))
+                                                    f"{_short(mpl_text(h.isa), 34)}"))
     legends = [("hotspot (by stall)", handles),
                ("wave state", [patch_cls(facecolor=STATE_COLORS.get(state_names[s]),
                                          edgecolor="#999999", label=state_names[s])
@@ -293,6 +301,11 @@ def draw_timeline(ax: Any, trace: Trace, report: Report, arr: TraceArrays, top: 
     ax.set_xlim(0, arr.span)
 
 
+
+
+def shown_lanes(arr: TraceArrays) -> list[Lane]:
+    """The lanes a timeline picture draws: the first :data:`TIMELINE_LANE_LIMIT`."""
+    return arr.lanes[:TIMELINE_LANE_LIMIT]
 
 
 def _short(text: str, n: int) -> str:
@@ -336,7 +349,7 @@ def plot_hotspots(report: Report, out: str | Path, top: int = 15) -> Path:
     hot = report.hotspots(top, "stall")
     fig = figure_cls(figsize=(12, 1.0 + 0.32 * max(len(hot), 1)), dpi=100)
     ax = fig.add_subplot(1, 1, 1)
-    labels = [f"#{i + 1} L{h.line} {_short(h.isa, 44)}" for i, h in enumerate(hot)]
+    labels = [f"#{i + 1} L{h.line} {_short(mpl_text(h.isa), 44)}" for i, h in enumerate(hot)]
     left = np.zeros(len(hot))
     for cause in STALL_CAUSES:
         vals = np.array([h.causes.get(cause, 0) for h in hot], dtype=float)
@@ -347,7 +360,7 @@ def plot_hotspots(report: Report, out: str | Path, top: int = 15) -> Path:
     ax.barh(labels, issue, left=left, color="#c7e9c0", label="issue")
     for i, h in enumerate(hot):
         share = report.stall_share(h)
-        src = f"  {_short(_base(h.source), 40)}" if h.source else ""
+        src = f"  {_short(mpl_text(_base(h.source)), 40)}" if h.source else ""
         ax.text(left[i] + issue[i], i, f" {share:.1f}% of stall{src}" if share is not None
                 else "", va="center", fontsize=7)
     ax.invert_yaxis()
@@ -387,13 +400,13 @@ def plot_source_heat(report: Report, out: str | Path, top: int = 20) -> Path:
                 ha="center", va="center", fontsize=9)
         ax.set_axis_off()
         return _save(fig, canvas_cls, Path(out))
-    labels = [_short(_base(h["location"]), 34) for h in heat]
+    labels = [_short(mpl_text(_base(h["location"])), 34) for h in heat]
     stall = np.array([h["stall"] for h in heat], dtype=float)
     issue = np.array([h["cycles"] - h["stall"] for h in heat], dtype=float)
     ax.barh(labels, stall, color="#d62728", label="stall")
     ax.barh(labels, issue, left=stall, color="#c7e9c0", label="issue")
     for i, h in enumerate(heat):
-        ax.text(stall[i] + issue[i], i, f"  {_short(h['text'], 70)}", va="center",
+        ax.text(stall[i] + issue[i], i, f"  {_short(mpl_text(h['text']), 70)}", va="center",
                 fontsize=7, family="monospace")
     ax.invert_yaxis()
     ax.set_xlim(0, max(list(stall + issue) + [1]) * 2.2)
@@ -412,32 +425,40 @@ def _b64(a: np.ndarray) -> str:
 
 
 def html_data(trace: Trace, report: Report, arrays: TraceArrays | None = None,
-              limit: int = HTML_RECORD_LIMIT, top: int = 10) -> dict[str, Any]:
+              limit: int = HTML_RECORD_LIMIT, top: int = 10,
+              lane_limit: int = HTML_LANE_LIMIT) -> dict[str, Any]:
     """What the HTML view embeds: per lane typed arrays (base64, little-endian), the code
-    rows with source text, and the hotspots."""
+    rows with source text, and the hotspots; the first `lane_limit` lanes, at most `limit`
+    records."""
     arr = arrays or trace_arrays(trace)
-    total = sum(len(lane.start) for lane in arr.lanes)
+    shown = arr.lanes[:max(lane_limit, 0)]
+    total = sum(len(lane.start) for lane in shown)
     keep = 1.0 if total <= limit else limit / total
+    # Times from the first wave's start: int32 while they fit (half the bytes), else
+    # float64, exact to 2^53 (the reader's bound).
+    longest = max((int(lane.span_len.max()) for lane in shown if len(lane.span_len)),
+                  default=0)
+    tdt = "i4" if max(arr.span, longest) + 65535 < 2**31 else "f8"
     lanes = []
-    for lane in arr.lanes:
+    for lane in shown:
         n = int(len(lane.start) * keep)  # a lane's first records when over the limit
         lanes.append({
             "label": lane.label, "n": n,
-            "start": _b64(lane.start[:n].astype("<i4")),
+            "start": _b64(lane.start[:n].astype("<" + tdt)),
             "dur": _b64(np.minimum(lane.dur[:n], 65535).astype("<u2")),
             "stall": _b64(np.minimum(lane.stall[:n], 65535).astype("<u2")),
             "line": _b64(lane.line[:n].astype("<i4")),
-            "unit": _b64(lane.unit[:n].astype("<u1")),
-            "sstart": _b64(lane.span_start.astype("<i4")),
-            "slen": _b64(lane.span_len.astype("<i4")),
+            "unit": _b64(lane.unit[:n].astype("<u2")),
+            "sstart": _b64(lane.span_start.astype("<" + tdt)),
+            "slen": _b64(lane.span_len.astype("<" + tdt)),
             "sstate": _b64(lane.span_state.astype("<u1")),
         })
     code = {r.line: [r.isa, r.source, r.source_text, r.vaddr, r.stall, r.cycles, r.hits,
                      r.cause] for r in report.listing if r.hits}
     return {
         "title": ", ".join(report.kernels) or "trace",
-        "modeled": report.modeled, "origin": arr.origin, "span": arr.span,
-        "truncated": keep < 1.0, "records": total,
+        "modeled": report.modeled, "origin": arr.origin, "span": arr.span, "time_dtype": tdt,
+        "truncated": keep < 1.0, "records": total, "lanes_total": len(arr.lanes),
         "units": arr.units, "unit_colors": [UNIT_COLORS.get(u, OTHER_COLOR) for u in arr.units],
         "states": [s.name for s in WaveState],
         "state_colors": [STATE_COLORS.get(s.name, OTHER_COLOR) for s in WaveState],
@@ -450,8 +471,7 @@ def write_html(trace: Trace, report: Report, out: str | Path,
                arrays: TraceArrays | None = None, limit: int = HTML_RECORD_LIMIT) -> Path:
     """The interactive timeline: wheel to zoom, drag to pan, hover for the instruction and
     its source line. One self-contained file (inline script and data, no network)."""
-    data = json.dumps(html_data(trace, report, arrays, limit), separators=(",", ":"))
-    page = _HTML.replace("/*DATA*/null", data.replace("</", "<\\/"))
+    page = _HTML.replace("/*DATA*/null", script_json(html_data(trace, report, arrays, limit)))
     path = Path(out)
     if not path.parent.is_dir():
         raise PlotError(f"{path.parent}: no such folder for the HTML view")
@@ -491,9 +511,10 @@ function dec(b64, T) {
   for (let i = 0; i < s.length; i++) u[i] = s.charCodeAt(i);
   return new T(u.buffer);
 }
-const lanes = D.lanes.map(l => ({label: l.label, start: dec(l.start, Int32Array),
+const T = D.time_dtype === "f8" ? Float64Array : Int32Array;
+const lanes = D.lanes.map(l => ({label: l.label, start: dec(l.start, T),
   dur: dec(l.dur, Uint16Array), stall: dec(l.stall, Uint16Array), line: dec(l.line, Int32Array),
-  unit: dec(l.unit, Uint8Array), ss: dec(l.sstart, Int32Array), sl: dec(l.slen, Int32Array),
+  unit: dec(l.unit, Uint16Array), ss: dec(l.sstart, T), sl: dec(l.slen, T),
   st: dec(l.sstate, Uint8Array)}));
 const hotRank = new Map(D.hotspots.map((l, i) => [l, i]));
 const cv = document.getElementById("cv"), ctx = cv.getContext("2d");
@@ -505,9 +526,14 @@ document.getElementById("title").textContent = D.title + (D.modeled ?
   " (MODELED trace: timing model, not hardware)" : " (hardware capture)");
 document.getElementById("status").textContent = D.records + " instruction records" +
   (D.truncated ? " (the view embeds the first part of each lane only)" : "") +
+  (D.lanes_total > lanes.length ? " in the first " + lanes.length + " of " + D.lanes_total +
+   " SIMD slots" : "") +
   ", " + D.span + " cycles";
-document.getElementById("key").innerHTML = D.units.map((u, i) =>
-  '<span style="background:' + D.unit_colors[i] + '"></span>' + u).join("");
+D.units.forEach((u, i) => {  // DOM nodes, not innerHTML: names stay text
+  const swatch = document.createElement("span");
+  swatch.style.background = D.unit_colors[i];
+  document.getElementById("key").append(swatch, u);
+});
 function lowerBound(a, x) { let lo = 0, hi = a.length;
   while (lo < hi) { const m = (lo + hi) >> 1; if (a[m] < x) lo = m + 1; else hi = m; }
   return lo; }

@@ -28,6 +28,7 @@ from asterism.profile.pictures import (
     _matplotlib,
     _save,
     draw_timeline,
+    shown_lanes,
     trace_arrays,
 )
 from asterism.profile.report import STALL_CAUSES, Report, analyze
@@ -45,7 +46,7 @@ def plot_trace(trace: Trace, out_png: str | Path, report: Report | None = None) 
     if report is None:
         report = analyze(trace)
     arr = trace_arrays(trace)
-    rows = max(len(arr.lanes), 1)
+    rows = max(len(shown_lanes(arr)), 1)
     fig = figure_cls(figsize=(15, 1.6 + 0.42 * rows + 3.0), dpi=100)
     grid = fig.add_gridspec(2, 1, height_ratios=[max(0.42 * rows + 1.0, 2.0), 2.6],
                             hspace=0.35, right=0.82)

@@ -51,7 +51,6 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from asterism.errors import SourceLocation
 from asterism.profile.att import (
     FORMAT_VERSION,
     InstCategory,
@@ -61,6 +60,7 @@ from asterism.profile.att import (
     source_files,
     state_name,
 )
+from asterism.profile.escape import md_code, md_fence, md_text
 from asterism.profile.isa_text import (
     is_barrier,
     is_mfma,
@@ -74,7 +74,7 @@ from asterism.profile.isa_text import (
     writes_first_operand,
 )
 from asterism.profile.waitcnt import trace_wait_events
-from asterism.textio import decode_text
+from asterism.textio import load_json_bounded
 
 STALL_CAUSES = ("vmcnt wait", "lgkmcnt wait", "barrier", "MFMA dependency", "VMEM issue",
                 "LDS", "SMEM", "other")
@@ -207,6 +207,7 @@ class Report:
     mapped_rows: int  # executed rows that have a source location
     executed_rows: int
     unknown_pc_records: int = 0
+    skipped: list[tuple[str, str]] = field(default_factory=list)  # folder entries not read
 
     @property
     def span(self) -> int:
@@ -249,17 +250,7 @@ class Report:
 def load_source_map(path: str | Path) -> dict[int, str]:
     """Read a PC -> location map: a JSON object keyed by address (decimal or ``0x`` hex)."""
     file = Path(path)
-    try:
-        raw = file.read_bytes()
-    except FileNotFoundError:
-        raise TraceError(f"{file}: source map file is missing") from None
-    except OSError as exc:
-        raise TraceError(f"{file}: cannot read: {exc.strerror}") from None
-    try:
-        data = json.loads(decode_text(raw, str(file), TraceError))
-    except json.JSONDecodeError as exc:
-        raise TraceError(f"not a JSON source map: {exc.msg}",
-                         SourceLocation(str(file), exc.lineno, exc.colno)) from None
+    data = load_json_bounded(file, error=TraceError, what="source map file")
     if not isinstance(data, dict):
         raise TraceError(f"{file}: a source map is a JSON object {{address: location}}")
     out: dict[int, str] = {}
@@ -278,7 +269,8 @@ def _split_location(location: str) -> tuple[str, int] | None:
     """("file", line) of a ``file:line`` location (the first one if several are joined)."""
     first = location.split(";")[0].split(", ")[0].strip()
     path, sep, line = first.rpartition(":")
-    return (path, int(line)) if sep and path and line.isdigit() else None
+    ok = sep and path and line.isascii() and line.isdigit() and len(line) <= 9  # (not '²')
+    return (path, int(line)) if ok else None
 
 
 def _source_line(location: str, files: Mapping[str, list[str]]) -> str:
@@ -479,6 +471,7 @@ def analyze(trace: Trace, source_map: Mapping[int, str] | None = None) -> Report
         mapped_rows=sum(1 for s in executed if s.source),
         executed_rows=len(executed),
         unknown_pc_records=unknown,
+        skipped=list(trace.skipped),
     )
 
 
@@ -502,18 +495,13 @@ def _short_location(location: str) -> str:
 def _source_cell(h: InstStats) -> str:
     if not h.source:
         return "-"
-    cell = f"`{_cell(_short_location(h.source))}`"
-    return cell + (f" `{_cell(h.source_text)}`" if h.source_text else "")
-
-
-def _cell(text: str) -> str:
-    # Markdown table cells cannot hold a bare pipe.
-    return text.replace("|", "\\|")
+    cell = md_code(_short_location(h.source), table=True)
+    return cell + (f" {md_code(h.source_text, table=True)}" if h.source_text else "")
 
 
 def _provenance(report: Report) -> str:
     if report.modeled:
-        who = f" by {report.producer}" if report.producer else ""
+        who = f" by {md_text(report.producer)}" if report.producer else ""
         return (f"> **MODELED TRACE** — produced{who} from a timing model, not measured on "
                 "hardware. Cycle counts are the model's estimates.")
     return (f"> Hardware capture (rocprofv3 ATT decoder output, format "
@@ -525,12 +513,16 @@ def render_markdown(report: Report, top: int = 10, context: int = 3, rank: str =
     `context` lines around each."""
     out: list[str] = []
     title = ", ".join(report.kernels) or "(unnamed kernel)"
-    out.append(f"# Trace report: {title}")
+    out.append(f"# Trace report: {md_text(title)}")
     out.append("")
     out.append(_provenance(report))
     if report.path:
         out.append("")
-        out.append(f"Trace: `{report.path}`")
+        out.append(f"Trace: {md_code(report.path)}")
+    if report.skipped:
+        out.append("")
+        out.append("Not read in the trace folder: " + "; ".join(
+            f"{md_code(name)}: {md_text(why)}" for name, why in report.skipped) + ".")
     out.append("")
 
     out.append("## Totals")
@@ -601,28 +593,29 @@ def render_markdown(report: Report, top: int = 10, context: int = 3, rank: str =
         out.append(f"| {n} | {h.line} | 0x{h.vaddr:x} | {h.stall} | "
                    f"{_share(report.stall_share(h))} | {h.cycles} | "
                    f"{_share(report.cycle_share(h))} | {h.idle} | {h.hits} | "
-                   f"{h.cause or '-'} | `{_cell(h.isa)}` |"
+                   f"{h.cause or '-'} | {md_code(h.isa, table=True)} |"
                    + (f" {_source_cell(h)} |" if with_source else ""))
     out.append("")
     for n, h in enumerate(hot, 1):
-        out.append(f"### {n}. line {h.line}, PC 0x{h.vaddr:x}: `{h.isa}`")
+        out.append(f"### {n}. line {h.line}, PC 0x{h.vaddr:x}: {md_code(h.isa)}")
         out.append("")
         if h.source:
-            out.append(f"Source: `{h.source}`" + (f": `{h.source_text}`" if h.source_text
-                                                   else ""))
+            out.append(f"Source: {md_code(h.source)}" + (f": {md_code(h.source_text)}"
+                                                          if h.source_text else ""))
             out.append("")
         for wl in report.waits_of(h.line):
-            prods = "; ".join(f"line {p.line} ({p.kind}) `{p.isa}`" for p in wl.producers)
+            prods = "; ".join(f"line {p.line} ({p.kind}) {md_code(p.isa)}"
+                              for p in wl.producers)
             out.append(f"Waited on ({wl.counter}): {prods}")
             out.append("")
-        out.append("```")
-        out.append(f"   {'cycles':>7} {'stall':>7} {'hits':>5} {'line':>5}  {'pc':<8} instruction")
+        block = [f"   {'cycles':>7} {'stall':>7} {'hits':>5} {'line':>5}  {'pc':<8} "
+                 "instruction"]
         for row in report.context(h.line, context):
             mark = ">>" if row.line == h.line else "  "
             pc = f"0x{row.vaddr:x}"
-            out.append(f"{mark} {row.cycles:>7} {row.stall:>7} {row.hits:>5} {row.line:>5}  "
-                       f"{pc:<8} {row.isa}")
-        out.append("```")
+            block.append(f"{mark} {row.cycles:>7} {row.stall:>7} {row.hits:>5} {row.line:>5}  "
+                         f"{pc:<8} {row.isa}")
+        out += md_fence(block)
         out.append("")
 
     if report.wait_links:
@@ -637,7 +630,8 @@ def render_markdown(report: Report, top: int = 10, context: int = 3, rank: str =
                    "| waited on (line: instruction) |")
         out.append("|---:|---|---|---:|---:|---|")
         for wl in shown:
-            prods = "<br>".join(f"{p.line}: `{_cell(p.isa)}`" for p in wl.producers)
+            prods = "<br>".join(f"{p.line}: {md_code(p.isa, table=True)}"
+                                for p in wl.producers)
             out.append(f"| {wl.line} | 0x{wl.vaddr:x} | {wl.counter} | {wl.occurrences} | "
                        f"{wl.stall} | {prods} |")
         out.append("")
@@ -655,7 +649,8 @@ def render_markdown(report: Report, top: int = 10, context: int = 3, rank: str =
         out.append("| location | instructions | hits | cycles | stall |")
         out.append("|---|---:|---:|---:|---:|")
         for s in report.sources[:max(top, 0)]:
-            out.append(f"| `{_cell(s.location)}` | {s.instructions} | {s.hits} | {s.cycles} | "
+            out.append(f"| {md_code(s.location, table=True)} | {s.instructions} | {s.hits} | "
+                       f"{s.cycles} | "
                        f"{s.stall} |")
     out.append("")
     return "\n".join(out)
@@ -711,5 +706,6 @@ def render_json(report: Report, top: int = 10, context: int = 3, rank: str = "st
         "mapped_rows": report.mapped_rows,
         "executed_rows": report.executed_rows,
         "listing": [_stats_dict(s) for s in report.listing],
+        "skipped": [{"name": n, "reason": why} for n, why in report.skipped],
     }
     return json.dumps(data, indent=2)
