@@ -252,7 +252,7 @@ class KernelLowering:
 
     def memref_info(self, t: MemRefType, op: Operation, space: str) -> MemInfo:
         """Shape, strides and size of a static memref (identity or strided layout)."""
-        from asterism.ir.upstream import memref_space
+        from asterism.frontend.dialects.gpu import memref_space
 
         shape = list(t.get_shape())
         if any(d < 0 for d in shape):
@@ -338,7 +338,7 @@ SUPPORTED_CHIPS = ("gfx942", "gfx950")
 def _module_target(gpu_module, default: str) -> str:
     """The chip of the gpu.module's `#rocdl.target` (the first one that names a chip), else
     `default`; `--target` / `api.retarget` / the pass option override it."""
-    from asterism.ir.upstream import RocdlTargetAttr
+    from asterism.frontend.dialects.gpu import RocdlTargetAttr
 
     for attr in (gpu_module.targets.data if gpu_module.targets is not None else ()):
         if isinstance(attr, RocdlTargetAttr) and attr.chip is not None:
@@ -352,7 +352,7 @@ def _module_target(gpu_module, default: str) -> str:
 def lower_gpu_module(gpu_module, target: str):
     """An amdgcn.module holding the kernels of a gpu.module."""
     from asterism.builder import ModuleBuilder
-    from asterism.ir.upstream import GpuFuncOp
+    from asterism.frontend.dialects.gpu import GpuFuncOp
     from asterism.passes import upstream_amdgpu, upstream_ops  # noqa: F401  (handlers)
 
     mb = ModuleBuilder(gpu_module.sym_name.data, target)
@@ -378,7 +378,7 @@ def lower_gpu_module(gpu_module, target: str):
                                  "to amdgcn IR (relocatable registers)")
 def lower_upstream(module: BuiltinModuleOp, target: str | None = None) -> None:
     """Replace every gpu.module by the amdgcn.module of its kernels."""
-    from asterism.ir.upstream import GpuModuleOp
+    from asterism.frontend.dialects.gpu import GpuModuleOp
 
     chosen = _target_of(module, target)
     explicit = bool(target) or "asterism.target" in module.attributes
@@ -397,12 +397,5 @@ def lower_upstream(module: BuiltinModuleOp, target: str | None = None) -> None:
         del module.attributes["asterism.target"]
 
 
-def has_upstream(module: Operation) -> bool:
-    """Whether a module holds upstream kernels (a gpu.module) still to lower."""
-    from asterism.ir.upstream import GpuModuleOp
-
-    return any(isinstance(op, GpuModuleOp) for op in module.walk())
-
-
-__all__ = ["KernelLowering", "handles", "has_upstream", "lower_upstream", "op_location",
+__all__ = ["KernelLowering", "handles", "lower_upstream", "op_location",
            "const_lv", "i32", "IntegerType"]
