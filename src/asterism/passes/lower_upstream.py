@@ -9,7 +9,7 @@ Every `gpu.func ... kernel` of every `gpu.module` becomes an `amdgcn.kernel` of 
 the input are left as they are. Kernel arguments come from the signature (a memref is a global
 buffer pointer, a scalar a by-value argument), the workgroup size from `known_block_size`
 (default 64x1x1). Values the same in every lane live in SGPRs, the others in VGPRs (see
-asterism.passes.upstream_values for the representation); memrefs are accessed through buffer
+asterism.frontend.values for the representation); memrefs are accessed through buffer
 resources whose num_records is the memref's size in bytes, so an out-of-range access reads 0
 and drops writes as the hardware does. Structured control flow becomes branches: `scf.for`
 needs uniform bounds (a scalar loop counter), `scf.if` on a uniform condition branches, on a
@@ -34,8 +34,7 @@ from xdsl.dialects.builtin import ModuleOp as BuiltinModuleOp
 from xdsl.ir import Block, Operation, SSAValue
 
 from asterism.errors import VerifyError
-from asterism.passes.pipeline import register_pass
-from asterism.passes.upstream_values import (
+from asterism.frontend.values import (
     LV,
     LoweringError,
     MemInfo,
@@ -47,6 +46,7 @@ from asterism.passes.upstream_values import (
     type_bits,
     type_name,
 )
+from asterism.passes.pipeline import register_pass
 
 DEFAULT_TARGET = "gfx942"
 DEFAULT_BLOCK = (64, 1, 1)

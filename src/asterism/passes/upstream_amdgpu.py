@@ -38,6 +38,17 @@ from xdsl.dialects.builtin import (
 )
 from xdsl.ir import SSAValue
 
+from asterism.frontend.values import (
+    LV,
+    const_lv,
+    elem_bits,
+    fail,
+    fp8_kind,
+    reg_count,
+    signed32,
+    type_bits,
+    type_name,
+)
 from asterism.isa import get_isa
 from asterism.passes.lower_upstream import RSRC_WORD3, KernelLowering, handles
 from asterism.passes.upstream_ops import (
@@ -49,17 +60,6 @@ from asterism.passes.upstream_ops import (
     int_binary,
     load,
     store,
-)
-from asterism.passes.upstream_values import (
-    LV,
-    const_lv,
-    elem_bits,
-    fail,
-    fp8_kind,
-    reg_count,
-    signed32,
-    type_bits,
-    type_name,
 )
 
 

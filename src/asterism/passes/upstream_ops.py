@@ -1,5 +1,5 @@
 """Op lowerings of the upstream `gpu`, `arith`, `scf`, `memref`, `vector` and `func` dialects
-(the driver and value model: asterism.passes.lower_upstream, .upstream_values)."""
+(the driver: asterism.passes.lower_upstream; the value model: asterism.frontend.values)."""
 
 from __future__ import annotations
 
@@ -15,8 +15,7 @@ from xdsl.dialects.builtin import (
 )
 from xdsl.ir import Operation
 
-from asterism.passes.lower_upstream import DEFAULT_BLOCK, KernelLowering, handles
-from asterism.passes.upstream_values import (
+from asterism.frontend.values import (
     LV,
     LoweringError,
     const_lv,
@@ -29,6 +28,7 @@ from asterism.passes.upstream_values import (
     type_bits,
     type_name,
 )
+from asterism.passes.lower_upstream import DEFAULT_BLOCK, KernelLowering, handles
 
 # ----------------------------------------------------------------------------- uniformity
 

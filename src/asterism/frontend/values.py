@@ -1,4 +1,4 @@
-"""Values of the upstream lowering (asterism.passes.lower_upstream): what an upstream SSA value
+"""Values of the upstream lowering (asterism.frontend): what an upstream SSA value
 became (a constant, SGPRs, VGPRs, a memref), how MLIR types map to registers, and the
 materialization helpers every op lowering uses.
 
