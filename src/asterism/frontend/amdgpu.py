@@ -37,6 +37,7 @@ from xdsl.dialects.builtin import (
     i32,
 )
 from xdsl.ir import SSAValue
+from xdsl.irdl import IRDLOperation
 
 from asterism.frontend.dialects import amdgpu
 from asterism.frontend.emit import align, int_binary, words_of
@@ -57,7 +58,7 @@ from asterism.frontend.values import (
 from asterism.isa import get_isa
 
 
-def _lds_barrier(low: KernelLowering, op) -> None:
+def _lds_barrier(low: KernelLowering, op: amdgpu.LDSBarrierOp) -> None:
     wait_all(low, vm=False)
     low.kb.s_barrier()
 
@@ -67,7 +68,7 @@ SCHED_MASK = {"none": 0, "non_mem_non_sideffect": 1, "valu": 2, "salu": 4, "mfma
               "ds_read": 256, "ds_write": 512, "transcendental": 1024}
 
 
-def _sched_barrier(low: KernelLowering, op) -> None:
+def _sched_barrier(low: KernelLowering, op: amdgpu.SchedBarrierOp) -> None:
     mask = 0
     for name in op.opts.flags.data.split("|"):
         mask |= SCHED_MASK[name]
@@ -76,7 +77,7 @@ def _sched_barrier(low: KernelLowering, op) -> None:
     low.kb._insert(SchedBarrierOp(mask))
 
 
-def _wmma(low: KernelLowering, op) -> None:
+def _wmma(low: KernelLowering, op: amdgpu.WMMAOp) -> None:
     raise fail(op, f"WMMA exists only on RDNA chips (gfx11, gfx12); {low.target} has "
                    "matrix cores through amdgpu.mfma")
 
@@ -106,13 +107,13 @@ def _offset(low: KernelLowering, op, mem) -> LV:
     return byte_offset(low, op, mem, [low.get(i) for i in op.indices], extra)
 
 
-def _raw_load(low: KernelLowering, op) -> None:
+def _raw_load(low: KernelLowering, op: amdgpu.RawBufferLoadOp) -> None:
     mem = _buffer_memref(low, op, op.memref)
     low.set(op.value, load(low, op, mem, _offset(low, op, mem), op.value.type,
                            _soffset(low, op)))
 
 
-def _raw_store(low: KernelLowering, op) -> None:
+def _raw_store(low: KernelLowering, op: amdgpu.RawBufferStoreOp) -> None:
     mem = _buffer_memref(low, op, op.memref)
     store(low, op, mem, _offset(low, op, mem), low.get(op.value), op.value.type,
           _soffset(low, op))
@@ -140,7 +141,11 @@ def _atomic_mnemonic(op, t, target: str) -> str:
     return name
 
 
-def _raw_atomic(low: KernelLowering, op) -> None:
+RAW_ATOMICS = (amdgpu.RawBufferAtomicFaddOp, amdgpu.RawBufferAtomicFmaxOp,
+               amdgpu.RawBufferAtomicSmaxOp, amdgpu.RawBufferAtomicUminOp)
+
+
+def _raw_atomic(low: KernelLowering, op: IRDLOperation) -> None:  # one of RAW_ATOMICS
     mem = _buffer_memref(low, op, op.memref)
     name = _atomic_mnemonic(op, op.value.type, low.target)
     off = low.vgpr(_offset(low, op, mem))
@@ -148,7 +153,7 @@ def _raw_atomic(low: KernelLowering, op) -> None:
                 offen=True)
 
 
-def _raw_cmpswap(low: KernelLowering, op) -> None:
+def _raw_cmpswap(low: KernelLowering, op: amdgpu.RawBufferAtomicCmpswapOp) -> None:
     mem = _buffer_memref(low, op, op.memref)
     t = op.src.type
     name = _atomic_mnemonic(op, t, low.target)
@@ -163,7 +168,7 @@ def _raw_cmpswap(low: KernelLowering, op) -> None:
     low.set(op.value, LV("v", t, kb.sub(old, 0, n) if n > 1 else kb.sub(old, 0)))
 
 
-def _fat_cast(low: KernelLowering, op) -> None:
+def _fat_cast(low: KernelLowering, op: amdgpu.FatRawBufferCastOp) -> None:
     src = _buffer_memref(low, op, op.source)
     info = memref_info(op.result.type, op)
     info.nbytes = src.value.nbytes
@@ -245,7 +250,7 @@ _BLGP = ["none", "bcast_first_32", "bcast_second_32", "rotate_16_right", "bcast_
          "bcast_second_16", "bcast_third_16", "bcast_fourth_16"]
 
 
-def _mfma(low: KernelLowering, op) -> None:
+def _mfma(low: KernelLowering, op: amdgpu.MFMAOp) -> None:
     name = mfma_mnemonic(op, low.target)
     for flag in ("reducePrecision", "negateA", "negateB", "negateC"):
         if getattr(op, flag) is not None:
@@ -293,7 +298,7 @@ def dpp_ctrl(op) -> int:
     return _DPP_ROW[kind] + amount
 
 
-def _dpp(low: KernelLowering, op) -> None:
+def _dpp(low: KernelLowering, op: amdgpu.DPPOp) -> None:
     t = op.result.type
     ctrl = dpp_ctrl(op)
     mods = {"dpp_ctrl": ctrl,
@@ -324,7 +329,7 @@ def _fp8_of(op, t, target: str) -> str:
     return kind[0]
 
 
-def _ext_fp8(low: KernelLowering, op) -> None:
+def _ext_fp8(low: KernelLowering, op: amdgpu.ExtPackedFp8Op) -> None:
     kind = _fp8_of(op, op.source.type, low.target)
     index = op.index.value.data
     rt = op.res.type
@@ -340,7 +345,7 @@ def _ext_fp8(low: KernelLowering, op) -> None:
     low.set(op.res, LV("v", rt, kb.emit(name, None, src)))
 
 
-def _trunc_fp8(low: KernelLowering, op) -> None:
+def _trunc_fp8(low: KernelLowering, op: amdgpu.PackedTrunc2xFp8Op) -> None:
     kind = _fp8_of(op, op.res.type, low.target)
     if type_name(op.sourceA.type) != "f32":
         raise fail(op, "sources must be f32")
@@ -355,7 +360,7 @@ def _trunc_fp8(low: KernelLowering, op) -> None:
     low.set(op.res, LV("v", op.res.type, kb.emit(f"v_cvt_pk_{kind}_f32", dst, x, y, **mods)))
 
 
-def _stoch_fp8(low: KernelLowering, op) -> None:
+def _stoch_fp8(low: KernelLowering, op: amdgpu.PackedStochRoundFp8Op) -> None:
     kind = _fp8_of(op, op.res.type, low.target)
     if type_name(op.source.type) != "f32":
         raise fail(op, "the source must be f32")
@@ -406,7 +411,7 @@ def _scale_operand(low: KernelLowering, op, value) -> SSAValue:
     return low.kb.v_and_b32(None, 0xFF, low.vgpr(lv))
 
 
-def _scaled_mfma(low: KernelLowering, op) -> None:
+def _scaled_mfma(low: KernelLowering, op: amdgpu.ScaledMFMAOp) -> None:
     m, n, k = (op.m.value.data, op.n.value.data, op.k.value.data)
     name = f"v_mfma_scale_f32_{m}x{n}x{k}_f8f6f4"
     if not any(x.startswith("v_mfma_scale_") for x in get_isa(low.target).instructions):
@@ -454,7 +459,7 @@ def _uniform_sgpr(low: KernelLowering, lv: LV) -> SSAValue:
     return low.kb.v_readfirstlane_b32(None, low.vgpr(lv))
 
 
-def _gather_to_lds(low: KernelLowering, op) -> None:
+def _gather_to_lds(low: KernelLowering, op: amdgpu.GatherToLDSOp) -> None:
     src = _buffer_memref(low, op, op.src)
     dst = low.get(op.dst)
     if dst.kind != "m" or dst.value.space != "workgroup":
@@ -480,7 +485,7 @@ _TRANSPOSE = {(16, 64): "ds_read_b64_tr_b16", (8, 64): "ds_read_b64_tr_b8",
               (4, 64): "ds_read_b64_tr_b4", (6, 96): "ds_read_b96_tr_b6"}
 
 
-def _transpose_load(low: KernelLowering, op) -> None:
+def _transpose_load(low: KernelLowering, op: amdgpu.TransposeLoadOp) -> None:
     mem = low.get(op.src)
     if mem.kind != "m" or mem.value.space != "workgroup":
         raise fail(op, "the source must be a workgroup (LDS) memref")
@@ -496,7 +501,7 @@ def _transpose_load(low: KernelLowering, op) -> None:
     low.set(op.result, LV("v", rt, low.kb.emit(name, None, addr)))
 
 
-def _swizzle_bitmode(low: KernelLowering, op) -> None:
+def _swizzle_bitmode(low: KernelLowering, op: amdgpu.SwizzleBitModeOp) -> None:
     masks = [op.and_mask.value.data, op.or_mask.value.data, op.xor_mask.value.data]
     if any(not 0 <= x < 32 for x in masks):
         raise fail(op, f"masks must be 0..31 (5 bits), got {masks}")
@@ -514,7 +519,7 @@ def _swizzle_bitmode(low: KernelLowering, op) -> None:
 _SWAP_UPPER = {16: 0xFFFF0000FFFF0000, 32: 0xFFFFFFFF00000000}
 
 
-def _permlane_swap(low: KernelLowering, op) -> None:
+def _permlane_swap(low: KernelLowering, op: amdgpu.PermlaneSwapOp) -> None:
     width = op.row_length.value.data
     if width not in _SWAP_UPPER:
         raise fail(op, f"row_length must be 16 or 32, got {width}")
@@ -542,7 +547,7 @@ def _permlane_swap(low: KernelLowering, op) -> None:
     low.set(op.result, LV("v", t, out[0] if n == 1 else kb.join(*out, align=align(n))))
 
 
-def _memory_counter_wait(low: KernelLowering, op) -> None:
+def _memory_counter_wait(low: KernelLowering, op: amdgpu.MemoryCounterWaitOp) -> None:
     if op.tensor is not None:
         raise fail(op, f"the tensor counter exists on gfx1250 only, not on {low.target}")
     counts = {}
@@ -557,7 +562,7 @@ def _memory_counter_wait(low: KernelLowering, op) -> None:
         low.kb.s_waitcnt(**counts)
 
 
-def _sparse_mfma(low: KernelLowering, op) -> None:
+def _sparse_mfma(low: KernelLowering, op: amdgpu.SparseMFMAOp) -> None:
     ta, tc = op.sourceA.type, op.destC.type
     ec = tc.element_type if isinstance(tc, VectorType) else tc
     out = "i32" if isinstance(ec, IntegerType) else "f32"
@@ -616,7 +621,7 @@ def _pair_index(op, bits: int, elements: int | None = None) -> int:
     return index
 
 
-def _scaled_ext(low: KernelLowering, op) -> None:
+def _scaled_ext(low: KernelLowering, op: amdgpu.ScaledExtPackedOp) -> None:
     fmt, bits = _scalef32_format(op, op.source.type)
     dst, n = _wide_type(op, op.res.type, "result")
     if n != 2:
@@ -631,7 +636,7 @@ def _scaled_ext(low: KernelLowering, op) -> None:
     low.set(op.res, LV("v", op.res.type, low.kb.emit(name, None, src, scale, **mods)))
 
 
-def _scaled_trunc(low: KernelLowering, op) -> None:
+def _scaled_trunc(low: KernelLowering, op: amdgpu.PackedScaledTruncOp) -> None:
     fmt, bits = _scalef32_format(op, op.res.type)
     src, n = _wide_type(op, op.source.type, "source")
     name = f"v_cvt_scalef32_pk_{fmt}_{src}"
@@ -661,10 +666,7 @@ HANDLERS: HandlerTable = {
     amdgpu.WMMAOp: _wmma,
     amdgpu.RawBufferLoadOp: _raw_load,
     amdgpu.RawBufferStoreOp: _raw_store,
-    amdgpu.RawBufferAtomicFaddOp: _raw_atomic,
-    amdgpu.RawBufferAtomicFmaxOp: _raw_atomic,
-    amdgpu.RawBufferAtomicSmaxOp: _raw_atomic,
-    amdgpu.RawBufferAtomicUminOp: _raw_atomic,
+    **dict.fromkeys(RAW_ATOMICS, _raw_atomic),
     amdgpu.RawBufferAtomicCmpswapOp: _raw_cmpswap,
     amdgpu.FatRawBufferCastOp: _fat_cast,
     amdgpu.MFMAOp: _mfma,

@@ -13,6 +13,7 @@ from xdsl.dialects.builtin import (
     VectorType,
     i32,
 )
+from xdsl.irdl import IRDLOperation
 
 from asterism.frontend.emit import (
     INT_FOLD,
@@ -56,7 +57,7 @@ def _const_values(attr, t) -> list:
     raise LoweringError(f"constant {attr} is not supported")
 
 
-def _constant(low: KernelLowering, op) -> None:
+def _constant(low: KernelLowering, op: arith.ConstantOp) -> None:
     t = op.result.type
     vals = _const_values(op.value, t)
     if isinstance(t, VectorType):
@@ -94,7 +95,7 @@ def _div_rem(low: KernelLowering, op, a: LV, b: LV) -> LV:
     return int_binary(low, "arith.subi", a, int_binary(low, "arith.shli", q, sh, t), t)
 
 
-def _int_op(low: KernelLowering, op) -> None:
+def _int_op(low: KernelLowering, op: IRDLOperation) -> None:
     t = op.result.type
     if isinstance(t, VectorType) or type_bits(t) > 32:
         raise fail(op, f"type {t} is not supported (32-bit integers and index)")
@@ -152,7 +153,7 @@ def compare_int(low: KernelLowering, pred: str, a: LV, b: LV) -> LV:
     return LV("v", t, kb.v_cndmask_b32(None, 0, 1, kb.vcc))
 
 
-def _cmpi(low: KernelLowering, op) -> None:
+def _cmpi(low: KernelLowering, op: arith.CmpiOp) -> None:
     if isinstance(op.lhs.type, VectorType) or type_bits(op.lhs.type) > 32:
         raise fail(op, f"comparing {op.lhs.type} is not supported (32-bit integers, index)")
     pred = _CMPI[op.predicate.value.data]
@@ -163,7 +164,7 @@ _CMPF = ["f", "eq", "gt", "ge", "lt", "le", "lg", "o", "nlg", "nle", "nlt", "nge
          "u", "tru"]
 
 
-def _cmpf(low: KernelLowering, op) -> None:
+def _cmpf(low: KernelLowering, op: arith.CmpfOp) -> None:
     t = op.lhs.type
     if type_name(t) not in ("f32", "f16", "f64"):
         raise fail(op, f"comparing {t} is not supported (f16, f32, f64)")
@@ -173,7 +174,7 @@ def _cmpf(low: KernelLowering, op) -> None:
     low.set(op.result, LV("v", IntegerType(1), kb.v_cndmask_b32(None, 0, 1, kb.vcc)))
 
 
-def _select(low: KernelLowering, op) -> None:
+def _select(low: KernelLowering, op: arith.SelectOp) -> None:
     kb = low.kb
     c, a, b = low.get(op.cond), low.get(op.lhs), low.get(op.rhs)
     t = op.result.type
@@ -203,7 +204,7 @@ def _select(low: KernelLowering, op) -> None:
     low.set(op.result, LV("v", t, out[0] if n == 1 else kb.join(*out, align=align(n))))
 
 
-def _identity_cast(low: KernelLowering, op) -> None:
+def _identity_cast(low: KernelLowering, op: arith.IndexCastOp | arith.BitcastOp) -> None:
     src = low.get(op.input)
     t = op.result.type
     if type_bits(op.input.type) == 64 and type_bits(t) <= 32 and src.kind != "c":
@@ -221,7 +222,7 @@ def _identity_cast(low: KernelLowering, op) -> None:
     low.set(op.result, LV(src.kind, t, src.value))
 
 
-def _int_cast(low: KernelLowering, op) -> None:
+def _int_cast(low: KernelLowering, op: arith.ExtUIOp | arith.ExtSIOp | arith.TruncIOp) -> None:
     src = low.get(op.input)
     t = op.result.type
     src_bits, dst_bits = type_bits(op.input.type), type_bits(t)
@@ -289,13 +290,13 @@ def _divf(low: KernelLowering, a: LV, b: LV, t) -> LV:
     return LV("v", t, kb.emit(f"v_mul_{tn}", None, av, r))
 
 
-def _float_op(low: KernelLowering, op) -> None:
+def _float_op(low: KernelLowering, op: IRDLOperation) -> None:
     a, b = low.get(op.lhs), low.get(op.rhs)
     low.set(op.result, float_binary(low, op.name, a, b, op.result.type,
                                     low.dest(op.result)))
 
 
-def _negf(low: KernelLowering, op) -> None:
+def _negf(low: KernelLowering, op: arith.NegfOp) -> None:
     t = op.result.type
     sign = {"f32": 0x80000000, "f16": 0x8000, "bf16": 0x8000}.get(type_name(t))
     if sign is None:
@@ -318,7 +319,7 @@ _CVT = {
 }
 
 
-def _float_cast(low: KernelLowering, op) -> None:
+def _float_cast(low: KernelLowering, op: IRDLOperation) -> None:
     src_t, dst_t = op.input.type, op.result.type
     if isinstance(dst_t, VectorType):  # elementwise, packed again
         parts = [_cast_scalar(low, op, e, src_t.element_type, dst_t.element_type)

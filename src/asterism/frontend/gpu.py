@@ -43,7 +43,7 @@ def _lane_id(low: KernelLowering, op: LaneIdOp) -> None:
     low.set(op.result, LV("v", op.result.type, tid))
 
 
-def _block_id(low: KernelLowering, op) -> None:
+def _block_id(low: KernelLowering, op: BlockIdOp) -> None:
     low.set(op.result, LV("s", op.result.type, low.kb.workgroup_id(op.dimension.data.value)))
 
 
@@ -56,7 +56,7 @@ def _dispatch_u16(low: KernelLowering, byte_offset: int) -> LV:
     return LV("s", IndexType(), kb.s_and_b32(None, word, 0xFFFF))
 
 
-def _block_dim(low: KernelLowering, op) -> None:
+def _block_dim(low: KernelLowering, op: BlockDimOp) -> None:
     axis = "xyz".index(op.dimension.data.value)
     if low.block_known:
         low.set(op.result, const_lv(low.block_size[axis], op.result.type))
@@ -64,7 +64,7 @@ def _block_dim(low: KernelLowering, op) -> None:
     low.set(op.result, _dispatch_u16(low, 4 + 2 * axis))
 
 
-def _grid_dim(low: KernelLowering, op) -> None:
+def _grid_dim(low: KernelLowering, op: GridDimOp) -> None:
     axis = "xyz".index(op.dimension.data.value)
     size = low.block_size[axis]
     if not low.block_known or size & (size - 1):
@@ -76,7 +76,7 @@ def _grid_dim(low: KernelLowering, op) -> None:
                           kb.s_lshr_b32(None, items, size.bit_length() - 1)))
 
 
-def _barrier(low: KernelLowering, op) -> None:
+def _barrier(low: KernelLowering, op: GpuBarrierOp) -> None:
     wait_all(low, vm=True)
     low.kb.s_barrier()
 

@@ -11,19 +11,19 @@ from asterism.frontend.memory import byte_offset, load, memref_operand, store
 from asterism.frontend.values import LV, fail, memref_info
 
 
-def _memref_load(low: KernelLowering, op) -> None:
+def _memref_load(low: KernelLowering, op: memref.LoadOp) -> None:
     mem = memref_operand(low, op, op.memref)
     off = byte_offset(low, op, mem, [low.get(i) for i in op.indices])
     low.set(op.res, load(low, op, mem, off, op.res.type))
 
 
-def _memref_store(low: KernelLowering, op) -> None:
+def _memref_store(low: KernelLowering, op: memref.StoreOp) -> None:
     mem = memref_operand(low, op, op.memref)
     off = byte_offset(low, op, mem, [low.get(i) for i in op.indices])
     store(low, op, mem, off, low.get(op.value), op.value.type)
 
 
-def _alloc(low: KernelLowering, op) -> None:
+def _alloc(low: KernelLowering, op: memref.AllocOp | memref.AllocaOp) -> None:
     t = op.memref.type
     info = memref_info(t, op)
     if info.space != "workgroup":

@@ -156,7 +156,7 @@ def _if(low: KernelLowering, op: scf.IfOp) -> None:
         low.set(res, LV(r.type.KIND, res.type, r))
 
 
-def _yield(low: KernelLowering, op) -> None:
+def _yield(low: KernelLowering, op: scf.YieldOp) -> None:
     raise fail(op, "scf.yield outside scf.for/scf.if")
 
 

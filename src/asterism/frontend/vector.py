@@ -14,13 +14,13 @@ from asterism.frontend.memory import byte_offset, load, memref_operand, store
 from asterism.frontend.values import LV, elem_bits, fail, reg_count, type_bits, type_name
 
 
-def _vector_load(low: KernelLowering, op) -> None:
+def _vector_load(low: KernelLowering, op: vector.LoadOp) -> None:
     mem = memref_operand(low, op, op.base)
     off = byte_offset(low, op, mem, [low.get(i) for i in op.indices])
     low.set(op.result, load(low, op, mem, off, op.result.type))
 
 
-def _vector_store(low: KernelLowering, op) -> None:
+def _vector_store(low: KernelLowering, op: vector.StoreOp) -> None:
     mem = memref_operand(low, op, op.base)
     off = byte_offset(low, op, mem, [low.get(i) for i in op.indices])
     store(low, op, mem, off, low.get(op.vector), op.vector.type)
@@ -43,7 +43,7 @@ def _flat(t: VectorType, pos: list[int]) -> int:
     return flat
 
 
-def _extract(low: KernelLowering, op) -> None:
+def _extract(low: KernelLowering, op: vector.ExtractOp) -> None:
     if op.dynamic_position:
         raise fail(op, "only static positions are supported")
     vt = op.vector.type
@@ -55,7 +55,7 @@ def _extract(low: KernelLowering, op) -> None:
     low.set(op.result, extract_bits(low, low.get(op.vector), flat * ebits, width, rt))
 
 
-def _insert(low: KernelLowering, op) -> None:
+def _insert(low: KernelLowering, op: vector.InsertOp) -> None:
     if op.dynamic_position:
         raise fail(op, "only static positions are supported")
     vt = op.dest.type
@@ -72,7 +72,7 @@ def _insert(low: KernelLowering, op) -> None:
     low.set(op.result, pack(low, elems, ebits, vt))
 
 
-def _broadcast(low: KernelLowering, op) -> None:
+def _broadcast(low: KernelLowering, op: vector.BroadcastOp | SplatOp) -> None:
     vt = op.vector.type if isinstance(op, vector.BroadcastOp) else op.result.type
     src_v = op.source if isinstance(op, vector.BroadcastOp) else op.input
     if isinstance(src_v.type, VectorType):
@@ -83,13 +83,13 @@ def _broadcast(low: KernelLowering, op) -> None:
     low.set(res, pack(low, [low.get(src_v)] * count, ebits, vt))
 
 
-def _from_elements(low: KernelLowering, op) -> None:
+def _from_elements(low: KernelLowering, op: FromElementsOp) -> None:
     vt = op.result.type
     low.set(op.result, pack(low, [low.get(v) for v in op.elements],
                             elem_bits(vt.element_type), vt))
 
 
-def _vbitcast(low: KernelLowering, op) -> None:
+def _vbitcast(low: KernelLowering, op: vector.BitcastOp) -> None:
     src = low.get(op.source)
     t = op.result.type
     if type_bits(t) != type_bits(op.source.type):
@@ -97,7 +97,7 @@ def _vbitcast(low: KernelLowering, op) -> None:
     low.set(op.result, LV(src.kind, t, src.value, scalar=None))
 
 
-def _strided_slice(low: KernelLowering, op) -> None:
+def _strided_slice(low: KernelLowering, op: ExtractStridedSliceOp) -> None:
     vt = op.source.type
     if len(vt.get_shape()) != 1:
         raise fail(op, "only 1-D vectors are supported")
@@ -118,7 +118,7 @@ def _strided_slice(low: KernelLowering, op) -> None:
     low.set(op.result, pack(low, elems, ebits, t))
 
 
-def _vfma(low: KernelLowering, op) -> None:
+def _vfma(low: KernelLowering, op: vector.FMAOp) -> None:
     t = op.res.type
     et = t.element_type if isinstance(t, VectorType) else t
     if type_name(et) != "f32":
