@@ -29,9 +29,12 @@ UPSTREAM_PIPELINE = "lower-upstream,auto"
 
 def parse(source, filename: str | None = None):
     """Parse amdgcn IR or upstream MLIR text (or a path) into a verified module."""
+    from asterism.frontend.parse import is_upstream_text, parse_upstream
     from asterism.ir import parse_ir
 
     text, name = _read(source, "IR")
+    if is_upstream_text(text):
+        return parse_upstream(text, filename or name)
     return parse_ir(text, filename or name)
 
 
@@ -43,7 +46,7 @@ def retarget(module, target: str) -> None:
     from asterism.target import get_target
 
     name = get_target(target).name
-    from asterism.passes.lower_upstream import has_upstream
+    from asterism.frontend.parse import has_upstream
 
     if has_upstream(module):
         module.attributes["asterism.target"] = StringAttr(name)
@@ -68,7 +71,7 @@ def _module(source, filename: str | None = None, verify: bool = True):
 def implied_pipeline(module, pipeline: str = "") -> str:
     """The pipeline that runs on `module`: for upstream input, `lower-upstream,auto` when
     `pipeline` is empty, else `lower-upstream` followed by `pipeline`; else `pipeline`."""
-    from asterism.passes.lower_upstream import has_upstream
+    from asterism.frontend.parse import has_upstream
 
     if not has_upstream(module) or "lower-upstream" in pipeline:
         return pipeline

@@ -1,4 +1,5 @@
-"""IR text: `parse_ir` (with file:line:col on every op and in every error) and `print_ir`."""
+"""IR text: `parse_ir` (with file:line:col on every op and in every error) and `print_ir`;
+`parse_text`, the located parser under it, reads other dialects too (the front end's)."""
 
 from __future__ import annotations
 
@@ -6,7 +7,9 @@ import bisect
 import io
 import math
 import re
+from collections.abc import Callable
 
+from xdsl.context import Context
 from xdsl.dialects.builtin import FileLineColLoc, IntAttr, StringAttr, UnknownLoc
 from xdsl.dialects.builtin import ModuleOp as BuiltinModuleOp
 from xdsl.ir import Block, Operation
@@ -198,12 +201,22 @@ def _message(err: XdslParseError, text: str) -> str:
 
 
 def parse_ir(text: str, filename: str = "<input>", verify: bool = True) -> BuiltinModuleOp:
-    """Parse amdgcn IR text (or upstream MLIR: a gpu.module, see asterism.ir.upstream);
-    errors are ParseError (syntax) or VerifyError (rules)."""
-    from asterism.ir.upstream import is_upstream_text, make_upstream_context
+    """Parse amdgcn IR text; errors are ParseError (syntax) or VerifyError (rules). (Upstream
+    MLIR, a gpu.module, is the front end's: asterism.frontend.parse, or asterism.parse.)"""
+    module = parse_text(text, filename)
+    if verify:
+        from asterism.ir.verify import verify_module
 
-    upstream = is_upstream_text(text)
-    parser = _LocatingParser(text, filename, make_upstream_context() if upstream else None)
+        verify_module(module)
+    return module
+
+
+def parse_text(text: str, filename: str = "<input>", context: Context | None = None,
+               unregistered: Callable[[str], str] | None = None) -> BuiltinModuleOp:
+    """Parse MLIR text in `context` (amdgcn IR's by default) without verifying it, with
+    file:line:col on every op and in every ParseError; `unregistered(name)` words the error
+    for an op the context does not know (None: xDSL's message)."""
+    parser = _LocatingParser(text, filename, context)
     try:
         parser.begin()
         module = parser.parse_module()
@@ -218,16 +231,9 @@ def parse_ir(text: str, filename: str = "<input>", verify: bool = True) -> Built
                         raise ParseError(f"%{name} is used but never defined", SourceLocation(
                             loc.filename.data, loc.line.data, loc.column.data)) from None
         message = _message(err, text)
-        if upstream and message.startswith("Operation ") and "is not registered" in message:
-            name = message.split()[1]
-            from asterism.ir.amdgpu import NOT_ON_CDNA
-
-            if name in NOT_ON_CDNA:
-                message = (f"{name} is an op of {NOT_ON_CDNA[name]}: it does not exist on "
-                           "the CDNA targets asterism compiles for (gfx942, gfx950)")
-            else:
-                message = (f"{name} is not supported by asterism's upstream MLIR input (see "
-                           "docs/upstream_mlir.md for the ops it parses and lowers)")
+        if (unregistered is not None and message.startswith("Operation ")
+                and "is not registered" in message):
+            message = unregistered(message.split()[1])
         raise ParseError(message, parser.location(err.span.start)) from None
     except VerifyException as err:
         # A type or attribute that fails its own checks while being parsed.
@@ -242,16 +248,6 @@ def parse_ir(text: str, filename: str = "<input>", verify: bool = True) -> Built
         # KeyError on a block label); report it where the parser stopped.
         raise ParseError(f"malformed input here ({type(err).__name__}: {err})",
                          parser.location(parser.pos)) from None
-    if verify and upstream:
-        from asterism.ir.dominance import check_dominance
-        from asterism.ir.upstream import verify_upstream
-
-        check_dominance(module)  # (first: xDSL's checks fail on a use before a definition)
-        verify_upstream(module)
-    if verify:
-        from asterism.ir.verify import verify_module
-
-        verify_module(module)
     return module
 
 

@@ -123,7 +123,7 @@ def amdgcn_modules(module: Operation) -> list[ModuleOp]:
                 out.append(op)
             elif isinstance(op, BuiltinModuleOp):
                 out.extend(amdgcn_modules(op))
-            elif op.name != "gpu.module":  # upstream kernels: passes.lower_upstream
+            elif op.name != "gpu.module":  # upstream kernels: frontend.lower
                 raise error_at(op, "expected amdgcn.module at the top level")
         return out
     raise VerifyError(f"expected a module, got {module.name}", op_location(module))

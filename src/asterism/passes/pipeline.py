@@ -64,6 +64,8 @@ def _load_builtin_passes() -> None:
     for info in pkgutil.iter_modules(pkg.__path__):
         if info.name not in ("pipeline", "__init__"):
             importlib.import_module(f"asterism.passes.{info.name}")
+    from asterism.frontend import lower as frontend  # the front end's pass: lower-upstream
+    register_pass("lower-upstream", frontend.SUMMARY)(frontend.lower_upstream)
 
 
 _ITEM_RE = re.compile(r"\s*([A-Za-z_][\w-]*)\s*(\{([^}]*)\})?\s*")

@@ -1,4 +1,4 @@
-"""Op lowerings of the upstream `amdgpu` dialect (driver: asterism.passes.lower_upstream).
+"""Lowering of the upstream `amdgpu` ops (the dialect: asterism.frontend.dialects.amdgpu).
 
 * `raw_buffer_load/store/atomic_*`: MUBUF instructions with the memref's buffer resource, the
   indices (times the element size, plus `indexOffset` elements) as the VGPR offset and
@@ -37,35 +37,29 @@ from xdsl.dialects.builtin import (
     i32,
 )
 from xdsl.ir import SSAValue
+from xdsl.irdl import IRDLOperation
 
-from asterism.isa import get_isa
-from asterism.passes.lower_upstream import RSRC_WORD3, KernelLowering, handles
-from asterism.passes.upstream_ops import (
-    _address,
-    _align,
-    _wait_all,
-    _words,
-    byte_offset,
-    int_binary,
-    load,
-    store,
-)
-from asterism.passes.upstream_values import (
+from asterism.frontend.dialects import amdgpu
+from asterism.frontend.emit import align, int_binary, words_of
+from asterism.frontend.lowering import HandlerTable, KernelLowering
+from asterism.frontend.memory import RSRC_WORD3, address, byte_offset, load, store, wait_all
+from asterism.frontend.values import (
     LV,
     const_lv,
     elem_bits,
     fail,
     fp8_kind,
+    memref_info,
     reg_count,
     signed32,
     type_bits,
     type_name,
 )
+from asterism.isa import get_isa
 
 
-@handles("amdgpu.lds_barrier")
-def _lds_barrier(low: KernelLowering, op) -> None:
-    _wait_all(low, vm=False)
+def _lds_barrier(low: KernelLowering, op: amdgpu.LDSBarrierOp) -> None:
+    wait_all(low, vm=False)
     low.kb.s_barrier()
 
 
@@ -74,8 +68,7 @@ SCHED_MASK = {"none": 0, "non_mem_non_sideffect": 1, "valu": 2, "salu": 4, "mfma
               "ds_read": 256, "ds_write": 512, "transcendental": 1024}
 
 
-@handles("amdgpu.sched_barrier")
-def _sched_barrier(low: KernelLowering, op) -> None:
+def _sched_barrier(low: KernelLowering, op: amdgpu.SchedBarrierOp) -> None:
     mask = 0
     for name in op.opts.flags.data.split("|"):
         mask |= SCHED_MASK[name]
@@ -84,8 +77,7 @@ def _sched_barrier(low: KernelLowering, op) -> None:
     low.kb._insert(SchedBarrierOp(mask))
 
 
-@handles("amdgpu.wmma")
-def _wmma(low: KernelLowering, op) -> None:
+def _wmma(low: KernelLowering, op: amdgpu.WMMAOp) -> None:
     raise fail(op, f"WMMA exists only on RDNA chips (gfx11, gfx12); {low.target} has "
                    "matrix cores through amdgpu.mfma")
 
@@ -115,15 +107,13 @@ def _offset(low: KernelLowering, op, mem) -> LV:
     return byte_offset(low, op, mem, [low.get(i) for i in op.indices], extra)
 
 
-@handles("amdgpu.raw_buffer_load")
-def _raw_load(low: KernelLowering, op) -> None:
+def _raw_load(low: KernelLowering, op: amdgpu.RawBufferLoadOp) -> None:
     mem = _buffer_memref(low, op, op.memref)
     low.set(op.value, load(low, op, mem, _offset(low, op, mem), op.value.type,
                            _soffset(low, op)))
 
 
-@handles("amdgpu.raw_buffer_store")
-def _raw_store(low: KernelLowering, op) -> None:
+def _raw_store(low: KernelLowering, op: amdgpu.RawBufferStoreOp) -> None:
     mem = _buffer_memref(low, op, op.memref)
     store(low, op, mem, _offset(low, op, mem), low.get(op.value), op.value.type,
           _soffset(low, op))
@@ -151,9 +141,11 @@ def _atomic_mnemonic(op, t, target: str) -> str:
     return name
 
 
-@handles("amdgpu.raw_buffer_atomic_fadd", "amdgpu.raw_buffer_atomic_fmax",
-         "amdgpu.raw_buffer_atomic_smax", "amdgpu.raw_buffer_atomic_umin")
-def _raw_atomic(low: KernelLowering, op) -> None:
+RAW_ATOMICS = (amdgpu.RawBufferAtomicFaddOp, amdgpu.RawBufferAtomicFmaxOp,
+               amdgpu.RawBufferAtomicSmaxOp, amdgpu.RawBufferAtomicUminOp)
+
+
+def _raw_atomic(low: KernelLowering, op: IRDLOperation) -> None:  # one of RAW_ATOMICS
     mem = _buffer_memref(low, op, op.memref)
     name = _atomic_mnemonic(op, op.value.type, low.target)
     off = low.vgpr(_offset(low, op, mem))
@@ -161,8 +153,7 @@ def _raw_atomic(low: KernelLowering, op) -> None:
                 offen=True)
 
 
-@handles("amdgpu.raw_buffer_atomic_cmpswap")
-def _raw_cmpswap(low: KernelLowering, op) -> None:
+def _raw_cmpswap(low: KernelLowering, op: amdgpu.RawBufferAtomicCmpswapOp) -> None:
     mem = _buffer_memref(low, op, op.memref)
     t = op.src.type
     name = _atomic_mnemonic(op, t, low.target)
@@ -170,17 +161,16 @@ def _raw_cmpswap(low: KernelLowering, op) -> None:
     kb = low.kb
     # data = (new value, compare value) in consecutive registers; sc0 returns the old value
     words = [kb.v_mov_b32(None, low.operand(w)) for lv in (low.get(op.src), low.get(op.cmp))
-             for w in _words(low, lv, n)]
+             for w in words_of(low, lv, n)]
     data = kb.join(*words, align=2 if n == 1 else 4)
     off = low.vgpr(_offset(low, op, mem))
     old = kb.emit(name, data, off, mem.value.rsrc, _soffset(low, op), offen=True, sc0=True)
     low.set(op.value, LV("v", t, kb.sub(old, 0, n) if n > 1 else kb.sub(old, 0)))
 
 
-@handles("amdgpu.fat_raw_buffer_cast")
-def _fat_cast(low: KernelLowering, op) -> None:
+def _fat_cast(low: KernelLowering, op: amdgpu.FatRawBufferCastOp) -> None:
     src = _buffer_memref(low, op, op.source)
-    info = low.memref_info(op.result.type, op, "global")
+    info = memref_info(op.result.type, op)
     info.nbytes = src.value.nbytes
     kb = low.kb
     if op.validBytes is None:
@@ -260,8 +250,7 @@ _BLGP = ["none", "bcast_first_32", "bcast_second_32", "rotate_16_right", "bcast_
          "bcast_second_16", "bcast_third_16", "bcast_fourth_16"]
 
 
-@handles("amdgpu.mfma")
-def _mfma(low: KernelLowering, op) -> None:
+def _mfma(low: KernelLowering, op: amdgpu.MFMAOp) -> None:
     name = mfma_mnemonic(op, low.target)
     for flag in ("reducePrecision", "negateA", "negateB", "negateC"):
         if getattr(op, flag) is not None:
@@ -309,8 +298,7 @@ def dpp_ctrl(op) -> int:
     return _DPP_ROW[kind] + amount
 
 
-@handles("amdgpu.dpp")
-def _dpp(low: KernelLowering, op) -> None:
+def _dpp(low: KernelLowering, op: amdgpu.DPPOp) -> None:
     t = op.result.type
     ctrl = dpp_ctrl(op)
     mods = {"dpp_ctrl": ctrl,
@@ -321,10 +309,10 @@ def _dpp(low: KernelLowering, op) -> None:
     kb = low.kb
     n = reg_count(t)
     out = []
-    for old, src in zip(_words(low, low.get(op.old), n), _words(low, low.get(op.src), n)):
+    for old, src in zip(words_of(low, low.get(op.old), n), words_of(low, low.get(op.src), n)):
         dst = kb.v_mov_b32(None, low.operand(old))
         out.append(kb.v_mov_b32(dst, low.vgpr(src), **mods))
-    low.set(op.result, LV("v", t, out[0] if n == 1 else kb.join(*out, align=_align(n))))
+    low.set(op.result, LV("v", t, out[0] if n == 1 else kb.join(*out, align=align(n))))
 
 
 # ----------------------------------------------------------------------------- fp8
@@ -341,8 +329,7 @@ def _fp8_of(op, t, target: str) -> str:
     return kind[0]
 
 
-@handles("amdgpu.ext_packed_fp8")
-def _ext_fp8(low: KernelLowering, op) -> None:
+def _ext_fp8(low: KernelLowering, op: amdgpu.ExtPackedFp8Op) -> None:
     kind = _fp8_of(op, op.source.type, low.target)
     index = op.index.value.data
     rt = op.res.type
@@ -358,8 +345,7 @@ def _ext_fp8(low: KernelLowering, op) -> None:
     low.set(op.res, LV("v", rt, kb.emit(name, None, src)))
 
 
-@handles("amdgpu.packed_trunc_2xfp8")
-def _trunc_fp8(low: KernelLowering, op) -> None:
+def _trunc_fp8(low: KernelLowering, op: amdgpu.PackedTrunc2xFp8Op) -> None:
     kind = _fp8_of(op, op.res.type, low.target)
     if type_name(op.sourceA.type) != "f32":
         raise fail(op, "sources must be f32")
@@ -374,8 +360,7 @@ def _trunc_fp8(low: KernelLowering, op) -> None:
     low.set(op.res, LV("v", op.res.type, kb.emit(f"v_cvt_pk_{kind}_f32", dst, x, y, **mods)))
 
 
-@handles("amdgpu.packed_stoch_round_fp8")
-def _stoch_fp8(low: KernelLowering, op) -> None:
+def _stoch_fp8(low: KernelLowering, op: amdgpu.PackedStochRoundFp8Op) -> None:
     kind = _fp8_of(op, op.res.type, low.target)
     if type_name(op.source.type) != "f32":
         raise fail(op, "the source must be f32")
@@ -386,9 +371,6 @@ def _stoch_fp8(low: KernelLowering, op) -> None:
     x, y = low.valu_operands([low.get(op.source), low.get(op.stochiasticParam)])
     mods = {"op_sel": (0, 0, index & 1, index >> 1)} if index else {}
     low.set(op.res, LV("v", op.res.type, kb.emit(f"v_cvt_sr_{kind}_f32", dst, x, y, **mods)))
-
-
-__all__ = ["dpp_ctrl", "elem_bits", "i32", "mfma_mnemonic"]
 
 
 # ----------------------------------------------------------------------------- MLIR 22 ops
@@ -429,8 +411,7 @@ def _scale_operand(low: KernelLowering, op, value) -> SSAValue:
     return low.kb.v_and_b32(None, 0xFF, low.vgpr(lv))
 
 
-@handles("amdgpu.scaled_mfma")
-def _scaled_mfma(low: KernelLowering, op) -> None:
+def _scaled_mfma(low: KernelLowering, op: amdgpu.ScaledMFMAOp) -> None:
     m, n, k = (op.m.value.data, op.n.value.data, op.k.value.data)
     name = f"v_mfma_scale_f32_{m}x{n}x{k}_f8f6f4"
     if not any(x.startswith("v_mfma_scale_") for x in get_isa(low.target).instructions):
@@ -478,8 +459,7 @@ def _uniform_sgpr(low: KernelLowering, lv: LV) -> SSAValue:
     return low.kb.v_readfirstlane_b32(None, low.vgpr(lv))
 
 
-@handles("amdgpu.gather_to_lds")
-def _gather_to_lds(low: KernelLowering, op) -> None:
+def _gather_to_lds(low: KernelLowering, op: amdgpu.GatherToLDSOp) -> None:
     src = _buffer_memref(low, op, op.src)
     dst = low.get(op.dst)
     if dst.kind != "m" or dst.value.space != "workgroup":
@@ -505,8 +485,7 @@ _TRANSPOSE = {(16, 64): "ds_read_b64_tr_b16", (8, 64): "ds_read_b64_tr_b8",
               (4, 64): "ds_read_b64_tr_b4", (6, 96): "ds_read_b96_tr_b6"}
 
 
-@handles("amdgpu.transpose_load")
-def _transpose_load(low: KernelLowering, op) -> None:
+def _transpose_load(low: KernelLowering, op: amdgpu.TransposeLoadOp) -> None:
     mem = low.get(op.src)
     if mem.kind != "m" or mem.value.space != "workgroup":
         raise fail(op, "the source must be a workgroup (LDS) memref")
@@ -518,12 +497,11 @@ def _transpose_load(low: KernelLowering, op) -> None:
                        "vector<16x 4-bit> or vector<16x 6-bit>)")
     _require(low, op, name, "transpose_load")
     off = byte_offset(low, op, mem, [low.get(i) for i in op.srcIndices])
-    addr = _address(low, mem, off)
+    addr = address(low, mem, off)
     low.set(op.result, LV("v", rt, low.kb.emit(name, None, addr)))
 
 
-@handles("amdgpu.swizzle_bitmode")
-def _swizzle_bitmode(low: KernelLowering, op) -> None:
+def _swizzle_bitmode(low: KernelLowering, op: amdgpu.SwizzleBitModeOp) -> None:
     masks = [op.and_mask.value.data, op.or_mask.value.data, op.xor_mask.value.data]
     if any(not 0 <= x < 32 for x in masks):
         raise fail(op, f"masks must be 0..31 (5 bits), got {masks}")
@@ -532,8 +510,8 @@ def _swizzle_bitmode(low: KernelLowering, op) -> None:
     n = reg_count(t)
     kb = low.kb
     out = [kb.ds_swizzle_b32(None, low.vgpr(w), offset=offset)
-           for w in _words(low, low.get(op.src), n)]
-    low.set(op.result, LV("v", t, out[0] if n == 1 else kb.join(*out, align=_align(n))))
+           for w in words_of(low, low.get(op.src), n)]
+    low.set(op.result, LV("v", t, out[0] if n == 1 else kb.join(*out, align=align(n))))
 
 
 # Lanes of the odd rows (16) / the upper half (32): where v_permlane*_swap's vdst receives the
@@ -541,8 +519,7 @@ def _swizzle_bitmode(low: KernelLowering, op) -> None:
 _SWAP_UPPER = {16: 0xFFFF0000FFFF0000, 32: 0xFFFFFFFF00000000}
 
 
-@handles("amdgpu.permlane_swap")
-def _permlane_swap(low: KernelLowering, op) -> None:
+def _permlane_swap(low: KernelLowering, op: amdgpu.PermlaneSwapOp) -> None:
     width = op.row_length.value.data
     if width not in _SWAP_UPPER:
         raise fail(op, f"row_length must be 16 or 32, got {width}")
@@ -560,18 +537,17 @@ def _permlane_swap(low: KernelLowering, op) -> None:
     upper = kb.join(kb.s_mov_b32(None, signed32(mask)), kb.s_mov_b32(None, signed32(mask >> 32)),
                     align=2)
     out = []
-    for w in _words(low, low.get(op.src), n):
+    for w in words_of(low, low.get(op.src), n):
         # vdst's upper lanes receive src0's lower lanes and src0's lower lanes vdst's upper
         # ones: from two copies of the value, the swapped value is src0 below, vdst above.
         d = kb.v_mov_b32(None, low.operand(w))
         s = kb.v_mov_b32(None, low.operand(w))
         nd, ns = kb.emit(name, d, s)
         out.append(kb.v_cndmask_b32(None, ns, nd, upper))
-    low.set(op.result, LV("v", t, out[0] if n == 1 else kb.join(*out, align=_align(n))))
+    low.set(op.result, LV("v", t, out[0] if n == 1 else kb.join(*out, align=align(n))))
 
 
-@handles("amdgpu.memory_counter_wait")
-def _memory_counter_wait(low: KernelLowering, op) -> None:
+def _memory_counter_wait(low: KernelLowering, op: amdgpu.MemoryCounterWaitOp) -> None:
     if op.tensor is not None:
         raise fail(op, f"the tensor counter exists on gfx1250 only, not on {low.target}")
     counts = {}
@@ -586,8 +562,7 @@ def _memory_counter_wait(low: KernelLowering, op) -> None:
         low.kb.s_waitcnt(**counts)
 
 
-@handles("amdgpu.sparse_mfma")
-def _sparse_mfma(low: KernelLowering, op) -> None:
+def _sparse_mfma(low: KernelLowering, op: amdgpu.SparseMFMAOp) -> None:
     ta, tc = op.sourceA.type, op.destC.type
     ec = tc.element_type if isinstance(tc, VectorType) else tc
     out = "i32" if isinstance(ec, IntegerType) else "f32"
@@ -607,8 +582,8 @@ def _sparse_mfma(low: KernelLowering, op) -> None:
     idx = low.vgpr(low.get(op.sparseIdx))
     # SMFMAC accumulates in place (vdst is also C): D is written over a copy of C
     nc = reg_count(tc)
-    words = [kb.v_mov_b32(None, low.operand(w)) for w in _words(low, low.get(op.destC), nc)]
-    acc = words[0] if nc == 1 else kb.join(*words, align=_align(nc))
+    words = [kb.v_mov_b32(None, low.operand(w)) for w in words_of(low, low.get(op.destC), nc)]
+    acc = words[0] if nc == 1 else kb.join(*words, align=align(nc))
     mods = {key: getattr(op, key).value.data for key in ("cbsz", "abid")
             if getattr(op, key) is not None and getattr(op, key).value.data}
     low.set(op.destD, LV("v", op.destD.type, kb.emit(name, acc, a, b, idx, **mods)))
@@ -646,8 +621,7 @@ def _pair_index(op, bits: int, elements: int | None = None) -> int:
     return index
 
 
-@handles("amdgpu.scaled_ext_packed")
-def _scaled_ext(low: KernelLowering, op) -> None:
+def _scaled_ext(low: KernelLowering, op: amdgpu.ScaledExtPackedOp) -> None:
     fmt, bits = _scalef32_format(op, op.source.type)
     dst, n = _wide_type(op, op.res.type, "result")
     if n != 2:
@@ -662,8 +636,7 @@ def _scaled_ext(low: KernelLowering, op) -> None:
     low.set(op.res, LV("v", op.res.type, low.kb.emit(name, None, src, scale, **mods)))
 
 
-@handles("amdgpu.packed_scaled_trunc")
-def _scaled_trunc(low: KernelLowering, op) -> None:
+def _scaled_trunc(low: KernelLowering, op: amdgpu.PackedScaledTruncOp) -> None:
     fmt, bits = _scalef32_format(op, op.res.type)
     src, n = _wide_type(op, op.source.type, "source")
     name = f"v_cvt_scalef32_pk_{fmt}_{src}"
@@ -677,7 +650,7 @@ def _scaled_trunc(low: KernelLowering, op) -> None:
     # the destination word (8-bit codes) or byte (fp4) select follows the sources in op_sel
     dsel = (index,) if bits == 8 else (index & 1, index >> 1)
     if src == "f32":
-        words = _words(low, value, n) + ([const_lv(0.0, Float32Type())] if n == 1 else [])
+        words = words_of(low, value, n) + ([const_lv(0.0, Float32Type())] if n == 1 else [])
         srcs = low.valu_operands([*words, scale])
         sel = (0, 0, 0, *dsel) if bits == 8 else (0, 0, *dsel)
     else:  # a vector<1x16-bit> leaves the second value undefined, as MLIR does
@@ -685,3 +658,31 @@ def _scaled_trunc(low: KernelLowering, op) -> None:
         sel = (0, 0, *dsel)
     mods = {"op_sel": sel} if index else {}
     low.set(op.res, LV("v", op.res.type, kb.emit(name, dst, *srcs, **mods)))
+
+
+HANDLERS: HandlerTable = {
+    amdgpu.LDSBarrierOp: _lds_barrier,
+    amdgpu.SchedBarrierOp: _sched_barrier,
+    amdgpu.WMMAOp: _wmma,
+    amdgpu.RawBufferLoadOp: _raw_load,
+    amdgpu.RawBufferStoreOp: _raw_store,
+    **dict.fromkeys(RAW_ATOMICS, _raw_atomic),
+    amdgpu.RawBufferAtomicCmpswapOp: _raw_cmpswap,
+    amdgpu.FatRawBufferCastOp: _fat_cast,
+    amdgpu.MFMAOp: _mfma,
+    amdgpu.DPPOp: _dpp,
+    amdgpu.ExtPackedFp8Op: _ext_fp8,
+    amdgpu.PackedTrunc2xFp8Op: _trunc_fp8,
+    amdgpu.PackedStochRoundFp8Op: _stoch_fp8,
+    amdgpu.ScaledMFMAOp: _scaled_mfma,
+    amdgpu.GatherToLDSOp: _gather_to_lds,
+    amdgpu.TransposeLoadOp: _transpose_load,
+    amdgpu.SwizzleBitModeOp: _swizzle_bitmode,
+    amdgpu.PermlaneSwapOp: _permlane_swap,
+    amdgpu.MemoryCounterWaitOp: _memory_counter_wait,
+    amdgpu.SparseMFMAOp: _sparse_mfma,
+    amdgpu.ScaledExtPackedOp: _scaled_ext,
+    amdgpu.PackedScaledTruncOp: _scaled_trunc,
+}
+
+__all__ = ["HANDLERS", "dpp_ctrl", "f8f6f4_code", "mfma_mnemonic"]

@@ -1,16 +1,12 @@
-"""Upstream MLIR input: the `gpu` ops of MLIR 22 (xDSL 0.74's `gpu` dialect predates them:
-no custom forms, `known_block_size` as a discardable attribute) and the `vector` ops xDSL
-lacks, plus the parsing context of upstream input (builtin, func, arith, scf, memref, vector,
-gpu, amdgpu and amdgcn, so one file may hold both kinds of kernels).
-
-Only the subset asterism lowers is defined (docs/upstream_mlir.md has the table); an op outside
-it is an error naming the op and its location. Both the custom form mlir-opt-22 prints and its
-generic form (`--mlir-print-op-generic`) parse.
+"""The `gpu` ops of MLIR 22 asterism reads (xDSL 0.74's `gpu` dialect predates them: no
+custom forms, `known_block_size` as a discardable attribute), `#gpu.address_space` and the
+`#rocdl.target` of a gpu.module. Only the subset asterism lowers is defined
+(docs/upstream_mlir.md has the table); both the custom form mlir-opt-22 prints and its generic
+form (`--mlir-print-op-generic`) parse.
 """
 
 from __future__ import annotations
 
-from xdsl.context import Context
 from xdsl.dialects.builtin import (
     ArrayAttr,
     DenseArrayBase,
@@ -21,7 +17,6 @@ from xdsl.dialects.builtin import (
     MemRefType,
     StringAttr,
     UnitAttr,
-    VectorType,
     i64,
 )
 from xdsl.dialects.gpu import DimensionAttr, DimensionEnum
@@ -31,7 +26,6 @@ from xdsl.irdl import (
     IRDLOperation,
     irdl_attr_definition,
     irdl_op_definition,
-    operand_def,
     opt_prop_def,
     param_def,
     prop_def,
@@ -315,111 +309,6 @@ GPU = Dialect("gpu", [GpuModuleOp, GpuFuncOp, ThreadIdOp, BlockIdOp, BlockDimOp,
               [DimensionAttr, GpuAddressSpaceAttr])
 
 
-# ----------------------------------------------------------------------------- vector
-
-
-def _int_array(parser: Parser) -> ArrayAttr:
-    attr = parser.parse_attribute()
-    if not isinstance(attr, ArrayAttr):
-        parser.raise_error("expected an array of integers")
-    return attr
-
-
-@irdl_op_definition
-class ExtractStridedSliceOp(IRDLOperation):
-    """`vector.extract_strided_slice %v {offsets = [..], sizes = [..], strides = [..]}`."""
-
-    name = "vector.extract_strided_slice"
-    source = operand_def(VectorType)
-    offsets = prop_def(ArrayAttr)
-    sizes = prop_def(ArrayAttr)
-    strides = prop_def(ArrayAttr)
-    result = result_def(VectorType)
-
-    @classmethod
-    def parse(cls, parser: Parser) -> ExtractStridedSliceOp:
-        """`%v {offsets.., sizes.., strides..} : T to T`."""
-        source = parser.parse_unresolved_operand()
-        attrs = parser.parse_optional_attr_dict()
-        parser.parse_punctuation(":")
-        src_type = parser.parse_type()
-        parser.parse_keyword("to")
-        res_type = parser.parse_type()
-        props = {k: attrs.pop(k) for k in ("offsets", "sizes", "strides") if k in attrs}
-        return cls.create(operands=[parser.resolve_operand(source, src_type)],
-                          properties=props, attributes=attrs, result_types=[res_type])
-
-
-@irdl_op_definition
-class FromElementsOp(IRDLOperation):
-    """`vector.from_elements %a, %b : vector<2xf32>`."""
-
-    name = "vector.from_elements"
-    elements = var_operand_def()
-    result = result_def(VectorType)
-
-    @classmethod
-    def parse(cls, parser: Parser) -> FromElementsOp:
-        """`%a, %b, ... attr-dict : vector type`."""
-        names = parser.parse_comma_separated_list(parser.Delimiter.NONE,
-                                                  parser.parse_unresolved_operand)
-        attrs = parser.parse_optional_attr_dict()
-        parser.parse_punctuation(":")
-        vtype = parser.parse_type()
-        if not isinstance(vtype, VectorType):
-            parser.raise_error("vector.from_elements: expected a vector type")
-        operands = [parser.resolve_operand(n, vtype.element_type) for n in names]
-        return cls.create(operands=operands, attributes=attrs, result_types=[vtype])
-
-
-@irdl_op_definition
-class SplatOp(IRDLOperation):
-    """`vector.splat %x : vector<4xf32>` (older MLIR; MLIR 22 uses vector.broadcast)."""
-
-    name = "vector.splat"
-    input = var_operand_def()
-    result = result_def(VectorType)
-
-    @classmethod
-    def parse(cls, parser: Parser) -> SplatOp:
-        """`%x : vector type`."""
-        name = parser.parse_unresolved_operand()
-        attrs = parser.parse_optional_attr_dict()
-        parser.parse_punctuation(":")
-        vtype = parser.parse_type()
-        if not isinstance(vtype, VectorType):
-            parser.raise_error("vector.splat: expected a vector type")
-        return cls.create(operands=[parser.resolve_operand(name, vtype.element_type)],
-                          attributes=attrs, result_types=[vtype])
-
-
-VECTOR_EXTRA_OPS = [ExtractStridedSliceOp, FromElementsOp, SplatOp]
-
-UPSTREAM_OP_PREFIXES = ("gpu.", "amdgpu.", "scf.", "memref.", "vector.")
-
-
-def make_upstream_context() -> Context:
-    """The context upstream input is parsed in (amdgcn too: a file may mix both)."""
-    from xdsl.dialects.memref import MemRef
-    from xdsl.dialects.scf import Scf
-    from xdsl.dialects.vector import Vector
-
-    from asterism.ir.amdgpu import AMDGPU
-    from asterism.ir.dialect import make_context
-
-    ctx = make_context()
-    vector = Dialect("vector", list(Vector.operations) + VECTOR_EXTRA_OPS,
-                     list(Vector.attributes))
-    for dialect in (Scf, MemRef, vector, GPU, AMDGPU, ROCDL):
-        ctx.load_dialect(dialect)
-    return ctx
-
-
-def is_upstream_text(text: str) -> bool:
-    """Whether IR text holds upstream kernels (a gpu.module, custom or generic form)."""
-    return "gpu.module" in text
-
-
 def memref_space(t: MemRefType) -> str:
     """`global`, `workgroup` or `fat_raw_buffer`: where a memref lives."""
     space = t.memory_space
@@ -434,52 +323,6 @@ def memref_space(t: MemRefType) -> str:
     return "global"
 
 
-def max_vector_bits() -> int:
-    """Bits of the largest vector value a work-item can hold: its whole unified vector
-    register file on the largest known target (the lowering keeps vectors in registers)."""
-    from asterism.target import get_target, known_targets
-
-    return max(get_target(t).vgpr.unified_per_lane for t in known_targets()) * 32
-
-
-def vector_bits(t) -> int | None:
-    """Bits of a vector type's value (None for other types)."""
-    from xdsl.dialects.builtin import VectorType
-
-    if not isinstance(t, VectorType):
-        return None
-    width = getattr(t.element_type, "bitwidth", 64)  # (index and the like: 64 bits)
-    count = 1
-    for dim in t.get_shape():
-        count *= max(dim, 1)
-    return count * width
-
-
-def verify_upstream(module) -> None:
-    """xDSL's verification of upstream input, as a VerifyError at the failing op; vector
-    values larger than a register file are refused here, before the lowering makes one
-    register op per element (vector<10000000xf32> took 17 s and 435 MB)."""
-    from xdsl.utils.exceptions import VerifyException
-
-    from asterism.errors import SourceLocation, VerifyError
-
-    limit = max_vector_bits()
-    for op in module.walk():
-        loc = op.location
-        where = (SourceLocation(loc.filename.data, loc.line.data, loc.column.data)
-                 if hasattr(loc, "filename") else None)
-        for value in (*op.results, *(a for r in op.regions for b in r.blocks for a in b.args)):
-            bits = vector_bits(value.type)
-            if bits is not None and bits > limit:
-                raise VerifyError(f"{op.name}: a {value.type} value holds {bits} bits: more "
-                                  f"than the {limit} bits of a work-item's vector registers",
-                                  where)
-        try:
-            op.verify_()
-        except VerifyException as err:
-            raise VerifyError(f"{op.name}: {str(err).splitlines()[0]}", where) from None
-
-
-__all__ = ["GPU", "ROCDL", "GpuFuncOp", "GpuModuleOp", "RocdlTargetAttr", "is_upstream_text",
-           "make_upstream_context", "max_vector_bits", "memref_space", "vector_bits",
-           "verify_upstream"]
+__all__ = ["GPU", "ROCDL", "BlockDimOp", "BlockIdOp", "GpuBarrierOp", "GpuFuncOp", "GpuModuleOp",
+           "GpuReturnOp", "GridDimOp", "LaneIdOp", "RocdlTargetAttr", "ThreadIdOp",
+           "memref_space"]

@@ -1,4 +1,4 @@
-"""Values of the upstream lowering (asterism.passes.lower_upstream): what an upstream SSA value
+"""Values of the upstream lowering (asterism.frontend): what an upstream SSA value
 became (a constant, SGPRs, VGPRs, a memref), how MLIR types map to registers, and the
 materialization helpers every op lowering uses.
 
@@ -29,6 +29,7 @@ from xdsl.dialects.builtin import (
 from xdsl.ir import Attribute, Operation, SSAValue
 
 from asterism.errors import SourceLocation, VerifyError
+from asterism.frontend.dialects.gpu import memref_space
 
 
 def op_location(op: Operation) -> SourceLocation | None:
@@ -189,6 +190,32 @@ class LV:
         return self.kind in ("c", "s")
 
 
+def memref_info(t: MemRefType, op: Operation) -> MemInfo:
+    """Shape, strides and size of a static memref (identity or strided layout); `op` is
+    what an error names."""
+    shape = list(t.get_shape())
+    if any(d < 0 for d in shape):
+        raise fail(op, f"memref {t} has a dynamic size; only static shapes are supported")
+    where = memref_space(t)
+    if where not in ("global", "workgroup", "fat_raw_buffer"):
+        raise fail(op, f"memref {t} is in {where}; global and workgroup memory are "
+                       "supported")
+    strides = []
+    acc = 1
+    for d in reversed(shape):
+        strides.insert(0, acc)
+        acc *= d
+    layout = getattr(t, "layout", None)
+    if layout is not None and type(layout).__name__ not in ("NoneAttr",):
+        get = getattr(layout, "get_strides", None)
+        if get is not None and get() is not None and list(get()) != strides:
+            raise fail(op, f"memref {t}: only the identity layout is supported")
+    info = MemInfo(t, "workgroup" if where == "workgroup" else "global",
+                   strides=strides)
+    info.nbytes = acc * info.elem_bytes
+    return info
+
+
 def const_lv(value, t: Attribute) -> LV:
     """A scalar constant."""
     if isinstance(t, IntegerType) and t.width.data == 1:
@@ -206,5 +233,5 @@ def signed32(word: int) -> int:
 
 
 __all__ = ["LV", "INLINE_FLOATS", "LoweringError", "MemInfo", "const_lv", "const_words",
-           "elem_bits", "fail", "float_bits", "fp8_kind", "is_float", "op_location",
+           "elem_bits", "fail", "float_bits", "fp8_kind", "is_float", "memref_info", "op_location",
            "reg_count", "signed32", "type_bits", "type_name"]

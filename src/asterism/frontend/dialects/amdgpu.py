@@ -1,7 +1,7 @@
 """The upstream MLIR `amdgpu` dialect (MLIR 22): op definitions with the custom forms
 mlir-opt-22 prints and accepts (and the older attribute-dictionary form of `amdgpu.mfma`); the
 generic form parses through xDSL. Operand types are checked by the lowering
-(asterism.passes.lower_upstream), which names the op and what it supports.
+(asterism.frontend.amdgpu), which names the op and what it supports.
 """
 
 from __future__ import annotations

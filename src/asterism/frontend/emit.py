@@ -1,0 +1,226 @@
+"""Instruction sequences more than one dialect's lowering emits: 32-bit integer binary ops
+(folded, simplified, SALU when uniform), float sources under the constant bus, and packing
+values into and out of the registers of a vector (the value model: asterism.frontend.values).
+
+`int_binary` names its operation by the arith op name (`"arith.addi"`, ...): the memory and
+vector lowerings compute offsets and masks with it too.
+"""
+
+from __future__ import annotations
+
+from xdsl.dialects.builtin import IntegerType, VectorType, i32
+
+from asterism.frontend.lowering import KernelLowering
+from asterism.frontend.values import (
+    LV,
+    const_lv,
+    const_words,
+    elem_bits,
+    signed32,
+    type_bits,
+    type_name,
+)
+
+
+def align(n: int) -> int:
+    """The alignment of an `n`-register range (4, 2 or 1)."""
+    return 4 if n >= 4 and n % 4 == 0 else 2 if n % 2 == 0 else 1
+
+
+def words_of(low: KernelLowering, lv: LV, n: int) -> list[LV]:
+    """The 32-bit registers of a value as one-register LVs."""
+    if n == 1:
+        return [lv]
+    if lv.kind == "c":
+        return [LV("c", i32, [w], scalar=w) for w in lv.value]
+    parts = low.kb.split(lv.value)
+    return [LV(lv.kind, i32, p) for p in parts]
+
+
+MASK32 = 0xFFFFFFFF
+
+
+INT_FOLD = {
+    "arith.addi": lambda a, b: a + b, "arith.subi": lambda a, b: a - b,
+    "arith.muli": lambda a, b: a * b, "arith.andi": lambda a, b: a & b,
+    "arith.ori": lambda a, b: a | b, "arith.xori": lambda a, b: a ^ b,
+    "arith.shli": lambda a, b: a << (b & 31), "arith.shrui": lambda a, b: (a & MASK32) >> (b & 31),
+    "arith.shrsi": lambda a, b: signed32(a) >> (b & 31),
+    "arith.maxsi": lambda a, b: max(signed32(a), signed32(b)),
+    "arith.minsi": lambda a, b: min(signed32(a), signed32(b)),
+    "arith.maxui": lambda a, b: max(a & MASK32, b & MASK32),
+    "arith.minui": lambda a, b: min(a & MASK32, b & MASK32),
+    "arith.divui": lambda a, b: (a & MASK32) // (b & MASK32),
+    "arith.remui": lambda a, b: (a & MASK32) % (b & MASK32),
+    "arith.divsi": lambda a, b: int(signed32(a) / signed32(b)),
+    "arith.remsi": lambda a, b: signed32(a) - int(signed32(a) / signed32(b)) * signed32(b),
+    "arith.floordivsi": lambda a, b: signed32(a) // signed32(b),
+    "arith.ceildivsi": lambda a, b: -((-signed32(a)) // signed32(b)),
+    "arith.ceildivui": lambda a, b: -((-(a & MASK32)) // (b & MASK32)),
+}
+
+
+# upstream op -> (SALU mnemonic, VALU mnemonic, VALU takes the operands reversed)
+INT_OPS = {
+    "arith.addi": ("s_add_u32", "v_add_u32", False),
+    "arith.subi": ("s_sub_u32", "v_sub_u32", False),
+    "arith.muli": ("s_mul_i32", "v_mul_lo_u32", False),
+    "arith.andi": ("s_and_b32", "v_and_b32", False),
+    "arith.ori": ("s_or_b32", "v_or_b32", False),
+    "arith.xori": ("s_xor_b32", "v_xor_b32", False),
+    "arith.shli": ("s_lshl_b32", "v_lshlrev_b32", True),
+    "arith.shrui": ("s_lshr_b32", "v_lshrrev_b32", True),
+    "arith.shrsi": ("s_ashr_i32", "v_ashrrev_i32", True),
+    "arith.maxsi": ("s_max_i32", "v_max_i32", False),
+    "arith.minsi": ("s_min_i32", "v_min_i32", False),
+    "arith.maxui": ("s_max_u32", "v_max_u32", False),
+    "arith.minui": ("s_min_u32", "v_min_u32", False),
+}
+
+
+def int_binary(low: KernelLowering, name: str, a: LV, b: LV, t, dest=None) -> LV:
+    """A 32-bit integer binary op on lowered values (SALU when both are uniform)."""
+    if a.kind == "c" and b.kind == "c" and name in INT_FOLD:
+        return const_lv(INT_FOLD[name](a.scalar, b.scalar) & MASK32, t)
+    simple = _identity(name, a, b)
+    if simple is not None:
+        return LV(simple.kind, t, simple.value, scalar=simple.scalar)
+    name, a, b = _strength_reduce(name, a, b)
+    s_name, v_name, reverse = INT_OPS[name]
+    kb = low.kb
+    if a.uniform and b.uniform:
+        return LV("s", t, kb.emit(s_name, dest, low.operand(a), low.operand(b)))
+    x, y = low.valu_operands([b, a] if reverse else [a, b])
+    if not reverse and isinstance(y, int) and not isinstance(x, int):
+        if name in ("arith.addi", "arith.muli", "arith.andi", "arith.ori", "arith.xori",
+                    "arith.maxsi", "arith.minsi", "arith.maxui", "arith.minui"):
+            x, y = y, x  # a constant goes first (VOP2 src0)
+    return LV("v", t, kb.emit(v_name, dest, x, y))
+
+
+def _identity(name: str, a: LV, b: LV) -> LV | None:
+    """x + 0, 0 + x, x * 1, x << 0 ...: the operand itself (no instruction)."""
+    def is_const(lv: LV, value: int) -> bool:
+        return lv.kind == "c" and lv.scalar is not None and int(lv.scalar) == value
+
+    if name in ("arith.addi", "arith.ori", "arith.xori", "arith.subi", "arith.shli",
+                "arith.shrui", "arith.shrsi") and is_const(b, 0):
+        return a
+    if name in ("arith.addi", "arith.ori", "arith.xori") and is_const(a, 0):
+        return b
+    if name == "arith.muli" and is_const(b, 1):
+        return a
+    if name == "arith.muli" and is_const(a, 1):
+        return b
+    return None
+
+
+def _strength_reduce(name: str, a: LV, b: LV) -> tuple[str, LV, LV]:
+    """x * 2^k -> x << k (one VALU cycle instead of a quarter-rate multiply)."""
+    if name == "arith.muli":
+        if pow2(b) is not None:
+            return "arith.shli", a, const_lv(pow2(b), i32)
+        if pow2(a) is not None:
+            return "arith.shli", b, const_lv(pow2(a), i32)
+    return name, a, b
+
+
+def pow2(lv: LV) -> int | None:
+    """k if `lv` is the constant 2^k, else None."""
+    if lv.kind == "c" and lv.scalar is not None:
+        v = int(lv.scalar) & MASK32
+        if v and not v & (v - 1):
+            return v.bit_length() - 1
+    return None
+
+
+def float_sources(low: KernelLowering, lvs: list[LV], t) -> list:
+    """Sources of one float VALU instruction: inline constants as Python floats, at most one
+    SGPR (the constant bus), the others in VGPRs."""
+    out = []
+    bus = 0
+    for lv in lvs:
+        if lv.kind == "c" and lv.scalar is not None and float(lv.scalar) in (
+                0.0, 0.5, -0.5, 1.0, -1.0, 2.0, -2.0, 4.0, -4.0) and type_name(t) != "f64":
+            out.append(float(lv.scalar))
+        elif lv.kind == "v":
+            out.append(lv.value)
+        elif bus == 0 and lv.regs == 1:
+            bus = 1
+            out.append(low.sgpr(lv))
+        else:
+            out.append(low.vgpr(lv))
+    return out
+
+
+def extract_bits(low: KernelLowering, src: LV, bit: int, width: int, t) -> LV:
+    """`width` bits (8, 16, 32 or 64) at bit `bit` of a packed value."""
+    kb = low.kb
+    reg, sh = divmod(bit, 32)
+    if src.kind == "c":
+        word = src.value[reg]
+        if width == 64:
+            return LV("c", t, src.value[reg:reg + 2])
+        val = (word >> sh) & ((1 << width) - 1)
+        return LV("c", t, [val], scalar=src.scalar[bit // width] if isinstance(
+            src.scalar, list) else None)
+    n = src.regs
+    if width == 64:
+        return LV(src.kind, t, kb.sub(src.value, reg, reg + 2))
+    piece = kb.sub(src.value, reg) if n > 1 else src.value
+    if sh == 0:
+        return LV(src.kind, t, piece)
+    part = LV(src.kind, i32, piece)
+    return int_binary(low, "arith.shrui", part, const_lv(sh, i32), t)
+
+
+def pack(low: KernelLowering, parts: list[LV], ebits: int, t) -> LV:
+    """Registers holding `parts` (values of `ebits` bits each) packed little-endian."""
+    kb = low.kb
+    if all(p.kind == "c" for p in parts):
+        vals = [p.value[0] if ebits <= 32 else p.value for p in parts]
+        if ebits == 64:
+            words = [w for p in parts for w in p.value]
+        else:
+            words = const_words([v for v in vals], IntegerType(ebits))
+        return LV("c", t, words, scalar=[p.scalar for p in parts])
+    words: list[LV] = []
+    if ebits >= 32:
+        for p in parts:
+            words.extend(words_of(low, p, ebits // 32))
+    else:
+        per = 32 // ebits
+        mask = (1 << ebits) - 1
+        for w in range(0, len(parts), per):
+            acc = None
+            for j, p in enumerate(parts[w:w + per]):
+                piece = p
+                if p.kind == "c":
+                    piece = const_lv((p.value[0] & mask) << (j * ebits), i32)
+                else:
+                    if j + 1 < per or True:
+                        piece = int_binary(low, "arith.andi", p, const_lv(mask, i32), i32)
+                    if j:
+                        piece = int_binary(low, "arith.shli", piece, const_lv(j * ebits, i32),
+                                           i32)
+                acc = piece if acc is None else int_binary(low, "arith.ori", acc, piece, i32)
+            words.append(acc)
+    if len(words) == 1:
+        w = words[0]
+        return LV(w.kind, t, w.value, scalar=w.scalar)
+    uniform = all(w.uniform for w in words)
+    regs = [low.sgpr(w) if uniform else low.vgpr(w) for w in words]
+    # every register its own copy: a view of another range cannot be part of this one
+    regs = [(kb.s_mov_b32(None, r) if uniform else kb.v_mov_b32(None, r)) for r in regs]
+    return LV("s" if uniform else "v", t, kb.join(*regs, align=align(len(regs))))
+
+
+def elements(low: KernelLowering, lv: LV, vt: VectorType) -> list[LV]:
+    """The elements of a packed vector value, one LV each."""
+    ebits = elem_bits(vt.element_type)
+    count = type_bits(vt) // ebits
+    return [extract_bits(low, lv, k * ebits, ebits, vt.element_type) for k in range(count)]
+
+
+__all__ = ["INT_FOLD", "INT_OPS", "MASK32", "align", "elements", "extract_bits",
+           "float_sources", "int_binary", "pack", "pow2", "words_of"]

@@ -1,0 +1,78 @@
+"""A gpu.func kernel's entry: its signature becomes kernel arguments (a static memref is a
+global buffer pointer, turned into a buffer resource whose num_records is the memref's size; a
+scalar is a by-value argument), its workgroup attributions LDS allocations; then its body is
+lowered op by op through the handler table."""
+
+from __future__ import annotations
+
+from xdsl.dialects.builtin import IndexType, MemRefType
+from xdsl.ir import Operation, SSAValue
+
+from asterism.frontend.lowering import HandlerTable, KernelLowering
+from asterism.frontend.memory import buffer_resource
+from asterism.frontend.values import LV, fail, memref_info, reg_count, type_bits, type_name
+
+
+def lower_kernel(func_op, kb, target: str, handlers: HandlerTable,
+                 functions: dict[str, Operation]) -> KernelLowering:
+    """Declare the kernel's arguments and LDS attributions on `kb`, then lower its body."""
+    low = KernelLowering(func_op, kb, target, handlers)
+    low.functions = functions
+    block = func_op.body.blocks[0]
+    ninputs = len(func_op.function_type.inputs.data)
+    args = [_argument(low, arg, k) for k, arg in enumerate(block.args[:ninputs])]
+    for arg, lv in zip(block.args, args):  # descriptors after all the kernarg loads
+        if lv.kind == "m":
+            lv.value.rsrc = buffer_resource(kb, lv.value.rsrc, lv.value.nbytes)
+        low.set(arg, lv)
+    _workgroup_attributions(low, block.args[ninputs:])
+    low.lower_block(block)
+    return low
+
+
+def _argument(low: KernelLowering, arg: SSAValue, k: int) -> LV:
+    name = arg.name_hint or f"arg{k}"
+    t = arg.type
+    kb = low.kb
+    if isinstance(t, MemRefType):
+        info = memref_info(t, low.func)
+        karg = kb.arg_buffer(name, _dtype(t.element_type))
+        info.rsrc = kb.s_load_dwordx2(None, kb.kernarg_ptr(), karg)  # the pointer, for now
+        return LV("m", t, info)
+    if type_bits(t) > 64 or reg_count(t) > 2:
+        raise fail(low.func, f"argument {k} of type {t} is not supported (memrefs and "
+                             "scalars of at most 64 bits)")
+    dtype = "i64" if isinstance(t, IndexType) else _dtype(t)
+    if dtype == "i1":
+        dtype = "i32"
+    karg = kb.arg_value(name, dtype)
+    if reg_count(t) == 2:
+        return LV("s", t, kb.s_load_dwordx2(None, kb.kernarg_ptr(), karg))
+    if dtype == "i64":  # index: the low 32 bits
+        return LV("s", t, kb.sub(kb.s_load_dwordx2(None, kb.kernarg_ptr(), karg), 0))
+    return LV("s", t, kb.s_load_dword(None, kb.kernarg_ptr(), karg))
+
+
+def _workgroup_attributions(low: KernelLowering, args) -> None:
+    for k, arg in enumerate(args):
+        t = arg.type
+        if not isinstance(t, MemRefType):
+            raise fail(low.func, f"attribution {k} is not a memref")
+        info = memref_info(t, low.func)
+        alloc = low.kb.lds_alloc(arg.name_hint or f"wg{k}", info.nbytes,
+                                 max(4, info.elem_bytes))
+        info.lds_offset = alloc.offset
+        low.set(arg, LV("m", t, info))
+
+
+def _dtype(t) -> str:
+    """The metadata type of a kernel argument or buffer element ("" when it has none)."""
+    name = type_name(t)
+    if name == "index":
+        return "i64"
+    if name.startswith("i") and name not in ("i8", "i16", "i32", "i64"):
+        return "i32"
+    return name if name in ("i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64") else ""
+
+
+__all__ = ["lower_kernel"]

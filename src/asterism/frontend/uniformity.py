@@ -1,0 +1,77 @@
+"""Which values of a kernel are the same in every lane (and so live in SGPRs): those derived
+only from constants, kernel arguments, block ids and sizes and uniform loop counters through
+32-bit integer ops; everything else (per-lane values, floats, vectors) is divergent."""
+
+from __future__ import annotations
+
+from xdsl.dialects import arith, scf
+from xdsl.dialects.builtin import IndexType, IntegerType
+from xdsl.ir import SSAValue
+
+from asterism.frontend.dialects.gpu import BlockDimOp, BlockIdOp, GridDimOp
+from asterism.frontend.lowering import KernelLowering
+from asterism.frontend.values import type_bits
+
+# Ops whose 32-bit integer results are uniform when their operands are.
+UNIFORM_OPS = frozenset({
+    arith.ConstantOp, arith.AddiOp, arith.SubiOp, arith.MuliOp, arith.AndIOp, arith.OrIOp,
+    arith.XOrIOp, arith.ShLIOp, arith.ShRUIOp, arith.ShRSIOp, arith.MaxSIOp, arith.MinSIOp,
+    arith.MaxUIOp, arith.MinUIOp, arith.DivUIOp, arith.RemUIOp, arith.DivSIOp, arith.RemSIOp,
+    arith.FloorDivSIOp, arith.CeilDivSIOp, arith.CeilDivUIOp, arith.CmpiOp, arith.SelectOp,
+    arith.IndexCastOp, arith.ExtUIOp, arith.ExtSIOp, arith.TruncIOp,
+    BlockIdOp, BlockDimOp, GridDimOp,
+})
+
+
+def _scalar_int(t) -> bool:
+    return isinstance(t, IndexType | IntegerType) and type_bits(t) <= 32
+
+
+def divergent_values(func_op) -> set:
+    """Values that may differ between lanes or need VGPRs (floats, vectors), by a fixpoint
+    over the function: the rest can live in SGPRs."""
+    div: set = set()
+    changed = True
+    while changed:
+        changed = False
+
+        def mark(v) -> None:
+            nonlocal changed
+            if v not in div:
+                div.add(v)
+                changed = True
+
+        for op in func_op.walk():
+            if isinstance(op, scf.ForOp):
+                body = op.body.blocks[0]
+                if any(v in div for v in (op.lb, op.ub, op.step)):
+                    mark(body.args[0])
+                yld = body.last_op
+                for k, (init, arg, res) in enumerate(zip(op.iter_args, body.args[1:],
+                                                         op.results)):
+                    if (init in div or yld.operands[k] in div
+                            or not _scalar_int(arg.type)):
+                        mark(arg)
+                        mark(res)
+            elif isinstance(op, scf.IfOp):
+                yields = [r.blocks[0].last_op for r in op.regions if r.blocks]
+                for k, res in enumerate(op.results):
+                    if op.cond in div or not _scalar_int(res.type) or any(
+                            y.operands[k] in div for y in yields):
+                        mark(res)
+            else:
+                for res in op.results:
+                    if (type(op) not in UNIFORM_OPS or not _scalar_int(res.type)
+                            or any(o in div for o in op.operands)):
+                        mark(res)
+    return div
+
+
+def is_divergent(low: KernelLowering, value: SSAValue) -> bool:
+    """Whether `value` of the kernel being lowered needs VGPRs (computed once per kernel)."""
+    if low.divergent is None:
+        low.divergent = divergent_values(low.func)
+    return value in low.divergent
+
+
+__all__ = ["UNIFORM_OPS", "divergent_values", "is_divergent"]
