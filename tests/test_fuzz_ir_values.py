@@ -21,6 +21,7 @@ from test_fuzz_inputs import ASM_SEEDS, IR_SEEDS, _expect_clean, _run_cli, fuzz_
 
 from asterism import api
 from asterism.errors import AsterismError, VerifyError
+from asterism.frontend.parse import is_upstream_text, parse_upstream
 from asterism.ir import parse_ir, print_ir
 from asterism.mc.asm_syntax import INT64_MAX, INT64_MIN, eval_int
 
@@ -63,7 +64,8 @@ _PARSED: dict[str, object] = {}
 def _parsed(text: str):
     """The module of a seed (parsed once: each mutation works on a clone)."""
     if text not in _PARSED:
-        _PARSED[text] = parse_ir(text, "seed.mlir")
+        _PARSED[text] = (parse_upstream(text, "seed.mlir") if is_upstream_text(text)
+                         else parse_ir(text, "seed.mlir"))
     return _PARSED[text]
 
 
