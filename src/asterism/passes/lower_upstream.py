@@ -34,7 +34,6 @@ from xdsl.dialects.builtin import ModuleOp as BuiltinModuleOp
 from xdsl.ir import Block, Operation, SSAValue
 
 from asterism.errors import VerifyError
-from asterism.passes.pipeline import register_pass
 from asterism.passes.upstream_values import (
     LV,
     LoweringError,
@@ -374,8 +373,6 @@ def lower_gpu_module(gpu_module, target: str):
     return top.body.blocks[0].first_op
 
 
-@register_pass("lower-upstream", "lower upstream gpu/amdgpu/arith/vector/memref/scf kernels "
-                                 "to amdgcn IR (relocatable registers)")
 def lower_upstream(module: BuiltinModuleOp, target: str | None = None) -> None:
     """Replace every gpu.module by the amdgcn.module of its kernels."""
     from asterism.ir.upstream import GpuModuleOp
