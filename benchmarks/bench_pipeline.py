@@ -33,7 +33,8 @@ sys.path.insert(0, str(REPO / "src"))
 
 from asterism import api  # noqa: E402
 from asterism.builder import KernelBuilder  # noqa: E402
-from asterism.passes.pipeline import PASSES, _load_builtin_passes, run_pipeline  # noqa: E402
+from asterism.passes.pipeline import run_pipeline  # noqa: E402
+from asterism.passes.registry import PASSES  # noqa: E402
 
 ACCUMULATORS = 16  # 4-register MFMA accumulators live across the loop (64 VGPRs)
 
@@ -135,7 +136,6 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--target", default="gfx942")
     args = parser.parse_args()
-    _load_builtin_passes()
     passes = [p for p in ("inline", "regalloc", "waits", "hazards") if p in PASSES]
     missing = [p for p in ("waits", "hazards") if p not in PASSES]
     t0, c0 = time.perf_counter(), time.process_time()

@@ -200,7 +200,7 @@ def test_inline_errors():
     with pytest.raises(InlineError, match=r"argument #0 of @p has type !amdgcn.vgpr<7>, the "
                                           r"call passes !amdgcn.vgpr"):
         inline_module(module)
-    with pytest.raises(AsterismError, match="unknown inline option"):
+    with pytest.raises(AsterismError, match="unknown option 'deep' of pass 'inline'"):
         run_pipeline(module, "inline{deep=1}")
 
 

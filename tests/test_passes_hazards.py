@@ -338,7 +338,7 @@ def test_relocatable_registers_are_rejected():
 
 
 def test_bad_option():
-    with pytest.raises(AsterismError, match="bad option"):
+    with pytest.raises(AsterismError, match="unknown option 'fix' of pass 'hazards'"):
         api.optimize(kernel(lambda kb: None), "hazards{fix=1}")
 
 

@@ -12,7 +12,7 @@ import pytest
 
 from asterism import api
 from asterism.builder import KernelBuilder
-from asterism.errors import AsterismError, VerifyError
+from asterism.errors import AsterismError, ParseError, VerifyError
 from asterism.ir import parse_ir, print_ir
 from asterism.passes.waits import WaitState, insert_waits
 
@@ -368,7 +368,8 @@ def test_lds_dma_tokens_leave_the_barrier_to_explicit_waits():
 
 
 def test_bad_option():
-    with pytest.raises(VerifyError, match="bad option"):
+    with pytest.raises(ParseError, match="option 'barrier' of 'waits' expects one of lds, none, "
+                                         "got 'all'"):
         api.optimize(kernel(lambda kb: None), "waits{barrier=all}")
 
 

@@ -353,11 +353,13 @@ def test_pipeline_options():
     module = mfma_ds_kernel(4, 4)
     asterism.optimize(module, "schedule{guard=off,counters=keep}")
     assert unit_sequence(module)[:2] == ["mfma", "ds_read"]
-    with pytest.raises(ParseError, match="unknown option\\(s\\) bogus"):
+    with pytest.raises(ParseError, match="unknown option 'bogus' of pass 'schedule'"):
         asterism.optimize(mfma_ds_kernel(1, 1), "schedule{bogus=1}")
-    with pytest.raises(ParseError, match="guard must be 'hazards' or 'off'"):
+    with pytest.raises(ParseError, match="option 'guard' of 'schedule' expects one of "
+                                         "hazards, off, got 'maybe'"):
         asterism.optimize(mfma_ds_kernel(1, 1), "schedule{guard=maybe}")
-    with pytest.raises(ParseError, match="counters must be auto, keep or free"):
+    with pytest.raises(ParseError, match="option 'counters' of 'schedule' expects one of "
+                                         "auto, keep, free, got 'some'"):
         asterism.optimize(mfma_ds_kernel(1, 1), "schedule{counters=some}")
 
 

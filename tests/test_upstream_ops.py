@@ -226,7 +226,6 @@ def test_sched_barrier_is_a_fence_with_no_code():
 
     text = print_ir(lowered)
     assert "amdgcn.sched_barrier mask = 0" in text
-    from asterism.passes.schedule import schedule_pass  # noqa: F401  (registered)
     scheduled = print_ir(api.optimize(lowered, "schedule,regalloc,waits,hazards"))
     lines = [ln.strip() for ln in scheduled.splitlines()]
     fence = next(i for i, ln in enumerate(lines) if ln.startswith("amdgcn.sched_barrier"))

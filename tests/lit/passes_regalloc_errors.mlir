@@ -22,4 +22,4 @@ amdgcn.module @m target = "gfx942" {
 // FIT: passes_regalloc_errors.mlir:16:5: error: kernel @k does not fit in the VGPRs: 3 are live at once at {{.*}}passes_regalloc_errors.mlir:16:5 (before amdgcn.vop2 v_add_u32), 2 VGPRs are available (v0-v1); live there: %a1 (v[?], from {{.*}}:13:5), %b1 (v[?], from {{.*}}:14:5), %c2 (v[?], from {{.*}}:15:5) (no spilling is done
 // FIT-NOT: amdgcn.module
 // RES: error: kernel @k does not fit in the VGPRs: 3 are live at once {{.*}} 2 VGPRs are available (v0-v3 minus reserved v[0:1])
-// OPT: error: unknown regalloc option 'colour' (options: report, reserve, coalesce, max-vgprs, max-agprs, max-sgprs, max-total-vgprs)
+// OPT: <pipeline>:1:10: error: unknown option 'colour' of pass 'regalloc'; options: report, reserve, coalesce, max-vgprs, max-agprs, max-sgprs, max-total-vgprs

@@ -42,5 +42,7 @@ def default_output(path: str | None, input_path: str, suffix: str) -> str:
 def pipeline_option(p: argparse.ArgumentParser, note: str = "") -> None:
     """Add --pipeline (the passes to run on the IR) to a verb's parser."""
     p.add_argument("--pipeline", default="",
-                   help="passes to run, e.g. 'inline,regalloc,waits,hazards' or a named pipeline"
-                        " like 'auto' (default: none; what you wrote is what you get)" + note)
+                   help="passes to run, e.g. 'inline,regalloc{report=1},waits,hazards' or a "
+                        "named pipeline like 'auto' (default: none; what you wrote is what you "
+                        "get; `asterism opt --list-passes` lists every pass and its options)"
+                        + note)

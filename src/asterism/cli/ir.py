@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import sys
 
 from asterism.cli.io import default_output, pipeline_option, read_text, write_output
@@ -59,6 +60,20 @@ def cmd_opt(args) -> int:
     return 0
 
 
+class ListPasses(argparse.Action):
+    """`--list-passes`: print every pass with its options, then exit (like --version)."""
+
+    def __init__(self, option_strings, dest, **kwargs):
+        super().__init__(option_strings, dest, nargs=0, default=argparse.SUPPRESS, **kwargs)
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        """Print the listing (generated from the passes' option dataclasses) and exit 0."""
+        from asterism.passes.registry import describe_passes
+
+        sys.stdout.write(describe_passes())
+        parser.exit()
+
+
 def cmd_hazards(args) -> int:
     """Check hand-written code against the target's wait-state rules (exit 1 on violations)."""
     from asterism import api
@@ -109,6 +124,9 @@ def register(verb) -> None:
     p.add_argument("--print-ir-after-all", action="store_true",
                    help="print the IR after every pass (to stderr)")
     p.add_argument("--timing", action="store_true", help="print per-pass wall time")
+    p.add_argument("--list-passes", action=ListPasses,
+                   help="print every pass with its options (type, default, what it does) and "
+                        "the named pipelines, then exit")
 
     p = verb("hazards", cmd_hazards, "report missing wait states (s_nop) in a kernel",
              "Check every instruction against the target's required wait states "

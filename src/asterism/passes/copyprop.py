@@ -18,18 +18,20 @@ the slot accepts it. The copy itself stays (WYSIWYG); `dce` removes it once noth
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from xdsl.ir import Operation, SSAValue
 
-from asterism.errors import ParseError, VerifyError
+from asterism.errors import VerifyError
 from asterism.ir.abi import compute_layout
 from asterism.ir.match import is_immediate
 from asterism.ir.ops import AllocaOp, InstructionOp, KernelOp
 from asterism.ir.types import RegisterType
 from asterism.ir.verify import amdgcn_modules, check_instruction
 from asterism.isa import IsaDatabase, get_isa
+from asterism.passes.base import Pass
 from asterism.passes.instfacts import facts_cache, gc_paused
 from asterism.passes.liveness import KernelLiveness
-from asterism.passes.pipeline import register_pass
 
 
 class _KernelCopyProp:
@@ -168,13 +170,17 @@ def copy_prop_module(module: Operation) -> int:
     return total
 
 
-@register_pass("copy-prop", "read the sources of plain register copies instead of their "
-                            "results where legal (opt-in; dce then removes the copies)")
-def copy_prop_pass(module: Operation, **options: str) -> None:
-    """The `copy-prop` pass."""
-    if options:
-        raise ParseError(f"the copy-prop pass takes no options (got {', '.join(options)})")
-    copy_prop_module(module)
+@dataclass(frozen=True)
+class CopyPropPass(Pass):
+    """`copy-prop` (no options)."""
+
+    name = "copy-prop"
+    summary = "read the sources of plain register copies instead of their results where " \
+              "legal (opt-in; dce then removes the copies)"
+
+    def apply(self, module: Operation) -> None:
+        """Propagate the copies of `module` in place."""
+        copy_prop_module(module)
 
 
-__all__ = ["copy_prop_module", "copy_prop_pass"]
+__all__ = ["CopyPropPass", "copy_prop_module"]

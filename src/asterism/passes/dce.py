@@ -23,10 +23,11 @@ and LDS allocations stay, since they shape the kernel's descriptor.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from xdsl.dialects import arith
 from xdsl.ir import Operation
 
-from asterism.errors import ParseError
 from asterism.ir.ops import (
     AllocaOp,
     BranchOp,
@@ -42,9 +43,9 @@ from asterism.ir.ops import (
 from asterism.ir.types import SpecialRegType
 from asterism.ir.verify import amdgcn_modules
 from asterism.isa import get_isa
+from asterism.passes.base import Pass
 from asterism.passes.instfacts import InstFacts, facts_cache, gc_paused
 from asterism.passes.liveness import KernelLiveness
-from asterism.passes.pipeline import register_pass
 
 PURE_UNITS = frozenset({"valu", "salu", "trans", "mfma"})
 SIDE_EFFECT_FLAGS = frozenset({
@@ -189,12 +190,16 @@ def dce_module(module: Operation) -> int:
     return total
 
 
-@register_pass("dce", "remove pure instructions whose results nothing reads (opt-in)")
-def dce_pass(module: Operation, **options: str) -> None:
-    """The `dce` pass."""
-    if options:
-        raise ParseError(f"the dce pass takes no options (got {', '.join(options)})")
-    dce_module(module)
+@dataclass(frozen=True)
+class DcePass(Pass):
+    """`dce` (no options)."""
+
+    name = "dce"
+    summary = "remove pure instructions whose results nothing reads (opt-in)"
+
+    def apply(self, module: Operation) -> None:
+        """Remove the dead instructions of `module` in place."""
+        dce_module(module)
 
 
-__all__ = ["dce_module", "dce_pass", "is_pure", "remove_unused_declarations"]
+__all__ = ["DcePass", "dce_module", "is_pure", "remove_unused_declarations"]

@@ -41,12 +41,13 @@ from dataclasses import dataclass, field
 from xdsl.dialects.builtin import IntegerAttr
 from xdsl.ir import Block, Operation
 
-from asterism.errors import AsterismError, VerifyError
+from asterism.errors import AsterismError
 from asterism.ir.match import immediate_of
 from asterism.ir.ops import BranchOp, EndKernelOp, InstructionOp, KernelOp, SOPPOp
 from asterism.ir.types import RegisterType, SpecialRegType
 from asterism.ir.verify import error_at, op_location
 from asterism.isa import get_isa
+from asterism.passes.base import Pass, option
 from asterism.passes.machine import (
     KEY_SGPR,
     Key,
@@ -60,7 +61,6 @@ from asterism.passes.machine import (
     no_gc,
     special_keys,
 )
-from asterism.passes.pipeline import register_pass
 from asterism.target.hazards import (
     KEY_HWREG,
     HazardRule,
@@ -747,23 +747,24 @@ def check_hazards(module: Operation) -> list[Violation]:
     return out
 
 
-@register_pass("hazards", "insert the minimal s_nops the target's wait-state rules need "
-                          "(check-only=1: report violations instead)")
-def hazards_pass(module: Operation, **options: str) -> None:
-    """Pipeline entry of the hazards pass."""
-    check_only = False
-    for key, value in options.items():
-        if key.replace("_", "-") == "check-only" and value in ("0", "1", "true", "false"):
-            check_only = value in ("1", "true")
-        else:
-            raise VerifyError(f"hazards: bad option {key}={value} (options: check-only=0|1)")
-    if check_only:
-        violations = check_hazards(module)
-        if violations:
-            raise HazardViolations(violations)
-        return
-    insert_nops(module)
+@dataclass(frozen=True)
+class HazardsPass(Pass):
+    """`hazards{check-only=1}`."""
+
+    name = "hazards"
+    summary = "insert the minimal s_nops the target's wait-state rules need"
+
+    check_only: bool = option(False, "insert nothing; report the violations (an error)")
+
+    def apply(self, module: Operation) -> None:
+        """Insert the nops in place, or raise HazardViolations with check-only=1."""
+        if self.check_only:
+            violations = check_hazards(module)
+            if violations:
+                raise HazardViolations(violations)
+            return
+        insert_nops(module)
 
 
-__all__ = ["Event", "HazardState", "HazardViolations", "Violation", "check_hazards",
-           "hazard_facts", "hazards_pass", "insert_nops"]
+__all__ = ["Event", "HazardState", "HazardViolations", "HazardsPass", "Violation",
+           "check_hazards", "hazard_facts", "insert_nops"]

@@ -25,10 +25,12 @@ its operands and its results to the values the fragment returns.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from xdsl.dialects import func
 from xdsl.ir import Block, Operation, Region, SSAValue
 
-from asterism.errors import ParseError, VerifyError
+from asterism.errors import VerifyError
 from asterism.ir.ops import (
     BranchOp,
     FallthroughOp,
@@ -43,8 +45,8 @@ from asterism.ir.ops import (
 from asterism.ir.types import RegisterType, type_text
 from asterism.ir.verify import amdgcn_modules, op_location
 from asterism.isa import IsaDatabase, get_isa
+from asterism.passes.base import Pass, option
 from asterism.passes.instfacts import facts_cache
-from asterism.passes.pipeline import register_pass
 
 
 class InlineError(VerifyError):
@@ -284,15 +286,18 @@ def inline_module(module: Operation, keep: bool = False) -> int:
     return total
 
 
-@register_pass("inline", "inline func.call fragments into kernels and drop the fragments "
-                         "(option keep=1 keeps them)")
-def inline_pass(module: Operation, **options: str) -> None:
-    """The `inline` pass."""
-    unknown = sorted(set(options) - {"keep"})
-    if unknown:
-        raise ParseError(f"unknown inline option '{unknown[0]}' (options: keep)")
-    keep = options.get("keep", "0").lower() in ("1", "true", "yes", "on", "")
-    inline_module(module, keep=keep)
+@dataclass(frozen=True)
+class InlinePass(Pass):
+    """`inline{keep=1}`."""
+
+    name = "inline"
+    summary = "inline func.call fragments into kernels and drop the fragments"
+
+    keep: bool = option(False, "keep the fragments in the module after inlining")
+
+    def apply(self, module: Operation) -> None:
+        """Inline every call of `module` in place."""
+        inline_module(module, keep=self.keep)
 
 
-__all__ = ["InlineError", "inline_module", "inline_pass", "retype_chains"]
+__all__ = ["InlineError", "InlinePass", "inline_module", "retype_chains"]

@@ -90,8 +90,8 @@ from asterism.ir.ops import (
 from asterism.ir.types import REGISTER_TYPES, RegisterType, SpecialRegType
 from asterism.ir.verify import amdgcn_modules, op_location, op_title
 from asterism.isa import IsaDatabase, get_isa
+from asterism.passes.base import Pass
 from asterism.passes.instfacts import InstFacts, facts_cache, gc_paused
-from asterism.passes.pipeline import register_pass
 
 FILES = ("v", "a", "s")
 # Exact-type sets: isinstance on xDSL's ABC-based classes is slow on every op of a kernel.
@@ -1284,18 +1284,25 @@ def pressure_report(live: KernelLiveness) -> str:
     return "\n".join(lines)
 
 
-@register_pass("liveness", "report peak register pressure per kernel on stderr "
-                           "(analysis only: the IR is unchanged)")
-def liveness_pass(module: Operation, **options: str) -> None:
-    """Print each kernel's peak pressure and where it occurs."""
-    for live in analyze_module(module).values():
-        sys.stderr.write(pressure_report(live) + "\n")
+@dataclass(frozen=True)
+class LivenessPass(Pass):
+    """`liveness` (no options)."""
+
+    name = "liveness"
+    summary = "report peak register pressure per kernel on stderr (analysis only: the IR is " \
+              "unchanged)"
+
+    def apply(self, module: Operation) -> None:
+        """Print each kernel's peak pressure and where it occurs."""
+        for live in analyze_module(module).values():
+            sys.stderr.write(pressure_report(live) + "\n")
 
 
 __all__ = [
     "FILES",
     "CopyInfo",
     "KernelLiveness",
+    "LivenessPass",
     "Pressure",
     "RegClass",
     "analyze_kernel",

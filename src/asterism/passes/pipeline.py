@@ -1,112 +1,115 @@
-"""Pass registry and pipelines: named passes, named pipelines, mlir-opt-style strings.
+"""Pipelines: mlir-opt-style strings -> passes with typed options, and running them.
 
 A pipeline string is a comma-separated list of pass names, each with optional options in
-braces: `inline,regalloc{reserve=v32-v95},waits`. A named pipeline (e.g. `auto`) expands to
-its passes. The empty pipeline is the identity: what was written is what is emitted.
+braces: `inline,regalloc{reserve=v32-v95,max-vgprs=128},waits`. A named pipeline (e.g.
+`auto`) expands to its passes. `builtin.module(...)` around the list is allowed. The empty
+pipeline is the identity: what was written is what is emitted. The passes and named
+pipelines are `passes.registry`'s; each option's type is its pass's (`passes.base`), and a
+bad pipeline is a ParseError at its place in the string (`<pipeline>:1:COL`).
 """
 
 from __future__ import annotations
 
 import re
 import time
-from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
-from asterism.errors import ParseError
+from asterism.errors import ParseError, SourceLocation, shown
 from asterism.ir.dominance import check_dominance
+from asterism.passes.base import OptionText, Pass, parse_options
+from asterism.passes.registry import PASSES, PIPELINES, known_names, load_pass
 
-PassFn = Callable[..., object]  # (module, **options) -> None (in place) or a new module
-
-
-@dataclass(frozen=True)
-class PassInfo:
-    """A registered pass: its name, what it does, and the function running it."""
-
-    name: str
-    summary: str
-    run: PassFn
+_NAME_RE = re.compile(r"[A-Za-z_][\w-]*")
+_WRAPPER = "builtin.module("
 
 
-PASSES: dict[str, PassInfo] = {}
-PIPELINES: dict[str, list[str]] = {}
+class _Text:
+    """The pipeline string and where its pieces are (for located errors)."""
 
+    def __init__(self, text: str, source: str):
+        self.text = text
+        self.source = source
 
-def register_pass(name: str, summary: str) -> Callable[[PassFn], PassFn]:
-    """Decorator: make `fn(module, **options)` available as pass `name`."""
+    def at(self, pos: int) -> SourceLocation:
+        """The 1-based line and column of offset `pos`."""
+        line_start = self.text.rfind("\n", 0, pos) + 1
+        return SourceLocation(self.source, self.text.count("\n", 0, pos) + 1, pos - line_start + 1)
 
-    def wrap(fn: PassFn) -> PassFn:
-        PASSES[name] = PassInfo(name, summary, fn)
-        return fn
+    def error(self, message: str, pos: int) -> ParseError:
+        """A ParseError at offset `pos`."""
+        return ParseError(message, self.at(pos))
 
-    return wrap
-
-
-def register_pipeline(name: str, passes: list[str]) -> None:
-    """Make `name` expand to `passes` in pipeline strings."""
-    PIPELINES[name] = list(passes)
-
-
-@dataclass
-class PassStep:
-    """One pass of a parsed pipeline, with its options."""
-
-    name: str
-    options: dict[str, str] = field(default_factory=dict)
-
-
-def _load_builtin_passes() -> None:
-    # Passes live in their own modules and register themselves on import.
-    import importlib
-    import pkgutil
-
-    import asterism.passes as pkg
-
-    for info in pkgutil.iter_modules(pkg.__path__):
-        if info.name not in ("pipeline", "__init__"):
-            importlib.import_module(f"asterism.passes.{info.name}")
-    from asterism.frontend import lower as frontend  # the front end's pass: lower-upstream
-    register_pass("lower-upstream", frontend.SUMMARY)(frontend.lower_upstream)
-
-
-_ITEM_RE = re.compile(r"\s*([A-Za-z_][\w-]*)\s*(\{([^}]*)\})?\s*")
-
-
-def parse_pipeline(text: str) -> list[PassStep]:
-    """Parse a pipeline string into steps (named pipelines expanded)."""
-    _load_builtin_passes()
-    text = text.strip()
-    if text.startswith("builtin.module(") and text.endswith(")"):
-        text = text[len("builtin.module("):-1]
-    steps: list[PassStep] = []
-    if not text:
-        return steps
-    pos = 0
-    while pos < len(text):
-        m = _ITEM_RE.match(text, pos)
-        if not m or m.end() == pos:
-            raise ParseError(f"bad pipeline near '{text[pos:]}' (expected e.g. "
-                             "'inline,regalloc,waits')")
-        name = m.group(1)
-        options = {}
-        if m.group(3):
-            for part in m.group(3).split(","):
-                key, sep, value = part.partition("=")
-                if not sep:
-                    raise ParseError(f"bad option '{part}' for pass {name} (expected key=value)")
-                options[key.strip()] = value.strip()
-        if name in PIPELINES:
-            steps += [PassStep(p) for p in PIPELINES[name]]
-        elif name in PASSES:
-            steps.append(PassStep(name, options))
-        else:
-            known = sorted(PASSES) + sorted(PIPELINES)
-            raise ParseError(f"unknown pass '{name}'; known: {', '.join(known) or 'none yet'}")
-        pos = m.end()
-        if pos < len(text):
-            if text[pos] != ",":
-                raise ParseError(f"expected ',' between passes at '{text[pos:]}'")
+    def skip_space(self, pos: int, end: int) -> int:
+        """The first offset from `pos` that is not whitespace (at most `end`)."""
+        while pos < end and self.text[pos].isspace():
             pos += 1
-    return steps
+        return pos
+
+
+def _options(t: _Text, pass_name: str, start: int, end: int) -> list[OptionText]:
+    """The `key=value` items of the braces' inside text[start:end], with their places."""
+    if not t.text[start:end].strip():
+        return []  # `regalloc{}`
+    items = []
+    pos = start
+    for part in t.text[start:end].split(","):
+        key, sep, value = part.partition("=")
+        key_pos = t.skip_space(pos, pos + len(part))
+        if not sep or not key.strip():
+            raise t.error(f"expected OPTION=VALUE in the options of '{pass_name}', got "
+                          f"{shown(part.strip())}", key_pos)
+        value_start = pos + len(key) + 1
+        value_pos = t.skip_space(value_start, pos + len(part))
+        items.append(OptionText(key.strip(), value.strip(), t.at(key_pos), t.at(value_pos)))
+        pos += len(part) + 1
+    return items
+
+
+def _steps(t: _Text, name: str, name_pos: int, options: list[OptionText] | None,
+           brace_pos: int) -> list[Pass]:
+    """The passes one pipeline item stands for."""
+    if name in PIPELINES:
+        if options:
+            raise t.error(f"'{name}' is a named pipeline ({','.join(PIPELINES[name])}): it "
+                          "takes no options", brace_pos)
+        return [load_pass(p)() for p in PIPELINES[name]]
+    if name not in PASSES:
+        raise t.error(f"unknown pass {shown(name)}; known: {', '.join(known_names())}",
+                      name_pos)
+    return [parse_options(load_pass(name), options or [])]
+
+
+def parse_pipeline(text: str, source: str = "<pipeline>") -> list[Pass]:
+    """Parse a pipeline string into passes (named pipelines expanded); a ParseError names
+    the place (`source`:line:column) of what is wrong."""
+    t = _Text(text, source)
+    pos, end = t.skip_space(0, len(text)), len(text.rstrip())
+    if text.startswith(_WRAPPER, pos) and end - pos > len(_WRAPPER) and text[end - 1] == ")":
+        pos, end = pos + len(_WRAPPER), end - 1
+    steps: list[Pass] = []
+    while True:
+        pos = t.skip_space(pos, end)
+        if pos >= end:  # the end (an empty pipeline, or after a trailing comma)
+            return steps
+        m = _NAME_RE.match(text, pos, end)
+        if not m:
+            raise t.error(f"expected a pass name at {shown(text[pos:end])} (e.g. "
+                          "'inline,regalloc,waits')", pos)
+        name, name_pos = m.group(), pos
+        pos = brace_pos = t.skip_space(m.end(), end)
+        options = None
+        if pos < end and text[pos] == "{":
+            close = text.find("}", pos, end)
+            if close < 0:
+                raise t.error(f"missing '}}' after the options of '{name}'", pos)
+            options = _options(t, name, pos + 1, close)
+            pos = t.skip_space(close + 1, end)
+        steps += _steps(t, name, name_pos, options, brace_pos)
+        if pos >= end:
+            return steps
+        if text[pos] != ",":
+            raise t.error(f"expected ',' between passes at {shown(text[pos:end])}", pos)
+        pos += 1
 
 
 @dataclass
@@ -117,7 +120,7 @@ class PassTiming:
     seconds: float
 
 
-def run_pipeline(module, pipeline: str | list[PassStep], *, print_after_all=None,
+def run_pipeline(module, pipeline: str | list[Pass], *, print_after_all=None,
                  timings: list[PassTiming] | None = None):
     """Run the passes on `module`; returns the resulting module.
 
@@ -131,7 +134,7 @@ def run_pipeline(module, pipeline: str | list[PassStep], *, print_after_all=None
         check_dominance(module)
     for step in steps:
         start = time.perf_counter()
-        result = PASSES[step.name].run(module, **step.options)
+        result = step.apply(module)
         if result is not None:
             module = result
         if timings is not None:
@@ -139,3 +142,6 @@ def run_pipeline(module, pipeline: str | list[PassStep], *, print_after_all=None
         if print_after_all is not None:
             print_after_all(step.name, module)
     return module
+
+
+__all__ = ["PassTiming", "parse_pipeline", "run_pipeline"]

@@ -71,6 +71,7 @@ from asterism.ir.types import REGISTER_TYPES, RegisterType
 from asterism.ir.verify import amdgcn_modules, op_location, op_title
 from asterism.isa import IsaDatabase, get_isa
 from asterism.mc.operands import Reg
+from asterism.passes.base import Pass, option
 from asterism.passes.instfacts import gc_paused
 from asterism.passes.liveness import (
     FILE_NAMES,
@@ -84,7 +85,6 @@ from asterism.passes.liveness import (
     value_names,
 )
 from asterism.passes.machine import kernel_target
-from asterism.passes.pipeline import register_pass
 from asterism.target import Target, get_target, total_vgprs
 from asterism.target.hazards import soft_clause_kinds
 
@@ -268,6 +268,7 @@ ORDERS: dict[str, object] = {
 
 
 def _parse_ranges(text: str) -> list[RegisterType]:
+    """The register ranges of the `reserve` option (ParseError for one that does not parse)."""
     from asterism.builder.registers import parse_register_range
 
     out = []
@@ -275,7 +276,7 @@ def _parse_ranges(text: str) -> list[RegisterType]:
         try:
             out.append(parse_register_range(part))
         except VerifyError as err:
-            raise ParseError(f"regalloc reserve: {err.message}") from None
+            raise ParseError(err.message) from None
     return out
 
 
@@ -1018,70 +1019,61 @@ def _clause_kinds(kernel: KernelOp) -> frozenset[str]:
         return frozenset()
 
 
-_INT_OPTIONS = ("max-vgprs", "max-agprs", "max-sgprs", "max-total-vgprs")
-OPTIONS = ("report", "reserve", "coalesce", *_INT_OPTIONS)
+@dataclass(frozen=True)
+class RegallocPass(Pass):
+    """`regalloc{report=1,reserve=v32-v95,max-vgprs=128,coalesce=0}`."""
+
+    name = "regalloc"
+    summary = "assign registers to relocatable values around pinned registers and reserved " \
+              "regions"
+
+    report: bool = option(False, "print used vs peak per register file to stderr")
+    reserve: str = option("", "reserved regions, space separated (v32-v95 s63-s67)",
+                          check=_parse_ranges)
+    coalesce: bool = option(True, "give copies and MFMA accumulators one register where "
+                                  "that creates no conflict")
+    max_vgprs: int | None = option(None, "ArchVGPR budget (default: the target's)")
+    max_agprs: int | None = option(None, "AGPR budget (default: the target's)")
+    max_sgprs: int | None = option(None, "SGPR budget (default: the target's)")
+    max_total_vgprs: int | None = option(None, "unified VGPR file budget, alignTo(VGPRs, 4) + "
+                                               "AGPRs (default: the target's)")
+
+    def apply(self, module: Operation) -> None:
+        """Allocate in place; print the report when report=1."""
+        for r in allocate(module, self):
+            if self.report:
+                sys.stderr.write(r.text() + "\n")
 
 
-def _int_option(options: dict[str, str], key: str) -> int | None:
-    if key not in options:
-        return None
-    try:
-        return int(options[key])
-    except ValueError:
-        raise ParseError(f"regalloc option {key} takes an integer, got '{options[key]}'") \
-            from None
-
-
-def _flag(options: dict[str, str], key: str, default: bool) -> bool:
-    if key not in options:
-        return default
-    value = options[key].lower()
-    if value in ("1", "true", "yes", "on", ""):
-        return True
-    if value in ("0", "false", "no", "off"):
-        return False
-    raise ParseError(f"regalloc option {key} takes 0 or 1, got '{options[key]}'")
-
-
-def allocate_module(module: Operation, **options: str) -> list[AllocationReport]:
-    """Allocate every kernel of a module (options as in the pipeline string)."""
-    unknown = sorted(set(options) - set(OPTIONS))
-    if unknown:
-        raise ParseError(f"unknown regalloc option '{unknown[0]}' (options: "
-                         f"{', '.join(OPTIONS)})")
-    reserve = _parse_ranges(options.get("reserve", ""))
-    coalesce = _flag(options, "coalesce", True)
+def allocate(module: Operation, options: RegallocPass) -> list[AllocationReport]:
+    """Allocate every kernel of a module with the pass's options."""
+    reserve = _parse_ranges(options.reserve)
     reports = []
     for amod in amdgcn_modules(module):
         isa = get_isa(amod.target_name)
         target = get_target(amod.target_name)
-        limits = Limits.for_target(target, *(_int_option(options, k) for k in _INT_OPTIONS))
+        limits = Limits.for_target(target, options.max_vgprs, options.max_agprs,
+                                   options.max_sgprs, options.max_total_vgprs)
         for op in amod.body.ops:
             if isinstance(op, KernelOp):
                 reports.append(allocate_kernel(op, isa, limits=limits, reserve=reserve,
-                                               coalesce=coalesce))
+                                               coalesce=options.coalesce))
     return reports
 
 
-@register_pass("regalloc", "assign registers to relocatable values around pinned registers "
-                           "and reserved regions (options: report=1, reserve=v32-v95, "
-                           "max-vgprs=N, max-agprs=N, max-sgprs=N, max-total-vgprs=N, "
-                           "coalesce=0)")
-def regalloc_pass(module: Operation, **options: str) -> None:
-    """The `regalloc` pass: allocate in place, print the report when report=1."""
-    reports = allocate_module(module, **options)
-    if _flag(options, "report", False):
-        for r in reports:
-            sys.stderr.write(r.text() + "\n")
+def allocate_module(module: Operation, **options: str) -> list[AllocationReport]:
+    """Allocate every kernel of a module (options as text, as in the pipeline string)."""
+    return allocate(module, RegallocPass.from_options(options))
 
 
 __all__ = [
     "AllocationReport",
     "FileReport",
     "Limits",
+    "RegallocPass",
     "RegisterAllocationError",
+    "allocate",
     "allocate_kernel",
     "allocate_module",
-    "regalloc_pass",
 ]
 

@@ -48,12 +48,12 @@ from __future__ import annotations
 import heapq
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
+from typing import Literal
 
 from xdsl.dialects import arith, func
 from xdsl.dialects.builtin import IntAttr, IntegerAttr, StringAttr
 from xdsl.ir import Block, Operation, SSAValue
 
-from asterism.errors import ParseError
 from asterism.ir.match import immediate_of
 from asterism.ir.ops import (
     ABI_VALUE_OPS,
@@ -72,7 +72,7 @@ from asterism.ir.ops import (
 from asterism.ir.types import RegisterType, SpecialRegType
 from asterism.ir.verify import amdgcn_modules, match_instruction
 from asterism.isa import Instruction, IsaDatabase, get_isa
-from asterism.passes.pipeline import register_pass
+from asterism.passes.base import Pass, option
 from asterism.target.hazards import HazardRule, distance_rules, instruction_classes, rules_for
 from asterism.target.timing import TimingModel, get_timing, timing_class
 
@@ -968,10 +968,7 @@ def _successors(blocks: list[Block]) -> dict[int, list[int]]:
 def schedule_module(module: Operation, *, guard: str = "hazards",
                     counters: str = "auto") -> ScheduleStats:
     """Reorder the instructions of every basic block (see the module docstring)."""
-    if guard not in ("hazards", "off"):
-        raise ParseError(f"schedule: guard must be 'hazards' or 'off', got '{guard}'")
-    if counters not in ("auto", "keep", "free"):
-        raise ParseError(f"schedule: counters must be auto, keep or free, got '{counters}'")
+    SchedulePass.from_options({"guard": guard, "counters": counters})  # (ParseError if bad)
     stats = ScheduleStats()
     for isa, target, blocks, _owner in _blocks(module):
         tm = get_timing(target)
@@ -1082,17 +1079,26 @@ def _schedule_region(block: Block, region: list[Node], tm: TimingModel, keep: se
             block.insert_op_before(n.op, anchor)
 
 
-@register_pass("schedule", "list-schedule instructions within basic blocks by the target's "
-                           "latency model (options: guard=hazards|off, counters=auto|keep|free)")
-def schedule_pass(module: Operation, guard: str = "hazards", counters: str = "auto",
-                  **unknown: str) -> None:
-    """The `schedule` pass: `schedule_module` with pipeline-string options."""
-    if unknown:
-        raise ParseError(f"schedule: unknown option(s) {', '.join(sorted(unknown))} "
-                         "(options: guard, counters)")
-    schedule_module(module, guard=guard, counters=counters)
+@dataclass(frozen=True)
+class SchedulePass(Pass):
+    """`schedule{guard=off,counters=keep}` (see the module docstring)."""
+
+    name = "schedule"
+    summary = "list-schedule instructions within basic blocks by the target's latency model"
+
+    guard: Literal["hazards", "off"] = option("hazards", "keep hazard-linked instructions their "
+                                                         "wait states apart (off: leave it to "
+                                                         "the hazards pass)")
+    counters: Literal["auto", "keep", "free"] = option("auto", "keep the issue order of "
+                                                               "counted memory instructions "
+                                                               "(auto: where an s_waitcnt "
+                                                               "counts them)")
+
+    def apply(self, module: Operation) -> None:
+        """Schedule every basic block of `module` in place."""
+        schedule_module(module, guard=self.guard, counters=self.counters)
 
 
 __all__ = ["KEEP_ORDER_ATTR", "BlockEstimate", "CycleEstimate", "Edge", "MemAccess", "Node",
-           "ScheduleStats", "estimate_block", "estimate_cycles", "hazard_wait_states",
-           "list_schedule", "schedule_module", "split_regions"]
+           "SchedulePass", "ScheduleStats", "estimate_block", "estimate_cycles",
+           "hazard_wait_states", "list_schedule", "schedule_module", "split_regions"]

@@ -52,13 +52,14 @@ Options: `barrier=lds|none`, `lds-dma=wait|tokens`, `strict-store-data=0|1`.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Literal
 
 from xdsl.ir import Block, Operation
 
-from asterism.errors import VerifyError
 from asterism.ir.ops import LDS_DMA_TOKENS_ATTR, InstructionOp, KernelOp, SOPPOp, WaitOp
 from asterism.ir.verify import error_at
 from asterism.isa import get_isa, syntax
+from asterism.passes.base import Pass, option
 from asterism.passes.machine import (
     KEY_SGPR,
     Key,
@@ -68,7 +69,6 @@ from asterism.passes.machine import (
     module_target,
     no_gc,
 )
-from asterism.passes.pipeline import register_pass
 
 VM, EXP, LGKM = "vmcnt", "expcnt", "lgkmcnt"
 COUNTERS = (VM, EXP, LGKM)
@@ -230,30 +230,27 @@ class WaitState:
 # ---------------------------------------------------------------------------- the pass
 
 
-@dataclass
-class WaitOptions:
-    """Options of the waits pass (see the module docstring)."""
+@dataclass(frozen=True)
+class WaitsPass(Pass):
+    """`waits{barrier=none,lds-dma=tokens,strict-store-data=1}` (see the module docstring)."""
 
-    barrier: str = "lds"
-    lds_dma: str = "wait"
-    strict_store_data: bool = False
+    name = "waits"
+    summary = "resolve amdgcn.wait and place the minimal s_waitcnt before uses of in-flight " \
+              "results (hand-written waits are kept)"
 
-    @classmethod
-    def parse(cls, options: dict[str, str]) -> WaitOptions:
-        """From pipeline options (`waits{barrier=none,lds-dma=tokens}`)."""
-        out = cls()
-        for key, value in options.items():
-            name = key.replace("-", "_")
-            if name == "barrier" and value in ("lds", "none"):
-                out.barrier = value
-            elif name == "lds_dma" and value in ("wait", "tokens"):
-                out.lds_dma = value
-            elif name == "strict_store_data" and value in ("0", "1", "true", "false"):
-                out.strict_store_data = value in ("1", "true")
-            else:
-                raise VerifyError(f"waits: bad option {key}={value} (options: barrier=lds|none, "
-                                  "lds-dma=wait|tokens, strict-store-data=0|1)")
-        return out
+    barrier: Literal["lds", "none"] = option("lds", "wait for this wave's LDS accesses before "
+                                                    "s_barrier (none: do not)")
+    lds_dma: Literal["wait", "tokens"] = option("wait", "wait for in-flight LDS DMA loads before "
+                                                        "DS accesses (tokens: only where waited "
+                                                        "for)")
+    strict_store_data: bool = option(False, "keep store data registers locked until the store "
+                                            "completes")
+
+    def apply(self, module: Operation) -> None:
+        """Place the waits of every kernel of `module` in place."""
+        with no_gc():
+            for kernel in kernels_of(module):
+                _KernelWaits(kernel, self).run()
 
 
 @dataclass
@@ -272,7 +269,7 @@ class _OpFacts:
 class _KernelWaits:
     """The waits pass on one kernel."""
 
-    def __init__(self, kernel: KernelOp, options: WaitOptions):
+    def __init__(self, kernel: KernelOp, options: WaitsPass):
         self.kernel = kernel
         self.options = options
         self.mk = MachineKernel(kernel, get_isa(module_target(kernel)))
@@ -441,18 +438,8 @@ def _waitcnt(counts: dict[str, int], where: Operation) -> SOPPOp:
 
 
 def insert_waits(module: Operation, **options: str) -> None:
-    """Run the waits pass on every kernel of `module` (in place)."""
-    opts = WaitOptions.parse(options)
-    with no_gc():
-        for kernel in kernels_of(module):
-            _KernelWaits(kernel, opts).run()
+    """Run the waits pass on every kernel of `module` (in place; options as text)."""
+    WaitsPass.from_options(options).apply(module)
 
 
-@register_pass("waits", "resolve amdgcn.wait and place the minimal s_waitcnt before uses of "
-                        "in-flight results (hand-written waits are kept)")
-def waits_pass(module: Operation, **options: str) -> None:
-    """Pipeline entry of the waits pass."""
-    insert_waits(module, **options)
-
-
-__all__ = ["MemKind", "WaitOptions", "WaitState", "classify", "insert_waits", "waits_pass"]
+__all__ = ["MemKind", "WaitState", "WaitsPass", "classify", "insert_waits"]
