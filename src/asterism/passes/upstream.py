@@ -7,8 +7,8 @@ from dataclasses import dataclass
 
 from xdsl.ir import Operation
 
-from asterism.passes.base import Pass, option
 from asterism.frontend.lower import SUMMARY, lower_upstream
+from asterism.passes.base import Pass, option
 
 
 @dataclass(frozen=True)
