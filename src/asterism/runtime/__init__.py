@@ -62,6 +62,18 @@ def _dim3(value, what: str) -> tuple[int, int, int]:
     return vals + (1,) * (3 - len(vals))
 
 
+def _check_grid(grid3: tuple[int, int, int], block3: tuple[int, int, int]) -> None:
+    """The grid in work-items must fit the dispatch packet (uint32 per dimension)."""
+    from asterism.emu.emulator import MAX_GRID_SIZE
+    from asterism.runtime.kernargs import ArgumentError
+
+    for axis, g, b in zip("xyz", grid3, block3):
+        if g * b > MAX_GRID_SIZE:
+            raise ArgumentError(f"grid {axis}: {g} workgroups of {b} work-items is {g * b} "
+                                f"work-items; a dispatch has at most {MAX_GRID_SIZE} per "
+                                "dimension")
+
+
 def _mc_module(source):
     """The McModule of a .mlir/.s path, an xDSL module or an McModule (None otherwise)."""
     from asterism.mc.program import McModule
@@ -152,7 +164,8 @@ def select_backend(name: str, target: str):
 def launch(code_object, kernel: str, grid=(1, 1, 1), block=(64, 1, 1), args=(),
            backend: str = "auto", iterations: int = 1, timing: Any = False,
            trace_dir: str | os.PathLike | None = None,
-           source_map: Mapping[int, str] | None = None) -> LaunchResult:
+           source_map: Mapping[int, str] | None = None, *,
+           max_instructions: int | None = None, progress: Any = None) -> LaunchResult:
     """Run `kernel` of a code object (bytes, path to .hsaco/.s/.mlir, CodeObject or module).
 
     `grid` counts workgroups, `block` work-items per workgroup. `args` lists the explicit
@@ -161,6 +174,9 @@ def launch(code_object, kernel: str, grid=(1, 1, 1), block=(64, 1, 1), args=(),
     the results. Returns per-launch times. `timing` (True or a TimingOptions) runs the
     emulator's timing model (modeled, not measured): `result.timing`, and `trace_dir`
     writes it as an ATT folder (code.json source column from `source_map` or the source).
+    Emulator only: `max_instructions` is the per-wave instruction budget (a kernel that
+    never ends stops with BudgetExceeded; default the backend's, 10 million) and
+    `progress` an emu.progress.RunProgress that shows a long run on stderr.
     """
     from asterism.emu.timing import TimingOptions
     from asterism.runtime.kernargs import ArgumentError, pack_kernargs
@@ -184,7 +200,10 @@ def launch(code_object, kernel: str, grid=(1, 1, 1), block=(64, 1, 1), args=(),
         raise AsterismError(f"no kernel '{kernel}' in the code object (kernels: {names})")
     if iterations < 1:
         raise ArgumentError("iterations must be at least 1")
+    if max_instructions is not None and max_instructions < 1:
+        raise ArgumentError(f"max_instructions must be at least 1, got {max_instructions}")
     grid3, block3 = _dim3(grid, "grid"), _dim3(block, "block")
+    _check_grid(grid3, block3)
     meta = entry.metadata or {}
     reqd = meta.get(".reqd_workgroup_size")
     if reqd and tuple(reqd) != block3:
@@ -194,10 +213,9 @@ def launch(code_object, kernel: str, grid=(1, 1, 1), block=(64, 1, 1), args=(),
     be = select_backend(backend, obj.target.name)
     if be.name == "hip":
         times, stats = be.launch(obj, entry, packed, grid3, block3, iterations, data)
-    elif options is not None:
-        times, stats = be.launch(obj, entry, packed, grid3, block3, iterations, timing=options)
     else:
-        times, stats = be.launch(obj, entry, packed, grid3, block3, iterations)
+        times, stats = be.launch(obj, entry, packed, grid3, block3, iterations, timing=options,
+                                 max_instructions=max_instructions, progress=progress)
     result = LaunchResult(times, be.name, be.device_name(), kernel, stats,
                           [b.name for b in packed.buffers if b.copy_out])
     if options is not None:
