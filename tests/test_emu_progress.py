@@ -14,8 +14,8 @@ from asterism.cli import main
 from asterism.emu import BudgetExceeded, DeviceMemory, Emulator
 from asterism.emu import timing as timing_module
 from asterism.emu.progress import RunProgress
-from asterism.limits import MemoryBudgetError
-from asterism.progress import ProgressLine, clock, count
+from asterism.support.limits import MemoryBudgetError
+from asterism.support.progress import ProgressLine, clock, count
 
 RUNAWAY = "loop:\nv_add_u32 v1, 1, v1\ns_branch loop"
 

@@ -1,7 +1,7 @@
-"""The memory budget (asterism.limits) and the sizes a user-given value decides: --arg specs,
-device allocations, launch copies, kernarg segments, scratch and LDS of a descriptor, grid
-sizes, kernel-library inputs. Each is refused before it is allocated, with a one-line error
-naming what asked for it and how much."""
+"""The memory budget (asterism.support.limits) and the sizes a user-given value decides:
+--arg specs, device allocations, launch copies, kernarg segments, scratch and LDS of a
+descriptor, grid sizes, kernel-library inputs. Each is refused before it is allocated, with
+a one-line error naming what asked for it and how much."""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ from test_emu_asm import descriptor, program
 
 from asterism.cli import main
 from asterism.emu import DeviceMemory, Emulator, EmulatorError
-from asterism.limits import (
+from asterism.support.limits import (
     ENV,
     MemoryBudgetError,
     check_memory,

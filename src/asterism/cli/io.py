@@ -39,9 +39,9 @@ def add_emulator_options(p) -> None:
 
 
 def emulator_progress(args):
-    """The RunProgress of a verb's launches (silent with --quiet; see asterism.progress)."""
+    """The RunProgress of a verb's launches (silent with --quiet; asterism.support.progress)."""
     from asterism.emu.progress import RunProgress
-    from asterism.progress import ProgressLine
+    from asterism.support.progress import ProgressLine
 
     return RunProgress(ProgressLine(enabled=not args.quiet))
 

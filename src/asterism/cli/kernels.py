@@ -15,7 +15,7 @@ def _case(args):
 
     gen = kernels.get(args.name)
     params: dict[str, str] = {}
-    if args.shape:
+    if args.shape is not None:
         params.update(gen.shape_params(args.shape))
     params.update(parse_params(args.param))
     return gen.build(args.target, params)

@@ -49,9 +49,11 @@ def make_arg(spec: str, param: dict | None, seed: int):
             raise AsterismError(f"--arg {name}: full needs a value: full:N:dtype:VALUE")
         import math
 
-        from asterism.limits import check_memory
+        from asterism.support.limits import check_memory
 
-        check_memory(math.prod(shape) * dtype.itemsize, f"--arg {name} ({spec})")
+        # (rand and arange draw int64 / float64 values first, then convert)
+        scratch = 8 if parts[0] in ("rand", "arange") else 0
+        check_memory(math.prod(shape) * (dtype.itemsize + scratch), f"--arg {name} ({spec})")
         try:
             return _make_array(parts, shape, dtype, seed)
         except (ValueError, OverflowError, MemoryError) as err:
@@ -96,7 +98,12 @@ def _make_array(parts: list[str], shape: tuple[int, ...], dtype, seed: int):
     if parts[0] == "arange":
         return np.arange(n).astype(dtype).reshape(shape)
     if parts[0] == "full":
-        return np.full(shape, _number(parts[3]), dtype)
+        value = _number(parts[3])
+        if dtype.kind in "iu" and not (float(value).is_integer()
+                                       and np.iinfo(dtype).min <= value <= np.iinfo(dtype).max):
+            # (NumPy would store some garbage integer for nan, 1.5 or 2**40 in an int32)
+            raise ValueError(f"{parts[3]} is not a {dtype} value")
+        return np.full(shape, value, dtype)
     rng = np.random.default_rng(seed)
     if np.issubdtype(dtype, np.integer):
         return rng.integers(-100, 100, size=shape).astype(dtype)

@@ -288,7 +288,7 @@ class Emulator:
                          waves_per_wg: int, kernel: str) -> int:
         """Workgroups per batch: up to max_batch_waves waves, with the batch's state under
         BATCH_STATE_BYTES and half the memory budget (one workgroup at least, if it fits)."""
-        from asterism.limits import check_memory, format_bytes, memory_budget
+        from asterism.support.limits import check_memory, format_bytes, memory_budget
 
         per_wg = self.workgroup_state_bytes(comp, kd, lds_size, waves_per_wg)
         check_memory(per_wg, f"one workgroup of {kernel} ({waves_per_wg} waves, "
@@ -297,6 +297,7 @@ class Emulator:
                      hint=f"{format_bytes(per_wg)} of registers, scratch and LDS")
         cap = min(BATCH_STATE_BYTES, memory_budget()[0] // 2)
         return max(1, min(self.max_batch_waves // waves_per_wg, cap // per_wg))
+
     def _check_registers(self, comp: Compiled, kd: KernelDescriptor, kernel: str) -> None:
         if not self.sanitizer:
             return

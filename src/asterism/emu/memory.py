@@ -71,7 +71,7 @@ class DeviceMemory:
 
     def alloc(self, size: int, *, align: int = 256, name: str = "") -> int:
         """Reserve `size` bytes (zero-filled) aligned to `align`; returns the address.
-        A size beyond the memory budget (asterism.limits) is a MemoryBudgetError."""
+        A size beyond the memory budget (asterism.support.limits) is a MemoryBudgetError."""
         if size < 0:
             raise ValueError(f"allocation size must be >= 0, got {size}")
         if align <= 0 or align & (align - 1):
@@ -276,7 +276,7 @@ class DeviceMemory:
 
 
 def _check_size(size: int, name: str) -> None:
-    from asterism.limits import check_memory
+    from asterism.support.limits import check_memory
 
     check_memory(size, f"device allocation '{name or 'unnamed'}'")
 

@@ -1,4 +1,4 @@
-"""What a long emulator run shows on stderr (through `asterism.progress.ProgressLine`).
+"""What a long emulator run shows on stderr (through asterism.support.progress's line).
 
     progress = RunProgress()                    # silent for the first 2 s, then 1 line/s
     emu.run(program, kd, grid=..., block=..., progress=progress)
@@ -15,7 +15,7 @@ with progress is as fast as one without.
 
 from __future__ import annotations
 
-from asterism.progress import ProgressLine, clock, count
+from asterism.support.progress import ProgressLine, clock, count
 
 PHASES = {"run": "emulating", "probe": "checking that it ends",
           "model": "timing model", "rest": "timing model done; running the rest"}

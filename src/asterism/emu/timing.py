@@ -19,7 +19,7 @@ memory write undone afterwards: a kernel that never ends reaches the instruction
 the speed of the plain emulator instead of after budget x waves modeled steps. (Waves that
 wait for each other through memory, which the plain emulator cannot run either, stop there
 too.) The model keeps one record per modeled wave-instruction; their memory is bounded by
-the memory budget (asterism.limits).
+the memory budget (asterism.support.limits).
 
 The model (parameters: asterism/target/data/timing.toml, with sources):
 
@@ -876,7 +876,7 @@ class TimedDispatch(IssueModel):
     def _check_memory(self, n_modeled: int) -> None:
         """The modeled workgroups run as one batch: refuse (before allocating) a batch
         whose emulator state does not fit, and note how many trace records may be kept."""
-        from asterism.limits import check_memory, memory_budget
+        from asterism.support.limits import check_memory, memory_budget
 
         per_wg = self.emu.workgroup_state_bytes(self.comp, self.descriptor, self.lds_size,
                                                 self.waves_per_wg)
@@ -893,7 +893,7 @@ class TimedDispatch(IssueModel):
         error is left for the model to find again, where it happens in model order."""
         from asterism.emu.emulator import RunStats
         from asterism.emu.memory import UndoLog, UndoLogFull
-        from asterism.limits import memory_budget
+        from asterism.support.limits import memory_budget
 
         log = UndoLog(self.emu.memory, min(PROBE_UNDO_BYTES, memory_budget()[0] // 4))
         probe = RunStats(self.kernel, int(modeled.size), int(modeled.size) * self.waves_per_wg)
@@ -1070,7 +1070,7 @@ class TimedDispatch(IssueModel):
 
     def _every_tick(self) -> None:
         """Every TICK modeled instructions: bound the trace's memory, show progress."""
-        from asterism.limits import MemoryBudgetError, format_bytes
+        from asterism.support.limits import MemoryBudgetError, format_bytes
 
         self._tick = TICK
         self._records += TICK

@@ -1033,7 +1033,7 @@ def input_bytes(cfg: Config) -> int:
 def make_inputs(cfg: Config, seed: int) -> dict[str, np.ndarray]:
     """Q, K, V (standard normal, in the dtype) and a zero O, checked against the memory
     budget first; drawn a batch at a time (the same values as one draw)."""
-    from asterism.limits import check_memory
+    from asterism.support.limits import check_memory
 
     check_memory(input_bytes(cfg), f"the arguments and reference of {NAME} (batch "
                  f"{cfg.batch}, heads {cfg.heads}, seq_q {cfg.seq_q}, seq_k {cfg.seq_k}, "

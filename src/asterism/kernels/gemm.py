@@ -1163,7 +1163,7 @@ def input_bytes(cfg: GemmConfig) -> int:
 def make_inputs(cfg: GemmConfig) -> dict[str, np.ndarray]:
     """A and B (random, in the layout's storage order) and a zero C, checked against the
     memory budget first."""
-    from asterism.limits import check_memory
+    from asterism.support.limits import check_memory
 
     check_memory(input_bytes(cfg), f"the arguments and reference of gemm (m {cfg.m}, n "
                  f"{cfg.n}, k {cfg.k}, {cfg.dtype})", hint="use a smaller problem")

@@ -62,18 +62,6 @@ def _dim3(value, what: str) -> tuple[int, int, int]:
     return vals + (1,) * (3 - len(vals))
 
 
-def _check_grid(grid3: tuple[int, int, int], block3: tuple[int, int, int]) -> None:
-    """The grid in work-items must fit the dispatch packet (uint32 per dimension)."""
-    from asterism.emu.emulator import MAX_GRID_SIZE
-    from asterism.runtime.kernargs import ArgumentError
-
-    for axis, g, b in zip("xyz", grid3, block3):
-        if g * b > MAX_GRID_SIZE:
-            raise ArgumentError(f"grid {axis}: {g} workgroups of {b} work-items is {g * b} "
-                                f"work-items; a dispatch has at most {MAX_GRID_SIZE} per "
-                                "dimension")
-
-
 def _mc_module(source):
     """The McModule of a .mlir/.s path, an xDSL module or an McModule (None otherwise)."""
     from asterism.mc.program import McModule
@@ -203,7 +191,9 @@ def launch(code_object, kernel: str, grid=(1, 1, 1), block=(64, 1, 1), args=(),
     if max_instructions is not None and max_instructions < 1:
         raise ArgumentError(f"max_instructions must be at least 1, got {max_instructions}")
     grid3, block3 = _dim3(grid, "grid"), _dim3(block, "block")
-    _check_grid(grid3, block3)
+    from asterism.emu.emulator import check_grid
+
+    check_grid(grid3, block3)  # (the dispatch packet's limit, for the GPU as well)
     meta = entry.metadata or {}
     reqd = meta.get(".reqd_workgroup_size")
     if reqd and tuple(reqd) != block3:

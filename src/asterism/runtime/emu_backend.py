@@ -98,7 +98,7 @@ class EmuBackend:
 def _check_room(kernel: str, packed: PackedArgs) -> None:
     """Refuse, before copying anything, a launch whose device copies of the buffers (plus
     the pages of the output arrays the results land in) do not fit the memory budget."""
-    from asterism.limits import check_memory, format_bytes
+    from asterism.support.limits import check_memory, format_bytes
 
     buffers = sorted(packed.buffers, key=lambda b: -b.array.nbytes)
     need = sum(b.array.nbytes * (2 if b.copy_out else 1) for b in buffers)

@@ -132,7 +132,7 @@ def pack_kernargs(meta: dict, args: list[Any] | dict[str, Any], grid: tuple[int,
         raise ArgumentError(f"{name}: .kernarg_segment_size {raw_size!r} in the metadata is "
                             "not a size")
     size = raw_size
-    from asterism.limits import check_memory
+    from asterism.support.limits import check_memory
 
     check_memory(size, f"the kernarg segment of {name} (.kernarg_segment_size {size})")
     segment = bytearray(size)

@@ -13,7 +13,7 @@ import sys
 import time
 from typing import TextIO
 
-from asterism.progress import DELAY, LOG_INTERVAL, clock
+from asterism.support.progress import DELAY, LOG_INTERVAL, clock
 
 BAR = 24
 
