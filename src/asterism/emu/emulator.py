@@ -66,6 +66,7 @@ MAX_GRID_SIZE = 2**32 - 1
 # Emulator state of one batch of waves (registers, LDS and its sanitizer shadow, scratch) is
 # kept under this (and under half the memory budget) by running fewer workgroups at a time.
 BATCH_STATE_BYTES = 1 << 30
+QUICK_BATCH_BYTES = 64 << 20  # a batch this small is never shrunk
 # Instructions a group runs before the scheduler looks up again (progress, Ctrl-C); the
 # choice of the next group is the same, so this changes no result.
 CHUNK = 1 << 14
@@ -295,8 +296,11 @@ class Emulator:
                              f"{self._private_bytes(kd, kernel)} bytes of scratch per lane, "
                              f"{lds_size} bytes of LDS) in the emulator",
                      hint=f"{format_bytes(per_wg)} of registers, scratch and LDS")
+        most = max(1, self.max_batch_waves // waves_per_wg)
+        if per_wg * most <= QUICK_BATCH_BYTES:
+            return most  # (small enough anywhere: no need to ask the system)
         cap = min(BATCH_STATE_BYTES, memory_budget()[0] // 2)
-        return max(1, min(self.max_batch_waves // waves_per_wg, cap // per_wg))
+        return max(1, min(most, cap // per_wg))
 
     def _check_registers(self, comp: Compiled, kd: KernelDescriptor, kernel: str) -> None:
         if not self.sanitizer:
