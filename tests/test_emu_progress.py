@@ -110,10 +110,14 @@ def test_short_runs_and_quiet_show_nothing():
 
 
 def test_progress_through_the_timing_model_phases():
+    # Waves of 6001 instructions pass the check point of a 40000 budget (2500): the model
+    # stops, the functional check runs, the model runs again.
     progress, stream = _eager()
-    run(FINITE_LOOP, block=128, timing=True, progress=progress)
-    phases = {line.split(": ")[1].split(",")[0] for line in stream.getvalue().splitlines()}
-    assert {"checking that it ends", "timing model"} <= phases
+    run(FINITE_LOOP, block=128, timing=True, instruction_budget=40_000, progress=progress)
+    phases = [line.split(": ")[1].split(",")[0] for line in stream.getvalue().splitlines()]
+    assert {"timing model", "checking that it ends"} <= set(phases)
+    assert phases.index("checking that it ends") < len(phases) - 1 - \
+        phases[::-1].index("timing model")  # (the model comes again after the check)
 
 
 def test_results_do_not_depend_on_the_progress_chunks(monkeypatch):
@@ -161,8 +165,9 @@ def test_budget_message_says_what_happened_and_what_to_do():
 
 def test_timing_run_reaches_the_budget_without_modeling_it(monkeypatch):
     # Before: the model stepped every wave one instruction at a time until one of the 4
-    # waves reached the budget (4 x 2000 model steps). Now the functional check before the
-    # model stops the run: the model never steps.
+    # waves reached the budget (4 x 20000 model steps). Now the model stops when a wave
+    # passes 1/16 of the budget (it looks every TICK steps) and the functional check, at
+    # the plain emulator's speed, reaches the budget.
     steps = []
     advance = timing_module.TimedDispatch._advance
 
@@ -170,9 +175,23 @@ def test_timing_run_reaches_the_budget_without_modeling_it(monkeypatch):
         steps.append(1)
         return advance(self, w)
     monkeypatch.setattr(timing_module.TimedDispatch, "_advance", counted)
-    with pytest.raises(BudgetExceeded, match="stopped after 8000 wave-instructions"):
-        run(RUNAWAY, block=256, instruction_budget=2000, timing=True)
-    assert steps == []
+    with pytest.raises(BudgetExceeded, match="stopped after 80000 wave-instructions"):
+        run(RUNAWAY, block=256, instruction_budget=20_000, timing=True)
+    assert 0 < len(steps) <= 2 * timing_module.TICK
+
+
+def test_a_long_kernel_that_ends_is_modeled_in_full():
+    # Past the check point the model restarts after the functional check: the same memory,
+    # counts and modeled cycles as a model that never stopped.
+    got = []
+    for budget in (10_000_000, 40_000):
+        out = np.zeros(65, np.uint32)
+        emu, addrs, stats = run(INCREMENT.replace("s_endpgm", FINITE_LOOP), args=[out],
+                                timing=True, instruction_budget=budget)
+        got.append((emu.memory.download(addrs[0], 65, np.uint32).tolist(),
+                    stats.wave_instructions, stats.timing.cycles))
+    assert got[0] == got[1]
+    assert got[0][0] == [1] * 64 + [64]  # (once: the stores of the stopped model undone)
 
 
 def test_functional_check_before_the_model_leaves_memory_unchanged():

@@ -287,22 +287,34 @@ class UndoLogFull(Exception):
 
 class UndoLog:
     """Stands in for a DeviceMemory and keeps the bytes every store (and atomic) overwrites,
-    so `restore()` puts memory back as it was. Host access and loads are delegated."""
+    so `restore()` puts memory back as it was. Host access and loads are delegated.
 
-    def __init__(self, memory: DeviceMemory, limit: int):
+    Past `limit` bytes kept, it raises UndoLogFull (`when_full="raise"`: the caller restores
+    and gives up) or drops what it kept and stops logging (`"stop"`: `overflowed` is then
+    True and the memory can no longer be restored)."""
+
+    def __init__(self, memory: DeviceMemory, limit: int, when_full: str = "raise"):
         self._memory = memory
         self._limit = limit
+        self._raise = when_full == "raise"
         self._saved: list[tuple[np.ndarray, np.ndarray]] = []
         self._bytes = 0
+        self.overflowed = False
 
     def __getattr__(self, name: str):
         return getattr(self._memory, name)
 
     def _save(self, addrs: np.ndarray, nbytes: int) -> None:
+        if self.overflowed:
+            return
         addrs = np.array(addrs, np.uint64)
         self._bytes += addrs.size * (nbytes + 8)
         if self._bytes > self._limit:
-            raise UndoLogFull(f"more than {self._limit} bytes to undo")
+            if self._raise:
+                raise UndoLogFull(f"more than {self._limit} bytes to undo")
+            self.overflowed = True
+            self._saved.clear()
+            return
         self._saved.append((addrs, self._memory.load_bytes(addrs, nbytes)))
 
     def resolve(self, addrs: np.ndarray, nbytes: int):
@@ -324,6 +336,8 @@ class UndoLog:
 
     def restore(self) -> None:
         """Put back every byte saved, newest first."""
+        if self.overflowed:
+            raise RuntimeError("an overflowed UndoLog cannot restore the memory")
         for addrs, old in reversed(self._saved):
             self._memory.store_bytes(addrs, old)
         self._saved.clear()

@@ -14,12 +14,15 @@ time). Every other workgroup runs functionally afterwards, batched as usual, unt
 model's figures therefore describe the modeled CU(s); the other CUs are assumed to behave the
 same (no contention between CUs is modeled).
 
-Before the model, the modeled workgroups run once functionally (batched, fast) with every
-memory write undone afterwards: a kernel that never ends reaches the instruction budget at
-the speed of the plain emulator instead of after budget x waves modeled steps. (Waves that
-wait for each other through memory, which the plain emulator cannot run either, stop there
-too.) The model keeps one record per modeled wave-instruction; their memory is bounded by
-the memory budget (asterism.support.limits).
+A kernel that never ends: the model logs the memory its waves overwrite, and when a modeled
+wave passes 1/PROBE_FRACTION of the instruction budget (no kernel the model is used for comes
+near), the model stops, the writes are undone and the modeled workgroups run functionally
+(batched, fast; their writes undone again): a kernel that does not end reaches the budget
+there, at the plain emulator's speed instead of after budget x waves model steps; one that
+does end is then modeled again from the start, in full. (Waves that wait for each other
+through memory, which the plain emulator cannot run either, stop there too.) The model keeps
+one record per modeled wave-instruction; their memory is bounded by the memory budget
+(asterism.support.limits).
 
 The model (parameters: asterism/target/data/timing.toml, with sources):
 
@@ -102,6 +105,11 @@ _NEVER = 1 << 62
 TICK = 4096  # modeled instructions between two looks at the clock (progress) and memory
 RECORD_BYTES = 160  # host memory of one instruction record of the modeled trace (measured)
 PROBE_UNDO_BYTES = 256 << 20  # memory writes the functional check may undo, at most
+PROBE_FRACTION = 16  # a modeled wave past budget / 16 instructions: check that the kernel ends
+
+
+class _LongWave(Exception):
+    """A modeled wave passed the check point (internal: TimedDispatch catches it)."""
 _INTERNAL_SOPP = ("s_setprio", "s_sethalt", "s_icache_inv", "s_ttracedata", "s_incperflevel",
                   "s_decperflevel", "s_trap", "s_sendmsg", "s_sendmsghalt", "s_setkill")
 
@@ -798,6 +806,8 @@ class TimedDispatch(IssueModel):
         self._ctx: LaunchInfo | None = None
         self._tick = TICK
         self.record_limit = _NEVER
+        self._log = None  # the UndoLog of the model's writes (while a check point is set)
+        self._check_point: int | None = None  # instructions of a wave that stop the model
 
     def _occupancy(self, kd, lds_size: int) -> tuple[int, int]:
         t = self.target
@@ -836,11 +846,7 @@ class TimedDispatch(IssueModel):
         progress = self.emu._progress
         budget = self.emu.instruction_budget
         if modeled.size:
-            self._probe(run_batch, modeled, progress)
-            if progress is not None:
-                progress.begin(self.kernel, "model", int(modeled.size), budget,
-                               stats.wave_instructions)
-            run_batch(modeled, self._schedule)
+            self._model(run_batch, modeled, stats, progress)
         if progress is not None:
             progress.begin(self.kernel, "rest", n_wg - int(modeled.size), budget,
                            stats.wave_instructions)
@@ -886,6 +892,36 @@ class TimedDispatch(IssueModel):
                      f"{self.grid3[0]}x{self.grid3[1]}x{self.grid3[2]})",
                      hint="model fewer: a smaller grid or fewer --timing-cus")
         self.record_limit = memory_budget()[0] // 2 // RECORD_BYTES
+
+    def _model(self, run_batch: Callable[..., None], modeled: np.ndarray, stats,
+               progress) -> None:
+        """Model the modeled workgroups, their memory writes logged; if a wave passes the
+        check point, undo, check functionally that the kernel ends (BudgetExceeded if not),
+        then model them again without a check point (see the module docstring)."""
+        from asterism.emu.memory import UndoLog
+        from asterism.support.limits import memory_budget
+
+        budget = self.emu.instruction_budget
+        counts = (stats.wave_instructions, stats.group_steps, stats.max_wave_instructions)
+        log = UndoLog(self.emu.memory, min(PROBE_UNDO_BYTES, memory_budget()[0] // 4),
+                      when_full="stop")
+        self._log, self._check_point = log, max(1, budget // PROBE_FRACTION)
+        if progress is not None:
+            progress.begin(self.kernel, "model", int(modeled.size), budget,
+                           stats.wave_instructions)
+        try:
+            run_batch(modeled, self._schedule, memory=log)
+            return
+        except _LongWave:
+            log.restore()
+            stats.wave_instructions, stats.group_steps, stats.max_wave_instructions = counts
+        finally:
+            self._log, self._check_point = None, None
+        self._probe(run_batch, modeled, progress)
+        if progress is not None:
+            progress.begin(self.kernel, "model", int(modeled.size), budget,
+                           stats.wave_instructions)
+        run_batch(modeled, self._schedule)
 
     def _probe(self, run_batch: Callable[..., None], modeled: np.ndarray, progress) -> None:
         """Run the modeled workgroups functionally with their memory writes undone: a kernel
@@ -1074,6 +1110,9 @@ class TimedDispatch(IssueModel):
 
         self._tick = TICK
         self._records += TICK
+        if self._check_point is not None and not self._log.overflowed and \
+                self.stats.max_wave_instructions >= self._check_point:
+            raise _LongWave
         if self._records > self.record_limit:
             raise MemoryBudgetError(
                 f"the timing model's trace holds {self._records} instruction records (about "
