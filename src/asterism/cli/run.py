@@ -99,9 +99,10 @@ def _make_array(parts: list[str], shape: tuple[int, ...], dtype, seed: int):
         return np.arange(n).astype(dtype).reshape(shape)
     if parts[0] == "full":
         value = _number(parts[3])
-        if dtype.kind in "iu" and not (float(value).is_integer()
-                                       and np.iinfo(dtype).min <= value <= np.iinfo(dtype).max):
-            # (NumPy would store some garbage integer for nan, 1.5 or 2**40 in an int32)
+        if dtype.kind in "iu" and isinstance(value, float) and not (
+                value.is_integer() and np.iinfo(dtype).min <= value <= np.iinfo(dtype).max):
+            # (NumPy casts a float such as nan, 1.5 or 1e40 to some integer without a word;
+            # an int out of range it refuses itself)
             raise ValueError(f"{parts[3]} is not a {dtype} value")
         return np.full(shape, value, dtype)
     rng = np.random.default_rng(seed)
