@@ -6,7 +6,7 @@ specs of `asterism run` (zeros:N:dtype...) and `--grid` / `--block` are drawn at
 input, only `AsterismError` may escape the API, and the CLI (in process) returns 0 or 1
 with no traceback and no partial output file.
 
-Bounds: every test runs with ASTERISM_MEMORY_LIMIT=1G, so an input that would allocate more
+Bounds: every test runs with ASTERISM_MEMORY_LIMIT=768M, so an input that would allocate more
 is refused (before allocating) by the memory budget. Inputs whose run would be long by
 design (a valid problem of millions of workgroups) are only built, not run: the `kernels
 run` test draws small problem sizes and fuzzes the other parameters, and the `run` test
@@ -37,7 +37,7 @@ from asterism.errors import AsterismError
 
 REPO = Path(__file__).resolve().parent.parent
 DEMO = REPO / "examples" / "demo" / "add_10.mlir"
-LIMIT = "1G"
+LIMIT = "768M"
 NAMES = ("gemm", "flash_attention_fwd")
 
 
