@@ -194,8 +194,9 @@ def test_a_long_kernel_that_ends_is_modeled_in_full():
     assert got[0][0] == [1] * 64 + [64]  # (once: the stores of the stopped model undone)
 
 
-def test_functional_check_before_the_model_leaves_memory_unchanged():
-    # Stores and atomics of the check are undone: the timed run adds 1 once, as the plain run.
+def test_timed_and_plain_runs_write_the_same():
+    # Stores and atomics happen once in a timed run (its undo log only reads), as in a plain
+    # run.
     plain = np.arange(65, dtype=np.uint32)
     for timing in (False, True):
         emu, addrs, stats = run(INCREMENT, args=[plain.copy()], timing=timing)
@@ -245,3 +246,17 @@ def _loop_asm() -> str:
                         ".Lloop:\n\tv_add_u32 v1, 1, v1\n\ts_branch .Lloop\n", 1)
     text = text.replace(".max_flat_workgroup_size: 64", ".max_flat_workgroup_size: 1024")
     return text.replace("    .reqd_workgroup_size:\n      - 64\n      - 1\n      - 1\n", "")
+
+
+def test_kernels_run_shows_progress_and_quiet_silences_it(capsys):
+    from asterism import kernels
+    from asterism.kernels.run import run_case
+
+    case = kernels.get("gemm").build("gfx942", {"m": 64, "n": 64, "k": 64, "tile_m": 64,
+                                                 "tile_n": 64})
+    progress, stream = _eager()
+    run_case(case, check=False, progress=progress)
+    assert stream.getvalue().startswith("gemm_f16_nt: emulating, 0/1 workgroups, ")
+    assert main(["kernels", "run", "gemm", "--backend", "emu", "--shape", "64x64x64",
+                 "--param", "tile_m=64", "--param", "tile_n=64", "--quiet"]) == 0
+    assert capsys.readouterr().err == ""
