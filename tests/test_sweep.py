@@ -374,3 +374,38 @@ def test_local_ray_on_a_network_address_is_stopped(monkeypatch):
     with pytest.raises(SweepError, match="started on address 192.0.2.7, not loopback"):
         _ray_engine(monkeypatch, fake)._start()
     assert fake.stopped
+
+
+def slow_point(n: int = 1) -> tuple:
+    """A user generator that takes a while (so the sweep's heartbeat comes)."""
+    import time
+
+    time.sleep(0.5)
+    raise ValueError(f"point {n} is only slow")
+
+
+def test_long_points_keep_the_progress_alive(tmp_path):
+    # The engine yields None when no point finished within the heartbeat; the bar redraws.
+    import io
+
+    from asterism.sweep.engines import LocalEngine
+    from asterism.sweep.progress import Progress
+    from asterism.sweep.worker import PointTask
+
+    engine = LocalEngine(workers=1)
+    items = list(engine.run([PointTask(0, slow_point, {"n": 1}, None)], heartbeat=0.05))
+    assert items[:-1] and all(item is None for item in items[:-1])
+    task, point = items[-1]
+    assert point.stage == "build" and "point 1 is only slow" in point.error
+
+    class Log(io.StringIO):
+        def isatty(self) -> bool:
+            return False
+    log = Log()
+    bar = Progress(3, stream=log)
+    bar.tick()  # the sweep is young: nothing yet
+    bar._quiet_until = 0
+    bar.tick()
+    bar.tick()  # a log gets one "still running" line per LOG_INTERVAL
+    assert log.getvalue().count("still running") == 1
+    assert log.getvalue().startswith("[........................] 0/3  elapsed 0:00  ETA ?")

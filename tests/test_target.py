@@ -423,6 +423,21 @@ def test_lds_granule_matches_llc(name, llc, tmp_path: Path) -> None:
     assert got == [lds_granules(t, n) for n in sizes]
 
 
+@pytest.mark.llvm
+@pytest.mark.parametrize("name", TARGETS)
+def test_scratch_limit_matches_llc(name, llc, tmp_path: Path) -> None:
+    """max_scratch_per_lane is the stack limit llc enforces for a wave64 kernel."""
+    t = get_target(name)
+    (tmp_path / "s.ll").write_text(
+        "define amdgpu_kernel void @k() {\n  %a = alloca [131057 x i8], addrspace(5)\n"
+        "  store volatile i8 1, ptr addrspace(5) %a\n  ret void\n}\n")
+    r = subprocess.run([llc, "-mtriple=amdgcn-amd-amdhsa", f"-mcpu={name}",
+                        str(tmp_path / "s.ll"), "-o", "-"], capture_output=True, text=True)
+    assert r.returncode != 0
+    assert re.search(r"exceeds limit \((\d+)\)", r.stderr).group(1) == \
+        str(t.max_scratch_per_lane)
+
+
 @pytest.mark.parametrize("name", ["gfx942", "gfx950"])
 def test_budget_inverses_agree_with_occupancy(name):
     """vgprs_for_waves / lds_for_workgroups are occupancy() read backwards: the budget fits

@@ -2,24 +2,43 @@
 
 from __future__ import annotations
 
+import argparse
 import sys
 
-from asterism.cli.io import write_output
+from asterism.cli.io import add_emulator_options, emulator_progress, write_output
 
 
 def _case(args):
     """Build the case a `kernels run|build` command line names."""
     from asterism import kernels
-    from asterism.kernels.run import parse_params, parse_shape
+    from asterism.kernels.run import parse_params
 
     gen = kernels.get(args.name)
     params: dict[str, str] = {}
-    if args.shape:
-        if not gen.shape:
-            raise kernels.KernelParamError(f"{gen.name} takes no --shape; use --param")
-        params.update(parse_shape(args.shape, gen.shape))
+    if args.shape is not None:
+        params.update(gen.shape_params(args.shape))
     params.update(parse_params(args.param))
     return gen.build(args.target, params)
+
+
+def shape_help() -> str:
+    """What --shape means for each kernel of the library (for --help)."""
+    from asterism import kernels
+
+    lines = ["--shape per kernel (the problem size, in the kernel's own dims):"]
+    for g in kernels.generators():
+        if g.shape:
+            lines.append(f"  {g.name}: {g.shape.describe()}")
+    return "\n".join(lines) + "\n"
+
+
+class _CaseParser(argparse.ArgumentParser):
+    """`kernels run|build` parsers: --help ends with each kernel's --shape form (read from
+    the library only when help is printed, so parsing stays cheap)."""
+
+    def format_help(self) -> str:
+        """The usual help, then the --shape forms."""
+        return super().format_help() + "\n" + shape_help()
 
 
 def cmd_kernels_list(args) -> int:
@@ -42,10 +61,12 @@ def cmd_kernels_run(args) -> int:
     from asterism.kernels.run import format_run, run_case, run_report
 
     case = _case(args)
-    sys.stderr.write(f"running {case.name} on {args.backend} ({case.target}, grid "
-                     f"{'x'.join(map(str, case.grid))})...\n")
+    if not args.quiet:
+        sys.stderr.write(f"running {case.name} on {args.backend} ({case.target}, grid "
+                         f"{'x'.join(map(str, case.grid))})...\n")
     run = run_case(case, backend=args.backend, check=args.check, timing=args.timing,
-                   iterations=args.iterations)
+                   iterations=args.iterations, max_instructions=args.max_instructions,
+                   progress=emulator_progress(args))
     if args.json:
         import json
 
@@ -70,8 +91,9 @@ def _case_arguments(p) -> None:
     p.add_argument("--target", help="gfx942 or gfx950 (default: the kernel's first)")
     p.add_argument("--param", action="append", default=[], metavar="NAME=VALUE",
                    help="a parameter (repeatable), e.g. --param dtype=bf16 --param tile_m=256")
-    p.add_argument("--shape", help="problem size, e.g. 1024x1024x1024 for gemm (M x N x K) or "
-                                   "1x2x1024x128 for attention (batch x heads x seq x dim)")
+    p.add_argument("--shape", metavar="AxBx...",
+                   help="the problem size in the kernel's own dims, one size per dim (see "
+                        "below or `asterism kernels list`)")
 
 
 def register(verb) -> None:
@@ -84,8 +106,8 @@ def register(verb) -> None:
              "  asterism kernels run gemm --target gfx950 --check --timing\n"
              "  asterism kernels run flash_attention_fwd --shape 1x2x1024x128 --check\n"
              "  asterism kernels build gemm --param dtype=bf16 -o gemm.hsaco")
-    sub = p.add_subparsers(dest="kernels_verb", metavar="ACTION")
-    ls = sub.add_parser("list", help="names, parameters, defaults, targets")
+    sub = p.add_subparsers(dest="kernels_verb", metavar="ACTION", parser_class=_CaseParser)
+    ls = sub.add_parser("list", help="names, --shape forms, parameters, defaults, targets")
     ls.set_defaults(fn=cmd_kernels_list)
     ls.add_argument("--json", action="store_true", help="machine-readable output")
     ls.add_argument("-o", "--output", help="output file (default: stdout)")
@@ -105,6 +127,7 @@ def register(verb) -> None:
                    help="launches to time with --backend hip (default 10)")
     r.add_argument("--json", action="store_true", help="machine-readable report")
     r.add_argument("-o", "--output", help="report file (default: stdout)")
+    add_emulator_options(r)
     b = sub.add_parser("build", help="write the code object")
     b.set_defaults(fn=cmd_kernels_build)
     _case_arguments(b)

@@ -3,6 +3,7 @@ arrays it writes (and, with --timing, the emulator's timing model)."""
 
 from __future__ import annotations
 
+from asterism.cli.io import add_emulator_options, emulator_progress
 from asterism.errors import AsterismError
 
 
@@ -46,6 +47,13 @@ def make_arg(spec: str, param: dict | None, seed: int):
             raise AsterismError(f"--arg {name}: '{dtype}' is not a numeric dtype in '{spec}'")
         if parts[0] == "full" and len(parts) < 4:
             raise AsterismError(f"--arg {name}: full needs a value: full:N:dtype:VALUE")
+        import math
+
+        from asterism.support.limits import check_memory
+
+        # (rand and arange draw int64 / float64 values first, then convert)
+        scratch = 8 if parts[0] in ("rand", "arange") else 0
+        check_memory(math.prod(shape) * (dtype.itemsize + scratch), f"--arg {name} ({spec})")
         try:
             return _make_array(parts, shape, dtype, seed)
         except (ValueError, OverflowError, MemoryError) as err:
@@ -90,7 +98,13 @@ def _make_array(parts: list[str], shape: tuple[int, ...], dtype, seed: int):
     if parts[0] == "arange":
         return np.arange(n).astype(dtype).reshape(shape)
     if parts[0] == "full":
-        return np.full(shape, _number(parts[3]), dtype)
+        value = _number(parts[3])
+        if dtype.kind in "iu" and isinstance(value, float) and not (
+                value.is_integer() and np.iinfo(dtype).min <= value <= np.iinfo(dtype).max):
+            # (NumPy casts a float such as nan, 1.5 or 1e40 to some integer without a word;
+            # an int out of range it refuses itself)
+            raise ValueError(f"{parts[3]} is not a {dtype} value")
+        return np.full(shape, value, dtype)
     rng = np.random.default_rng(seed)
     if np.issubdtype(dtype, np.integer):
         return rng.integers(-100, 100, size=shape).astype(dtype)
@@ -199,7 +213,9 @@ def cmd_run(args) -> int:
     result = launch((obj), kernel, grid=grid, block=block, args=values,
                     backend="emu" if timing else args.backend, iterations=args.iterations,
                     timing=timing or False, trace_dir=trace_dir,
-                    source_map=smap if timing else None)
+                    source_map=smap if timing else None,
+                    max_instructions=args.max_instructions,
+                    progress=emulator_progress(args))
     arrays = {n: v for n, v in values.items() if isinstance(v, np.ndarray)}
     if args.save_dir:
         os.makedirs(args.save_dir, exist_ok=True)
@@ -248,6 +264,10 @@ examples:
   asterism run k.hsaco --kernel gemm --grid 2,2 --block 256 --arg a.npy b.npy zeros:4096:f32
   asterism run k.mlir --grid 2432 --timing --trace-dir /tmp/k.att --latency hbm=700
 
+On the emulator a long run shows its progress on stderr after 2 s (workgroups done, wave-
+instructions, ETA; --quiet silences it); a wave that executes more than --max-instructions
+(default 10 million) stops the run: the kernel did not end.
+
 --timing runs the emulator's timing model (modeled, not measured): the waves of the first
 --timing-cus CUs (workgroups go to the device's CUs round-robin) are modeled cycle by cycle,
 the rest run functionally; it prints modeled cycles per wave and writes an ATT trace folder
@@ -288,3 +308,5 @@ def register(verb) -> None:
                    help="CUs modeled in detail (default 1; the others run functionally)")
     p.add_argument("--latency", action="append", default=[], metavar="NAME=CYCLES,...",
                    help="memory latency overrides for --timing: lds, smem, l2_hit, hbm")
+    add_emulator_options(p)
+

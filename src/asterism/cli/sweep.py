@@ -17,7 +17,7 @@ def _space(args, gen) -> dict:
     if args.shape:
         if not gen.shape:
             raise SweepError(f"{gen.name} takes no --shape; use --param")
-        shape = parse_shape(args.shape, gen.shape)
+        shape = parse_shape(args.shape, gen.shape, gen.name)
         swept = {p.partition("=")[0].strip() for p in pairs}
         for name, value in shape.items():
             if name in swept:

@@ -51,6 +51,7 @@ from asterism.emu.errors import (
     EmulatorError,
     EmulatorFault,
     SanitizerError,
+    budget_message,
 )
 from asterism.emu.hazard_check import HazardChecker, HazardState
 from asterism.emu.memory import DeviceMemory
@@ -60,6 +61,15 @@ from asterism.target import Target, get_target
 SHARED_APERTURE = 1 << 48  # flat address of LDS byte 0 (src_shared_base)
 PRIVATE_APERTURE = 2 << 48  # flat address of scratch byte 0 (src_private_base)
 DEFAULT_CODE_BASE = 0x7F00_0000_0000
+# HSA's AQL dispatch packet holds the grid size in work-items as a uint32 per dimension.
+MAX_GRID_SIZE = 2**32 - 1
+# Emulator state of one batch of waves (registers, LDS and its sanitizer shadow, scratch) is
+# kept under this (and under half the memory budget) by running fewer workgroups at a time.
+BATCH_STATE_BYTES = 1 << 30
+QUICK_BATCH_BYTES = 64 << 20  # a batch this small is never shrunk
+# Instructions a group runs before the scheduler looks up again (progress, Ctrl-C); the
+# choice of the next group is the same, so this changes no result.
+CHUNK = 1 << 14
 
 
 @dataclass
@@ -120,6 +130,8 @@ class Emulator:
         from asterism.emu.timing import TimingOptions
 
         self.timing = TimingOptions.of(timing)
+        self._progress: Any = None  # the RunProgress of the dispatch running now
+        self._done = 0  # workgroups finished before the current batch (for the progress)
 
     # ------------------------------------------------------------------ compile
 
@@ -188,11 +200,13 @@ class Emulator:
             grid: tuple[int, ...] | int, block: tuple[int, ...] | int,
             kernarg_address: int = 0, kernel: str = "kernel", dynamic_lds: int = 0,
             code_base: int | None = None, dispatch_ptr: int | None = None,
-            queue_ptr: int = 0, dispatch_id: int = 0) -> RunStats:
+            queue_ptr: int = 0, dispatch_id: int = 0, progress: Any = None) -> RunStats:
         """Execute a kernel: `grid` counts workgroups (x, y, z), `block` work-items per
-        workgroup (x, y, z). Memory effects land in `self.memory`; returns RunStats."""
+        workgroup (x, y, z). Memory effects land in `self.memory`; returns RunStats.
+        `progress` (an emu.progress.RunProgress) shows a long run on stderr."""
         grid3 = _dim3(grid, "grid")
         block3 = _dim3(block, "block")
+        check_grid(grid3, block3)
         comp = program if isinstance(program, Compiled) else self.compile(
             program, code_base=code_base, kernel=kernel)
         tpw = block3[0] * block3[1] * block3[2]
@@ -209,34 +223,84 @@ class Emulator:
             raise EmulatorError(f"the kernel needs {lds_size} bytes of LDS per workgroup; "
                                 f"{self.target.name} has {self.target.lds.bytes_per_workgroup}",
                                 kernel=kernel)
+        self._private_bytes(descriptor, kernel)  # (checks the scratch size)
         waves_per_wg = -(-tpw // 64)
         n_wg = grid3[0] * grid3[1] * grid3[2]
         stats = RunStats(kernel, n_wg, n_wg * waves_per_wg)
+        per_batch = self.batch_workgroups(comp, descriptor, lds_size, waves_per_wg, kernel)
         packet = None
         if dispatch_ptr is None and descriptor.kernel_code_properties.enable_sgpr_dispatch_ptr:
             packet = dispatch_ptr = self._make_dispatch_packet(grid3, block3, descriptor,
                                                                kernarg_address, lds_size)
         start = time.perf_counter()
-        per_batch = max(1, self.max_batch_waves // waves_per_wg)
 
-        def batch(wgs: np.ndarray, schedule=None) -> None:
+        def batch(wgs: np.ndarray, schedule=None, memory=None, run_stats=None) -> None:
             self._run_batch(comp, descriptor, grid3, block3, wgs, kernarg_address, kernel,
-                            lds_size, dispatch_ptr or 0, queue_ptr, dispatch_id, stats,
-                            schedule)
+                            lds_size, dispatch_ptr or 0, queue_ptr, dispatch_id,
+                            run_stats or stats, schedule, memory)
+        self._progress = progress
+        self._done = 0
         try:
             if self.timing is not None:
                 from asterism.emu.timing import TimedDispatch
 
                 TimedDispatch(self, comp, descriptor, kernel, grid3, block3, lds_size,
-                              self.timing).run(batch, stats)
+                              self.timing).run(batch, stats, per_batch)
             else:
+                if progress is not None:
+                    progress.begin(kernel, "run", n_wg, self.instruction_budget)
                 for first in range(0, n_wg, per_batch):
+                    self._done = first
                     batch(np.arange(first, min(n_wg, first + per_batch)))
         finally:
+            self._progress = None
+            if progress is not None:
+                progress.end()
             if packet is not None:
                 self.memory.free(packet)
         stats.seconds = time.perf_counter() - start
         return stats
+
+    def _private_bytes(self, kd: KernelDescriptor, kernel: str) -> int:
+        """Scratch bytes per lane (the descriptor's, plus the dynamic stack if it asks for
+        one), checked against the target's limit."""
+        priv = kd.private_segment_fixed_size
+        if kd.kernel_code_properties.uses_dynamic_stack:
+            # Dynamic allocas / recursion: the runtime gives each lane more than the fixed size.
+            priv += self.dynamic_stack
+        limit = self.target.max_scratch_per_lane
+        if kd.private_segment_fixed_size > limit:
+            raise EmulatorError(f"the kernel descriptor asks for {kd.private_segment_fixed_size}"
+                                f" bytes of scratch per work-item; {self.target.name} allows "
+                                f"at most {limit}", kernel=kernel)
+        return priv
+
+    def workgroup_state_bytes(self, comp: Compiled, kd: KernelDescriptor, lds_size: int,
+                              waves_per_wg: int) -> int:
+        """Host memory the emulator holds for one workgroup while it runs: VGPRs/AGPRs and
+        SGPRs of its waves, their scratch, its LDS (and the sanitizer's shadow of it)."""
+        priv = self._private_bytes(kd, "")
+        per_wave = (comp.vgprs + comp.agprs) * 64 * 4 + SGPR_FILE * 4 + \
+            64 * (priv + (-priv % 4)) + 64 * 8
+        lds = max(lds_size, 16) + 16
+        return waves_per_wg * per_wave + lds * (5 if self.sanitizer else 1)
+
+    def batch_workgroups(self, comp: Compiled, kd: KernelDescriptor, lds_size: int,
+                         waves_per_wg: int, kernel: str) -> int:
+        """Workgroups per batch: up to max_batch_waves waves, with the batch's state under
+        BATCH_STATE_BYTES and half the memory budget (one workgroup at least, if it fits)."""
+        from asterism.support.limits import check_memory, format_bytes, memory_budget
+
+        per_wg = self.workgroup_state_bytes(comp, kd, lds_size, waves_per_wg)
+        check_memory(per_wg, f"one workgroup of {kernel} ({waves_per_wg} waves, "
+                             f"{self._private_bytes(kd, kernel)} bytes of scratch per lane, "
+                             f"{lds_size} bytes of LDS) in the emulator",
+                     hint=f"{format_bytes(per_wg)} of registers, scratch and LDS")
+        most = max(1, self.max_batch_waves // waves_per_wg)
+        if per_wg * most <= QUICK_BATCH_BYTES:
+            return most  # (small enough anywhere: no need to ask the system)
+        cap = min(BATCH_STATE_BYTES, memory_budget()[0] // 2)
+        return max(1, min(most, cap // per_wg))
 
     def _check_registers(self, comp: Compiled, kd: KernelDescriptor, kernel: str) -> None:
         if not self.sanitizer:
@@ -271,7 +335,7 @@ class Emulator:
     def _run_batch(self, comp: Compiled, kd: KernelDescriptor, grid3, block3,
                    wgs: np.ndarray, kernarg: int, kernel: str, lds_size: int,
                    dispatch_ptr: int, queue_ptr: int, dispatch_id: int,
-                   stats: RunStats, schedule=None) -> None:
+                   stats: RunStats, schedule=None, memory=None) -> None:
         tpw = block3[0] * block3[1] * block3[2]
         wpw = -(-tpw // 64)
         n_wg = wgs.size
@@ -281,12 +345,10 @@ class Emulator:
         lin = wgs[wg_of_wave]
         wg_ids = np.stack([lin % grid3[0], (lin // grid3[0]) % grid3[1],
                            lin // (grid3[0] * grid3[1])], axis=1).astype(np.int64)
-        priv = kd.private_segment_fixed_size
-        if kd.kernel_code_properties.uses_dynamic_stack:
-            # Dynamic allocas / recursion: the runtime gives each lane more than the fixed size.
-            priv += self.dynamic_stack
+        priv = self._private_bytes(kd, kernel)
         ctx = LaunchInfo(
-            kernel=kernel, target=self.target.name, memory=self.memory,
+            kernel=kernel, target=self.target.name,
+            memory=self.memory if memory is None else memory,
             lds=np.zeros((n_wg, max(lds_size, 16) + 16), np.uint8), lds_size=lds_size,
             private=np.zeros((n, 64, priv + (-priv % 4)), np.uint8) if priv else None,
             private_size=priv, wg_ids=wg_ids, wave_in_wg=wave_in_wg, wg_slot=wg_of_wave,
@@ -382,7 +444,12 @@ class Emulator:
         arrived = np.zeros(n_wg, np.int64)
         ops = comp.ops
         budget = self.instruction_budget
+        progress = self._progress
         while groups:
+            if progress is not None and progress.due():
+                progress.update(stats.wave_instructions,
+                                self._done + int(np.count_nonzero(alive == 0)),
+                                stats.max_wave_instructions)
             runnable = [g for g in groups if g.status == "run"]
             if not runnable:
                 raise self._deadlock(groups, alive, arrived, comp, kernel)
@@ -391,14 +458,15 @@ class Emulator:
                        default=len(ops) + 1)
             limit = budget - g.steps
             if limit <= 0:
-                raise self._budget(g, comp, kernel)
+                raise self._budget(g, comp, kernel, stats)
+            chunk = min(limit, CHUNK)
             i = g.idx
             count = 0
             try:
                 while True:
                     i = ops[i](g)
                     count += 1
-                    if i < 0 or i >= stop or count >= limit:
+                    if i < 0 or i >= stop or count >= chunk:
                         break
             except EmulatorError as exc:
                 raise _with_context(exc, kernel, g) from None
@@ -415,8 +483,8 @@ class Emulator:
             if i >= 0:
                 g.idx = i
                 if count >= limit and i < stop:
-                    raise self._budget(g, comp, kernel)
-                continue
+                    raise self._budget(g, comp, kernel, stats)
+                continue  # (after a chunk, g is still the group with the lowest counter)
             if i == END:
                 groups.remove(g)
                 np.add.at(alive, g.lds_rows, -1)
@@ -477,12 +545,12 @@ class Emulator:
             groups.remove(g)
             stats.merges += 1
 
-    def _budget(self, g: Group, comp: Compiled, kernel: str) -> EmulatorError:
+    def _budget(self, g: Group, comp: Compiled, kernel: str, stats: RunStats
+                ) -> EmulatorError:
         info = comp.infos[g.idx] if g.idx < len(comp.infos) else None
         wave = int(g.waves[0])
         return BudgetExceeded(
-            f"wave executed {g.steps} instructions without finishing (instruction_budget="
-            f"{self.instruction_budget}): a loop that never exits, or raise the budget",
+            budget_message(stats.wave_instructions, g.steps, self.instruction_budget),
             kernel=kernel, pc=info.address if info else None, inst=info.text if info else "",
             workgroup=tuple(int(x) for x in g.ctx.wg_ids[wave]),
             wave=int(g.ctx.wave_in_wg[wave]))
@@ -509,6 +577,16 @@ def _dim3(value, what: str) -> tuple[int, int, int]:
     if len(vals) != 3 or any(x < 1 for x in vals):
         raise EmulatorError(f"{what} must be 1 to 3 positive sizes, got {value!r}")
     return vals
+
+
+def check_grid(grid3: tuple[int, int, int], block3: tuple[int, int, int]) -> None:
+    """Refuse a grid whose size in work-items does not fit the dispatch packet (uint32 per
+    dimension, as on the hardware)."""
+    for axis, g, b in zip("xyz", grid3, block3):
+        if g * b > MAX_GRID_SIZE:
+            raise EmulatorError(f"grid {axis}: {g} workgroups of {b} work-items is {g * b} "
+                                f"work-items; a dispatch has at most {MAX_GRID_SIZE} per "
+                                "dimension")
 
 
 def _initial_mode(kd: KernelDescriptor) -> int:

@@ -64,6 +64,14 @@ class BudgetExceeded(EmulatorError):
     """The instruction budget ran out (a runaway loop, or a budget set too low)."""
 
 
+def budget_message(wave_instructions: int, steps: int, budget: int) -> str:
+    """What BudgetExceeded says: how much ran, that the kernel did not end, how to go on."""
+    return (f"stopped after {wave_instructions} wave-instructions: the kernel did not end (a "
+            f"wave executed {steps} instructions, the per-wave instruction budget of "
+            f"{budget}: a loop that never exits?); raise the budget with --max-instructions "
+            "(API: instruction_budget=)")
+
+
 class UnsupportedInstruction(EmulatorError):
     """An instruction the emulator does not implement (never executed as a silent no-op)."""
 

@@ -70,11 +70,13 @@ class DeviceMemory:
     # ------------------------------------------------------------------ allocation
 
     def alloc(self, size: int, *, align: int = 256, name: str = "") -> int:
-        """Reserve `size` bytes (zero-filled) aligned to `align`; returns the address."""
+        """Reserve `size` bytes (zero-filled) aligned to `align`; returns the address.
+        A size beyond the memory budget (asterism.support.limits) is a MemoryBudgetError."""
         if size < 0:
             raise ValueError(f"allocation size must be >= 0, got {size}")
         if align <= 0 or align & (align - 1):
             raise ValueError(f"alignment must be a power of two, got {align}")
+        _check_size(size, name)
         base = (self._next + align - 1) & ~(align - 1)
         padded = max(_PAD, (size + _PAD - 1) // _PAD * _PAD)
         alloc = Allocation(base, size, np.zeros(padded, np.uint8), name)
@@ -89,6 +91,7 @@ class DeviceMemory:
         code object image where its code expects its data (s_getpc-relative accesses)."""
         if size <= 0 or address < 0:
             raise ValueError(f"bad fixed allocation of {size} bytes at 0x{address:x}")
+        _check_size(size, name)
         i = bisect.bisect_right(self._bases, address)
         prev = self._allocs[i - 1] if i else None
         nxt = self._allocs[i] if i < len(self._allocs) else None
@@ -137,9 +140,13 @@ class DeviceMemory:
         return a, address - a.base
 
     def write(self, address: int, data: bytes | bytearray | memoryview | np.ndarray) -> None:
-        """Copy host bytes (or an array's bytes) to device memory."""
-        raw = np.frombuffer(bytes(data) if not isinstance(data, np.ndarray)
-                            else np.ascontiguousarray(data).tobytes(), np.uint8)
+        """Copy host bytes (or an array's bytes, in C order) to device memory."""
+        if isinstance(data, np.ndarray):
+            # A byte view of the array (a copy only when it is not C-contiguous): a buffer
+            # near the memory budget must not need a second full copy on its way in.
+            raw = np.ascontiguousarray(data).reshape(-1).view(np.uint8)
+        else:
+            raw = np.frombuffer(data, np.uint8)
         a, off = self._span(address, raw.size)
         a.data[off:off + raw.size] = raw
 
@@ -266,6 +273,75 @@ class DeviceMemory:
         """Scatter (N, ndw) uint32 dwords to the addresses."""
         self.store_bytes(addrs, np.ascontiguousarray(data, np.uint32).view(np.uint8)
                          .reshape(data.shape[0], -1))
+
+
+def _check_size(size: int, name: str) -> None:
+    from asterism.support.limits import check_memory
+
+    check_memory(size, f"device allocation '{name or 'unnamed'}'")
+
+
+class UndoLogFull(Exception):
+    """An UndoLog reached its limit (internal: the caller restores and gives up)."""
+
+
+class UndoLog:
+    """Stands in for a DeviceMemory and keeps the bytes every store (and atomic) overwrites,
+    so `restore()` puts memory back as it was. Host access and loads are delegated.
+
+    Past `limit` bytes kept, it raises UndoLogFull (`when_full="raise"`: the caller restores
+    and gives up) or drops what it kept and stops logging (`"stop"`: `overflowed` is then
+    True and the memory can no longer be restored)."""
+
+    def __init__(self, memory: DeviceMemory, limit: int, when_full: str = "raise"):
+        self._memory = memory
+        self._limit = limit
+        self._raise = when_full == "raise"
+        self._saved: list[tuple[np.ndarray, np.ndarray]] = []
+        self._bytes = 0
+        self.overflowed = False
+
+    def __getattr__(self, name: str):
+        return getattr(self._memory, name)
+
+    def _save(self, addrs: np.ndarray, nbytes: int) -> None:
+        if self.overflowed:
+            return
+        addrs = np.array(addrs, np.uint64)
+        self._bytes += addrs.size * (nbytes + 8)
+        if self._bytes > self._limit:
+            if self._raise:
+                raise UndoLogFull(f"more than {self._limit} bytes to undo")
+            self.overflowed = True
+            self._saved.clear()
+            return
+        self._saved.append((addrs, self._memory.load_bytes(addrs, nbytes)))
+
+    def resolve(self, addrs: np.ndarray, nbytes: int):
+        """As DeviceMemory.resolve (the atomics write through it): the bytes are saved."""
+        parts = self._memory.resolve(addrs, nbytes)
+        self._save(addrs, nbytes)
+        return parts
+
+    def store_bytes(self, addrs: np.ndarray, data: np.ndarray) -> None:
+        """As DeviceMemory.store_bytes, saving what it overwrites (a bad address faults in
+        the save as it would in the store)."""
+        self._save(addrs, int(data.shape[1]))
+        self._memory.store_bytes(addrs, data)
+
+    def store_dwords(self, addrs: np.ndarray, data: np.ndarray) -> None:
+        """As DeviceMemory.store_dwords, saving what it overwrites."""
+        self._save(addrs, 4 * int(data.shape[1]))
+        self._memory.store_dwords(addrs, data)
+
+    def restore(self) -> None:
+        """Put back every byte saved, newest first."""
+        if self.overflowed:
+            raise RuntimeError("an overflowed UndoLog cannot restore the memory")
+        for addrs, old in reversed(self._saved):
+            self._memory.store_bytes(addrs, old)
+        self._saved.clear()
+        self._bytes = 0
 
 
 def gather_bytes(buf: np.ndarray, off: np.ndarray, nbytes: int) -> np.ndarray:

@@ -14,6 +14,16 @@ time). Every other workgroup runs functionally afterwards, batched as usual, unt
 model's figures therefore describe the modeled CU(s); the other CUs are assumed to behave the
 same (no contention between CUs is modeled).
 
+A kernel that never ends: the model logs the memory its waves overwrite, and when a modeled
+wave passes 1/PROBE_FRACTION of the instruction budget (no kernel the model is used for comes
+near), the model stops, the writes are undone and the modeled workgroups run functionally
+(batched, fast; their writes undone again): a kernel that does not end reaches the budget
+there, at the plain emulator's speed instead of after budget x waves model steps; one that
+does end is then modeled again from the start, in full. (Waves that wait for each other
+through memory, which the plain emulator cannot run either, stop there too.) The model keeps
+one record per modeled wave-instruction; their memory is bounded by the memory budget
+(asterism.support.limits).
+
 The model (parameters: asterism/target/data/timing.toml, with sources):
 
 * Residency: a CU takes the next workgroup of its queue when every SIMD its waves go to has
@@ -72,6 +82,7 @@ from asterism.emu.errors import (
     DeadlockError,
     EmulatorError,
     EmulatorFault,
+    budget_message,
 )
 from asterism.errors import AsterismError
 from asterism.isa.syntax import decode_waitcnt
@@ -91,6 +102,14 @@ CAT_JUMP, CAT_NEXT, CAT_IMMED, CAT_MESSAGE = 7, 8, 9, 11
 IDLE, EXEC, WAIT, STALL = 1, 2, 3, 4
 
 _NEVER = 1 << 62
+TICK = 4096  # modeled instructions between two looks at the clock (progress) and memory
+RECORD_BYTES = 160  # host memory of one instruction record of the modeled trace (measured)
+PROBE_UNDO_BYTES = 256 << 20  # memory writes the functional check may undo, at most
+PROBE_FRACTION = 16  # a modeled wave past budget / 16 instructions: check that the kernel ends
+
+
+class _LongWave(Exception):
+    """A modeled wave passed the check point (internal: TimedDispatch catches it)."""
 _INTERNAL_SOPP = ("s_setprio", "s_sethalt", "s_icache_inv", "s_ttracedata", "s_incperflevel",
                   "s_decperflevel", "s_trap", "s_sendmsg", "s_sendmsghalt", "s_setkill")
 
@@ -762,6 +781,7 @@ class TimedDispatch(IssueModel):
                  options: TimingOptions):
         self.emu = emu
         self.comp = comp
+        self.descriptor = descriptor
         self.kernel = kernel
         self.grid3 = grid3
         self.block3 = block3
@@ -784,6 +804,10 @@ class TimedDispatch(IssueModel):
         self.statics = [make_static(info, self.tm) for info in comp.infos]
         self.result: TimingResult | None = None
         self._ctx: LaunchInfo | None = None
+        self._tick = TICK
+        self.record_limit = _NEVER
+        self._log = None  # the UndoLog of the model's writes (while a check point is set)
+        self._check_point: int | None = None  # instructions of a wave that stop the model
 
     def _occupancy(self, kd, lds_size: int) -> tuple[int, int]:
         t = self.target
@@ -808,23 +832,119 @@ class TimedDispatch(IssueModel):
 
     # ------------------------------------------------------------------ driver
 
-    def run(self, run_batch: Callable[..., None], stats) -> TimingResult:
+    def run(self, run_batch: Callable[..., None], stats, per_batch: int) -> TimingResult:
         """Run the modeled workgroups through `run_batch(wgs, schedule)` with this model as
-        the scheduler, then the others functionally (`run_batch(wgs)`)."""
+        the scheduler (after the functional check that they end, see the module docstring),
+        then the others functionally, `per_batch` workgroups at a time."""
         n_wg = self.grid3[0] * self.grid3[1] * self.grid3[2]
-        ids = np.arange(n_wg)
-        modeled = ids[ids % self.num_cus < self.cus]
-        rest = ids[ids % self.num_cus >= self.cus]
+        full, part = divmod(n_wg, self.num_cus)
+        n_modeled = full * self.cus + min(self.cus, part)
+        self._check_memory(n_modeled)
+        # Workgroup i runs on CU i mod num_cus: the modeled ones are those of CUs < cus.
+        modeled = (np.arange(0, n_wg, self.num_cus)[:, None] + np.arange(self.cus)).ravel()
+        modeled = modeled[modeled < n_wg]
+        progress = self.emu._progress
+        budget = self.emu.instruction_budget
         if modeled.size:
-            run_batch(modeled, self._schedule)
-        per_batch = max(1, self.emu.max_batch_waves // self.waves_per_wg)
-        for first in range(0, rest.size, per_batch):
-            run_batch(rest[first:first + per_batch], None)
+            self._model(run_batch, modeled, stats, progress)
+        if progress is not None:
+            progress.begin(self.kernel, "rest", n_wg - int(modeled.size), budget,
+                           stats.wave_instructions)
+        self.emu._done = 0
+        for wgs in self._rest(n_wg, per_batch):
+            run_batch(wgs, None)
+            self.emu._done += int(wgs.size)
         if self.result is None:
             self.result = self._make_result([], modeled)
         self.result.modeled_workgroups = int(modeled.size)
         stats.timing = self.result
         return self.result
+
+    def _rest(self, n_wg: int, per_batch: int):
+        """The workgroups of the CUs not modeled, `per_batch` at a time, in order (made as
+        needed: a large grid is never listed whole)."""
+        step = self.num_cus
+        pending: list[np.ndarray] = []
+        count = 0
+        for base in range(0, n_wg, step):
+            ids = np.arange(base + self.cus, min(n_wg, base + step))
+            while ids.size:
+                take = ids[:per_batch - count]
+                pending.append(take)
+                count += take.size
+                ids = ids[take.size:]
+                if count == per_batch:
+                    yield np.concatenate(pending)
+                    pending, count = [], 0
+        if count:
+            yield np.concatenate(pending)
+
+    def _check_memory(self, n_modeled: int) -> None:
+        """The modeled workgroups run as one batch: refuse (before allocating) a batch
+        whose emulator state does not fit, and note how many trace records may be kept."""
+        from asterism.support.limits import check_memory, memory_budget
+
+        per_wg = self.emu.workgroup_state_bytes(self.comp, self.descriptor, self.lds_size,
+                                                self.waves_per_wg)
+        check_memory(per_wg * n_modeled,
+                     f"the timing model of {n_modeled} workgroups (those of CU 0"
+                     f"{'-' + str(self.cus - 1) if self.cus > 1 else ''} in a grid of "
+                     f"{self.grid3[0]}x{self.grid3[1]}x{self.grid3[2]})",
+                     hint="model fewer: a smaller grid or fewer --timing-cus")
+        self.record_limit = memory_budget()[0] // 2 // RECORD_BYTES
+
+    def _model(self, run_batch: Callable[..., None], modeled: np.ndarray, stats,
+               progress) -> None:
+        """Model the modeled workgroups, their memory writes logged; if a wave passes the
+        check point, undo, check functionally that the kernel ends (BudgetExceeded if not),
+        then model them again without a check point (see the module docstring)."""
+        from asterism.emu.memory import UndoLog
+        from asterism.support.limits import memory_budget
+
+        budget = self.emu.instruction_budget
+        counts = (stats.wave_instructions, stats.group_steps, stats.max_wave_instructions)
+        log = UndoLog(self.emu.memory, min(PROBE_UNDO_BYTES, memory_budget()[0] // 4),
+                      when_full="stop")
+        self._log, self._check_point = log, max(1, budget // PROBE_FRACTION)
+        if progress is not None:
+            progress.begin(self.kernel, "model", int(modeled.size), budget,
+                           stats.wave_instructions)
+        try:
+            run_batch(modeled, self._schedule, memory=log)
+            return
+        except _LongWave:
+            log.restore()
+            stats.wave_instructions, stats.group_steps, stats.max_wave_instructions = counts
+        finally:
+            self._log, self._check_point = None, None
+        self._probe(run_batch, modeled, progress)
+        if progress is not None:
+            progress.begin(self.kernel, "model", int(modeled.size), budget,
+                           stats.wave_instructions)
+        run_batch(modeled, self._schedule)
+
+    def _probe(self, run_batch: Callable[..., None], modeled: np.ndarray, progress) -> None:
+        """Run the modeled workgroups functionally with their memory writes undone: a kernel
+        that does not end stops here at the emulator's speed (BudgetExceeded). Any other
+        error is left for the model to find again, where it happens in model order."""
+        from asterism.emu.emulator import RunStats
+        from asterism.emu.memory import UndoLog, UndoLogFull
+        from asterism.support.limits import memory_budget
+
+        log = UndoLog(self.emu.memory, min(PROBE_UNDO_BYTES, memory_budget()[0] // 4))
+        probe = RunStats(self.kernel, int(modeled.size), int(modeled.size) * self.waves_per_wg)
+        if progress is not None:
+            progress.begin(self.kernel, "probe", int(modeled.size),
+                           self.emu.instruction_budget)
+        self.emu._done = 0
+        try:
+            run_batch(modeled, None, memory=log, run_stats=probe)
+        except BudgetExceeded:
+            raise
+        except (EmulatorError, UndoLogFull):
+            pass
+        finally:
+            log.restore()
 
     def _make_result(self, waves: list[_Wave], modeled) -> TimingResult:
         ctx = self._ctx
@@ -856,6 +976,7 @@ class TimedDispatch(IssueModel):
         in model order."""
         self._ctx = ctx
         self.stats = stats
+        self._records = 0
         g0 = groups[0]
         self.recorder = _Recorder(ctx.memory)
         ctx.memory = self.recorder
@@ -946,11 +1067,14 @@ class TimedDispatch(IssueModel):
         info = self.comp.infos[w.idx] if w.idx < len(self.comp.infos) else None
         if w.steps >= self.emu.instruction_budget:
             raise BudgetExceeded(
-                f"wave executed {w.steps} instructions without finishing (instruction_budget"
-                f"={self.emu.instruction_budget}): a loop that never exits, or raise the "
-                "budget", kernel=self.kernel, pc=info.address if info else None,
+                budget_message(self.stats.wave_instructions, w.steps,
+                               self.emu.instruction_budget),
+                kernel=self.kernel, pc=info.address if info else None,
                 inst=info.text if info else "", workgroup=self._workgroup(w),
                 wave=int(self._ctx.wave_in_wg[w.row]))
+        self._tick -= 1
+        if self._tick <= 0:
+            self._every_tick()
         try:
             nxt = self.ops[w.idx](g)
         except EmulatorError as exc:
@@ -979,6 +1103,27 @@ class TimedDispatch(IssueModel):
 
     def _workgroup(self, w: _Wave) -> tuple[int, ...]:
         return tuple(int(x) for x in self._ctx.wg_ids[w.row])
+
+    def _every_tick(self) -> None:
+        """Every TICK modeled instructions: bound the trace's memory, show progress."""
+        from asterism.support.limits import MemoryBudgetError, format_bytes
+
+        self._tick = TICK
+        self._records += TICK
+        if self._check_point is not None and not self._log.overflowed and \
+                self.stats.max_wave_instructions >= self._check_point:
+            raise _LongWave
+        if self._records > self.record_limit:
+            raise MemoryBudgetError(
+                f"the timing model's trace holds {self._records} instruction records (about "
+                f"{format_bytes(self._records * RECORD_BYTES)}), half the memory budget: "
+                "model fewer workgroups (a smaller grid, fewer --timing-cus) or stop a loop "
+                "that never ends sooner with --max-instructions")
+        progress = self.emu._progress
+        if progress is not None and progress.due():
+            done = sum(1 for n in self.running.values() if n == 0)
+            progress.update(self.stats.wave_instructions, done,
+                            self.stats.max_wave_instructions)
 
     def _write_clock(self, w: _Wave, st: _Static, now: int) -> None:
         """s_memtime: the model's cycle; s_memrealtime: the same on its 100 MHz clock."""

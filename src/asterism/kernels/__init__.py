@@ -5,14 +5,19 @@
     result = kernels.run_case(case, check=True)     # asterism.kernels.run
 
 Each generator returns a `KernelCase`: the module (built with `asterism.builder`), its
-launch geometry, NumPy arguments and reference. Sits above `builder/` and `passes/`.
+launch geometry, NumPy arguments and reference (the arguments and the reference are made on
+first use: building a code object never allocates them). Each declares what `--shape` means
+for it (`Shape`: BATCHxHEADSxSEQxDIM for attention, MxNxK for GEMM). Sits above `builder/`
+and `passes/`.
 """
 
 from asterism.kernels.base import (
     KernelCase,
     KernelGenerator,
     KernelParamError,
+    LazyArgs,
     Param,
+    Shape,
     generators,
     get,
     register,
@@ -32,6 +37,6 @@ from asterism.kernels.run import (
 )
 
 __all__ = ["KernelCase", "KernelCheck", "KernelGenerator", "KernelParamError", "KernelRun",
-           "Param", "build_code_object", "format_list", "format_run", "generators", "get",
-           "list_rows", "parse_params", "parse_shape", "register", "require", "run_case",
-           "run_report"]
+           "LazyArgs", "Param", "Shape", "build_code_object", "format_list", "format_run",
+           "generators", "get", "list_rows", "parse_params", "parse_shape", "register",
+           "require", "run_case", "run_report"]

@@ -37,7 +37,15 @@ from typing import Any
 import numpy as np
 
 from asterism.builder import Group, Stream, after, before, unroll
-from asterism.kernels.base import KernelCase, KernelGenerator, Param, register, require
+from asterism.kernels.base import (
+    KernelCase,
+    KernelGenerator,
+    LazyArgs,
+    Param,
+    Shape,
+    register,
+    require,
+)
 
 NAME = "flash_attention_fwd"
 TARGETS = ("gfx950", "gfx942")
@@ -51,6 +59,7 @@ READ_AHEAD = 2  # MFMA steps the LDS operand reads run ahead of their MFMA
 PV_READ_AHEAD = 4  # the same for the V^T reads of gfx950 (2 ds_read_b64_tr_b16 per MFMA)
 DMA_M0_SGPR = 64  # first SGPR of the pinned DMA M0 values (gfx950)
 BUFFER_WORD3 = 0x00020000  # raw buffer, 32-bit data format (range-checked, stride 0)
+REFERENCE_BLOCK_BYTES = 64 << 20  # float64 scores the reference holds at once, at most
 
 PARAMS = (
     Param("batch", 1, "batch size"),
@@ -198,6 +207,7 @@ def check(target: str, p: dict[str, Any]) -> Config:
             f"MFMA tile per wave), got {p['block_m']}")
     require(p["block_n"] in (32, 64, 128, 256), "block_n",
             f"must be 32, 64, 128 or 256, got {p['block_n']}")
+    require(p["seed"] >= 0, "seed", f"must be at least 0, got {p['seed']}")
     require(p["scale"] >= 0, "scale", f"must be positive (or 0 for 1/sqrt(head_dim)), "
             f"got {p['scale']}")
     if p["causal"]:
@@ -971,16 +981,27 @@ def _f32_bits(x: float) -> int:
 
 def reference(q: np.ndarray, k: np.ndarray, v: np.ndarray, scale: float,
               causal: bool) -> np.ndarray:
-    """Attention in float64 from the same (16-bit) inputs: [b, h, sq, d]."""
-    q64, k64, v64 = (x.astype(np.float64) for x in (q, k, v))
-    s = np.einsum("bhid,bhjd->bhij", q64, k64) * scale
-    if causal:
-        sq, sk = s.shape[-2:]
-        visible = np.arange(sk)[None, :] <= np.arange(sq)[:, None] + (sk - sq)
-        s = np.where(visible, s, -np.inf)
-    s = s - s.max(axis=-1, keepdims=True)
-    p = np.exp(s)
-    return np.einsum("bhij,bhjd->bhid", p / p.sum(axis=-1, keepdims=True), v64)
+    """Attention in float64 from the same (16-bit) inputs: [b, h, sq, d].
+
+    Computed per (batch, head) and block of query rows, so the float64 scores in flight
+    stay under REFERENCE_BLOCK_BYTES whatever the sequence lengths."""
+    b, h, sq, d = q.shape
+    sk = k.shape[2]
+    out = np.empty((b, h, sq, v.shape[3]), np.float64)
+    rows = max(1, REFERENCE_BLOCK_BYTES // (8 * max(1, sk)))
+    for bi in range(b):
+        for hi in range(h):
+            k64, v64 = k[bi, hi].astype(np.float64), v[bi, hi].astype(np.float64)
+            for r0 in range(0, sq, rows):
+                r1 = min(sq, r0 + rows)
+                s = (q[bi, hi, r0:r1].astype(np.float64) @ k64.T) * scale
+                if causal:
+                    visible = np.arange(sk)[None, :] <= np.arange(r0, r1)[:, None] + (sk - sq)
+                    s = np.where(visible, s, -np.inf)
+                s -= s.max(axis=-1, keepdims=True)
+                p = np.exp(s)
+                out[bi, hi, r0:r1] = (p / p.sum(axis=-1, keepdims=True)) @ v64
+    return out
 
 
 def encode(x: np.ndarray, dtype: str) -> np.ndarray:
@@ -1001,19 +1022,51 @@ def decode(x: np.ndarray, dtype: str) -> np.ndarray:
     return bf16_to_f32(x)
 
 
+def input_bytes(cfg: Config) -> int:
+    """Host memory the inputs, the output, the run's copy of it and the check take: the 16-bit
+    Q, K, V, O, the float32 decoded Q, K, V of the reference and its float64 result."""
+    q = cfg.batch * cfg.heads * cfg.seq_q * cfg.head_dim
+    kv = cfg.batch * cfg.heads * cfg.seq_k * cfg.head_dim
+    return 2 * (q + 2 * kv + 2 * q) + 4 * (q + 2 * kv) + 8 * q + REFERENCE_BLOCK_BYTES * 4
+
+
+def make_inputs(cfg: Config, seed: int) -> dict[str, np.ndarray]:
+    """Q, K, V (standard normal, in the dtype) and a zero O, checked against the memory
+    budget first; drawn a batch at a time (the same values as one draw)."""
+    from asterism.support.limits import check_memory
+
+    check_memory(input_bytes(cfg), f"the arguments and reference of {NAME} (batch "
+                 f"{cfg.batch}, heads {cfg.heads}, seq_q {cfg.seq_q}, seq_k {cfg.seq_k}, "
+                 f"head_dim {cfg.head_dim})", hint="use a smaller problem")
+    rng = np.random.default_rng(seed)
+    dtype = np.float16 if cfg.dtype == "f16" else np.uint16
+    out = {}
+    for name, seq in (("q", cfg.seq_q), ("k", cfg.seq_k), ("v", cfg.seq_k)):
+        shape = (cfg.heads, seq, cfg.head_dim)
+        out[name] = np.empty((cfg.batch, *shape), dtype)
+        for b in range(cfg.batch):
+            out[name][b] = encode(rng.standard_normal(shape), cfg.dtype)
+    out["o"] = np.zeros((cfg.batch, cfg.heads, cfg.seq_q, cfg.head_dim), dtype)
+    return out
+
+
 def build_case(target: str, params: dict[str, Any]) -> KernelCase:
-    """The flash-attention forward kernel, its inputs and its NumPy reference."""
+    """The flash-attention forward kernel; its inputs and NumPy reference are made when a run
+    or a check first needs them (a code object alone costs the same at any batch)."""
     cfg = check(target, params)
     module = _Builder(cfg).build()
-    rng = np.random.default_rng(params["seed"])
-    shape_q = (cfg.batch, cfg.heads, cfg.seq_q, cfg.head_dim)
-    shape_k = (cfg.batch, cfg.heads, cfg.seq_k, cfg.head_dim)
-    q, k, v = (encode(rng.standard_normal(shape), cfg.dtype)
-               for shape in (shape_q, shape_k, shape_k))
-    o = encode(np.zeros(shape_q), cfg.dtype)
-    qf, kf, vf = (decode(x, cfg.dtype) for x in (q, k, v))
+    args = LazyArgs(("q", "k", "v", "o"), lambda: make_inputs(cfg, params["seed"]))
+
+    def expected() -> dict[str, np.ndarray]:
+        q, k, v = (decode(args[n], cfg.dtype) for n in "qkv")
+        return {"o": reference(q, k, v, cfg.scale, cfg.causal)}
+
+    def atol() -> float:
+        # P is rounded to the dtype before P V (relative error eps / 2 per weight) and O is
+        # rounded on the way out: |error| <= eps * max|V| covers both with room.
+        return eps * float(np.abs(decode(args["v"], cfg.dtype)).max())
+
     eps = 2.0 ** -8 if cfg.dtype == "bf16" else 2.0 ** -11
-    vmax = float(np.abs(vf).max())
     flops = 4 * cfg.batch * cfg.heads * cfg.seq_q * cfg.seq_k * cfg.head_dim
     if cfg.causal:
         visible = cfg.seq_q * cfg.seq_k - cfg.seq_q * (cfg.seq_q - 1) // 2
@@ -1021,14 +1074,9 @@ def build_case(target: str, params: dict[str, Any]) -> KernelCase:
     grid = (-(-cfg.seq_q // cfg.block_m), cfg.heads, cfg.batch)
     return KernelCase(
         name=NAME, target=target, params=dict(params), module=module, kernel=NAME,
-        grid=grid, block=(64 * cfg.waves, 1, 1), args={"q": q, "k": k, "v": v, "o": o},
-        outputs=("o",),
-        reference=lambda: {"o": reference(qf, kf, vf, cfg.scale, cfg.causal)},
-        decode=lambda name, x: decode(x, cfg.dtype),
-        # P is rounded to the dtype before P V (relative error eps / 2 per weight) and O is
-        # rounded on the way out: |error| <= eps * max|V| covers both with room.
-        atol=eps * vmax, rtol=eps,
-        flops=flops,
+        grid=grid, block=(64 * cfg.waves, 1, 1), args=args, outputs=("o",),
+        reference=expected, decode=lambda name, x: decode(x, cfg.dtype),
+        atol=atol, rtol=eps, flops=flops,
         notes={"pinned_vgprs": cfg.pinned_vgprs, "mfma": cfg.mfma, "lds_bytes": cfg.lds_bytes},
     )
 
@@ -1040,5 +1088,6 @@ GENERATOR = register(KernelGenerator(
     targets=TARGETS,
     params=PARAMS,
     build_case=build_case,
-    shape=("batch", "heads", "seq_q", "head_dim"),
+    shape=Shape((("BATCH", "batch"), ("HEADS", "heads"), ("SEQ", "seq_q"), ("DIM", "head_dim")),
+                "1x8x4096x128"),
 ))

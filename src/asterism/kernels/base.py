@@ -1,15 +1,20 @@
 """The kernel library's common parts: parameters, the built case, the registry.
 
 A kernel generator is a `KernelGenerator`: a name, the targets it supports, its parameters
-with defaults, and `build(target, params)` returning a `KernelCase` (the module, the launch
-geometry, the NumPy arguments and the reference). Parameters come in as text (CLI `--param
-k=v`) or Python values and are checked here, so every generator reports a bad one the same
-way: the parameter, the value and what was expected.
+with defaults, what `--shape` means for it (`Shape`), and `build(target, params)` returning a
+`KernelCase` (the module, the launch geometry, the NumPy arguments and the reference).
+Parameters come in as text (CLI `--param k=v`) or Python values and are checked here, so
+every generator reports a bad one the same way: the parameter, the value and what was
+expected.
+
+Building a case makes the module only: the arguments (`LazyArgs`) and the reference are made
+when first used, so writing a code object (`kernels build`, a sweep's build step) costs the
+same at any problem size.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, MutableMapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -61,14 +66,65 @@ class Param:
         return value
 
 
+class LazyArgs(MutableMapping):
+    """Launch arguments made by `make()` on first use of a value (names known up front).
+
+    A generator hands these to its `KernelCase` so that building the case (for a code
+    object) never allocates the inputs: only a run, a check or a reference does.
+    """
+
+    def __init__(self, names: Sequence[str], make: Callable[[], Mapping[str, Any]]):
+        self._names = list(names)
+        self._make = make
+        self._values: dict[str, Any] | None = None
+
+    @property
+    def made(self) -> bool:
+        """True once the values exist."""
+        return self._values is not None
+
+    def _data(self) -> dict[str, Any]:
+        if self._values is None:
+            values = dict(self._make())
+            if list(values) != self._names:
+                raise ValueError(f"the argument maker gave {list(values)}, not {self._names}")
+            self._values = values
+        return self._values
+
+    def __getitem__(self, name: str) -> Any:
+        return self._data()[name]
+
+    def __setitem__(self, name: str, value: Any) -> None:
+        data = self._data()
+        if name not in data:
+            self._names.append(name)
+        data[name] = value
+
+    def __delitem__(self, name: str) -> None:
+        del self._data()[name]
+        self._names.remove(name)
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(list(self._names))
+
+    def __len__(self) -> int:
+        return len(self._names)
+
+    def __repr__(self) -> str:
+        state = "made" if self.made else "not made yet"
+        return f"LazyArgs({', '.join(self._names)}; {state})"
+
+
 @dataclass
 class KernelCase:
     """A built kernel ready to launch: module, geometry, arguments and the NumPy reference.
 
-    `args` are the launch arguments in the kernel's argument order (arrays and scalars);
-    `outputs` names the arrays the kernel writes; `reference()` returns the expected value of
-    each output (computed by NumPy from the inputs); `atol`/`rtol` is the check tolerance;
-    `flops` counts the useful floating-point operations of one launch (for TFLOPS).
+    `args` are the launch arguments in the kernel's argument order (arrays and scalars; a
+    `LazyArgs` makes them on first use); `outputs` names the arrays the kernel writes;
+    `reference()` returns the expected value of each output (computed by NumPy from the
+    inputs); `atol`/`rtol` is the check tolerance (`atol` may be given as a function of the
+    inputs: it is called, once, when `atol` is first read); `flops` counts the useful
+    floating-point operations of one launch (for TFLOPS).
     """
 
     name: str
@@ -78,20 +134,85 @@ class KernelCase:
     kernel: str
     grid: tuple[int, int, int]
     block: tuple[int, int, int]
-    args: dict[str, Any]
+    args: MutableMapping[str, Any]
     outputs: tuple[str, ...]
     reference: Callable[[], dict[str, Any]]
-    atol: float
+    atol: float = field(repr=False)  # (a property below: given as a value or a function)
     rtol: float
     flops: int
     notes: dict[str, Any] = field(default_factory=dict)
     # Outputs held as raw codes (bf16 as uint16) -> float values for the check; None: as is.
     decode: Callable[[str, Any], Any] | None = None
 
+    def tolerance(self) -> tuple[float, float]:
+        """(atol, rtol) of the check."""
+        return float(self.atol), float(self.rtol)
+
     def output_values(self, name: str) -> Any:
         """Output `name` as numbers comparable with the reference (decoded if needed)."""
         value = self.args[name]
         return value if self.decode is None else self.decode(name, value)
+
+
+def _get_atol(case: KernelCase) -> float:
+    if callable(case._atol):
+        case._atol = float(case._atol())
+    return case._atol
+
+
+def _set_atol(case: KernelCase, value: float | Callable[[], float]) -> None:
+    case._atol = value
+
+
+# `atol` may depend on the inputs (attention: eps * max|V|): a function given for it is
+# called when the tolerance is first read, so building a case never makes the inputs.
+KernelCase.atol = property(_get_atol, _set_atol,  # type: ignore[assignment]
+                           doc="The absolute tolerance of the check (computed on first use).")
+
+
+@dataclass(frozen=True)
+class Shape:
+    """What `--shape` means for a kernel: its dims in order, each a label and the parameter
+    it sets (e.g. BATCH -> batch), and an example value."""
+
+    dims: tuple[tuple[str, str], ...] = ()
+    example: str = ""
+
+    def __bool__(self) -> bool:
+        return bool(self.dims)
+
+    @property
+    def form(self) -> str:
+        """The dims' labels joined by x, e.g. BATCHxHEADSxSEQxDIM."""
+        return "x".join(label for label, _ in self.dims)
+
+    @property
+    def params(self) -> tuple[str, ...]:
+        """The parameters the dims set, in order."""
+        return tuple(param for _, param in self.dims)
+
+    def describe(self) -> str:
+        """`FORM (param, ...), e.g. EXAMPLE` (for `kernels list` and errors)."""
+        return f"{self.form} ({', '.join(self.params)}), e.g. {self.example}"
+
+    @classmethod
+    def of(cls, names: Sequence[str]) -> Shape:
+        """A Shape from bare parameter names (labels are the names in capitals)."""
+        return cls(tuple((n.upper(), n) for n in names), "x".join(["512"] * len(names)))
+
+
+def parse_shape(text: str, shape: Shape | Sequence[str] = ("m", "n", "k"),
+                kernel: str = "") -> dict[str, str]:
+    """`512x256x128` -> {"m": "512", "n": "256", "k": "128"}: exactly one positive decimal
+    size per dim of `shape` (the generator converts and checks the values)."""
+    if not isinstance(shape, Shape):
+        shape = Shape.of(tuple(shape))
+    parts = [p.strip() for p in text.lower().split("x")]
+    if len(parts) != len(shape.dims) or not all(p.isascii() and p.isdigit() for p in parts):
+        owner = f" for {kernel}" if kernel else ""
+        raise KernelParamError(f"--shape{owner} is {shape.form}, e.g. {shape.example} "
+                               f"(--shape expects {len(shape.dims)} sizes), got {text!r}")
+    return dict(zip(shape.params, parts))
 
 
 @dataclass(frozen=True)
@@ -103,7 +224,13 @@ class KernelGenerator:
     targets: tuple[str, ...]
     params: tuple[Param, ...]
     build_case: Callable[[str, dict[str, Any]], KernelCase]
-    shape: tuple[str, ...] = ()  # the parameters `--shape AxBxC` sets, in order
+    shape: Shape = Shape()  # what `--shape` sets (empty: the kernel takes no --shape)
+
+    def shape_params(self, text: str) -> dict[str, str]:
+        """The parameters a `--shape` value sets, or a KernelParamError naming the form."""
+        if not self.shape:
+            raise KernelParamError(f"{self.name} takes no --shape; use --param")
+        return parse_shape(text, self.shape, self.name)
 
     def param(self, name: str) -> Param:
         """The parameter called `name`, or a KernelParamError listing the known ones."""

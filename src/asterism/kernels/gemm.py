@@ -47,7 +47,9 @@ from asterism.kernels.base import (
     KernelCase,
     KernelGenerator,
     KernelParamError,
+    LazyArgs,
     Param,
+    Shape,
     register,
     require,
 )
@@ -66,6 +68,7 @@ DMA_BLOCK = 1024  # bytes one wave's buffer_load_dwordx4 ... lds writes (64 lane
 DMA_M0_SGPR = 32  # first SGPR of the pinned M0 values of the direct-to-LDS loads
 MAX_SGPR = 102
 MAX_VMCNT = 63
+REFERENCE_BLOCK_BYTES = 64 << 20  # float64 operand blocks of the reference, at most each
 C_DTYPES = ("f32", "f16", "bf16")
 # `auto` with the waits of the direct-to-LDS loads left to the kernel (see `dma_wait`): the
 # default (`lds-dma=wait`) would wait for every load in flight before each DS read.
@@ -426,6 +429,7 @@ def _check(cfg: GemmConfig) -> None:
                 f"fp8 supports layout nt only (A and B K-contiguous), got {cfg.layout}")
     for name in ("m", "n", "k", "tile_m", "tile_n", "tile_k"):
         require(getattr(cfg, name) > 0, name, f"must be positive, got {getattr(cfg, name)}")
+    require(cfg.seed >= 0, "seed", f"must be at least 0, got {cfg.seed}")
     require(cfg.pad >= 0 and cfg.pad % 8 == 0, "lds_pad",
             f"must be a non-negative multiple of 8 (16-byte rows), got {cfg.pad}")
     require(cfg.reads_per_mfma >= 0, "reads_per_mfma", "must be >= 0")
@@ -1126,17 +1130,68 @@ def from_fp8(codes: np.ndarray) -> np.ndarray:
     return np.asarray(decode(np.asarray(codes), E4M3FN), np.float64)
 
 
-def _values(cfg: GemmConfig, rows: int, cols: int, rng) -> tuple[np.ndarray, np.ndarray]:
-    """(stored elements, their float64 values) of a random rows x cols matrix."""
-    x = rng.standard_normal((rows, cols)).astype(np.float32)
+def _stored(cfg: GemmConfig, rows: int, cols: int, rng) -> np.ndarray:
+    """A random rows x cols matrix (standard normal) as stored elements, drawn a block of
+    rows at a time (the same values as one draw; the float temporaries stay small)."""
+    dtype = {"fp8": np.uint8, "f16": np.float16, "bf16": np.uint16}[cfg.dtype]
+    out = np.empty((rows, cols), dtype)
+    step = max(1, REFERENCE_BLOCK_BYTES // (8 * max(1, cols)))
+    for r0 in range(0, rows, step):
+        x = rng.standard_normal((min(rows, r0 + step) - r0, cols)).astype(np.float32)
+        out[r0:r0 + x.shape[0]] = to_fp8(x) if cfg.dtype == "fp8" else \
+            x.astype(np.float16) if cfg.dtype == "f16" else to_bf16(x)
+    return out
+
+
+def _values(cfg: GemmConfig, stored: np.ndarray) -> np.ndarray:
+    """Stored elements of A or B as float64 numbers."""
     if cfg.dtype == "fp8":
-        stored = to_fp8(x)
-        return stored, from_fp8(stored)
+        return from_fp8(stored)
     if cfg.dtype == "f16":
-        stored = x.astype(np.float16)
-        return stored, stored.astype(np.float64)
-    stored = to_bf16(x)
-    return stored, from_bf16(stored).astype(np.float64)
+        return stored.astype(np.float64)
+    return from_bf16(stored).astype(np.float64)
+
+
+def input_bytes(cfg: GemmConfig) -> int:
+    """Host memory of the inputs, C (and the run's copy of it) and the check: A and B
+    stored, C twice, the float64 reference and its rounding, the reference's blocks."""
+    mn = cfg.m * cfg.n
+    return (cfg.esize * (cfg.m * cfg.k + cfg.k * cfg.n) + 2 * cfg.c_bytes * mn
+            + (8 + 4 + 4) * mn + 4 * REFERENCE_BLOCK_BYTES)
+
+
+def make_inputs(cfg: GemmConfig) -> dict[str, np.ndarray]:
+    """A and B (random, in the layout's storage order) and a zero C, checked against the
+    memory budget first."""
+    from asterism.support.limits import check_memory
+
+    check_memory(input_bytes(cfg), f"the arguments and reference of gemm (m {cfg.m}, n "
+                 f"{cfg.n}, k {cfg.k}, {cfg.dtype})", hint="use a smaller problem")
+    rng = np.random.default_rng(cfg.seed)
+    a_st = _stored(cfg, cfg.m, cfg.k, rng)
+    b_st = _stored(cfg, cfg.k, cfg.n, rng)
+    a_arg = a_st if cfg.layout[0] == "n" else np.ascontiguousarray(a_st.T)
+    del a_st
+    b_arg = b_st if cfg.layout[1] == "n" else np.ascontiguousarray(b_st.T)
+    del b_st
+    c = np.zeros((cfg.m, cfg.n), np.float32 if cfg.c_dtype == "f32" else
+                 _np_dtype(cfg.c_dtype))
+    return {"a": a_arg, "b": b_arg, "c": c}
+
+
+def reference_c(cfg: GemmConfig, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """A x B in float64 from the stored A [M][K] and B [K][N] (views of the arguments),
+    rounded as the kernel stores C; in blocks of rows and columns, so the float64 operands
+    in flight stay under REFERENCE_BLOCK_BYTES each."""
+    out = np.empty((cfg.m, cfg.n), np.float32)
+    rows = max(1, REFERENCE_BLOCK_BYTES // (8 * cfg.k))
+    cols = max(1, REFERENCE_BLOCK_BYTES // (8 * cfg.k))
+    for c0 in range(0, cfg.n, cols):
+        b_val = _values(cfg, b[:, c0:c0 + cols])
+        for r0 in range(0, cfg.m, rows):
+            out[r0:r0 + rows, c0:c0 + cols] = round_c(_values(cfg, a[r0:r0 + rows]) @ b_val,
+                                                      cfg.c_dtype)
+    return out
 
 
 def round_c(x: np.ndarray, c_dtype: str) -> np.ndarray:
@@ -1151,19 +1206,16 @@ def round_c(x: np.ndarray, c_dtype: str) -> np.ndarray:
 
 
 def build_case(target: str, params: dict[str, Any]) -> KernelCase:
-    """The GEMM case: module, geometry, inputs in the layout's storage order, reference."""
+    """The GEMM case: module and geometry; its inputs (in the layout's storage order) and
+    reference are made when a run or a check first needs them."""
     cfg = config(target, params)
     module = _GemmWriter(cfg).finish()
-    rng = np.random.default_rng(cfg.seed)
-    a_st, a_val = _values(cfg, cfg.m, cfg.k, rng)
-    b_st, b_val = _values(cfg, cfg.k, cfg.n, rng)
-    a_arg = a_st if cfg.layout[0] == "n" else np.ascontiguousarray(a_st.T)
-    b_arg = b_st if cfg.layout[1] == "n" else np.ascontiguousarray(b_st.T)
-    c = np.zeros((cfg.m, cfg.n), np.float32 if cfg.c_dtype == "f32" else
-                 _np_dtype(cfg.c_dtype))
+    args = LazyArgs(("a", "b", "c"), lambda: make_inputs(cfg))
 
     def reference() -> dict[str, np.ndarray]:
-        return {"c": round_c(a_val @ b_val, cfg.c_dtype)}
+        a = args["a"] if cfg.layout[0] == "n" else args["a"].T
+        b = args["b"] if cfg.layout[1] == "n" else args["b"].T
+        return {"c": reference_c(cfg, a, b)}
 
     # Products of f16/bf16/fp8 are exact in f32; the f32 sums of K of them (of size about
     # sqrt(K) for standard normal inputs) may round K times: K ulps of sqrt(K). A 16-bit C
@@ -1173,7 +1225,7 @@ def build_case(target: str, params: dict[str, Any]) -> KernelCase:
     return KernelCase(
         name="gemm", target=target, params=dict(params), module=module,
         kernel=f"gemm_{cfg.dtype}_{cfg.layout}", grid=cfg.grid, block=(cfg.threads, 1, 1),
-        args={"a": a_arg, "b": b_arg, "c": c}, outputs=("c",), reference=reference,
+        args=args, outputs=("c",), reference=reference,
         atol=float(atol), rtol=rtol, flops=2 * cfg.m * cfg.n * cfg.k,
         decode=(lambda name, x: from_bf16(x)) if cfg.c_dtype == "bf16" else None,
         notes={"mfma": cfg.mfma_name, "lds_bytes": cfg.lds_bytes, "k_tiles": cfg.k_tiles,
@@ -1190,7 +1242,7 @@ GEMM = register(KernelGenerator(
     targets=TARGETS,
     params=PARAMS,
     build_case=build_case,
-    shape=("m", "n", "k"),
+    shape=Shape((("M", "m"), ("N", "n"), ("K", "k")), "1024x1024x1024"),
 ))
 
 __all__ = ["GEMM", "GemmConfig", "KernelParamError", "build_case", "config", "from_bf16",

@@ -24,7 +24,7 @@ from typing import Any
 
 import numpy as np
 
-from asterism.kernels.base import KernelCase, KernelGenerator
+from asterism.kernels.base import KernelCase, KernelGenerator, parse_shape
 
 DEFAULT_PIPELINE = "auto"
 
@@ -95,6 +95,7 @@ def build_code_object(case: KernelCase) -> bytes:
 def check_outputs(case: KernelCase, values: dict[str, np.ndarray]) -> list[KernelCheck]:
     """Compare each output with the reference: max abs/rel error and the case's tolerance."""
     want = case.reference()
+    atol, rtol = case.tolerance()
     checks = []
     for name in case.outputs:
         value = values[name] if case.decode is None else case.decode(name, values[name])
@@ -103,27 +104,38 @@ def check_outputs(case: KernelCase, values: dict[str, np.ndarray]) -> list[Kerne
         diff = np.abs(got - ref)
         finite = np.isfinite(got).all()
         rel = diff / np.maximum(np.abs(ref), np.finfo(np.float32).tiny)
-        bad = diff > case.atol + case.rtol * np.abs(ref)
+        bad = diff > atol + rtol * np.abs(ref)
         worst = np.unravel_index(int(np.argmax(diff)), diff.shape) if diff.size else ()
         checks.append(KernelCheck(
             name, float(diff.max()) if diff.size else 0.0,
             float(rel[~np.isclose(ref, 0)].max()) if (~np.isclose(ref, 0)).any() else 0.0,
-            case.atol, case.rtol, bool(finite and not bad.any()),
+            atol, rtol, bool(finite and not bad.any()),
             tuple(int(i) for i in worst)))
     return checks
 
 
-def _register_usage(code: bytes, kernel: str) -> dict[str, int]:
-    """VGPR / AGPR / SGPR / LDS of `kernel` from its code object's metadata and descriptor."""
+def _metadata(code: bytes, kernel: str) -> dict[str, Any]:
+    """The metadata of `kernel` in its code object."""
     from asterism.mc.codeobject import read_code_object
 
     obj = read_code_object(code)
     entry = next(k for k in obj.kernels if k.name == kernel)
-    meta = entry.metadata or {}
+    return entry.metadata or {}
+
+
+def _register_usage(meta: dict[str, Any]) -> dict[str, int]:
+    """VGPR / AGPR / SGPR / LDS of a kernel from its metadata."""
     usage = {"vgpr": meta.get(".vgpr_count", 0), "sgpr": meta.get(".sgpr_count", 0),
              "agpr": meta.get(".agpr_count", 0),
              "lds": meta.get(".group_segment_fixed_size", 0)}
     return {k: int(v) for k, v in usage.items()}
+
+
+def _written(meta: dict[str, Any]) -> set[str]:
+    """The buffer arguments the kernel may write (the launch copies results into them)."""
+    return {str(a.get(".name")) for a in meta.get(".args", []) or []
+            if a.get(".value_kind") == "global_buffer"
+            and (a.get(".access") or a.get(".actual_access")) != "read_only"}
 
 
 def _product(target: str):
@@ -152,23 +164,31 @@ def _add_timing(run: KernelRun, case: KernelCase, timing) -> None:
 
 def run_case(case: KernelCase, backend: str = "emu", check: bool = True,
              timing: bool = False, iterations: int = 1,
-             pipeline: str | None = None, code: bytes | None = None) -> KernelRun:
+             pipeline: str | None = None, code: bytes | None = None, *,
+             max_instructions: int | None = None, progress: Any = None) -> KernelRun:
     """Compile (unless its `code` object is given) and launch `case`; compare with the
-    reference (`check`), model (`timing`, emulator) or measure (hip) its speed."""
+    reference (`check`), model (`timing`, emulator) or measure (hip) its speed.
+    `max_instructions` and `progress` go to the emulator (see runtime.launch)."""
     import time
 
     from asterism import runtime
 
     if code is None:
         code = compile_case(case, pipeline)
-    args = {k: (v.copy() if isinstance(v, np.ndarray) else v) for k, v in case.args.items()}
+    meta = _metadata(code, case.kernel)
+    written = _written(meta)
+    # Only what the kernel may write is copied: case.args keep the inputs the reference
+    # reads, and a large read-only input is not held twice.
+    args = {k: (v.copy() if isinstance(v, np.ndarray) and k in written else v)
+            for k, v in case.args.items()}
     start = time.perf_counter()
     result = runtime.launch(code, case.kernel, grid=case.grid, block=case.block, args=args,
                             backend=backend, timing=timing,
-                            iterations=1 if timing else iterations)
+                            iterations=1 if timing else iterations,
+                            max_instructions=max_instructions, progress=progress)
     wall = time.perf_counter() - start
     run = KernelRun(case.name, case.target, dict(case.params), result.backend, result.device,
-                    wall, flops=case.flops, registers=_register_usage(code, case.kernel))
+                    wall, flops=case.flops, registers=_register_usage(meta))
     if result.stats is not None:
         run.wave_instructions = int(getattr(result.stats, "wave_instructions", 0) or 0)
     if check:
@@ -255,8 +275,10 @@ def format_run(run: KernelRun) -> str:
 
 
 def list_rows(generators: list[KernelGenerator]) -> list[dict[str, Any]]:
-    """One dict per generator: name, description, targets, parameters (for --json)."""
+    """One dict per generator: name, description, targets, --shape, parameters (--json)."""
     return [{"name": g.name, "description": g.description, "targets": list(g.targets),
+             "shape": {"form": g.shape.form, "params": list(g.shape.params),
+                       "example": g.shape.example} if g.shape else None,
              "params": [{"name": p.name, "default": p.default, "type": p.kind.__name__,
                          "choices": list(p.choices), "help": p.help} for p in g.params]}
             for g in generators]
@@ -267,6 +289,8 @@ def format_list(generators: list[KernelGenerator]) -> str:
     lines = []
     for g in generators:
         lines.append(f"{g.name}  [{', '.join(g.targets)}]  {g.description}")
+        if g.shape:
+            lines.append(f"    --shape {g.shape.describe()}")
         width = max((len(p.name) for p in g.params), default=0)
         for p in g.params:
             choices = f" ({'|'.join(str(c) for c in p.choices)})" if p.choices else ""
@@ -286,17 +310,6 @@ def parse_params(pairs: list[str]) -> dict[str, str]:
             raise KernelParamError(f"--param expects name=value, got {text!r}")
         out[key.strip()] = value.strip()
     return out
-
-
-def parse_shape(text: str, names: tuple[str, ...] = ("m", "n", "k")) -> dict[str, str]:
-    """`512x256x128` -> {"m": "512", "n": "256", "k": "128"} (fewer dims allowed)."""
-    from asterism.kernels.base import KernelParamError
-
-    parts = text.lower().split("x")
-    if not 1 <= len(parts) <= len(names) or not all(p.strip().isdigit() for p in parts):
-        raise KernelParamError(f"--shape expects up to {len(names)} sizes like "
-                               f"{'x'.join(['512'] * len(names))}, got {text!r}")
-    return dict(zip(names, (p.strip() for p in parts)))
 
 
 __all__ = ["KernelCheck", "KernelRun", "build_code_object", "check_outputs", "compile_case",

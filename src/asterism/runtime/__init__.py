@@ -156,7 +156,8 @@ def select_backend(name: str, target: str):
 def launch(code_object, kernel: str, grid=(1, 1, 1), block=(64, 1, 1), args=(),
            backend: str = "auto", iterations: int = 1, timing: Any = False,
            trace_dir: str | os.PathLike | None = None,
-           source_map: Mapping[int, str] | None = None) -> LaunchResult:
+           source_map: Mapping[int, str] | None = None, *,
+           max_instructions: int | None = None, progress: Any = None) -> LaunchResult:
     """Run `kernel` of a code object (bytes, path to .hsaco/.s/.mlir, CodeObject or module).
 
     `grid` counts workgroups, `block` work-items per workgroup. `args` lists the explicit
@@ -165,6 +166,9 @@ def launch(code_object, kernel: str, grid=(1, 1, 1), block=(64, 1, 1), args=(),
     the results. Returns per-launch times. `timing` (True or a TimingOptions) runs the
     emulator's timing model (modeled, not measured): `result.timing`, and `trace_dir`
     writes it as an ATT folder (code.json source column from `source_map` or the source).
+    Emulator only: `max_instructions` is the per-wave instruction budget (a kernel that
+    never ends stops with BudgetExceeded; default the backend's, 10 million) and
+    `progress` an emu.progress.RunProgress that shows a long run on stderr.
     """
     from asterism.emu.timing import TimingOptions
     from asterism.runtime.kernargs import ArgumentError, pack_kernargs
@@ -188,7 +192,12 @@ def launch(code_object, kernel: str, grid=(1, 1, 1), block=(64, 1, 1), args=(),
         raise AsterismError(f"no kernel '{kernel}' in the code object (kernels: {names})")
     if iterations < 1:
         raise ArgumentError("iterations must be at least 1")
+    if max_instructions is not None and max_instructions < 1:
+        raise ArgumentError(f"max_instructions must be at least 1, got {max_instructions}")
     grid3, block3 = _dim3(grid, "grid"), _dim3(block, "block")
+    from asterism.emu.emulator import check_grid
+
+    check_grid(grid3, block3)  # (the dispatch packet's limit, for the GPU as well)
     meta = entry.metadata or {}
     reqd = meta.get(".reqd_workgroup_size")
     if reqd and tuple(reqd) != block3:
@@ -198,10 +207,9 @@ def launch(code_object, kernel: str, grid=(1, 1, 1), block=(64, 1, 1), args=(),
     be = select_backend(backend, obj.target.name)
     if be.name == "hip":
         times, stats = be.launch(obj, entry, packed, grid3, block3, iterations, data)
-    elif options is not None:
-        times, stats = be.launch(obj, entry, packed, grid3, block3, iterations, timing=options)
     else:
-        times, stats = be.launch(obj, entry, packed, grid3, block3, iterations)
+        times, stats = be.launch(obj, entry, packed, grid3, block3, iterations, timing=options,
+                                 max_instructions=max_instructions, progress=progress)
     result = LaunchResult(times, be.name, be.device_name(), kernel, stats,
                           [b.name for b in packed.buffers if b.copy_out])
     if options is not None:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import numpy as np
+
 from asterism.emu import DeviceMemory, Emulator
 from asterism.mc.codeobject import CodeObject
 from asterism.mc.decoder import decode_code
@@ -48,16 +50,22 @@ class EmuBackend:
         return program
 
     def launch(self, obj: CodeObject, kernel, packed: PackedArgs, grid, block,
-               iterations: int, timing=None) -> tuple[list[float], object]:
+               iterations: int, timing=None, max_instructions: int | None = None,
+               progress=None) -> tuple[list[float], object]:
         """Run `iterations` launches; returns (seconds per launch, stats of the last).
-        `timing`: emu.timing.TimingOptions to run the timing model (stats.timing)."""
+        `timing`: emu.timing.TimingOptions to run the timing model (stats.timing);
+        `max_instructions`: the per-wave budget of these launches (default the backend's);
+        `progress`: an emu.progress.RunProgress for long runs."""
+        budget = max_instructions or self.instruction_budget
         if timing is None:
             emu = self._emulator(obj.target)
+            emu.instruction_budget = budget
         else:
             # A timed emulator per launch call: the options differ from call to call.
             emu = Emulator(obj.target, self.memory, sanitizer=self.sanitizer,
-                           instruction_budget=self.instruction_budget, timing=timing)
+                           instruction_budget=budget, timing=timing)
         program = self._program(obj, kernel)
+        _check_room(kernel.name, packed)
         mem = self.memory
         addresses = []
         try:
@@ -65,9 +73,7 @@ class EmuBackend:
                 addr = mem.alloc(max(1, buf.array.nbytes), name=buf.name)
                 addresses.append(addr)
                 if buf.copy_in:
-                    mem.write(addr, buf.array.tobytes())
-                else:
-                    mem.write(addr, bytes(buf.array.nbytes))
+                    mem.write(addr, buf.array)  # (write_only buffers start as the zeros)
                 packed.set_pointer(buf, addr)
             kernarg = mem.alloc(max(16, len(packed.segment)), name="kernarg")
             addresses.append(kernarg)
@@ -75,13 +81,29 @@ class EmuBackend:
             times, stats = [], None
             for _ in range(iterations):
                 stats = emu.run(program, kernel.descriptor, grid=grid, block=block,
-                                kernarg_address=kernarg, kernel=kernel.name)
+                                kernarg_address=kernarg, kernel=kernel.name, progress=progress)
                 times.append(stats.seconds)
             for buf, addr in zip(packed.buffers, addresses):
                 if buf.copy_out and buf.array.nbytes:
-                    data = mem.read(addr, buf.array.nbytes)
-                    buf.array.reshape(-1).view("u1")[:] = memoryview(data)
+                    # Straight from device memory into the caller's array (any layout).
+                    device = mem.view(addr, np.uint8, buf.array.nbytes)
+                    np.copyto(buf.array, device.view(buf.array.dtype).reshape(buf.array.shape))
             return times, stats
         finally:
+            emu.instruction_budget = self.instruction_budget  # (the cached emulator's default)
             for addr in addresses:
                 mem.free(addr)
+
+
+def _check_room(kernel: str, packed: PackedArgs) -> None:
+    """Refuse, before copying anything, a launch whose device copies of the buffers (plus
+    the pages of the output arrays the results land in) do not fit the memory budget."""
+    from asterism.support.limits import check_memory, format_bytes
+
+    buffers = sorted(packed.buffers, key=lambda b: -b.array.nbytes)
+    need = sum(b.array.nbytes * (2 if b.copy_out else 1) for b in buffers)
+    named = ", ".join(f"{b.name} {format_bytes(b.array.nbytes)}" for b in buffers[:3])
+    more = f" and {len(buffers) - 3} more" if len(buffers) > 3 else ""
+    check_memory(need, f"launching {kernel} on the emulator (device copies of the arguments "
+                       f"{named}{more}, and the outputs written back)",
+                 hint="use smaller arguments")

@@ -127,7 +127,14 @@ def pack_kernargs(meta: dict, args: list[Any] | dict[str, Any], grid: tuple[int,
         if len(values) != len(params):
             raise ArgumentError(f"{name} takes {len(params)} argument(s) "
                                 f"({describe_signature(meta)}), got {len(values)}")
-    size = int(meta.get(".kernarg_segment_size", 0))
+    raw_size = meta.get(".kernarg_segment_size", 0)
+    if not isinstance(raw_size, int) or isinstance(raw_size, bool) or raw_size < 0:
+        raise ArgumentError(f"{name}: .kernarg_segment_size {raw_size!r} in the metadata is "
+                            "not a size")
+    size = raw_size
+    from asterism.support.limits import check_memory
+
+    check_memory(size, f"the kernarg segment of {name} (.kernarg_segment_size {size})")
     segment = bytearray(size)
     buffers: list[BufferArg] = []
     for param, value in zip(params, values):

@@ -39,6 +39,8 @@ from asterism.sweep.progress import Progress
 from asterism.sweep.result import RANK_BY, SweepResult
 from asterism.sweep.worker import METRICS, PointResult, PointTask, code_version
 
+HEARTBEAT = 1.0  # seconds without a finished point after which the progress line is redrawn
+
 
 def resolve_generator(generator: Any):
     """A KernelGenerator for a library name, else `generator` itself (checked callable)."""
@@ -178,7 +180,11 @@ def sweep(generator: str | Callable, space: Mapping[str, Any], *, target: str | 
     bar.start_line(f"sweeping {name}: {len(tasks)} points ({len(tasks) - len(todo)} cached) "
                    f"on {runner.describe()}")
     try:
-        for task, point in runner.run(todo):
+        for item in runner.run(todo, heartbeat=HEARTBEAT):
+            if item is None:  # nothing finished for a while: keep the progress alive
+                bar.tick()
+                continue
+            task, point = item
             done[task.index] = point
             if store is not None and point.stage != "worker":
                 store.put(task.key, task, point)

@@ -64,10 +64,12 @@ class LocalEngine:
         """A short description for the report."""
         return f"local pool, {self.workers} worker{'s' * (self.workers != 1)}"
 
-    def run(self, tasks: Sequence[PointTask]) -> Iterator[tuple[PointTask, PointResult]]:
-        """Run `tasks`, yielding each with its result as it finishes."""
+    def run(self, tasks: Sequence[PointTask], heartbeat: float | None = None
+            ) -> Iterator[tuple[PointTask, PointResult] | None]:
+        """Run `tasks`, yielding each with its result as it finishes (and None after every
+        `heartbeat` seconds in which none did)."""
         import multiprocessing
-        from concurrent.futures import ProcessPoolExecutor, as_completed
+        from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 
         if not tasks:
             return
@@ -83,12 +85,18 @@ class LocalEngine:
                                    initargs=initargs or ())
         try:
             futures = {pool.submit(run_point, t): t for t in tasks}
-            for future in as_completed(futures):
-                task = futures[future]
-                try:
-                    yield task, future.result()
-                except Exception as err:  # BrokenProcessPool: a worker died (signal, OOM)
-                    yield task, lost(task, err)
+            pending = set(futures)
+            while pending:
+                finished, pending = wait(pending, timeout=heartbeat,
+                                         return_when=FIRST_COMPLETED)
+                if not finished:
+                    yield None
+                for future in finished:
+                    task = futures[future]
+                    try:
+                        yield task, future.result()
+                    except Exception as err:  # BrokenProcessPool: a worker died (signal, OOM)
+                        yield task, lost(task, err)
         finally:
             # Interrupted (Ctrl-C, or the caller stopped iterating): drop queued points.
             pool.shutdown(wait=True, cancel_futures=True)
@@ -147,8 +155,10 @@ class RayEngine:
             _check_loopback(ray)
         return True
 
-    def run(self, tasks: Sequence[PointTask]) -> Iterator[tuple[PointTask, PointResult]]:
-        """Run `tasks` as Ray tasks, yielding each with its result as it finishes."""
+    def run(self, tasks: Sequence[PointTask], heartbeat: float | None = None
+            ) -> Iterator[tuple[PointTask, PointResult] | None]:
+        """Run `tasks` as Ray tasks, yielding each with its result as it finishes (and None
+        after every `heartbeat` seconds in which none did)."""
         if not tasks:
             return
         ray = self.ray
@@ -159,7 +169,9 @@ class RayEngine:
             refs = {remote.remote(t): t for t in tasks}
             pending = list(refs)
             while pending:
-                done, pending = ray.wait(pending, num_returns=1)
+                done, pending = ray.wait(pending, num_returns=1, timeout=heartbeat)
+                if not done:
+                    yield None
                 for ref in done:
                     task = refs[ref]
                     try:

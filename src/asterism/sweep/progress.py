@@ -2,7 +2,9 @@
 
 On a terminal it redraws one line; otherwise (a log, CI) it prints one line per finished
 point. The ETA extrapolates from the points run so far (cached ones cost nothing, so they
-are left out of the rate).
+are left out of the rate). While points take long, `tick()` (called by the sweep about once
+a second) keeps the line alive: on a terminal the elapsed time moves every second, in a
+log a "still running" line comes every LOG_INTERVAL seconds.
 """
 
 from __future__ import annotations
@@ -11,15 +13,9 @@ import sys
 import time
 from typing import TextIO
 
+from asterism.support.progress import DELAY, LOG_INTERVAL, clock
+
 BAR = 24
-
-
-def clock(seconds: float) -> str:
-    """`seconds` as m:ss (or h:mm:ss)."""
-    seconds = max(0, int(round(seconds)))
-    h, rest = divmod(seconds, 3600)
-    m, s = divmod(rest, 60)
-    return f"{h}:{m:02}:{s:02}" if h else f"{m}:{s:02}"
 
 
 class Progress:
@@ -32,6 +28,7 @@ class Progress:
         self.tty = enabled and getattr(self.stream, "isatty", lambda: False)()
         self.start = time.perf_counter()
         self.done = self.failed = self.cached = 0
+        self._quiet_until = self.start + DELAY  # (for tick: nothing while the sweep is young)
 
     def eta(self) -> float | None:
         """Seconds left, from the rate of the points run (None before the first one)."""
@@ -67,10 +64,25 @@ class Progress:
         self.failed += not ok
         if not self.enabled:
             return
+        if not self.tty:
+            self._quiet_until = time.perf_counter() + LOG_INTERVAL
         if self.tty:
             self.stream.write("\r\x1b[2K" + self.line())
         else:
             self.stream.write(f"{self.line()}  {label}\n")
+        self.stream.flush()
+
+    def tick(self) -> None:
+        """No point finished lately: redraw the terminal line (elapsed, ETA) or, in a log,
+        say every LOG_INTERVAL seconds that the sweep is still running."""
+        now = time.perf_counter()
+        if not self.enabled or now < self._quiet_until:
+            return
+        if self.tty:
+            self.stream.write("\r\x1b[2K" + self.line())
+        else:
+            self.stream.write(f"{self.line()}  still running\n")
+            self._quiet_until = now + LOG_INTERVAL
         self.stream.flush()
 
     def start_line(self, text: str) -> None:

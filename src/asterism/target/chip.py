@@ -13,6 +13,11 @@ tests/test_target.py for the oracle tests):
   flops per clock per CU on CDNA3); MI355X FP16/BF16 2.5 PFLOPS (2516.6 = 256 CUs x 2400
   MHz x 4096 flops per clock per CU on CDNA4), MI350X 2.3 PFLOPS (2306.9 at 2200 MHz);
   their OCP FP8 figures are twice that: 5.0 PFLOPS (5033.2) and 4.6 PFLOPS (4613.7).
+* `max_scratch_per_lane`: the most private (scratch) memory a work-item of a wave64 kernel
+  can have, 131056 bytes: SPI_TMPRING_SIZE.WAVESIZE is 13 bits in units of 1 KiB per wave
+  (8191 KiB / 64 lanes); LLVM 22's llc rejects a larger stack on gfx942 and gfx950
+  ("stack frame size (...) exceeds limit (131056)"; llvm/test/CodeGen/AMDGPU/
+  stack-size-overflow.ll).
 * `lds`: AMDGPUUsage "Memory Spaces" / LLVM's addressable-local-memory-size feature (64 KiB on
   gfx942, 160 KiB on gfx950); the allocation granule is the unit LLVM 22 encodes
   COMPUTE_PGM_RSRC2.LDS_SIZE in (`llc -mtriple=amdgcn-mesa-mesa3d` prints it as
@@ -116,6 +121,7 @@ class Target:
     max_waves_per_simd: int
     max_workgroups_per_cu: int
     max_workgroup_size: int
+    max_scratch_per_lane: int
     lds: LdsFacts
     vgpr: VgprFacts
     sgpr: SgprFacts
@@ -239,6 +245,7 @@ def processor_facts(name: str) -> Target:
         max_waves_per_simd=_take(raw, "max_waves_per_simd", where),
         max_workgroups_per_cu=_take(raw, "max_workgroups_per_cu", where),
         max_workgroup_size=_take(raw, "max_workgroup_size", where),
+        max_scratch_per_lane=_take(raw, "max_scratch_per_lane", where),
         lds=_group(LdsFacts, _take(raw, "lds", where), where + " lds"),
         vgpr=_group(VgprFacts, _take(raw, "vgpr", where), where + " vgpr"),
         sgpr=_group(SgprFacts, _take(raw, "sgpr", where), where + " sgpr"),
