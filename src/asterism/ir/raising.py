@@ -36,8 +36,7 @@ from asterism.ir import kernel_attrs
 from asterism.ir.from_mc import _KernelRaising
 from asterism.ir.kernel_attrs import set_code_object_version
 from asterism.ir.ops import KernelOp, ModuleOp
-from asterism.mc.inst import Inst
-from asterism.mc.lossless import HIDDEN_BITS
+from asterism.mc.inst import HIDDEN_BITS, Inst
 from asterism.mc.operands import Label
 from asterism.mc.program import AbiRequest, KernelArg, LabelDef, McKernel
 
@@ -284,7 +283,6 @@ def _ir_inst(inst: Inst | None, d, filename: str) -> Inst:
     bit of its words in `hidden_bits`."""
     from asterism.ir.ops import MODIFIER_NAMES
     from asterism.mc.encoder import encode_inst
-    from asterism.mc.lossless import HIDDEN_BITS
     from asterism.mc.operands import Syntax
 
     if inst is None:

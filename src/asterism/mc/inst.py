@@ -9,6 +9,11 @@ Modifiers are kept by their LLVM assembly names, with these value types:
   blgp, row_mask, bank_mask, dpp_ctrl (the 9-bit DPP control), format (MTBUF dfmt|nfmt<<4)
 - bit lists (tuple[int, ...]): op_sel, op_sel_hi, neg_lo, neg_hi
 - names (str): dst_sel, dst_unused, src0_sel, src1_sel (SDWA)
+- hidden_bits (int, HIDDEN_BITS): encoded bits no syntax shows, as an XOR mask over the
+  instruction's own encoding, which the encoder folds back in (mc/lossless.py)
+
+Raw 32-bit data words in an instruction stream (`.long` in .text, bytes that do not decode)
+are an Inst too: mnemonic DATA, one hex Imm per word, no form (`data_inst`).
 """
 
 from __future__ import annotations
@@ -17,10 +22,13 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from asterism.errors import SourceLocation
-from asterism.mc.operands import Operand
+from asterism.mc.operands import Imm, Operand
 
 if TYPE_CHECKING:
     from asterism.isa.database import Form
+
+HIDDEN_BITS = "hidden_bits"  # modifier: encoded bits the text does not show (XOR mask)
+DATA = ".long"  # mnemonic of raw data words in an instruction stream
 
 
 @dataclass(slots=True)
@@ -37,3 +45,13 @@ class Inst:
         from asterism.mc.printer import format_inst
 
         return format_inst(self)
+
+
+def data_inst(words: list[int]) -> Inst:
+    """Raw 32-bit words in an instruction stream (`.long`): the encoder emits them as are."""
+    return Inst(DATA, [Imm(w & 0xFFFFFFFF, fmt="hex") for w in words])
+
+
+def data_bytes(inst: Inst) -> bytes:
+    """The bytes of a `.long` data instruction."""
+    return b"".join((op.value & 0xFFFFFFFF).to_bytes(4, "little") for op in inst.operands)

@@ -23,21 +23,8 @@ import functools
 import os
 
 from asterism.errors import AsterismError, ParseError, SourceLocation
-from asterism.mc.inst import Inst
-from asterism.mc.operands import Imm, Label
-
-HIDDEN_BITS = "hidden_bits"  # modifier: encoded bits the text does not show (XOR mask)
-DATA = ".long"  # mnemonic of raw data words in an instruction stream
-
-
-def data_inst(words: list[int]) -> Inst:
-    """Raw 32-bit words in an instruction stream (`.long`): the encoder emits them as are."""
-    return Inst(DATA, [Imm(w & 0xFFFFFFFF, fmt="hex") for w in words])
-
-
-def data_bytes(inst: Inst) -> bytes:
-    """The bytes of a `.long` data instruction."""
-    return b"".join((op.value & 0xFFFFFFFF).to_bytes(4, "little") for op in inst.operands)
+from asterism.mc.inst import DATA, HIDDEN_BITS, Inst, data_inst
+from asterism.mc.operands import Label
 
 
 def exact_inst(decoded) -> Inst | None:
