@@ -1,7 +1,10 @@
 """`Inst`: one machine instruction (mnemonic, typed operands, modifiers).
 
 The MC layer's hub: the IR is lowered to it, the asm parser and the decoder produce it, the
-printer, encoder, emulator and statistics consume it.
+printer, encoder, emulator and statistics consume it. Like LLVM's MCInst it is a plain value
+at the bottom of the layer: it knows no printer, encoder or decoder; those are functions
+that take it (`str(inst)` is a structural text of its fields; its assembly text is
+`mc.printer.format_inst(inst)`).
 
 Modifiers are kept by their LLVM assembly names, with these value types:
 - flags (bool): clamp, gds, sc0, sc1, nt, glc, slc, nv, offen, idxen, lds, bound_ctrl, fi
@@ -41,10 +44,15 @@ class Inst:
     form: Form | None = None  # the encoding form, once chosen (matcher/decoder)
     loc: SourceLocation | None = None  # where it was written (asm file, IR, Python line)
 
-    def __str__(self) -> str:
-        from asterism.mc.printer import format_inst
-
-        return format_inst(self)
+    def __repr__(self) -> str:
+        """The fields as plain text, e.g. `Inst('v_add_f32', [v1, v2, v3], form=VOP2
+        v_add_f32_e32)` (not assembly syntax: `mc.printer.format_inst` prints that)."""
+        parts = [repr(self.mnemonic), "[" + ", ".join(map(str, self.operands)) + "]"]
+        if self.modifiers:
+            parts.append(repr(self.modifiers))
+        if self.form is not None:
+            parts.append(f"form={self.form.enc} {self.form.mnemonic}{self.form.suffix}")
+        return f"Inst({', '.join(parts)})"
 
 
 def data_inst(words: list[int]) -> Inst:
