@@ -11,7 +11,8 @@ from asterism.errors import AsterismError
 from asterism.isa import get_isa
 from asterism.mc.decoder import DecodedInst, get_decoder
 from asterism.mc.encoder import encode_inst
-from asterism.mc.lossless import DATA, decoded_text
+from asterism.mc.inst import DATA
+from asterism.mc.lossless import decoded_text
 from asterism.mc.parser import parse_asm
 from asterism.mc.random_inst import random_inst
 

@@ -24,6 +24,7 @@ import pytest
 from asterism.emu import DeviceMemory, Emulator
 from asterism.mc.codeobject import make_kernel_descriptor
 from asterism.mc.decoder import decode_code
+from asterism.mc.printer import format_inst
 
 CACHE = Path(__file__).parent / "data" / "emu" / "asm_cache.json"
 _cache: dict[str, str] | None = None
@@ -285,7 +286,7 @@ def u64(words: np.ndarray) -> np.ndarray:
 
 def test_assemble_roundtrips_through_the_decoder():
     prog = program("v_add_f32 v1, v2, v3\ns_endpgm")
-    assert [str(p.inst) for p in prog] == ["v_add_f32_e32 v1, v2, v3", "s_endpgm"]
+    assert [format_inst(p.inst) for p in prog] == ["v_add_f32_e32 v1, v2, v3", "s_endpgm"]
     assert prog[1].address == 0x10004
 
 

@@ -13,6 +13,7 @@ from asterism.ir.tool import asm_listing
 from asterism.mc.inst import Inst
 from asterism.mc.kernel_abi import kernel_directives
 from asterism.mc.operands import OFF, FloatImm, Imm, Label, Literal, Mod, Reg, Special, Syntax
+from asterism.mc.printer import format_inst
 from asterism.mc.program import AbiRequest, KernelArg, LabelDef, McKernel, McModule
 
 REPO = Path(__file__).resolve().parent.parent
@@ -99,7 +100,7 @@ def test_operand_kinds_and_modifiers():
     assert isinstance(getreg.operands[1], Syntax) and getreg.operands[1].value == 6145
     assert getreg.operands[1].text.startswith("hwreg(")
     assert wait.operands == [Syntax(0x370, "vmcnt(0) lgkmcnt(3)")]
-    assert str(wait) == "s_waitcnt vmcnt(0) lgkmcnt(3)"
+    assert format_inst(wait) == "s_waitcnt vmcnt(0) lgkmcnt(3)"
     assert end.operands == []
 
 

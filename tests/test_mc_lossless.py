@@ -15,7 +15,8 @@ from asterism.mc.codeobject import read_code_object
 from asterism.mc.codeobject.elf import parse_elf
 from asterism.mc.decoder import DecodedInst, get_decoder
 from asterism.mc.encoder import encode_inst
-from asterism.mc.lossless import HIDDEN_BITS, decoded_text, reassemblable_text
+from asterism.mc.inst import HIDDEN_BITS
+from asterism.mc.lossless import decoded_text, reassemblable_text
 from asterism.mc.parser import parse_asm
 from asterism.mc.printer import format_inst
 

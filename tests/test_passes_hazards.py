@@ -16,6 +16,7 @@ from asterism import api
 from asterism.builder import KernelBuilder
 from asterism.errors import AsterismError, VerifyError
 from asterism.ir import parse_ir, print_ir
+from asterism.mc.printer import format_inst
 from asterism.passes.hazards import HazardViolations, check_hazards, insert_nops
 from asterism.target.hazards import rules_for
 
@@ -34,7 +35,7 @@ def kernel(body, target: str = "gfx942"):
 def listing(module, pipeline: str = "hazards") -> list[str]:
     """Instructions (and labels) after `pipeline`."""
     mc = api.lower(module, pipeline)
-    return [str(i) if hasattr(i, "mnemonic") else f"{i.name}:" for i in mc.kernels[0].body]
+    return [format_inst(i) if hasattr(i, "mnemonic") else f"{i.name}:" for i in mc.kernels[0].body]
 
 
 def nop_states(lines: list[str]) -> list[int]:

@@ -21,6 +21,7 @@ from asterism.emu.compiler import PlainInst, make_infos
 from asterism.emu.errors import SanitizerError
 from asterism.emu.hazard_check import HazardChecker, HazardState, facts_of
 from asterism.mc.encoder import inst_size
+from asterism.mc.printer import format_inst
 from asterism.passes.hazards import check_hazards, hazard_facts
 from asterism.passes.machine import MachineKernel, kernels_of
 
@@ -146,13 +147,13 @@ def test_inserted_nops_are_minimal(target, seed):
     module = api.optimize(random_program(rng, target, nops=False), "hazards")
     mc = api.lower(module)
     body = mc.kernels[0].body
-    base = [str(i) for i in body]
+    base = [format_inst(i) for i in body]
     for k, inst in enumerate(body):
         nxt = body[k + 1] if k + 1 < len(body) else None
         # the last s_nop of a run the pass inserted (runs end right before the consumer)
-        if str(inst).startswith("s_nop") and nxt is not None and \
-                not str(nxt).startswith("s_nop"):
-            n = int(str(inst).split()[1], 0)
+        if format_inst(inst).startswith("s_nop") and nxt is not None and \
+                not format_inst(nxt).startswith("s_nop"):
+            n = int(format_inst(inst).split()[1], 0)
             text = "\n".join(base[:k] + ([f"s_nop {n - 1}"] if n else []) + base[k + 1:])
             weaker = _reparse(text, target)
             assert emulator_flags(weaker, target), f"s_nop {n} at {k} is not needed"

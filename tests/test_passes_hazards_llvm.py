@@ -15,6 +15,7 @@ import pytest
 
 from asterism.ir import lower_module, raise_module
 from asterism.mc.parser import parse_asm
+from asterism.mc.printer import format_inst
 from asterism.passes.hazards import check_hazards, insert_nops
 
 DATA = json.loads((Path(__file__).parent / "data" / "emu" / "llvm_hazards.json").read_text())
@@ -44,9 +45,9 @@ def test_nops_match_llvm(case):
     insts, want = split(DATA[case])
     module = module_of(insts, target)
     insert_nops(module)
-    out = [str(i) for i in lower_module(module).kernels[0].body if hasattr(i, "mnemonic")]
+    out = [format_inst(i) for i in lower_module(module).kernels[0].body if hasattr(i, "mnemonic")]
     got_insts, got = split(out)
-    assert got_insts == [str(i) for i in lower_module(module_of(insts, target)).kernels[0].body
+    assert got_insts == [format_inst(i) for i in lower_module(module_of(insts, target)).kernels[0].body
                          if hasattr(i, "mnemonic")]
     assert got == want, f"{name} on {target}: LLVM pads {want}, the pass {got}"
     assert check_hazards(module_of(DATA[case], target)) == []

@@ -31,6 +31,7 @@ from asterism.builder import ModuleBuilder
 from asterism.emu.errors import SanitizerError
 from asterism.emu.hazard_check import required_wait_states
 from asterism.ir import lower_module, print_ir
+from asterism.mc.printer import format_inst
 from asterism.passes.hazards import HazardViolations, check_hazards, insert_nops
 from asterism.passes.machine import kernel_target, kernels_of
 from asterism.target import get_target
@@ -44,7 +45,7 @@ WAR = ["s_load_dwordx2 s[4:5], s[0:1], 0x0", "s_load_dword s0, s[0:1], 0x18", "s
 def listing(module) -> list[str]:
     """The instructions of the first kernel, as asterism prints them (labels left out:
     nops are counted by instruction index)."""
-    return [str(i) for i in lower_module(module).kernels[0].body if hasattr(i, "mnemonic")]
+    return [format_inst(i) for i in lower_module(module).kernels[0].body if hasattr(i, "mnemonic")]
 
 
 def padded(lines: list[str], target: str = "gfx942") -> list[str]:

@@ -14,6 +14,7 @@ from asterism import api
 from asterism.builder import KernelBuilder
 from asterism.errors import AsterismError, ParseError, VerifyError
 from asterism.ir import parse_ir, print_ir
+from asterism.mc.printer import format_inst
 from asterism.passes.waits import WaitState, insert_waits
 
 
@@ -32,7 +33,7 @@ def listing(module, pipeline: str = "waits") -> list[str]:
     mc = api.lower(module, pipeline)
     out = []
     for item in mc.kernels[0].body:
-        out.append(str(item) if hasattr(item, "mnemonic") else f"{item.name}:")
+        out.append(format_inst(item) if hasattr(item, "mnemonic") else f"{item.name}:")
     return out
 
 

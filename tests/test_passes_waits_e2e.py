@@ -21,6 +21,7 @@ from asterism.builder import KernelBuilder
 from asterism.emu import mfma as mf
 from asterism.emu.errors import SanitizerError
 from asterism.ir import parse_ir, print_ir
+from asterism.mc.printer import format_inst
 
 MFMA = "v_mfma_f32_32x32x8_f16"
 STEPS = 3
@@ -161,7 +162,8 @@ def test_removing_a_placed_nop_is_caught(target, nop):
     # (gfx942) / 12 (gfx950) wait states; 9 instructions are already in between (4 v_mov,
     # 2 s_waitcnt, s_sub, s_cmp, s_cbranch).
     module = api.optimize(gemm_fixed(target), "waits,hazards")
-    listing = [str(i) for i in api.lower(module).kernels[0].body]
+    listing = [format_inst(i) if hasattr(i, "mnemonic") else str(i)
+               for i in api.lower(module).kernels[0].body]
     first_mul = next(i for i, x in enumerate(listing) if x.startswith("v_mul_f32"))
     assert listing[first_mul - 1] == nop
     text = print_ir(module).splitlines()

@@ -16,6 +16,7 @@ import pytest
 from asterism.ir import lower_module, raise_module
 from asterism.mc.llvm_tools import find_llvm_tool
 from asterism.mc.parser import parse_asm
+from asterism.mc.printer import format_inst
 from asterism.passes.waits import insert_waits
 
 DECL = "declare i32 @llvm.amdgcn.workitem.id.x()\n"
@@ -137,7 +138,7 @@ def listing(lines: list[str], target: str, strip: bool) -> list[str]:
     module = raise_module(parse_asm(text + "\n", "llc.s"))
     if strip:
         insert_waits(module, barrier="none")
-    return [str(i) if hasattr(i, "mnemonic") else f"{i.name}:"
+    return [format_inst(i) if hasattr(i, "mnemonic") else f"{i.name}:"
             for i in lower_module(module).kernels[0].body]
 
 

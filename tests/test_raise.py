@@ -22,14 +22,9 @@ from asterism.mc.assembler import assemble as assemble_mc
 from asterism.mc.codeobject import read_code_object, write_code_object
 from asterism.mc.codeobject.metadata import encode_metadata
 from asterism.mc.encoder import encode_inst
-from asterism.mc.lossless import (
-    DATA,
-    HIDDEN_BITS,
-    data_inst,
-    exact_inst,
-    insts_of_words,
-    lossless_text,
-)
+from asterism.mc.exact import exact_inst, insts_of_words
+from asterism.mc.inst import DATA, HIDDEN_BITS, data_inst
+from asterism.mc.lossless import lossless_text
 from asterism.mc.parser import parse_asm
 from asterism.mc.program import McKernel, McModule
 from asterism.mc.random_inst import random_inst

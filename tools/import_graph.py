@@ -21,11 +21,12 @@ from pathlib import Path
 PACKAGE = Path(__file__).resolve().parent.parent / "src" / "asterism"
 
 # Lowest first. A module may import modules of its own layer or of earlier layers only.
-# Top-level modules of the package (errors, textio, paths, cache) are `support`. `frontend`
-# (upstream MLIR -> amdgcn IR) emits through the builder, and `passes` registers its pass.
+# Top-level modules of the package (errors, textio, paths, cache, version) are `support`.
+# `frontend` (upstream MLIR -> amdgcn IR) emits through the builder, and `passes` registers
+# its pass.
 LAYERS = ["support", "isa", "target", "mc", "ir", "builder", "frontend", "passes", "api",
           "emu", "timing", "profile", "runtime", "kernels", "sweep", "cli"]
-SUPPORT_MODULES = {"errors", "textio", "paths", "cache", "support"}
+SUPPORT_MODULES = {"errors", "textio", "paths", "cache", "version", "support"}
 ROOT_LAYER = len(LAYERS)  # `asterism` itself and `asterism.__main__` sit above everything
 
 

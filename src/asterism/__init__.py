@@ -11,7 +11,7 @@ One-call functions (loaded on first use, so `import asterism` stays cheap):
     asterism.sweep("gemm", {"tile_m": [64, 128]})   parameter sweep (asterism/sweep/api.py)
 """
 
-__version__ = "0.1.0"
+from asterism.version import __version__ as __version__
 
 _API = {"parse", "translate", "compile", "assemble", "disassemble", "optimize", "lower",
         "retarget", "raise_kernel"}

@@ -34,7 +34,7 @@ try:  # (hashlib's import loads OpenSSL, a few ms of a start-up: its blake2b is 
 except ImportError:  # pragma: no cover - other Python implementations
     from hashlib import blake2b
 
-from asterism import __version__
+from asterism.version import __version__
 
 MAGIC = b"asterism-cache-2\n"  # (2: keyed MACs; files of format 1 are ignored)
 _DIGEST_SIZE = 16

@@ -80,7 +80,7 @@ def build_parser(groups: tuple[str, ...] | None = None) -> argparse.ArgumentPars
         description="AMD GPU assembly with the rigor of a compiler and the control of "
                     "hand-written code (gfx942, gfx950).",
         epilog=EPILOG, formatter_class=formatter)
-    from asterism import __version__
+    from asterism.version import __version__
 
     parser.add_argument("--version", action="version", version=f"asterism {__version__}")
     sub = parser.add_subparsers(dest="verb", metavar="VERB")

@@ -31,6 +31,7 @@ from asterism.isa.database import SUFFIXES
 from asterism.isa.syntax import INLINE_FLOATS, INV_2PI_BITS, NAMED_PAIR_CODES, NAMED_SCALAR_CODES
 from asterism.mc.inst import Inst
 from asterism.mc.operands import FloatImm, Imm, Label, Literal, Mod, Off, Operand, Reg, Special
+from asterism.mc.printer import format_inst
 from asterism.target.hazards import KEY_SCC
 
 Op = Callable[[Group], int]
@@ -97,7 +98,7 @@ class OpInfo:
         """The instruction as disassembled text (printer), or its mnemonic as a fallback."""
         if self._text is None:
             try:
-                self._text = str(self.inst)
+                self._text = format_inst(self.inst)
             except Exception:
                 ops = ", ".join(str(o) for o in self.inst.operands)
                 self._text = f"{self.inst.mnemonic} {ops}".strip()

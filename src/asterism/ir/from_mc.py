@@ -57,8 +57,7 @@ from asterism.ir.types import (
     TokenType,
 )
 from asterism.isa import Form, get_isa, syntax
-from asterism.mc.inst import Inst
-from asterism.mc.lossless import HIDDEN_BITS
+from asterism.mc.inst import HIDDEN_BITS, Inst
 from asterism.mc.matcher import select_form
 from asterism.mc.operands import (
     FloatImm,

@@ -36,8 +36,7 @@ from asterism.ir import kernel_attrs
 from asterism.ir.from_mc import _KernelRaising
 from asterism.ir.kernel_attrs import set_code_object_version
 from asterism.ir.ops import KernelOp, ModuleOp
-from asterism.mc.inst import Inst
-from asterism.mc.lossless import HIDDEN_BITS
+from asterism.mc.inst import HIDDEN_BITS, Inst
 from asterism.mc.operands import Label
 from asterism.mc.program import AbiRequest, KernelArg, LabelDef, McKernel
 
@@ -236,7 +235,7 @@ def _label_symbols(obj) -> dict[int, str]:
 def _kernel_of(name: str, body: list, start: int, end: int, filename: str,
                names: dict[int, str] | None = None) -> tuple[McKernel, dict[int, int]]:
     """An McKernel of decoded items (exact instructions, branches to labels), checked."""
-    from asterism.mc.lossless import exact_inst
+    from asterism.mc.exact import exact_inst
 
     starts = {_address(d) for d in body}
     labels: set[int] = set()
@@ -284,7 +283,6 @@ def _ir_inst(inst: Inst | None, d, filename: str) -> Inst:
     bit of its words in `hidden_bits`."""
     from asterism.ir.ops import MODIFIER_NAMES
     from asterism.mc.encoder import encode_inst
-    from asterism.mc.lossless import HIDDEN_BITS
     from asterism.mc.operands import Syntax
 
     if inst is None:
@@ -564,11 +562,11 @@ def _descriptor_overrides(low: McKernel, kd, target: str) -> dict[str, int]:
     """The directive values that, laid over what lowering computes, give descriptor `kd`."""
     from asterism.mc.codeobject import amdhsa_directives, descriptor_from_directives
     from asterism.mc.kernel_abi import kernel_directives
-    from asterism.mc.lossless import _directives
+    from asterism.mc.lossless import reassemblable_directives
     from asterism.target import get_target
 
     t = get_target(target)
-    wanted = _directives(kd, t)
+    wanted = reassemblable_directives(kd, t)
     computed = kernel_directives(low, target)
     full = amdhsa_directives(descriptor_from_directives(t, computed), t)
     full.update(computed)

@@ -51,8 +51,7 @@ from asterism.ir.verify import (
 )
 from asterism.isa import Form, IsaDatabase, OperandSpec, get_isa, syntax
 from asterism.mc.bulk import pause_cyclic_gc, resume_cyclic_gc
-from asterism.mc.inst import Inst
-from asterism.mc.lossless import HIDDEN_BITS
+from asterism.mc.inst import HIDDEN_BITS, Inst
 from asterism.mc.matcher import MatchError as McMatchError
 from asterism.mc.matcher import match_form, select_form
 from asterism.mc.operands import (

@@ -1,10 +1,13 @@
 """Module-level assembly output: kernels with their `.amdhsa_kernel` and metadata blocks.
 
-The instructions print through mc/printer.py (the one printing path); this module adds the
-directives llvm-mc and ld.lld need to build a code object from the text.
+The instructions print through mc/printer.py (the one printing path) or a text function the
+caller passes (mc/lossless.py's lossless text); this module adds the directives llvm-mc and
+ld.lld need to build a code object from the text.
 """
 
 from __future__ import annotations
+
+from collections.abc import Callable
 
 from asterism.mc import yaml_subset
 from asterism.mc.codeobject import make_metadata
@@ -28,9 +31,9 @@ DIRECTIVE_ORDER = [
 ]
 
 
-def print_module(module: McModule, lossless: bool = False) -> str:
+def print_module(module: McModule, inst_text: Callable[[Inst], str] = format_inst) -> str:
     """LLVM-syntax assembly for a whole module (llvm-mc + ld.lld turn it into an HSACO);
-    `lossless`: instructions print as text that assembles back to exactly their words."""
+    `inst_text` prints one instruction (mc/lossless.py passes its lossless text)."""
     target = get_target(module.target + (module.features or ""))
     out = [f'\t.amdgcn_target "{target.target_id}"',
            f"\t.amdhsa_code_object_version {module.code_object_version}", "\t.text"]
@@ -42,7 +45,7 @@ def print_module(module: McModule, lossless: bool = False) -> str:
             if isinstance(item, LabelDef):
                 out.append(f"{item.name}:")
             elif isinstance(item, Inst):
-                out.append("\t" + format_inst(item, lossless))
+                out.append("\t" + inst_text(item))
         out += [f".Lfunc_end{n}:", f"\t.size\t{kernel.name}, .Lfunc_end{n}-{kernel.name}", ""]
         directives = kernel_directives(kernel, target.name)
         entries.append(getattr(kernel, "metadata", None)

@@ -31,7 +31,13 @@ from asterism.isa.formats import (
 from asterism.isa.syntax import SDWA_SEL, SDWA_UNUSED, format_swizzle
 from asterism.mc.bulk import pause_cyclic_gc, resume_cyclic_gc
 from asterism.mc.inst import Inst
-from asterism.mc.operand_codes import decode_scalar_reg, decode_src
+from asterism.mc.operand_codes import (
+    F8F6F4_REGS,
+    VOP_SRC_FIELDS,
+    decode_scalar_reg,
+    decode_src,
+    op_sel_positions,
+)
 from asterism.mc.operands import OFF, Imm, Literal, Mod, Operand, Reg, Special, Syntax
 from asterism.mc.per_form import PerForm
 
@@ -51,10 +57,6 @@ class DecodedInst:
         return [int.from_bytes(self.raw[i:i + 4], "little") for i in range(0, len(self.raw), 4)]
 
 
-# Register widths of gfx950 f8f6f4 MFMA A/B operands by format code (cbsz / blgp).
-F8F6F4_REGS = {0: 8, 1: 8, 2: 6, 3: 6, 4: 4}
-
-VOP_SRC_FIELDS = ("src0", "src1", "src2")
 _SOP_ENCS = ("SOP1", "SOP2", "SOPC", "SOPK")
 _MEMORY_ENCS = ("DS", "FLAT", "GLOBAL", "SCRATCH", "MUBUF", "MTBUF")
 
@@ -1092,16 +1094,6 @@ def _mods_sdwa(plan: _Plan, word: _Word, prefix: _Word | None, operands: list[Op
     mods["src0_sel"] = SDWA_SEL[min(SDWA["src0_sel"].get(x), 6)]
     if any(s.name == "vsrc1" for s in form.operands):
         mods["src1_sel"] = SDWA_SEL[min(SDWA["src1_sel"].get(x), 6)]
-
-
-def op_sel_positions(form: Form) -> list[int]:
-    """The op_sel field bit of each printed op_sel element of a VOP3 form: the sources, then
-    the destination (bit 3); 4-element forms map one to one."""
-    n = sum(1 for s in form.operands if s.name in VOP_SRC_FIELDS)
-    length = form.op_sel_len or n + 1
-    if length == n + 1:
-        return list(range(n)) + [3]
-    return list(range(length))
 
 
 def _signed(value: int, bits: int) -> int:

@@ -17,10 +17,8 @@ from asterism.errors import EncodeError
 from asterism.isa import Form, OperandSpec
 from asterism.isa.formats import DPP, FORMATS, SDWA, SRC_DPP, SRC_SDWA, Format
 from asterism.isa.syntax import SDWA_SEL, SDWA_UNUSED, SRC_VGPR_BASE
-from asterism.mc.decoder import op_sel_positions
-from asterism.mc.inst import Inst
-from asterism.mc.lossless import DATA, HIDDEN_BITS, data_bytes
-from asterism.mc.operand_codes import scalar_code, src_code
+from asterism.mc.inst import DATA, HIDDEN_BITS, Inst, data_bytes
+from asterism.mc.operand_codes import op_sel_positions, scalar_code, src_code
 from asterism.mc.operands import (
     FloatImm,
     Imm,

@@ -8,11 +8,13 @@ instruction as LLVM text when that text assembles back to the same words, and ot
 `.long 0x...` words (valid for llvm-mc too) with the decoded text in a comment. The check
 is the round trip itself (print -> parse -> encode), so no family needs a rule of its own.
 
-Read back, `.long` words in .text become instructions again (`insts_of_words`): decoded,
-with the bits their text does not show kept in the `hidden_bits` modifier (the XOR of the
-words and the instruction's own encoding), which the encoder folds back in. So the parsed
-instruction still has its operands and form for every later consumer, and the words come
-out identical. Words that do not decode stay data (a `.long` pseudo-instruction).
+Read back, `.long` words in .text become instructions again (mc/exact.py's `insts_of_words`,
+used by the assembly parser): decoded, with the bits their text does not show kept in the
+`hidden_bits` modifier, so the words come out identical. Words that do not decode stay data
+(a `.long` pseudo-instruction).
+
+The top of the MC layer: it prints, parses, encodes, decodes and writes modules; no mc
+module imports it.
 """
 
 from __future__ import annotations
@@ -22,49 +24,28 @@ import dataclasses
 import functools
 import os
 
-from asterism.errors import AsterismError, ParseError, SourceLocation
-from asterism.mc.inst import Inst
-from asterism.mc.operands import Imm, Label
-
-HIDDEN_BITS = "hidden_bits"  # modifier: encoded bits the text does not show (XOR mask)
-DATA = ".long"  # mnemonic of raw data words in an instruction stream
-
-
-def data_inst(words: list[int]) -> Inst:
-    """Raw 32-bit words in an instruction stream (`.long`): the encoder emits them as are."""
-    return Inst(DATA, [Imm(w & 0xFFFFFFFF, fmt="hex") for w in words])
-
-
-def data_bytes(inst: Inst) -> bytes:
-    """The bytes of a `.long` data instruction."""
-    return b"".join((op.value & 0xFFFFFFFF).to_bytes(4, "little") for op in inst.operands)
-
-
-def exact_inst(decoded) -> Inst | None:
-    """The instruction of a DecodedInst that encodes back to exactly its bytes: a copy with
-    the bits the decoder does not model in `hidden_bits` (None if the encoder refuses it or
-    makes another size)."""
-    from asterism.mc.encoder import encode_inst
-
-    try:
-        again = encode_inst(decoded.inst, decoded.address)
-    except AsterismError:
-        return None
-    if len(again) != decoded.size:
-        return None
-    hidden = int.from_bytes(again, "little") ^ int.from_bytes(decoded.raw, "little")
-    if not hidden:
-        return decoded.inst
-    inst = copy.copy(decoded.inst)
-    inst.modifiers = {**inst.modifiers, HIDDEN_BITS: hidden}
-    return inst
+from asterism.errors import AsterismError
+from asterism.mc.asm_syntax import InstParser
+from asterism.mc.asm_writer import print_module
+from asterism.mc.codeobject import (
+    amdhsa_directives,
+    descriptor_from_directives,
+    read_code_object,
+)
+from asterism.mc.decoder import DecodedInst, decode_code
+from asterism.mc.encoder import encode_inst
+from asterism.mc.exact import exact_inst
+from asterism.mc.inst import DATA, HIDDEN_BITS, Inst, data_inst
+from asterism.mc.listing import branch_target
+from asterism.mc.matcher import select_form
+from asterism.mc.operands import Label
+from asterism.mc.printer import format_inst
+from asterism.mc.program import LabelDef, McKernel, McModule
 
 
-def decoded_text(decoded) -> str:
+def decoded_text(decoded: DecodedInst) -> str:
     """The lossless text of a DecodedInst (its words as `.long` when our encoder cannot
     make them from the instruction at all)."""
-    from asterism.mc.printer import format_inst
-
     inst = exact_inst(decoded)
     if inst is None:
         return words_text(decoded.raw, format_inst(decoded.inst))
@@ -76,9 +57,6 @@ def lossless_text(inst: Inst) -> str:
     that holds, else `.long` words followed by the LLVM text as a comment. A decoded
     instruction must come through `exact_inst` (the decoder's Inst does not keep the bits
     no modifier holds)."""
-    from asterism.mc.encoder import encode_inst
-    from asterism.mc.printer import format_inst
-
     form = inst.form
     text = format_inst(inst)
     if form is None:
@@ -111,10 +89,6 @@ def _mask_text(mask: int, n: int) -> str:
 @functools.lru_cache(maxsize=1 << 16)
 def _reencode(text: str, target: str) -> bytes | None:
     """The words our assembler makes of one line of text (None if it refuses the line)."""
-    from asterism.mc.asm_syntax import InstParser
-    from asterism.mc.encoder import encode_inst
-    from asterism.mc.matcher import select_form
-
     try:
         inst = InstParser().parse(text)
         inst.form = select_form(inst, target)
@@ -123,78 +97,19 @@ def _reencode(text: str, target: str) -> bytes | None:
         return None
 
 
-# ---------------------------------------------------------------------- reading `.long`
-
-def parse_words(rest: str, symbols: dict[str, int], loc: SourceLocation) -> list[int]:
-    """The 32-bit values of a `.long` directive's operand list."""
-    from asterism.mc.asm_syntax import eval_int, quote, split_top
-
-    words = []
-    for part in split_top(rest, ","):
-        value = eval_int(part, symbols, loc) if part.strip() else None
-        if value is None or not -(1 << 31) <= value < (1 << 32):
-            raise ParseError(f"bad .long value {quote(part.strip())} (expected a 32-bit "
-                             "integer)", loc)
-        words.append(value & 0xFFFFFFFF)
-    return words
-
-
-def insts_of_words(words: list[int], target: str, loc: SourceLocation | None = None
-                   ) -> list[Inst]:
-    """The instructions `.long` words in .text encode, each encoding back to its words
-    exactly (bits its text does not show in `hidden_bits`); words that do not decode as
-    whole instructions stay `.long` data."""
-    from asterism.mc.decoder import get_decoder
-
-    data = b"".join(w.to_bytes(4, "little") for w in words)
-    decode = get_decoder(target).decode
-    out: list[Inst] = []
-    pending: list[int] = []  # data words not (yet) part of an instruction
-    pos = 0
-    while pos < len(data):
-        try:
-            d = decode(data, pos, pos)
-            inst = exact_inst(d)
-        except AsterismError:
-            inst = None
-        if inst is None:
-            pending.append(words[pos >> 2])
-            pos += 4
-            continue
-        if pending:
-            out.append(_located(data_inst(pending), loc))
-            pending = []
-        out.append(_located(inst, loc))
-        pos += d.size
-    if pending:
-        out.append(_located(data_inst(pending), loc))
-    return out
-
-
-def _located(inst: Inst, loc: SourceLocation | None) -> Inst:
-    inst.loc = loc
-    return inst
-
-
 # ---------------------------------------------------------------------- whole code objects
 
 def reassemblable_text(source: bytes | str | os.PathLike[str]) -> str:
     """A code object as an assembly file that `asterism asm` (and llvm-mc + ld.lld) turn
     back into the same .text: lossless instructions, branches to labels, each kernel's
     `.amdhsa_kernel` block from its descriptor and the file's metadata."""
-    from asterism.mc.asm_writer import print_module
-
-    return print_module(module_of_code_object(source), lossless=True)
+    return print_module(module_of_code_object(source), lossless_text)
 
 
-def module_of_code_object(source: bytes | str | os.PathLike[str]):
+def module_of_code_object(source: bytes | str | os.PathLike[str]) -> McModule:
     """An McModule of a code object: each kernel's body is its decoded .text up to the next
     kernel (padding included, so the layout comes out the same), with a `.L_<address>` label
     at every branch target inside the kernel."""
-    from asterism.mc.codeobject import read_code_object
-    from asterism.mc.decoder import DecodedInst, decode_code
-    from asterism.mc.program import McModule
-
     obj = read_code_object(source)
     kernels = sorted(obj.kernels, key=lambda k: k.offset)
     if not kernels:
@@ -212,7 +127,7 @@ def module_of_code_object(source: bytes | str | os.PathLike[str]):
         body = [d if isinstance(d, DecodedInst) else (d[0], data_inst([d[1]]))
                 for d in items if sym.offset <= d_address(d) < end]
         kernel = _kernel_of(sym.name, body)
-        kernel.descriptor_directives = _directives(sym.descriptor, target)
+        kernel.descriptor_directives = reassemblable_directives(sym.descriptor, target)
         if sym.metadata:
             kernel.metadata = sym.metadata  # type: ignore[attr-defined]
         module.kernels.append(kernel)
@@ -221,13 +136,11 @@ def module_of_code_object(source: bytes | str | os.PathLike[str]):
     return module
 
 
-def _directives(kd, target) -> dict[str, int]:
+def reassemblable_directives(kd, target) -> dict[str, int]:
     """The `.amdhsa_*` values of a descriptor, as llvm-objdump prints them but with the
     largest next_free_sgpr within the addressable SGPRs that gives the same descriptor: the
     printed figure is the granulated allocation with the extras (VCC...) inside, which the
     directive may exceed, and the assemblers add the extras again."""
-    from asterism.mc.codeobject import amdhsa_directives, descriptor_from_directives
-
     d = amdhsa_directives(kd, target)
     # (llvm-mc refuses a reserve_xnack_mask that differs from the target id's xnack setting,
     # and the default follows it)
@@ -255,12 +168,8 @@ def d_address(item) -> int:
     return item[0] if isinstance(item, tuple) else item.address
 
 
-def _kernel_of(name: str, body: list):
+def _kernel_of(name: str, body: list) -> McKernel:
     """An McKernel of decoded items, branches inside it turned into labels."""
-    from asterism.mc.decoder import DecodedInst
-    from asterism.mc.listing import branch_target
-    from asterism.mc.program import LabelDef, McKernel
-
     starts = {d_address(d) for d in body}
     targets = {}
     for d in body:

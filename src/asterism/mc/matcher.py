@@ -15,7 +15,7 @@ from asterism.errors import VerifyError
 from asterism.isa import Form, IsaDatabase, OperandSpec, get_isa, syntax
 from asterism.isa.database import KIND_NAMES
 from asterism.mc.inst import Inst
-from asterism.mc.operand_codes import _as_signed
+from asterism.mc.operand_codes import F8F6F4_REGS, _as_signed
 from asterism.mc.operands import (
     SPECIAL_REGISTERS,
     FloatImm,
@@ -676,8 +676,6 @@ def _rule_dot_op_sel(inst: Inst, form: Form) -> None:
 
 
 def _rule_f8f6f4_sizes(inst: Inst, form: Form) -> None:
-    from asterism.mc.decoder import F8F6F4_REGS
-
     for spec, op in zip(form.operands, inst.operands):
         if spec.name in ("src0", "src1") and isinstance(op, Reg):
             sel = "cbsz" if spec.name == "src0" else "blgp"

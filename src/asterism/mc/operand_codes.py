@@ -1,10 +1,13 @@
-"""Operand <-> field-code conversions shared by the encoder and the decoder.
+"""Operand <-> field-code conversions shared by the matcher, the encoder and the decoder.
 
 Scalar (SSRC/SDST) and vector-source (9-bit SRC) codes: SGPRs, TTMPs, named registers,
-inline constants, the literal marker and VGPR/AGPR indices (see isa/syntax.py).
+inline constants, the literal marker and VGPR/AGPR indices (see isa/syntax.py); which
+op_sel bit belongs to which operand; the register widths of f8f6f4 MFMA formats.
 """
 
 from __future__ import annotations
+
+from typing import TYPE_CHECKING
 
 from asterism.errors import EncodeError
 from asterism.isa import syntax
@@ -18,6 +21,14 @@ from asterism.mc.operands import (
     Special,
     float_bits,
 )
+
+if TYPE_CHECKING:
+    from asterism.isa import Form
+
+# Register widths of gfx950 f8f6f4 MFMA A/B operands by format code (cbsz / blgp).
+F8F6F4_REGS = {0: 8, 1: 8, 2: 6, 3: 6, 4: 4}
+
+VOP_SRC_FIELDS = ("src0", "src1", "src2")
 
 _CODE_TO_NAME = {code: name for name, code in syntax.NAMED_SCALAR_CODES.items()}
 _PAIR_CODE_TO_NAME = {code: name for name, code in syntax.NAMED_PAIR_CODES.items()}
@@ -123,3 +134,13 @@ def src_code(op: Operand, type_: str | None) -> tuple[int, int | None]:
     if code is not None:
         return code, None
     return constant_code(op, type_)
+
+
+def op_sel_positions(form: Form) -> list[int]:
+    """The op_sel field bit of each printed op_sel element of a VOP3 form: the sources, then
+    the destination (bit 3); 4-element forms map one to one."""
+    n = sum(1 for s in form.operands if s.name in VOP_SRC_FIELDS)
+    length = form.op_sel_len or n + 1
+    if length == n + 1:
+        return list(range(n)) + [3]
+    return list(range(length))

@@ -200,8 +200,8 @@ class AsmParser:
             self.current.body.append(inst)
 
     def _words(self, rest: str, line_no: int, col: int) -> None:
-        """`.long` words in .text: the instructions they encode (mc/lossless.py)."""
-        from asterism.mc.lossless import insts_of_words, parse_words
+        """`.long` words in .text: the instructions they encode (mc/exact.py)."""
+        from asterism.mc.exact import insts_of_words
 
         if self.target is None:
             raise ParseError("no target: add '.amdgcn_target \"amdgcn-amd-amdhsa--gfx942\"' or "
@@ -339,3 +339,15 @@ def parse_asm(text: str, filename: str = "<asm>", target: str | None = None) -> 
 
         get_target(target)  # (a requested target is checked before the file is compared to it)
     return AsmParser(filename, target).parse(text)
+
+
+def parse_words(rest: str, symbols: dict[str, int], loc: SourceLocation) -> list[int]:
+    """The 32-bit values of a `.long` directive's operand list."""
+    words = []
+    for part in split_top(rest, ","):
+        value = eval_int(part, symbols, loc) if part.strip() else None
+        if value is None or not -(1 << 31) <= value < (1 << 32):
+            raise ParseError(f"bad .long value {quote(part.strip())} (expected a 32-bit "
+                             "integer)", loc)
+        words.append(value & 0xFFFFFFFF)
+    return words

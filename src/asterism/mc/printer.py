@@ -168,13 +168,9 @@ def _mix(inst: Inst) -> bool:
     return "_mix" in inst.mnemonic
 
 
-def format_inst(inst: Inst, lossless: bool = False) -> str:
-    """The assembly text of one instruction; `lossless`: text that assembles back to exactly
-    its words, for text meant to be read again (mc/lossless.py)."""
-    if lossless:
-        from asterism.mc.lossless import lossless_text
-
-        return lossless_text(inst)
+def format_inst(inst: Inst) -> str:
+    """The assembly text of one instruction (LLVM's; text that must assemble back to exactly
+    its words is mc/lossless.py's `lossless_text`)."""
     ops = inst.operands
     form = inst.form
     if form is not None and ops:

@@ -722,6 +722,7 @@ def check_hazards(module: Operation) -> list[Violation]:
     """The hazard violations of `module` as written, with PCs (kernel-relative)."""
     from asterism.ir.to_mc import lower_module
     from asterism.mc.encoder import inst_size
+    from asterism.mc.printer import format_inst
 
     out: list[Violation] = []
     kernels = kernels_of(module)
@@ -737,7 +738,7 @@ def check_hazards(module: Operation) -> list[Violation]:
                if isinstance(op, InstructionOp | BranchOp | EndKernelOp)]
         pc = 0
         for op, inst in zip(ops, insts):
-            pcs[op] = (pc, str(inst))
+            pcs[op] = (pc, format_inst(inst))
             pc += inst_size(inst)
         for v in violations:
             v.kernel = kernel.kernel_name

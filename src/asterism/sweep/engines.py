@@ -14,7 +14,6 @@ from __future__ import annotations
 import contextlib
 import os
 from collections.abc import Iterator, Sequence
-from pathlib import Path
 
 from asterism.sweep.points import SweepError
 from asterism.sweep.worker import PointResult, PointTask, run_point
@@ -239,9 +238,9 @@ def _same_asterism():
     """PYTHONPATH names the folder this asterism was imported from while a local Ray starts:
     its workers (started by the raylet with this environment) then import the same code
     even when the driver found it through sys.path (a source checkout, a script's path)."""
-    import asterism
+    from asterism.version import PACKAGE_DIR
 
-    root = str(Path(asterism.__file__).resolve().parent.parent)
+    root = str(PACKAGE_DIR.resolve().parent)
     old = os.environ.get("PYTHONPATH")
     os.environ["PYTHONPATH"] = os.pathsep.join([root, old] if old else [root])
     try:

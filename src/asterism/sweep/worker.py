@@ -14,7 +14,6 @@ import inspect
 import os
 import time
 from dataclasses import asdict, dataclass, field, fields
-from pathlib import Path
 from typing import Any
 
 METRICS = ("modeled", "measured")
@@ -92,15 +91,15 @@ def code_version() -> str:
     The digest is part of every cache key, so editing a kernel or the timing model makes old
     results stale instead of silently reused, and a Ray worker with other code is detected.
     """
-    import asterism
+    from asterism.version import PACKAGE_DIR, __version__
 
-    root = Path(asterism.__file__).parent
+    root = PACKAGE_DIR
     digest = hashlib.sha256()
     for path in sorted(root.rglob("*")):
         if path.is_file() and "__pycache__" not in path.parts and path.suffix != ".pyc":
             digest.update(str(path.relative_to(root)).encode() + b"\0")
             digest.update(path.read_bytes())
-    return f"{asterism.__version__}+{digest.hexdigest()[:12]}"
+    return f"{__version__}+{digest.hexdigest()[:12]}"
 
 
 def generator_id(generator: Any) -> str:

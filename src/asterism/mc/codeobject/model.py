@@ -5,7 +5,6 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from asterism import __version__
 from asterism.mc.codeobject.descriptor import KernelDescriptor
 from asterism.mc.codeobject.elf import (
     STB_GLOBAL,
@@ -16,6 +15,7 @@ from asterism.mc.codeobject.elf import (
     Note,
 )
 from asterism.target import DEFAULT_CODE_OBJECT_VERSION, Target, encode_e_flags, get_target
+from asterism.version import __version__
 
 # What the writer puts in .comment unless told otherwise (ld.lld puts "Linker: LLD <version>").
 DEFAULT_COMMENT = f"asterism {__version__}".encode() + b"\0"

@@ -1,0 +1,10 @@
+"""asterism's version and the folder of its package: the facts about asterism itself that
+lower layers need (cache keys, the .comment of a code object, sweep cache keys), kept here
+so that no module imports the package root `asterism` (which sits above every layer)."""
+
+from pathlib import Path
+
+__version__ = "0.1.0"  # (pyproject.toml's version: keep the two equal)
+
+# The folder of the `asterism` package this process imported (source files and data).
+PACKAGE_DIR = Path(__file__).parent
