@@ -28,6 +28,7 @@ from asterism.emu.core import (
 from asterism.emu.errors import EmulatorFault, UnsupportedInstruction
 from asterism.isa import Form, Instruction, get_isa
 from asterism.isa.database import SUFFIXES
+from asterism.isa.facts import def_is_read, implicit_names
 from asterism.isa.syntax import INLINE_FLOATS, INV_2PI_BITS, NAMED_PAIR_CODES, NAMED_SCALAR_CODES
 from asterism.mc.inst import Inst
 from asterism.mc.operands import FloatImm, Imm, Label, Literal, Mod, Off, Operand, Reg, Special
@@ -390,29 +391,6 @@ def make_infos(insts: Sequence[ProgramInst], target: str, code_base: int = 0,
     return infos
 
 
-def def_is_read(spec) -> bool:
-    """True if a written operand is also read: tied operands, and the src0 of
-    v_permlane*_swap, which the ISA database lists as a plain def although it is swapped."""
-    return bool(spec.tied) or spec.name.startswith("src")
-
-
-def implicit_names(info: OpInfo) -> tuple[tuple[str, ...], tuple[str, ...]]:
-    """The implicit uses and defs of this instruction's form.
-
-    The ISA database lists them per instruction (the union over its forms), so VCC is dropped
-    when some form names it as a fixed operand: then the forms that read or write VCC show it
-    among their operands, and the VOP3 forms (v_cmp_*_e64, v_addc_co_u32_e64...) use an
-    explicit SGPR pair instead."""
-    isa = info.isa
-    if isa is None:
-        return (), ()
-    explicit_vcc = any(o.fixed == "vcc" for f in isa.forms for o in f.operands)
-    if not explicit_vcc:
-        return tuple(isa.implicit_uses), tuple(isa.implicit_defs)
-    return (tuple(n for n in isa.implicit_uses if n != "vcc"),
-            tuple(n for n in isa.implicit_defs if n != "vcc"))
-
-
 def _fill_keys(info: OpInfo) -> None:
     uses: set[int] = set()
     defs: set[int] = set()
@@ -427,7 +405,7 @@ def _fill_keys(info: OpInfo) -> None:
             else:
                 uses.update(keys)
     if info.isa is not None:
-        imp_uses, imp_defs = implicit_names(info)
+        imp_uses, imp_defs = implicit_names(info.isa)
         for name in imp_uses:
             uses.update(IMPLICIT_KEYS.get(name, ()))
         for name in imp_defs:

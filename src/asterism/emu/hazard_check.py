@@ -21,9 +21,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from asterism.emu.compiler import OpInfo, def_is_read, implicit_names, operand_keys
+from asterism.emu.compiler import OpInfo, operand_keys
 from asterism.emu.core import EXEC, KEY_AGPR, KEY_SGPR, M0, VCC, Group
 from asterism.emu.errors import SanitizerError
+from asterism.isa.facts import def_is_read, implicit_names
 from asterism.mc.operands import Imm, Mod, Reg, Special
 from asterism.target.chip import Target
 from asterism.target.hazards import (
@@ -168,7 +169,7 @@ def facts_of(info: OpInfo) -> tuple[InstFacts, dict[str, list[int]]]:
             add("exec_read", keys)
     add("touch", roles.get("use", []) + roles.get("def", []))
     sgpr_use = [k for k in roles.get("use", []) if KEY_SGPR <= k < KEY_SGPR + 128]
-    if "vcc" in implicit_names(info)[0]:
+    if "vcc" in implicit_names(isa)[0]:
         sgpr_use += list(_VCC_KEYS)
     add("sgpr_use", sgpr_use)
     mnem = info.mnemonic

@@ -47,13 +47,12 @@ from asterism.ir.ops import BranchOp, EndKernelOp, InstructionOp, KernelOp, SOPP
 from asterism.ir.types import RegisterType, SpecialRegType
 from asterism.ir.verify import error_at, op_location
 from asterism.isa import get_isa
+from asterism.isa.facts import def_is_read, implicit_names
 from asterism.passes.base import Pass, option
 from asterism.passes.machine import (
     KEY_SGPR,
     Key,
     MachineKernel,
-    def_is_read,
-    implicit_names,
     is_fixed_register,
     kernel_cfg,
     kernel_target,

@@ -45,7 +45,8 @@ from asterism.ir.types import (
     VGPRType,
 )
 from asterism.ir.verify import is_decode_only, match_instruction
-from asterism.isa import Instruction, IsaDatabase, OperandSpec
+from asterism.isa import Instruction, IsaDatabase
+from asterism.isa.facts import def_is_read, implicit_names
 from asterism.isa.syntax import NAMED_PAIR_CODES, NAMED_SCALAR_CODES, TTMP_BASE
 from asterism.target.chip import Target, get_target
 from asterism.target.hazards import KEY_AGPR, KEY_SCC, KEY_SGPR, register_key_name
@@ -347,34 +348,6 @@ def operand_access(match: Match) -> tuple[tuple[bool, bool], ...]:
     access = tuple((s.role == "def", s.role != "def" or def_is_read(s)) for s in match.specs)
     _ACCESS[id(match)] = (match, access)
     return access
-
-
-def def_is_read(spec: OperandSpec) -> bool:
-    """True if a written operand is also read: tied operands (v_fmac, DPP old, writelane)
-    and the src0 of v_permlane*_swap, which the database lists as a plain destination
-    although the swap reads it (as the emulator counts it)."""
-    return bool(spec.tied) or spec.name.startswith("src")
-
-
-_IMPLICIT: dict[int, tuple[Instruction, tuple[tuple[str, ...], tuple[str, ...]]]] = {}
-
-
-def implicit_names(inst: Instruction) -> tuple[tuple[str, ...], tuple[str, ...]]:
-    """The implicit uses and defs of an instruction, as the emulator counts them.
-
-    The ISA database lists them per instruction (the union over its forms); when some form
-    names VCC as a fixed operand, VCC is dropped: the forms that read or write VCC show it
-    among their operands, and the VOP3 forms use an explicit SGPR pair instead."""
-    found = _IMPLICIT.get(id(inst))
-    if found is not None and found[0] is inst:
-        return found[1]
-    if not any(o.fixed == "vcc" for f in inst.forms for o in f.operands):
-        names = (tuple(inst.implicit_uses), tuple(inst.implicit_defs))
-    else:
-        names = (tuple(n for n in inst.implicit_uses if n != "vcc"),
-                 tuple(n for n in inst.implicit_defs if n != "vcc"))
-    _IMPLICIT[id(inst)] = (inst, names)
-    return names
 
 
 _IMPLICIT_KEYS: dict[int, tuple[Instruction, tuple[tuple[Key, ...], tuple[Key, ...]]]] = {}
