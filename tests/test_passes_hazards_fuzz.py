@@ -17,9 +17,9 @@ import pytest
 
 from asterism import api
 from asterism.builder import KernelBuilder
-from asterism.emu.compiler import PlainInst, make_infos
 from asterism.emu.errors import SanitizerError
 from asterism.emu.hazard_check import HazardChecker, HazardState, facts_of
+from asterism.emu.info import PlainInst, make_infos
 from asterism.mc.encoder import inst_size
 from asterism.mc.printer import format_inst
 from asterism.passes.hazards import check_hazards, hazard_facts

@@ -91,7 +91,7 @@ def test_modeled_trace_replays_to_its_own_cycles(tmp_path, memory):
 
 
 def _statics(lines: list[str], target: str = "gfx950"):
-    from asterism.emu.compiler import PlainInst, make_infos
+    from asterism.emu.info import PlainInst, make_infos
     from asterism.mc.asm_syntax import InstParser
     from asterism.mc.matcher import select_form
 

@@ -27,12 +27,7 @@ from typing import Any
 import numpy as np
 
 from asterism.emu import sanitizer as san
-from asterism.emu.compiler import (
-    OpInfo,
-    ProgramInst,
-    build_op,
-    make_infos,
-)
+from asterism.emu.compiler import build_op
 from asterism.emu.core import (
     BARRIER,
     END,
@@ -54,6 +49,7 @@ from asterism.emu.errors import (
     budget_message,
 )
 from asterism.emu.hazard_check import HazardChecker, HazardState
+from asterism.emu.info import OpInfo, ProgramInst, make_infos
 from asterism.emu.memory import DeviceMemory
 from asterism.mc.codeobject.descriptor import KernelDescriptor
 from asterism.target import Target, get_target

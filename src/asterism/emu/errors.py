@@ -78,3 +78,8 @@ class UnsupportedInstruction(EmulatorError):
 
 class DeadlockError(EmulatorError):
     """Waves wait at a barrier that can never complete."""
+
+
+class CompileError(Exception):
+    """An instruction whose operands the emulator cannot set up: the compiler turns it into an
+    op that raises an `EmulatorFault` when (and only when) the instruction is executed."""

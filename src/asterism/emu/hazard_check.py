@@ -21,9 +21,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from asterism.emu.compiler import OpInfo, operand_keys
 from asterism.emu.core import EXEC, KEY_AGPR, KEY_SGPR, M0, VCC, Group
 from asterism.emu.errors import SanitizerError
+from asterism.emu.info import OpInfo, make_infos, operand_keys
 from asterism.isa.facts import def_is_read, implicit_names
 from asterism.mc.operands import Imm, Mod, Reg, Special
 from asterism.target.chip import Target
@@ -373,8 +373,6 @@ def required_wait_states(program, target: str) -> list[tuple[int, int, str]]:
     instruction that comes too soon after a producer, (index, missing wait states, rule
     name). Later instructions are analysed as if the missing s_nops had been inserted, so
     the result is what a nop-insertion pass must add."""
-    from asterism.emu.compiler import make_infos
-
     checker = HazardChecker(target)
     st = HazardState()
     out = []

@@ -24,9 +24,9 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from asterism.emu.compiler import OpInfo
 from asterism.emu.core import KEY_SGPR, Group, keys_text
 from asterism.emu.errors import SanitizerError
+from asterism.emu.info import OpInfo, operand_keys
 from asterism.isa.syntax import decode_waitcnt
 
 VM, LGKM, EXP = "vmcnt", "lgkmcnt", "expcnt"
@@ -101,8 +101,6 @@ def _is_data_key(info: OpInfo, key: int) -> bool:
     form = info.form
     if form is None:
         return False
-    from asterism.emu.compiler import operand_keys
-
     for spec, op in zip(form.operands, info.inst.operands, strict=False):
         if spec.name in ("data", "data0", "data1", "vdata", "sdata") and key in operand_keys(op):
             return True

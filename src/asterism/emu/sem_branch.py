@@ -9,8 +9,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from asterism.emu.compiler import OpInfo, builder, sread, swrite, unsupported_op
+from asterism.emu.compiler import builder, unsupported_op
 from asterism.emu.core import BARRIER, END, EXEC, SPLIT, VCC, Group
+from asterism.emu.info import OpInfo
+from asterism.emu.sops import sread, swrite
 from asterism.mc.operands import Imm, Syntax
 
 

@@ -19,8 +19,10 @@ from collections.abc import Callable
 import numpy as np
 
 from asterism.emu import numerics as nx
-from asterism.emu.compiler import CompileError, OpInfo, builder
+from asterism.emu.compiler import builder
 from asterism.emu.core import Group
+from asterism.emu.errors import CompileError
+from asterism.emu.info import OpInfo
 from asterism.emu.sem_valu import _post
 from asterism.emu.vops import make_src, op_sel_bits, store, vreg_row
 from asterism.mc.operands import Mod, Reg

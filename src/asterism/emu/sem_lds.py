@@ -12,8 +12,10 @@ import numpy as np
 
 from asterism.emu import spaces
 from asterism.emu.atomic_ops import atomic_of, parse_atomic
-from asterism.emu.compiler import CompileError, OpInfo, builder, unsupported_op
+from asterism.emu.compiler import builder, unsupported_op
 from asterism.emu.core import M0, Group
+from asterism.emu.errors import CompileError
+from asterism.emu.info import OpInfo
 from asterism.emu.sem_mem import gather_store_data, write_loaded
 from asterism.emu.vops import store as vstore
 from asterism.emu.vops import vreg_row

@@ -13,9 +13,12 @@ import numpy as np
 
 from asterism.emu import spaces
 from asterism.emu.atomic_ops import atomic_of
-from asterism.emu.compiler import CompileError, OpInfo, builder, sread, swrite, unsupported_op
+from asterism.emu.compiler import builder, unsupported_op
 from asterism.emu.core import M0, Group
+from asterism.emu.errors import CompileError
+from asterism.emu.info import OpInfo, special_index
 from asterism.emu.memory import MemoryAccessError
+from asterism.emu.sops import sread, swrite
 from asterism.emu.vops import store as vstore
 from asterism.emu.vops import vreg_row
 from asterism.isa import get_isa
@@ -122,8 +125,6 @@ def _sdata(info: OpInfo) -> tuple[int, int]:
     if isinstance(op, Reg):
         return op.index + (108 if op.kind == "ttmp" else 0), op.count
     if isinstance(op, Special):
-        from asterism.emu.compiler import special_index
-
         idx = special_index(op.name)
         if idx is not None:
             return idx, op.count

@@ -9,8 +9,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from asterism.emu.compiler import CompileError, OpInfo, builder, const_bits, is_const
+from asterism.emu.compiler import builder
 from asterism.emu.core import Group
+from asterism.emu.errors import CompileError
+from asterism.emu.info import OpInfo
+from asterism.emu.sops import const_bits, is_const
 from asterism.emu.vops import store, vreg_row
 from asterism.isa import get_isa
 from asterism.mc.operands import Mod, Reg

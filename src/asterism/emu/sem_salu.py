@@ -11,15 +11,11 @@ from collections.abc import Callable
 
 import numpy as np
 
-from asterism.emu.compiler import (
-    CompileError,
-    OpInfo,
-    builder,
-    sread,
-    swrite,
-    unsupported_op,
-)
+from asterism.emu.compiler import builder, unsupported_op
 from asterism.emu.core import EXEC, M0, Group
+from asterism.emu.errors import CompileError
+from asterism.emu.info import OpInfo
+from asterism.emu.sops import sread, swrite
 from asterism.mc.operands import Imm, Reg, Special, Syntax
 
 U32 = np.uint32

@@ -15,8 +15,11 @@ from collections.abc import Callable
 import numpy as np
 
 from asterism.emu import fp
-from asterism.emu.compiler import CompileError, OpInfo, builder, sread, swrite, unsupported_op
+from asterism.emu.compiler import builder, unsupported_op
 from asterism.emu.core import LANE_IDS, Group
+from asterism.emu.errors import CompileError
+from asterism.emu.info import OpInfo
+from asterism.emu.sops import const_bits, is_const, sread, swrite
 from asterism.emu.vops import (
     FLOAT_KINDS,
     KIND_BITS,
@@ -1268,7 +1271,7 @@ def _pk_halves(info: OpInfo, k: int, kind: str):
             lo_fn = (lambda g: g.v[row + 1]) if sel_lo else (lambda g: g.v[row])
             hi_fn = (lambda g: g.v[row + 1]) if sel_hi else (lambda g: g.v[row])
         else:
-            r64 = raw_reader(info, op, 64) if not _is_const(op) else None
+            r64 = raw_reader(info, op, 64) if not is_const(op) else None
             if r64 is None:
                 c = np.uint32(_const32(op, kind))
                 lo_fn = hi_fn = (lambda g: c)
@@ -1281,7 +1284,7 @@ def _pk_halves(info: OpInfo, k: int, kind: str):
                     v = np.asarray(r(g))
                     return (v >> U64(32)).astype(U32) if s else v.astype(U32)
     else:
-        if _is_const(op):
+        if is_const(op):
             c = np.uint32(_const32(op, kind))
             raw = lambda g: c
         else:
@@ -1297,15 +1300,7 @@ def _pk_halves(info: OpInfo, k: int, kind: str):
     return wrap(lo_fn, nl), wrap(hi_fn, nh)
 
 
-def _is_const(op) -> bool:
-    from asterism.emu.compiler import is_const
-
-    return is_const(op)
-
-
 def _const32(op, kind: str) -> int:
-    from asterism.emu.compiler import const_bits
-
     if isinstance(op, Mod):
         op = op.operand
     ck = {"f16": "f16", "bf16": "bf16", "f32": "f32"}.get(kind, "int")
@@ -1384,8 +1379,8 @@ for _name, (_kind, _n, _fn, _f, _s) in PK_OPS.items():
 @builder("v_pk_mov_b32")
 def _pk_mov(info: OpInfo):
     op_sel = tuple(info.mods.get("op_sel", (0, 0)))
-    s0 = raw_reader(info, info.op("src0"), 64) if not _is_const(info.op("src0")) else None
-    s1 = raw_reader(info, info.op("src1"), 64) if not _is_const(info.op("src1")) else None
+    s0 = raw_reader(info, info.op("src0"), 64) if not is_const(info.op("src0")) else None
+    s1 = raw_reader(info, info.op("src1"), 64) if not is_const(info.op("src1")) else None
     c0 = np.uint64(_const32(info.op("src0"), "u32")) if s0 is None else None
     c1 = np.uint64(_const32(info.op("src1"), "u32")) if s1 is None else None
     row = vreg_row(info, info.op("vdst"))
@@ -1435,7 +1430,7 @@ def _mix(hi_dst: bool | None):
         readers = []
         for k, slot in enumerate(("src0", "src1", "src2")):
             op = info.op(slot)
-            if _is_const(op):
+            if is_const(op):
                 if k < len(op_sel_hi) and op_sel_hi[k]:
                     c = np.uint32(_const32(op, "f16"))
                 else:

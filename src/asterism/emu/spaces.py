@@ -14,8 +14,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from asterism.emu.compiler import OpInfo
 from asterism.emu.core import Group
+from asterism.emu.info import OpInfo
 from asterism.emu.memory import MemoryAccessError, gather_bytes, gather_dwords, scatter_bytes
 from asterism.emu.sanitizer import is_plain_ds
 

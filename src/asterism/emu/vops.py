@@ -17,9 +17,11 @@ from collections.abc import Callable
 
 import numpy as np
 
-from asterism.emu.compiler import CompileError, OpInfo, const_bits, is_const, special_index
 from asterism.emu.core import EXEC, LANES, VCC, Group
+from asterism.emu.errors import CompileError
 from asterism.emu.fp import bf16_to_f32, f32_to_bf16
+from asterism.emu.info import OpInfo, special_index
+from asterism.emu.sops import const_bits, is_const
 from asterism.mc.operands import Mod, Operand, Reg, Special
 
 U16, U32, U64 = np.uint16, np.uint32, np.uint64

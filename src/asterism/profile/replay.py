@@ -226,7 +226,7 @@ _INFOS: dict[tuple[int, str], tuple[Trace, list, list]] = {}
 
 def _instructions(trace: Trace, target: str) -> tuple[list, list]:
     """The capture's instruction rows and their emulator OpInfos (parsed once per trace)."""
-    from asterism.emu.compiler import PlainInst, make_infos
+    from asterism.emu.info import PlainInst, make_infos
     from asterism.errors import ParseError
     from asterism.mc.asm_syntax import InstParser
     from asterism.mc.matcher import MatchError, select_form
