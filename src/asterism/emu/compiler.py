@@ -1,49 +1,24 @@
 """Pre-decoding: each instruction becomes a Python closure once, before the run.
 
-`compile_program` turns decoded instructions (anything with `.address`, `.size`, `.inst`) into
-`Op`s: a function `run(group) -> next index` with its operand accessors resolved, plus an
-`OpInfo` (text, registers read and written, counters) for the sanitizer, the hazard checker
-and error messages. Semantics live in the `sem_*` modules, which register builders here by
-mnemonic. An instruction without a builder compiles to an op that raises
-`UnsupportedInstruction` when (and only when) it is executed.
+`build_op` turns an `OpInfo` (emu/info.py: `make_infos` makes them from decoded
+instructions) into an `Op`: a function `run(group) -> next index` with its operand
+accessors resolved. The builders are the semantics' (`emu/semantics/`), found by base
+mnemonic in the merged table of `semantics/all.py`. An instruction without a builder compiles
+to an op that raises `UnsupportedInstruction` when (and only when) it is executed; one whose
+operands cannot be set up, to an op that raises `EmulatorFault` then.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
 from asterism.emu.core import Group
-from asterism.emu.errors import CompileError, EmulatorFault, UnsupportedInstruction
+from asterism.emu.errors import CompileError, EmulatorFault
 from asterism.emu.info import OpInfo, operand_keys
+from asterism.emu.semantics.registry import Op, unsupported_op
 from asterism.mc.operands import Label, Operand
 
 # emu/timing.py (being moved to asterism/timing/ by another room) still imports OpInfo and
 # operand_keys from here; the names stay until it imports them from asterism.emu.info.
 _unused = (operand_keys,)
-
-Op = Callable[[Group], int]
-Builder = Callable[["OpInfo"], Op]
-
-BUILDERS: dict[str, Builder] = {}
-
-
-def builder(*mnemonics: str) -> Callable[[Builder], Builder]:
-    """Register a semantics builder for the given base mnemonics."""
-    def deco(fn: Builder) -> Builder:
-        for m in mnemonics:
-            BUILDERS[m] = fn
-        return fn
-    return deco
-
-
-# ---------------------------------------------------------------------------- compile
-
-def unsupported_op(info: OpInfo, why: str) -> Op:
-    """An op that raises UnsupportedInstruction naming the instruction when executed."""
-    def run(g: Group) -> int:
-        raise UnsupportedInstruction(f"the emulator does not implement {info.mnemonic}: {why}",
-                                     pc=info.address, inst=info.text)
-    return run
 
 
 def error_op(info: OpInfo, exc: Exception) -> Op:
@@ -53,19 +28,15 @@ def error_op(info: OpInfo, exc: Exception) -> Op:
     return run
 
 
-def _load_semantics() -> None:
-    # The sem_* modules register their builders on import.
-    from asterism.emu import sem_branch, sem_cvt, sem_lds, sem_mem, sem_mfma, sem_salu, sem_valu
-
-    del sem_branch, sem_cvt, sem_lds, sem_mem, sem_mfma, sem_salu, sem_valu
-
-
 def build_op(info: OpInfo) -> Op:
     """The op for one instruction (an unsupported/error op if it cannot be built)."""
-    _load_semantics()
+    # Imported on the first compile, not with the emulator: the family tables are built
+    # from both targets' ISA databases.
+    from asterism.emu.semantics.all import TABLE
+
     if info.isa is None or info.form is None:
         return unsupported_op(info, "not an instruction of " + info.target)
-    fn = BUILDERS.get(info.mnemonic)
+    fn = TABLE.get(info.mnemonic)
     if fn is None:
         return unsupported_op(info, "no semantics yet")
     try:
@@ -77,4 +48,3 @@ def build_op(info: OpInfo) -> Op:
 def label_free(op: Operand) -> bool:
     """True unless the operand is an unresolved label (programs must be decoded code)."""
     return not isinstance(op, Label)
-

@@ -11,12 +11,15 @@ from collections.abc import Callable
 
 import numpy as np
 
-from asterism.emu.compiler import builder, unsupported_op
 from asterism.emu.core import EXEC, M0, Group
 from asterism.emu.errors import CompileError
 from asterism.emu.info import OpInfo
+from asterism.emu.semantics.registry import Table, unsupported_op
 from asterism.emu.sops import sread, swrite
 from asterism.mc.operands import Imm, Reg, Special, Syntax
+
+TABLE = Table("salu")
+builder = TABLE.builder
 
 U32 = np.uint32
 U64 = np.uint64

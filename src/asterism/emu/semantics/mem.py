@@ -13,16 +13,19 @@ import numpy as np
 
 from asterism.emu import spaces
 from asterism.emu.atomic_ops import atomic_of
-from asterism.emu.compiler import builder, unsupported_op
 from asterism.emu.core import M0, Group
 from asterism.emu.errors import CompileError
 from asterism.emu.info import OpInfo, special_index
 from asterism.emu.memory import MemoryAccessError
+from asterism.emu.semantics.registry import Table, unsupported_op
 from asterism.emu.sops import sread, swrite
 from asterism.emu.vops import store as vstore
 from asterism.emu.vops import vreg_row
 from asterism.isa import get_isa
 from asterism.mc.operands import Imm, Off, Reg, Special
+
+TABLE = Table("mem")
+builder = TABLE.builder
 
 U8, U16, U32, U64 = np.uint8, np.uint16, np.uint32, np.uint64
 I64 = np.int64

@@ -9,14 +9,17 @@ from __future__ import annotations
 
 import numpy as np
 
-from asterism.emu.compiler import builder
 from asterism.emu.core import Group
 from asterism.emu.errors import CompileError
 from asterism.emu.info import OpInfo
+from asterism.emu.semantics.registry import Table
 from asterism.emu.sops import const_bits, is_const
 from asterism.emu.vops import store, vreg_row
 from asterism.isa import get_isa
 from asterism.mc.operands import Mod, Reg
+
+TABLE = Table("mfma")
+builder = TABLE.builder
 
 U32 = np.uint32
 

@@ -12,14 +12,17 @@ import numpy as np
 
 from asterism.emu import spaces
 from asterism.emu.atomic_ops import atomic_of, parse_atomic
-from asterism.emu.compiler import builder, unsupported_op
 from asterism.emu.core import M0, Group
 from asterism.emu.errors import CompileError
 from asterism.emu.info import OpInfo
-from asterism.emu.sem_mem import gather_store_data, write_loaded
+from asterism.emu.semantics.mem import gather_store_data, write_loaded
+from asterism.emu.semantics.registry import Table, unsupported_op
 from asterism.emu.vops import store as vstore
 from asterism.emu.vops import vreg_row
 from asterism.isa import get_isa
+
+TABLE = Table("lds")
+builder = TABLE.builder
 
 U8, U16, U32, U64 = np.uint8, np.uint16, np.uint32, np.uint64
 

@@ -19,13 +19,16 @@ from collections.abc import Callable
 import numpy as np
 
 from asterism.emu import numerics as nx
-from asterism.emu.compiler import builder
 from asterism.emu.core import Group
 from asterism.emu.errors import CompileError
 from asterism.emu.info import OpInfo
-from asterism.emu.sem_valu import _post
+from asterism.emu.semantics.registry import Table, unsupported_op
+from asterism.emu.semantics.valu import _post
 from asterism.emu.vops import make_src, op_sel_bits, store, vreg_row
 from asterism.mc.operands import Mod, Reg
+
+TABLE = Table("cvt")
+builder = TABLE.builder
 
 U16, U32, F32 = np.uint16, np.uint32, np.float32
 
@@ -441,8 +444,6 @@ _register()
 
 @builder("v_mfma_ld_scale_b32")
 def _ld_scale(info: OpInfo):
-    from asterism.emu.compiler import unsupported_op
-
     # The assembler fuses it into v_mfma_scale_*; alone it would set state for the next MFMA.
     return unsupported_op(info, "a standalone v_mfma_ld_scale_b32 is not modeled (write "
                           "v_mfma_scale_* instead)")

@@ -9,11 +9,14 @@ from __future__ import annotations
 
 import numpy as np
 
-from asterism.emu.compiler import builder, unsupported_op
 from asterism.emu.core import BARRIER, END, EXEC, SPLIT, VCC, Group
 from asterism.emu.info import OpInfo
+from asterism.emu.semantics.registry import Table, unsupported_op
 from asterism.emu.sops import sread, swrite
 from asterism.mc.operands import Imm, Syntax
+
+TABLE = Table("branch")
+builder = TABLE.builder
 
 
 def _simm(info: OpInfo) -> int:

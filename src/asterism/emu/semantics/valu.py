@@ -15,10 +15,10 @@ from collections.abc import Callable
 import numpy as np
 
 from asterism.emu import fp
-from asterism.emu.compiler import builder, unsupported_op
 from asterism.emu.core import LANE_IDS, Group
 from asterism.emu.errors import CompileError
 from asterism.emu.info import OpInfo
+from asterism.emu.semantics.registry import Table, unsupported_op
 from asterism.emu.sops import const_bits, is_const, sread, swrite
 from asterism.emu.vops import (
     FLOAT_KINDS,
@@ -38,6 +38,9 @@ from asterism.emu.vops import (
     vreg_row,
 )
 from asterism.mc.operands import Imm, Literal, Mod, Reg, Special
+
+TABLE = Table("valu")
+builder = TABLE.builder
 
 U8, U16, U32, U64 = np.uint8, np.uint16, np.uint32, np.uint64
 I8, I16, I32, I64 = np.int8, np.int16, np.int32, np.int64
@@ -499,25 +502,25 @@ def _perm(a, b, c):
 
 
 def _ffbh_u32(x):
-    from asterism.emu.sem_salu import _flbit
+    from asterism.emu.semantics.salu import _flbit
 
     return _flbit(np.asarray(x), 32).view(I32)
 
 
 def _ffbl(x):
-    from asterism.emu.sem_salu import _ff1
+    from asterism.emu.semantics.salu import _ff1
 
     return _ff1(np.asarray(x), 32).view(I32)
 
 
 def _ffbh_i32(x):
-    from asterism.emu.sem_salu import _flbit_signed
+    from asterism.emu.semantics.salu import _flbit_signed
 
     return _flbit_signed(np.asarray(x), 32).view(I32)
 
 
 def _brev32(x):
-    from asterism.emu.sem_salu import _brev
+    from asterism.emu.semantics.salu import _brev
 
     x = np.asarray(x, U32)
     return _brev(x.reshape(-1), 32).reshape(x.shape)
