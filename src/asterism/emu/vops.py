@@ -8,7 +8,8 @@ VGPRs give (n, 64) arrays, scalars give (n, 1), constants give NumPy scalars.
 Kinds: u32 i32 f32 (32-bit), u16 i16 f16 bf16 (16-bit, bf16 is delivered as float32),
 u64 i64 f64 (64-bit register pairs). A writer takes a value of its kind and stores it with
 the EXEC mask (and DPP row/bank masks), handling 16-bit halves, SDWA destination selects
-and 64-bit pairs.
+and 64-bit pairs. `clamp_omod` is the float output modifiers (clamp, omod) of a VALU or
+conversion result.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ import numpy as np
 
 from asterism.emu.core import EXEC, LANES, VCC, Group
 from asterism.emu.errors import CompileError
-from asterism.emu.fp import bf16_to_f32, f32_to_bf16
+from asterism.emu.fp import apply_omod, bf16_to_f32, clamp01, f32_to_bf16
 from asterism.emu.info import OpInfo, special_index
 from asterism.emu.sops import const_bits, is_const
 from asterism.mc.operands import Mod, Operand, Reg, Special
@@ -417,3 +418,20 @@ def lane_mask_writer(info: OpInfo, op: Operand) -> Callable[[Group, np.ndarray],
     def w(g: Group, m: np.ndarray) -> None:
         g.s64[:, q] = mask_to_bits(np.ascontiguousarray(m))
     return w
+
+
+def clamp_omod(info: OpInfo, kind: str) -> Callable | None:
+    """Clamp / omod post-processing for a float result (None when there is none)."""
+    clamp = bool(info.mods.get("clamp"))
+    omod = int(info.mods.get("omod", 0) or 0)
+    if kind not in FLOAT_KINDS or (not clamp and not omod):
+        return None
+
+    def post(r, g: Group):
+        r = np.asarray(r)
+        if omod:
+            r = apply_omod(r, omod)
+        if clamp:
+            r = clamp01(r, dx10=bool((g.mode >> 8) & 1))
+        return r
+    return post

@@ -23,8 +23,7 @@ from asterism.emu.core import Group
 from asterism.emu.errors import CompileError
 from asterism.emu.info import OpInfo
 from asterism.emu.semantics.registry import Table, unsupported_op
-from asterism.emu.semantics.valu import _post
-from asterism.emu.vops import make_src, op_sel_bits, store, vreg_row
+from asterism.emu.vops import clamp_omod, make_src, op_sel_bits, store, vreg_row
 from asterism.mc.operands import Mod, Reg
 
 TABLE = Table("cvt")
@@ -120,7 +119,7 @@ def _cvt_f32_f8(kind: str):
         sdwa = info.mods.get("src0_sel") if info.enc == "SDWA" else None
         if sdwa:
             byte = {"BYTE_0": 0, "BYTE_1": 1, "BYTE_2": 2, "BYTE_3": 3}.get(sdwa, 0)
-        post = _post(info, "f32")
+        post = clamp_omod(info, "f32")
         target = info.target
         write = _writer(info, 1)
 
@@ -139,7 +138,7 @@ def _cvt_pk_f32_f8(kind: str):
         word = _opsel(info)[0]
         if info.enc == "SDWA" and info.mods.get("src0_sel") == "WORD_1":
             word = 1
-        post = _post(info, "f32")
+        post = clamp_omod(info, "f32")
         target = info.target
         write = _writer(info, 2)
 

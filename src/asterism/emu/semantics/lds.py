@@ -15,8 +15,8 @@ from asterism.emu.atomic_ops import atomic_of, parse_atomic
 from asterism.emu.core import M0, Group
 from asterism.emu.errors import CompileError
 from asterism.emu.info import OpInfo
-from asterism.emu.semantics.mem import gather_store_data, write_loaded
 from asterism.emu.semantics.registry import Table, unsupported_op
+from asterism.emu.semantics.vmem import gather_store_data, write_loaded
 from asterism.emu.vops import store as vstore
 from asterism.emu.vops import vreg_row
 from asterism.isa import get_isa

@@ -14,6 +14,7 @@ import numpy as np
 from asterism.emu.core import EXEC, M0, Group
 from asterism.emu.errors import CompileError
 from asterism.emu.info import OpInfo
+from asterism.emu.semantics.bits import as_i32, as_i64, brev, ff1, flbit, flbit_signed
 from asterism.emu.semantics.registry import Table, unsupported_op
 from asterism.emu.sops import sread, swrite
 from asterism.mc.operands import Imm, Reg, Special, Syntax
@@ -26,14 +27,6 @@ U64 = np.uint64
 I32 = np.int32
 I64 = np.int64
 M32 = U64(0xFFFFFFFF)
-
-
-def _s32(x: np.ndarray) -> np.ndarray:
-    return x.astype(U32).view(I32)
-
-
-def _s64(x: np.ndarray) -> np.ndarray:
-    return x.astype(U64).view(I64)
 
 
 def _width(info: OpInfo, name: str) -> int:
@@ -159,7 +152,7 @@ def _lshl_add(n):
 def _mul_hi(signed):
     def fn(a, b, c):
         if signed:
-            r = (_s32(a).astype(I64) * _s32(b).astype(I64)) >> 32
+            r = (as_i32(a).astype(I64) * as_i32(b).astype(I64)) >> 32
             return r.astype(U32), None
         r = (a.astype(U64) * b.astype(U64)) >> U64(32)
         return r.astype(U32), None
@@ -173,9 +166,9 @@ def _cselect(a, b, c):
 SOP2 = {
     "s_add_u32": _add_u32, "s_addc_u32": _addc_u32, "s_sub_u32": _sub_u32,
     "s_subb_u32": _subb_u32, "s_add_i32": _add_i32, "s_sub_i32": _sub_i32,
-    "s_min_i32": lambda a, b, c: (np.where(_s32(a) < _s32(b), a, b), _s32(a) < _s32(b)),
+    "s_min_i32": lambda a, b, c: (np.where(as_i32(a) < as_i32(b), a, b), as_i32(a) < as_i32(b)),
     "s_min_u32": lambda a, b, c: (np.minimum(a, b), a < b),
-    "s_max_i32": lambda a, b, c: (np.where(_s32(a) >= _s32(b), a, b), _s32(a) >= _s32(b)),
+    "s_max_i32": lambda a, b, c: (np.where(as_i32(a) >= as_i32(b), a, b), as_i32(a) >= as_i32(b)),
     "s_max_u32": lambda a, b, c: (np.maximum(a, b), a >= b),
     "s_cselect_b32": _cselect, "s_cselect_b64": _cselect,
     "s_lshl_b32": lambda a, b, c: _bitop(lambda x, y: x << (y & U32(31)))(a, b, c),
@@ -183,9 +176,9 @@ SOP2 = {
     "s_lshr_b32": lambda a, b, c: _bitop(lambda x, y: x >> (y & U32(31)))(a, b, c),
     "s_lshr_b64": lambda a, b, c: _bitop(lambda x, y: x >> (y.astype(U64) & U64(63)))(a, b, c),
     "s_ashr_i32": lambda a, b, c: _bitop(
-        lambda x, y: (_s32(x) >> (y & U32(31)).astype(I32)).view(U32))(a, b, c),
+        lambda x, y: (as_i32(x) >> (y & U32(31)).astype(I32)).view(U32))(a, b, c),
     "s_ashr_i64": lambda a, b, c: _bitop(
-        lambda x, y: (_s64(x) >> (y.astype(U64) & U64(63)).astype(I64)).view(U64))(a, b, c),
+        lambda x, y: (as_i64(x) >> (y.astype(U64) & U64(63)).astype(I64)).view(U64))(a, b, c),
     "s_bfm_b32": lambda a, b, c: (
         (((U64(1) << (a & U32(31)).astype(U64)) - U64(1)) << (b & U32(31)).astype(U64))
         .astype(U32), None),
@@ -196,7 +189,7 @@ SOP2 = {
     "s_bfe_u32": _bfe(False, 32), "s_bfe_i32": _bfe(True, 32),
     "s_bfe_u64": _bfe(False, 64), "s_bfe_i64": _bfe(True, 64),
     "s_absdiff_i32": lambda a, b, c: _bitop(
-        lambda x, y: np.abs(_s32(x).astype(I64) - _s32(y).astype(I64)).astype(U32))(a, b, c),
+        lambda x, y: np.abs(as_i32(x).astype(I64) - as_i32(y).astype(I64)).astype(U32))(a, b, c),
     "s_lshl1_add_u32": _lshl_add(1), "s_lshl2_add_u32": _lshl_add(2),
     "s_lshl3_add_u32": _lshl_add(3), "s_lshl4_add_u32": _lshl_add(4),
     "s_pack_ll_b32_b16": lambda a, b, c: ((a & U32(0xFFFF)) | (b << U32(16)), None),
@@ -235,7 +228,7 @@ _CMP = {
 }
 for _c, _f in _CMP.items():
     builder(f"s_cmp_{_c}_u32")(_sopc(lambda a, b, f=_f: f(a, b)))
-    builder(f"s_cmp_{_c}_i32")(_sopc(lambda a, b, f=_f: f(_s32(a), _s32(b))))
+    builder(f"s_cmp_{_c}_i32")(_sopc(lambda a, b, f=_f: f(as_i32(a), as_i32(b))))
 builder("s_cmp_eq_u64")(_sopc(lambda a, b: a == b))
 builder("s_cmp_lg_u64")(_sopc(lambda a, b: a != b))
 builder("s_bitcmp0_b32")(_sopc(lambda a, b: ((a >> (b & U32(31))) & U32(1)) == 0))
@@ -290,7 +283,7 @@ def _cmpk(fn, signed: bool):
 
         def run(g: Group) -> int:
             a = rd(g)
-            g.scc = fn(_s32(a).astype(I64) if signed else a.astype(I64), k)
+            g.scc = fn(as_i32(a).astype(I64) if signed else a.astype(I64), k)
             return nxt
         return run
     return build
@@ -356,53 +349,6 @@ def _popcount(x: np.ndarray) -> np.ndarray:
         np.array([int(v).bit_count() for v in x], U32)
 
 
-def _ff1(x: np.ndarray, bits: int) -> np.ndarray:
-    """Index of the lowest set bit, or -1."""
-    x = x.astype(U64)
-    low = x & (~x + U64(1))
-    out = np.where(x == 0, -1, np.log2(np.maximum(low, U64(1)).astype(np.float64))).astype(I64)
-    return out.astype(I32).view(U32)
-
-
-def _flbit(x: np.ndarray, bits: int) -> np.ndarray:
-    """Count of leading zeros from the MSB, or -1 when zero."""
-    x = x.astype(U64)
-    out = np.full(x.shape, -1, I64)
-    nz = x != 0
-    if nz.any():
-        # floor(log2) via frexp is exact for integers up to 2**64 once rounded correctly
-        hi = np.zeros(x.shape, I64)
-        y = x.copy()
-        for sh in (32, 16, 8, 4, 2, 1):
-            m = y >= (U64(1) << U64(sh))
-            hi = np.where(m, hi + sh, hi)
-            y = np.where(m, y >> U64(sh), y)
-        out = np.where(nz, bits - 1 - hi, -1)
-    return out.astype(I32).view(U32)
-
-
-def _flbit_signed(x: np.ndarray, bits: int) -> np.ndarray:
-    """Count of leading sign bits before the first bit that differs; -1 for 0 and -1."""
-    if bits == 32:
-        s = _s32(x)
-        inv = np.where(s < 0, ~s, s).view(U32)
-        allsame = (s == 0) | (s == -1)
-    else:
-        s = _s64(x)
-        inv = np.where(s < 0, ~s, s).view(U64)
-        allsame = (s == 0) | (s == -1)
-    r = _flbit(inv, bits).view(I32)
-    return np.where(allsame, -1, r).astype(I32).view(U32)
-
-
-def _brev(x: np.ndarray, bits: int) -> np.ndarray:
-    b = np.ascontiguousarray(x.astype(U64 if bits == 64 else U32))
-    by = b.view(np.uint8).reshape(b.size, bits // 8)
-    rev = np.unpackbits(by, axis=1, bitorder="little")[:, ::-1]
-    out = np.packbits(rev, axis=1, bitorder="little")
-    return np.ascontiguousarray(out).view(U64 if bits == 64 else U32).reshape(b.shape)
-
-
 def _wqm(x: np.ndarray, bits: int) -> np.ndarray:
     dt = U64 if bits == 64 else U32
     out = np.zeros_like(x, dt)
@@ -436,20 +382,20 @@ SOP1 = {
     "s_not_b32": lambda a, c, d: (~a, _nz(~a)), "s_not_b64": lambda a, c, d: (~a, _nz(~a)),
     "s_wqm_b32": lambda a, c, d: (_wqm(a, 32), _nz(_wqm(a, 32))),
     "s_wqm_b64": lambda a, c, d: (_wqm(a, 64), _nz(_wqm(a, 64))),
-    "s_brev_b32": lambda a, c, d: (_brev(a, 32), None),
-    "s_brev_b64": lambda a, c, d: (_brev(a, 64), None),
+    "s_brev_b32": lambda a, c, d: (brev(a, 32), None),
+    "s_brev_b64": lambda a, c, d: (brev(a, 64), None),
     "s_bcnt0_i32_b32": lambda a, c, d: (U32(32) - _popcount(a), _nz(U32(32) - _popcount(a))),
     "s_bcnt0_i32_b64": lambda a, c, d: (U32(64) - _popcount(a), _nz(U32(64) - _popcount(a))),
     "s_bcnt1_i32_b32": lambda a, c, d: (_popcount(a), _nz(_popcount(a))),
     "s_bcnt1_i32_b64": lambda a, c, d: (_popcount(a), _nz(_popcount(a))),
-    "s_ff0_i32_b32": lambda a, c, d: (_ff1(~a & U32(0xFFFFFFFF), 32), None),
-    "s_ff0_i32_b64": lambda a, c, d: (_ff1(~a, 64), None),
-    "s_ff1_i32_b32": lambda a, c, d: (_ff1(a, 32), None),
-    "s_ff1_i32_b64": lambda a, c, d: (_ff1(a, 64), None),
-    "s_flbit_i32_b32": lambda a, c, d: (_flbit(a, 32), None),
-    "s_flbit_i32_b64": lambda a, c, d: (_flbit(a, 64), None),
-    "s_flbit_i32": lambda a, c, d: (_flbit_signed(a, 32), None),
-    "s_flbit_i32_i64": lambda a, c, d: (_flbit_signed(a, 64), None),
+    "s_ff0_i32_b32": lambda a, c, d: (ff1(~a & U32(0xFFFFFFFF), 32), None),
+    "s_ff0_i32_b64": lambda a, c, d: (ff1(~a, 64), None),
+    "s_ff1_i32_b32": lambda a, c, d: (ff1(a, 32), None),
+    "s_ff1_i32_b64": lambda a, c, d: (ff1(a, 64), None),
+    "s_flbit_i32_b32": lambda a, c, d: (flbit(a, 32), None),
+    "s_flbit_i32_b64": lambda a, c, d: (flbit(a, 64), None),
+    "s_flbit_i32": lambda a, c, d: (flbit_signed(a, 32), None),
+    "s_flbit_i32_i64": lambda a, c, d: (flbit_signed(a, 64), None),
     "s_sext_i32_i8": lambda a, c, d: (a.astype(np.int8).astype(I32).view(U32), None),
     "s_sext_i32_i16": lambda a, c, d: (a.astype(np.int16).astype(I32).view(U32), None),
     "s_bitset0_b32": lambda a, c, d: (d & ~(U32(1) << (a & U32(31))), None),
@@ -458,7 +404,7 @@ SOP1 = {
     "s_bitset1_b64": lambda a, c, d: (d | (U64(1) << (a.astype(U64) & U64(63))), None),
     "s_quadmask_b32": lambda a, c, d: (_quadmask(a, 32), _nz(_quadmask(a, 32))),
     "s_quadmask_b64": lambda a, c, d: (_quadmask(a, 64), _nz(_quadmask(a, 64))),
-    "s_abs_i32": lambda a, c, d: (np.abs(_s32(a)).view(U32), _nz(np.abs(_s32(a)))),
+    "s_abs_i32": lambda a, c, d: (np.abs(as_i32(a)).view(U32), _nz(np.abs(as_i32(a)))),
     "s_bitreplicate_b64_b32": lambda a, c, d: (_bitreplicate(a), None),
 }
 _READS_DST = {"s_cmov_b32", "s_cmov_b64", "s_bitset0_b32", "s_bitset1_b32", "s_bitset0_b64",

@@ -18,11 +18,13 @@ from asterism.emu import fp
 from asterism.emu.core import LANE_IDS, Group
 from asterism.emu.errors import CompileError
 from asterism.emu.info import OpInfo
+from asterism.emu.semantics.bits import brev, ff1, flbit, flbit_signed
 from asterism.emu.semantics.registry import Table, unsupported_op
 from asterism.emu.sops import const_bits, is_const, sread, swrite
 from asterism.emu.vops import (
     FLOAT_KINDS,
     KIND_BITS,
+    clamp_omod,
     dpp_pattern,
     dpp_row_bank,
     from_kind,
@@ -54,23 +56,6 @@ TWO_PI = 2.0 * np.pi
 def _denorm_field(kind: str) -> int:
     """Bit shift of the MODE denormal field that applies to `kind`."""
     return 4 if kind == "f32" else 6
-
-
-def _post(info: OpInfo, kind: str) -> Callable | None:
-    """Clamp / omod post-processing for a float result (None when there is none)."""
-    clamp = bool(info.mods.get("clamp"))
-    omod = int(info.mods.get("omod", 0) or 0)
-    if kind not in FLOAT_KINDS or (not clamp and not omod):
-        return None
-
-    def post(r, g: Group):
-        r = np.asarray(r)
-        if omod:
-            r = fp.apply_omod(r, omod)
-        if clamp:
-            r = fp.clamp01(r, dx10=bool((g.mode >> 8) & 1))
-        return r
-    return post
 
 
 def _int_clamp(kind: str) -> Callable:
@@ -137,7 +122,7 @@ def valu(dst: str, srcs: tuple[str, ...], fn: Callable, *, float_op: bool = True
         readers = _sources(info, srcs, perm)
         zero = _dpp_zero(info, perm)
         write = make_dst(info, dst)
-        post = _post(info, dst) if float_op else None
+        post = clamp_omod(info, dst) if float_op else None
         clamp_int = _int_clamp(dst) if (sat and info.mods.get("clamp")) else None
         fk = ftz_kind or (srcs[0] if srcs and srcs[0] in ("f32", "f16", "f64") else None)
         check_ftz = float_op and fk is not None
@@ -502,28 +487,20 @@ def _perm(a, b, c):
 
 
 def _ffbh_u32(x):
-    from asterism.emu.semantics.salu import _flbit
-
-    return _flbit(np.asarray(x), 32).view(I32)
+    return flbit(np.asarray(x), 32).view(I32)
 
 
 def _ffbl(x):
-    from asterism.emu.semantics.salu import _ff1
-
-    return _ff1(np.asarray(x), 32).view(I32)
+    return ff1(np.asarray(x), 32).view(I32)
 
 
 def _ffbh_i32(x):
-    from asterism.emu.semantics.salu import _flbit_signed
-
-    return _flbit_signed(np.asarray(x), 32).view(I32)
+    return flbit_signed(np.asarray(x), 32).view(I32)
 
 
 def _brev32(x):
-    from asterism.emu.semantics.salu import _brev
-
     x = np.asarray(x, U32)
-    return _brev(x.reshape(-1), 32).reshape(x.shape)
+    return brev(x.reshape(-1), 32).reshape(x.shape)
 
 
 def _sad_u8(a, b, c):
@@ -769,7 +746,7 @@ def _mac(kind: str, fn: Callable):
         if acc is None:
             raise CompileError("SDWA accumulate forms are not supported")
         write = make_dst(info, kind)
-        post = _post(info, kind)
+        post = clamp_omod(info, kind)
         shift = _denorm_field(kind)
         nxt = info.next_index
         del dst
@@ -1152,7 +1129,7 @@ def _div_fmas(kind: str):
         readers = _sources(info, (kind, kind, kind))
         write = make_dst(info, kind)
         vcc = lane_mask_reader(info, Special("vcc"))
-        post = _post(info, kind)
+        post = clamp_omod(info, kind)
         nxt = info.next_index
 
         def run(g: Group) -> int:
