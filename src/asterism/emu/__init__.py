@@ -15,11 +15,13 @@ Errors (all `AsterismError`): `EmulatorFault` (bad address, s_trap...), `Sanitiz
 (missing s_waitcnt / s_nop, with `.needed`), `BudgetExceeded`, `UnsupportedInstruction`,
 `DeadlockError`; each names kernel, pc, instruction text, workgroup, wave (lane, address).
 
-Modules: emulator.py (dispatch ABI, scheduler, barriers), compiler.py (pre-decoding every
-instruction into a closure with resolved operand accessors), sem_*.py (semantics: SALU,
-branches, VALU, conversions, MFMA adapter to mfma.py, SMEM/VMEM, LDS), spaces.py /
-memory.py (address spaces, allocator), sanitizer.py (s_waitcnt model), hazard_check.py
-(wait-state rules of asterism.target.hazards), bench.py (`python -m asterism.emu.bench`).
+Modules: emulator.py (dispatch ABI, scheduler, barriers), info.py (what is known of each
+instruction before the run: `OpInfo`, `make_infos`), compiler.py (pre-decoding every
+instruction into a closure with resolved operand accessors), semantics/ (one module per
+family behind a registry: SALU, branches, VALU, conversions, MFMA adapter to mfma.py,
+SMEM/VMEM, LDS), sops.py / vops.py (scalar and vector operands), spaces.py / memory.py
+(address spaces, allocator), sanitizer.py (s_waitcnt model), hazard_check.py (wait-state
+rules of asterism.target.hazards), bench.py (`python -m asterism.emu.bench`).
 
 Execution model and assumptions
 * Memory instructions access memory when they issue, in program order; the sanitizer models
