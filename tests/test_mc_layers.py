@@ -19,7 +19,7 @@ REPO = Path(__file__).resolve().parent.parent
 # own tier or of earlier tiers; circles inside a tier are caught by the circle test.
 MC_TIERS = [
     # values: the instruction and its operands, programs, small helpers that know no Inst
-    {"operands", "inst", "program", "bulk", "per_form", "yaml_subset", "llvm_tools"},
+    {"operands", "inst", "program", "per_form", "yaml_subset", "llvm_tools"},
     # tables: field codes; the code object (ELF, descriptor, metadata; knows no Inst)
     {"operand_codes", "codeobject", "codeobject.descriptor", "codeobject.elf",
      "codeobject.metadata", "codeobject.model", "codeobject.reader", "codeobject.schema",

@@ -58,9 +58,9 @@ from asterism.passes.machine import (
     kernel_cfg,
     kernel_target,
     kernels_of,
-    no_gc,
     special_keys,
 )
+from asterism.support.gcpause import gc_paused
 from asterism.target.hazards import (
     KEY_HWREG,
     HazardRule,
@@ -714,7 +714,7 @@ def _s_nop(n: int, where: Operation) -> SOPPOp:
 
 def insert_nops(module: Operation) -> int:
     """Insert the s_nops every kernel of `module` needs (in place); returns wait states."""
-    with no_gc():
+    with gc_paused():
         return sum(_KernelHazards(k).insert() for k in kernels_of(module))
 
 
@@ -726,7 +726,7 @@ def check_hazards(module: Operation) -> list[Violation]:
 
     out: list[Violation] = []
     kernels = kernels_of(module)
-    with no_gc():
+    with gc_paused():
         per_kernel = [(k, _KernelHazards(k).check()) for k in kernels]
     if not any(v for _k, v in per_kernel):
         return []

@@ -9,9 +9,6 @@ built.
 
 from __future__ import annotations
 
-import gc
-from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass
 
 from xdsl.ir import SSAValue
@@ -149,16 +146,3 @@ def facts_cache(isa: IsaDatabase) -> FactsCache:
     if cache is None:
         cache = _CACHES[isa.target] = FactsCache(isa)
     return cache
-
-
-@contextmanager
-def gc_paused() -> Iterator[None]:
-    """Pause Python's cyclic garbage collector: a pass allocates many small lists and
-    tuples, and every full collection would walk the whole IR (it holds no cycles we make)."""
-    was_enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if was_enabled:
-            gc.enable()

@@ -91,7 +91,8 @@ from asterism.ir.types import REGISTER_TYPES, RegisterType, SpecialRegType
 from asterism.ir.verify import amdgcn_modules, op_location, op_title
 from asterism.isa import IsaDatabase, get_isa
 from asterism.passes.base import Pass
-from asterism.passes.instfacts import InstFacts, facts_cache, gc_paused
+from asterism.passes.instfacts import InstFacts, facts_cache
+from asterism.support.gcpause import gc_paused
 
 FILES = ("v", "a", "s")
 # Exact-type sets: isinstance on xDSL's ABC-based classes is slow on every op of a kernel.

@@ -12,9 +12,7 @@ operands' keys (a load into a range and a read of one of its registers share tha
 
 from __future__ import annotations
 
-import gc
 from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 from xdsl.dialects.arith import ConstantOp
@@ -404,19 +402,6 @@ def is_fixed_register(value: SSAValue) -> bool:
             return all(is_fixed_register(p) for p in owner.parts)  # type: ignore[attr-defined]
         return isinstance(owner, ABI_VALUE_OPS)
     return True
-
-
-@contextmanager
-def no_gc() -> Iterator[None]:
-    """Pause the cyclic garbage collector: the passes allocate many small objects next to a
-    large IR, and collections that rescan the IR would double their running time."""
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if enabled:
-            gc.enable()
 
 
 def kernels_of(module: Operation) -> list[KernelOp]:
