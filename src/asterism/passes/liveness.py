@@ -1216,12 +1216,6 @@ def _clause_runs(ops: list[Operation], op_facts: list[InstFacts | None],
         yield run
 
 
-def kernels_of(module: Operation) -> list[KernelOp]:
-    """The kernels of a module (builtin.module or amdgcn.module)."""
-    return [op for amod in amdgcn_modules(module) for op in amod.body.ops
-            if isinstance(op, KernelOp)]
-
-
 def analyze_kernel(kernel: KernelOp, isa: IsaDatabase | None = None) -> KernelLiveness:
     """Liveness of one kernel."""
     with gc_paused():
@@ -1312,7 +1306,6 @@ __all__ = [
     "describe_classes",
     "interval",
     "iter_bits",
-    "kernels_of",
     "pressure_report",
     "value_names",
 ]
