@@ -37,6 +37,7 @@ from asterism.ir.ops import (
     MakeRegisterRangeOp,
     SplitRegisterRangeOp,
     WaitOp,
+    op_location,
 )
 from asterism.ir.types import OffType, RegisterType, SpecialRegType, type_text
 from asterism.ir.verify import (
@@ -46,7 +47,6 @@ from asterism.ir.verify import (
     error_at,
     has_relocatable,
     is_decode_only,
-    op_location,
     verify_module,
 )
 from asterism.isa import Form, IsaDatabase, OperandSpec, get_isa, syntax

@@ -638,7 +638,6 @@ __all__ = [
     "error_at",
     "has_relocatable",
     "match_instruction",
-    "op_location",
     "verify_fragment",
     "verify_kernel",
     "verify_module",

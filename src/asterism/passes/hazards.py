@@ -43,9 +43,9 @@ from xdsl.ir import Block, Operation
 
 from asterism.errors import AsterismError
 from asterism.ir.match import immediate_of
-from asterism.ir.ops import BranchOp, EndKernelOp, InstructionOp, KernelOp, SOPPOp
+from asterism.ir.ops import BranchOp, EndKernelOp, InstructionOp, KernelOp, SOPPOp, op_location
 from asterism.ir.types import RegisterType, SpecialRegType
-from asterism.ir.verify import error_at, op_location
+from asterism.ir.verify import error_at
 from asterism.isa import get_isa
 from asterism.passes.base import Pass, option
 from asterism.passes.machine import (

@@ -86,9 +86,10 @@ from asterism.ir.ops import (
     SplitRegisterRangeOp,
     WaitOp,
     combine_alignment,
+    op_location,
 )
 from asterism.ir.types import REGISTER_TYPES, RegisterType, SpecialRegType
-from asterism.ir.verify import amdgcn_modules, op_location, op_title
+from asterism.ir.verify import amdgcn_modules, op_title
 from asterism.isa import IsaDatabase, get_isa
 from asterism.passes.base import Pass
 from asterism.passes.instfacts import InstFacts, facts_cache

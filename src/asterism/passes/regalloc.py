@@ -66,9 +66,10 @@ from asterism.ir.ops import (
     KernelOp,
     MakeRegisterRangeOp,
     SplitRegisterRangeOp,
+    op_location,
 )
 from asterism.ir.types import REGISTER_TYPES, RegisterType
-from asterism.ir.verify import amdgcn_modules, op_location, op_title
+from asterism.ir.verify import amdgcn_modules, op_title
 from asterism.isa import IsaDatabase, get_isa
 from asterism.mc.operands import Reg
 from asterism.passes.base import Pass, option
