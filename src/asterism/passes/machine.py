@@ -15,7 +15,6 @@ from __future__ import annotations
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
-from xdsl.dialects.arith import ConstantOp
 from xdsl.ir import Block, Operation, SSAValue
 
 from asterism.ir.abi import KernelLayout, compute_layout
@@ -27,24 +26,22 @@ from asterism.ir.ops import (
     FallthroughOp,
     InstructionOp,
     KernelOp,
-    LiteralOp,
     MakeRegisterRangeOp,
     SOPPOp,
     SplitRegisterRangeOp,
 )
 from asterism.ir.types import (
     AGPRType,
-    OffType,
     RegisterType,
     SGPRType,
     SpecialRegType,
-    TokenType,
     TTMPType,
     VGPRType,
 )
-from asterism.ir.verify import is_decode_only, match_instruction
+from asterism.ir.verify import match_instruction
 from asterism.isa import Instruction, IsaDatabase, OperandSpec
 from asterism.isa.syntax import NAMED_PAIR_CODES, NAMED_SCALAR_CODES, TTMP_BASE
+from asterism.passes.instfacts import form_key
 from asterism.target.chip import Target, get_target
 from asterism.target.hazards import KEY_AGPR, KEY_SCC, KEY_SGPR, register_key_name
 
@@ -141,36 +138,6 @@ _FORM_CACHE: dict[str, dict[tuple, Match]] = {}
 
 
 _REGISTER_CLASSES = (VGPRType, AGPRType, SGPRType, TTMPType)
-_NAMED_TYPES = (OffType, TokenType)
-
-
-def _shape_key(value: SSAValue) -> tuple:
-    t = value.type
-    cls = type(t)
-    if cls in _REGISTER_CLASSES:
-        return (t.KIND, t.width)  # type: ignore[attr-defined]
-    if cls is SpecialRegType:
-        return ("special", t.reg_name)  # type: ignore[attr-defined]
-    if cls in _NAMED_TYPES:
-        return (t.name,)  # type: ignore[attr-defined]
-    owner = value.owner
-    if type(owner) is LiteralOp:
-        return ("literal",)
-    if type(owner) is ConstantOp:
-        return ("imm", owner.value.type)  # type: ignore[attr-defined]
-    return ("imm", type(owner).__name__)
-
-
-def form_key(op: InstructionOp) -> tuple:
-    """What selects the database form of a verified instruction op: the family, the
-    mnemonic, each operand's register file and width (or immediate kind) and the modifiers
-    that pick a variant (their names; flags such as lds or sc0 select forms)."""
-    props = op.properties  # direct access: the property descriptors are slow
-    mods = props.get("modifiers")
-    names = tuple(sorted(mods.data)) if mods is not None else ()
-    # (an instruction op's operands are its args)
-    return (type(op), props["mnemonic"].data, tuple([_shape_key(a) for a in op.operands]),
-            names, is_decode_only(op))
 
 
 _OP_KINDS: dict[type, type | None] = {}
