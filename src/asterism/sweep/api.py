@@ -36,7 +36,8 @@ from asterism.sweep.cache import ResultCache, cache_key
 from asterism.sweep.engines import make_engine
 from asterism.sweep.points import Space, SweepError, check_space, points
 from asterism.sweep.progress import Progress
-from asterism.sweep.result import RANK_BY, SweepResult
+from asterism.sweep.rank import RANK_BY
+from asterism.sweep.result import SweepResult
 from asterism.sweep.worker import METRICS, PointResult, PointTask, code_version
 
 HEARTBEAT = 1.0  # seconds without a finished point after which the progress line is redrawn

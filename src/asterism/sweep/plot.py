@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from asterism.sweep.points import SweepError
+from asterism.sweep.rank import rank_value
 
 
 def require_matplotlib() -> tuple[Any, Any]:
@@ -32,8 +33,6 @@ def require_matplotlib() -> tuple[Any, Any]:
 
 def _value(r, by: str) -> float | None:
     """The y value of a point: the figure it is ranked by (time in us)."""
-    from asterism.sweep.result import rank_value
-
     value = rank_value(r, by)
     return value * 1e6 if by == "time" and value is not None else value
 
