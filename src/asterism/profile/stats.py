@@ -205,7 +205,7 @@ def kernel_stats(obj, kernel, items: list[DecodedInst]) -> KernelStats:
 
 def code_object_stats(source) -> list[KernelStats]:
     """Statistics of every kernel of a code object (bytes, path, .mlir, .s)."""
-    from asterism.runtime import load_code_object
+    from asterism.api import load_code_object
 
     obj, _data = load_code_object(source)
     dec = get_decoder(obj.target.name)
