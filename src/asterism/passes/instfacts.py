@@ -17,7 +17,7 @@ from xdsl.ir import SSAValue
 from asterism.ir.match import Match, immediate_of
 from asterism.ir.ops import InstructionOp, LiteralOp
 from asterism.ir.types import (
-    NAMED_REGISTER_TYPES,
+    NAMED_REGISTER_CLASSES,
     OffType,
     RegisterType,
     SpecialRegType,
@@ -69,7 +69,6 @@ class InstFacts:
 # that could select different forms. (`ir.verify` caches the match itself by the exact key,
 # which also holds what only decides whether an op is accepted; this one is for verified ops.)
 
-_REGISTER_CLASSES = frozenset(NAMED_REGISTER_TYPES.values())  # v, a, s, ttmp
 
 
 def operand_shape(value: SSAValue) -> tuple:
@@ -78,7 +77,7 @@ def operand_shape(value: SSAValue) -> tuple:
     whether it is a literal."""
     t = value.type
     cls = type(t)
-    if cls in _REGISTER_CLASSES:
+    if cls in NAMED_REGISTER_CLASSES:
         # (a fixed tuple's first register modulo 4: the alignment rules of tuples)
         return (t.KIND, t.width, t.is_fixed and t.first % 4)  # type: ignore[attr-defined]
     if cls is SpecialRegType:

@@ -31,12 +31,9 @@ from asterism.ir.ops import (
     SplitRegisterRangeOp,
 )
 from asterism.ir.types import (
-    AGPRType,
+    NAMED_REGISTER_CLASSES,
     RegisterType,
-    SGPRType,
     SpecialRegType,
-    TTMPType,
-    VGPRType,
 )
 from asterism.ir.verify import match_instruction
 from asterism.isa import Instruction, IsaDatabase, OperandSpec
@@ -137,7 +134,6 @@ def kernel_cfg(kernel: KernelOp) -> KernelCfg:
 _FORM_CACHE: dict[str, dict[tuple, Match]] = {}
 
 
-_REGISTER_CLASSES = (VGPRType, AGPRType, SGPRType, TTMPType)
 
 
 _OP_KINDS: dict[type, type | None] = {}
@@ -247,7 +243,7 @@ class MachineKernel:
         t = value.type
         if type(t) is SpecialRegType:
             return special_keys(t.reg_name)
-        if type(t) not in _REGISTER_CLASSES:
+        if type(t) not in NAMED_REGISTER_CLASSES:
             return ()
         assert isinstance(t, RegisterType)
         if not t.is_fixed:
@@ -361,7 +357,7 @@ def is_fixed_register(value: SSAValue) -> bool:
     """True unless `value` is a relocatable register that is not an ABI input (or a piece
     of ABI inputs)."""
     t = value.type
-    if type(t) in _REGISTER_CLASSES and not t.is_fixed:  # type: ignore[attr-defined]
+    if type(t) in NAMED_REGISTER_CLASSES and not t.is_fixed:  # type: ignore[attr-defined]
         owner = value.owner
         if type(owner) is SplitRegisterRangeOp:  # a piece of an ABI input is fixed too
             return is_fixed_register(owner.source)  # type: ignore[attr-defined]
