@@ -1,8 +1,9 @@
-"""Shared fixtures: the LLVM 22 oracle and the shared sample data."""
+"""Shared fixtures: the LLVM 22 oracle, the shared sample data and the import graph."""
 
 from __future__ import annotations
 
 import os
+import sys
 from pathlib import Path
 
 import pytest
@@ -66,3 +67,14 @@ def shared_data() -> Path:
 def mlir_opt() -> str:
     """Path of mlir-opt (LLVM 22), the oracle of what upstream MLIR accepts."""
     return _llvm("mlir-opt")
+
+
+@pytest.fixture(scope="session")
+def import_graph():
+    """(tools/import_graph.py as a module, its graph of the package's imports)."""
+    sys.path.insert(0, str(REPO / "tools"))
+    try:
+        import import_graph as tool
+    finally:
+        sys.path.remove(str(REPO / "tools"))
+    return tool, tool.build_graph()

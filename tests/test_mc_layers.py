@@ -4,22 +4,15 @@ lossless text on top (tools/import_graph.py reads the imports, the lazy ones too
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
-
-import pytest
-
 from asterism.mc.asm_syntax import InstParser
 from asterism.mc.matcher import select_form
 from asterism.mc.printer import format_inst
-
-REPO = Path(__file__).resolve().parent.parent
 
 # Lowest first (docs/design.md, "The MC layer's order"). A module may import modules of its
 # own tier or of earlier tiers; circles inside a tier are caught by the circle test.
 MC_TIERS = [
     # values: the instruction and its operands, programs, small helpers that know no Inst
-    {"operands", "inst", "program", "bulk", "per_form", "yaml_subset", "llvm_tools"},
+    {"operands", "inst", "program", "per_form", "yaml_subset", "llvm_tools"},
     # tables: field codes; the code object (ELF, descriptor, metadata; knows no Inst)
     {"operand_codes", "codeobject", "codeobject.descriptor", "codeobject.elf",
      "codeobject.metadata", "codeobject.model", "codeobject.reader", "codeobject.schema",
@@ -32,17 +25,6 @@ MC_TIERS = [
     {"assembler", "asm_writer", "parser", "source_map"},
     {"lossless"},  # lossless text: prints, parses, encodes, decodes and writes modules
 ]
-
-
-@pytest.fixture(scope="module")
-def graph():
-    """tools/import_graph.py's graph of the package."""
-    sys.path.insert(0, str(REPO / "tools"))
-    try:
-        import import_graph
-    finally:
-        sys.path.remove(str(REPO / "tools"))
-    return import_graph, import_graph.build_graph()
 
 
 def _mc_modules(graph) -> list[str]:
@@ -58,18 +40,18 @@ def _tier(module: str) -> int:
                          "put it in the lowest tier above everything it imports")
 
 
-def test_mc_modules_form_no_import_circle(graph):
+def test_mc_modules_form_no_import_circle(import_graph):
     """No circle among mc modules, counting imports inside functions."""
-    tool, g = graph
+    tool, g = import_graph
     mc = set(_mc_modules(g))
     sub = tool.Graph({m: g.files[m] for m in mc}, {m: g.edges[m] & mc for m in mc})
     assert tool.circles(sub) == []
 
 
-def test_every_mc_module_imports_only_its_tier_or_lower(graph):
+def test_every_mc_module_imports_only_its_tier_or_lower(import_graph):
     """An mc module imports mc modules of its own tier or lower ones, and outside mc only
     layers below it (support, isa, target; never the package root)."""
-    tool, g = graph
+    tool, g = import_graph
     mc_layer = tool.LAYERS.index("mc")
     wrong = []
     for m in _mc_modules(g):
@@ -82,10 +64,10 @@ def test_every_mc_module_imports_only_its_tier_or_lower(graph):
     assert wrong == []
 
 
-def test_inst_and_lossless_ends(graph):
+def test_inst_and_lossless_ends(import_graph):
     """The instruction imports only its operands (and errors); no mc module imports the
     lossless text."""
-    _tool, g = graph
+    _tool, g = import_graph
     assert g.edges["asterism.mc.inst"] <= {"asterism.errors", "asterism.mc.operands"}
     assert [m for m in _mc_modules(g) if "asterism.mc.lossless" in g.edges[m]] == []
 

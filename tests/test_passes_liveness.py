@@ -11,8 +11,8 @@ from asterism.passes.liveness import (
     analyze_kernel,
     analyze_module,
     iter_bits,
-    kernels_of,
 )
+from asterism.passes.machine import kernels_of
 from asterism.target.hazards import soft_clause_kinds
 
 

@@ -13,7 +13,8 @@ from asterism.builder import KernelBuilder, ModuleBuilder
 from asterism.errors import AsterismError, ParseError
 from asterism.ir import lower_module, parse_ir, print_ir
 from asterism.ir.types import RegisterType
-from asterism.passes.liveness import analyze_kernel, kernels_of
+from asterism.passes.liveness import analyze_kernel
+from asterism.passes.machine import kernels_of
 from asterism.passes.regalloc import (
     Limits,
     RegisterAllocationError,

@@ -14,7 +14,8 @@ from test_passes_regalloc_helpers import check_allocation, classes_before
 import asterism
 from asterism.builder import KernelBuilder
 from asterism.ir.types import RegisterType
-from asterism.passes.liveness import analyze_kernel, kernels_of
+from asterism.passes.liveness import analyze_kernel
+from asterism.passes.machine import kernels_of
 from asterism.passes.regalloc import allocate_module
 
 OUTPUTS = 12

@@ -35,7 +35,8 @@ from asterism.ir.types import RegisterType, type_text
 from asterism.ir.verify import match_instruction, verify_module
 from asterism.isa import get_isa
 from asterism.passes.inline import inline_module
-from asterism.passes.liveness import analyze_kernel, kernels_of
+from asterism.passes.liveness import analyze_kernel
+from asterism.passes.machine import kernels_of
 from asterism.passes.regalloc import (
     RegisterAllocationError,
     RegisterCopyWarning,

@@ -18,7 +18,7 @@ import asterism
 from asterism.cli import main
 from asterism.kernels.base import KernelCase
 from asterism.sweep import SweepError, check_space, parse_space, points
-from asterism.sweep.result import rank_key
+from asterism.sweep.rank import rank_key
 
 GEMM_SHAPE = {"m": 128, "n": 128, "k": 64}
 GEMM_ARGS = ["gemm", "--shape", "128x128x64", "--param", "tile_m=64,128",

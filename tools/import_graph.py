@@ -156,6 +156,14 @@ def upward_imports(graph: Graph) -> list[tuple[str, str]]:
                   if layer_of(t) > layer_of(m))
 
 
+def finding_lines(found: list[list[str]], up: list[tuple[str, str]]) -> list[str]:
+    """One line per circle and per upward import, as the command prints them."""
+    lines = [f"circle of {len(comp)}: {' '.join(comp)}" for comp in found]
+    lines += [f"upward: {m} -> {t} ({LAYERS[layer_of(m)]} below "
+              f"{LAYERS[layer_of(t)] if layer_of(t) < ROOT_LAYER else 'root'})" for m, t in up]
+    return lines
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--json", action="store_true", help="print the findings as JSON")
@@ -165,11 +173,8 @@ def main() -> int:
     if args.json:
         print(json.dumps({"circles": found, "upward": up}, indent=1))
     else:
-        for comp in found:
-            print(f"circle of {len(comp)}: {' '.join(comp)}")
-        for m, t in up:
-            print(f"upward: {m} -> {t} ({LAYERS[layer_of(m)]} below "
-                  f"{LAYERS[layer_of(t)] if layer_of(t) < ROOT_LAYER else 'root'})")
+        for line in finding_lines(found, up):
+            print(line)
         print(f"{len(found)} circles, {len(up)} upward imports, {len(graph.files)} modules")
     return 1 if found or up else 0
 

@@ -8,6 +8,10 @@
 from __future__ import annotations
 
 import os
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from asterism.mc.codeobject import CodeObject
 
 
 def _read(source: str | os.PathLike[str] | bytes, what: str) -> tuple[str, str]:
@@ -152,3 +156,82 @@ def disassembly_listing(source, filename: str | None = None) -> str:
     from asterism.mc.listing import listing
 
     return listing(source, filename)
+
+
+# --- a code object from whatever the user has --------------------------------------------
+#
+# Here rather than in runtime/: launching, `asterism stats` and trace bundles (profile/, below
+# the runtime) all take a kernel as bytes, a path (.hsaco, .s or .mlir), a CodeObject or a
+# module, and turning .mlir/.s into a code object is this layer's compile/assemble.
+
+
+def _mc_module(source):
+    """The McModule of a .mlir/.s path, an xDSL module or an McModule (None otherwise)."""
+    from asterism.mc.program import McModule
+
+    if isinstance(source, McModule):
+        return source
+    if isinstance(source, (str, os.PathLike)):
+        path = os.fspath(source)
+        if path.endswith(".mlir"):
+            return lower(path)
+        if path.endswith(".s"):
+            from asterism.mc.parser import parse_asm
+            from asterism.textio import read_text
+
+            return parse_asm(read_text(path), path)
+        return None
+    if hasattr(source, "body") and hasattr(source, "walk"):  # an xDSL module (builder)
+        return lower(source)
+    return None
+
+
+def load_with_source_map(source) -> tuple[CodeObject, bytes, dict[int, str]]:
+    """As load_code_object, plus address -> "file:line" when the source has locations."""
+    module = _mc_module(source)
+    if module is None:
+        obj, data = load_code_object(source)
+        return obj, data, {}
+    from asterism.mc.assembler import assemble as assemble_mc
+    from asterism.mc.codeobject import read_code_object
+    from asterism.mc.source_map import source_map
+
+    data = assemble_mc(module)
+    obj = read_code_object(data)
+    return obj, data, source_map(module, obj.text_address)
+
+
+def load_code_object(source) -> tuple[CodeObject, bytes]:
+    """A CodeObject and its bytes from bytes, a path (.hsaco, .s or .mlir), a CodeObject or
+    a module (builder/xDSL or McModule)."""
+    from asterism.errors import AsterismError, CodeObjectError
+    from asterism.mc.codeobject import CodeObject, read_code_object
+
+    module = None if isinstance(source, (str, os.PathLike, bytes, bytearray, CodeObject)) \
+        else _mc_module(source)
+    if module is not None:
+        from asterism.mc.assembler import assemble as assemble_mc
+
+        data = assemble_mc(module)
+        return read_code_object(data), data
+    if isinstance(source, CodeObject):
+        from asterism.mc.codeobject import write_code_object
+
+        return source, write_code_object(source)
+    if isinstance(source, (bytes, bytearray)):
+        data = bytes(source)
+    else:
+        path = os.fspath(source)
+        if path.endswith((".mlir", ".s")):
+            data = compile(path) if path.endswith(".mlir") else assemble(path)
+        else:
+            try:
+                with open(path, "rb") as f:
+                    data = f.read()
+            except OSError as err:
+                raise AsterismError(f"cannot read {path}: {err.strerror}") from None
+            try:
+                return read_code_object(data), data
+            except CodeObjectError as err:  # (the message names the file)
+                raise CodeObjectError(f"{path}: {err.message}") from None
+    return read_code_object(data), data

@@ -155,13 +155,14 @@ def cmd_run(args) -> int:
 
     import numpy as np
 
+    from asterism.api import load_code_object
     from asterism.paths import safe_child_path
-    from asterism.runtime import launch, load_code_object
+    from asterism.runtime import launch
     from asterism.runtime.kernargs import describe_signature, explicit_args
 
     source = _source(args)
     if args.timing:
-        from asterism.runtime import load_with_source_map
+        from asterism.api import load_with_source_map
 
         obj, data, smap = load_with_source_map(source)
     else:

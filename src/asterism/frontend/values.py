@@ -28,16 +28,9 @@ from xdsl.dialects.builtin import (
 )
 from xdsl.ir import Attribute, Operation, SSAValue
 
-from asterism.errors import SourceLocation, VerifyError
+from asterism.errors import VerifyError
 from asterism.frontend.dialects.gpu import memref_space
-
-
-def op_location(op: Operation) -> SourceLocation | None:
-    """The file:line:col an op was parsed at (None if unknown)."""
-    loc = op.location
-    if hasattr(loc, "filename") and hasattr(loc, "line"):
-        return SourceLocation(loc.filename.data, loc.line.data, loc.column.data)
-    return None
+from asterism.ir.ops import op_location
 
 
 class LoweringError(VerifyError):
@@ -233,5 +226,5 @@ def signed32(word: int) -> int:
 
 
 __all__ = ["LV", "INLINE_FLOATS", "LoweringError", "MemInfo", "const_lv", "const_words",
-           "elem_bits", "fail", "float_bits", "fp8_kind", "is_float", "memref_info", "op_location",
+           "elem_bits", "fail", "float_bits", "fp8_kind", "is_float", "memref_info",
            "reg_count", "signed32", "type_bits", "type_name"]

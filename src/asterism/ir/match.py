@@ -33,15 +33,12 @@ from asterism.ir.ops import (
     ModValue,
 )
 from asterism.ir.types import (
+    NAMED_REGISTER_CLASSES,
     RELOCATABLE,
-    AGPRType,
     OffType,
     RegisterType,
-    SGPRType,
     SpecialRegType,
     TokenType,
-    TTMPType,
-    VGPRType,
     type_text,
 )
 from asterism.isa import (
@@ -180,7 +177,6 @@ def shape_of(value: SSAValue, layout: object | None = None) -> Shape:
 # are the same relocatable value, for the constant bus) and nothing that only appears in
 # messages, so two ops with equal keys are accepted or rejected alike.
 
-_REGISTER_CLASSES = (VGPRType, AGPRType, SGPRType, TTMPType)
 _PLAIN_TYPES = (OffType, TokenType)
 
 
@@ -188,7 +184,7 @@ def type_key(t: Attribute) -> tuple | type | None:
     """A hashable stand-in for an amdgcn type, equal exactly when the types are equal (hashing
     the xDSL attribute itself is several times slower); None for other types."""
     cls = type(t)
-    if cls in _REGISTER_CLASSES:
+    if cls in NAMED_REGISTER_CLASSES:
         return (cls, t.index.data, t.count.data, t.align.data)  # type: ignore[attr-defined]
     if cls is SpecialRegType:
         return (cls, t.reg.data)  # type: ignore[attr-defined]

@@ -37,6 +37,7 @@ from asterism.ir.ops import (
     MakeRegisterRangeOp,
     SplitRegisterRangeOp,
     WaitOp,
+    op_location,
 )
 from asterism.ir.types import OffType, RegisterType, SpecialRegType, type_text
 from asterism.ir.verify import (
@@ -46,11 +47,9 @@ from asterism.ir.verify import (
     error_at,
     has_relocatable,
     is_decode_only,
-    op_location,
     verify_module,
 )
 from asterism.isa import Form, IsaDatabase, OperandSpec, get_isa, syntax
-from asterism.mc.bulk import pause_cyclic_gc, resume_cyclic_gc
 from asterism.mc.inst import HIDDEN_BITS, Inst
 from asterism.mc.matcher import MatchError as McMatchError
 from asterism.mc.matcher import match_form, select_form
@@ -67,6 +66,7 @@ from asterism.mc.operands import (
     Syntax,
 )
 from asterism.mc.program import LabelDef, McKernel, McModule
+from asterism.support.gcpause import pause_cyclic_gc, resume_cyclic_gc
 
 REGALLOC_HINT = "run the register allocation pass (--pipeline regalloc) or give it a fixed " \
                 "register"
@@ -75,7 +75,7 @@ REGALLOC_HINT = "run the register allocation pass (--pipeline regalloc) or give 
 def lower_module(module: Operation) -> McModule:
     """Lower a verified module (one amdgcn.module) to the MC layer."""
     # The instructions made here would push the cyclic collector into full collections that
-    # re-scan the whole IR (often longer than the lowering itself); see mc.bulk.
+    # re-scan the whole IR (often longer than the lowering itself); see support.gcpause.
     was_enabled = pause_cyclic_gc()
     try:
         return _lower_module(module)

@@ -228,6 +228,9 @@ class TTMPType(RegisterType):
 
 # Register files an operand can name; the allocator's files are REGISTER_TYPES.
 NAMED_REGISTER_TYPES: dict[str, type[RegisterType]] = {**REGISTER_TYPES, "ttmp": TTMPType}
+# Both as sets of classes, for `type(t) in ...` (isinstance on xDSL attributes is slower).
+REGISTER_CLASSES: frozenset[type[RegisterType]] = frozenset(REGISTER_TYPES.values())
+NAMED_REGISTER_CLASSES: frozenset[type[RegisterType]] = frozenset(NAMED_REGISTER_TYPES.values())
 
 
 @irdl_attr_definition

@@ -95,7 +95,7 @@ from asterism.ir.types import (
 )
 from asterism.isa import IsaDatabase, get_isa
 from asterism.isa.syntax import TTMP_COUNT
-from asterism.mc.bulk import pause_cyclic_gc, resume_cyclic_gc
+from asterism.support.gcpause import pause_cyclic_gc, resume_cyclic_gc
 from asterism.target import Target, get_target
 
 
@@ -638,7 +638,6 @@ __all__ = [
     "error_at",
     "has_relocatable",
     "match_instruction",
-    "op_location",
     "verify_fragment",
     "verify_kernel",
     "verify_module",

@@ -247,13 +247,19 @@ class KernelGenerator:
             values[key] = self.param(key).convert(value)
         return values
 
+    def pick_target(self, target: str | None,
+                    error: type[AsterismError] = KernelParamError) -> str:
+        """`target`, or the first supported one by default; `error` if it is not supported."""
+        target = target or self.targets[0]
+        if target not in self.targets:
+            raise error(f"{self.name} supports targets {', '.join(self.targets)}, "
+                        f"not {shown(target)}")
+        return target
+
     def build(self, target: str | None = None, params: Mapping[str, Any] | None = None,
               **kwargs: Any) -> KernelCase:
         """Build the kernel for `target` (default: the first supported one)."""
-        target = target or self.targets[0]
-        if target not in self.targets:
-            raise KernelParamError(f"{self.name} supports targets {', '.join(self.targets)}, "
-                                   f"not {shown(target)}")
+        target = self.pick_target(target)
         merged = dict(params or {})
         merged.update(kwargs)
         return self.build_case(target, self.resolve(merged))

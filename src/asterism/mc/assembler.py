@@ -9,7 +9,6 @@ the pieces to the code object writer.
 from __future__ import annotations
 
 from asterism.errors import AsterismError, VerifyError
-from asterism.mc.bulk import pause_cyclic_gc, resume_cyclic_gc
 from asterism.mc.codeobject import (
     CodeObject,
     ExtraSymbol,
@@ -23,6 +22,7 @@ from asterism.mc.inst import Inst
 from asterism.mc.kernel_abi import kernel_directives, kernel_metadata
 from asterism.mc.operands import Label
 from asterism.mc.program import LabelDef, McKernel, McModule
+from asterism.support.gcpause import pause_cyclic_gc, resume_cyclic_gc
 from asterism.target import get_target
 
 KERNEL_ALIGN = 256

@@ -29,7 +29,6 @@ from asterism.isa.formats import (
     format_of,
 )
 from asterism.isa.syntax import SDWA_SEL, SDWA_UNUSED, format_swizzle
-from asterism.mc.bulk import pause_cyclic_gc, resume_cyclic_gc
 from asterism.mc.inst import Inst
 from asterism.mc.operand_codes import (
     F8F6F4_REGS,
@@ -40,6 +39,7 @@ from asterism.mc.operand_codes import (
 )
 from asterism.mc.operands import OFF, Imm, Literal, Mod, Operand, Reg, Special, Syntax
 from asterism.mc.per_form import PerForm
+from asterism.support.gcpause import pause_cyclic_gc, resume_cyclic_gc
 
 
 @dataclass(slots=True)

@@ -48,12 +48,13 @@ class RegisterUsage:
     sgprs: int = 0  # next free SGPR (s0..s101)
     vcc: bool = False
     flat_scratch: bool = False
+    xnack_mask: bool = False
 
 
 def register_usage(body: list[Inst | LabelDef]) -> RegisterUsage:
     """The highest registers used by the instructions (operands and implicit vcc)."""
     vgprs = agprs = sgprs = 0  # next free register per file
-    vcc = flat_scratch = False
+    vcc = flat_scratch = xnack_mask = False
     implicit_vcc: dict[int, bool] = {}  # id(form) -> whether it reads or writes vcc
     for item in body:
         if not isinstance(item, Inst):
@@ -77,6 +78,8 @@ def register_usage(body: list[Inst | LabelDef]) -> RegisterUsage:
                     vcc = True
                 elif op.name.startswith("flat_scratch"):
                     flat_scratch = True
+                elif op.name.startswith("xnack_mask"):
+                    xnack_mask = True
         form = item.form
         if form is not None:
             implicit = implicit_vcc.get(id(form))
@@ -84,7 +87,7 @@ def register_usage(body: list[Inst | LabelDef]) -> RegisterUsage:
                 implicit = implicit_vcc[id(form)] = _implicit_vcc(form)
             vcc = vcc or implicit
     return RegisterUsage(vgprs=vgprs, agprs=agprs, sgprs=sgprs, vcc=vcc,
-                         flat_scratch=flat_scratch)
+                         flat_scratch=flat_scratch, xnack_mask=xnack_mask)
 
 
 def _implicit_vcc(form: Form) -> bool:

@@ -9,7 +9,6 @@ import struct
 from dataclasses import dataclass, field
 
 from asterism.errors import AsterismError
-from asterism.mc.bulk import pause_cyclic_gc, resume_cyclic_gc
 from asterism.mc.codeobject import load_code_object
 from asterism.mc.codeobject.elf import (
     SHN_ABS,
@@ -27,6 +26,7 @@ from asterism.mc.decoder import DecodedInst, get_decoder
 from asterism.mc.operands import Imm, Label
 from asterism.mc.per_form import PerForm
 from asterism.mc.printer import format_inst
+from asterism.support.gcpause import pause_cyclic_gc, resume_cyclic_gc
 
 TEXT_COLUMN = 59  # llvm-objdump pads the instruction text to this width before "//"
 

@@ -13,9 +13,9 @@ import re
 from asterism.errors import AsterismError, ParseError, SourceLocation, VerifyError
 from asterism.mc import yaml_subset
 from asterism.mc.asm_syntax import InstParser, eval_int, quote, split_top
-from asterism.mc.bulk import pause_cyclic_gc, resume_cyclic_gc
 from asterism.mc.matcher import select_form
 from asterism.mc.program import LabelDef, McKernel, McModule
+from asterism.support.gcpause import pause_cyclic_gc, resume_cyclic_gc
 from asterism.target import DEFAULT_CODE_OBJECT_VERSION
 
 # Directives accepted and ignored (they do not change the code object we write).

@@ -30,8 +30,9 @@ from asterism.ir.types import RegisterType
 from asterism.ir.verify import amdgcn_modules, check_instruction
 from asterism.isa import IsaDatabase, get_isa
 from asterism.passes.base import Pass
-from asterism.passes.instfacts import facts_cache, gc_paused
+from asterism.passes.instfacts import facts_cache
 from asterism.passes.liveness import KernelLiveness
+from asterism.support.gcpause import gc_paused
 
 
 class _KernelCopyProp:

@@ -44,8 +44,9 @@ from asterism.ir.types import SpecialRegType
 from asterism.ir.verify import amdgcn_modules
 from asterism.isa import get_isa
 from asterism.passes.base import Pass
-from asterism.passes.instfacts import InstFacts, facts_cache, gc_paused
+from asterism.passes.instfacts import InstFacts, facts_cache
 from asterism.passes.liveness import KernelLiveness
+from asterism.support.gcpause import gc_paused
 
 PURE_UNITS = frozenset({"valu", "salu", "trans", "mfma"})
 SIDE_EFFECT_FLAGS = frozenset({

@@ -43,9 +43,9 @@ from xdsl.ir import Block, Operation
 
 from asterism.errors import AsterismError
 from asterism.ir.match import immediate_of
-from asterism.ir.ops import BranchOp, EndKernelOp, InstructionOp, KernelOp, SOPPOp
+from asterism.ir.ops import BranchOp, EndKernelOp, InstructionOp, KernelOp, SOPPOp, op_location
 from asterism.ir.types import RegisterType, SpecialRegType
-from asterism.ir.verify import error_at, op_location
+from asterism.ir.verify import error_at
 from asterism.isa import get_isa
 from asterism.isa.facts import def_is_read, implicit_names
 from asterism.passes.base import Pass, option
@@ -57,9 +57,9 @@ from asterism.passes.machine import (
     kernel_cfg,
     kernel_target,
     kernels_of,
-    no_gc,
     special_keys,
 )
+from asterism.support.gcpause import gc_paused
 from asterism.target.hazards import (
     KEY_HWREG,
     HazardRule,
@@ -713,7 +713,7 @@ def _s_nop(n: int, where: Operation) -> SOPPOp:
 
 def insert_nops(module: Operation) -> int:
     """Insert the s_nops every kernel of `module` needs (in place); returns wait states."""
-    with no_gc():
+    with gc_paused():
         return sum(_KernelHazards(k).insert() for k in kernels_of(module))
 
 
@@ -725,7 +725,7 @@ def check_hazards(module: Operation) -> list[Violation]:
 
     out: list[Violation] = []
     kernels = kernels_of(module)
-    with no_gc():
+    with gc_paused():
         per_kernel = [(k, _KernelHazards(k).check()) for k in kernels]
     if not any(v for _k, v in per_kernel):
         return []

@@ -40,10 +40,11 @@ from asterism.ir.ops import (
     SplitRegisterRangeOp,
     close_blocks,
     join_type,
+    op_location,
     split_types,
 )
 from asterism.ir.types import RegisterType, type_text
-from asterism.ir.verify import amdgcn_modules, op_location
+from asterism.ir.verify import amdgcn_modules
 from asterism.isa import IsaDatabase, get_isa
 from asterism.passes.base import Pass, option
 from asterism.passes.instfacts import facts_cache

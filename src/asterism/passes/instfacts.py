@@ -2,30 +2,28 @@
 
 Selecting the database form of an instruction op (`ir.verify.match_instruction`) costs tens of
 microseconds; the passes ask about every op, often several times, so the answer is cached by
-what decides the form: the op's family and mnemonic, the kind and width of each operand and the
-modifier names. Nothing here checks the op: the module was verified when it was parsed or
-built.
+what decides the form (`form_key`, the one such key of the passes: the op's family and
+mnemonic, the shape of each operand, the modifier names). Nothing here checks the op: the
+module was verified when it was parsed or built.
 """
 
 from __future__ import annotations
 
-import gc
-from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass
 
+from xdsl.dialects.arith import ConstantOp
 from xdsl.ir import SSAValue
 
-from asterism.ir.match import Match
-from asterism.ir.ops import InstructionOp
+from asterism.ir.match import Match, immediate_of
+from asterism.ir.ops import InstructionOp, LiteralOp
 from asterism.ir.types import (
-    REGISTER_TYPES,
+    NAMED_REGISTER_CLASSES,
     OffType,
     RegisterType,
     SpecialRegType,
     TokenType,
 )
-from asterism.ir.verify import match_instruction
+from asterism.ir.verify import is_decode_only, match_instruction
 from asterism.isa import IsaDatabase
 
 # Copies whose destination and source may share a register (coalescing, copy propagation).
@@ -64,20 +62,49 @@ class InstFacts:
             return None
 
 
-_REG_TYPES = frozenset(REGISTER_TYPES.values())
+# --- what decides the form --------------------------------------------------------------
+#
+# The passes cache what they learn from an op's database form (its Match, its register facts,
+# its hazard rules) by a key that is cheap to compute and tells apart every two verified ops
+# that could select different forms. (`ir.verify` caches the match itself by the exact key,
+# which also holds what only decides whether an op is accepted; this one is for verified ops.)
 
 
-def _shape_key(value: SSAValue) -> object:
+
+def operand_shape(value: SSAValue) -> tuple:
+    """What an operand of a verified instruction op is, as far as its form cares: register
+    file, width and (fixed) alignment, named register, off, token, or immediate value, kind and
+    whether it is a literal."""
     t = value.type
-    if type(t) in _REG_TYPES:
-        return (t.KIND, t.count.data)
-    if isinstance(t, SpecialRegType):
-        return t.reg_name
-    if isinstance(t, OffType):
-        return "off"
-    if isinstance(t, TokenType):
-        return "token"
-    return "imm"
+    cls = type(t)
+    if cls in NAMED_REGISTER_CLASSES:
+        # (a fixed tuple's first register modulo 4: the alignment rules of tuples)
+        return (t.KIND, t.width, t.is_fixed and t.first % 4)  # type: ignore[attr-defined]
+    if cls is SpecialRegType:
+        return ("special", t.reg_name)  # type: ignore[attr-defined]
+    if cls is OffType or cls is TokenType:
+        return (t.name,)  # type: ignore[attr-defined]
+    owner = value.owner
+    if isinstance(owner, ConstantOp | LiteralOp):
+        imm, imm_type, literal = immediate_of(value)
+        if imm is None:  # a constant of no integer or float value: its type tells it apart
+            return ("imm", owner.value.type)  # type: ignore[union-attr]
+        # The Python type separates 1 from 1.0 and True; floats by their bits (-0.0).
+        return ("imm", type(imm), imm.hex() if isinstance(imm, float) else imm, imm_type,
+                literal)
+    return ("other", type(t).__name__, type(owner).__name__)
+
+
+def form_key(op: InstructionOp) -> tuple:
+    """What selects the database form of a verified instruction op: the family, the
+    mnemonic, each operand's shape (`operand_shape`), the modifier names (flags such as lds
+    or sc0 select forms) and whether the op is kept as decoded."""
+    props = op.properties  # direct access: the property descriptors are slow
+    mods = props.get("modifiers")
+    names = tuple(sorted(mods.data)) if mods is not None else ()
+    # (an instruction op's operands are its args)
+    return (type(op), props["mnemonic"].data, tuple([operand_shape(a) for a in op.operands]),
+            names, is_decode_only(op))
 
 
 def _sgpr_tuple_align(width: int) -> int:
@@ -106,10 +133,7 @@ class FactsCache:
 
     def facts(self, op: InstructionOp) -> InstFacts:
         """The register facts of `op`."""
-        props = op.properties  # direct access: the property descriptors are slow
-        mods = props.get("modifiers")
-        key = (type(op), props["mnemonic"].data, tuple(map(_shape_key, op.operands)),
-               tuple(sorted(mods.data)) if mods is not None else ())
+        key = form_key(op)
         found = self._cache.get(key)
         if found is None:
             found = self._cache[key] = self._compute(op)
@@ -149,16 +173,3 @@ def facts_cache(isa: IsaDatabase) -> FactsCache:
     if cache is None:
         cache = _CACHES[isa.target] = FactsCache(isa)
     return cache
-
-
-@contextmanager
-def gc_paused() -> Iterator[None]:
-    """Pause Python's cyclic garbage collector: a pass allocates many small lists and
-    tuples, and every full collection would walk the whole IR (it holds no cycles we make)."""
-    was_enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if was_enabled:
-            gc.enable()

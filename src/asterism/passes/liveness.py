@@ -86,16 +86,17 @@ from asterism.ir.ops import (
     SplitRegisterRangeOp,
     WaitOp,
     combine_alignment,
+    op_location,
 )
-from asterism.ir.types import REGISTER_TYPES, RegisterType, SpecialRegType
-from asterism.ir.verify import amdgcn_modules, op_location, op_title
+from asterism.ir.types import REGISTER_CLASSES, RegisterType, SpecialRegType
+from asterism.ir.verify import amdgcn_modules, op_title
 from asterism.isa import IsaDatabase, get_isa
 from asterism.passes.base import Pass
-from asterism.passes.instfacts import InstFacts, facts_cache, gc_paused
+from asterism.passes.instfacts import InstFacts, facts_cache
+from asterism.support.gcpause import gc_paused
 
 FILES = ("v", "a", "s")
 # Exact-type sets: isinstance on xDSL's ABC-based classes is slow on every op of a kernel.
-_REG_TYPES = frozenset(REGISTER_TYPES.values())
 _INSTRUCTION_OPS = frozenset(INSTRUCTION_OPS)
 _VIEW_OPS = frozenset(VIEW_OPS)
 # Ops without instruction facts that still emit code between their neighbours.
@@ -471,7 +472,7 @@ class KernelLiveness:
                     writes_exec = True
                 for k, pos in enumerate(facts.def_positions):
                     dest = args[pos]
-                    if type(dest.type) in _REG_TYPES:
+                    if type(dest.type) in REGISTER_CLASSES:
                         parent[id(results[k])] = dest
                     elif isinstance(dest.type, SpecialRegType) and \
                             dest.type.reg_name.startswith("exec"):
@@ -524,16 +525,16 @@ class KernelLiveness:
             facts = op_facts[i]
             if facts is None:
                 for r in op.results:
-                    if type(r.type) in _REG_TYPES:
+                    if type(r.type) in REGISTER_CLASSES:
                         resolve(r)
                 if isinstance(op, func.CallOp):
                     # Not inlined yet: the arguments are read, the results are new values.
                     self.calls.append(op)
                     self.reads[i] = tuple(dict.fromkeys(
-                        u for a in op.operands if type(a.type) in _REG_TYPES
+                        u for a in op.operands if type(a.type) in REGISTER_CLASSES
                         for u in _ids(resolve(a))))
                     self.writes[i] = tuple(dict.fromkeys(
-                        u for r in op.results if type(r.type) in _REG_TYPES
+                        u for r in op.results if type(r.type) in REGISTER_CLASSES
                         for u in _ids(resolve(r))))
                 continue
             reads: list[int] = []
@@ -541,7 +542,7 @@ class KernelLiveness:
             defs = facts.def_positions
             aligns = facts.aligns
             for pos, arg in enumerate(op_args[i]):
-                if type(arg.type) not in _REG_TYPES:
+                if type(arg.type) not in REGISTER_CLASSES:
                     continue
                 cid = resolve(arg)
                 if type(cid) is not int:
@@ -569,7 +570,7 @@ class KernelLiveness:
                 else:
                     reads.append(cid)
             for r in op.results:
-                if type(r.type) in _REG_TYPES:
+                if type(r.type) in REGISTER_CLASSES:
                     resolve(r)
             self.reads[i] = tuple(dict.fromkeys(reads)) if len(reads) > 1 else tuple(reads)
             self.writes[i] = tuple(dict.fromkeys(writes)) if len(writes) > 1 else tuple(writes)
@@ -1215,12 +1216,6 @@ def _clause_runs(ops: list[Operation], op_facts: list[InstFacts | None],
         yield run
 
 
-def kernels_of(module: Operation) -> list[KernelOp]:
-    """The kernels of a module (builtin.module or amdgcn.module)."""
-    return [op for amod in amdgcn_modules(module) for op in amod.body.ops
-            if isinstance(op, KernelOp)]
-
-
 def analyze_kernel(kernel: KernelOp, isa: IsaDatabase | None = None) -> KernelLiveness:
     """Liveness of one kernel."""
     with gc_paused():
@@ -1311,7 +1306,6 @@ __all__ = [
     "describe_classes",
     "interval",
     "iter_bits",
-    "kernels_of",
     "pressure_report",
     "value_names",
 ]

@@ -12,12 +12,9 @@ operands' keys (a load into a range and a read of one of its registers share tha
 
 from __future__ import annotations
 
-import gc
 from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass, field
 
-from xdsl.dialects.arith import ConstantOp
 from xdsl.ir import Block, Operation, SSAValue
 
 from asterism.ir.abi import KernelLayout, compute_layout
@@ -29,25 +26,20 @@ from asterism.ir.ops import (
     FallthroughOp,
     InstructionOp,
     KernelOp,
-    LiteralOp,
     MakeRegisterRangeOp,
     SOPPOp,
     SplitRegisterRangeOp,
 )
 from asterism.ir.types import (
-    AGPRType,
-    OffType,
+    NAMED_REGISTER_CLASSES,
     RegisterType,
-    SGPRType,
     SpecialRegType,
-    TokenType,
-    TTMPType,
-    VGPRType,
 )
 from asterism.ir.verify import is_decode_only, match_instruction
 from asterism.isa import Instruction, IsaDatabase
 from asterism.isa.facts import def_is_read, implicit_names
 from asterism.isa.syntax import NAMED_PAIR_CODES, NAMED_SCALAR_CODES, TTMP_BASE
+from asterism.passes.instfacts import form_key
 from asterism.target.chip import Target, get_target
 from asterism.target.hazards import KEY_AGPR, KEY_SCC, KEY_SGPR, register_key_name
 
@@ -143,37 +135,6 @@ def kernel_cfg(kernel: KernelOp) -> KernelCfg:
 _FORM_CACHE: dict[str, dict[tuple, Match]] = {}
 
 
-_REGISTER_CLASSES = (VGPRType, AGPRType, SGPRType, TTMPType)
-_NAMED_TYPES = (OffType, TokenType)
-
-
-def _shape_key(value: SSAValue) -> tuple:
-    t = value.type
-    cls = type(t)
-    if cls in _REGISTER_CLASSES:
-        return (t.KIND, t.width)  # type: ignore[attr-defined]
-    if cls is SpecialRegType:
-        return ("special", t.reg_name)  # type: ignore[attr-defined]
-    if cls in _NAMED_TYPES:
-        return (t.name,)  # type: ignore[attr-defined]
-    owner = value.owner
-    if type(owner) is LiteralOp:
-        return ("literal",)
-    if type(owner) is ConstantOp:
-        return ("imm", owner.value.type)  # type: ignore[attr-defined]
-    return ("imm", type(owner).__name__)
-
-
-def form_key(op: InstructionOp) -> tuple:
-    """What selects the database form of a verified instruction op: the family, the
-    mnemonic, each operand's register file and width (or immediate kind) and the modifiers
-    that pick a variant (their names; flags such as lds or sc0 select forms)."""
-    props = op.properties  # direct access: the property descriptors are slow
-    mods = props.get("modifiers")
-    names = tuple(sorted(mods.data)) if mods is not None else ()
-    # (an instruction op's operands are its args)
-    return (type(op), props["mnemonic"].data, tuple([_shape_key(a) for a in op.operands]),
-            names, is_decode_only(op))
 
 
 _OP_KINDS: dict[type, type | None] = {}
@@ -283,7 +244,7 @@ class MachineKernel:
         t = value.type
         if type(t) is SpecialRegType:
             return special_keys(t.reg_name)
-        if type(t) not in _REGISTER_CLASSES:
+        if type(t) not in NAMED_REGISTER_CLASSES:
             return ()
         assert isinstance(t, RegisterType)
         if not t.is_fixed:
@@ -369,7 +330,7 @@ def is_fixed_register(value: SSAValue) -> bool:
     """True unless `value` is a relocatable register that is not an ABI input (or a piece
     of ABI inputs)."""
     t = value.type
-    if type(t) in _REGISTER_CLASSES and not t.is_fixed:  # type: ignore[attr-defined]
+    if type(t) in NAMED_REGISTER_CLASSES and not t.is_fixed:  # type: ignore[attr-defined]
         owner = value.owner
         if type(owner) is SplitRegisterRangeOp:  # a piece of an ABI input is fixed too
             return is_fixed_register(owner.source)  # type: ignore[attr-defined]
@@ -377,19 +338,6 @@ def is_fixed_register(value: SSAValue) -> bool:
             return all(is_fixed_register(p) for p in owner.parts)  # type: ignore[attr-defined]
         return isinstance(owner, ABI_VALUE_OPS)
     return True
-
-
-@contextmanager
-def no_gc() -> Iterator[None]:
-    """Pause the cyclic garbage collector: the passes allocate many small objects next to a
-    large IR, and collections that rescan the IR would double their running time."""
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if enabled:
-            gc.enable()
 
 
 def kernels_of(module: Operation) -> list[KernelOp]:

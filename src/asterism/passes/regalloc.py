@@ -66,13 +66,13 @@ from asterism.ir.ops import (
     KernelOp,
     MakeRegisterRangeOp,
     SplitRegisterRangeOp,
+    op_location,
 )
 from asterism.ir.types import REGISTER_TYPES, RegisterType
-from asterism.ir.verify import amdgcn_modules, op_location, op_title
+from asterism.ir.verify import amdgcn_modules, op_title
 from asterism.isa import IsaDatabase, get_isa
 from asterism.mc.operands import Reg
 from asterism.passes.base import Pass, option
-from asterism.passes.instfacts import gc_paused
 from asterism.passes.liveness import (
     FILE_NAMES,
     FILES,
@@ -85,6 +85,7 @@ from asterism.passes.liveness import (
     value_names,
 )
 from asterism.passes.machine import kernel_target
+from asterism.support.gcpause import gc_paused
 from asterism.target import Target, get_target, total_vgprs
 from asterism.target.hazards import soft_clause_kinds
 

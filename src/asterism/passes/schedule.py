@@ -73,6 +73,7 @@ from asterism.ir.types import RegisterType, SpecialRegType
 from asterism.ir.verify import amdgcn_modules, match_instruction
 from asterism.isa import Instruction, IsaDatabase, get_isa
 from asterism.passes.base import Pass, option
+from asterism.passes.instfacts import form_key
 from asterism.target.hazards import HazardRule, distance_rules, instruction_classes, rules_for
 from asterism.target.timing import TimingModel, get_timing, timing_class
 
@@ -225,8 +226,7 @@ class _Facts:
         the form depends on the family, mnemonic, operand kinds/widths and modifiers)."""
         m = self.matches.get(op)
         if m is None:
-            key = (type(op), op.mnemonic_text, tuple(_shape_key(v) for v in op.args),
-                   tuple(sorted(op.mods)))
+            key = form_key(op)
             m = self.by_shape.get(key)
             if m is None:
                 m = self.by_shape[key] = match_instruction(op, self.isa)
@@ -342,19 +342,6 @@ class _Facts:
                       for a in _SPECIAL_ATOMS.get(name, ((name, 0),)))
             got = self.implicit[inst.mnemonic] = (r, w)
         return got
-
-
-def _shape_key(value: SSAValue) -> tuple:
-    t = value.type
-    if isinstance(t, RegisterType):
-        return (t.KIND, t.width, t.is_fixed and t.first % 4)
-    if isinstance(t, SpecialRegType):
-        return ("special", t.reg_name)
-    owner = value.owner
-    if isinstance(owner, arith.ConstantOp | LiteralOp):
-        imm, typ, literal = immediate_of(value)
-        return ("imm", imm, typ, literal)
-    return (type(t).__name__, type(owner).__name__)
 
 
 def _keep_key(op: Operation) -> object:

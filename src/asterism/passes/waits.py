@@ -67,8 +67,8 @@ from asterism.passes.machine import (
     kernel_cfg,
     kernels_of,
     module_target,
-    no_gc,
 )
+from asterism.support.gcpause import gc_paused
 
 VM, EXP, LGKM = "vmcnt", "expcnt", "lgkmcnt"
 COUNTERS = (VM, EXP, LGKM)
@@ -248,7 +248,7 @@ class WaitsPass(Pass):
 
     def apply(self, module: Operation) -> None:
         """Place the waits of every kernel of `module` in place."""
-        with no_gc():
+        with gc_paused():
             for kernel in kernels_of(module):
                 _KernelWaits(kernel, self).run()
 

@@ -526,9 +526,8 @@ def _copy_sources(trace: Trace, req: BundleRequest, dest: Path,
 
 
 def _kernel_files(path: Path, dest: Path, stats: list[Any]) -> None:
-    from asterism.api import disassembly_listing
+    from asterism.api import disassembly_listing, load_code_object
     from asterism.profile.stats import render_stats, stats_json
-    from asterism.runtime import load_code_object
 
     shutil.copyfile(path, dest / path.name)
     _obj, data = load_code_object(str(path))

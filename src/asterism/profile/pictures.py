@@ -18,6 +18,7 @@ from __future__ import annotations
 import base64
 import os
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -53,14 +54,15 @@ class PlotError(AsterismError):
     """A picture cannot be drawn (matplotlib missing, output not writable)."""
 
 
-def _matplotlib() -> tuple[Any, Any, Any]:
+def require_matplotlib(error: type[AsterismError] = PlotError) -> tuple[Any, Any, Any]:
+    """matplotlib's Figure, Agg canvas and Patch, or `error` saying how to install it."""
     try:
         from matplotlib.backends.backend_agg import FigureCanvasAgg
         from matplotlib.figure import Figure
         from matplotlib.patches import Patch
     except ImportError:
-        raise PlotError("plotting needs matplotlib, which is not installed; install it with "
-                        "`pip install 'asterism[plot]'` (or `pip install matplotlib`)") from None
+        raise error("plotting needs matplotlib, which is not installed; install it with "
+                    "`pip install 'asterism[plot]'` (or `pip install matplotlib`)") from None
     return Figure, FigureCanvasAgg, Patch
 
 
@@ -68,20 +70,35 @@ def _rgb(color: str) -> tuple[float, float, float]:
     return tuple(int(color[i:i + 2], 16) / 255.0 for i in (1, 3, 5))  # type: ignore[return-value]
 
 
-def _save(fig: Any, canvas_cls: Any, out: Path) -> Path:
-    """Write the figure beside `out` and rename, so a failure leaves no partial picture."""
-    if not out.parent.is_dir():
-        raise PlotError(f"{out.parent}: no such folder for the picture")
-    canvas_cls(fig)
+def write_beside(out: Path, write: Callable[[Path], None], error: type[AsterismError],
+                 what: str = "") -> Path:
+    """Write `out` through `write(tmp)` on a temporary file beside it, then rename it into
+    place, so a failure leaves no partial file; an OSError becomes `error`
+    ("<out>: cannot write<what>: <reason>")."""
     tmp = out.parent / f".{out.name}.tmp-{uuid.uuid4().hex}"
     try:
-        with open(tmp, "wb") as fh:
-            fig.savefig(fh, format="png", bbox_inches="tight")
+        write(tmp)
         os.replace(tmp, out)
     except OSError as exc:
         tmp.unlink(missing_ok=True)
-        raise PlotError(f"{out}: cannot write the picture: {exc.strerror or exc}") from None
+        raise error(f"{out}: cannot write{what}: {exc.strerror or exc}") from None
     return out
+
+
+def save_png(fig: Any, canvas_cls: Any, out: Path, *, error: type[AsterismError] = PlotError,
+             tight: bool = True) -> Path:
+    """Write the figure as the PNG `out` (cropped to its contents when `tight`) beside it and
+    rename, so a failure leaves no partial picture."""
+    if not out.parent.is_dir():
+        raise error(f"{out.parent}: no such folder for the picture")
+    canvas_cls(fig)
+    options = {"bbox_inches": "tight"} if tight else {}
+
+    def write(tmp: Path) -> None:
+        with open(tmp, "wb") as fh:
+            fig.savefig(fh, format="png", **options)
+
+    return write_beside(out, write, error, " the picture")
 
 
 # ---------------------------------------------------------------------------- arrays
@@ -215,13 +232,13 @@ def plot_timeline(trace: Trace, report: Report, out: str | Path, top: int = 5,
                   arrays: TraceArrays | None = None, width: int = TIMELINE_WIDTH) -> Path:
     """The wave timeline PNG: state band, dominant unit band, stall band per lane; the top
     `top` hotspots (by stall) marked where they executed."""
-    figure_cls, canvas_cls, _ = _matplotlib()
+    figure_cls, canvas_cls, _ = require_matplotlib()
     arr = arrays or trace_arrays(trace)
     rows = max(len(shown_lanes(arr)), 1)
     fig = figure_cls(figsize=(15, 1.6 + 0.42 * rows), dpi=100)
     ax = fig.add_axes((0.13, 0.12 if rows > 3 else 0.25, 0.70, 0.78 if rows > 3 else 0.6))
     draw_timeline(ax, trace, report, arr, top, width)
-    return _save(fig, canvas_cls, Path(out))
+    return save_png(fig, canvas_cls, Path(out))
 
 
 def draw_timeline(ax: Any, trace: Trace, report: Report, arr: TraceArrays, top: int = 5,
@@ -314,7 +331,7 @@ def _short(text: str, n: int) -> str:
 
 def plot_stalls(report: Report, out: str | Path) -> Path:
     """Stall cycles by cause and wave-state shares, side by side."""
-    figure_cls, canvas_cls, _ = _matplotlib()
+    figure_cls, canvas_cls, _ = require_matplotlib()
     fig = figure_cls(figsize=(11, 3.4), dpi=100)
     ax, bx = fig.add_subplot(1, 2, 1), fig.add_subplot(1, 2, 2)
     causes = sorted(STALL_CAUSES, key=lambda c: -report.stalls.get(c, 0))
@@ -340,12 +357,12 @@ def plot_stalls(report: Report, out: str | Path) -> Path:
     bx.set_title("wave states (cycles)", fontsize=9)
     bx.tick_params(labelsize=8)
     fig.subplots_adjust(wspace=0.45)
-    return _save(fig, canvas_cls, Path(out))
+    return save_png(fig, canvas_cls, Path(out))
 
 
 def plot_hotspots(report: Report, out: str | Path, top: int = 15) -> Path:
     """The `top` instructions by stall cycles, bars split by stall cause plus issue."""
-    figure_cls, canvas_cls, patch_cls = _matplotlib()
+    figure_cls, canvas_cls, patch_cls = require_matplotlib()
     hot = report.hotspots(top, "stall")
     fig = figure_cls(figsize=(12, 1.0 + 0.32 * max(len(hot), 1)), dpi=100)
     ax = fig.add_subplot(1, 1, 1)
@@ -369,7 +386,7 @@ def plot_hotspots(report: Report, out: str | Path, top: int = 15) -> Path:
     ax.set_xlabel("cycles (sum over traced waves)", fontsize=8)
     ax.set_title("top hotspots by stall cycles (bar: stall by cause, then issue)", fontsize=9)
     ax.legend(fontsize=7, loc="lower right", frameon=False)
-    return _save(fig, canvas_cls, Path(out))
+    return save_png(fig, canvas_cls, Path(out))
 
 
 def _base(location: str) -> str:
@@ -391,7 +408,7 @@ def source_heat(report: Report, top: int = 20) -> list[dict[str, Any]]:
 
 def plot_source_heat(report: Report, out: str | Path, top: int = 20) -> Path:
     """The source-line heat list: the `top` source lines by stall, with their text."""
-    figure_cls, canvas_cls, _ = _matplotlib()
+    figure_cls, canvas_cls, _ = require_matplotlib()
     heat = source_heat(report, top)
     fig = figure_cls(figsize=(12, 1.0 + 0.3 * max(len(heat), 1)), dpi=100)
     ax = fig.add_subplot(1, 1, 1)
@@ -399,7 +416,7 @@ def plot_source_heat(report: Report, out: str | Path, top: int = 20) -> Path:
         ax.text(0.5, 0.5, "no source locations in this trace (no line table, no PC map)",
                 ha="center", va="center", fontsize=9)
         ax.set_axis_off()
-        return _save(fig, canvas_cls, Path(out))
+        return save_png(fig, canvas_cls, Path(out))
     labels = [_short(mpl_text(_base(h["location"])), 34) for h in heat]
     stall = np.array([h["stall"] for h in heat], dtype=float)
     issue = np.array([h["cycles"] - h["stall"] for h in heat], dtype=float)
@@ -414,7 +431,7 @@ def plot_source_heat(report: Report, out: str | Path, top: int = 20) -> Path:
     ax.set_xlabel("cycles (sum over traced waves)", fontsize=8)
     ax.set_title("source lines by stall cycles (text of the line at the right)", fontsize=9)
     ax.legend(fontsize=7, loc="lower right", frameon=False)
-    return _save(fig, canvas_cls, Path(out))
+    return save_png(fig, canvas_cls, Path(out))
 
 
 # ---------------------------------------------------------------------------- HTML
@@ -475,14 +492,7 @@ def write_html(trace: Trace, report: Report, out: str | Path,
     path = Path(out)
     if not path.parent.is_dir():
         raise PlotError(f"{path.parent}: no such folder for the HTML view")
-    tmp = path.parent / f".{path.name}.tmp-{uuid.uuid4().hex}"
-    try:
-        tmp.write_text(page, encoding="utf-8")
-        os.replace(tmp, path)
-    except OSError as exc:
-        tmp.unlink(missing_ok=True)
-        raise PlotError(f"{path}: cannot write: {exc.strerror or exc}") from None
-    return path
+    return write_beside(path, lambda tmp: tmp.write_text(page, encoding="utf-8"), PlotError)
 
 
 _HTML = r"""<!DOCTYPE html>

@@ -25,9 +25,9 @@ from asterism.profile.pictures import (
     STATE_COLORS,
     UNIT_COLORS,
     PlotError,
-    _matplotlib,
-    _save,
     draw_timeline,
+    require_matplotlib,
+    save_png,
     shown_lanes,
     trace_arrays,
 )
@@ -39,7 +39,7 @@ __all__ = ["CAUSE_COLORS", "OTHER_COLOR", "STATE_COLORS", "UNIT_COLORS", "PlotEr
 
 def plot_trace(trace: Trace, out_png: str | Path, report: Report | None = None) -> Path:
     """Draw the wave timeline and the stall breakdown of `trace` into the PNG `out_png`."""
-    figure_cls, canvas_cls, _ = _matplotlib()
+    figure_cls, canvas_cls, _ = require_matplotlib()
     out = Path(out_png)
     if not out.parent.is_dir():
         raise PlotError(f"{out.parent}: no such folder for the picture")
@@ -64,4 +64,4 @@ def plot_trace(trace: Trace, out_png: str | Path, report: Report | None = None) 
     bx.set_xlabel("stall cycles (sum over traced waves)")
     bx.set_title("stall cycles by cause", fontsize=9)
     bx.set_xlim(0, max(values + [1]) * 1.25)
-    return _save(fig, canvas_cls, out)
+    return save_png(fig, canvas_cls, out)

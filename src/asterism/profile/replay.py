@@ -515,9 +515,9 @@ def calibrate(paths: Sequence[str | Path], target: str = "gfx950", rounds: int =
 
 def plot_replay(result: ReplayResult, out_png: str | Path, waves: int = 4) -> Path:
     """Measured vs modeled timeline of the first `waves` waves (one row each side)."""
-    from asterism.profile.plot import _matplotlib
+    from asterism.profile.pictures import require_matplotlib
 
-    figure, canvas, patch = _matplotlib()
+    figure, canvas, patch = require_matplotlib()
     names = list(result.measured_records)[:waves]
     colors = {}
     palette = ["#4e79a7", "#f28e2b", "#e15759", "#76b7b2", "#59a14f", "#edc948",

@@ -13,7 +13,8 @@ from dataclasses import asdict, dataclass, field
 
 from asterism.isa.syntax import WAITCNT_MAX, decode_waitcnt
 from asterism.mc.decoder import DecodedInst, get_decoder
-from asterism.mc.operands import Mod, Reg, Special, Syntax
+from asterism.mc.kernel_abi import register_usage
+from asterism.mc.operands import Syntax
 from asterism.target import get_target, occupancy
 from asterism.target.registers import extra_sgprs
 from asterism.target.timing import timing_class
@@ -117,26 +118,9 @@ SPECIAL_SGPRS = ("vcc", "flat_scratch", "xnack_mask")
 
 def _used_registers(items: list[DecodedInst]) -> tuple[int, int, int, list[str]]:
     """Next free VGPR, AGPR, SGPR the code names, and the special SGPRs it uses."""
-    v = a = s = 0
-    specials: set[str] = set()
-    for d in items:
-        facts = d.inst.form.instruction
-        if "vcc" in facts.implicit_defs or "vcc" in facts.implicit_uses:
-            specials.add("vcc")
-        for op in d.inst.operands:
-            if isinstance(op, Mod):
-                op = op.operand
-            if isinstance(op, Reg):
-                end = op.index + op.count
-                if op.kind == "v":
-                    v = max(v, end)
-                elif op.kind == "a":
-                    a = max(a, end)
-                elif op.kind == "s":
-                    s = max(s, end)
-            elif isinstance(op, Special):
-                specials.update(n for n in SPECIAL_SGPRS if op.name.startswith(n))
-    return v, a, s, [n for n in SPECIAL_SGPRS if n in specials]
+    use = register_usage([d.inst for d in items])
+    # (RegisterUsage has a flag named after each special SGPR)
+    return use.vgprs, use.agprs, use.sgprs, [n for n in SPECIAL_SGPRS if getattr(use, n)]
 
 
 def _meta_int(meta: dict, key: str) -> int | None:
@@ -205,7 +189,7 @@ def kernel_stats(obj, kernel, items: list[DecodedInst]) -> KernelStats:
 
 def code_object_stats(source) -> list[KernelStats]:
     """Statistics of every kernel of a code object (bytes, path, .mlir, .s)."""
-    from asterism.runtime import load_code_object
+    from asterism.api import load_code_object
 
     obj, _data = load_code_object(source)
     dec = get_decoder(obj.target.name)

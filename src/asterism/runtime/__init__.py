@@ -17,10 +17,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from asterism.errors import AsterismError, CodeObjectError
-from asterism.mc.codeobject import CodeObject, read_code_object
+from asterism.api import load_code_object, load_with_source_map
+from asterism.errors import AsterismError
 
-# (the kernarg packer needs NumPy: it is loaded by launch, not by load_code_object, which
+# (the kernarg packer needs NumPy: it is loaded by launch, not by api.load_code_object, which
 # `asterism stats` and the listing use)
 _KERNARGS_EXPORTS = ("ArgumentError", "describe_signature")
 
@@ -60,80 +60,6 @@ def _dim3(value, what: str) -> tuple[int, int, int]:
     if not 1 <= len(vals) <= 3 or any(v < 1 for v in vals):
         raise ArgumentError(f"{what} must be 1 to 3 positive integers, got {value}")
     return vals + (1,) * (3 - len(vals))
-
-
-def _mc_module(source):
-    """The McModule of a .mlir/.s path, an xDSL module or an McModule (None otherwise)."""
-    from asterism.mc.program import McModule
-
-    if isinstance(source, McModule):
-        return source
-    if isinstance(source, (str, os.PathLike)):
-        path = os.fspath(source)
-        if path.endswith(".mlir"):
-            from asterism import api
-
-            return api.lower(path)
-        if path.endswith(".s"):
-            from asterism.mc.parser import parse_asm
-            from asterism.textio import read_text
-
-            return parse_asm(read_text(path), path)
-        return None
-    if hasattr(source, "body") and hasattr(source, "walk"):  # an xDSL module (builder)
-        from asterism import api
-
-        return api.lower(source)
-    return None
-
-
-def load_with_source_map(source) -> tuple[CodeObject, bytes, dict[int, str]]:
-    """As load_code_object, plus address -> "file:line" when the source has locations."""
-    module = _mc_module(source)
-    if module is None:
-        obj, data = load_code_object(source)
-        return obj, data, {}
-    from asterism.mc.assembler import assemble
-    from asterism.mc.source_map import source_map
-
-    data = assemble(module)
-    obj = read_code_object(data)
-    return obj, data, source_map(module, obj.text_address)
-
-
-def load_code_object(source) -> tuple[CodeObject, bytes]:
-    """A CodeObject and its bytes from bytes, a path (.hsaco, .s or .mlir), a CodeObject or
-    a module (builder/xDSL or McModule)."""
-    module = None if isinstance(source, (str, os.PathLike, bytes, bytearray, CodeObject)) \
-        else _mc_module(source)
-    if module is not None:
-        from asterism.mc.assembler import assemble
-
-        data = assemble(module)
-        return read_code_object(data), data
-    if isinstance(source, CodeObject):
-        from asterism.mc.codeobject import write_code_object
-
-        return source, write_code_object(source)
-    if isinstance(source, (bytes, bytearray)):
-        data = bytes(source)
-    else:
-        path = os.fspath(source)
-        if path.endswith((".mlir", ".s")):
-            from asterism import api
-
-            data = api.compile(path) if path.endswith(".mlir") else api.assemble(path)
-        else:
-            try:
-                with open(path, "rb") as f:
-                    data = f.read()
-            except OSError as err:
-                raise AsterismError(f"cannot read {path}: {err.strerror}") from None
-            try:
-                return read_code_object(data), data
-            except CodeObjectError as err:  # (the message names the file)
-                raise CodeObjectError(f"{path}: {err.message}") from None
-    return read_code_object(data), data
 
 
 def select_backend(name: str, target: str):
@@ -219,5 +145,4 @@ def launch(code_object, kernel: str, grid=(1, 1, 1), block=(64, 1, 1), args=(),
     return result
 
 
-__all__ = ["ArgumentError", "LaunchResult", "describe_signature", "launch", "load_code_object",
-           "load_with_source_map", "select_backend"]
+__all__ = ["ArgumentError", "LaunchResult", "describe_signature", "launch", "select_backend"]

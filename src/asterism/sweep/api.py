@@ -31,12 +31,12 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
-from asterism.errors import shown
 from asterism.sweep.cache import ResultCache, cache_key
 from asterism.sweep.engines import make_engine
 from asterism.sweep.points import Space, SweepError, check_space, points
 from asterism.sweep.progress import Progress
-from asterism.sweep.result import RANK_BY, SweepResult
+from asterism.sweep.rank import RANK_BY
+from asterism.sweep.result import SweepResult
 from asterism.sweep.worker import METRICS, PointResult, PointTask, code_version
 
 HEARTBEAT = 1.0  # seconds without a finished point after which the progress line is redrawn
@@ -79,10 +79,7 @@ def _target(gen, target: str | None) -> str | None:
     from asterism.kernels.base import KernelGenerator
 
     if isinstance(gen, KernelGenerator):
-        target = target or gen.targets[0]
-        if target not in gen.targets:
-            raise SweepError(f"{gen.name} supports targets {', '.join(gen.targets)}, "
-                             f"not {shown(target)}")
+        return gen.pick_target(target, SweepError)
     return target
 
 

@@ -4,36 +4,32 @@ Each panel puts the parameter's values on x and every successful point's TFLOPS 
 per point, so the spread caused by the other parameters shows); a line joins the best point
 of each value, and the overall best point is ringed. Failed points are counted in the title.
 
-matplotlib is imported only when plotting (the optional `plot` extra), as in
-asterism.profile.plot: the Agg canvas is used directly, no pyplot state, and the picture is
-written beside its target and renamed, so a failure leaves no partial file.
+matplotlib is imported only when plotting (the optional `plot` extra), and the picture is
+written as asterism.profile's are (profile.pictures: `require_matplotlib`, `save_png`): the Agg
+canvas used directly, no pyplot state, the picture written beside its target and renamed, so a
+failure leaves no partial file.
 """
 
 from __future__ import annotations
 
 import os
-import uuid
 from pathlib import Path
 from typing import Any
 
 from asterism.sweep.points import SweepError
+from asterism.sweep.rank import rank_value
 
 
 def require_matplotlib() -> tuple[Any, Any]:
     """matplotlib's Figure and Agg canvas, or a SweepError saying how to install it."""
-    try:
-        from matplotlib.backends.backend_agg import FigureCanvasAgg
-        from matplotlib.figure import Figure
-    except ImportError:
-        raise SweepError("plotting needs matplotlib, which is not installed; install it with "
-                         "`pip install 'asterism[plot]'` (or `pip install matplotlib`)") from None
-    return Figure, FigureCanvasAgg
+    from asterism.profile.pictures import require_matplotlib as load
+
+    figure_cls, canvas_cls, _patch = load(SweepError)
+    return figure_cls, canvas_cls
 
 
 def _value(r, by: str) -> float | None:
     """The y value of a point: the figure it is ranked by (time in us)."""
-    from asterism.sweep.result import rank_value
-
     value = rank_value(r, by)
     return value * 1e6 if by == "time" and value is not None else value
 
@@ -87,16 +83,9 @@ def plot_sweep(result, out_png: str | os.PathLike) -> Path:
     fig.suptitle(f"{result.kernel} on {result.target or best.target}: {len(result.points)} "
                  f"points{failed}; best {best_text}", fontsize=10)
     fig.tight_layout()
-    canvas_cls(fig)
-    tmp = out.parent / f".{out.name}.tmp-{uuid.uuid4().hex}"
-    try:
-        with open(tmp, "wb") as fh:
-            fig.savefig(fh, format="png")
-        os.replace(tmp, out)
-    except OSError as exc:
-        tmp.unlink(missing_ok=True)
-        raise SweepError(f"{out}: cannot write the picture: {exc.strerror or exc}") from None
-    return out
+    from asterism.profile.pictures import save_png
+
+    return save_png(fig, canvas_cls, out, error=SweepError, tight=False)
 
 
 __all__ = ["plot_sweep", "require_matplotlib"]

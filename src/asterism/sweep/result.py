@@ -2,38 +2,14 @@
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field
 from typing import Any
 
 from asterism.sweep.points import Space, varying
+from asterism.sweep.rank import RANK_LABELS, rank_key
 from asterism.sweep.worker import PointResult
 
 ERROR_WIDTH = 110  # the table shortens errors to this; the JSON keeps them whole
-
-
-RANK_BY = ("tflops", "per_cu", "time")
-RANK_LABELS = {"tflops": "TFLOPS", "per_cu": "per-CU TFLOPS", "time": "time"}
-
-
-def rank_value(r: PointResult, by: str = "tflops") -> float | None:
-    """The figure a point is ranked by: TFLOPS of the launch, the modeled per-CU rate
-    (what the kernel would reach on a grid that fills every CU), or the time (seconds)."""
-    if by == "per_cu":
-        return r.per_cu_tflops if r.per_cu_tflops is not None else r.tflops
-    if by == "time":
-        return r.seconds
-    return r.tflops
-
-
-def rank_key(r: PointResult, by: str = "tflops") -> tuple:
-    """Best first: the highest `by` figure (the shortest time for "time"), then the shortest
-    time, then the point's order."""
-    value = rank_value(r, by)
-    seconds = r.seconds if r.seconds is not None else math.inf
-    if by == "time":
-        return (seconds, r.index)
-    return (-value if value is not None else math.inf, seconds, r.index)
 
 
 @dataclass
@@ -175,4 +151,4 @@ def _aligned(rows: list[list[str]]) -> list[str]:
     return ["  ".join(cell.ljust(w) for cell, w in zip(row, widths)).rstrip() for row in rows]
 
 
-__all__ = ["RANK_BY", "SweepResult", "rank_key", "rank_value"]
+__all__ = ["SweepResult"]
