@@ -35,7 +35,7 @@ from asterism.ir.types import (
     RegisterType,
     SpecialRegType,
 )
-from asterism.ir.verify import is_decode_only, match_instruction
+from asterism.ir.verify import match_instruction
 from asterism.isa import Instruction, IsaDatabase
 from asterism.isa.facts import def_is_read, implicit_names
 from asterism.isa.syntax import NAMED_PAIR_CODES, NAMED_SCALAR_CODES, TTMP_BASE
