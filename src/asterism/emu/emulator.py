@@ -127,7 +127,7 @@ class Emulator:
         # The Target, not its name: whether XNACK is enabled decides the soft-clause rules.
         self._checker = HazardChecker(self.target) if self.hazards else None
         # Timing model (emu/timing.py): True or a TimingOptions; None/False = functional only.
-        from asterism.emu.timing import TimingOptions
+        from asterism.timing.params import TimingOptions
 
         self.timing = TimingOptions.of(timing)
         self._progress: Any = None  # the RunProgress of the dispatch running now

@@ -65,11 +65,9 @@ cycles; s_waitcnt, s_nop and s_barrier count as stall for their whole duration.
 
 from __future__ import annotations
 
-import json
 from collections import deque
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -89,17 +87,29 @@ from asterism.isa.syntax import decode_waitcnt
 from asterism.mc.operands import Reg
 from asterism.target import occupancy
 from asterism.target.hazards import mfma_passes
-from asterism.target.timing import TimingModel, get_timing, timing_class
-
-MODEL_NOTE = "modeled, not measured"
-PRODUCER = "asterism emulator timing model (modeled, not measured)"
-PARAMS_FILE = "asterism_timing.json"  # written beside the trace: parameters of the model
-
-# ATT decoder codes (profile.att.InstCategory / WaveState), repeated so the emulator does
-# not import the profiling layer.
-CAT_SMEM, CAT_SALU, CAT_VMEM, CAT_FLAT, CAT_LDS, CAT_VALU = 1, 2, 3, 4, 5, 6
-CAT_JUMP, CAT_NEXT, CAT_IMMED, CAT_MESSAGE = 7, 8, 9, 11
-IDLE, EXEC, WAIT, STALL = 1, 2, 3, 4
+from asterism.target.timing import TimingModel, timing_class
+from asterism.timing.params import (
+    TimingError,
+    TimingOptions,
+    model_for,
+    parameters,
+)
+from asterism.timing.result import (
+    CAT_FLAT,
+    CAT_IMMED,
+    CAT_JUMP,
+    CAT_LDS,
+    CAT_MESSAGE,
+    CAT_NEXT,
+    CAT_SALU,
+    CAT_SMEM,
+    CAT_VALU,
+    CAT_VMEM,
+    STALL,
+    WAIT,
+    TimingResult,
+    WaveTiming,
+)
 
 _NEVER = 1 << 62
 TICK = 4096  # modeled instructions between two looks at the clock (progress) and memory
@@ -112,193 +122,6 @@ class _LongWave(Exception):
     """A modeled wave passed the check point (internal: TimedDispatch catches it)."""
 _INTERNAL_SOPP = ("s_setprio", "s_sethalt", "s_icache_inv", "s_ttracedata", "s_incperflevel",
                   "s_decperflevel", "s_trap", "s_sendmsg", "s_sendmsghalt", "s_setkill")
-
-
-class TimingError(AsterismError):
-    """Bad timing options (unknown latency name, bad CU count)."""
-
-
-@dataclass(frozen=True)
-class TimingOptions:
-    """What a timed run models: `cus` CUs in detail (the first ones), memory latency
-    overrides (keys of target.timing.MEMORY_LATENCY_KEYS: lds, smem, l2_hit, hbm) and the
-    device's CU count (default: the target's flagship, MI300X 304 / MI355X 256)."""
-
-    cus: int = 1
-    latency: Mapping[str, int] = field(default_factory=dict)
-    compute_units: int | None = None
-
-    @staticmethod
-    def of(value: bool | TimingOptions | None) -> TimingOptions | None:
-        """Options from a `timing=` argument (True: the defaults; False/None: off)."""
-        if value is None or value is False:
-            return None
-        if value is True:
-            return TimingOptions()
-        if isinstance(value, TimingOptions):
-            return value
-        raise TimingError(f"timing must be True, False or a TimingOptions, got {value!r}")
-
-
-def parse_latencies(text: str) -> dict[str, int]:
-    """`lds=128,hbm=600` -> {"lds": 128, "hbm": 600} (names checked by the model)."""
-    out: dict[str, int] = {}
-    for item in (p.strip() for p in text.split(",")):
-        if not item:
-            continue
-        name, sep, value = item.partition("=")
-        try:
-            if not sep:
-                raise ValueError
-            out[name.strip()] = int(value, 0)
-        except ValueError:
-            raise TimingError(f"bad latency '{item}': expected NAME=CYCLES, e.g. hbm=600"
-                              ) from None
-    return out
-
-
-# ---------------------------------------------------------------------------- results
-
-
-@dataclass
-class WaveTiming:
-    """One modeled wave: where it ran, when, and its instruction records."""
-
-    cu: int
-    simd: int
-    slot: int
-    wv: int  # how many waves occupied this CU/SIMD/slot before it
-    workgroup: tuple[int, int, int]
-    wave: int  # index of the wave in its workgroup
-    begin: int
-    end: int
-    # [time, category, stall, duration, line] as in the ATT wave files (line = index + 1)
-    records: list[tuple[int, int, int, int, int]] = field(default_factory=list)
-    stall_states: list[int] = field(default_factory=list)  # WAIT or STALL per record
-
-    @property
-    def cycles(self) -> int:
-        """Cycles from launch to end."""
-        return self.end - self.begin
-
-    @property
-    def stall(self) -> int:
-        """Cycles spent stalled (sum over the records)."""
-        return sum(r[2] for r in self.records)
-
-    def timeline(self) -> list[tuple[int, int]]:
-        """[state, cycles] runs as in the ATT wave files (IDLE until the first attempt)."""
-        spans: list[list[int]] = []
-
-        def add(state: int, cycles: int) -> None:
-            if cycles <= 0:
-                return
-            if spans and spans[-1][0] == state:
-                spans[-1][1] += cycles
-            else:
-                spans.append([state, cycles])
-        prev_end = None
-        for rec, stall_state in zip(self.records, self.stall_states, strict=True):
-            time, _cat, stall, duration, _line = rec
-            if prev_end is None:
-                add(IDLE, time - self.begin)
-            else:
-                add(EXEC, time - prev_end)
-            add(stall_state, stall)
-            add(EXEC, duration - stall)
-            prev_end = time + duration
-        return [(s, c) for s, c in spans]
-
-
-@dataclass
-class TimingResult:
-    """A timed dispatch: the modeled waves and the parameters used. Modeled, not measured."""
-
-    target: str
-    kernel: str
-    compute_units: int
-    modeled_cus: int
-    workgroups: int  # in the grid
-    modeled_workgroups: int
-    waves: list[WaveTiming]
-    code: list[tuple[int, str]]  # (address, disassembly) per instruction index
-    parameters: dict[str, Any]
-    clock_mhz: int
-
-    @property
-    def cycles(self) -> int:
-        """Cycles from the first modeled wave's launch to the last one's end."""
-        if not self.waves:
-            return 0
-        return max(w.end for w in self.waves) - min(w.begin for w in self.waves)
-
-    def summary(self) -> str:
-        """Human-readable figures (says they are modeled)."""
-        us = self.cycles / self.clock_mhz
-        cus = "CU 0" if self.modeled_cus == 1 else f"CUs 0-{self.modeled_cus - 1}"
-        lines = [
-            f"timing model ({MODEL_NOTE}): {self.kernel} on {self.target}",
-            f"  modeled in detail: {cus} of {self.compute_units}, "
-            f"{self.modeled_workgroups} of {self.workgroups} workgroups, {len(self.waves)} "
-            f"waves; the other workgroups ran functionally (untimed)",
-            f"  kernel: {self.cycles} cycles on the modeled CU(s) (= {us:.3f} us at "
-            f"{self.clock_mhz} MHz)",
-            "  wave  workgroup    cu simd slot   begin     end  cycles  insts   stall",
-        ]
-        for i, w in enumerate(self.waves):
-            wg = ",".join(str(x) for x in w.workgroup)
-            lines.append(f"  {i:4d}  {wg + ':' + str(w.wave):<11s} {w.cu:3d} {w.simd:4d} "
-                         f"{w.slot:4d} {w.begin:7d} {w.end:7d} {w.cycles:7d} "
-                         f"{len(w.records):6d} {w.stall:7d}")
-        return "\n".join(lines) + "\n"
-
-    def to_json(self) -> dict[str, Any]:
-        """The figures as plain data (with the model's note)."""
-        return {"note": MODEL_NOTE, "target": self.target, "kernel": self.kernel,
-                "cycles": self.cycles, "compute_units": self.compute_units,
-                "modeled_cus": self.modeled_cus, "workgroups": self.workgroups,
-                "modeled_workgroups": self.modeled_workgroups,
-                "waves": [{"cu": w.cu, "simd": w.simd, "slot": w.slot,
-                           "workgroup": list(w.workgroup), "wave": w.wave, "begin": w.begin,
-                           "end": w.end, "cycles": w.cycles, "instructions": len(w.records),
-                           "stall": w.stall} for w in self.waves],
-                "parameters": self.parameters}
-
-    def to_trace(self, source_map: Mapping[int, str] | None = None):
-        """The run as a profile.att.Trace (marked modeled); `source_map`: address ->
-        location for code.json's source column."""
-        from asterism.profile.att import (
-            CodeListing,
-            CodeRow,
-            InstRecord,
-            StateSpan,
-            Trace,
-            Wave,
-            occupancy_from_waves,
-        )
-
-        smap = source_map or {}
-        entry = self.code[0][0] if self.code else 0
-        rows = [CodeRow(0, f"; {self.kernel}", self.kernel, 0, entry)]
-        rows += [CodeRow(i + 1, text, smap.get(addr, ""), 0, addr)
-                 for i, (addr, text) in enumerate(self.code)]
-        waves = [Wave(se=w.cu, simd=w.simd, slot=w.slot, id=w.wv, cu=w.cu, begin=w.begin,
-                      end=w.end, instructions=[InstRecord(*r) for r in w.records],
-                      timeline=[StateSpan(s, c) for s, c in w.timeline()])
-                 for w in self.waves]
-        params = json.dumps({"note": MODEL_NOTE, "producer": PRODUCER,
-                             **self.to_json()}, indent=1, sort_keys=True)
-        return Trace(code=CodeListing(rows), waves=waves,
-                     occupancy=occupancy_from_waves(waves, self.kernel), modeled=True,
-                     producer=PRODUCER, extra_files={PARAMS_FILE: params.encode()})
-
-    def write_trace(self, out_dir: str | Path, source_map: Mapping[int, str] | None = None,
-                    overwrite: bool = True) -> Path:
-        """Write the run as an ATT folder (code.json, wave files, occupancy, wstates...)."""
-        from asterism.profile.att_writer import write_att
-
-        return write_att(self.to_trace(source_map), out_dir, overwrite=overwrite,
-                         derive_waitcnt=True)
 
 
 # ---------------------------------------------------------------------------- static facts
@@ -789,10 +612,7 @@ class TimedDispatch(IssueModel):
         self.options = options
         target = emu.target
         self.target = target
-        try:
-            self.tm = get_timing(target.name).with_memory(**dict(options.latency))
-        except AsterismError as err:
-            raise TimingError(err.message) from None
+        self.tm = model_for(target.name, options)
         self.num_cus = options.compute_units or target.compute_units
         if options.cus < 1 or self.num_cus < 1:
             raise TimingError(f"the timing model needs at least one CU (cus={options.cus}, "
@@ -954,15 +774,7 @@ class TimedDispatch(IssueModel):
                                   tuple(int(x) for x in ctx.wg_ids[w.row]) if ctx else (0, 0, 0),
                                   int(ctx.wave_in_wg[w.row]) if ctx else 0, w.begin, w.end,
                                   w.records, w.stall_states))
-        params = {"issue_cycles": self.tm.issue_cycles, "latency": dict(self.tm.latency),
-                  "occupancy": dict(self.tm.occupancy),
-                  "mfma": {"cycles_per_pass": self.tm.mfma.cycles_per_pass,
-                           "dependent_extra": self.tm.mfma.dependent_extra,
-                           "result_extra": self.tm.mfma.result_extra},
-                  "lds_bytes_per_cycle": self.tm.lds_bytes_per_cycle,
-                  "issue_ports": dict(self.tm.issue_ports), "memory": dict(self.tm.memory),
-                  "dispatch": dict(self.tm.dispatch), "slots_per_simd": self.slots_per_simd,
-                  "workgroups_per_cu": self.wgs_per_cu}
+        params = parameters(self.tm, self.slots_per_simd, self.wgs_per_cu)
         code = [(info.address, info.text) for info in self.comp.infos]
         n_wg = self.grid3[0] * self.grid3[1] * self.grid3[2]
         return TimingResult(self.target.name, self.kernel, self.num_cus, self.cus, n_wg,
@@ -1279,6 +1091,4 @@ def _counter_ready(entries: list[int], limit: int) -> int:
     return sorted(entries)[len(entries) - limit - 1]
 
 
-__all__ = ["MODEL_NOTE", "PARAMS_FILE", "PRODUCER", "IssueModel", "StreamWave",
-           "TimedDispatch", "TimingError", "TimingOptions", "TimingResult", "TraceDrivenModel",
-           "WaveTiming", "make_static", "parse_latencies"]
+__all__ = ["IssueModel", "StreamWave", "TimedDispatch", "TraceDrivenModel", "make_static"]

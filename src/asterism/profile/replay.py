@@ -28,7 +28,8 @@ from pathlib import Path
 from typing import Any
 
 from asterism.errors import AsterismError
-from asterism.profile.att import InstCategory, Trace, Wave, category_name, read_att
+from asterism.profile.att import Trace, Wave, category_name, read_att
+from asterism.timing.result import InstCategory
 
 MEMORY_MODES = ("model", "measured")
 STALL_CLASSES = ("vmcnt", "lgkmcnt", "mfma_valu", "barrier", "other")

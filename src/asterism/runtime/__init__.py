@@ -170,8 +170,8 @@ def launch(code_object, kernel: str, grid=(1, 1, 1), block=(64, 1, 1), args=(),
     never ends stops with BudgetExceeded; default the backend's, 10 million) and
     `progress` an emu.progress.RunProgress that shows a long run on stderr.
     """
-    from asterism.emu.timing import TimingOptions
     from asterism.runtime.kernargs import ArgumentError, pack_kernargs
+    from asterism.timing.params import TimingOptions
 
     options = TimingOptions.of(timing)
     if options is None and trace_dir is not None:
@@ -215,7 +215,9 @@ def launch(code_object, kernel: str, grid=(1, 1, 1), block=(64, 1, 1), args=(),
     if options is not None:
         result.timing = stats.timing
         if trace_dir is not None:
-            result.trace_dir = stats.timing.write_trace(trace_dir, smap)
+            from asterism.profile.att_export import write_trace
+
+            result.trace_dir = write_trace(stats.timing, trace_dir, smap)
     return result
 
 

@@ -1,0 +1,1 @@
+"""asterism.timing: the timing model (modeled cycles, not measured)."""
