@@ -73,7 +73,6 @@ from typing import Any
 import numpy as np
 
 from asterism.emu import sanitizer as san
-from asterism.emu.compiler import OpInfo, operand_keys
 from asterism.emu.core import BARRIER, END, SPLIT, Group, LaunchInfo
 from asterism.emu.errors import (
     BudgetExceeded,
@@ -83,11 +82,8 @@ from asterism.emu.errors import (
     budget_message,
 )
 from asterism.errors import AsterismError
-from asterism.isa.syntax import decode_waitcnt
-from asterism.mc.operands import Reg
 from asterism.target import occupancy
-from asterism.target.hazards import mfma_passes
-from asterism.target.timing import TimingModel, timing_class
+from asterism.target.timing import TimingModel
 from asterism.timing.params import (
     TimingError,
     TimingOptions,
@@ -95,21 +91,15 @@ from asterism.timing.params import (
     parameters,
 )
 from asterism.timing.result import (
-    CAT_FLAT,
     CAT_IMMED,
     CAT_JUMP,
-    CAT_LDS,
-    CAT_MESSAGE,
     CAT_NEXT,
-    CAT_SALU,
-    CAT_SMEM,
-    CAT_VALU,
-    CAT_VMEM,
     STALL,
     WAIT,
     TimingResult,
     WaveTiming,
 )
+from asterism.timing.static import Static, make_static
 
 _NEVER = 1 << 62
 TICK = 4096  # modeled instructions between two looks at the clock (progress) and memory
@@ -120,135 +110,6 @@ PROBE_FRACTION = 16  # a modeled wave past budget / 16 instructions: check that 
 
 class _LongWave(Exception):
     """A modeled wave passed the check point (internal: TimedDispatch catches it)."""
-_INTERNAL_SOPP = ("s_setprio", "s_sethalt", "s_icache_inv", "s_ttracedata", "s_incperflevel",
-                  "s_decperflevel", "s_trap", "s_sendmsg", "s_sendmsghalt", "s_setkill")
-
-
-# ---------------------------------------------------------------------------- static facts
-
-
-@dataclass(slots=True)
-class _Static:
-    """What the model needs of one instruction (computed once per dispatch)."""
-
-    kind: str  # alu, mem, waitcnt, nop, barrier, endpgm, branch
-    port: str | None
-    category: int
-    unit: str | None  # execution unit: per SIMD (valu, xdl, salu, smem, branch) or per CU
-    occupancy: int = 0
-    uses: tuple[int, ...] = ()
-    srcc: tuple[int, ...] = ()
-    defs: tuple[int, ...] = ()
-    ready: int = 0  # cycles after issue until the result may be read
-    ready_srcc: int = 0  # ... by a dependent MFMA's SrcC
-    streams: tuple[tuple[str, bool], ...] = ()
-    mem: str = ""  # lds, smem, vmem, flat
-    store: bool = False
-    wait: tuple[int, int] = (63, 15)  # s_waitcnt vmcnt, lgkmcnt
-    cycles: int = 0  # s_nop / s_sleep / internal: own duration
-    clock: str = ""  # s_memtime / s_memrealtime
-    sdata: int = -1
-    taken_always: bool = False
-    xdl_result: int = 0  # MFMA: cycles until its result is written
-
-
-def _simm(info: OpInfo) -> int:
-    # An Imm, or the printer's syntax object for s_waitcnt (`lgkmcnt(0)`): both carry .value
-    value = getattr(info.op("simm16"), "value", 0)
-    return value if isinstance(value, int) else 0
-
-
-def _data_dwords(info: OpInfo) -> int:
-    """Dwords per lane a memory instruction moves (its widest data operand)."""
-    best = 1
-    form = info.form
-    if form is None:
-        return best
-    data = 0
-    for spec, op in zip(form.operands, info.inst.operands, strict=False):
-        if isinstance(op, Reg) and spec.name in ("vdst", "vdata", "data", "data0", "data1",
-                                                 "sdata", "sdst"):
-            if spec.name in ("data0", "data1"):
-                data += op.count
-            else:
-                best = max(best, op.count)
-    return max(best, data)
-
-
-def make_static(info: OpInfo, tm: TimingModel) -> _Static:
-    """What the model needs of one instruction (its kind, port, unit, registers, counters)."""
-    isa = info.isa
-    if isa is None:
-        return _Static("nop", None, CAT_IMMED, None, cycles=tm.issue_cycles)
-    m = info.mnemonic
-    slot = tm.issue_cycles
-    uses = tuple(sorted(info.uses))
-    if m == "s_endpgm":
-        return _Static("endpgm", "branch", CAT_MESSAGE, "branch", uses=uses)
-    if m == "s_waitcnt":
-        w = decode_waitcnt(_simm(info))
-        return _Static("waitcnt", None, CAT_IMMED, None, wait=(w["vmcnt"], w["lgkmcnt"]))
-    if m == "s_nop":
-        return _Static("nop", None, CAT_IMMED, None, cycles=slot * ((_simm(info) & 0xF) + 1))
-    if m == "s_sleep":
-        return _Static("nop", None, CAT_IMMED, None, cycles=max(slot, 64 * (_simm(info) & 0x7F)))
-    if m == "s_barrier":
-        return _Static("barrier", None, CAT_IMMED, None)
-    if m in _INTERNAL_SOPP:
-        cat = CAT_MESSAGE if m.startswith("s_sendmsg") else CAT_IMMED
-        return _Static("nop", None, cat, None, cycles=slot)
-    cls = timing_class(isa)
-    port = tm.issue_ports[cls]
-    unit = tm.unit_of(cls)
-    defs = tuple(sorted(info.defs))
-    if cls == "branch" or "call" in isa.flags:
-        return _Static("branch", "branch", CAT_JUMP, "branch", tm.occupancy["branch"],
-                       uses=uses, defs=defs, ready=tm.latency["salu"],
-                       ready_srcc=tm.latency["salu"],
-                       taken_always=("unconditional" in isa.flags or "call" in isa.flags
-                                     or m in ("s_setpc_b64", "s_swappc_b64")))
-    if cls in ("salu", "valu", "trans"):
-        cat = CAT_SALU if cls == "salu" else CAT_VALU
-        lat = tm.latency[cls]
-        return _Static("alu", port, cat, unit, tm.occupancy[cls], uses, (), defs, lat, lat)
-    if cls == "mfma":
-        passes = mfma_passes(m, isa.passes, info.mods) or 1
-        busy = passes * tm.mfma.cycles_per_pass
-        srcc = tuple(sorted(operand_keys(info.op("src2")))) if info.has("src2") else ()
-        return _Static("alu", port, CAT_VALU, "xdl", busy, tuple(k for k in uses
-                                                                if k not in srcc), srcc, defs,
-                       busy + tm.mfma.result_extra, busy + tm.mfma.dependent_extra,
-                       xdl_result=busy + tm.mfma.result_extra)
-    mc = san.classify(info)
-    streams = mc.streams if mc is not None else ()
-    if mc is not None and mc.lds_dma:
-        # [att] an LDS DMA load (buffer_load ... lds) holds only vmcnt on the hardware: in
-        # flash_attn_func_small, `s_waitcnt lgkmcnt(3)` right after four of them never
-        # stalls. (The sanitizer stays with LLVM's conservative lgkmcnt rule.)
-        streams = tuple(s for s in streams if s[0] != san.LGKM)
-    dwords = _data_dwords(info)
-    if cls in ("ds_read", "ds_write"):
-        return _Static("mem", port, CAT_LDS, "lds", tm.occupancy_of(isa, dwords), uses,
-                       streams=streams, mem="lds")
-    if cls == "smem":
-        clock = m.removeprefix("s_") if m in ("s_memtime", "s_memrealtime") else ""
-        sdata = -1
-        if clock:
-            op = info.op("sdata")
-            if isinstance(op, Reg):
-                sdata = op.index + (108 if op.kind == "ttmp" else 0)
-        return _Static("mem", port, CAT_SMEM, "smem", tm.occupancy["smem"], uses,
-                       streams=streams, mem="smem", store="may_store" in isa.flags,
-                       clock=clock, sdata=sdata)
-    # vector memory: the CU's path moves 64 lanes * dwords * 4 bytes. The ATT decoder files
-    # FLAT, GLOBAL and SCRATCH instructions under FLAT, buffer instructions under VMEM.
-    flat = info.enc == "FLAT"
-    category = CAT_FLAT if info.enc in ("FLAT", "GLOBAL", "SCRATCH") else CAT_VMEM
-    bw = tm.memory["vmem_bytes_per_cycle"]
-    busy = max(tm.occupancy[cls], -(-64 * 4 * dwords // bw))
-    store = "may_store" in isa.flags and "may_load" not in isa.flags
-    return _Static("mem", port, category, "vmem", busy, uses,
-                   streams=streams, mem="flat" if flat else "vmem", store=store)
 
 
 # ---------------------------------------------------------------------------- run state
@@ -370,7 +231,7 @@ class IssueModel:
 
     tm: TimingModel
     target: Any
-    statics: list[_Static]
+    statics: list[Static]
     lds_size: int = 0
     wgs_per_cu: int = 1
     kernel: str = ""
@@ -385,7 +246,7 @@ class IssueModel:
         """Whether the branch at `index` went somewhere other than the next instruction."""
         raise NotImplementedError
 
-    def _memory_latency(self, w: _Wave, st: _Static, now: int) -> int:
+    def _memory_latency(self, w: _Wave, st: Static, now: int) -> int:
         """Cycles from issue until the memory instruction's counter entries complete."""
         raise NotImplementedError
 
@@ -393,7 +254,7 @@ class IssueModel:
         """Launch the waves that reach `cu` by `now`."""
         raise NotImplementedError
 
-    def _accepted(self, w: _Wave, st: _Static) -> int:
+    def _accepted(self, w: _Wave, st: Static) -> int:
         """The earliest time the memory path accepts the wave's next memory instruction
         (beyond its unit; 0 in the functional model, measured in a replay)."""
         return 0
@@ -405,7 +266,7 @@ class IssueModel:
     def _before_issue(self, w: _Wave) -> None:
         """Called just before an issuing instruction runs (functional: reset the recorder)."""
 
-    def _after_issue(self, w: _Wave, st: _Static, now: int) -> None:
+    def _after_issue(self, w: _Wave, st: Static, now: int) -> None:
         """Called after an instruction issued (functional: s_memtime's clock value)."""
 
     def _deadlock_error(self, w: _Wave | None) -> EmulatorError:
@@ -474,7 +335,7 @@ class IssueModel:
         return cu.simd_units[w.simd].get(unit, 0)
 
     @staticmethod
-    def _deps(w: _Wave, st: _Static) -> int:
+    def _deps(w: _Wave, st: Static) -> int:
         t = 0
         regs = w.regs
         for k in st.uses:
@@ -585,7 +446,7 @@ class IssueModel:
             w.state = "run"
         self.arrived[wg] = []
 
-    def _memory(self, w: _Wave, st: _Static, now: int) -> None:
+    def _memory(self, w: _Wave, st: Static, now: int) -> None:
         """Queue the instruction's counter entries with their completion times."""
         done = now + self._memory_latency(w, st, now)
         for ctr, in_order in st.streams:
@@ -852,14 +713,14 @@ class TimedDispatch(IssueModel):
     def _before_issue(self, w: _Wave) -> None:
         self.recorder.spans.clear()
 
-    def _after_issue(self, w: _Wave, st: _Static, now: int) -> None:
+    def _after_issue(self, w: _Wave, st: Static, now: int) -> None:
         if st.clock:
             self._write_clock(w, st, now)
 
     def _taken(self, w: _Wave, index: int, nxt: int) -> bool:
         return nxt != self.comp.infos[index].next_index
 
-    def _memory_latency(self, w: _Wave, st: _Static, now: int) -> int:
+    def _memory_latency(self, w: _Wave, st: Static, now: int) -> int:
         """Latency by where the touched lines are: first touch in the dispatch pays HBM."""
         mem = self.tm.memory
         lines = self.recorder.take_lines(mem["line_bytes"])
@@ -937,7 +798,7 @@ class TimedDispatch(IssueModel):
             progress.update(self.stats.wave_instructions, done,
                             self.stats.max_wave_instructions)
 
-    def _write_clock(self, w: _Wave, st: _Static, now: int) -> None:
+    def _write_clock(self, w: _Wave, st: Static, now: int) -> None:
         """s_memtime: the model's cycle; s_memrealtime: the same on its 100 MHz clock."""
         if st.sdata < 0:
             return
@@ -987,7 +848,7 @@ class TraceDrivenModel(IssueModel):
     addresses are unknown: ``memory.vmem_unknown``) or, for stream positions with a
     measured latency, after that."""
 
-    def __init__(self, target, tm: TimingModel, statics: list[_Static],
+    def __init__(self, target, tm: TimingModel, statics: list[Static],
                  fallthrough: list[int], waves: list[StreamWave], kernel: str = ""):
         self.target = target
         self.tm = tm
@@ -1042,7 +903,7 @@ class TraceDrivenModel(IssueModel):
     def _taken(self, w: _Wave, index: int, nxt: int) -> bool:
         return nxt != self.fallthrough[index]
 
-    def _accepted(self, w: _Wave, st: _Static) -> int:
+    def _accepted(self, w: _Wave, st: Static) -> int:
         accept = self.inputs[w.row].accept
         if accept is None or st.unit != "vmem":
             return 0
@@ -1051,7 +912,7 @@ class TraceDrivenModel(IssueModel):
     def _before_issue(self, w: _Wave) -> None:
         w.issue_pos = w.pos
 
-    def _memory_latency(self, w: _Wave, st: _Static, now: int) -> int:
+    def _memory_latency(self, w: _Wave, st: Static, now: int) -> int:
         measured = self.inputs[w.row].latency
         if measured is not None and w.issue_pos in measured:
             return measured[w.issue_pos]
