@@ -1,7 +1,7 @@
 """The emulator's timing model: MFMA issue rate and matrix-core sharing, s_waitcnt stalls for
 the modeled memory latencies, barriers, s_memtime on the model clock, dispatch to CUs, and
 the timing data it reads. Expected cycles are computed by hand from the model's rules
-(asterism/emu/timing.py) and the parameters in target/data/timing.toml."""
+(asterism/timing/) and the parameters in target/data/timing.toml."""
 
 from __future__ import annotations
 

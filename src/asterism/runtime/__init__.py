@@ -3,8 +3,8 @@
     times = asterism.launch("add_10.hsaco", "add_10", grid=(4, 1, 1), block=(64, 1, 1),
                             args=[out]).times
 
-With `timing=True` (or an `emu.timing.TimingOptions`) the emulator also runs its timing
-model (modeled, not measured; see asterism/emu/timing.py): `result.timing` holds the
+With `timing=True` (or an `asterism.timing.params.TimingOptions`) the emulator also runs
+the timing model (modeled, not measured; see asterism/timing/): `result.timing` holds the
 modeled cycles and `trace_dir=` writes them as an ATT trace folder, with source locations
 when the kernel comes from .mlir/.s text or a module (or from `source_map=`).
 """
@@ -38,7 +38,7 @@ class LaunchResult:
     kernel: str
     stats: Any = None  # emulator RunStats of the last launch
     outputs: list[str] = field(default_factory=list)  # arguments copied back
-    timing: Any = None  # emu.timing.TimingResult of the last launch (timing=...)
+    timing: Any = None  # timing.result.TimingResult of the last launch (timing=...)
     trace_dir: Path | None = None  # where the modeled trace was written
 
 
