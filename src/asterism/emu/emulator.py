@@ -161,6 +161,11 @@ class Emulator:
         self._checker = HazardChecker(self.target) if self.hazards else None
         # Runs each dispatch's workgroups instead of the plain loop (the timing model:
         # asterism.timing.functional.TimedRun); None: functional only.
+        if dispatch_hook is not None and not callable(getattr(dispatch_hook, "run_dispatch",
+                                                              None)):
+            raise EmulatorError("dispatch_hook must be an object with a run_dispatch(dispatch) "
+                                "method (the timing model: asterism.timing.functional."
+                                f"TimedRun(options)), got {dispatch_hook!r}")
         self.dispatch_hook = dispatch_hook
         self._progress: Any = None  # the RunProgress of the dispatch running now
         self._done = 0  # workgroups finished before the current batch (for the progress)
