@@ -179,8 +179,9 @@ class IssueModel:
             self.barriers.arrive(w, now, index)
             return
         if st.port is not None:
-            if max(self._deps(w, st), self._unit_free(cu, w, st.unit),
-                   self.memory.accepted(w, st)) > now:
+            # (any of them later than now blocks the issue: ask no further)
+            if self._deps(w, st) > now or self._unit_free(cu, w, st.unit) > now or \
+                    self.memory.accepted(w, st) > now:
                 return
             if st.port in used:
                 return  # an older wave of this SIMD took the port in this issue cycle
