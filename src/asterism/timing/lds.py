@@ -11,9 +11,9 @@ from typing import TYPE_CHECKING
 
 from asterism.isa import Instruction
 from asterism.target.timing import TimingModel
+from asterism.timing.state import ModelWave
 
 if TYPE_CHECKING:
-    from asterism.timing.state import ModelWave
     from asterism.timing.static import Static
 
 

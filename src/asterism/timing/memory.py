@@ -30,9 +30,9 @@ from asterism.emu import sanitizer as san
 from asterism.emu.compiler import OpInfo
 from asterism.target.timing import TimingModel
 from asterism.timing import lds
+from asterism.timing.state import ModelWave
 
 if TYPE_CHECKING:
-    from asterism.timing.state import ModelWave
     from asterism.timing.static import Static
 
 

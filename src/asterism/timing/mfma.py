@@ -15,10 +15,10 @@ from asterism.emu.compiler import OpInfo, operand_keys
 from asterism.isa import Instruction
 from asterism.target.hazards import mfma_passes
 from asterism.target.timing import TimingModel
+from asterism.timing.state import ModelWave
 
 if TYPE_CHECKING:
     from asterism.timing.static import Static
-    from asterism.timing.wave import ModelWave
 
 
 def busy_cycles(info: OpInfo, isa: Instruction, tm: TimingModel) -> int:
