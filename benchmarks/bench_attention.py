@@ -66,9 +66,9 @@ def check(case, code) -> dict[str, float]:
 
 def timed(case, code, device_cus: int | None) -> dict[str, float]:
     """The timing model's cycles on the modeled CU and the modeled TFLOPS of the device."""
-    from asterism.emu.timing import TimingOptions
     from asterism.target import get_target
     from asterism.target.timing import get_timing
+    from asterism.timing.params import TimingOptions
 
     args = {k: (np.zeros_like(v) if k == "o" else v) for k, v in case.args.items()}
     start = time.perf_counter()

@@ -24,13 +24,11 @@ from asterism.profile import trace_plot, trace_report
 from asterism.profile.att import (
     CodeListing,
     CodeRow,
-    InstCategory,
     InstRecord,
     StateSpan,
     Trace,
     TraceError,
     Wave,
-    WaveState,
     category_name,
     compute_code_stats,
     compute_wstates,
@@ -49,6 +47,7 @@ from asterism.profile.report import (
     render_markdown,
 )
 from asterism.profile.waitcnt import capture_events, decoder_links, wait_events
+from asterism.timing.result import InstCategory, WaveState
 
 KERNEL = "pa_mqa_logits_fp4_kernel_0"
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"

@@ -18,7 +18,6 @@ from asterism.profile import pictures
 from asterism.profile.att import (
     CodeListing,
     CodeRow,
-    InstCategory,
     InstRecord,
     Occupancy,
     OccupancyEvent,
@@ -36,6 +35,7 @@ from asterism.profile.counters import (
 )
 from asterism.profile.insights import RULES, Context, candidates, occupancy_info
 from asterism.profile.report import analyze
+from asterism.timing.result import InstCategory
 
 ROOT = Path(__file__).resolve().parent.parent
 SHARED = ROOT / "tests" / "data" / "shared"

@@ -12,7 +12,8 @@ import asterism
 from asterism import api
 from asterism.builder import KernelBuilder
 from asterism.emu.errors import SanitizerError
-from asterism.emu.timing import CAT_IMMED, TimingOptions
+from asterism.timing.params import TimingOptions
+from asterism.timing.result import CAT_IMMED
 
 
 def dma_kernel(wait: dict, read_offset: int, lds_offset: int = 0, between=None):

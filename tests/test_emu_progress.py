@@ -12,10 +12,10 @@ from test_emu_asm import descriptor, program
 
 from asterism.cli import main
 from asterism.emu import BudgetExceeded, DeviceMemory, Emulator
-from asterism.emu import timing as timing_module
 from asterism.emu.progress import RunProgress
 from asterism.support.limits import MemoryBudgetError
 from asterism.support.progress import ProgressLine, clock, count
+from asterism.timing import functional as timing_module
 
 RUNAWAY = "loop:\nv_add_u32 v1, 1, v1\ns_branch loop"
 
@@ -46,10 +46,12 @@ s_endpgm
 """
 
 
-def run(text: str, *, grid=1, block=64, args=(), progress=None, **emu_options):
+def run(text: str, *, grid=1, block=64, args=(), progress=None, timing=False, **emu_options):
     """Assemble and run a kernel whose kernarg pointer is the first array's address (as
-    test_emu_asm.run), with a progress reporter; (emulator, addresses, RunStats)."""
-    emu = Emulator("gfx942", DeviceMemory(), **emu_options)
+    test_emu_asm.run), with a progress reporter (and the timing model if `timing`);
+    (emulator, addresses, RunStats)."""
+    emu = Emulator("gfx942", DeviceMemory(), dispatch_hook=timing_module.TimedRun.of(timing),
+                   **emu_options)
     addrs = [emu.memory.upload(a) for a in args]
     kernarg = b"".join(a.to_bytes(8, "little") for a in addrs) or bytes(8)
     ka = emu.memory.upload(np.frombuffer(kernarg, np.uint8))

@@ -16,7 +16,6 @@ from test_timing_trace import exchange_kernel
 
 import asterism
 from asterism.builder import KernelBuilder
-from asterism.emu.timing import StreamWave, TraceDrivenModel, cached_latency, make_static
 from asterism.profile.replay import (
     STALL_CLASSES,
     ReplayError,
@@ -27,6 +26,9 @@ from asterism.profile.replay import (
 )
 from asterism.target import get_target
 from asterism.target.timing import get_timing
+from asterism.timing.memory import cached_latency
+from asterism.timing.replay import StreamWave, TraceDrivenModel
+from asterism.timing.static import make_static
 
 SHARED = Path(__file__).resolve().parent / "data" / "shared" / "att"
 CAPTURES = ["pa_mqa_logits_fp4_small", "flash_attn_func_small"]

@@ -1,7 +1,7 @@
 """The emulator's timing model: MFMA issue rate and matrix-core sharing, s_waitcnt stalls for
 the modeled memory latencies, barriers, s_memtime on the model clock, dispatch to CUs, and
 the timing data it reads. Expected cycles are computed by hand from the model's rules
-(asterism/emu/timing.py) and the parameters in target/data/timing.toml."""
+(asterism/timing/) and the parameters in target/data/timing.toml."""
 
 from __future__ import annotations
 
@@ -13,18 +13,11 @@ import pytest
 
 import asterism
 from asterism.builder import KernelBuilder
-from asterism.emu.timing import (
-    CAT_IMMED,
-    CAT_JUMP,
-    CAT_NEXT,
-    CAT_VALU,
-    TimingError,
-    TimingOptions,
-    parse_latencies,
-)
 from asterism.errors import TargetError
 from asterism.isa import get_isa
 from asterism.target import timing as tt
+from asterism.timing.params import TimingError, TimingOptions, parse_latencies
+from asterism.timing.result import CAT_IMMED, CAT_JUMP, CAT_NEXT, CAT_VALU
 
 DEMO = Path(__file__).resolve().parent.parent / "examples" / "demo"
 TM = tt.get_timing("gfx942")

@@ -16,12 +16,13 @@ import pytest
 import asterism
 from asterism.builder import KernelBuilder
 from asterism.cli import main
-from asterism.emu.timing import PARAMS_FILE, TimingOptions
 from asterism.mc.codeobject import read_code_object
 from asterism.mc.decoder import decode_code
 from asterism.mc.source_map import source_map
 from asterism.profile import read_att, trace_plot, trace_report
-from asterism.profile.att import InstCategory, WaveState
+from asterism.profile.att_export import PARAMS_FILE
+from asterism.timing.params import TimingOptions
+from asterism.timing.result import InstCategory, WaveState
 
 ROOT = Path(__file__).resolve().parent.parent
 DEMO = ROOT / "examples" / "demo"

@@ -195,7 +195,7 @@ def cmd_run(args) -> int:
     grid = _dims(args.grid, "--grid")
     timing = trace_dir = None
     if args.timing:
-        from asterism.emu.timing import TimingOptions, parse_latencies
+        from asterism.timing.params import TimingOptions, parse_latencies
 
         latency: dict[str, int] = {}
         for spec in args.latency:
@@ -239,7 +239,7 @@ def cmd_run(args) -> int:
               f"({s.wave_instructions_per_second:,.0f}/s on the emulator; not a GPU timing)")
     if result.timing is not None:
         print(result.timing.summary(), end="")
-        from asterism.emu.timing import MODEL_NOTE
+        from asterism.timing.result import MODEL_NOTE
 
         print(f"  trace ({MODEL_NOTE}): {result.trace_dir}  (read it with "
               f"`asterism trace report {result.trace_dir}` or `asterism trace plot "

@@ -14,6 +14,10 @@ counts workgroups. `RunStats` reports waves, wave-instructions, time, splits/mer
 Errors (all `AsterismError`): `EmulatorFault` (bad address, s_trap...), `SanitizerError`
 (missing s_waitcnt / s_nop, with `.needed`), `BudgetExceeded`, `UnsupportedInstruction`,
 `DeadlockError`; each names kernel, pc, instruction text, workgroup, wave (lane, address).
+`Emulator(..., dispatch_hook=hook)` hands each prepared dispatch (`emulator.Dispatch`) to
+`hook.run_dispatch` instead of the plain batch loop: the timing model
+(asterism.timing.functional.TimedRun) runs its modeled workgroups that way. The emulator
+imports no timing code.
 
 Modules: emulator.py (dispatch ABI, scheduler, barriers), info.py (what is known of each
 instruction before the run: `OpInfo`, `make_infos`), compiler.py (pre-decoding every

@@ -12,13 +12,10 @@ from __future__ import annotations
 
 from asterism.emu.core import Group
 from asterism.emu.errors import CompileError, EmulatorFault
-from asterism.emu.info import OpInfo, operand_keys
+from asterism.emu.info import OpInfo
 from asterism.emu.semantics.registry import Op, unsupported_op
 from asterism.mc.operands import Label, Operand
 
-# emu/timing.py (being moved to asterism/timing/ by another room) still imports OpInfo and
-# operand_keys from here; the names stay until it imports them from asterism.emu.info.
-_unused = (operand_keys,)
 
 
 def error_op(info: OpInfo, exc: Exception) -> Op:

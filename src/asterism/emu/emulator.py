@@ -20,9 +20,9 @@ from __future__ import annotations
 
 import struct
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 
@@ -47,6 +47,7 @@ from asterism.emu.errors import (
     EmulatorFault,
     SanitizerError,
     budget_message,
+    with_context,
 )
 from asterism.emu.hazard_check import HazardChecker, HazardState
 from asterism.emu.info import OpInfo, ProgramInst, make_infos
@@ -81,7 +82,8 @@ class RunStats:
     splits: int = 0
     merges: int = 0
     max_wave_instructions: int = 0
-    timing: Any = None  # emu.timing.TimingResult of a timed run (modeled, not measured)
+    timing: Any = None  # what a dispatch hook made of the run (asterism.timing.functional:
+    # the timing model's TimingResult, modeled, not measured)
 
     @property
     def wave_instructions_per_second(self) -> float:
@@ -103,6 +105,37 @@ class Compiled:
     first_use: dict = field(default_factory=dict)
 
 
+@dataclass
+class Dispatch:
+    """One dispatch as `Emulator.run` prepared it (checked, compiled, batch size chosen),
+    handed to a dispatch hook that runs its workgroups (asterism.timing.functional)."""
+
+    emulator: Emulator
+    comp: Compiled
+    descriptor: KernelDescriptor
+    kernel: str
+    grid: tuple[int, int, int]
+    block: tuple[int, int, int]
+    lds_size: int
+    stats: RunStats
+    per_batch: int  # workgroups per functional batch
+    progress: Any  # the emu.progress.RunProgress of the run, or None
+    # run_batch(workgroup ids, schedule=None, memory=None, run_stats=None): run a batch;
+    # `schedule` replaces the emulator's scheduler, `memory` its DeviceMemory
+    run_batch: Callable[..., None]
+
+    def batches_done(self, workgroups: int) -> None:
+        """Workgroups finished before the next batch (for the progress line)."""
+        self.emulator._done = workgroups
+
+
+class DispatchHook(Protocol):
+    """Runs the workgroups of a dispatch in place of the emulator's batch loop."""
+
+    def run_dispatch(self, dispatch: Dispatch) -> None:
+        """Run every workgroup of `dispatch` (through dispatch.run_batch)."""
+
+
 class Emulator:
     """Runs decoded AMDGPU kernels on NumPy (see the module docstring)."""
 
@@ -110,7 +143,7 @@ class Emulator:
                  sanitizer: bool = True, hazards: bool | None = None,
                  strict_store_data: bool = False, instruction_budget: int = 10_000_000,
                  max_batch_waves: int = 4096, dynamic_stack: int = 1024,
-                 timing: Any = None):
+                 dispatch_hook: DispatchHook | None = None):
         self.target = get_target(target)
         self.memory = memory if memory is not None else DeviceMemory()
         self.sanitizer = sanitizer
@@ -122,10 +155,14 @@ class Emulator:
         self._cache: dict = {}
         # The Target, not its name: whether XNACK is enabled decides the soft-clause rules.
         self._checker = HazardChecker(self.target) if self.hazards else None
-        # Timing model (emu/timing.py): True or a TimingOptions; None/False = functional only.
-        from asterism.emu.timing import TimingOptions
-
-        self.timing = TimingOptions.of(timing)
+        # Runs each dispatch's workgroups instead of the plain loop (the timing model:
+        # asterism.timing.functional.TimedRun); None: functional only.
+        if dispatch_hook is not None and not callable(getattr(dispatch_hook, "run_dispatch",
+                                                              None)):
+            raise EmulatorError("dispatch_hook must be an object with a run_dispatch(dispatch) "
+                                "method (the timing model: asterism.timing.functional."
+                                f"TimedRun(options)), got {dispatch_hook!r}")
+        self.dispatch_hook = dispatch_hook
         self._progress: Any = None  # the RunProgress of the dispatch running now
         self._done = 0  # workgroups finished before the current batch (for the progress)
 
@@ -237,11 +274,10 @@ class Emulator:
         self._progress = progress
         self._done = 0
         try:
-            if self.timing is not None:
-                from asterism.emu.timing import TimedDispatch
-
-                TimedDispatch(self, comp, descriptor, kernel, grid3, block3, lds_size,
-                              self.timing).run(batch, stats, per_batch)
+            if self.dispatch_hook is not None:
+                self.dispatch_hook.run_dispatch(Dispatch(
+                    self, comp, descriptor, kernel, grid3, block3, lds_size, stats, per_batch,
+                    progress, batch))
             else:
                 if progress is not None:
                     progress.begin(kernel, "run", n_wg, self.instruction_budget)
@@ -465,7 +501,7 @@ class Emulator:
                     if i < 0 or i >= stop or count >= chunk:
                         break
             except EmulatorError as exc:
-                raise _with_context(exc, kernel, g) from None
+                raise with_context(exc, kernel, g) from None
             except (FloatingPointError, ValueError, IndexError, TypeError) as exc:
                 info = comp.infos[g.idx] if g.idx < len(comp.infos) else None
                 raise EmulatorFault(f"internal error while executing: {exc!r}", kernel=kernel,
@@ -624,22 +660,6 @@ def _fall_off(infos: list[OpInfo], base: int, kernel: str):
         raise EmulatorFault("execution ran past the last instruction of the program (missing "
                             "s_endpgm?)", kernel=kernel, pc=end)
     return run
-
-
-def _with_context(exc: EmulatorError, kernel: str, g: Group) -> EmulatorError:
-    if exc.kernel and exc.workgroup is not None:
-        return exc
-    wave = int(g.waves[0])
-    kw = {"kernel": exc.kernel or kernel, "pc": exc.pc, "inst": exc.inst,
-              "workgroup": exc.workgroup if exc.workgroup is not None else
-              tuple(int(x) for x in g.ctx.wg_ids[wave]),
-              "wave": exc.wave if exc.wave is not None else int(g.ctx.wave_in_wg[wave]),
-              "lane": exc.lane, "address": exc.address}
-    if isinstance(exc, SanitizerError):
-        new = SanitizerError(exc.reason, needed=exc.needed, **kw)
-    else:
-        new = type(exc)(exc.reason, **kw)
-    return new
 
 
 def _merge_trackers(a: san.Tracker, b: san.Tracker) -> None:

@@ -7,7 +7,12 @@ workgroup, wave, lane, address) both in the message and as attributes for tools 
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from asterism.errors import AsterismError
+
+if TYPE_CHECKING:
+    from asterism.emu.core import Group
 
 
 class EmulatorError(AsterismError):
@@ -83,3 +88,19 @@ class DeadlockError(EmulatorError):
 class CompileError(Exception):
     """An instruction whose operands the emulator cannot set up: the compiler turns it into an
     op that raises an `EmulatorFault` when (and only when) the instruction is executed."""
+
+
+def with_context(exc: EmulatorError, kernel: str, g: Group) -> EmulatorError:
+    """`exc` with the kernel, workgroup and wave of the group `g` that raised it filled in
+    (the error itself if it names them already)."""
+    if exc.kernel and exc.workgroup is not None:
+        return exc
+    wave = int(g.waves[0])
+    kw = {"kernel": exc.kernel or kernel, "pc": exc.pc, "inst": exc.inst,
+          "workgroup": exc.workgroup if exc.workgroup is not None else
+          tuple(int(x) for x in g.ctx.wg_ids[wave]),
+          "wave": exc.wave if exc.wave is not None else int(g.ctx.wave_in_wg[wave]),
+          "lane": exc.lane, "address": exc.address}
+    if isinstance(exc, SanitizerError):
+        return SanitizerError(exc.reason, needed=exc.needed, **kw)
+    return type(exc)(exc.reason, **kw)

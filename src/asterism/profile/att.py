@@ -43,10 +43,12 @@ the vendored capture ``tests/data/shared/att/pa_mqa_logits_fp4_small``):
     - ``instructions``: ``[time, category, stall, duration, line]`` per executed
       instruction in execution order. ``time`` is when the wave first tried to issue it,
       ``time + stall`` when it issued, ``time + duration`` when issue completed (gfx9:
-      ``duration = stall + issue cycles``). ``category`` is :class:`InstCategory`,
+      ``duration = stall + issue cycles``). ``category`` is an ``InstCategory`` code,
       ``line`` a code.json LineNumber.
-    - ``timeline``: ``[state, cycles]`` runs of :class:`WaveState`, back to back from
+    - ``timeline``: ``[state, cycles]`` runs of ``WaveState`` codes, back to back from
       ``begin`` (the sum can overrun ``end`` by a few cycles).
+    (Both code tables are in asterism/timing/result.py, with the timing model that records
+    them.)
     - ``waitcnt``: ``[line, [[producer_line, 0], ...]]`` per executed ``s_waitcnt`` that
       drained memory instructions: the static lines of the loads/stores it waited for. A
       wait on both lgkmcnt and vmcnt gives two entries (lgkmcnt first). The second item of
@@ -64,7 +66,7 @@ the vendored capture ``tests/data/shared/att/pa_mqa_logits_fp4_small``):
     traced CUs, not only the waves that have files. ``kernel_id`` indexes ``dispatches``;
     id 0 is the decoder's placeholder for an unknown entry point (``"0 / 0x0"``).
 
-``wstates<S>.json``  for each :class:`WaveState` S that occurred
+``wstates<S>.json``  for each ``WaveState`` S that occurred
     ``{"name", "state": [n...], "time": [t...]}``: a step function, the number of traced
     waves in state S from ``time[i]`` on; derived from the timelines
     (:func:`compute_wstates` reproduces it exactly).
@@ -91,7 +93,6 @@ import os
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from enum import IntEnum
 from pathlib import Path
 from typing import Any
 
@@ -102,6 +103,7 @@ from asterism.textio import (
     parse_json_bounded,
     read_input_file,
 )
+from asterism.timing.result import InstCategory, WaveState
 
 FORMAT_VERSION = "3.0.0"
 CODE_HEADER = "ISA, _, LineNumber, Source, Codeobj, Vaddr, Hit, Latency, Stall, Idle"
@@ -125,38 +127,6 @@ EXTRA_FILES_MAX_BYTES = 1 << 30
 
 class TraceError(AsterismError):
     """A thread-trace folder that is missing, corrupt or inconsistent, or cannot be written."""
-
-
-class InstCategory(IntEnum):
-    """Instruction category codes of the wave records (decoder enum ``inst_category_t``)."""
-
-    NONE = 0
-    SMEM = 1  # scalar memory
-    SALU = 2  # scalar ALU
-    VMEM = 3  # vector memory (buffer/global/scratch)
-    FLAT = 4  # flat: vector memory or LDS
-    LDS = 5  # local data share
-    VALU = 6  # vector ALU, MFMA included
-    JUMP = 7  # branch taken
-    NEXT = 8  # branch not taken
-    IMMED = 9  # internal: s_waitcnt, s_nop, s_setprio...
-    CONTEXT = 10  # wave context save/restore
-    MESSAGE = 11  # s_sendmsg, s_endpgm
-    BVH = 12  # ray tracing
-
-
-class WaveState(IntEnum):
-    """Wave state codes of the ``timeline`` (decoder enum ``wstate_type_t``).
-
-    In the capture, an ``s_waitcnt`` that blocks shows as WAIT and an instruction whose issue
-    is blocked (dependency, busy unit) as STALL; IDLE covers the gap before the first issue.
-    """
-
-    EMPTY = 0
-    IDLE = 1
-    EXEC = 2
-    WAIT = 3
-    STALL = 4
 
 
 def category_name(code: int) -> str:

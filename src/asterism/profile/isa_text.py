@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import re
 
-from asterism.profile.att import InstCategory
+from asterism.timing.result import InstCategory
 
 # (At most 9 digits: the text comes from a capture, and Python refuses to convert 4300.)
 _REG_RE = re.compile(r"\b([va])(?:(\d{1,9})\b|\[(\d{1,9}):(\d{1,9})\])", re.ASCII)

@@ -26,10 +26,11 @@ from typing import Any
 import numpy as np
 
 from asterism.errors import AsterismError
-from asterism.profile.att import Trace, WaveState
+from asterism.profile.att import Trace
 from asterism.profile.escape import mpl_text, script_json
 from asterism.profile.isa_text import mnemonic, unit_name
 from asterism.profile.report import STALL_CAUSES, Report
+from asterism.timing.result import WaveState
 
 STATE_COLORS = {"EMPTY": "#ffffff", "IDLE": "#d9d9d9", "EXEC": "#66c2a5", "WAIT": "#fc8d62",
                 "STALL": "#e7298a"}

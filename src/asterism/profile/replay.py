@@ -2,7 +2,7 @@
 
 A capture records, per traced wave, every executed instruction in order (code.json row,
 issue time, stall, duration). That stream is enough to drive the timing model without
-executing anything (`emu.timing.TraceDrivenModel`): each wave starts at its measured
+executing anything (`timing.replay.TraceDrivenModel`): each wave starts at its measured
 begin, on the SIMD and slot it ran on, and issues the same instructions in the same order;
 waves of one traced CU share its units and barriers. The model's records are then compared
 with the measured ones: cycles per wave and in total, per instruction category, the stall
@@ -28,7 +28,8 @@ from pathlib import Path
 from typing import Any
 
 from asterism.errors import AsterismError
-from asterism.profile.att import InstCategory, Trace, Wave, category_name, read_att
+from asterism.profile.att import Trace, Wave, category_name, read_att
+from asterism.timing.result import InstCategory
 
 MEMORY_MODES = ("model", "measured")
 STALL_CLASSES = ("vmcnt", "lgkmcnt", "mfma_valu", "barrier", "other")
@@ -254,7 +255,7 @@ def _instructions(trace: Trace, target: str) -> tuple[list, list]:
 
 
 def _program(trace: Trace, target: str, tm) -> _Program:
-    from asterism.emu.timing import make_static
+    from asterism.timing.static import make_static
 
     rows, infos = _instructions(trace, target)
     statics = [make_static(info, tm) for info in infos]
@@ -317,9 +318,9 @@ def replay_trace(trace: Trace, target: str = "gfx950", memory: str = "model",
                  timing=None, name: str = "") -> ReplayResult:
     """Replay every traced wave of `trace` through the timing model (`timing`: a
     target.timing.TimingModel, default the target's) and compare with the capture."""
-    from asterism.emu.timing import StreamWave, TraceDrivenModel
     from asterism.target import get_target
     from asterism.target.timing import get_timing
+    from asterism.timing.replay import StreamWave, TraceDrivenModel
 
     if memory not in MEMORY_MODES:
         raise ReplayError(f"memory must be one of {', '.join(MEMORY_MODES)}, got {memory!r}")

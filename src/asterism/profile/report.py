@@ -53,10 +53,8 @@ from typing import Any
 
 from asterism.profile.att import (
     FORMAT_VERSION,
-    InstCategory,
     Trace,
     TraceError,
-    WaveState,
     source_files,
     state_name,
 )
@@ -75,6 +73,7 @@ from asterism.profile.isa_text import (
 )
 from asterism.profile.waitcnt import trace_wait_events
 from asterism.textio import load_json_bounded
+from asterism.timing.result import InstCategory, WaveState
 
 STALL_CAUSES = ("vmcnt wait", "lgkmcnt wait", "barrier", "MFMA dependency", "VMEM issue",
                 "LDS", "SMEM", "other")

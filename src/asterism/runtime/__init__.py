@@ -3,8 +3,8 @@
     times = asterism.launch("add_10.hsaco", "add_10", grid=(4, 1, 1), block=(64, 1, 1),
                             args=[out]).times
 
-With `timing=True` (or an `emu.timing.TimingOptions`) the emulator also runs its timing
-model (modeled, not measured; see asterism/emu/timing.py): `result.timing` holds the
+With `timing=True` (or an `asterism.timing.params.TimingOptions`) the emulator also runs
+the timing model (modeled, not measured; see asterism/timing/): `result.timing` holds the
 modeled cycles and `trace_dir=` writes them as an ATT trace folder, with source locations
 when the kernel comes from .mlir/.s text or a module (or from `source_map=`).
 """
@@ -38,7 +38,7 @@ class LaunchResult:
     kernel: str
     stats: Any = None  # emulator RunStats of the last launch
     outputs: list[str] = field(default_factory=list)  # arguments copied back
-    timing: Any = None  # emu.timing.TimingResult of the last launch (timing=...)
+    timing: Any = None  # timing.result.TimingResult of the last launch (timing=...)
     trace_dir: Path | None = None  # where the modeled trace was written
 
 
@@ -96,8 +96,8 @@ def launch(code_object, kernel: str, grid=(1, 1, 1), block=(64, 1, 1), args=(),
     never ends stops with BudgetExceeded; default the backend's, 10 million) and
     `progress` an emu.progress.RunProgress that shows a long run on stderr.
     """
-    from asterism.emu.timing import TimingOptions
     from asterism.runtime.kernargs import ArgumentError, pack_kernargs
+    from asterism.timing.params import TimingOptions
 
     options = TimingOptions.of(timing)
     if options is None and trace_dir is not None:
@@ -141,7 +141,9 @@ def launch(code_object, kernel: str, grid=(1, 1, 1), block=(64, 1, 1), args=(),
     if options is not None:
         result.timing = stats.timing
         if trace_dir is not None:
-            result.trace_dir = stats.timing.write_trace(trace_dir, smap)
+            from asterism.profile.att_export import write_trace
+
+            result.trace_dir = write_trace(stats.timing, trace_dir, smap)
     return result
 
 

@@ -53,7 +53,7 @@ class EmuBackend:
                iterations: int, timing=None, max_instructions: int | None = None,
                progress=None) -> tuple[list[float], object]:
         """Run `iterations` launches; returns (seconds per launch, stats of the last).
-        `timing`: emu.timing.TimingOptions to run the timing model (stats.timing);
+        `timing`: timing.params.TimingOptions to run the timing model (stats.timing);
         `max_instructions`: the per-wave budget of these launches (default the backend's);
         `progress`: an emu.progress.RunProgress for long runs."""
         budget = max_instructions or self.instruction_budget
@@ -62,8 +62,10 @@ class EmuBackend:
             emu.instruction_budget = budget
         else:
             # A timed emulator per launch call: the options differ from call to call.
+            from asterism.timing.functional import TimedRun
+
             emu = Emulator(obj.target, self.memory, sanitizer=self.sanitizer,
-                           instruction_budget=budget, timing=timing)
+                           instruction_budget=budget, dispatch_hook=TimedRun(timing))
         program = self._program(obj, kernel)
         _check_room(kernel.name, packed)
         mem = self.memory

@@ -13,7 +13,7 @@ Timing classes: salu, smem, valu, trans, mfma, ds_read, ds_write, vmem_read, vme
 branch (see `timing_class`). Execution units: salu, smem, valu (VALU and transcendentals),
 xdl (MFMA), lds, vmem, branch.
 
-The emulator's timing model (asterism/emu/timing.py) also reads `tm.issue_ports` (timing
+The timing model (asterism/timing/) also reads `tm.issue_ports` (timing
 class -> issue port), `tm.memory` (LDS / scalar cache / L2 hit / HBM latencies, line size,
 vector memory bandwidth) and `tm.dispatch` (wave launch, first fetch, taken branch, barrier
 and s_endpgm cycles); `tm.with_memory(hbm=700)` overrides memory latencies.

@@ -1,0 +1,35 @@
+"""asterism.timing: the timing model. Its figures are modeled, not measured.
+
+The model estimates the cycles of the waves of the first CU(s) of a dispatch, instruction
+by instruction. Its parameters are chip facts in asterism/target/data/timing.toml (read by
+asterism.target.timing). Two drivers run it: `functional.py` drives the emulator's execution
+(``asterism.launch(..., timing=True)``, ``asterism run --timing``), and `replay.py` replays a
+capture's recorded instruction streams (``asterism trace replay``, via
+asterism.profile.replay). Writing a result as an ATT trace folder is
+asterism.profile.att_export's job.
+
+Modules, lowest first:
+    params.py      options (TimingOptions, --latency) and the parameter record of a result
+    result.py      ATT record codes, WaveTiming, TimingResult (summary, JSON)
+    state.py       the run state the engine and the mechanisms share (ModelWave, Cu)
+    mfma.py, lds.py, memory.py, barriers.py, dispatch.py   one mechanism each
+    static.py      per-instruction facts, by tables (program control by mnemonic, the rest
+                   by timing class), built from the mechanisms' numbers
+    issue.py       the engine: issue cycles, ports, dependencies, units. It asks the
+                   mechanisms (memory.latency, lds.cost, barriers.release, dispatch.admit...)
+                   and knows none of their internals
+    functional.py, replay.py   the drivers
+
+A new mechanism goes into the module of what it models, behind the calls the engine makes
+already: LDS bank conflicts in lds.py (`Lds.cost`; the DS instruction's addresses come
+through the functional driver), memory cost by cache lines in memory.py (`LineMemory.cost`
+and `latency`), per-workgroup barriers on a CU with several workgroups in barriers.py
+(`Barriers.arrive`/`release`), a whole-grid bandwidth ceiling in a new bandwidth.py that
+memory.py asks. A mechanism with numbers of its own per instruction adds them to
+static.Static where static.py's tables build it. The engine changes only when a new
+kind of question must be asked.
+
+Not modeled: the instruction cache and fetch bandwidth (beyond a taken branch's cost), LDS
+bank conflicts, the vector L1 and TLB, memory bandwidth and contention beyond the per-CU
+paths, other CUs, clock changes, s_setprio.
+"""

@@ -1,0 +1,231 @@
+"""Memory in the timing model: the counters (vmcnt, lgkmcnt) and when their entries
+complete, what a vector memory instruction costs the CU's path, the cache-line helper.
+
+* Static facts (per instruction): the counter streams its entries go to (the sanitizer's
+  classification; an LDS DMA load holds vmcnt only) and how long it keeps the CU's vector
+  memory path busy: max(``occupancy``, 64 lanes * 4 bytes * dwords /
+  ``memory.vmem_bytes_per_cycle``).
+* Counters: an instruction's entries complete `latency` cycles after its issue; vmcnt and
+  LDS entries in issue order, SMEM out of order; ``s_waitcnt`` waits until at most N
+  entries of each counter are outstanding (`wait`); ``s_endpgm`` until none are.
+* Latency, with addresses (`LineMemory`, the functional model): ``memory.lds`` for LDS (and
+  a FLAT access that went to LDS), ``smem`` (scalar cache) or ``l2_hit`` for a line read
+  before, ``hbm`` for a line touched for the first time in the dispatch (or the rest of a
+  fill still in flight), ``l2_hit`` for stores (acknowledged by the L2). The vector L1 is
+  not modeled.
+* Latency, without addresses (`StreamMemory`, a capture's replay): the measured latency of
+  that access where the capture has it; else LDS ``memory.lds``, a scalar load HBM on its
+  first execution on the CU then the scalar cache, a vector store ``l2_hit``, a vector load
+  ``memory.vmem_unknown``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from asterism.emu import sanitizer as san
+from asterism.emu.info import OpInfo
+from asterism.target.timing import TimingModel
+from asterism.timing import lds
+from asterism.timing.state import ModelWave
+
+if TYPE_CHECKING:
+    from asterism.timing.static import Static
+
+
+def counter_streams(info: OpInfo) -> tuple[tuple[str, bool], ...]:
+    """(counter, in order) of each counter entry the instruction makes (none: not memory).
+    [att] An LDS DMA load (buffer_load ... lds) holds only vmcnt on the hardware: in
+    flash_attn_func_small, `s_waitcnt lgkmcnt(3)` right after four of them never stalls."""
+    mc = san.classify(info)
+    return mc.streams if mc is not None else ()
+
+
+def vmem_busy(timing_cls: str, data_dwords: int, tm: TimingModel) -> int:
+    """Cycles a vector memory instruction moving `data_dwords` per lane keeps the CU's
+    vector memory path busy (the path moves 64 lanes * dwords * 4 bytes)."""
+    bw = tm.memory["vmem_bytes_per_cycle"]
+    return max(tm.occupancy[timing_cls], -(-64 * 4 * data_dwords // bw))
+
+
+# ---------------------------------------------------------------------------- counters
+
+
+def queue(w: ModelWave, streams: Sequence[tuple[str, bool]], done: int) -> None:
+    """Queue an instruction's counter entries, completing at `done` (in-order streams no
+    sooner than the entry before)."""
+    for ctr, in_order in streams:
+        t = done
+        if in_order:
+            t = max(t, w.last_in_order.get(ctr, 0))
+            w.last_in_order[ctr] = t
+        (w.vm if ctr == san.VM else w.lgkm).append(t)
+
+
+def wait(w: ModelWave, limits: tuple[int, int]) -> int:
+    """s_waitcnt vmcnt(limits[0]) lgkmcnt(limits[1]): when the counters are met; the
+    entries done by then are retired."""
+    done = max(_counter_ready(w.vm, limits[0]), _counter_ready(w.lgkm, limits[1]))
+    w.vm = [c for c in w.vm if c > done]
+    w.lgkm = [c for c in w.lgkm if c > done]
+    return done
+
+
+def outstanding(w: ModelWave) -> int:
+    """When the wave's last outstanding counter entry completes (0 if none)."""
+    return max(max(w.vm, default=0), max(w.lgkm, default=0))
+
+
+def _counter_ready(entries: list[int], limit: int) -> int:
+    """When at most `limit` of the entries (completion times) are still outstanding."""
+    if len(entries) <= limit:
+        return 0
+    return sorted(entries)[len(entries) - limit - 1]
+
+
+# ---------------------------------------------------------------------------- latency
+
+
+def cached_latency(line_ready: dict[int, int], lines: Iterable[int], now: int, hit: int,
+                   miss: int) -> int:
+    """Latency of a read of `lines` issued at `now`: `miss` when a line is touched for the
+    first time (its fill then arrives at now + miss), else `hit`, or later when a fill it
+    needs is still in flight (requests to a missing line wait for the same fill)."""
+    ready = now + hit
+    for line in lines:
+        fill = line_ready.get(line)
+        if fill is None:
+            line_ready[line] = fill = now + miss
+        ready = max(ready, fill)
+    return ready - now
+
+
+class Recorder:
+    """Stands in for the dispatch's DeviceMemory to note the addresses each access touches
+    (everything else is delegated): the cache-line helper of the functional model."""
+
+    def __init__(self, memory: Any) -> None:
+        self._memory = memory
+        self.spans: list[tuple[np.ndarray, int]] = []
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._memory, name)
+
+    def resolve(self, addrs: np.ndarray, nbytes: int):
+        """As DeviceMemory.resolve, noting the access."""
+        self.spans.append((addrs, nbytes))
+        return self._memory.resolve(addrs, nbytes)
+
+    def load_bytes(self, addrs: np.ndarray, nbytes: int) -> np.ndarray:
+        """As DeviceMemory.load_bytes, noting the access."""
+        self.spans.append((addrs, nbytes))
+        return self._memory.load_bytes(addrs, nbytes)
+
+    def load_dwords(self, addrs: np.ndarray, ndw: int) -> np.ndarray:
+        """As DeviceMemory.load_dwords, noting the access."""
+        self.spans.append((addrs, 4 * ndw))
+        return self._memory.load_dwords(addrs, ndw)
+
+    def store_bytes(self, addrs: np.ndarray, data: np.ndarray) -> None:
+        """As DeviceMemory.store_bytes, noting the access."""
+        self.spans.append((addrs, int(data.shape[1])))
+        self._memory.store_bytes(addrs, data)
+
+    def store_dwords(self, addrs: np.ndarray, data: np.ndarray) -> None:
+        """As DeviceMemory.store_dwords, noting the access."""
+        self.spans.append((addrs, 4 * int(data.shape[1])))
+        self._memory.store_dwords(addrs, data)
+
+    def take_lines(self, line_bytes: int) -> set[int]:
+        """The cache lines touched since the last call."""
+        lines: set[int] = set()
+        for addrs, nbytes in self.spans:
+            a = np.asarray(addrs, np.uint64).astype(np.int64, copy=False)
+            if a.size:
+                lines.update(np.unique(a // line_bytes).tolist())
+                lines.update(np.unique((a + max(nbytes, 1) - 1) // line_bytes).tolist())
+        self.spans.clear()
+        return lines
+
+
+class LineMemory:
+    """Memory with addresses (the functional model): latency by where the touched lines
+    are; the recorder notes the accesses of the instruction issuing now."""
+
+    def __init__(self, tm: TimingModel, recorder: Recorder) -> None:
+        self.tm = tm
+        self.mem = tm.memory
+        self.recorder = recorder
+        self.line_ready: dict[int, int] = {}  # cache line -> when its first fill arrives
+
+    def latency(self, w: ModelWave, st: Static, now: int) -> int:
+        """Cycles from issue until the instruction's counter entries complete."""
+        mem = self.mem
+        lines = self.recorder.take_lines(mem["line_bytes"])
+        if st.mem == "lds":
+            return lds.latency(self.tm)
+        if not lines:
+            # FLAT that went to LDS (or no active lane): the LDS answers
+            return lds.latency(self.tm) if st.mem == "flat" else mem["l2_hit"]
+        if st.store:
+            return mem["l2_hit"]  # stores are acknowledged by the L2 (write-back)
+        return cached_latency(self.line_ready, lines, now, mem["smem" if st.mem == "smem"
+                                                               else "l2_hit"], mem["hbm"])
+
+    def accepted(self, w: ModelWave, st: Static) -> int:
+        """The earliest time the memory path accepts the wave's next instruction beyond its
+        unit (no back-pressure modeled: 0)."""
+        return 0
+
+    def cost(self, w: ModelWave, st: Static, now: int) -> int:
+        """Cycles the instruction keeps the CU's vector memory path busy."""
+        return st.occupancy
+
+
+class StreamMemory:
+    """Memory without addresses (a capture's replay): measured latencies where the capture
+    has them (`latency`: stream position -> cycles), measured acceptance of vector memory
+    instructions (`accept`: stream position -> issue stall), the model's otherwise."""
+
+    def __init__(self, tm: TimingModel, latency: Sequence[Any], accept: Sequence[Any]) -> None:
+        self.tm = tm
+        self.mem = tm.memory
+        self.measured = latency  # per replayed wave (by row): position -> cycles, or None
+        self.accept = accept  # per replayed wave: position -> measured issue stall, or None
+        self.line_ready: dict[int, int] = {}
+
+    def latency(self, w: ModelWave, st: Static, now: int) -> int:
+        """Cycles from issue until the instruction's counter entries complete."""
+        measured = self.measured[w.row]
+        if measured is not None and w.issue_pos in measured:
+            return measured[w.issue_pos]
+        mem = self.mem
+        if st.mem == "smem":
+            # Without addresses, a scalar load instruction stands for the lines it reads
+            # (kernel arguments, constants): its first execution on a CU is a first touch
+            # and pays HBM like the functional model's cold line, later ones hit the scalar
+            # cache, or wait for the fill still in flight.
+            key = (w.cu << 32) | w.stream[w.issue_pos]
+            return cached_latency(self.line_ready, (key,), now, mem["smem"], mem["hbm"])
+        if st.mem == "lds":
+            return lds.latency(self.tm)
+        return mem["l2_hit"] if st.store else mem["vmem_unknown"]
+
+    def accepted(self, w: ModelWave, st: Static) -> int:
+        """The earliest time the vector memory path accepts the wave's next instruction:
+        as long after the wave was ready as the capture measured."""
+        accept = self.accept[w.row]
+        if accept is None or st.unit != "vmem":
+            return 0
+        return w.ready + accept.get(w.pos, 0)
+
+    def cost(self, w: ModelWave, st: Static, now: int) -> int:
+        """Cycles the instruction keeps the CU's vector memory path busy."""
+        return st.occupancy
+
+
+__all__ = ["LineMemory", "Recorder", "StreamMemory", "cached_latency", "counter_streams",
+           "outstanding", "queue", "vmem_busy", "wait"]

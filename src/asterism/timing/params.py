@@ -1,0 +1,84 @@
+"""The timing model's parameters and options.
+
+Chip facts (latencies, issue ports, occupancies, memory and dispatch cycles) stay in
+asterism/target/data/timing.toml, read by asterism.target.timing (`get_timing`); this module
+holds what a timed run adds to them: the user's options (`TimingOptions`: how many CUs to
+model, memory latency overrides, the device's CU count), the `--latency` text they come from,
+and the parameter record a result carries.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from asterism.errors import AsterismError
+from asterism.target.timing import TimingModel, get_timing
+
+
+class TimingError(AsterismError):
+    """Bad timing options (unknown latency name, bad CU count)."""
+
+
+@dataclass(frozen=True)
+class TimingOptions:
+    """What a timed run models: `cus` CUs in detail (the first ones), memory latency
+    overrides (keys of target.timing.MEMORY_LATENCY_KEYS: lds, smem, l2_hit, hbm) and the
+    device's CU count (default: the target's flagship, MI300X 304 / MI355X 256)."""
+
+    cus: int = 1
+    latency: Mapping[str, int] = field(default_factory=dict)
+    compute_units: int | None = None
+
+    @staticmethod
+    def of(value: bool | TimingOptions | None) -> TimingOptions | None:
+        """Options from a `timing=` argument (True: the defaults; False/None: off)."""
+        if value is None or value is False:
+            return None
+        if value is True:
+            return TimingOptions()
+        if isinstance(value, TimingOptions):
+            return value
+        raise TimingError(f"timing must be True, False or a TimingOptions, got {value!r}")
+
+
+def parse_latencies(text: str) -> dict[str, int]:
+    """`lds=128,hbm=600` -> {"lds": 128, "hbm": 600} (names checked by the model)."""
+    out: dict[str, int] = {}
+    for item in (p.strip() for p in text.split(",")):
+        if not item:
+            continue
+        name, sep, value = item.partition("=")
+        try:
+            if not sep:
+                raise ValueError
+            out[name.strip()] = int(value, 0)
+        except ValueError:
+            raise TimingError(f"bad latency '{item}': expected NAME=CYCLES, e.g. hbm=600"
+                              ) from None
+    return out
+
+
+def model_for(target: str, options: TimingOptions) -> TimingModel:
+    """The target's timing parameters with the options' memory latency overrides."""
+    try:
+        return get_timing(target).with_memory(**dict(options.latency))
+    except AsterismError as err:
+        raise TimingError(err.message) from None
+
+
+def parameters(tm: TimingModel, slots_per_simd: int, workgroups_per_cu: int) -> dict[str, Any]:
+    """The parameters a result records (timing.toml's values and the kernel's occupancy)."""
+    return {"issue_cycles": tm.issue_cycles, "latency": dict(tm.latency),
+            "occupancy": dict(tm.occupancy),
+            "mfma": {"cycles_per_pass": tm.mfma.cycles_per_pass,
+                     "dependent_extra": tm.mfma.dependent_extra,
+                     "result_extra": tm.mfma.result_extra},
+            "lds_bytes_per_cycle": tm.lds_bytes_per_cycle,
+            "issue_ports": dict(tm.issue_ports), "memory": dict(tm.memory),
+            "dispatch": dict(tm.dispatch), "slots_per_simd": slots_per_simd,
+            "workgroups_per_cu": workgroups_per_cu}
+
+
+__all__ = ["TimingError", "TimingOptions", "model_for", "parameters", "parse_latencies"]
