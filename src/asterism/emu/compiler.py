@@ -17,7 +17,6 @@ from asterism.emu.semantics.registry import Op, unsupported_op
 from asterism.mc.operands import Label, Operand
 
 
-
 def error_op(info: OpInfo, exc: Exception) -> Op:
     """An op that raises a compile-time problem when executed."""
     def run(g: Group) -> int:
