@@ -119,6 +119,28 @@ def _case_arguments(p) -> None:
                         "below or `asterism kernels list`)")
 
 
+_COMPARE_HELP = """\
+Run each named kernel on the emulator at one target and --shape with its NumPy check (and
+the timing model with --timing) and print one table, a column per kernel in the order
+given: the check (max error vs tolerance), modeled cycles, modeled TFLOPS (whole grid, and
+per CU x CUs) vs the data-sheet peak, the modeled stall split (the causes of `asterism trace
+report`, as % of the modeled waves' cycles), registers, LDS, occupancy, and the modeled
+throughput ratio to the first kernel (> 1: faster than the first).
+
+Name the same kernel again as NAME@ALIAS and give it its own parameters: a plain
+--param NAME=VALUE goes to every compared kernel that has NAME, --param LABEL.NAME=VALUE
+to that kernel only.
+
+  asterism kernels compare gemm gemm@seq --shape 128x128x64 \\
+      --param gemm@seq.interleave=false --timing
+  asterism kernels compare flash_attention_fwd flash_attention_fwd@agpr --target gfx950 \\
+      --shape 1x1x64x64 --param flash_attention_fwd@agpr.o_regs=agpr --timing --json
+
+Exit code 1 when a kernel fails its check or fails to build or run (its column says so);
+a bad kernel name, target, shape or parameter stops before anything runs.
+"""
+
+
 def register(verb) -> None:
     """Add the kernel library verbs to the `asterism` parser."""
     p = verb("kernels", None,
@@ -129,8 +151,8 @@ def register(verb) -> None:
              "  asterism kernels list\n"
              "  asterism kernels run gemm --target gfx950 --check --timing\n"
              "  asterism kernels run flash_attention_fwd --shape 1x2x1024x128 --check\n"
-             "  asterism kernels compare gemm gemm@k64 --shape 128x128x64 "
-             "--param gemm@k64.tile_k=64 --timing\n"
+             "  asterism kernels compare gemm gemm@seq --shape 128x128x64 "
+             "--param gemm@seq.interleave=false --timing\n"
              "  asterism kernels build gemm --param dtype=bf16 -o gemm.hsaco")
     sub = p.add_subparsers(dest="kernels_verb", metavar="ACTION", parser_class=_CaseParser)
     ls = sub.add_parser("list", help="names, --shape forms, parameters, defaults, targets")
@@ -158,24 +180,7 @@ def register(verb) -> None:
         "compare", help="several kernels side by side: check, modeled speed, stalls, "
                         "registers, occupancy",
         formatter_class=argparse.RawDescriptionHelpFormatter,
-        description="Run each named kernel on the emulator at one target and --shape with "
-                    "its NumPy check (and the timing model with --timing) and print one "
-                    "table, a column per kernel in the order given: check (max error vs "
-                    "tolerance), modeled cycles, modeled TFLOPS (whole grid, and per CU x "
-                    "CUs) vs the peak, the modeled stall split (profile.report's causes, % "
-                    "of the modeled waves' cycles), registers, LDS, occupancy, and the "
-                    "modeled throughput ratio to the first kernel (> 1: faster).\n\n"
-                    "Name the same kernel twice with NAME@ALIAS and give the alias its own "
-                    "parameters: a plain --param NAME=VALUE goes to every compared kernel "
-                    "that has NAME, --param LABEL.NAME=VALUE to that kernel only.\n\n"
-                    "  asterism kernels compare gemm gemm@k64 --shape 128x128x64 "
-                    "--param gemm@k64.tile_k=64 --timing\n"
-                    "  asterism kernels compare flash_attention_fwd flash_attention_fwd@agpr "
-                    "--target gfx950 --shape 1x1x64x64 \\\n"
-                    "      --param flash_attention_fwd@agpr.o_regs=agpr --timing --json\n\n"
-                    "Exit code 1 when a kernel fails its check or fails to build or run (its "
-                    "column says so); a bad kernel name, target, shape or parameter stops "
-                    "before anything runs.")
+        description=_COMPARE_HELP)
     c.set_defaults(fn=cmd_kernels_compare)
     c.add_argument("names", nargs="+", metavar="KERNEL",
                    help="two or more kernels: NAME, or NAME@ALIAS to compare NAME again "
@@ -187,7 +192,7 @@ def register(verb) -> None:
                         "form, e.g. MxNxK; see below)")
     c.add_argument("--param", action="append", default=[], metavar="[LABEL.]NAME=VALUE",
                    help="a parameter (repeatable): NAME=VALUE for every compared kernel that "
-                        "has it, LABEL.NAME=VALUE for one (LABEL as named, e.g. gemm@k64)")
+                        "has it, LABEL.NAME=VALUE for one (LABEL as named, e.g. gemm@seq)")
     c.add_argument("--timing", action="store_true",
                    help="the timing model: modeled cycles, TFLOPS, stall split and ratio "
                         "(without it: check, registers, LDS and occupancy only)")

@@ -1,13 +1,13 @@
 """Library kernels side by side: one table of check, modeled speed, stalls, registers and
 occupancy for several kernels at one target and shape (`asterism kernels compare`).
 
-    entries = plan_compare(["gemm", "gemm@k64"], "gfx942", "128x128x64",
-                           ["gemm@k64.tile_k=64"])
-    comparison = compare_kernels(entries, "gfx942", "128x128x64", timing=True)
+    target, entries = plan_compare(["gemm", "gemm@seq"], "gfx942", "128x128x64",
+                                   ["gemm@seq.interleave=false"])
+    comparison = compare_kernels(entries, target, "128x128x64", timing=True)
     print(format_compare(comparison))
 
 Labels. A compared kernel is named by a *label*: the kernel's name (`gemm`), or
-`NAME@ALIAS` (`gemm@k64`, ALIAS of letters, digits, `_` and `-`) to compare the same kernel
+`NAME@ALIAS` (`gemm@seq`, ALIAS of letters, digits, `_` and `-`) to compare the same kernel
 again under other parameters. Labels must differ.
 
 Parameters. `--shape` means what it means for each kernel (`Shape`); every compared kernel
@@ -50,7 +50,9 @@ ALIAS_SEPARATOR = "@"
 LABEL_SEPARATOR = "."  # LABEL.NAME=VALUE: a parameter of one compared kernel
 _ALIAS = re.compile(r"[A-Za-z0-9_-]+")
 MODEL_NOTE = ("timing model of CU 0; every CU assumed to run like CU 0, no contention "
-              "between CUs modeled; not a measurement")
+              "between CUs modeled")
+MODEL_FOOTNOTE = ("(a model of one CU, not a measurement: CU contention, caches and clocks "
+                  "are not modeled)")
 STALLS_NOTE = "stall cycles per cause as a percentage of the modeled waves' cycles"
 
 
@@ -364,7 +366,8 @@ def compare_report(comparison: Comparison) -> dict[str, Any]:
     device = next((r.run for r in comparison.rows if r.run and r.run.modeled), None)
     if device is not None:
         out.update(product=device.product, compute_units=device.compute_units,
-                   clock_mhz=device.clock_mhz, note=MODEL_NOTE, stalls_note=STALLS_NOTE)
+                   clock_mhz=device.clock_mhz, note=f"{MODEL_NOTE}; not a measurement",
+                   stalls_note=STALLS_NOTE)
     return out
 
 
@@ -435,7 +438,8 @@ def format_compare(comparison: Comparison) -> str:
     device = next((r.run for r in comparison.rows if r.run and r.run.modeled), None)
     if device is not None:
         lines.append(f"modeled: {device.product}, {device.compute_units} CUs at "
-                     f"{device.clock_mhz:.0f} MHz; {MODEL_NOTE}")
+                     f"{device.clock_mhz:.0f} MHz (timing model of CU 0; every CU assumed "
+                     "to run like CU 0)")
     elif not comparison.timing:
         lines.append("check, registers and occupancy only (--timing adds the modeled figures)")
     table = _table_rows(comparison)
@@ -448,6 +452,8 @@ def format_compare(comparison: Comparison) -> str:
     for name, cells in table:
         lines.append(f"{name:<{head}}" + "".join(
             f"  {c:>{w}}" for c, w in zip(cells, widths, strict=True)).rstrip())
+    if device is not None:
+        lines.append(MODEL_FOOTNOTE)
     errors = [r for r in comparison.rows if r.error]
     if errors:
         lines.append("")
