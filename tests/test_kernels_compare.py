@@ -253,3 +253,15 @@ def test_all_ok_exit_0_and_the_report_file(tmp_path, capsys):
                                    "emulator)"
     assert "occupancy waves/SIMD" in text
     assert "check, registers and occupancy only" in text
+
+
+def test_a_kernel_that_fails_to_run_gets_its_row_and_exit_1(capsys):
+    # the instruction budget stops each wave long before the GEMM ends
+    rc = main(["kernels", "compare", "gemm", "gemm@w2", "--target", "gfx942", "--shape",
+               SHAPE, "--param", "gemm@w2.waves=2", "--max-instructions", "50", "--json",
+               "-q"])
+    report = json.loads(capsys.readouterr().out)
+    assert rc == 1
+    for k in report["kernels"]:
+        assert k["error"].startswith("run failed: ") and "50" in k["error"]
+        assert k["check_ok"] is None and k["registers"] is not None  # built, then stopped
