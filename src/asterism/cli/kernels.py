@@ -1,4 +1,4 @@
-"""The kernel library verbs: kernels list | run | build."""
+"""The kernel library verbs: kernels list | run | compare | build."""
 
 from __future__ import annotations
 
@@ -76,6 +76,29 @@ def cmd_kernels_run(args) -> int:
     return 0 if run.passed else 1
 
 
+def cmd_kernels_compare(args) -> int:
+    """Run several library kernels at one target and shape; print one table."""
+    from asterism.kernels.compare import (
+        compare_kernels,
+        compare_report,
+        format_compare,
+        plan_compare,
+    )
+
+    target, entries = plan_compare(args.names, args.target, args.shape, args.param)
+    log = None if args.quiet else (lambda line: sys.stderr.write(f"compare {line}\n"))
+    comparison = compare_kernels(entries, target, args.shape, timing=args.timing,
+                                 max_instructions=args.max_instructions,
+                                 progress=lambda: emulator_progress(args), log=log)
+    if args.json:
+        import json
+
+        write_output(args.output, json.dumps(compare_report(comparison), indent=1) + "\n")
+    else:
+        write_output(args.output, format_compare(comparison))
+    return 0 if comparison.ok else 1
+
+
 def cmd_kernels_build(args) -> int:
     """Build and compile a library kernel to a code object."""
     from asterism.kernels.run import build_code_object
@@ -96,15 +119,40 @@ def _case_arguments(p) -> None:
                         "below or `asterism kernels list`)")
 
 
+_COMPARE_HELP = """\
+Run each named kernel on the emulator at one target and --shape with its NumPy check (and
+the timing model with --timing) and print one table, a column per kernel in the order
+given: the check (max error vs tolerance), modeled cycles, modeled TFLOPS (whole grid, and
+per CU x CUs) vs the data-sheet peak, the modeled stall split (the causes of `asterism trace
+report`, as % of the modeled waves' cycles), registers, LDS, occupancy, and the modeled
+throughput ratio to the first kernel (> 1: faster than the first).
+
+Name the same kernel again as NAME@ALIAS and give it its own parameters: a plain
+--param NAME=VALUE goes to every compared kernel that has NAME, --param LABEL.NAME=VALUE
+to that kernel only.
+
+  asterism kernels compare gemm gemm@seq --shape 128x128x64 \\
+      --param gemm@seq.interleave=false --timing
+  asterism kernels compare flash_attention_fwd flash_attention_fwd@agpr --target gfx950 \\
+      --shape 1x1x64x64 --param flash_attention_fwd@agpr.o_regs=agpr --timing --json
+
+Exit code 1 when a kernel fails its check or fails to build or run (its column says so);
+a bad kernel name, target, shape or parameter stops before anything runs.
+"""
+
+
 def register(verb) -> None:
     """Add the kernel library verbs to the `asterism` parser."""
-    p = verb("kernels", None, "the kernel library: list, run, build (GEMM, flash attention)",
+    p = verb("kernels", None,
+             "the kernel library: list, run, compare, build (GEMM, flash attention)",
              "Parameterized production kernels written with asterism (asterism.kernels): "
              "list them, run one on the emulator or a GPU against its NumPy reference, or "
              "write its code object.\n\n"
              "  asterism kernels list\n"
              "  asterism kernels run gemm --target gfx950 --check --timing\n"
              "  asterism kernels run flash_attention_fwd --shape 1x2x1024x128 --check\n"
+             "  asterism kernels compare gemm gemm@seq --shape 128x128x64 "
+             "--param gemm@seq.interleave=false --timing\n"
              "  asterism kernels build gemm --param dtype=bf16 -o gemm.hsaco")
     sub = p.add_subparsers(dest="kernels_verb", metavar="ACTION", parser_class=_CaseParser)
     ls = sub.add_parser("list", help="names, --shape forms, parameters, defaults, targets")
@@ -128,6 +176,29 @@ def register(verb) -> None:
     r.add_argument("--json", action="store_true", help="machine-readable report")
     r.add_argument("-o", "--output", help="report file (default: stdout)")
     add_emulator_options(r)
+    c = sub.add_parser(
+        "compare", help="several kernels side by side: check, modeled speed, stalls, "
+                        "registers, occupancy",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        description=_COMPARE_HELP)
+    c.set_defaults(fn=cmd_kernels_compare)
+    c.add_argument("names", nargs="+", metavar="KERNEL",
+                   help="two or more kernels: NAME, or NAME@ALIAS to compare NAME again "
+                        "under other parameters (ALIAS: letters, digits, _ and -)")
+    c.add_argument("--target", help="gfx942 or gfx950, which every kernel must support "
+                                    "(default: the first kernel's first target)")
+    c.add_argument("--shape", metavar="AxBx...",
+                   help="the problem size, in each kernel's own dims (they must share one "
+                        "form, e.g. MxNxK; see below)")
+    c.add_argument("--param", action="append", default=[], metavar="[LABEL.]NAME=VALUE",
+                   help="a parameter (repeatable): NAME=VALUE for every compared kernel that "
+                        "has it, LABEL.NAME=VALUE for one (LABEL as named, e.g. gemm@seq)")
+    c.add_argument("--timing", action="store_true",
+                   help="the timing model: modeled cycles, TFLOPS, stall split and ratio "
+                        "(without it: check, registers, LDS and occupancy only)")
+    c.add_argument("--json", action="store_true", help="machine-readable report")
+    c.add_argument("-o", "--output", help="report file (default: stdout)")
+    add_emulator_options(c)
     b = sub.add_parser("build", help="write the code object")
     b.set_defaults(fn=cmd_kernels_build)
     _case_arguments(b)

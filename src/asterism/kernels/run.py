@@ -66,6 +66,8 @@ class KernelRun:
     peak_tflops: float | None = None
     measured_seconds: float | None = None  # hip: time per launch
     registers: dict[str, int] = field(default_factory=dict)
+    # the emulator's TimingResult (timing): the modeled waves' records, for a stall analysis
+    timing_result: Any = field(default=None, repr=False)
 
     @property
     def passed(self) -> bool:
@@ -148,6 +150,7 @@ def _product(target: str):
 def _add_timing(run: KernelRun, case: KernelCase, timing) -> None:
     """Modeled cycles and TFLOPS from a TimingResult (see the module docstring)."""
     product = _product(case.target)
+    run.timing_result = timing
     run.cycles = int(timing.cycles)
     run.clock_mhz = float(timing.clock_mhz)
     run.compute_units = product.compute_units
