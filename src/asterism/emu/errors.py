@@ -53,11 +53,22 @@ class EmulatorFault(EmulatorError):
 class SanitizerError(EmulatorError):
     """A missing s_waitcnt or s_nop: the result would depend on timing on real hardware.
 
-    `needed` is the fix the sanitizer proposes, e.g. "s_waitcnt vmcnt(0)" or "s_nop 3"."""
+    `needed` is the fix the sanitizer proposes, e.g. "s_waitcnt vmcnt(0)" or "s_nop 3";
+    `kind` the class of violation (a key of emu.sanitizer.KINDS), `rule` the rule broken
+    (a hazard rule's name, or a short name of the waitcnt/LDS/register rule) and `source`
+    where that rule comes from."""
 
-    def __init__(self, message: str, *, needed: str = "", **where):
+    def __init__(self, message: str, *, needed: str = "", kind: str = "", rule: str = "",
+                 source: str = "", **where):
         self.needed = needed
+        self.kind = kind
+        self.rule = rule
+        self.source = source
         super().__init__(message, **where)
+
+
+class SanitizerWarning(UserWarning):
+    """A violation the sanitizer reports in warn mode (the run goes on)."""
 
 
 class BudgetExceeded(EmulatorError):
