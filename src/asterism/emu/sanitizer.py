@@ -88,7 +88,8 @@ KINDS: dict[str, Kind] = {k.name: k for k in (
          "an instruction comes fewer wait states after the one whose result it uses than a "
          "hazard rule requires (a missing s_nop)",
          "the rule's entry in asterism.target.hazards (LLVM 22 GCNHazardRecognizer.cpp, the "
-         "CDNA3/CDNA4 ISA 'Manually Inserted Wait States' table)",
+         "CDNA3/CDNA4 ISA 'Manually Inserted Wait States' table); each report names the rule "
+         "and the LLVM check, e.g. checkReadM0Hazards",
          "none: the emulator completes each instruction before the next one issues, so the "
          "consumer reads the producer's new value (M0, EXEC, VCC, SGPR or VGPR) as if the "
          "wait states were there (hardware may use the old value)"),
