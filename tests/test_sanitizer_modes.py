@@ -154,6 +154,20 @@ def test_every_kind_documents_its_source_and_emulated_effect():
         assert rows[kind.name] == [kind.what, kind.source, kind.effect], kind.name
 
 
+def test_every_wait_state_rule_has_its_emulated_effect_documented():
+    import fnmatch
+
+    from asterism.target.hazards import RULES
+
+    doc = (ROOT / "docs" / "sanitizer.md").read_text()
+    patterns = [p.strip(" `") for line in doc.splitlines()
+                if line.startswith("| `") and line.count("|") == 4
+                for p in line.split("|")[1].split(",")]
+    for rule in RULES:
+        if not rule.clause:  # (soft clauses: kind soft_clause)
+            assert any(fnmatch.fnmatch(rule.name, p) for p in patterns), rule.name
+
+
 def test_default_mode_is_error_for_our_code_objects_and_warn_for_others():
     ours = api.compile(str(ROOT / "examples" / "demo" / "add_10.mlir"))
     assert read_code_object(ours).made_by_asterism
