@@ -329,3 +329,82 @@ def test_gemm_accumulator_stays_in_place():
     body = asm.split("for_body:")[1].split("s_cbranch_scc1")[0]
     assert body.count("v_mfma_f32_16x16x16_f16") == 1
     assert "v_mov_b32" not in body and "s_nop" not in body
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_raw_buffer_ops_on_2d_memrefs_and_sgpr_offset_in_elements(target):
+    # issue 26: the custom form of 2-D raw buffer ops did not parse, and sgprOffset was taken
+    # as bytes (MLIR: elements, scaled by the element size)
+    code = compile_file("buffers_2d.mlir", target)
+    a = RNG.standard_normal((16, 8)).astype(np.float16)
+    b = np.full((16, 8), -3.0, np.float16)
+    acc = np.zeros((4, 4), np.float32)
+    imax = np.array([[-1, 5], [-(2 ** 31), 7]], np.int32)
+    cas = np.arange(64, dtype=np.int32).reshape(16, 4)
+    cas[:, 1::2] += 5  # odd columns compare unequal: no swap
+    cas0 = cas.copy()
+    old = np.zeros((16, 4), np.int32)
+    dmax = np.full((2, 2), -1.0)
+    sh = np.zeros((4, 8), np.float32)
+    launch(code, "buffers_2d", (1, 1, 1), (64, 1, 1), [a, b, acc, imax, cas, old, dmax, sh])
+    lanes = np.arange(64)
+    want_b = np.full(16 * 8, -3.0, np.float16)
+    flat_a = a.reshape(-1)
+    for lane in lanes:  # lane l: 4 halves at [l, 0] (l < 16) or [l, 4] (past the end: dropped)
+        start = lane * 8 + (0 if lane < 16 else 4)
+        for k in range(4):
+            if start + k < 128:
+                want_b[start + k] = flat_a[start + k]
+    np.testing.assert_array_equal(b.reshape(-1), want_b)
+    want_acc = np.zeros((4, 4), np.float32)
+    want_acc[:, 3] = 16.0  # acc[q, 0] + 3 elements: acc[q, 3]
+    np.testing.assert_array_equal(acc, want_acc)
+    iv = lanes * 7 - 200
+    assert imax[1, 0] == iv.max()
+    assert imax[0, 1] == np.min(iv.astype(np.int64) & 0xFFFFFFFF).astype(np.uint32).view(np.int32)
+    assert imax[0, 0] == -1 and imax[1, 1] == 7
+    np.testing.assert_array_equal(old, cas0)
+    np.testing.assert_array_equal(cas, np.where(lanes.reshape(16, 4) % 2 == 0,
+                                                lanes.reshape(16, 4) + 1000, cas0))
+    np.testing.assert_array_equal(dmax, [[-1.0, -1.0], [-1.0, 63.0]])
+    want_sh = np.zeros((4, 8), np.float32)
+    want_sh[:, 2] = np.arange(4)
+    np.testing.assert_array_equal(sh, want_sh)
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_arith_on_vectors_and_cmpf_with_zero_on_the_right(target):
+    # issue 26: cmpf x > 0.0 failed inside the lowering; vector select (custom form), cmpf and
+    # negf on vectors and mulf on f16 vectors were not supported
+    code = compile_file("arith_vectors.mlir", target)
+    x = RNG.standard_normal(64).astype(np.float32)
+    x[::7] = 0.0
+    relu = np.full(64, -1.0, np.float32)
+    v = RNG.standard_normal((64, 4)).astype(np.float32)
+    vo = np.zeros((64, 4), np.float32)
+    h = RNG.uniform(-2, 2, (64, 4)).astype(np.float16)
+    ho = np.zeros((64, 4), np.float16)
+    hs = np.zeros((64, 4), np.float16)
+    iv = RNG.integers(-10, 20, (64, 4)).astype(np.int32)
+    io = np.zeros((64, 4), np.int32)
+    launch(code, "arith_vectors", (1, 1, 1), (64, 1, 1), [x, relu, v, vo, h, ho, hs, iv, io])
+    np.testing.assert_array_equal(relu, np.where(x > 0, x, np.float32(0)))
+    np.testing.assert_array_equal(vo, np.abs(v))
+    half = np.float16(0.5)
+    mx = np.maximum((h * h) + (-h), half)  # f16 arithmetic, rounded per operation
+    np.testing.assert_array_equal(ho, np.where(h >= half, mx, h))
+    np.testing.assert_array_equal(hs, h - half)
+    np.testing.assert_array_equal(io, np.where(iv > 5, iv, 7))
+
+
+def test_lowered_instructions_are_located_in_the_users_file():
+    # issue 26: an error a later pass found in a lowered instruction pointed into asterism's
+    # own source (the builder stamps the Python line that emitted it)
+    from xdsl.dialects.builtin import FileLineColLoc
+
+    from asterism.ir.ops import InstructionOp
+
+    module = api.optimize(api.parse(DIR / "arith_vectors.mlir"), "lower-upstream")
+    files = {op.location.filename.data for op in module.walk()
+             if isinstance(op, InstructionOp) and isinstance(op.location, FileLineColLoc)}
+    assert files == {str(DIR / "arith_vectors.mlir")}

@@ -8,6 +8,7 @@ from xdsl.dialects import arith, scf
 from xdsl.dialects.builtin import IndexType, IntegerType
 from xdsl.ir import SSAValue
 
+from asterism.frontend.dialects.arith import CmpiOp, SelectOp
 from asterism.frontend.dialects.gpu import BlockDimOp, BlockIdOp, GridDimOp
 from asterism.frontend.lowering import KernelLowering
 from asterism.frontend.values import type_bits
@@ -17,7 +18,7 @@ UNIFORM_OPS = frozenset({
     arith.ConstantOp, arith.AddiOp, arith.SubiOp, arith.MuliOp, arith.AndIOp, arith.OrIOp,
     arith.XOrIOp, arith.ShLIOp, arith.ShRUIOp, arith.ShRSIOp, arith.MaxSIOp, arith.MinSIOp,
     arith.MaxUIOp, arith.MinUIOp, arith.DivUIOp, arith.RemUIOp, arith.DivSIOp, arith.RemSIOp,
-    arith.FloorDivSIOp, arith.CeilDivSIOp, arith.CeilDivUIOp, arith.CmpiOp, arith.SelectOp,
+    arith.FloorDivSIOp, arith.CeilDivSIOp, arith.CeilDivUIOp, CmpiOp, SelectOp,
     arith.IndexCastOp, arith.ExtUIOp, arith.ExtSIOp, arith.TruncIOp,
     BlockIdOp, BlockDimOp, GridDimOp,
 })
