@@ -408,3 +408,51 @@ def test_lowered_instructions_are_located_in_the_users_file():
     files = {op.location.filename.data for op in module.walk()
              if isinstance(op, InstructionOp) and isinstance(op.location, FileLineColLoc)}
     assert files == {str(DIR / "arith_vectors.mlir")}
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_math_ops_and_gpu_shuffle(target):
+    code = compile_file("math_shuffle.mlir", target)
+    x = RNG.uniform(-4, 4, 64).astype(np.float32)
+    o = np.zeros((8, 64), np.float32)
+    h = RNG.uniform(-1, 1, (64, 2)).astype(np.float16)
+    ho = np.zeros((64, 2), np.float16)
+    s = np.zeros((10, 64), np.float32)
+    valid = np.full((10, 64), -1, np.int32)
+    launch(code, "math_shuffle", (1, 1, 1), (64, 1, 1), [x, o, h, ho, s, valid])
+    a = np.abs(x).astype(np.float64)
+    x64 = x.astype(np.float64)
+    # the transcendental unit: about 1 ulp (exp and log add the rounding of one multiply)
+    np.testing.assert_allclose(o[0], np.exp2(x64), rtol=2e-6)
+    np.testing.assert_allclose(o[1], np.exp(x64), rtol=5e-6)
+    np.testing.assert_allclose(o[2], np.log(a), rtol=5e-6, atol=1e-6)
+    np.testing.assert_allclose(o[3], np.log2(a), rtol=2e-6, atol=1e-6)
+    np.testing.assert_allclose(o[4], 1 / np.sqrt(a), rtol=2e-6)
+    np.testing.assert_allclose(o[5], np.sqrt(a), rtol=2e-6)
+    np.testing.assert_array_equal(o[6], (x64 * x64 + a).astype(np.float32))  # one rounding
+    np.testing.assert_allclose(o[7], np.exp2(x64), rtol=2e-6)
+    hf = (h.astype(np.float64) * h + h).astype(np.float16)
+    np.testing.assert_allclose(ho.astype(np.float64), np.exp2(hf.astype(np.float64)),
+                               rtol=2e-3)
+    lanes = np.arange(64)
+    np.testing.assert_array_equal(s[0], x[lanes ^ 1])
+    np.testing.assert_array_equal(s[1], x[lanes ^ 2])
+    np.testing.assert_array_equal(s[2], x[lanes ^ 8])
+    np.testing.assert_array_equal(s[3], x[lanes ^ 32])
+    seg = lanes & ~15
+    down = lanes + 3
+    ok_down = down < seg + 16
+    np.testing.assert_array_equal(s[4], np.where(ok_down, x[np.minimum(down, 63)], x))
+    up = lanes - 5
+    ok_up = up >= seg
+    np.testing.assert_array_equal(s[5], np.where(ok_up, x[np.maximum(up, 0)], x))
+    np.testing.assert_array_equal(s[6], np.full(64, x[5]))
+    np.testing.assert_array_equal(s[7], x[63 - lanes])
+    np.testing.assert_array_equal(s[8], x)  # lane ^ 32 is outside a 16-lane segment
+    ok9 = 2 * lanes < 64
+    np.testing.assert_array_equal(s[9], np.where(ok9, x[np.minimum(2 * lanes, 63)], x))
+    np.testing.assert_array_equal(valid[0], 1)
+    np.testing.assert_array_equal(valid[4], ok_down)
+    np.testing.assert_array_equal(valid[5], ok_up)
+    np.testing.assert_array_equal(valid[8], 0)
+    np.testing.assert_array_equal(valid[9], ok9)
