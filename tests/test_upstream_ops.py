@@ -260,8 +260,8 @@ KERNEL = """module {{
 
 @pytest.mark.parametrize("body, message", [
     ("      %v = vector.load %x[%l] : memref<64xf32>, vector<4xf32>\n"
-     "      %r = vector.reduction <add>, %v : vector<4xf32> into f32",
-     "vector.reduction: not supported"),
+     "      %r = vector.shuffle %v, %v [0, 5] : vector<4xf32>, vector<4xf32>",
+     "vector.shuffle: not supported"),
     ("      %v = memref.load %x[%l] : memref<64xf32>\n      %r = arith.remf %v, %v : f32",
      "arith.remf is not supported by asterism's upstream MLIR input"),
     ("      %s = arith.addi %n, %n : i64", "arith.addi: type i64 is not supported"),
@@ -456,3 +456,22 @@ def test_math_ops_and_gpu_shuffle(target):
     np.testing.assert_array_equal(valid[5], ok_up)
     np.testing.assert_array_equal(valid[8], 0)
     np.testing.assert_array_equal(valid[9], ok9)
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_vector_reduction_within_a_lane(target):
+    code = compile_file("reduction.mlir", target)
+    x = RNG.standard_normal((64, 8)).astype(np.float32)
+    h = RNG.standard_normal((64, 4)).astype(np.float16)
+    i = RNG.integers(0, 1 << 30, (64, 4)).astype(np.int32)
+    o = np.zeros((3, 64), np.float32)
+    oi = np.zeros(64, np.int32)
+    launch(code, "reduction", (1, 1, 1), (64, 1, 1), [x, h, i, o, oi])
+    mx = x.max(axis=1)
+    np.testing.assert_array_equal(o[0], mx)
+    # pairwise order: ((x0+x1)+(x2+x3)) + ((x4+x5)+(x6+x7)), then the accumulator
+    pairs = x[:, 0::2] + x[:, 1::2]
+    quads = pairs[:, 0::2] + pairs[:, 1::2]
+    np.testing.assert_array_equal(o[1], (quads[:, 0] + quads[:, 1]) + mx)
+    np.testing.assert_array_equal(o[2], h.min(axis=1).astype(np.float32))
+    np.testing.assert_array_equal(oi, i[:, 0] ^ i[:, 1] ^ i[:, 2] ^ i[:, 3])
