@@ -1,7 +1,7 @@
 """Reading upstream MLIR: the parsing context of upstream input (builtin, func, arith, scf,
-memref, vector, gpu, amdgpu, rocdl and amdgcn, so one file may hold both kinds of kernels),
-`parse_upstream` (located errors, xDSL's verification at the failing op), and whether text or
-a module holds upstream kernels.
+memref, vector, gpu, amdgpu, rocdl, math, cf and amdgcn, so one file may hold both kinds of
+kernels), `parse_upstream` (located errors, xDSL's verification at the failing op), and whether
+text or a module holds upstream kernels.
 
 An op outside the defined subset is a parse error naming the op and its location (an op of
 another chip generation says which one). Both the custom form mlir-opt-22 prints and its
@@ -19,18 +19,26 @@ from asterism.frontend.dialects.gpu import GPU, ROCDL, GpuModuleOp
 
 def make_upstream_context() -> Context:
     """The context upstream input is parsed in (amdgcn too: a file may mix both)."""
+    from xdsl.dialects.builtin import Builtin
+    from xdsl.dialects.cf import Cf
+    from xdsl.dialects.func import Func
+    from xdsl.dialects.math import Math
     from xdsl.dialects.memref import MemRef
     from xdsl.dialects.scf import Scf
     from xdsl.dialects.vector import Vector
 
     from asterism.frontend.dialects.amdgpu import AMDGPU
+    from asterism.frontend.dialects.arith import upstream_arith
     from asterism.frontend.dialects.vector import VECTOR_EXTRA_OPS
-    from asterism.ir.dialect import make_context
+    from asterism.ir.dialect import AMDGCN
 
-    ctx = make_context()
+    # (asterism.ir.dialect.make_context's dialects, with the arith ops MLIR 22 writes on
+    # vectors in place of xDSL's)
+    ctx = Context()
     vector = Dialect("vector", list(Vector.operations) + VECTOR_EXTRA_OPS,
                      list(Vector.attributes))
-    for dialect in (Scf, MemRef, vector, GPU, AMDGPU, ROCDL):
+    for dialect in (Builtin, upstream_arith(), Func, AMDGCN, Scf, MemRef, vector, GPU, AMDGPU,
+                    ROCDL, Math, Cf):
         ctx.load_dialect(dialect)
     return ctx
 

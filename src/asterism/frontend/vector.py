@@ -1,6 +1,6 @@
 """Lowering of the upstream `vector` ops: loads and stores (split in 16-byte accesses),
-static extract/insert, broadcast, from_elements, bitcast, unit-stride
-extract_strided_slice, f32 fma and in-lane reductions, on vectors packed little-endian in consecutive registers."""
+static extract/insert, broadcast, from_elements, bitcast, unit-stride extract_strided_slice,
+f32 fma and in-lane reductions, on vectors packed little-endian in consecutive registers."""
 
 from __future__ import annotations
 
