@@ -475,3 +475,21 @@ def test_vector_reduction_within_a_lane(target):
     np.testing.assert_array_equal(o[1], (quads[:, 0] + quads[:, 1]) + mx)
     np.testing.assert_array_equal(o[2], h.min(axis=1).astype(np.float32))
     np.testing.assert_array_equal(oi, i[:, 0] ^ i[:, 1] ^ i[:, 2] ^ i[:, 3])
+
+
+def test_host_code_beside_the_gpu_module_is_skipped_with_a_note(tmp_path):
+    from asterism.frontend.parse import HostCodeSkipped
+
+    with pytest.warns(HostCodeSkipped, match=r"host function @main \(gpu.launch_func\) "
+                                             "skipped") as notes:
+        code = compile_file("host_code.mlir", "gfx942")
+    assert notes[0].filename == str(DIR / "host_code.mlir") and notes[0].lineno == 12
+    out = np.zeros(64, np.float32)
+    launch(code, "fill", (1, 1, 1), (64, 1, 1), [out])
+    np.testing.assert_array_equal(out, 3.0)
+    # the CLI: exit 0, the note on stderr at the user's line
+    res = subprocess.run([sys.executable, "-m", "asterism.cli", "compile",
+                          str(DIR / "host_code.mlir"), "-o", str(tmp_path / "h.hsaco")],
+                         capture_output=True, text=True)
+    assert res.returncode == 0, res.stderr
+    assert "host_code.mlir:12: HostCodeSkipped: note: host function @main" in res.stderr

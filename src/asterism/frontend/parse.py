@@ -110,6 +110,34 @@ def verify_upstream(module) -> None:
             raise VerifyError(f"{op.name}: {str(err).splitlines()[0]}", where) from None
 
 
+class HostCodeSkipped(UserWarning):
+    """A note: host code (a function launching kernels) beside a gpu.module was skipped."""
+
+
+def skip_host_code(module: BuiltinModuleOp) -> None:
+    """Drop the top-level functions that launch kernels (`gpu.launch_func`: host code), each
+    with a note: asterism compiles the gpu.module's kernels, launched by asterism.launch."""
+    import warnings
+
+    from xdsl.dialects.func import FuncOp
+
+    from asterism.ir.ops import op_location
+
+    for op in list(module.ops):
+        if isinstance(op, FuncOp) and any(inner.name == "gpu.launch_func"
+                                          for inner in op.walk()):
+            where = op_location(op)
+            # (located at the user's file, not at asterism's line that warns)
+            warnings.warn_explicit(
+                f"note: host function @{op.sym_name.data} (gpu.launch_func) skipped: asterism "
+                "compiles the gpu.module's kernels only (launch them with asterism.launch or "
+                "`asterism run`)", HostCodeSkipped,
+                where.file if where is not None else "<input>",
+                where.line if where is not None else 0)
+            op.detach()
+            op.erase(safe_erase=False)
+
+
 def parse_upstream(text: str, filename: str = "<input>", verify: bool = True
                    ) -> BuiltinModuleOp:
     """Parse upstream MLIR text (amdgcn modules beside it included); errors are ParseError
@@ -117,6 +145,7 @@ def parse_upstream(text: str, filename: str = "<input>", verify: bool = True
     from asterism.ir.text import parse_text
 
     module = parse_text(text, filename, make_upstream_context(), unsupported_op_message)
+    skip_host_code(module)
     if verify:
         from asterism.ir.dominance import check_dominance
         from asterism.ir.verify import verify_module
@@ -127,5 +156,6 @@ def parse_upstream(text: str, filename: str = "<input>", verify: bool = True
     return module
 
 
-__all__ = ["has_upstream", "is_upstream_text", "make_upstream_context", "max_vector_bits",
-           "parse_upstream", "vector_bits", "verify_upstream"]
+__all__ = ["HostCodeSkipped", "has_upstream", "is_upstream_text", "make_upstream_context",
+           "max_vector_bits", "parse_upstream", "skip_host_code", "vector_bits",
+           "verify_upstream"]

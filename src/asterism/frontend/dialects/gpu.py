@@ -332,10 +332,51 @@ class ShuffleOp(IRDLOperation):
         printer.print_attribute(self.value.type)
 
 
-# Host-side gpu ops: a file may hold the host code launching its kernels beside the
-# gpu.module; asterism compiles the device code only and skips these (with a note).
-HOST_OPS = ("gpu.launch_func", "gpu.launch", "gpu.alloc", "gpu.dealloc", "gpu.memcpy",
-            "gpu.memset", "gpu.wait", "gpu.host_register", "gpu.host_unregister")
+@irdl_op_definition
+class LaunchFuncOp(IRDLOperation):
+    """`gpu.launch_func @mod::@kernel blocks in (..) threads in (..) args(%a : T, ..)`: host
+    code launching a kernel. asterism compiles device code only: the host function holding it
+    is skipped (asterism.frontend.lower); this definition only reads it."""
+
+    name = "gpu.launch_func"
+    args = var_operand_def()
+    kernel = prop_def(Attribute)
+
+    @classmethod
+    def parse(cls, parser: Parser) -> LaunchFuncOp:
+        """`(async)? ([deps])? (<%obj : T>)? @m::@k (clusters in (..))? blocks in (..)
+        threads in (..) (: T)? (dynamic_shared_memory_size %s)? (args(%a : T, ..))?
+        attr-dict` (the operands are kept in order, their roles are not)."""
+        operands = []
+        if parser.parse_optional_keyword("async") is not None:
+            parser.raise_error("gpu.launch_func: the async form is not supported (asterism "
+                               "skips host code; write the launch synchronously)")
+        if parser.parse_optional_punctuation("[") is not None:
+            parser.raise_error("gpu.launch_func: async dependencies are not supported")
+        kernel = parser.parse_attribute()
+        index = IndexType()
+        for word in ("clusters", "blocks", "threads"):
+            if parser.parse_optional_keyword(word) is None:
+                if word == "clusters":
+                    continue
+                parser.raise_error(f"gpu.launch_func: expected `{word} in (...)`")
+            parser.parse_keyword("in")
+            names = parser.parse_comma_separated_list(parser.Delimiter.PAREN,
+                                                      parser.parse_unresolved_operand)
+            dim_t = parser.parse_type() if parser.parse_optional_punctuation(":") else index
+            operands += [parser.resolve_operand(n, dim_t) for n in names]
+        if parser.parse_optional_keyword("dynamic_shared_memory_size") is not None:
+            operands.append(parser.resolve_operand(parser.parse_unresolved_operand(),
+                                                   IntegerType(32)))
+        if parser.parse_optional_keyword("args") is not None:
+            def arg():
+                name = parser.parse_unresolved_operand()
+                parser.parse_punctuation(":")
+                return parser.resolve_operand(name, parser.parse_type())
+
+            operands += parser.parse_comma_separated_list(parser.Delimiter.PAREN, arg)
+        attrs = parser.parse_optional_attr_dict()
+        return cls.create(operands=operands, properties={"kernel": kernel}, attributes=attrs)
 
 
 @irdl_attr_definition
@@ -375,7 +416,7 @@ class RocdlTargetAttr(ParametrizedAttribute):
 ROCDL = Dialect("rocdl", [], [RocdlTargetAttr])
 
 GPU = Dialect("gpu", [GpuModuleOp, GpuFuncOp, ThreadIdOp, BlockIdOp, BlockDimOp, GridDimOp,
-                      LaneIdOp, GpuBarrierOp, GpuReturnOp, ShuffleOp],
+                      LaneIdOp, GpuBarrierOp, GpuReturnOp, ShuffleOp, LaunchFuncOp],
               [DimensionAttr, GpuAddressSpaceAttr, ShuffleModeAttr])
 
 
@@ -394,6 +435,6 @@ def memref_space(t: MemRefType) -> str:
 
 
 __all__ = ["GPU", "ROCDL", "BlockDimOp", "BlockIdOp", "GpuBarrierOp", "GpuFuncOp", "GpuModuleOp",
-           "GpuReturnOp", "GridDimOp", "HOST_OPS", "LaneIdOp", "RocdlTargetAttr", "ShuffleOp",
+           "GpuReturnOp", "GridDimOp", "LaneIdOp", "LaunchFuncOp", "RocdlTargetAttr", "ShuffleOp",
            "ThreadIdOp",
            "memref_space"]
