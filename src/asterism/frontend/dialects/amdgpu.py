@@ -651,14 +651,17 @@ class ScaledMFMAOp(IRDLOperation):
     def parse(cls, parser: Parser) -> ScaledMFMAOp:
         """`MxNxK (%sa[i] * %a) * (%sb[j] * %b) + %c attr-dict : tsa, ta, tsb, tb, tc`."""
         props = _parse_mnk(parser)
-        if not props:
-            parser.raise_error("amdgpu.scaled_mfma: expected MxNxK (e.g. 16x16x128)")
         sa, ia, a = _parse_scaled_source(parser)
         parser.parse_punctuation("*")
         sb, ib, b = _parse_scaled_source(parser)
         parser.parse_punctuation("+")
         c = parser.parse_unresolved_operand()
         attrs = dict(parser.parse_optional_attr_dict())
+        # (before MLIR 22: m, n, k in the attribute dictionary)
+        props.update(_split_props(attrs, ("m", "n", "k")))
+        if len(props) != 3:
+            parser.raise_error("amdgpu.scaled_mfma: expected MxNxK (e.g. 16x16x128) or m/n/k "
+                               "attributes")
         parser.parse_punctuation(":")
         tsa, ta, tsb, tb, tc = _types(parser, 5)
         props["scalesIdxA"] = IntegerAttr(ia, i32)
