@@ -63,7 +63,7 @@ def _import_graph():
 # Ops added since (issue 26: upstream input as people write it).
 ADDED = {
     "gpu.shuffle", "math.absf", "math.exp", "math.exp2", "math.fma", "math.log", "math.log2",
-    "math.rsqrt", "math.sqrt", "vector.reduction",
+    "math.rsqrt", "math.sqrt", "scf.while", "vector.reduction",
 }
 
 

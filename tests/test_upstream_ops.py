@@ -274,6 +274,12 @@ KERNEL = """module {{
      "vector<4xf32>", "amdgpu.wmma: WMMA exists only on RDNA"),
     ("      %c3 = arith.constant 3 : index\n      %q = arith.divui %l, %c3 : index",
      "arith.divui: divides by a value that is not a constant power of two"),
+    ("      %c1 = arith.constant 1 : index\n"
+     "      %r = scf.while (%i = %l) : (index) -> index {\n"
+     "        %go = arith.cmpi ult, %i, %c1 : index\n"
+     "        scf.condition(%go) %i : index\n"
+     "      } do {\n      ^bb0(%j: index):\n        scf.yield %j : index\n      }",
+     "scf.while: the condition differs between lanes"),
 ])
 def test_unsupported_input_is_an_error_with_location(body, message):
     err = _error(KERNEL.format(body=body))
@@ -493,3 +499,20 @@ def test_host_code_beside_the_gpu_module_is_skipped_with_a_note(tmp_path):
                          capture_output=True, text=True)
     assert res.returncode == 0, res.stderr
     assert "host_code.mlir:12: HostCodeSkipped: note: host function @main" in res.stderr
+
+
+@pytest.mark.parametrize("target", TARGETS)
+@pytest.mark.parametrize("n", [0, 1, 100])
+def test_scf_while_on_a_uniform_condition(target, n):
+    code = compile_file("while.mlir", target)
+    x = RNG.standard_normal(64).astype(np.float32)
+    o = np.full(64, -1.0, np.float32)
+    trips = np.full(1, -1, np.int32)
+    launch(code, "while_loop", (1, 1, 1), (64, 1, 1), [x, o, trips, np.int32(n)])
+    want = np.zeros(64, np.float32)
+    i, t = 1, 0
+    while i < n:
+        want = want + x * np.float32(i)
+        i, t = i * 2, t + 1
+    np.testing.assert_array_equal(o, want)
+    assert trips[0] == t

@@ -54,6 +54,19 @@ def divergent_values(func_op) -> set:
                             or not _scalar_int(arg.type)):
                         mark(arg)
                         mark(res)
+            elif isinstance(op, scf.WhileOp):
+                before = op.before_region.blocks[0]
+                after = op.after_region.blocks[0]
+                cond = before.last_op
+                yielded = after.last_op.operands
+                for k, (init, arg) in enumerate(zip(op.arguments, before.args)):
+                    if init in div or yielded[k] in div or not _scalar_int(arg.type):
+                        mark(arg)
+                for k, (arg, res) in enumerate(zip(after.args, op.res)):
+                    if cond.args[k] in div or cond.condition in div or \
+                            not _scalar_int(arg.type):
+                        mark(arg)
+                        mark(res)
             elif isinstance(op, scf.IfOp):
                 yields = [r.blocks[0].last_op for r in op.regions if r.blocks]
                 for k, res in enumerate(op.results):
