@@ -32,3 +32,16 @@ def test_flash_attention_matches_numpy(target):
     want = (p / p.sum(axis=1, keepdims=True)) @ v.astype(np.float64)
     # P is rounded to f16 for the second MFMA (as flash attention kernels do)
     np.testing.assert_allclose(o, want, rtol=0, atol=2e-3)
+
+
+@pytest.mark.llvm
+def test_flash_attention_custom_and_generic_forms_give_the_same_code_object(mlir_opt):
+    import subprocess
+
+    text = (EXAMPLES / "flash_attention.mlir").read_text()
+    forms = [subprocess.run([mlir_opt, *flags, "-"], input=text, capture_output=True,
+                            text=True, check=True).stdout
+             for flags in ([], ["--mlir-print-op-generic"])]
+    assert '"amdgpu.mfma"' in forms[1] and '"gpu.shuffle"' in forms[1]
+    custom, generic = (asterism.compile(api.parse(f)) for f in forms)
+    assert custom == generic
