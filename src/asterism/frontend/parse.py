@@ -27,7 +27,7 @@ def make_upstream_context() -> Context:
     from asterism.frontend.dialects.vector import VECTOR_EXTRA_OPS
     from asterism.ir.dialect import make_context
 
-    ctx = make_context()
+    ctx = make_context(loops=False)  # (xDSL's scf: upstream loops count in index)
     vector = Dialect("vector", list(Vector.operations) + VECTOR_EXTRA_OPS,
                      list(Vector.attributes))
     for dialect in (Scf, MemRef, vector, GPU, AMDGPU, ROCDL):
