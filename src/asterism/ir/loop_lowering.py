@@ -38,7 +38,6 @@ from asterism.ir.types import REGISTER_TYPES, RegisterType, SGPRType, TokenType
 from asterism.ir.verify import match_instruction
 from asterism.isa import get_isa
 
-
 _MOVES = {"v": "v_mov_b32", "s": "s_mov_b32", "a": "v_accvgpr_mov_b32"}
 _WIDE_MOVES = {("v", 2): "v_mov_b64", ("s", 2): "s_mov_b64"}
 

@@ -32,9 +32,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import ClassVar
 
-from xdsl.dialects import arith, scf
-from xdsl.dialects.builtin import IndexType, IntegerAttr, StringAttr
-from xdsl.ir import Attribute, Block, Dialect, Operation, Region, SSAValue
+from xdsl.dialects import scf
+from xdsl.dialects.builtin import IndexType
+from xdsl.ir import Attribute, Dialect, Operation, Region, SSAValue
 from xdsl.irdl import (
     IRDLOperation,
     VarConstraint,
@@ -54,22 +54,6 @@ from xdsl.printer import Printer
 from xdsl.traits import RecursiveMemoryEffect, SingleBlockImplicitTerminator
 from xdsl.utils.exceptions import VerifyException
 
-from asterism.errors import VerifyError
-from asterism.ir.ops import (
-    AllocaOp,
-    BranchOp,
-    FallthroughOp,
-    InstructionOp,
-    KernelOp,
-    SOP1Op,
-    SOP2Op,
-    SOPCOp,
-    SOPKOp,
-    SplitRegisterRangeOp,
-    VOP1Op,
-    close_blocks,
-    op_location,
-)
 from asterism.ir.types import REGISTER_TYPES, RegisterType, SGPRType, TokenType, type_text
 
 COPY_ATTR = "loops.copy"  # marks the copies the lowering adds (entry, latch, branch)

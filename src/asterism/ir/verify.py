@@ -607,11 +607,17 @@ def check_next_block(op: Operation, dest: Block, what: str) -> None:
 
 
 def check_wait(op: WaitOp) -> None:
-    """Every token of an amdgcn.wait comes from a memory instruction."""
+    """Every token of an amdgcn.wait comes from a memory instruction (or is carried: a loop's
+    or an scf.if's token, a token variable; see ir.loops)."""
     for k, tok in enumerate(op.tokens):
         owner = tok.owner
-        if not isinstance(owner, InstructionOp) or owner.token is not tok:
-            raise error_at(op, f"operand #{k} is not the token result of a memory instruction")
+        if isinstance(owner, InstructionOp) and owner.token is tok:
+            continue
+        if isinstance(tok, BlockArgument) and isinstance(owner.parent_op(), STRUCTURED_OPS):
+            continue  # (scf.for's iter_arg: owner is the body block)
+        if isinstance(owner, (*STRUCTURED_OPS, *TOKEN_VAR_OPS)):
+            continue
+        raise error_at(op, f"operand #{k} is not the token result of a memory instruction")
 
 
 _ABI_WIDTH = {WorkgroupIdOp: 1, WorkitemIdOp: 1}
