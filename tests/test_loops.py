@@ -330,3 +330,90 @@ def test_builder_errors():
     with pytest.raises(VerifyError, match="an int or an SGPR"):
         with KernelBuilder("k").loop(0, 2.5):
             pass
+
+
+# --- software pipelining (passes/stages.py) ----------------------------------------------------
+
+THREE_STAGE = "tests/data/loops/three_stage.mlir"
+
+
+def _three_stage_text() -> str:
+    from pathlib import Path
+
+    return (Path(__file__).parent.parent / THREE_STAGE).read_text()
+
+
+@pytest.mark.parametrize("target", TARGETS)
+@pytest.mark.parametrize("n", [0, 1, 2, 3, 7])
+def test_three_stage_pipeline_matches_numpy(target, n):
+    text = _three_stage_text().replace('"gfx942"', f'"{target}"')
+    rows = max(n, 1)
+    x = np.random.default_rng(n).standard_normal(64 * rows).astype(np.float32)
+    out = np.zeros(64 * rows, np.float32)
+    with pytest.warns(UserWarning, match="copy kept"):  # (the data of loads in flight)
+        code = asterism.compile(parse_ir(text), pipeline="auto")
+    asterism.launch(code, "three_stage", args=[x, out, n], block=(64, 1, 1), backend="emu")
+    np.testing.assert_array_equal(out[:64 * n], 2 * x[:64 * n])
+
+
+def test_three_stage_structure():
+    # ASTER's scf-pipeline-three-stage: prologue section 0 = load(0); section 1 = load(1),
+    # wait+compute(0); a kernel loop with the cross-stage values as iter_args (token, data,
+    # address twice: it is used two stages later, computed value); epilogue section 1 =
+    # wait+compute(N-1), store(N-2); section 2 = store(N-1). The trip count is known at
+    # launch only: a guard runs the loop as written when it is shorter than 2.
+    module = api.optimize(parse_ir(_three_stage_text()), "scf-pipeline")
+    lines = [s.strip() for s in print_ir(module).splitlines()]
+    guard = next(k for k, s in enumerate(lines) if s.startswith("scf.if"))
+    kernel = next(k for k, s in enumerate(lines) if "scf.for" in s)
+    end = next(k for k in range(kernel, len(lines)) if lines[k].startswith("scf.yield"))
+    other = next(k for k, s in enumerate(lines) if s.startswith("} else {"))
+
+    def kinds(part):
+        return [w for s in part for w in ("global_load_dword", "amdgcn.wait", "v_add_f32",
+                                          "global_store_dword") if w in s]
+    assert kinds(lines[guard:kernel]) == ["global_load_dword", "global_load_dword",
+                                          "amdgcn.wait", "v_add_f32"]
+    assert "iter_args(" in lines[kernel] and lines[kernel].count(" = %") == 6  # iv + 5
+    assert ("-> (!amdgcn.token, !amdgcn.vgpr, !amdgcn.vgpr, !amdgcn.vgpr, !amdgcn.vgpr)"
+            in lines[kernel])
+    assert kinds(lines[kernel:end]) == ["global_load_dword", "amdgcn.wait", "v_add_f32",
+                                        "global_store_dword"]
+    assert kinds(lines[end:other]) == ["amdgcn.wait", "v_add_f32", "global_store_dword",
+                                       "global_store_dword"]
+    assert kinds(lines[other:]) == ["global_load_dword", "amdgcn.wait", "v_add_f32",
+                                    "global_store_dword"]  # the loop as written
+    assert not any("sched.stage" in s for s in lines[guard:other])
+
+
+def test_stage_error_names_the_op():
+    text = _three_stage_text().replace(
+        "amdgcn.wait %tok {sched.stage = 1 : i32}", "amdgcn.wait %tok {sched.stage = 0 : i32}"
+    ).replace("%px {sched.stage = 0 : i32}", "%px {sched.stage = 1 : i32}")
+    with pytest.raises(VerifyError, match=r"amdgcn.wait: operand #0 is made in stage 1 .* "
+                                          r"used here in stage 0"):
+        api.optimize(parse_ir(text, "three.mlir"), "scf-pipeline")
+
+
+def test_short_constant_loop_is_not_pipelined():
+    text = _three_stage_text().replace("scf.for %i = %lo to %n step", "scf.for %i = %lo to "
+                                       "%two step").replace(
+        "%st = amdgcn.sop1", "%two = amdgcn.sop1 s_mov_b32 %s1, %c2 : (!amdgcn.sgpr, i32) -> "
+        "!amdgcn.sgpr\n    %st = amdgcn.sop1")
+    text = text.replace("%two = amdgcn.sop1 s_mov_b32 %s1", "%two = amdgcn.sop1 s_mov_b32 %s0")
+    module = api.optimize(parse_ir(text), "scf-pipeline")
+    printed = print_ir(module)
+    assert printed.count("scf.for") == 1 and "scf.if" not in printed
+    assert "sched.stage" not in printed
+
+
+def test_three_stage_kernel_waits_for_the_previous_load_only():
+    # In the kernel loop the stage-1 wait names the load issued one trip earlier; the load
+    # of this trip is in flight: vmcnt(1) (a wait of 0 would serialize the pipeline).
+    with pytest.warns(UserWarning, match="copy kept"):
+        asm = asterism.translate(parse_ir(_three_stage_text()), pipeline="auto")
+    body = _asm_body(asm)
+    head = next(k for k, s in enumerate(body) if s.endswith("_bb2:"))
+    loop = body[head + 1:next(k for k, s in enumerate(body) if s.startswith("s_cbranch_scc1"))]
+    assert loop[2].startswith("global_load_dword") and loop[3] == "s_waitcnt vmcnt(1)"
+    assert loop[4].startswith("v_add_f32")

@@ -200,8 +200,7 @@ class _Lowering:
         assert isinstance(yield_op, scf.YieldOp)
         values = list(yield_op.arguments)
         block.erase_op(yield_op)
-        for value, y in zip(carried, values):
-            self.carry(value, y, block, loc)
+        self.carry_all(carried, values, block, loc)
         step = _make(SOP2Op, "s_add_u32", [iv0, iv0, op.step], loc)
         cmp = _make(SOPCOp, "s_cmp_lt_i32", [step.results[0], op.ub], loc, results=False)
         back = BranchOp("s_cbranch_scc1", block, exit_)
@@ -221,16 +220,51 @@ class _Lowering:
             pre.insert_op_before(jump, op)
         pre.erase_op(op)
 
-    def carry(self, value: SSAValue, y: SSAValue, block: Block, loc) -> None:
-        """Make the end of `block` leave `y` where the carried `value` lives."""
+    def _identity(self, v: SSAValue) -> SSAValue:
+        """What a carried value is stored in: its register chain's root, or the token
+        variable itself."""
+        return v if isinstance(v.type, TokenType) else self.root(v)
+
+    def carry_all(self, carried: list[SSAValue], values: list[SSAValue], block: Block,
+                  loc) -> None:
+        """Make the end of `block` leave each yielded value where its carried value lives.
+        The moves happen at once (a yield may name another carried value, which must be read
+        before it is overwritten): they are ordered so, through a temporary on a cycle."""
+        moves = [(c, y) for c, y in zip(carried, values)
+                 if isinstance(c.type, TokenType) or (
+                     y is not c and self.root(y) is not self.root(c))]
+        latch_reads = {self._identity(y) for _c, y in moves if y in carried}
+        moves = [(c, y) for c, y in moves if isinstance(c.type, TokenType) or
+                 self._identity(c) in latch_reads or not self._reroot(c, y, block)]
+        while moves:
+            reads = {self._identity(y) for _c, y in moves}
+            ready = next((m for m in moves if self._identity(m[0]) not in reads
+                          or self._identity(m[0]) is self._identity(m[1])), None)
+            if ready is None:  # a cycle: park one source in a temporary
+                c, y = moves[0]
+                moves[0] = (c, self._park(y, block, loc))
+                continue
+            moves.remove(ready)
+            self.move(ready[0], ready[1], block, loc)
+
+    def _park(self, y: SSAValue, block: Block, loc) -> SSAValue:
+        if isinstance(y.type, TokenType):
+            var = TokenVarOp(y)
+            var.location = loc
+            block.add_op(var)
+            return var.result
+        t: RegisterType = y.type  # type: ignore[assignment]
+        alloca = AllocaOp(REGISTER_TYPES[t.KIND].relocatable(t.width, t.alignment))
+        alloca.location = loc
+        block.add_op(alloca)
+        return self.copy_into(alloca.results[0], y, block, None, "latch", loc)
+
+    def move(self, value: SSAValue, y: SSAValue, block: Block, loc) -> None:
+        """At the end of `block`: the carried `value`'s place receives `y`."""
         if isinstance(value.type, TokenType):
             setter = TokenSetOp(value, y)
             setter.location = loc
             block.add_op(setter)
-            return
-        if y is value or self.root(y) is self.root(value):
-            return
-        if self._reroot(value, y, block):
             return
         dest = self.root(value)
         if not isinstance(dest.owner, AllocaOp) or dest.type != value.type:
@@ -345,7 +379,7 @@ def _operands_deep(op: Operation):
                 yield from _operands_deep(inner)
 
 
-def _constant(value: SSAValue) -> int | None:
+def constant_of(value: SSAValue) -> int | None:
     """The integer an SGPR holds when it was set by s_mov_b32/s_movk_i32 of a constant."""
     owner = value.owner
     if isinstance(owner, SOP1Op | SOPKOp) and owner.mnemonic_text in ("s_mov_b32",
@@ -359,7 +393,7 @@ def _constant(value: SSAValue) -> int | None:
 
 
 def _runs_once(lb: SSAValue, ub: SSAValue) -> bool:
-    lo, hi = _constant(lb), _constant(ub)
+    lo, hi = constant_of(lb), constant_of(ub)
     return lo is not None and hi is not None and lo < hi
 
 
@@ -403,4 +437,4 @@ def drop_coalesced_copies(kernel: KernelOp) -> list[str]:
 
 
 
-__all__ = ["drop_coalesced_copies", "lower_structured", "lower_structured_module"]
+__all__ = ["constant_of", "drop_coalesced_copies", "lower_structured", "lower_structured_module"]

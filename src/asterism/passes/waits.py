@@ -216,8 +216,11 @@ class WaitState:
     def issue(self, index: int, kind: MemKind) -> None:
         """Record a memory instruction that issues now."""
         me: ItemId = (index, "op")
-        if me in self.items and any(me in b for b in self.bindings.values()):
-            self._keep_older(me)
+        if any(me in b for b in self.bindings.values()):
+            if me in self.items:
+                self._keep_older(me)
+            else:  # (the instance a token variable names is complete: not the new one)
+                self.bindings = {k: b - {me} for k, b in self.bindings.items()}
         if kind.members:
             members = set(kind.members)
             for reqs in self.items.values():
