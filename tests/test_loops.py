@@ -417,3 +417,38 @@ def test_three_stage_kernel_waits_for_the_previous_load_only():
     loop = body[head + 1:next(k for k, s in enumerate(body) if s.startswith("s_cbranch_scc1"))]
     assert loop[2].startswith("global_load_dword") and loop[3] == "s_waitcnt vmcnt(1)"
     assert loop[4].startswith("v_add_f32")
+
+
+GEMM_KLOOP = "tests/data/loops/gemm_kloop.mlir"
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_gemm_k_loop_in_stages_matches_numpy(target):
+    # The K loop written as IR text with sched.stage: stage 0 loads the fragments of step
+    # k, stage 1 multiplies those of step k-1 into the accumulator.
+    from pathlib import Path
+
+    text = (Path(__file__).parent.parent / GEMM_KLOOP).read_text()
+    text = text.replace('"gfx942"', f'"{target}"')
+    m = n = 32
+    k = 128
+    rng = np.random.default_rng(0)
+    a = rng.standard_normal((m, k)).astype(np.float16)
+    b = rng.standard_normal((k, n)).astype(np.float16)
+    c = np.zeros((m, n), np.float32)
+    with pytest.warns(UserWarning, match="copy kept"):
+        code = asterism.compile(parse_ir(text), pipeline="auto")
+    asterism.launch(code, "gemm_kloop", grid=(2, 2, 1), block=(64, 1, 1),
+                    args=[a, np.ascontiguousarray(b.T), c], backend="emu")
+    want = a.astype(np.float64) @ b.astype(np.float64)
+    np.testing.assert_allclose(c, want, rtol=1e-5, atol=1e-3 * np.abs(want).max())
+    # prologue: the loads of step 0; kernel: loads of step k, then the MFMA of step k-1
+    # once only the two new loads are in flight; epilogue: the last MFMA.
+    body = _asm_body(asterism.translate(parse_ir(text), pipeline="auto"))
+    head = next(i for i, s in enumerate(body) if s.endswith("_bb1:"))
+    loop = [s.split()[0] for s in body[head + 1:head + 7]]
+    assert loop == ["global_load_dwordx2", "global_load_dwordx2", "v_add_u32", "v_add_u32",
+                    "s_waitcnt", "v_mfma_f32_16x16x16_f16"]
+    assert body[head + 5] == "s_waitcnt vmcnt(2)"
+    assert sum(s.startswith("v_mfma") for s in body) == 2
+    assert [s.split()[0] for s in body[:head]].count("global_load_dwordx2") == 2

@@ -274,6 +274,8 @@ class _Pipeliner:
             return env[key]
         if (v, it) in env:
             return env[(v, it)]
+        if kind == "abs" and n < 0 and v in self.yields:
+            return self.loop.iter_args[self.yields.index(v)]  # before the first iteration
         t = self.def_stage(v)
         if kind != "abs" and (v, n - t) in slots:
             return slots[(v, n - t)]
