@@ -82,7 +82,7 @@ def text_of(plan: _Plan) -> TextOfWord:
     return fn
 
 
-def _full_text(plan: _Plan) -> TextOfWord:
+def full_text(plan: _Plan) -> TextOfWord:
     """The text through the instruction: build, then print."""
     def text(value: int, extra: int | None, literal: int | None,
              prefix: _Word | None) -> str | None:
@@ -252,7 +252,7 @@ _TAIL_MAKERS = {_mods_buffer: _buffer_tail, _mods_ds: _ds_tail, _mods_flat: _fla
 
 
 def _compile_text(plan: _Plan) -> TextOfWord:
-    full = _full_text(plan)
+    full = full_text(plan)
     env: dict[str, object] = {"full": full}
     body = text_code(plan, env, bail="return full(value, extra, literal, prefix)",
                      invalid="return None")

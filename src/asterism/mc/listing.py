@@ -26,7 +26,7 @@ from asterism.mc.codeobject.elf import (
     ElfFile,
     parse_elf,
 )
-from asterism.mc.decoded_text import text_code, text_of
+from asterism.mc.decoded_text import full_text, text_code, text_of
 from asterism.mc.decoder import (
     DecodedInst,
     PlanDispatch,
@@ -278,11 +278,16 @@ def _compile_line(plan) -> Callable[..., int]:
     The text as decoded_text's text function makes it, in one generated function with the
     decoder's literal test and the line's layout."""
     form = plan.form
-    env: dict[str, object] = {}
-    body = text_code(plan, env, bail="return -1", invalid="return -1")
-    if body is None or _LABEL_SLOTS(form) or plan.literal_fields is None:
+    if _LABEL_SLOTS(form) or plan.literal_fields is None:
         return _refuse
     n = FORMATS[form.format].size >> 2
+    # (the words the table path cannot print, through the instruction: what _list_one
+    # prints for them, without locating them again)
+    env: dict[str, object] = {"slow": _slow_line(full_text(plan), n)}
+    bail = "return slow(value, literal, k, base, hexed, append)"
+    body = text_code(plan, env, bail=bail, invalid="return -1")
+    if body is None:
+        body = [f"    {bail}"]
     lines = ["def line(words, k, base, hexed, append):",
              "    value = words[k]" if n == 1 else "    value = words[k] | words[k + 1] << 32"]
     if short_vop(plan):
@@ -313,6 +318,23 @@ def _compile_line(plan) -> Callable[..., int]:
     source = "\n".join(lines) + "\n"
     exec(compile_cached(source, f"<listing line of {form.mc_name or plan.mnemonic}>"), env)
     return env["line"]  # type: ignore[return-value]
+
+
+def _slow_line(text: Callable[..., str | None], n: int) -> Callable[..., int]:
+    """The line function's path for words of its plan that the table path cannot print
+    (text(value, None, literal, None) is the plan's text through the instruction; `n` its
+    dwords without the literal): -1 for a word the form cannot have."""
+
+    def slow(value: int, literal: int | None, k: int, base: int, hexed: str, append) -> int:
+        line_text = text(value, None, literal, None)
+        if line_text is None:
+            return -1
+        after = k + n + (literal is not None)
+        append(f"\t{line_text:<{TEXT_COLUMN}}// {base + (k << 2):012X}: "
+               f"{hexed[9 * k:9 * after - 1]}")
+        return after
+
+    return slow
 
 
 def _hex_dwords(code: bytes) -> str:
