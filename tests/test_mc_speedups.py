@@ -235,3 +235,12 @@ def test_only_sopp_forms_have_branch_targets(target):
     encodings = {f.enc for inst in isa.instructions.values() for f in inst.forms
                  if any(spec.syntax == "label" for spec in f.operands)}
     assert encodings == {"SOPP"}
+
+
+def test_format_table_gives_the_first_matching_format():
+    # (the table is laid down by ranges: it must agree with trying DECODE_ORDER in turn)
+    from asterism.isa import formats
+
+    expected = [formats._first_match(top << 23) for top in range(512)]
+    assert formats._format_table() == expected
+    assert sum(fmt is not None for fmt in expected) > 400
