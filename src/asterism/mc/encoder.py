@@ -400,12 +400,25 @@ def _op_src(plan: _Plan, spec: OperandSpec, base: Operand, op: Operand, st: _Sta
     if type(base) is Reg and base.kind == "v":  # (the common case, as src_code has it)
         st.set(spec.name, SRC_VGPR_BASE + base.index)
         return
-    code, lit = src_code(base, spec.type)
+    key = (base, spec.type)
+    known = _SRC_CODES.get(key)
+    if known is None:
+        known = src_code(base, spec.type)  # (raises for an operand it cannot encode)
+        if len(_SRC_CODES) >= _SRC_CODES_LIMIT:
+            _SRC_CODES.clear()
+        _SRC_CODES[key] = known
+    code, lit = known
     if isinstance(base, Reg) and base.kind == "a":
         _acc(plan.form, spec, base, st)
     if lit is not None:
         st.set_literal(lit)
     st.set(spec.name, code)
+
+
+# (operand, operand type) -> src_code's answer: the operands (frozen, hashable) repeat, and
+# src_code is a pure function of the two; emptied past _SRC_CODES_LIMIT entries.
+_SRC_CODES: dict[tuple[Operand, str | None], tuple[int, int | None]] = {}
+_SRC_CODES_LIMIT = 1 << 16
 
 
 def _op_register(plan: _Plan, spec: OperandSpec, base: Operand, op: Operand,
