@@ -8,11 +8,13 @@ import sys
 from asterism.cli.io import default_output, pipeline_option, read_text, write_output
 
 
-def _parse(path: str, target: str | None = None):
-    """The verified IR module of a file, retargeted when `target` is given."""
+def _parse(path: str, target: str | None = None, verify: bool = True):
+    """The IR module of a file, retargeted when `target` is given; verified unless `verify`
+    is False and there is no `target` (the verbs that hand the module to asterism.api leave
+    the verification to it: once before passes, once when lowering)."""
     from asterism import api
 
-    module = api.parse(read_text(path), path)
+    module = api.parse(read_text(path), path, verify=verify or target is not None)
     if target is not None:
         api.retarget(module, target)
     return module
@@ -22,7 +24,7 @@ def cmd_translate(args) -> int:
     """IR -> assembly text."""
     from asterism import api
 
-    module = _parse(args.input, args.target)
+    module = _parse(args.input, args.target, verify=False)
     write_output(args.output, api.translate(module, args.pipeline))
     return 0
 
@@ -31,7 +33,7 @@ def cmd_compile(args) -> int:
     """IR -> HSACO."""
     from asterism import api
 
-    module = _parse(args.input, args.target)
+    module = _parse(args.input, args.target, verify=False)
     write_output(default_output(args.output, args.input, ".hsaco"),
                  api.compile(module, args.pipeline))
     return 0
@@ -42,7 +44,7 @@ def cmd_opt(args) -> int:
     from asterism import api
     from asterism.ir import print_ir
 
-    module = _parse(args.input)
+    module = _parse(args.input, verify=False)  # (api.optimize verifies it)
     timings: list = [] if args.timing else None  # type: ignore[assignment]
 
     def after(name, mod):

@@ -365,7 +365,7 @@ def lower_ir_text(text: str, filename: str = "<input>") -> McModule:
     """Parse, verify and lower IR text in one step."""
     from asterism.ir.text import parse_ir
 
-    return lower_module(parse_ir(text, filename))
+    return lower_module(parse_ir(text, filename, verify=False))  # (lowering verifies it)
 
 
 __all__ = ["lower_ir_text", "lower_module"]
