@@ -291,7 +291,7 @@ def _spec_is_small(spec: str) -> bool:
        st.sampled_from([None, {".name": "out", ".type_name": "int*"},
                         {".name": "x", ".type_name": "half"}, {".name": "y"}]))
 def test_arg_spec_mutations_api(spec, param):
-    from asterism.cli.run import make_arg
+    from asterism.runtime.argspec import make_arg
 
     if _spec_is_small(spec):
         _expect_clean(make_arg, spec, param, 0)
@@ -527,7 +527,7 @@ def test_asm_metadata_fields_of_the_wrong_kind():
     ("rand:4:O", "not a numeric dtype"),
 ])
 def test_bad_arg_specs(spec, words):
-    from asterism.cli.run import make_arg
+    from asterism.runtime.argspec import make_arg
 
     with pytest.raises(AsterismError, match=words):
         make_arg(spec, None, 0)
@@ -536,7 +536,7 @@ def test_bad_arg_specs(spec, words):
 @pytest.mark.parametrize("spec, value", [("full:2:i32:0x1e", 30), ("full:2:f32:inf", float("inf")),
                                          ("full:2:f32:-1.5", -1.5), ("full:2:i32:7", 7)])
 def test_full_arg_values(spec, value):
-    from asterism.cli.run import make_arg
+    from asterism.runtime.argspec import make_arg
 
     assert list(make_arg(spec, None, 0)) == [value, value]
 

@@ -164,7 +164,7 @@ def test_plain_param_only_to_kernels_that_have_it():
     (["gemm"], None, None, [], "two or more kernels"),
     (["gemm", "gemm@"], None, None, [], "expected NAME or NAME@ALIAS"),
     (["gemm", "gemm@a.b"], None, None, [], "expected NAME or NAME@ALIAS"),
-    (["gemm", "nope"], None, None, [], "unknown kernel 'nope' (known: flash_attention_fwd"),
+    (["gemm", "nope"], None, None, [], "unknown kernel 'nope' (known: aiter_fmha_fwd, flash_attention_fwd"),
     (["gemm", "gemm@b"], "gfx90a", None, [], "gemm supports targets gfx942, gfx950, not"),
     (["gemm", "flash_attention_fwd"], None, SHAPE, [],
      "gemm takes --shape MxNxK but flash_attention_fwd takes --shape BATCHxHEADSxSEQxDIM"),

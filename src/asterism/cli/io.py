@@ -13,7 +13,7 @@ from asterism.errors import AsterismError
 from asterism.textio import read_bytes, read_text, write_file_atomic
 
 __all__ = ["add_emulator_options", "default_output", "emulator_progress", "pipeline_option",
-           "read_bytes", "read_text", "write_output"]
+           "read_bytes", "read_text", "sanitizer_echo", "write_output"]
 
 
 def write_output(path: str | None, data: str | bytes) -> None:
@@ -51,12 +51,28 @@ def pipeline_option(p: argparse.ArgumentParser, note: str = "") -> None:
 
 
 def add_emulator_options(p) -> None:
-    """--max-instructions and --quiet, for the verbs that run kernels on the emulator."""
+    """--max-instructions, --sanitizer and --quiet, for the verbs that run kernels on the
+    emulator."""
     p.add_argument("--max-instructions", type=_positive, metavar="N",
                    help="emulator: stop when a wave has executed N instructions, a kernel "
                         "that does not end (default 10000000)")
+    p.add_argument("--sanitizer", choices=("error", "warn", "off"),
+                   help="emulator: what a missing s_waitcnt or s_nop (or another sanitizer "
+                        "violation) does: error stops the run at the first one; warn reports "
+                        "each distinct one once on stderr (kind, pc, instruction, rule and its "
+                        "source), runs on and sums them up at the end; off checks nothing "
+                        "(default: error for code objects asterism made, warn for others', "
+                        "e.g. AITER's or LLVM's)")
     p.add_argument("-q", "--quiet", action="store_true",
                    help="no progress line on stderr during a long emulator run")
+
+
+def sanitizer_echo():
+    """What sees each new warn-mode violation of a verb's run: one line on stderr."""
+    def echo(violation) -> None:
+        sys.stderr.write(violation.text() + "\n")
+        sys.stderr.flush()
+    return echo
 
 
 def emulator_progress(args):

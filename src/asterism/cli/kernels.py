@@ -5,7 +5,15 @@ from __future__ import annotations
 import argparse
 import sys
 
-from asterism.cli.io import add_emulator_options, emulator_progress, write_output
+from asterism.cli.io import add_emulator_options, emulator_progress, sanitizer_echo, write_output
+
+
+def _load_libraries(args) -> None:
+    """Register the entries of each --library manifest (kernels/codeobject.py)."""
+    from asterism.kernels.codeobject import load_library
+
+    for path in args.library:
+        load_library(path)
 
 
 def _case(args):
@@ -13,6 +21,7 @@ def _case(args):
     from asterism import kernels
     from asterism.kernels.run import parse_params
 
+    _load_libraries(args)
     gen = kernels.get(args.name)
     params: dict[str, str] = {}
     if args.shape is not None:
@@ -46,6 +55,7 @@ def cmd_kernels_list(args) -> int:
     from asterism import kernels
     from asterism.kernels.run import format_list, list_rows
 
+    _load_libraries(args)
     gens = list(kernels.generators())
     if args.json:
         import json
@@ -66,7 +76,8 @@ def cmd_kernels_run(args) -> int:
                          f"{'x'.join(map(str, case.grid))})...\n")
     run = run_case(case, backend=args.backend, check=args.check, timing=args.timing,
                    iterations=args.iterations, max_instructions=args.max_instructions,
-                   progress=emulator_progress(args))
+                   progress=emulator_progress(args), sanitizer=args.sanitizer,
+                   on_violation=sanitizer_echo())
     if args.json:
         import json
 
@@ -109,8 +120,16 @@ def cmd_kernels_build(args) -> int:
     return 0
 
 
+def _library_argument(p) -> None:
+    p.add_argument("--library", action="append", default=[], metavar="FILE",
+                   help="also load the entries of this kernel library manifest (JSON: code "
+                        "objects with their arguments and expected outputs; see "
+                        "docs/kernels.md); repeatable")
+
+
 def _case_arguments(p) -> None:
     p.add_argument("name", help="kernel name (see `asterism kernels list`)")
+    _library_argument(p)
     p.add_argument("--target", help="gfx942 or gfx950 (default: the kernel's first)")
     p.add_argument("--param", action="append", default=[], metavar="NAME=VALUE",
                    help="a parameter (repeatable), e.g. --param dtype=bf16 --param tile_m=256")
@@ -145,12 +164,16 @@ def register(verb) -> None:
     """Add the kernel library verbs to the `asterism` parser."""
     p = verb("kernels", None,
              "the kernel library: list, run, compare, build (GEMM, flash attention)",
-             "Parameterized production kernels written with asterism (asterism.kernels): "
-             "list them, run one on the emulator or a GPU against its NumPy reference, or "
-             "write its code object.\n\n"
+             "Parameterized production kernels written with asterism (asterism.kernels), "
+             "and others' code objects registered as entries (AMD AITER's flash attention; "
+             "your own with --library FILE): list them, run one on the emulator or a GPU "
+             "against its NumPy reference, compare several side by side, or write its code "
+             "object.\n\n"
              "  asterism kernels list\n"
              "  asterism kernels run gemm --target gfx950 --check --timing\n"
              "  asterism kernels run flash_attention_fwd --shape 1x2x1024x128 --check\n"
+             "  asterism kernels run aiter_fmha_fwd --target gfx950 --shape 1x2x512x128 "
+             "--check\n"
              "  asterism kernels compare gemm gemm@seq --shape 128x128x64 "
              "--param gemm@seq.interleave=false --timing\n"
              "  asterism kernels build gemm --param dtype=bf16 -o gemm.hsaco")
@@ -158,6 +181,7 @@ def register(verb) -> None:
     ls = sub.add_parser("list", help="names, --shape forms, parameters, defaults, targets")
     ls.set_defaults(fn=cmd_kernels_list)
     ls.add_argument("--json", action="store_true", help="machine-readable output")
+    _library_argument(ls)
     ls.add_argument("-o", "--output", help="output file (default: stdout)")
     r = sub.add_parser("run", help="build, compile, run; --check against NumPy, --timing")
     r.set_defaults(fn=cmd_kernels_run)

@@ -3,7 +3,7 @@ arrays it writes (and, with --timing, the emulator's timing model)."""
 
 from __future__ import annotations
 
-from asterism.cli.io import add_emulator_options, emulator_progress
+from asterism.cli.io import add_emulator_options, emulator_progress, sanitizer_echo
 from asterism.errors import AsterismError
 
 
@@ -16,104 +16,6 @@ def _dims(text: str, what: str) -> tuple[int, ...]:
     if not 1 <= len(dims) <= 3 or min(dims) < 1:
         raise AsterismError(f"bad {what} '{text}': 1 to 3 positive integers")
     return dims
-
-
-ARRAY_MAKERS = ("zeros", "ones", "arange", "rand", "full")
-
-
-def make_arg(spec: str, param: dict | None, seed: int):
-    """A NumPy array or scalar from an --arg spec (see `asterism run --help`)."""
-    import numpy as np
-
-    from asterism.runtime.kernargs import TYPE_NAME_DTYPES
-
-    name = (param or {}).get(".name", "?")
-    tname = str((param or {}).get(".type_name", "")).rstrip("*")
-    default = TYPE_NAME_DTYPES.get(tname, "float32")
-    parts = spec.split(":")
-    if parts[0] in ARRAY_MAKERS:
-        if len(parts) < 2:
-            raise AsterismError(f"--arg {name}: '{spec}' needs a shape, e.g. {parts[0]}:256")
-        try:
-            shape = tuple(int(x) for x in parts[1].split("x"))
-            dtype = np.dtype(_DTYPE_ALIASES.get(parts[2], parts[2]) if len(parts) > 2
-                             else default)
-        except (ValueError, TypeError, SyntaxError):  # np.dtype("024") raises SyntaxError
-            raise AsterismError(f"--arg {name}: bad shape or dtype in '{spec}'") from None
-        if min(shape) < 0:
-            raise AsterismError(f"--arg {name}: negative size in '{spec}'")
-        if dtype.kind not in "biuf":
-            # Kernel arguments are numbers: strings, objects and raw bytes have no meaning.
-            raise AsterismError(f"--arg {name}: '{dtype}' is not a numeric dtype in '{spec}'")
-        if parts[0] == "full" and len(parts) < 4:
-            raise AsterismError(f"--arg {name}: full needs a value: full:N:dtype:VALUE")
-        import math
-
-        from asterism.support.limits import check_memory
-
-        # (rand and arange draw int64 / float64 values first, then convert)
-        scratch = 8 if parts[0] in ("rand", "arange") else 0
-        check_memory(math.prod(shape) * (dtype.itemsize + scratch), f"--arg {name} ({spec})")
-        try:
-            return _make_array(parts, shape, dtype, seed)
-        except (ValueError, OverflowError, MemoryError) as err:
-            raise AsterismError(f"--arg {name}: cannot make '{spec}': {err}") from None
-    if spec.endswith(".npy"):
-        try:
-            array = np.load(spec)
-        except OSError as err:
-            raise AsterismError(f"--arg {name}: cannot read {spec}: {err}") from None
-        except (ValueError, EOFError) as err:  # not a .npy file (text, pickle, truncated)
-            raise AsterismError(f"--arg {name}: {spec} is not a NumPy .npy file ({err})"
-                                ) from None
-        if not isinstance(array, np.ndarray):
-            raise AsterismError(f"--arg {name}: {spec} does not hold one array")
-        return array
-    try:
-        return float(spec) if any(c in spec for c in ".eE") and not spec.startswith("0x") \
-            else int(spec, 0)
-    except ValueError:
-        raise AsterismError(f"--arg {name}: cannot understand '{spec}' (expected a number, a "
-                            f"file.npy or one of {', '.join(ARRAY_MAKERS)}:SHAPE[:DTYPE])"
-                            ) from None
-
-
-def _number(text: str) -> int | float:
-    """An integer (decimal, 0x, 0b, 0o) or else a float (1.5, 1e3, inf, nan)."""
-    try:
-        return int(text, 0)
-    except ValueError:
-        return float(text)
-
-
-def _make_array(parts: list[str], shape: tuple[int, ...], dtype, seed: int):
-    """The array of a maker spec split at ':' (value errors are the caller's to report)."""
-    import numpy as np
-
-    n = int(np.prod(shape))
-    if parts[0] == "zeros":
-        return np.zeros(shape, dtype)
-    if parts[0] == "ones":
-        return np.ones(shape, dtype)
-    if parts[0] == "arange":
-        return np.arange(n).astype(dtype).reshape(shape)
-    if parts[0] == "full":
-        value = _number(parts[3])
-        if dtype.kind in "iu" and isinstance(value, float) and not (
-                value.is_integer() and np.iinfo(dtype).min <= value <= np.iinfo(dtype).max):
-            # (NumPy casts a float such as nan, 1.5 or 1e40 to some integer without a word;
-            # an int out of range it refuses itself)
-            raise ValueError(f"{parts[3]} is not a {dtype} value")
-        return np.full(shape, value, dtype)
-    rng = np.random.default_rng(seed)
-    if np.issubdtype(dtype, np.integer):
-        return rng.integers(-100, 100, size=shape).astype(dtype)
-    return rng.standard_normal(shape).astype(dtype)
-
-
-_DTYPE_ALIASES = {"f32": "float32", "f16": "float16", "f64": "float64", "i32": "int32",
-                  "u32": "uint32", "i64": "int64", "u64": "uint64", "i16": "int16",
-                  "u16": "uint16", "i8": "int8", "u8": "uint8", "bf16": "uint16"}
 
 
 def _source(args):
@@ -158,6 +60,7 @@ def cmd_run(args) -> int:
     from asterism.api import load_code_object
     from asterism.paths import safe_child_path
     from asterism.runtime import launch
+    from asterism.runtime.argspec import make_arg
     from asterism.runtime.kernargs import describe_signature, explicit_args
 
     source = _source(args)
@@ -216,7 +119,9 @@ def cmd_run(args) -> int:
                     timing=timing or False, trace_dir=trace_dir,
                     source_map=smap if timing else None,
                     max_instructions=args.max_instructions,
-                    progress=emulator_progress(args))
+                    progress=emulator_progress(args), sanitizer=args.sanitizer,
+                    on_violation=sanitizer_echo())
+    report = getattr(result.stats, "sanitizer", None)
     arrays = {n: v for n, v in values.items() if isinstance(v, np.ndarray)}
     if args.save_dir:
         os.makedirs(args.save_dir, exist_ok=True)
@@ -228,6 +133,8 @@ def cmd_run(args) -> int:
                "outputs": {n: arrays[n].tolist() for n in result.outputs}}
         if result.timing is not None:
             out["timing"] = {**result.timing.to_json(), "trace_dir": str(result.trace_dir)}
+        if report is not None:
+            out["sanitizer"] = report.to_json()
         print(json.dumps(out))
         return 0
     wall = " ".join(f"{t * 1e3:.3f}" for t in result.times)
@@ -237,6 +144,8 @@ def cmd_run(args) -> int:
         s = result.stats
         print(f"  {s.waves} waves, {s.wave_instructions} wave-instructions "
               f"({s.wave_instructions_per_second:,.0f}/s on the emulator; not a GPU timing)")
+    if report is not None:
+        print("  " + report.summary(), end="")
     if result.timing is not None:
         print(result.timing.summary(), end="")
         from asterism.timing.result import MODEL_NOTE

@@ -38,6 +38,10 @@ Execution model and assumptions
   races between waves are not detected).
 * Wait states (hazards) follow LLVM's GCNHazardRecognizer for gfx942/gfx950 (the table is in
   asterism/target/hazards.py); only the latest writer of a register counts.
+* Sanitizer modes (`Emulator(sanitizer=...)`): "error" (True, the default) raises the first
+  violation; "warn" reports each distinct one once (RunStats.sanitizer) and runs on; "off"
+  (False). What the emulator computes when a rule is not honoured: sanitizer.KINDS
+  (docs/sanitizer.md).
 * Float arithmetic rounds to nearest even; f32 and f16/f64 denormals follow the MODE register
   (descriptor float_denorm_mode_*; s_setreg of MODE updates it); FMA is fused (single
   rounding); transcendentals are the exactly rounded results (hardware: within 1 ULP);

@@ -46,6 +46,7 @@ from asterism.emu.errors import (
     EmulatorError,
     EmulatorFault,
     SanitizerError,
+    SanitizerWarning,
     budget_message,
     with_context,
 )
@@ -84,6 +85,7 @@ class RunStats:
     max_wave_instructions: int = 0
     timing: Any = None  # what a dispatch hook made of the run (asterism.timing.functional:
     # the timing model's TimingResult, modeled, not measured)
+    sanitizer: Any = None  # emu.sanitizer.SanitizerReport of a warn-mode run
 
     @property
     def wave_instructions_per_second(self) -> float:
@@ -140,14 +142,21 @@ class Emulator:
     """Runs decoded AMDGPU kernels on NumPy (see the module docstring)."""
 
     def __init__(self, target: str | Target = "gfx942", memory: DeviceMemory | None = None, *,
-                 sanitizer: bool = True, hazards: bool | None = None,
+                 sanitizer: bool | str = True, hazards: bool | None = None,
                  strict_store_data: bool = False, instruction_budget: int = 10_000_000,
                  max_batch_waves: int = 4096, dynamic_stack: int = 1024,
-                 dispatch_hook: DispatchHook | None = None):
+                 dispatch_hook: DispatchHook | None = None, on_violation: Any = None):
         self.target = get_target(target)
         self.memory = memory if memory is not None else DeviceMemory()
-        self.sanitizer = sanitizer
-        self.hazards = sanitizer if hazards is None else hazards
+        # "error" (True) raises the first violation, "warn" reports each distinct one once
+        # and runs on (emu/sanitizer.py KINDS: what is computed then), "off" (False) checks
+        # nothing. `on_violation(Violation)` sees each new one in warn mode (default: a
+        # SanitizerWarning through the warnings module).
+        self.sanitizer_mode = san.sanitizer_mode(sanitizer)
+        self.sanitizer = self.sanitizer_mode != "off"
+        self.hazards = self.sanitizer if hazards is None else hazards
+        self.on_violation = on_violation
+        self._report: san.SanitizerReport | None = None  # the warn-mode run's report
         self.strict_store_data = strict_store_data
         self.instruction_budget = instruction_budget
         self.max_batch_waves = max_batch_waves
@@ -204,12 +213,22 @@ class Emulator:
 
         def run(g: Group) -> int:
             tr = g.tracker
+            # (warn mode: each check reports and the instruction executes all the same)
             if sanitize and (tr.dst or tr.locked):
-                san.check(tr, info, mc, g, kernel)
+                try:
+                    san.check(tr, info, mc, g, kernel)
+                except SanitizerError as err:
+                    _warn_or_raise(g, err)
             if prep is not None:
-                checker.check(g.hz, prep, info, g, kernel)
+                try:
+                    checker.check(g.hz, prep, info, g, kernel)
+                except SanitizerError as err:
+                    _warn_or_raise(g, err)
             if ds_read and g.ctx.sanitizer["dma"]:
-                _check_lds_dma(info, g, kernel)
+                try:
+                    _check_lds_dma(info, g, kernel)
+                except SanitizerError as err:
+                    _warn_or_raise(g, err)
             r = op(g)
             if mc is not None:
                 p = tr.issue(info, mc, strict)
@@ -250,7 +269,15 @@ class Emulator:
         if descriptor.kernel_code_properties.enable_wavefront_size32:
             raise EmulatorError("wave32 kernels are not supported on gfx9 targets",
                                 kernel=kernel)
-        self._check_registers(comp, descriptor, kernel)
+        report = None
+        if self.sanitizer_mode == "warn":
+            report = san.SanitizerReport(self.on_violation or _warning)
+        try:
+            self._check_registers(comp, descriptor, kernel)
+        except SanitizerError as err:
+            if report is None:
+                raise
+            report.add(err)
         lds_size = descriptor.group_segment_fixed_size + dynamic_lds
         if lds_size > self.target.lds.bytes_per_workgroup:
             raise EmulatorError(f"the kernel needs {lds_size} bytes of LDS per workgroup; "
@@ -259,7 +286,7 @@ class Emulator:
         self._private_bytes(descriptor, kernel)  # (checks the scratch size)
         waves_per_wg = -(-tpw // 64)
         n_wg = grid3[0] * grid3[1] * grid3[2]
-        stats = RunStats(kernel, n_wg, n_wg * waves_per_wg)
+        stats = RunStats(kernel, n_wg, n_wg * waves_per_wg, sanitizer=report)
         per_batch = self.batch_workgroups(comp, descriptor, lds_size, waves_per_wg, kernel)
         packet = None
         if dispatch_ptr is None and descriptor.kernel_code_properties.enable_sgpr_dispatch_ptr:
@@ -273,6 +300,7 @@ class Emulator:
                             run_stats or stats, schedule, memory)
         self._progress = progress
         self._done = 0
+        self._report = report
         try:
             if self.dispatch_hook is not None:
                 self.dispatch_hook.run_dispatch(Dispatch(
@@ -286,6 +314,7 @@ class Emulator:
                     batch(np.arange(first, min(n_wg, first + per_batch)))
         finally:
             self._progress = None
+            self._report = None
             if progress is not None:
                 progress.end()
             if packet is not None:
@@ -345,13 +374,17 @@ class Emulator:
             raise SanitizerError(
                 f"v{comp.max_v} is used but the kernel descriptor allocates {arch} VGPRs "
                 f"(next_free_vgpr {total}, accum_offset {acc})",
-                kernel=kernel, pc=info[0] if info else None, inst=info[1] if info else "")
+                kernel=kernel, pc=info[0] if info else None, inst=info[1] if info else "",
+                kind="registers", rule=f"VGPRs below {arch}",
+                source=san.KINDS["registers"].source)
         if comp.max_a >= 0 and acc + comp.max_a >= total:
             info = comp.first_use.get(("a", comp.max_a))
             raise SanitizerError(
                 f"a{comp.max_a} is used but the kernel descriptor allocates "
                 f"{max(0, total - acc)} AGPRs (next_free_vgpr {total}, accum_offset {acc})",
-                kernel=kernel, pc=info[0] if info else None, inst=info[1] if info else "")
+                kernel=kernel, pc=info[0] if info else None, inst=info[1] if info else "",
+                kind="registers", rule=f"AGPRs below {max(0, total - acc)}",
+                source=san.KINDS["registers"].source)
 
     def _make_dispatch_packet(self, grid3, block3, kd: KernelDescriptor, kernarg: int,
                               lds: int) -> int:
@@ -387,7 +420,9 @@ class Emulator:
             code_base=comp.code_base, shared_base=SHARED_APERTURE,
             private_base=PRIVATE_APERTURE, dispatch_ptr=dispatch_ptr)
         ctx.sanitizer = {"dma": [], "lds": san.LdsWatch(ctx.lds.shape, wg_of_wave, wave_in_wg)
-                         if self.sanitizer else None}
+                         if self.sanitizer else None, "report": self._report}
+        if ctx.sanitizer["lds"] is not None:
+            ctx.sanitizer["lds"].report = self._report
         ctx.stats = {"wave_insts": stats.wave_instructions}
         v, s, exec_mask = self._initial_state(comp, kd, block3, wg_ids, wave_in_wg, n,
                                               kernarg, dispatch_ptr, queue_ptr, dispatch_id)
@@ -662,6 +697,21 @@ def _fall_off(infos: list[OpInfo], base: int, kernel: str):
     return run
 
 
+def _warn_or_raise(g: Group, err: SanitizerError) -> None:
+    """Warn mode: record the violation in the run's report; error mode: raise it."""
+    report = g.ctx.sanitizer["report"]
+    if report is None:
+        raise err
+    report.add(err)
+
+
+def _warning(violation: san.Violation) -> None:
+    """The default echo of a warn-mode violation: a SanitizerWarning."""
+    import warnings
+
+    warnings.warn(violation.text(), SanitizerWarning, stacklevel=2)
+
+
 def _merge_trackers(a: san.Tracker, b: san.Tracker) -> None:
     # Same signature: the same instructions are pending; keep a's records (b's follow them,
     # so an LDS DMA b's waves issued stays in flight until a retires it).
@@ -701,7 +751,8 @@ def _check_lds_dma(info: OpInfo, g: Group, kernel: str) -> None:
                 f"are read before the load is guaranteed to have landed{where}: needs {need} "
                 f"before pc 0x{info.address:x}", needed=need, kernel=kernel, pc=info.address,
                 inst=info.text, workgroup=tuple(int(x) for x in g.ctx.wg_ids[wave]),
-                wave=int(g.ctx.wave_in_wg[wave]))
+                wave=int(g.ctx.wave_in_wg[wave]), kind="lds_dma", rule=f"needs {need}",
+                source=san.KINDS["lds_dma"].source)
 
 
 _DS_WIDTHS = (("b128", 16), ("b96", 12), ("b64", 8), ("b32", 4), ("u16", 2), ("i16", 2),

@@ -58,11 +58,22 @@ class EmulatorFault(EmulatorError):
 class SanitizerError(EmulatorError):
     """A missing s_waitcnt or s_nop: the result would depend on timing on real hardware.
 
-    `needed` is the fix the sanitizer proposes, e.g. "s_waitcnt vmcnt(0)" or "s_nop 3"."""
+    `needed` is the fix the sanitizer proposes, e.g. "s_waitcnt vmcnt(0)" or "s_nop 3";
+    `kind` the class of violation (a key of emu.sanitizer.KINDS), `rule` the rule broken
+    (a hazard rule's name, or a short name of the waitcnt/LDS/register rule) and `source`
+    where that rule comes from."""
 
-    def __init__(self, message: str, *, needed: str = "", **where):
+    def __init__(self, message: str, *, needed: str = "", kind: str = "", rule: str = "",
+                 source: str = "", **where):
         self.needed = needed
+        self.kind = kind
+        self.rule = rule
+        self.source = source
         super().__init__(message, **where)
+
+
+class SanitizerWarning(UserWarning):
+    """A violation the sanitizer reports in warn mode (the run goes on)."""
 
 
 class BudgetExceeded(EmulatorError):
@@ -102,5 +113,6 @@ def with_context(exc: EmulatorError, kernel: str, g: Group) -> EmulatorError:
           "wave": exc.wave if exc.wave is not None else int(g.ctx.wave_in_wg[wave]),
           "lane": exc.lane, "address": exc.address}
     if isinstance(exc, SanitizerError):
-        return SanitizerError(exc.reason, needed=exc.needed, **kw)
+        return SanitizerError(exc.reason, needed=exc.needed, kind=exc.kind, rule=exc.rule,
+                              source=exc.source, **kw)
     return type(exc)(exc.reason, **kw)

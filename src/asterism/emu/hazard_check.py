@@ -37,6 +37,7 @@ from asterism.target.hazards import (
     instruction_classes,
     join_clause,
     mfma_passes,
+    rule_source,
     rules_for,
 )
 
@@ -334,7 +335,9 @@ class HazardChecker:
         raise SanitizerError(
             f"{what} ({rule.name}: {rule.doc}) - insert {nop} before pc 0x{info.address:x}",
             needed=nop, kernel=kernel, pc=info.address, inst=info.text, workgroup=wg,
-            wave=int(g.ctx.wave_in_wg[wave]))
+            wave=int(g.ctx.wave_in_wg[wave]),
+            kind="soft_clause" if rule.clause else "wait_states", rule=rule.name,
+            source=rule_source(rule))
 
     def record(self, st: HazardState, prep: Prepared, info: OpInfo) -> None:
         """Note this instruction as a producer, then advance the clock."""

@@ -16,20 +16,189 @@ write comes from a later operation of the same in-order counter), raises a `Sani
 naming the smallest wait that fixes it. With `strict_store_data`, the data registers of a
 store stay locked until its counter retires it (a stricter discipline than GFX9 needs; see
 target/hazards.py for the real wait-state rule on store data).
+
+Modes (`Emulator(sanitizer=...)`, `asterism run|kernels run --sanitizer`): "error" raises the
+first violation as a `SanitizerError`; "warn" reports each distinct violation once (kind, pc,
+instruction, rule, the rule's source) in a `SanitizerReport` and runs on, computing what
+`KINDS[kind].effect` says; "off" checks nothing. `KINDS` lists every kind of violation the
+sanitizer and the hazard checker (hazard_check.py) report.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import numpy as np
 
 from asterism.emu.core import KEY_SGPR, Group, keys_text
-from asterism.emu.errors import SanitizerError
+from asterism.emu.errors import EmulatorError, SanitizerError
 from asterism.emu.info import OpInfo, operand_keys
 from asterism.isa.syntax import decode_waitcnt
 
 VM, LGKM, EXP = "vmcnt", "lgkmcnt", "expcnt"
+
+MODES = ("error", "warn", "off")
+_WAITCNT_SOURCE = ("GFX9 s_waitcnt counters (CDNA3/CDNA4 ISA, s_waitcnt): vmcnt returns in "
+                   "issue order, lgkmcnt in order for LDS and out of order for SMEM, as LLVM "
+                   "22 SIInsertWaitcnts.cpp models them")
+
+
+@dataclass(frozen=True)
+class Kind:
+    """A kind of violation: what it is, where its rule comes from, and what the emulator
+    computes when a program does not honour it (warn mode runs on with exactly that)."""
+
+    name: str
+    what: str
+    source: str
+    effect: str
+
+
+KINDS: dict[str, Kind] = {k.name: k for k in (
+    Kind("waitcnt_read",
+         "a register is read before the memory instruction that writes it is guaranteed to "
+         "have returned (a missing or too weak s_waitcnt)", _WAITCNT_SOURCE,
+         "none: the emulator performs every load when it issues, so the read sees the loaded "
+         "value, as if the s_waitcnt were there (hardware may read the old register value)"),
+    Kind("waitcnt_overwrite",
+         "a register is overwritten while a pending load may still write it", _WAITCNT_SOURCE,
+         "the load wrote its register when it issued, so the later instruction's value is "
+         "what stays (hardware may let the load land afterwards and replace it)"),
+    Kind("store_data",
+         "a store's data registers are overwritten before its counter retires it "
+         "(strict_store_data only)",
+         "asterism's strict store-data discipline (stricter than GFX9, which reads store data "
+         "at issue; the real wait-state rule is hazard rule store_data_valu_write)",
+         "none: the store read its data when it issued, so the stored value is the old one"),
+    Kind("lds_dma",
+         "LDS bytes an LDS DMA (buffer/global load ... lds) writes are read before the load "
+         "is guaranteed to have landed",
+         "LLVM 22 SIInsertWaitcnts.cpp: an LDS DMA completes on vmcnt only (lgkmcnt does not "
+         "wait for it)",
+         "none: the DMA wrote LDS when it issued, so the read sees the loaded bytes"),
+    Kind("lds_visibility",
+         "a wave reads LDS bytes another wave of its workgroup stored before the writer's "
+         "s_waitcnt guaranteed the store complete (workgroup-scope release)",
+         "LLVM AMDGPUUsage memory model (GFX942): a workgroup release needs s_waitcnt "
+         "lgkmcnt(0) before s_barrier",
+         "none: the store wrote LDS when it issued and the check only sees reads the emulator "
+         "runs after it, so the read sees the stored bytes"),
+    Kind("wait_states",
+         "an instruction comes fewer wait states after the one whose result it uses than a "
+         "hazard rule requires (a missing s_nop)",
+         "the rule's entry in asterism.target.hazards (LLVM 22 GCNHazardRecognizer.cpp, the "
+         "CDNA3/CDNA4 ISA 'Manually Inserted Wait States' table); each report names the rule "
+         "and the LLVM check, e.g. checkReadM0Hazards",
+         "none: the emulator completes each instruction before the next one issues, so the "
+         "consumer reads the producer's new value (M0, EXEC, VCC, SGPR or VGPR) as if the "
+         "wait states were there (hardware may use the old value)"),
+    Kind("soft_clause",
+         "with XNACK enabled, an instruction joins an SMEM/VMEM soft clause that a page fault "
+         "would replay wrongly",
+         "LLVM 22 GCNHazardRecognizer.cpp checkSoftClauseHazards",
+         "none: the emulator has no XNACK replay (a bad address is an EmulatorFault), so each "
+         "instruction runs once"),
+    Kind("registers",
+         "the code uses a VGPR or AGPR beyond what the kernel descriptor allocates",
+         "AMDGPUUsage kernel descriptor: GRANULATED_WORKITEM_VGPR_COUNT (COMPUTE_PGM_RSRC1) "
+         "and ACCUM_OFFSET (COMPUTE_PGM_RSRC3)",
+         "the emulator gives each wave every register the code names, so the accesses work "
+         "as if allocated (hardware: outside the wave's allocation)"),
+)}
+
+
+def sanitizer_mode(value: bool | str | None) -> str:
+    """A sanitizer setting as one of MODES: True -> "error", False/None -> "off"."""
+    if value is True:
+        return "error"
+    if value is False or value is None:
+        return "off"
+    if value not in MODES:
+        raise EmulatorError(f"sanitizer mode {value!r}: expected one of {', '.join(MODES)}")
+    return value
+
+
+@dataclass
+class Violation:
+    """One distinct violation of a warn-mode run: the first occurrence, and how often the
+    same (kind, pc, rule) came up again (counted per group of waves executing it)."""
+
+    kind: str
+    pc: int | None
+    inst: str
+    rule: str
+    source: str
+    message: str
+    needed: str = ""
+    workgroup: tuple[int, int, int] | None = None
+    wave: int | None = None
+    count: int = 1
+
+    def text(self) -> str:
+        """One line: kind, pc, instruction, the message, then the rule and its source."""
+        pc = f"pc 0x{self.pc:x}" if self.pc is not None else "pc ?"
+        return (f"sanitizer warning [{self.kind}] {pc} `{self.inst}`: {self.message} [rule "
+                f"{self.rule}; source: {self.source}]")
+
+    def to_json(self) -> dict:
+        """The violation as a JSON-ready dict."""
+        return {"kind": self.kind, "pc": self.pc, "inst": self.inst, "rule": self.rule,
+                "source": self.source, "message": self.message, "needed": self.needed,
+                "workgroup": list(self.workgroup) if self.workgroup else None,
+                "wave": self.wave, "count": self.count}
+
+
+class SanitizerReport:
+    """The violations of a warn-mode run: each distinct (kind, pc, rule) once, in the order
+    found; `echo` (if given) receives each new one as it is found."""
+
+    def __init__(self, echo: Callable[[Violation], None] | None = None):
+        self.echo = echo
+        self._seen: dict[tuple, Violation] = {}
+
+    @property
+    def violations(self) -> list[Violation]:
+        """The distinct violations, in the order they were first found."""
+        return list(self._seen.values())
+
+    def add(self, err: SanitizerError) -> None:
+        """Record a violation (a SanitizerError not raised); a repeat only counts."""
+        key = (err.kind, err.pc, err.rule)
+        seen = self._seen.get(key)
+        if seen is not None:
+            seen.count += 1
+            return
+        v = Violation(err.kind, err.pc, err.inst, err.rule, err.source, err.reason,
+                      err.needed, err.workgroup, err.wave)
+        self._seen[key] = v
+        if self.echo is not None:
+            self.echo(v)
+
+    def counts(self) -> dict[str, tuple[int, int]]:
+        """Per kind: (distinct violations, occurrences)."""
+        out: dict[str, tuple[int, int]] = {}
+        for v in self._seen.values():
+            distinct, total = out.get(v.kind, (0, 0))
+            out[v.kind] = (distinct + 1, total + v.count)
+        return out
+
+    def summary(self) -> str:
+        """The end-of-run summary: counts per kind (or that there were none)."""
+        counts = self.counts()
+        if not counts:
+            return "sanitizer (warn): no violations\n"
+        parts = [f"{kind} {d} ({n} occurrence{'s' if n != 1 else ''})"
+                 for kind, (d, n) in counts.items()]
+        total = sum(d for d, _ in counts.values())
+        return f"sanitizer (warn): {total} distinct violation(s): {', '.join(parts)}\n"
+
+    def to_json(self) -> dict:
+        """Counts per kind and every distinct violation, JSON-ready."""
+        return {"mode": "warn",
+                "counts": {k: {"distinct": d, "occurrences": n}
+                           for k, (d, n) in self.counts().items()},
+                "violations": [v.to_json() for v in self._seen.values()]}
 
 
 @dataclass
@@ -224,7 +393,7 @@ def check(tracker: Tracker, info: OpInfo, mc: MemClass | None, g: Group,
             raise _error(
                 f"{regs} is read before the result of `{p.info.text}` (pc 0x{p.info.address:x}) "
                 f"is guaranteed to have arrived: needs {need} before pc 0x{info.address:x}",
-                need, info, g, kernel)
+                need, info, g, kernel, "waitcnt_read")
         clobber = [k for k in info.defs if k in tracker.dst]
         if clobber:
             for k in clobber:
@@ -236,7 +405,7 @@ def check(tracker: Tracker, info: OpInfo, mc: MemClass | None, g: Group,
                 raise _error(
                     f"{regs} is overwritten while `{p.info.text}` (pc 0x{p.info.address:x}) "
                     f"may still write it: needs {need} before pc 0x{info.address:x}",
-                    need, info, g, kernel)
+                    need, info, g, kernel, "waitcnt_overwrite")
     if tracker.locked:
         clobber = [k for k in info.defs if k in tracker.locked]
         if clobber:
@@ -245,18 +414,20 @@ def check(tracker: Tracker, info: OpInfo, mc: MemClass | None, g: Group,
             raise _error(
                 f"{keys_text(clobber)} is overwritten while the store `{p.info.text}` "
                 f"(pc 0x{p.info.address:x}) may still be reading it: needs {need} before pc "
-                f"0x{info.address:x}", need, info, g, kernel)
+                f"0x{info.address:x}", need, info, g, kernel, "store_data")
 
 
 def _same_ordered_stream(p: Pending, mc: MemClass) -> bool:
     return any(s in mc.streams and s[1] for s in p.streams)
 
 
-def _error(msg: str, need: str, info: OpInfo, g: Group, kernel: str) -> SanitizerError:
+def _error(msg: str, need: str, info: OpInfo, g: Group, kernel: str,
+           kind: str) -> SanitizerError:
     wave = int(g.waves[0])
     wg = tuple(int(x) for x in g.ctx.wg_ids[wave])
     return SanitizerError(msg, needed=need, kernel=kernel, pc=info.address, inst=info.text,
-                          workgroup=wg, wave=int(g.ctx.wave_in_wg[wave]))
+                          workgroup=wg, wave=int(g.ctx.wave_in_wg[wave]), kind=kind,
+                          rule=f"needs {need}", source=KINDS[kind].source)
 
 
 def is_plain_ds(info: OpInfo, access: str) -> bool:
@@ -295,6 +466,8 @@ class LdsWatch:
         self.wave_of = np.full((lds_shape[0], 1 << self.WAVE_BITS), -1, np.int64)
         self.wave_of[wg_slot, wave_in_wg] = np.arange(wave_in_wg.size)
         self.stores: dict[int, OpInfo] = {}
+        # warn mode: violations go here instead of raising (the read then goes ahead)
+        self.report: SanitizerReport | None = None
 
     def record_store(self, g: Group, mask: np.ndarray, idx: np.ndarray, nbytes: int) -> None:
         """A DS store of group `g` writes `nbytes` at each active lane's flat LDS index."""
@@ -320,8 +493,8 @@ class LdsWatch:
 
     def check_read(self, info: OpInfo, g: Group, mask: np.ndarray, idx: np.ndarray,
                    nbytes: int, kernel: str) -> None:
-        """Raise SanitizerError if an active lane reads bytes another wave's pending DS
-        store wrote."""
+        """Raise SanitizerError (or, with a `report`, record it) if an active lane reads
+        bytes another wave's pending DS store wrote."""
         if self.shadow is None:
             return
         tags = self.shadow[idx[:, None] + np.arange(nbytes)]
@@ -346,14 +519,19 @@ class LdsWatch:
         store = self.stores[int(serial[lane, byte])]
         w_reader = int(g.waves[np.nonzero(mask)[0][lane]])
         need = "s_waitcnt lgkmcnt(0)"
-        raise SanitizerError(
+        err = SanitizerError(
             f"LDS byte {int(idx[lane]) % self.shape[1] + byte} is read by wave "
             f"{int(g.ctx.wave_in_wg[w_reader])} before `{store.text}` (pc 0x{store.address:x}) "
             f"of wave {int(writer_in_wg[lane, byte])} of the workgroup, which wrote it, is "
             f"guaranteed complete: the writer needs an s_waitcnt that retires it ({need}) "
             f"before its s_barrier", needed=need, kernel=kernel, pc=info.address,
             inst=info.text, workgroup=tuple(int(x) for x in g.ctx.wg_ids[w_reader]),
-            wave=int(g.ctx.wave_in_wg[w_reader]))
+            wave=int(g.ctx.wave_in_wg[w_reader]), kind="lds_visibility",
+            rule=f"the writer needs {need} before its s_barrier",
+            source=KINDS["lds_visibility"].source)
+        if self.report is None:
+            raise err
+        self.report.add(err)
 
 
 def lds_dma_ranges(info: OpInfo, g: Group) -> list[tuple[int, tuple[int, int]]]:

@@ -1,4 +1,6 @@
-"""The kernel library: parameterized generators (GEMM, attention) with NumPy references.
+"""The kernel library: parameterized generators (GEMM, attention) with NumPy references, and
+code objects the library does not own as entries (AMD AITER's flash attention, yours:
+`register_code_object`, `load_library`; kernels/codeobject.py).
 
     from asterism import kernels
     case = kernels.get("gemm").build("gfx950", {"m": 512, "dtype": "bf16"})
@@ -22,7 +24,9 @@ from asterism.kernels.base import (
     get,
     register,
     require,
+    unregister,
 )
+from asterism.kernels.codeobject import load_library, register_code_object
 from asterism.kernels.run import (
     KernelCheck,
     KernelRun,
@@ -38,5 +42,6 @@ from asterism.kernels.run import (
 
 __all__ = ["KernelCase", "KernelCheck", "KernelGenerator", "KernelParamError", "KernelRun",
            "LazyArgs", "Param", "Shape", "build_code_object", "format_list", "format_run",
-           "generators", "get", "list_rows", "parse_params", "parse_shape", "register",
-           "require", "run_case", "run_report"]
+           "generators", "get", "list_rows", "load_library", "parse_params", "parse_shape",
+           "register", "register_code_object", "require", "run_case", "run_report",
+           "unregister"]

@@ -60,6 +60,7 @@ PV_READ_AHEAD = 4  # the same for the V^T reads of gfx950 (2 ds_read_b64_tr_b16 
 DMA_M0_SGPR = 64  # first SGPR of the pinned DMA M0 values (gfx950)
 BUFFER_WORD3 = 0x00020000  # raw buffer, 32-bit data format (range-checked, stride 0)
 REFERENCE_BLOCK_BYTES = 64 << 20  # float64 scores the reference holds at once, at most
+EPS = {"bf16": 2.0 ** -8, "f16": 2.0 ** -11}  # relative rounding error bound of the dtype
 
 PARAMS = (
     Param("batch", 1, "batch size"),
@@ -979,29 +980,59 @@ def _f32_bits(x: float) -> int:
     return int(np.array(x, np.float32).view(np.uint32))
 
 
-def reference(q: np.ndarray, k: np.ndarray, v: np.ndarray, scale: float,
-              causal: bool) -> np.ndarray:
-    """Attention in float64 from the same (16-bit) inputs: [b, h, sq, d].
+def reference(q: np.ndarray, k: np.ndarray, v: np.ndarray, scale: float, causal: bool, *,
+              lse: bool = False, round_p: Any = None) -> Any:
+    """Attention in float64 from the same (16-bit) inputs: [b, h, sq, d]; with `lse` also
+    the log-sum-exp of each row's scaled, masked scores (natural log): ([b, h, sq, d],
+    [b, h, sq]).
 
+    K and V may have fewer heads than Q (grouped-query attention: query head i reads K/V
+    head i // (h / hk)). `round_p` (a function of a float64 array) models a kernel that rounds
+    the probabilities before the P V product but sums them unrounded: O = round_p(P) V /
+    sum(P), P = exp(s - max s) per row. (A flash kernel's P is relative to its running max,
+    not the final one, so this models the rounding, not its exact bits.)
     Computed per (batch, head) and block of query rows, so the float64 scores in flight
     stay under REFERENCE_BLOCK_BYTES whatever the sequence lengths."""
     b, h, sq, d = q.shape
-    sk = k.shape[2]
+    hk, sk = k.shape[1], k.shape[2]
+    group = h // hk
     out = np.empty((b, h, sq, v.shape[3]), np.float64)
+    lses = np.empty((b, h, sq), np.float64) if lse else None
     rows = max(1, REFERENCE_BLOCK_BYTES // (8 * max(1, sk)))
     for bi in range(b):
         for hi in range(h):
-            k64, v64 = k[bi, hi].astype(np.float64), v[bi, hi].astype(np.float64)
+            k64, v64 = k[bi, hi // group].astype(np.float64), v[bi, hi // group].astype(np.float64)
             for r0 in range(0, sq, rows):
                 r1 = min(sq, r0 + rows)
                 s = (q[bi, hi, r0:r1].astype(np.float64) @ k64.T) * scale
                 if causal:
                     visible = np.arange(sk)[None, :] <= np.arange(r0, r1)[:, None] + (sk - sq)
                     s = np.where(visible, s, -np.inf)
-                s -= s.max(axis=-1, keepdims=True)
-                p = np.exp(s)
-                out[bi, hi, r0:r1] = (p / p.sum(axis=-1, keepdims=True)) @ v64
-    return out
+                top = s.max(axis=-1, keepdims=True)
+                p = np.exp(s - top)
+                total = p.sum(axis=-1, keepdims=True)
+                out[bi, hi, r0:r1] = ((p if round_p is None else round_p(p)) @ v64) / total
+                if lses is not None:
+                    lses[bi, hi, r0:r1] = (top + np.log(total))[:, 0]
+    return (out, lses) if lse else out
+
+
+def tolerance(v: np.ndarray, dtype: str) -> tuple[float, float]:
+    """(atol, rtol) of the check of an attention output whose V (decoded) is `v`: P is
+    rounded to the 16-bit dtype before P V (relative error eps / 2 per weight) and O is
+    rounded on the way out: |error| <= eps * max|V| covers both with room, rtol eps."""
+    eps = EPS[dtype]
+    return eps * float(np.abs(v).max()), eps
+
+
+def attention_flops(batch: int, heads: int, seq_q: int, seq_k: int, head_dim: int,
+                    causal: bool) -> int:
+    """Useful flops of one forward pass: 4 per (query, visible key, head-dim element); a
+    causal (bottom-right aligned) mask leaves sq * sk - sq * (sq - 1) / 2 pairs visible."""
+    pairs = seq_q * seq_k
+    if causal:
+        pairs -= seq_q * (seq_q - 1) // 2
+    return 4 * batch * heads * pairs * head_dim
 
 
 def encode(x: np.ndarray, dtype: str) -> np.ndarray:
@@ -1062,21 +1093,16 @@ def build_case(target: str, params: dict[str, Any]) -> KernelCase:
         return {"o": reference(q, k, v, cfg.scale, cfg.causal)}
 
     def atol() -> float:
-        # P is rounded to the dtype before P V (relative error eps / 2 per weight) and O is
-        # rounded on the way out: |error| <= eps * max|V| covers both with room.
-        return eps * float(np.abs(decode(args["v"], cfg.dtype)).max())
+        return tolerance(decode(args["v"], cfg.dtype), cfg.dtype)[0]
 
-    eps = 2.0 ** -8 if cfg.dtype == "bf16" else 2.0 ** -11
-    flops = 4 * cfg.batch * cfg.heads * cfg.seq_q * cfg.seq_k * cfg.head_dim
-    if cfg.causal:
-        visible = cfg.seq_q * cfg.seq_k - cfg.seq_q * (cfg.seq_q - 1) // 2
-        flops = 4 * cfg.batch * cfg.heads * visible * cfg.head_dim
+    flops = attention_flops(cfg.batch, cfg.heads, cfg.seq_q, cfg.seq_k, cfg.head_dim,
+                            cfg.causal)
     grid = (-(-cfg.seq_q // cfg.block_m), cfg.heads, cfg.batch)
     return KernelCase(
         name=NAME, target=target, params=dict(params), module=module, kernel=NAME,
         grid=grid, block=(64 * cfg.waves, 1, 1), args=args, outputs=("o",),
         reference=expected, decode=lambda name, x: decode(x, cfg.dtype),
-        atol=atol, rtol=eps, flops=flops,
+        atol=atol, rtol=EPS[cfg.dtype], flops=flops,
         notes={"pinned_vgprs": cfg.pinned_vgprs, "mfma": cfg.mfma, "lds_bytes": cfg.lds_bytes},
     )
 

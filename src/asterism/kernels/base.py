@@ -2,7 +2,9 @@
 
 A kernel generator is a `KernelGenerator`: a name, the targets it supports, its parameters
 with defaults, what `--shape` means for it (`Shape`), and `build(target, params)` returning a
-`KernelCase` (the module, the launch geometry, the NumPy arguments and the reference).
+`KernelCase` (the module, the launch geometry, the NumPy arguments and the reference). An
+entry whose `origin` is set launches a code object the library does not own (AITER's, a
+user's: kernels/codeobject.py) as shipped: its cases carry `code` instead of a module.
 Parameters come in as text (CLI `--param k=v`) or Python values and are checked here, so
 every generator reports a bad one the same way: the parameter, the value and what was
 expected.
@@ -73,8 +75,9 @@ class LazyArgs(MutableMapping):
     object) never allocates the inputs: only a run, a check or a reference does.
     """
 
-    def __init__(self, names: Sequence[str], make: Callable[[], Mapping[str, Any]]):
-        self._names = list(names)
+    def __init__(self, names: Sequence[str] | None, make: Callable[[], Mapping[str, Any]]):
+        # names None: not known up front (a user's maker): the first use makes the values
+        self._names = list(names) if names is not None else None
         self._make = make
         self._values: dict[str, Any] | None = None
 
@@ -86,10 +89,17 @@ class LazyArgs(MutableMapping):
     def _data(self) -> dict[str, Any]:
         if self._values is None:
             values = dict(self._make())
-            if list(values) != self._names:
+            if self._names is None:
+                self._names = list(values)
+            elif list(values) != self._names:
                 raise ValueError(f"the argument maker gave {list(values)}, not {self._names}")
             self._values = values
         return self._values
+
+    def _known(self) -> list[str]:
+        if self._names is None:
+            self._data()
+        return self._names  # type: ignore[return-value]
 
     def __getitem__(self, name: str) -> Any:
         return self._data()[name]
@@ -97,22 +107,22 @@ class LazyArgs(MutableMapping):
     def __setitem__(self, name: str, value: Any) -> None:
         data = self._data()
         if name not in data:
-            self._names.append(name)
+            self._known().append(name)
         data[name] = value
 
     def __delitem__(self, name: str) -> None:
         del self._data()[name]
-        self._names.remove(name)
+        self._known().remove(name)
 
     def __iter__(self) -> Iterator[str]:
-        return iter(list(self._names))
+        return iter(list(self._known()))
 
     def __len__(self) -> int:
-        return len(self._names)
+        return len(self._known())
 
     def __repr__(self) -> str:
         state = "made" if self.made else "not made yet"
-        return f"LazyArgs({', '.join(self._names)}; {state})"
+        return f"LazyArgs({', '.join(self._names or ['?'])}; {state})"
 
 
 @dataclass
@@ -122,9 +132,12 @@ class KernelCase:
     `args` are the launch arguments in the kernel's argument order (arrays and scalars; a
     `LazyArgs` makes them on first use); `outputs` names the arrays the kernel writes;
     `reference()` returns the expected value of each output (computed by NumPy from the
-    inputs); `atol`/`rtol` is the check tolerance (`atol` may be given as a function of the
-    inputs: it is called, once, when `atol` is first read); `flops` counts the useful
-    floating-point operations of one launch (for TFLOPS).
+    inputs; None: the entry has no reference and cannot be checked); `atol`/`rtol` is the
+    check tolerance (`atol` may be given as a function of the inputs: it is called, once,
+    when `atol` is first read); `flops` counts the useful floating-point operations of one
+    launch (for TFLOPS). A code-object entry's case has `code` (the code object to launch as
+    shipped, `module` None) and, when the kernel's metadata cannot lay out its arguments by
+    name, `pack(args)`: the runtime.PackedArgs (kernarg segment and buffers) of the launch.
     """
 
     name: str
@@ -136,13 +149,15 @@ class KernelCase:
     block: tuple[int, int, int]
     args: MutableMapping[str, Any]
     outputs: tuple[str, ...]
-    reference: Callable[[], dict[str, Any]]
+    reference: Callable[[], dict[str, Any]] | None
     atol: float = field(repr=False)  # (a property below: given as a value or a function)
     rtol: float
     flops: int
     notes: dict[str, Any] = field(default_factory=dict)
     # Outputs held as raw codes (bf16 as uint16) -> float values for the check; None: as is.
     decode: Callable[[str, Any], Any] | None = None
+    code: bytes | None = field(default=None, repr=False)  # a code object launched as shipped
+    pack: Callable[[Mapping[str, Any]], Any] | None = field(default=None, repr=False)
 
     def tolerance(self) -> tuple[float, float]:
         """(atol, rtol) of the check."""
@@ -225,6 +240,16 @@ class KernelGenerator:
     params: tuple[Param, ...]
     build_case: Callable[[str, dict[str, Any]], KernelCase]
     shape: Shape = Shape()  # what `--shape` sets (empty: the kernel takes no --shape)
+    # Where the kernel comes from: "" for asterism's own generators; for a code object the
+    # library does not own, what it is and where it comes from (shown by `kernels list`).
+    origin: str = ""
+
+    def describe_origin(self) -> str:
+        """`asterism generator (module)` for our own kernels, else `code object: ORIGIN`."""
+        if self.origin:
+            return f"code object: {self.origin}"
+        module = getattr(self.build_case, "__module__", "") or ""
+        return f"asterism generator ({module})" if module else "asterism generator"
 
     def shape_params(self, text: str) -> dict[str, str]:
         """The parameters a `--shape` value sets, or a KernelParamError naming the form."""
@@ -271,9 +296,17 @@ _REGISTRY: dict[str, KernelGenerator] = {}
 def register(generator: KernelGenerator) -> KernelGenerator:
     """Add a generator to the library (its name must be new)."""
     if generator.name in _REGISTRY:
-        raise ValueError(f"kernel {generator.name} is registered twice")
+        raise KernelParamError(f"kernel {generator.name} is registered twice")
     _REGISTRY[generator.name] = generator
     return generator
+
+
+def unregister(name: str) -> None:
+    """Remove the entry called `name` (e.g. a user entry registered for one session)."""
+    _load_library()
+    if name not in _REGISTRY:
+        raise KernelParamError(f"unknown kernel {name!r}")
+    del _REGISTRY[name]
 
 
 def generators() -> Sequence[KernelGenerator]:
@@ -307,4 +340,5 @@ def _load_library() -> None:
 
 
 # Each kernel module registers its generator(s) on import.
-_LIBRARY_MODULES: list[str] = ["asterism.kernels.attention", "asterism.kernels.gemm"]
+_LIBRARY_MODULES: list[str] = ["asterism.kernels.aiter", "asterism.kernels.attention",
+                                "asterism.kernels.gemm"]

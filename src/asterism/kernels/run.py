@@ -68,6 +68,7 @@ class KernelRun:
     registers: dict[str, int] = field(default_factory=dict)
     # the emulator's TimingResult (timing): the modeled waves' records, for a stall analysis
     timing_result: Any = field(default=None, repr=False)
+    sanitizer: Any = None  # emu.sanitizer.SanitizerReport of a warn-mode emulator run
 
     @property
     def passed(self) -> bool:
@@ -81,9 +82,12 @@ class KernelRun:
 
 
 def compile_case(case: KernelCase, pipeline: str | None = None) -> bytes:
-    """The code object of a case, after its pipeline (default `auto`)."""
+    """The code object of a case, after its pipeline (default `auto`); a code-object entry's
+    case gives its code object as shipped (no pipeline applies to it)."""
     from asterism import api
 
+    if case.code is not None:
+        return case.code
     if pipeline is None:
         pipeline = case.notes.get("pipeline", DEFAULT_PIPELINE)
     return api.compile(case.module, pipeline)
@@ -96,6 +100,11 @@ def build_code_object(case: KernelCase) -> bytes:
 
 def check_outputs(case: KernelCase, values: dict[str, np.ndarray]) -> list[KernelCheck]:
     """Compare each output with the reference: max abs/rel error and the case's tolerance."""
+    if case.reference is None or not case.outputs:
+        from asterism.kernels.base import KernelParamError
+
+        raise KernelParamError(f"{case.name} has no reference to check its outputs against "
+                               "(run it without --check, or give its entry a reference)")
     want = case.reference()
     atol, rtol = case.tolerance()
     checks = []
@@ -168,10 +177,13 @@ def _add_timing(run: KernelRun, case: KernelCase, timing) -> None:
 def run_case(case: KernelCase, backend: str = "emu", check: bool = True,
              timing: bool = False, iterations: int = 1,
              pipeline: str | None = None, code: bytes | None = None, *,
-             max_instructions: int | None = None, progress: Any = None) -> KernelRun:
+             max_instructions: int | None = None, progress: Any = None,
+             sanitizer: bool | str | None = None, on_violation: Any = None) -> KernelRun:
     """Compile (unless its `code` object is given) and launch `case`; compare with the
-    reference (`check`), model (`timing`, emulator) or measure (hip) its speed.
-    `max_instructions` and `progress` go to the emulator (see runtime.launch)."""
+    reference (`check`), model (`timing`, emulator) or measure (hip: `iterations` launches)
+    its speed.
+    `max_instructions`, `progress`, `sanitizer` (default: error for asterism's own code
+    objects, warn for others') and `on_violation` go to the emulator (see runtime.launch)."""
     import time
 
     from asterism import runtime
@@ -179,21 +191,28 @@ def run_case(case: KernelCase, backend: str = "emu", check: bool = True,
     if code is None:
         code = compile_case(case, pipeline)
     meta = _metadata(code, case.kernel)
-    written = _written(meta)
     # Only what the kernel may write is copied: case.args keep the inputs the reference
-    # reads, and a large read-only input is not held twice.
+    # reads, and a large read-only input is not held twice. (A packed entry names its
+    # outputs itself: its metadata's argument names need not be the case's.)
+    written = set(case.outputs) if case.pack is not None else _written(meta)
     args = {k: (v.copy() if isinstance(v, np.ndarray) and k in written else v)
             for k, v in case.args.items()}
+    launch_args = case.pack(args) if case.pack is not None else args
+    # `iterations` are launches to time on a GPU: the emulator's result is the same each time
+    # (one run checks it; the timing model runs once).
+    gpu = not timing and runtime.select_backend(backend, case.target).name == "hip"
     start = time.perf_counter()
-    result = runtime.launch(code, case.kernel, grid=case.grid, block=case.block, args=args,
-                            backend=backend, timing=timing,
-                            iterations=1 if timing else iterations,
-                            max_instructions=max_instructions, progress=progress)
+    result = runtime.launch(code, case.kernel, grid=case.grid, block=case.block,
+                            args=launch_args, backend=backend, timing=timing,
+                            iterations=iterations if gpu else 1,
+                            max_instructions=max_instructions, progress=progress,
+                            sanitizer=sanitizer, on_violation=on_violation)
     wall = time.perf_counter() - start
     run = KernelRun(case.name, case.target, dict(case.params), result.backend, result.device,
                     wall, flops=case.flops, registers=_register_usage(meta))
     if result.stats is not None:
         run.wave_instructions = int(getattr(result.stats, "wave_instructions", 0) or 0)
+        run.sanitizer = getattr(result.stats, "sanitizer", None)
     if check:
         run.checks = check_outputs(case, args)
     if timing and result.timing is not None:
@@ -227,6 +246,8 @@ def run_report(run: KernelRun) -> dict[str, Any]:
                     "passed": c.passed} for c in run.checks],
         "flops": run.flops,
     }
+    if run.sanitizer is not None:
+        out["sanitizer"] = run.sanitizer.to_json()
     if run.modeled:
         out["timing"] = {
             "modeled": True, "cycles": run.cycles, "clock_mhz": run.clock_mhz,
@@ -254,6 +275,8 @@ def format_run(run: KernelRun) -> str:
         r = run.registers
         lines.append(f"  registers: {r.get('vgpr', 0)} VGPR, {r.get('agpr', 0)} AGPR, "
                      f"{r.get('sgpr', 0)} SGPR; LDS {r.get('lds', 0)} bytes")
+    if run.sanitizer is not None:
+        lines.append("  " + run.sanitizer.summary().rstrip("\n"))
     for c in run.checks:
         verdict = "ok" if c.passed else "FAILED"
         lines.append(f"  check {c.output}: max abs error {c.max_abs_error:.3g}, max rel "
@@ -278,8 +301,10 @@ def format_run(run: KernelRun) -> str:
 
 
 def list_rows(generators: list[KernelGenerator]) -> list[dict[str, Any]]:
-    """One dict per generator: name, description, targets, --shape, parameters (--json)."""
+    """One dict per generator: name, description, targets, origin, --shape, parameters
+    (--json)."""
     return [{"name": g.name, "description": g.description, "targets": list(g.targets),
+             "origin": g.describe_origin(),
              "shape": {"form": g.shape.form, "params": list(g.shape.params),
                        "example": g.shape.example} if g.shape else None,
              "params": [{"name": p.name, "default": p.default, "type": p.kind.__name__,
@@ -288,10 +313,12 @@ def list_rows(generators: list[KernelGenerator]) -> list[dict[str, Any]]:
 
 
 def format_list(generators: list[KernelGenerator]) -> str:
-    """The `asterism kernels list` table: each kernel, its targets and its parameters."""
+    """The `asterism kernels list` table: each kernel, its targets, where it comes from and
+    its parameters."""
     lines = []
     for g in generators:
         lines.append(f"{g.name}  [{', '.join(g.targets)}]  {g.description}")
+        lines.append(f"    origin: {g.describe_origin()}")
         if g.shape:
             lines.append(f"    --shape {g.shape.describe()}")
         width = max((len(p.name) for p in g.params), default=0)

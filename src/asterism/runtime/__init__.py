@@ -22,7 +22,7 @@ from asterism.errors import AsterismError
 
 # (the kernarg packer needs NumPy: it is loaded by launch, not by api.load_code_object, which
 # `asterism stats` and the listing use)
-_KERNARGS_EXPORTS = ("ArgumentError", "describe_signature")
+_KERNARGS_EXPORTS = ("ArgumentError", "BufferArg", "PackedArgs", "describe_signature")
 
 BACKENDS = ("auto", "emu", "hip")
 _EMU = None
@@ -83,20 +83,28 @@ def launch(code_object, kernel: str, grid=(1, 1, 1), block=(64, 1, 1), args=(),
            backend: str = "auto", iterations: int = 1, timing: Any = False,
            trace_dir: str | os.PathLike | None = None,
            source_map: Mapping[int, str] | None = None, *,
-           max_instructions: int | None = None, progress: Any = None) -> LaunchResult:
+           max_instructions: int | None = None, progress: Any = None,
+           sanitizer: bool | str | None = None, on_violation: Any = None) -> LaunchResult:
     """Run `kernel` of a code object (bytes, path to .hsaco/.s/.mlir, CodeObject or module).
 
     `grid` counts workgroups, `block` work-items per workgroup. `args` lists the explicit
     arguments in order (or maps names to values): NumPy arrays for buffers, scalars for
-    by-value arguments. Arrays the kernel may write (access qualifier not read_only) receive
-    the results. Returns per-launch times. `timing` (True or a TimingOptions) runs the
-    emulator's timing model (modeled, not measured): `result.timing`, and `trace_dir`
-    writes it as an ATT folder (code.json source column from `source_map` or the source).
+    by-value arguments; or is a `PackedArgs` already laid out (a kernarg segment and the
+    buffers whose addresses go into it, for a kernel whose metadata does not describe its
+    arguments well enough to pack them by name). Arrays the kernel may write (access
+    qualifier not read_only) receive the results. Returns per-launch times. `timing` (True
+    or a TimingOptions) runs the emulator's timing model (modeled, not measured):
+    `result.timing`, and `trace_dir` writes it as an ATT folder (code.json source column
+    from `source_map` or the source).
     Emulator only: `max_instructions` is the per-wave instruction budget (a kernel that
-    never ends stops with BudgetExceeded; default the backend's, 10 million) and
-    `progress` an emu.progress.RunProgress that shows a long run on stderr.
+    never ends stops with BudgetExceeded; default the backend's, 10 million),
+    `progress` an emu.progress.RunProgress that shows a long run on stderr, `sanitizer`
+    the sanitizer mode ("error", "warn", "off"; default `default_sanitizer`: error for a
+    code object asterism made, warn for others'), `on_violation` what sees each new
+    warn-mode violation (default a SanitizerWarning); `result.stats.sanitizer` holds the
+    warn-mode report.
     """
-    from asterism.runtime.kernargs import ArgumentError, pack_kernargs
+    from asterism.runtime.kernargs import ArgumentError, PackedArgs, pack_kernargs
     from asterism.timing.params import TimingOptions
 
     options = TimingOptions.of(timing)
@@ -129,13 +137,23 @@ def launch(code_object, kernel: str, grid=(1, 1, 1), block=(64, 1, 1), args=(),
     if reqd and tuple(reqd) != block3:
         raise ArgumentError(f"{kernel} requires workgroups of {tuple(reqd)} work-items, "
                             f"got block={block3}")
-    packed = pack_kernargs(meta, args if isinstance(args, dict) else list(args), grid3, block3)
+    if isinstance(args, PackedArgs):
+        packed = args
+        if len(packed.segment) < meta.get(".kernarg_segment_size", 0):
+            raise ArgumentError(f"{kernel}: the packed kernarg segment has "
+                                f"{len(packed.segment)} bytes, the kernel reads "
+                                f"{meta.get('.kernarg_segment_size')}")
+    else:
+        packed = pack_kernargs(meta, args if isinstance(args, dict) else list(args), grid3,
+                               block3)
     be = select_backend(backend, obj.target.name)
     if be.name == "hip":
         times, stats = be.launch(obj, entry, packed, grid3, block3, iterations, data)
     else:
         times, stats = be.launch(obj, entry, packed, grid3, block3, iterations, timing=options,
-                                 max_instructions=max_instructions, progress=progress)
+                                 max_instructions=max_instructions, progress=progress,
+                                 sanitizer=default_sanitizer(obj) if sanitizer is None
+                                 else sanitizer, on_violation=on_violation)
     result = LaunchResult(times, be.name, be.device_name(), kernel, stats,
                           [b.name for b in packed.buffers if b.copy_out])
     if options is not None:
@@ -147,4 +165,12 @@ def launch(code_object, kernel: str, grid=(1, 1, 1), block=(64, 1, 1), args=(),
     return result
 
 
-__all__ = ["ArgumentError", "LaunchResult", "describe_signature", "launch", "select_backend"]
+def default_sanitizer(obj) -> str:
+    """The sanitizer mode a launch of `obj` (a CodeObject) gets by default: "error" for a
+    code object asterism made (our own kernels must be right), "warn" for others' (AITER's,
+    LLVM's: report each violation once and run on)."""
+    return "error" if obj.made_by_asterism else "warn"
+
+
+__all__ = ["ArgumentError", "BufferArg", "LaunchResult", "PackedArgs", "default_sanitizer",
+           "describe_signature", "launch", "select_backend"]

@@ -16,8 +16,8 @@ class EmuBackend:
 
     name = "emu"
 
-    def __init__(self, *, sanitizer: bool = True, instruction_budget: int = 10_000_000):
-        self.sanitizer = sanitizer
+    def __init__(self, *, sanitizer: bool | str = True, instruction_budget: int = 10_000_000):
+        self.sanitizer = sanitizer  # the default mode (a launch may name another)
         self.instruction_budget = instruction_budget
         self._emulators: dict[str, Emulator] = {}
         self._programs: dict[tuple[int, str], list] = {}
@@ -27,13 +27,13 @@ class EmuBackend:
         """What runs the kernels."""
         return "asterism emulator (NumPy)"
 
-    def _emulator(self, target: Target) -> Emulator:
-        # One emulator per target ID: the code object's xnack setting (e_flags) decides
-        # whether the hazard checker enforces the XNACK soft-clause rules.
-        key = target.processor_id
+    def _emulator(self, target: Target, sanitizer: bool | str) -> Emulator:
+        # One emulator per target ID and sanitizer mode: the code object's xnack setting
+        # (e_flags) decides whether the hazard checker enforces the XNACK soft-clause rules.
+        key = (target.processor_id, sanitizer)
         emu = self._emulators.get(key)
         if emu is None:
-            emu = Emulator(target, self.memory, sanitizer=self.sanitizer,
+            emu = Emulator(target, self.memory, sanitizer=sanitizer,
                            instruction_budget=self.instruction_budget)
             self._emulators[key] = emu
         return emu
@@ -51,21 +51,26 @@ class EmuBackend:
 
     def launch(self, obj: CodeObject, kernel, packed: PackedArgs, grid, block,
                iterations: int, timing=None, max_instructions: int | None = None,
-               progress=None) -> tuple[list[float], object]:
+               progress=None, sanitizer: bool | str | None = None,
+               on_violation=None) -> tuple[list[float], object]:
         """Run `iterations` launches; returns (seconds per launch, stats of the last).
         `timing`: timing.params.TimingOptions to run the timing model (stats.timing);
         `max_instructions`: the per-wave budget of these launches (default the backend's);
-        `progress`: an emu.progress.RunProgress for long runs."""
+        `progress`: an emu.progress.RunProgress for long runs; `sanitizer`: the mode of these
+        launches (error, warn, off; default the backend's) and `on_violation` what sees each
+        new warn-mode violation (emu.Emulator)."""
         budget = max_instructions or self.instruction_budget
+        mode = self.sanitizer if sanitizer is None else sanitizer
         if timing is None:
-            emu = self._emulator(obj.target)
+            emu = self._emulator(obj.target, mode)
             emu.instruction_budget = budget
         else:
             # A timed emulator per launch call: the options differ from call to call.
             from asterism.timing.functional import TimedRun
 
-            emu = Emulator(obj.target, self.memory, sanitizer=self.sanitizer,
+            emu = Emulator(obj.target, self.memory, sanitizer=mode,
                            instruction_budget=budget, dispatch_hook=TimedRun(timing))
+        emu.on_violation = on_violation
         program = self._program(obj, kernel)
         _check_room(kernel.name, packed)
         mem = self.memory
@@ -93,6 +98,7 @@ class EmuBackend:
             return times, stats
         finally:
             emu.instruction_budget = self.instruction_budget  # (the cached emulator's default)
+            emu.on_violation = None
             for addr in addresses:
                 mem.free(addr)
 

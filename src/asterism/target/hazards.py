@@ -368,6 +368,45 @@ RULES: tuple[HazardRule, ...] = (
 )
 
 
+# Where each rule comes from: the GCNHazardRecognizer check that LLVM 22's
+# PreEmitNoopsCommon runs for the consumer's instruction class (VMEM -> checkVMEMHazards, VALU
+# -> checkVALUHazards, DPP -> checkDPPHazards, v_div_fmas -> checkDivFMasHazards,
+# v_readlane/v_writelane lane select -> checkRWLaneHazards, VALU/VMEM/DS after an MFMA ->
+# checkMAIVALUHazards, s_getreg/s_setreg -> checkGetRegHazards/checkSetRegHazards, an M0 reader
+# -> checkReadM0Hazards, MFMA -> checkMAIHazards (checkMAIHazards90A on gfx90a and later),
+# gfx950 v_permlane*_swap -> checkPermlaneHazards); the
+# soft clauses come from checkSoftClauseHazards. Rules not named here (VALU consumers) are
+# checkVALUHazards ones.
+_LLVM_CHECKS = {
+    "valu_sgpr_vmem": "checkVMEMHazards", "valu_exec_vmem": "checkVMEMHazards",
+    "valu_vcc_div_fmas": "checkDivFMasHazards", "valu_sgpr_lane_select": "checkRWLaneHazards",
+    "valu_exec_dpp": "checkDPPHazards", "valu_vgpr_dpp": "checkDPPHazards",
+    "valu_vgpr_permlane": "checkPermlaneHazards", "vcmpx_exec_permlane": "checkPermlaneHazards",
+    "salu_m0_lds_dma": "checkReadM0Hazards (hasReadM0LdsDmaHazard)",
+    "salu_m0_movrel": "checkReadM0Hazards", "salu_m0_addtid": "checkReadM0Hazards",
+    "salu_m0_sendmsg": "checkReadM0Hazards", "setreg_getreg": "checkGetRegHazards",
+    "setreg_setreg": "checkSetRegHazards",
+    **{name: "checkMAIHazards90A" for name in (
+        "valu_exec_mfma", "valu_vgpr_mfma", "xdl_srcc_overlap", "xdl_srcc_overlap_950",
+        "smfma_srcc_overlap", "mfma2_srcc_same", "dgemm4_srcc_same", "dgemm_srcc_overlap",
+        "dgemm_srcc_overlap_950", "xdl_srcab", "xdl_srcab_950", "smfma_srcab", "dgemm_srcab",
+        "dgemm_srcab_950")},
+    **{name: "checkMAIVALUHazards" for name in (
+        "xdl_valu_read", "xdl_valu_read_950", "smfma_valu_read", "dgemm_valu_read",
+        "dgemm_valu_read_950", "dgemm_mem_read", "xdl_valu_write", "xdl_valu_write_950",
+        "smfma_valu_write", "dgemm_valu_write", "xdl_srcc_war", "dgemm_fma64")},
+}
+
+
+def rule_source(rule: HazardRule) -> str:
+    """Where `rule` comes from: the LLVM 22 GCNHazardRecognizer check that enforces it."""
+    if rule.clause:
+        check = "checkSoftClauseHazards"
+    else:
+        check = _LLVM_CHECKS.get(rule.name, "checkVALUHazards")
+    return f"LLVM 22 GCNHazardRecognizer.cpp {check}"
+
+
 def rules_for(target: str | Target) -> tuple[HazardRule, ...]:
     """The rules that apply to `target`: a processor ("gfx942", XNACK then "any", so enabled),
     a processor with features ("gfx942:xnack-"), a target ID or a `Target`."""

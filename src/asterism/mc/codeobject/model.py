@@ -93,6 +93,12 @@ class CodeObject:
         return self.target.name
 
     @property
+    def made_by_asterism(self) -> bool:
+        """True if asterism wrote this code object (its .comment names asterism, as the
+        writer's default does); False for others' code objects (LLVM, AITER...)."""
+        return self.comment.startswith(b"asterism ")
+
+    @property
     def xnack(self) -> bool | None:
         """The xnack setting of the target ID (None = any)."""
         return self.target.xnack
