@@ -163,14 +163,16 @@ class _KernelRaising:
             if op.kind not in NAMED_REGISTER_TYPES:
                 raise VerifyError(f"{op} registers have no IR type")
             key: tuple = (op.kind, op.index, op.count)
-            type_: Attribute = NAMED_REGISTER_TYPES[op.kind](op.index, op.count)
         else:
             assert isinstance(op, Special)
             key = ("special", op.name)
-            type_ = SpecialRegType(op.name)
-        if key in self.local:
-            return self.local[key]
+        found = self.local.get(key)
+        if found is not None:
+            return found
         if key not in self.entry_values:
+            # (the type only for a new register: most operands name one already set)
+            type_: Attribute = (NAMED_REGISTER_TYPES[op.kind].fixed(op.index, op.count)
+                                if isinstance(op, Reg) else SpecialRegType(op.name))
             alloca = AllocaOp(type_)
             alloca.results[0].name_hint = _hint(op)
             self.prologue.append(alloca)

@@ -39,6 +39,7 @@ from asterism.ir.ops import KernelOp, ModuleOp
 from asterism.mc.inst import HIDDEN_BITS, Inst
 from asterism.mc.operands import Label
 from asterism.mc.program import AbiRequest, KernelArg, LabelDef, McKernel
+from asterism.support.gcpause import pause_cyclic_gc, resume_cyclic_gc
 
 ELF_MAGIC = b"\x7fELF"
 S_NOP_0 = 0xBF800000
@@ -84,11 +85,17 @@ def raise_file(source: bytes | str | os.PathLike[str], options: RaiseOptions | N
     """The IR of a code object or assembly file (path or bytes/text)."""
     options = options or RaiseOptions()
     data, name = _read(source, filename)
-    if data[:4] == ELF_MAGIC:
-        return raise_code_object(data, options, name)
-    from asterism.textio import decode_text
+    # (the ops made would otherwise start full collections that re-scan the growing IR; see
+    # support.gcpause)
+    was_enabled = pause_cyclic_gc()
+    try:
+        if data[:4] == ELF_MAGIC:
+            return raise_code_object(data, options, name)
+        from asterism.textio import decode_text
 
-    return raise_asm(decode_text(data, name), options, name)
+        return raise_asm(decode_text(data, name), options, name)
+    finally:
+        resume_cyclic_gc(was_enabled)
 
 
 def raise_code_object(data: bytes, options: RaiseOptions | None = None,

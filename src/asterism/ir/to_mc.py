@@ -43,7 +43,7 @@ from asterism.ir.types import OffType, RegisterType, SpecialRegType, type_text
 from asterism.ir.verify import (
     VerifiedFacts,
     amdgcn_modules,
-    check_instruction,
+    check_instruction_keyed,
     error_at,
     has_relocatable,
     is_decode_only,
@@ -226,7 +226,9 @@ class _KernelLowering:
     def _lower_instruction(self, op: InstructionOp) -> Inst:
         found = self.forms.get(op)
         if found is None:  # not seen by verification (it checks every op of a kernel)
-            found = (check_instruction(op, self.isa, self.layout), None)
+            # (with its match key: an op checked on its own, as the raiser checks each one,
+            # still finds the lowering of an equal op in the cache)
+            found = check_instruction_keyed(op, self.isa, self.layout)
         match, key = found
         # Relocatable operands (only ABI values get this far) lower to the registers of their
         # kernel's layout, which the key does not hold.

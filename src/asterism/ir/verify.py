@@ -375,7 +375,7 @@ class _Checker:
         if cls in _INSTRUCTION_CLASSES or isinstance(op, InstructionOp):
             if self.built is not None and self.built.unchanged(op):
                 return
-            found = _check_instruction(op, self.isa, self.layout)
+            found = check_instruction_keyed(op, self.isa, self.layout)
             if self.forms is not None:
                 self.forms[op] = found
         elif isinstance(op, BranchOp):
@@ -550,11 +550,11 @@ def match_instruction(op: InstructionOp, isa: IsaDatabase,
 def check_instruction(op: InstructionOp, isa: IsaDatabase,
                       layout: KernelLayout | None = None) -> Match:
     """Full check of an instruction op: form, operands, modifiers, results."""
-    return _check_instruction(op, isa, layout)[0]
+    return check_instruction_keyed(op, isa, layout)[0]
 
 
-def _check_instruction(op: InstructionOp, isa: IsaDatabase,
-                       layout: KernelLayout | None) -> tuple[Match, tuple | None]:
+def check_instruction_keyed(op: InstructionOp, isa: IsaDatabase,
+                            layout: KernelLayout | None) -> tuple[Match, tuple | None]:
     """`check_instruction`, also returning the op's exact match key (None: uncacheable)."""
     cache = _match_cache(isa)
     key = _match_key(op, layout)
@@ -634,6 +634,7 @@ __all__ = [
     "VerifiedFacts",
     "amdgcn_modules",
     "check_instruction",
+    "check_instruction_keyed",
     "check_wait",
     "error_at",
     "has_relocatable",
