@@ -296,13 +296,18 @@ def print_ir(module: Operation, generic: bool = False) -> str:
     printer = Printer(stream=out, print_generic_format=generic)
     implicit = (isinstance(module, BuiltinModuleOp) and module.sym_name is None
                 and not module.attributes and not generic)
-    if implicit:
-        for k, op in enumerate(module.ops):
-            if k:
+    # (the printer's per-op objects would otherwise start collections that scan the IR)
+    was_enabled = pause_cyclic_gc()
+    try:
+        if implicit:
+            for k, op in enumerate(module.ops):
+                if k:
+                    out.write("\n")
+                printer.print_op(op)
                 out.write("\n")
-            printer.print_op(op)
+        else:
+            printer.print_op(module)
             out.write("\n")
-    else:
-        printer.print_op(module)
-        out.write("\n")
+    finally:
+        resume_cyclic_gc(was_enabled)
     return out.getvalue()
