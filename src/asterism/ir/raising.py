@@ -36,6 +36,7 @@ from asterism.ir import kernel_attrs
 from asterism.ir.from_mc import _KernelRaising
 from asterism.ir.kernel_attrs import set_code_object_version
 from asterism.ir.ops import KernelOp, ModuleOp
+from asterism.ir.verify import BuiltOps, VerifiedFacts
 from asterism.mc.inst import HIDDEN_BITS, Inst
 from asterism.mc.operands import Label
 from asterism.mc.program import AbiRequest, KernelArg, LabelDef, McKernel
@@ -396,11 +397,12 @@ def _raise(originals: list[_Original], target: str, features: str, metadata: dic
             names = ", ".join(o.kernel.name for o in originals)
             raise AsterismError(f"{filename}: no kernel '{options.kernel}' (kernels: {names})")
         originals = chosen
-    kernels = [_raise_kernel(o, target, filename) for o in originals]
+    checked = _Checked(VerifiedFacts(), BuiltOps())
+    kernels = [_raise_kernel(o, target, filename, checked) for o in originals]
     amod = ModuleOp("module", target, kernels, features=features or None)
     set_code_object_version(amod, version)
     module = BuiltinModuleOp([amod])
-    _keep_descriptors_and_metadata(module, amod, originals, metadata, options)
+    _keep_descriptors_and_metadata(module, amod, originals, metadata, options, checked)
     if options.relocatable:
         from asterism.ir.relocate import relocate_module
 
@@ -408,7 +410,18 @@ def _raise(originals: list[_Original], target: str, features: str, metadata: dic
     return module
 
 
-def _raise_kernel(original: _Original, target: str, filename: str) -> KernelOp:
+@dataclass
+class _Checked:
+    """The instruction ops the raiser checked on its own (each lowered and encoded back):
+    their forms and the ops as they were, so lowering the new module does not match them
+    again (verify_module's `built`; everything else is verified as always)."""
+
+    facts: VerifiedFacts
+    built: BuiltOps
+
+
+def _raise_kernel(original: _Original, target: str, filename: str,
+                  checked: _Checked) -> KernelOp:
     kd, meta = original.descriptor, original.metadata
     mk = original.kernel
     abi = _abi_request(kd)
@@ -427,7 +440,7 @@ def _raise_kernel(original: _Original, target: str, filename: str) -> KernelOp:
     except VerifyError as err:
         raise RaiseError(f"{filename}: kernel '{mk.name}': {err.message}", err.location) \
             from None
-    _check_instructions(op, raiser, filename)
+    _check_instructions(op, raiser, filename, checked)
     return op
 
 
@@ -460,32 +473,40 @@ class _AddressedRaising(_KernelRaising):
         return str(inst.loc) if inst.loc is not None else self.filename
 
 
-def _check_instructions(kernel: KernelOp, raiser: _AddressedRaising, filename: str) -> None:
+def _check_instructions(kernel: KernelOp, raiser: _AddressedRaising, filename: str,
+                        checked: _Checked) -> None:
     """RaiseError (with the address) for an instruction the decoder accepts but the IR's
     or the MC layer's rules refuse (trap registers, misaligned ranges, constant-bus
     overuse...) or that would not come back as the same words: each instruction op is
-    lowered and encoded once on its own."""
+    lowered and encoded once on its own. The ops that pass as they are go to `checked`."""
     from collections import Counter
 
     from asterism.ir.ops import InstructionOp
     from asterism.ir.to_mc import _KernelLowering
-    from asterism.ir.verify import VerifiedFacts
+    from asterism.ir.verify import check_instruction_keyed
     from asterism.isa import get_isa
     from asterism.mc.encoder import encode_inst
 
-    lowering = _KernelLowering(kernel, get_isa(raiser.target), Counter(), VerifiedFacts())
+    isa = get_isa(raiser.target)
+    forms = checked.facts.forms
+    lowering = _KernelLowering(kernel, isa, Counter(), VerifiedFacts(forms=forms))
     for op in kernel.walk():
         if not isinstance(op, InstructionOp):
             continue
         where = raiser.origin.get(op, filename)
         try:
+            # (the full check, as verify_module makes it: its result is kept for lowering)
+            forms[op] = check_instruction_keyed(op, isa, lowering.layout)
             again = encode_inst(lowering.lower_instruction(op))
         except AsterismError as err:
+            forms.pop(op, None)  # (decode_only or refused: verified again when lowered)
             why = _assembler_refuses(raiser.words.get(op))
             if why is None:  # (the assembler takes it: the IR should too)
                 raise RaiseError(f"{where}: {op.mnemonic_text}: the IR cannot express this "
                                  f"instruction: {err.message}") from None
             again = _decode_only(op, lowering, why, where)
+        else:
+            checked.built.add(op)
         source = raiser.words.get(op)
         if source is not None and again != encode_inst(source):
             raise RaiseError(f"{where}: {op.mnemonic_text}: the IR does not give back its "
@@ -526,11 +547,11 @@ def _decode_only(op, lowering, why: str, where: str) -> bytes:
 
 def _keep_descriptors_and_metadata(module: BuiltinModuleOp, amod: ModuleOp,
                                    originals: list[_Original], metadata: dict[str, Any],
-                                   options: RaiseOptions) -> None:
+                                   options: RaiseOptions, checked: _Checked) -> None:
     """Set the `descriptor`/`metadata` attributes: what lowering would not make by itself."""
     from asterism.ir.to_mc import lower_module
 
-    lowered = lower_module(module)
+    lowered = lower_module(module, checked.facts, checked.built)
     kernel_ops = [op for op in amod.body.ops if isinstance(op, KernelOp)]
     for op, low, original in zip(kernel_ops, lowered.kernels, originals):
         desc = _descriptor_overrides(low, original.descriptor, lowered.target)

@@ -41,6 +41,7 @@ from asterism.ir.ops import (
 )
 from asterism.ir.types import OffType, RegisterType, SpecialRegType, type_text
 from asterism.ir.verify import (
+    BuiltOps,
     VerifiedFacts,
     amdgcn_modules,
     check_instruction_keyed,
@@ -72,20 +73,23 @@ REGALLOC_HINT = "run the register allocation pass (--pipeline regalloc) or give 
                 "register"
 
 
-def lower_module(module: Operation) -> McModule:
-    """Lower a verified module (one amdgcn.module) to the MC layer."""
+def lower_module(module: Operation, facts: VerifiedFacts | None = None,
+                 built: BuiltOps | None = None) -> McModule:
+    """Verify and lower a module (one amdgcn.module) to the MC layer. `facts` and `built`:
+    instruction ops the caller made and checked itself (their forms in `facts.forms`, the
+    ops in `built`), not matched again while unchanged (see verify_module)."""
     # The instructions made here would push the cyclic collector into full collections that
     # re-scan the whole IR (often longer than the lowering itself); see support.gcpause.
     was_enabled = pause_cyclic_gc()
     try:
-        return _lower_module(module)
+        return _lower_module(module, facts or VerifiedFacts(), built)
     finally:
         resume_cyclic_gc(was_enabled)
 
 
-def _lower_module(module: Operation) -> McModule:
-    facts = VerifiedFacts()
-    verify_module(module, facts)
+def _lower_module(module: Operation, facts: VerifiedFacts, built: BuiltOps | None
+                  ) -> McModule:
+    verify_module(module, facts, built)
     amods = amdgcn_modules(module)
     if len(amods) != 1:
         raise VerifyError(f"expected exactly one amdgcn.module, found {len(amods)}",

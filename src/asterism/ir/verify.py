@@ -288,7 +288,7 @@ def verify_module(module: Operation, facts: VerifiedFacts | None = None,
     `facts`, records what lowering needs (see VerifiedFacts). `built`: instruction ops whose
     form their builder matched (and checked) when it made them (see BuiltOps); such an op,
     if unchanged, is not matched again (the structure, register bounds and every other op
-    are checked as always)."""
+    are checked as always); with `facts`, only if `facts.forms` already holds its form."""
     # (the keys and facts made per op would otherwise start full collections of the IR)
     was_enabled = pause_cyclic_gc()
     try:
@@ -329,8 +329,7 @@ class _Checker:
         self.layout = layout
         self.kernel = kernel
         self.forms = facts.forms if facts is not None else None
-        # (with `facts` every form is needed: nothing is skipped)
-        self.built = built if built and self.forms is None else None
+        self.built = built if built else None
         self.limits = {VGPRType: target.vgpr.arch, AGPRType: target.vgpr.acc,
                        SGPRType: target.sgpr.addressable, TTMPType: TTMP_COUNT}
 
@@ -373,7 +372,9 @@ class _Checker:
         if cls is AllocaOp:
             return  # the most common op after instructions: nothing more to check
         if cls in _INSTRUCTION_CLASSES or isinstance(op, InstructionOp):
-            if self.built is not None and self.built.unchanged(op):
+            # (with `facts`, lowering needs the form: skipped only if the caller recorded it)
+            if self.built is not None and self.built.unchanged(op) and (
+                    self.forms is None or op in self.forms):
                 return
             found = check_instruction_keyed(op, self.isa, self.layout)
             if self.forms is not None:
