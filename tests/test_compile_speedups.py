@@ -118,3 +118,23 @@ amdgcn.module @m target = "gfx942" {
   }
 }
 """
+
+
+def test_parsed_locations_are_the_constructors_own():
+    """The fast path's locations (fields set directly) equal, hash and print as
+    FileLineColLoc(...) made by its constructor, and a parsed module's ops carry them."""
+    from xdsl.dialects.builtin import FileLineColLoc, IntAttr, StringAttr
+
+    from asterism.ir import text_fast
+    from asterism.ir.text import parse_text
+
+    assert text_fast._file_line_col is text_fast._made_directly
+    name = StringAttr("k.mlir")
+    for line, col in [(1, 1), (7, 5), (123456, 80)]:
+        made = text_fast._file_line_col(name, line, IntAttr(col))
+        reference = FileLineColLoc(name, IntAttr(line), IntAttr(col))
+        assert made == reference and hash(made) == hash(reference)
+        assert str(made) == str(reference)
+    module = parse_text(ODD, "odd.mlir")
+    alloca = next(op for op in module.walk() if op.name == "amdgcn.alloca")
+    assert alloca.location == FileLineColLoc(StringAttr("odd.mlir"), IntAttr(3), IntAttr(5))

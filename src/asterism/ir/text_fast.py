@@ -26,6 +26,7 @@ tests/test_ir_text_fast.py compares the two paths on valid and broken inputs.
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from collections.abc import Callable
 
@@ -97,6 +98,40 @@ _TYPE_ITEM = re.compile(_TYPE)
 _FAST_KINDS = {AllocaOp: "alloca", LiteralOp: "literal", ConstantOp: "constant"}
 
 
+def _made_directly(filename: StringAttr, line: int, column: IntAttr) -> FileLineColLoc:
+    """FileLineColLoc(filename, IntAttr(line), column), its fields set directly: the
+    constructors' generic checks (of an int and of three attributes of the declared kinds)
+    cost more than a third of reading an amdgcn.alloca line."""
+    line_attr = object.__new__(IntAttr)
+    object.__setattr__(line_attr, "data", line)
+    loc = object.__new__(FileLineColLoc)
+    object.__setattr__(loc, "filename", filename)
+    object.__setattr__(loc, "line", line_attr)
+    object.__setattr__(loc, "column", column)
+    return loc
+
+
+def _made_checked(filename: StringAttr, line: int, column: IntAttr) -> FileLineColLoc:
+    return FileLineColLoc(filename, IntAttr(line), column)
+
+
+def _location_maker() -> Callable[[StringAttr, int, IntAttr], FileLineColLoc]:
+    """`_made_directly` while xDSL's classes have the fields it sets (and it makes what the
+    constructors make), else the constructors."""
+    try:
+        fields = [f for f, _ in FileLineColLoc.get_irdl_definition().parameters]
+        same = (fields == ["filename", "line", "column"]
+                and [f.name for f in dataclasses.fields(IntAttr)] == ["data"]
+                and _made_directly(StringAttr("f"), 7, IntAttr(3))
+                == _made_checked(StringAttr("f"), 7, IntAttr(3)))
+    except Exception:  # (another xDSL: its own constructors)
+        same = False
+    return _made_directly if same else _made_checked
+
+
+_file_line_col = _location_maker()
+
+
 def _integer(text: str) -> int:
     """The value of an `_INT` literal, as xDSL computes it (sign, then hex or decimal)."""
     negative = text.startswith("-")
@@ -162,7 +197,7 @@ class FastOps:
         col = self.columns.get(loc.col)
         if col is None:
             col = self.columns[loc.col] = IntAttr(loc.col)
-        op.location = FileLineColLoc(self.filename, IntAttr(loc.line), col)
+        op.location = _file_line_col(self.filename, loc.line, col)
         return op
 
     def _next_token(self, end: int) -> Token | None:
