@@ -77,6 +77,7 @@ class _Original:
     metadata: dict[str, Any] | None
     addresses: dict[int, int] = field(default_factory=dict)  # id(Inst) -> address
     meta_path: tuple[str | int, ...] = ()  # where `metadata` is in the map (for messages)
+    raw: dict[int, bytes] = field(default_factory=dict)  # id(Inst) -> its words in .text
 
 
 # ---------------------------------------------------------------------- entry points
@@ -187,11 +188,11 @@ def _decode_kernels(obj, filename: str) -> list[_Original]:
         body = [d for d in items if sym.offset <= _address(d) < end]
         last = index == len(kernels) - 1
         body = _without_padding(body, end, last)
-        kernel, addresses = _kernel_of(sym.name, body, sym.offset, end, filename, names)
+        kernel, addresses, raw = _kernel_of(sym.name, body, sym.offset, end, filename, names)
         meta = find_kernel_metadata(obj.metadata, sym.name) if obj.metadata else None
         meta = meta or sym.metadata or None
         out.append(_Original(kernel, sym.descriptor, meta, addresses,
-                             _entry_path(obj.metadata, meta)))
+                             _entry_path(obj.metadata, meta), raw))
     return out
 
 
@@ -241,14 +242,17 @@ def _label_symbols(obj) -> dict[int, str]:
 
 
 def _kernel_of(name: str, body: list, start: int, end: int, filename: str,
-               names: dict[int, str] | None = None) -> tuple[McKernel, dict[int, int]]:
-    """An McKernel of decoded items (exact instructions, branches to labels), checked."""
+               names: dict[int, str] | None = None
+               ) -> tuple[McKernel, dict[int, int], dict[int, bytes]]:
+    """An McKernel of decoded items (exact instructions, branches to labels), checked; the
+    address and the words of each instruction, by id."""
     from asterism.mc.exact import exact_inst
 
     starts = {_address(d) for d in body}
     labels: set[int] = set()
     out: list[Inst | LabelDef] = []
     addresses: dict[int, int] = {}
+    raw: dict[int, bytes] = {}
     targets: dict[int, int] = {}
     for d in body:
         if isinstance(d, tuple):
@@ -282,8 +286,9 @@ def _kernel_of(name: str, body: list, start: int, end: int, filename: str,
             inst.operands = [Label(label(targets[d.address])) if s.syntax == "label"
                              else o for s, o in zip(inst.form.operands, inst.operands)]
         addresses[id(inst)] = d.address
+        raw[id(inst)] = d.raw
         out.append(inst)
-    return _bare_kernel(name, out), addresses
+    return _bare_kernel(name, out), addresses, raw
 
 
 def _ir_inst(inst: Inst | None, d, filename: str) -> Inst:
@@ -434,7 +439,7 @@ def _raise_kernel(original: _Original, target: str, filename: str,
         raise RaiseError(f"{filename}: {err.message}") from None
     mk.workgroup_size = _workgroup_size(meta)
     mk.lds_size = kd.group_segment_fixed_size
-    raiser = _AddressedRaising(mk, target, original.addresses, filename)
+    raiser = _AddressedRaising(mk, target, original.addresses, filename, original.raw)
     try:
         op = raiser.run()
     except VerifyError as err:
@@ -448,9 +453,10 @@ class _AddressedRaising(_KernelRaising):
     """The raiser, remembering the address (or source line) of every instruction op."""
 
     def __init__(self, kernel: McKernel, target: str, addresses: dict[int, int],
-                 filename: str):
+                 filename: str, raw: dict[int, bytes] | None = None):
         super().__init__(kernel, target)
         self.addresses = addresses
+        self.raw = raw or {}  # id(Inst) -> the words it was decoded from
         self.filename = filename
         self.origin: dict[Operation, str] = {}
         self.words: dict[Operation, Inst] = {}  # the instruction each op was raised from
@@ -508,7 +514,10 @@ def _check_instructions(kernel: KernelOp, raiser: _AddressedRaising, filename: s
         else:
             checked.built.add(op)
         source = raiser.words.get(op)
-        if source is not None and again != encode_inst(source):
+        # (a decoded instruction encodes back to its words, hidden bits included (see
+        # mc.exact): equal words need no second encoding)
+        if source is not None and again != raiser.raw.get(id(source)) and \
+                again != encode_inst(source):
             raise RaiseError(f"{where}: {op.mnemonic_text}: the IR does not give back its "
                              f"words ({encode_inst(source).hex()} -> {again.hex()})")
 
