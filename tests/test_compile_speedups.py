@@ -138,3 +138,60 @@ def test_parsed_locations_are_the_constructors_own():
     module = parse_text(ODD, "odd.mlir")
     alloca = next(op for op in module.walk() if op.name == "amdgcn.alloca")
     assert alloca.location == FileLineColLoc(StringAttr("odd.mlir"), IntAttr(3), IntAttr(5))
+
+
+def test_the_structural_short_cut_for_values_only_accepts_what_xdsl_accepts():
+    """arith.constant and amdgcn.literal skip xDSL's generic checks only when they would
+    pass: every variant below is either taken and accepted by xDSL, or left to xDSL."""
+    import pytest
+    from xdsl.dialects import arith
+    from xdsl.dialects.builtin import (
+        FloatAttr,
+        IndexType,
+        IntegerAttr,
+        IntegerType,
+        Signedness,
+        StringAttr,
+        f16,
+        f32,
+        i1,
+        i32,
+        i64,
+    )
+    from xdsl.ir import Block
+    from xdsl.utils.exceptions import VerifyException
+
+    from asterism.ir import verify as ir_verify
+    from asterism.ir.ops import EndKernelOp, LiteralOp
+    from asterism.ir.types import VGPRType
+
+    assert set(ir_verify._VALUE_OPS) == {arith.ConstantOp, LiteralOp}
+    good = [arith.ConstantOp(IntegerAttr(7, i32)), arith.ConstantOp(IntegerAttr(1, i1)),
+            arith.ConstantOp(IntegerAttr(-3, i64)), arith.ConstantOp(FloatAttr(0.5, f16)),
+            arith.ConstantOp(FloatAttr(-0.0, f32)), LiteralOp(0xFFFFFFFF), LiteralOp(0)]
+    bad = [arith.ConstantOp(IntegerAttr(7, i64), i32),
+           arith.ConstantOp(FloatAttr(0.5, f32), f16),
+           arith.ConstantOp(IntegerAttr(7, IntegerType(32, Signedness.UNSIGNED))),
+           arith.ConstantOp(IntegerAttr(7, i32), VGPRType.fixed(1))]
+    index = arith.ConstantOp(IntegerAttr(7, IndexType()))  # (xDSL's: left to it)
+    extra_attr = arith.ConstantOp(IntegerAttr(7, i32))
+    extra_attr.attributes["note"] = StringAttr("x")
+    extra_prop = LiteralOp(5)
+    extra_prop.properties["stray"] = StringAttr("x")
+    literal_f32 = LiteralOp(5)
+    literal_f32.results[0]._type = f32
+    bad.append(literal_f32)
+    for op in [*good, *bad, index, extra_attr, extra_prop]:
+        Block([op, EndKernelOp()])
+        taken = ir_verify._passes_xdsl_checks(op)
+        if taken:
+            op.verify(verify_nested_ops=False)  # must not raise
+        if op in good:
+            assert taken, op
+    for op in bad:
+        assert not ir_verify._passes_xdsl_checks(op)
+        with pytest.raises(VerifyException):
+            op.verify(verify_nested_ops=False)
+    last = arith.ConstantOp(IntegerAttr(7, i32))
+    Block([last])  # the last op of its block: the terminator rule is xDSL's
+    assert not ir_verify._passes_xdsl_checks(last)

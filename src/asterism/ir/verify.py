@@ -12,6 +12,7 @@ database name) and what was expected, at the op's source location.
 from __future__ import annotations
 
 import weakref
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from xdsl.dialects import arith, func
@@ -19,6 +20,8 @@ from xdsl.dialects.builtin import (
     DictionaryAttr,
     FloatAttr,
     IntegerAttr,
+    IntegerType,
+    Signedness,
     StringAttr,
 )
 from xdsl.dialects.builtin import ModuleOp as BuiltinModuleOp
@@ -147,11 +150,15 @@ def _instruction_props_ok(props: dict) -> bool:
 
 
 def _passes_xdsl_checks(op: Operation) -> bool:
-    """True if `op.verify(verify_nested_ops=False)` would certainly pass: an instruction op or
-    amdgcn.alloca that is not the last op of its block (terminator rules), has no successors
-    or regions, no erased operands and properties of the declared kinds."""
+    """True if `op.verify(verify_nested_ops=False)` would certainly pass: an instruction op,
+    amdgcn.alloca, arith.constant or amdgcn.literal that is not the last op of its block
+    (terminator rules), has no successors or regions, no erased operands, properties of the
+    declared kinds and (constants) a result of its value's type."""
     # (the fields behind xDSL's views: the views are made anew on every access)
     cls = type(op)
+    if cls in _VALUE_OPS:
+        return (op._next_op is not None and op.parent is not None
+                and _VALUE_OPS[cls](op))  # type: ignore[operator]
     if cls not in _TRIVIAL_DEFINITIONS or op._next_op is None or op.parent is None:
         return False
     if op._successors or op.regions:
@@ -190,6 +197,69 @@ def _trivial_definitions() -> frozenset[type[Operation]]:
 
 
 _TRIVIAL_DEFINITIONS = _trivial_definitions()
+
+
+def _value_op_shape(op: Operation, prop: str) -> Attribute | None:
+    """The one property `prop` of an op with no operands, successors, regions or
+    attributes and one result (None otherwise)."""
+    props = op.properties
+    if (op._operands or op._successors or op.regions or op.attributes or len(props) != 1
+            or len(op.results) != 1):
+        return None
+    return props.get(prop)
+
+
+def _constant_ok(op: Operation) -> bool:
+    """arith.constant with a signless integer or a float value of its result's type."""
+    value = _value_op_shape(op, "value")
+    cls = type(value)
+    if cls is IntegerAttr:
+        t = value.type  # type: ignore[union-attr]
+        if type(t) is not IntegerType or t.signedness.data is not Signedness.SIGNLESS:
+            return False
+    elif cls is not FloatAttr:
+        return False
+    return op.results[0].type == value.type  # type: ignore[union-attr]
+
+
+def _literal_ok(op: Operation) -> bool:
+    """amdgcn.literal: its bits an IntegerAttr, its result an integer type."""
+    return (type(_value_op_shape(op, "bits")) is IntegerAttr
+            and type(op.results[0].type) is IntegerType)
+
+
+def _value_ops() -> dict[type[Operation], Callable[[Operation], bool]]:
+    """The short cuts for arith.constant and amdgcn.literal, each kept only if it agrees
+    with xDSL's own verification on ops of every case it tells apart (checked once here:
+    another xDSL could define the ops otherwise)."""
+    from xdsl.dialects.builtin import f32, f64, i32, i64
+
+    def agrees(check: Callable[[Operation], bool], op: Operation) -> bool:
+        Block([op, EndKernelOp()])  # (not the last op of its block)
+        try:
+            op.verify(verify_nested_ops=False)
+            accepted = True
+        except VerifyException:
+            accepted = False
+        return check(op) is accepted or (accepted and not check(op))
+
+    constants = [arith.ConstantOp(IntegerAttr(5, i32)), arith.ConstantOp(FloatAttr(1.5, f32)),
+                 arith.ConstantOp(IntegerAttr(5, i64), i32),
+                 arith.ConstantOp(FloatAttr(1.5, f64), f32),
+                 arith.ConstantOp(IntegerAttr(5, IntegerType(32, Signedness.SIGNED)))]
+    literals = [LiteralOp(0x3F800000)]
+    bad_literal = LiteralOp(1)
+    bad_literal.results[0]._type = f32
+    literals.append(bad_literal)
+    out: dict[type[Operation], Callable[[Operation], bool]] = {}
+    for cls, check, samples in ((arith.ConstantOp, _constant_ok, constants),
+                                (LiteralOp, _literal_ok, literals)):
+        if all(agrees(check, op) for op in samples):
+            out[cls] = check
+    return out
+
+
+_VALUE_OPS = _value_ops()
 
 
 _LIVE_VALUES = (OpResult, BlockArgument)  # (exact types: not ErasedSSAValue)
