@@ -242,7 +242,9 @@ class FastOps:
         if not values:
             return None
         value = values[0]
-        return value if value.type == type_ else None
+        t = value.type
+        # (identity first: the types read here are one object per spelling)
+        return value if t is type_ or t == type_ else None
 
     def _types(self, text: str | None) -> list[Attribute] | None:
         if not text:
