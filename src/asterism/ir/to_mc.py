@@ -26,6 +26,7 @@ from asterism.ir.kernel_attrs import (
     apply_module_attributes,
     hidden_bits_of,
 )
+from asterism.ir.loops import has_structured
 from asterism.ir.match import WAITCNT_COUNTERS, Match, canonical_float, immediate_of
 from asterism.ir.ops import (
     ABI_VALUE_OPS,
@@ -89,6 +90,16 @@ def lower_module(module: Operation, facts: VerifiedFacts | None = None,
 
 def _lower_module(module: Operation, facts: VerifiedFacts, built: BuiltOps | None
                   ) -> McModule:
+    if has_structured(module):
+        # (scf loops and branches become blocks first, in a copy: the input stays as given)
+        from asterism.ir.loop_lowering import drop_coalesced_copies, lower_structured_module
+
+        module = module.clone()
+        lower_structured_module(module)
+        for kernel in module.walk():
+            if isinstance(kernel, KernelOp):
+                drop_coalesced_copies(kernel)
+        facts, built = VerifiedFacts(), None  # (the caller's facts are of other ops)
     verify_module(module, facts, built)
     amods = amdgcn_modules(module)
     if len(amods) != 1:
