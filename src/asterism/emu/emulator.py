@@ -235,8 +235,9 @@ class Emulator:
                 if ds_store:
                     g.ctx.sanitizer["lds"].issued(p)
                 if dma:
-                    for row, rng in san.lds_dma_ranges(info, g):
-                        g.ctx.sanitizer["dma"].append((frozenset((row,)), rng, p, tr))
+                    rows, lo, hi = san.lds_dma_ranges(info, g)
+                    if rows.size:
+                        g.ctx.sanitizer["dma"].append(san.DmaWrite(rows, lo, hi, p, tr))
             if is_wait and sanitize:
                 retired = tr.retire(simm)
                 if retired:
@@ -722,37 +723,51 @@ def _check_lds_dma(info: OpInfo, g: Group, kernel: str) -> None:
     """A DS read of LDS that an LDS DMA (buffer/global load ... lds) may not have written yet."""
     entries = g.ctx.sanitizer["dma"]
     # Liveness by record, not by tracker: the issuing group may have split into copies.
-    live = [e for e in entries if e[2].in_flight()]
+    live = [e for e in entries if e.pending.in_flight()]
     g.ctx.sanitizer["dma"] = live
     if not live:
         return
     from asterism.emu.vops import vreg_row
 
-    addrs = g.v[vreg_row(info, info.op("addr"))]
+    ex = g.exec
+    active = ex.any(axis=1)
+    if not active.any():
+        return
+    addrs = g.v[vreg_row(info, info.op("addr"))][active].astype(np.int64)
     first, end = _ds_read_span(info)
     # Per workgroup (LDS row): a group can hold waves of several workgroups reading
     # different places (e.g. different stages of a double buffer).
-    for row in np.unique(g.lds_rows):
-        mine = g.lds_rows == row
-        addr = addrs[mine][g.exec[mine]]
-        if addr.size == 0:
-            continue
-        lo, hi = int(addr.min()) + first, int(addr.max()) + end
-        for slots, (dlo, dhi), p, tr in live:
-            if int(row) not in slots or not (lo < dhi and dlo < hi):
-                continue
-            need = tr.needed_wait(p)
-            own = tr is g.tracker
-            where = "" if own else " (issued by another wave of the workgroup, which needs " \
-                                   f"{need} before its s_barrier)"
-            wave = int(g.waves[np.flatnonzero(mine)[0]])
-            raise SanitizerError(
-                f"LDS bytes [{dlo}, {dhi}) written by `{p.info.text}` (pc 0x{p.info.address:x}) "
-                f"are read before the load is guaranteed to have landed{where}: needs {need} "
-                f"before pc 0x{info.address:x}", needed=need, kernel=kernel, pc=info.address,
-                inst=info.text, workgroup=tuple(int(x) for x in g.ctx.wg_ids[wave]),
-                wave=int(g.ctx.wave_in_wg[wave]), kind="lds_dma", rule=f"needs {need}",
-                source=san.KINDS["lds_dma"].source)
+    big = np.int64(1) << 40
+    rows, lo, hi = san.row_spans(g.lds_rows[active].astype(np.int64),
+                                 np.where(ex[active], addrs, big).min(axis=1),
+                                 np.where(ex[active], addrs, -1).max(axis=1))
+    lo, hi = lo + first, hi + end
+    # The report names the lowest workgroup row with an overlap, and there the DMA issued
+    # first (the order a row-by-row, record-by-record scan finds).
+    hit_row, hit = None, None
+    for e in live:
+        pos = np.minimum(np.searchsorted(e.rows, rows), e.rows.size - 1)
+        overlap = (e.rows[pos] == rows) & (lo < e.hi[pos]) & (e.lo[pos] < hi)
+        if overlap.any():
+            k = int(np.argmax(overlap))
+            if hit_row is None or int(rows[k]) < hit_row:
+                hit_row, hit = int(rows[k]), (e, int(pos[k]))
+    if hit is None:
+        return
+    e, j = hit
+    dlo, dhi, p, tr = int(e.lo[j]), int(e.hi[j]), e.pending, e.tracker
+    need = tr.needed_wait(p)
+    own = tr is g.tracker
+    where = "" if own else " (issued by another wave of the workgroup, which needs " \
+                           f"{need} before its s_barrier)"
+    wave = int(g.waves[np.flatnonzero(g.lds_rows == hit_row)[0]])
+    raise SanitizerError(
+        f"LDS bytes [{dlo}, {dhi}) written by `{p.info.text}` (pc 0x{p.info.address:x}) "
+        f"are read before the load is guaranteed to have landed{where}: needs {need} "
+        f"before pc 0x{info.address:x}", needed=need, kernel=kernel, pc=info.address,
+        inst=info.text, workgroup=tuple(int(x) for x in g.ctx.wg_ids[wave]),
+        wave=int(g.ctx.wave_in_wg[wave]), kind="lds_dma", rule=f"needs {need}",
+        source=san.KINDS["lds_dma"].source)
 
 
 _DS_WIDTHS = (("b128", 16), ("b96", 12), ("b64", 8), ("b32", 4), ("u16", 2), ("i16", 2),
