@@ -192,15 +192,17 @@ class Emulator:
         infos = make_infos(program, self.target.name, base, agpr_base=nv)
         ops = [build_op(info) for info in infos]
         if self.sanitizer or self.hazards:
-            ops = [self._wrap(op, info, kernel) for op, info in zip(ops, infos, strict=True)]
+            preps = self._checker.prepare_program(infos) if self._checker is not None else \
+                [None] * len(infos)
+            ops = [self._wrap(op, info, kernel, prep)
+                   for op, info, prep in zip(ops, infos, preps, strict=True)]
         ops.append(_fall_off(infos, base, kernel))
         comp = Compiled(ops, infos, nv, na, base, max_v, max_a, first_use)
         self._cache[key] = (program, comp)
         return comp
 
-    def _wrap(self, op, info: OpInfo, kernel: str):
+    def _wrap(self, op, info: OpInfo, kernel: str, prep: Any):
         mc = san.classify(info) if self.sanitizer else None
-        prep = self._checker.prepare(info) if self._checker is not None else None
         checker = self._checker
         strict = self.strict_store_data
         is_wait = info.mnemonic == "s_waitcnt"
@@ -210,6 +212,37 @@ class Emulator:
             "may_load" in info.isa.flags and info.has("addr")
         dma = mc is not None and mc.lds_dma
         ds_store = mc is not None and san.is_plain_ds(info, "may_store")
+        # (the hazard check of an instruction no rule of the program can fire for, and
+        # without a soft clause to join, finds nothing: only its record is needed)
+        check_hz = prep is not None and bool(prep.checks or prep.member is not None)
+
+        if mc is None and not ds_read and not (is_wait and sanitize):
+            # Most instructions: no memory counter, no LDS read, no wait.
+            uses, defs = info.uses, info.defs
+            advance = prep is not None and checker.records_nothing(prep)
+
+            def run_plain(g: Group) -> int:
+                if sanitize:
+                    tr = g.tracker
+                    # (C-speed test first: san.check finds nothing unless these intersect)
+                    if (tr.dst and not (uses.isdisjoint(tr.dst) and defs.isdisjoint(tr.dst))
+                            or tr.locked and not defs.isdisjoint(tr.locked)):
+                        try:
+                            san.check(tr, info, None, g, kernel)
+                        except SanitizerError as err:
+                            _warn_or_raise(g, err)
+                if check_hz:
+                    try:
+                        checker.check(g.hz, prep, info, g, kernel)
+                    except SanitizerError as err:
+                        _warn_or_raise(g, err)
+                r = op(g)
+                if advance:
+                    checker.advance(g.hz, prep)
+                elif prep is not None:
+                    checker.record(g.hz, prep, info)
+                return r
+            return run_plain
 
         def run(g: Group) -> int:
             tr = g.tracker
@@ -219,7 +252,7 @@ class Emulator:
                     san.check(tr, info, mc, g, kernel)
                 except SanitizerError as err:
                     _warn_or_raise(g, err)
-            if prep is not None:
+            if check_hz:
                 try:
                     checker.check(g.hz, prep, info, g, kernel)
                 except SanitizerError as err:
@@ -433,8 +466,11 @@ class Emulator:
             g0.tracker = san.Tracker()
         if self._checker is not None:
             g0.hz = HazardState()
-        # `schedule`: the timing model's scheduler (one wave at a time, in model order)
-        (schedule or self._schedule)(comp, [g0], ctx, wg_of_wave, n_wg, kernel, stats)
+        # `schedule`: the timing model's scheduler (one wave at a time, in model order).
+        # Float exceptions (overflow, NaN...) are the ISA's results, never errors or warnings
+        # here: one errstate for the batch, not one per instruction.
+        with np.errstate(all="ignore"):
+            (schedule or self._schedule)(comp, [g0], ctx, wg_of_wave, n_wg, kernel, stats)
 
     def _initial_state(self, comp: Compiled, kd: KernelDescriptor, block3, wg_ids,
                        wave_in_wg, n: int, kernarg: int, dispatch_ptr: int, queue_ptr: int,

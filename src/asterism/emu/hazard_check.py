@@ -19,6 +19,7 @@ the clause instruction it conflicts with and `s_nop 0` as the fix.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from asterism.emu.core import EXEC, KEY_AGPR, KEY_SGPR, M0, VCC, Group
@@ -271,22 +272,61 @@ class HazardChecker:
                                   if r.clause == kind and r.consumer in facts.classes))
         return Prepared(facts, checks, records, class_records, member)
 
+    def prepare_program(self, infos: Sequence[OpInfo]) -> list[Prepared]:
+        """`prepare` for every instruction of a program, keeping only the checks of rules
+        whose producer class some instruction of the program has (events come only from
+        the program's own instructions, so the other rules can never fire) and only the
+        records those checks can read: the same findings, and most instructions check and
+        record nothing."""
+        preps = [self.prepare(info) for info in infos]
+        classes = {p.facts.classes for p in preps}
+        live = {id(r) for r in self.rules
+                if any(r.producer in c and not c & set(r.producer_not) for c in classes)}
+        # What the remaining checks can look up: per producer role the register keys, and
+        # the producer classes of the rules without registers. Records of anything else are
+        # never read (a record only shadows older events of its own role and keys).
+        read_keys: dict[str, set[int]] = {}
+        read_classes: set[str] = set()
+        for p in preps:
+            p.checks = [c for c in p.checks if id(c[0]) in live]
+            for rule, keys, _ in p.checks:
+                if rule.regs == "none":
+                    read_classes.add(rule.producer)
+                else:
+                    read_keys.setdefault(rule.produces, set()).update(keys)
+        for p in preps:
+            records = []
+            for role, keys, rng in p.records:
+                kept = tuple(k for k in keys if k in read_keys.get(role, ()))
+                if kept:
+                    records.append((role, kept, rng))  # (rng: the whole operand's range)
+            p.records = records
+            p.class_records = tuple(c for c in p.class_records if c in read_classes)
+        return preps
+
     def missing(self, st: HazardState, prep: Prepared
                 ) -> tuple[int, HazardRule | None, Event | None, int]:
         """(wait states still missing, rule, producer event, states present) for the
         instruction `prep` describes, given the history `st` (0 missing: no hazard)."""
         now = st.clock
         worst: tuple[int, HazardRule | None, Event | None, int] = (0, None, None, 0)
+        events = st.events
+        need_of = self._need
         for rule, keys, rng in prep.checks:
             if rule.regs == "none":
                 ev = st.last_class.get(rule.producer)
-                events = (ev,) if ev is not None else ()
+                found = (ev,) if ev is not None else ()
             else:
-                events = tuple(ev for k in keys
-                               if (roles := st.events.get(k)) and
-                               (ev := roles.get(rule.produces)) is not None)
-            for ev in events:
-                need = self._need(rule, ev, prep, rng)
+                produces = rule.produces
+                found = []
+                for k in keys:
+                    roles = events.get(k)
+                    if roles:
+                        ev = roles.get(produces)
+                        if ev is not None:
+                            found.append(ev)
+            for ev in found:
+                need = need_of(rule, ev, prep, rng)
                 have = now - ev.clock - 1
                 if need - have > worst[0]:
                     worst = (need - have, rule, ev, have)
@@ -294,10 +334,10 @@ class HazardChecker:
         if worst[0] == 0 and member is not None and st.clauses:
             # (a nop for a wait-state rule would end the clause as well)
             clause = st.clauses.get(member.kind)
-            found = None if clause is None else \
+            hit = None if clause is None else \
                 clause.hazard(member.defs, member.uses, member.rules)
-            if found is not None:
-                worst = (1, found[0], found[1], 0)  # type: ignore[assignment]
+            if hit is not None:
+                worst = (1, hit[0], hit[1], 0)  # type: ignore[assignment]
         return worst
 
     @staticmethod
@@ -338,6 +378,20 @@ class HazardChecker:
             wave=int(g.ctx.wave_in_wg[wave]),
             kind="soft_clause" if rule.clause else "wait_states", rule=rule.name,
             source=rule_source(rule))
+
+    @staticmethod
+    def records_nothing(prep: Prepared) -> bool:
+        """True if `record` only advances the clock (and ends any soft clause) for it."""
+        return not prep.records and not prep.class_records and prep.member is None
+
+    @staticmethod
+    def advance(st: HazardState, prep: Prepared) -> None:
+        """`record` of an instruction that `records_nothing`."""
+        if st.clauses:
+            st.clauses.clear()  # any other instruction ends the clauses
+        st.clock += prep.facts.wait_states
+        if st.clock - st.pruned > 256:
+            st.prune()
 
     def record(self, st: HazardState, prep: Prepared, info: OpInfo) -> None:
         """Note this instruction as a producer, then advance the clock."""

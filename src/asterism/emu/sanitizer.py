@@ -382,7 +382,8 @@ class Tracker:
 def check(tracker: Tracker, info: OpInfo, mc: MemClass | None, g: Group,
           kernel: str) -> None:
     """Raise SanitizerError if `info` reads or overwrites registers with results in flight."""
-    if tracker.dst:
+    if tracker.dst and not (info.uses.isdisjoint(tracker.dst)
+                            and info.defs.isdisjoint(tracker.dst)):
         hits = [k for k in info.uses if k in tracker.dst]
         if hits:
             p = tracker.dst[hits[0]]
@@ -406,7 +407,7 @@ def check(tracker: Tracker, info: OpInfo, mc: MemClass | None, g: Group,
                     f"{regs} is overwritten while `{p.info.text}` (pc 0x{p.info.address:x}) "
                     f"may still write it: needs {need} before pc 0x{info.address:x}",
                     need, info, g, kernel, "waitcnt_overwrite")
-    if tracker.locked:
+    if tracker.locked and not info.defs.isdisjoint(tracker.locked):
         clobber = [k for k in info.defs if k in tracker.locked]
         if clobber:
             p = tracker.locked[clobber[0]]
