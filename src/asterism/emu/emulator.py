@@ -771,6 +771,11 @@ def _check_lds_dma(info: OpInfo, g: Group, kernel: str) -> None:
         return
     addrs = g.v[vreg_row(info, info.op("addr"))][active].astype(np.int64)
     first, end = _ds_read_span(info)
+    lanes = addrs[ex[active]]
+    read_lo, read_hi = int(lanes.min()) + first, int(lanes.max()) + end
+    live = [e for e in live if e.lo_min < read_hi and read_lo < e.hi_max]
+    if not live:
+        return  # (the usual case: the read is of the other stage of a double buffer)
     # Per workgroup (LDS row): a group can hold waves of several workgroups reading
     # different places (e.g. different stages of a double buffer).
     big = np.int64(1) << 40

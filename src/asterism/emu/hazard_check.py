@@ -61,7 +61,7 @@ class Event:
 class HazardState:
     """Per-group history for the checker (and the soft clause the group is in, per kind)."""
 
-    __slots__ = ("clauses", "clock", "events", "last_class", "pruned")
+    __slots__ = ("clauses", "clock", "events", "last_class", "pruned", "role_clock")
 
     def __init__(self) -> None:
         self.clock = 0
@@ -69,6 +69,9 @@ class HazardState:
         self.last_class: dict[str, Event] = {}
         self.pruned = 0
         self.clauses: dict[str, SoftClause] = {}
+        # per producer role, the clock of its newest event (of any register): a rule whose
+        # longest wait has passed since then cannot fire, whatever the registers
+        self.role_clock: dict[str, int] = {}
 
     def copy(self) -> HazardState:
         """An independent copy (for a group split)."""
@@ -78,6 +81,7 @@ class HazardState:
         h.last_class = dict(self.last_class)
         h.pruned = self.pruned
         h.clauses = {k: c.copy() for k, c in self.clauses.items()}
+        h.role_clock = dict(self.role_clock)
         return h
 
     def merge(self, other: HazardState) -> None:
@@ -93,6 +97,9 @@ class HazardState:
             moved = Event(ev.clock + shift, ev.facts, ev.role, ev.rng, ev.info)
             if c not in self.last_class or self.last_class[c].clock < moved.clock:
                 self.last_class[c] = moved
+        for role, clock in other.role_clock.items():
+            self.role_clock[role] = max(self.role_clock.get(role, clock + shift),
+                                        clock + shift)
         for kind, clause in other.clauses.items():
             mine = self.clauses.get(kind)
             if mine is None:
@@ -230,6 +237,9 @@ class HazardChecker:
         self.clause_rules = clause_rules(every)
         self.clause_kinds = frozenset(r.clause for r in self.clause_rules)
         self.producer_roles = {(r.producer, r.produces) for r in self.rules}
+        # the most wait states each rule can ask for (HazardRule.waits_for)
+        self.max_need = {id(r): max((r.wait_states, *(w for _, w in r.by_passes)))
+                         for r in self.rules}
 
     def prepare(self, info: OpInfo) -> Prepared:
         """Per-instruction checks and records."""
@@ -312,12 +322,17 @@ class HazardChecker:
         worst: tuple[int, HazardRule | None, Event | None, int] = (0, None, None, 0)
         events = st.events
         need_of = self._need
+        role_clock = st.role_clock
+        max_need = self.max_need
         for rule, keys, rng in prep.checks:
             if rule.regs == "none":
                 ev = st.last_class.get(rule.producer)
                 found = (ev,) if ev is not None else ()
             else:
                 produces = rule.produces
+                newest = role_clock.get(produces)
+                if newest is None or now - newest - 1 >= max_need[id(rule)]:
+                    continue  # (every event of the role is too old to need more waits)
                 found = []
                 for k in keys:
                     roles = events.get(k)
@@ -397,6 +412,7 @@ class HazardChecker:
         """Note this instruction as a producer, then advance the clock."""
         now = st.clock
         for role, keys, rng in prep.records:
+            st.role_clock[role] = now
             ev = Event(now, prep.facts, role, rng, info)
             for k in keys:
                 roles = st.events.get(k)

@@ -545,6 +545,11 @@ class DmaWrite:
     hi: np.ndarray  # (k,) int64
     pending: Pending
     tracker: Tracker
+    lo_min: int = 0  # the smallest lo and largest hi: a read outside misses every row
+    hi_max: int = 0
+
+    def __post_init__(self) -> None:
+        self.lo_min, self.hi_max = int(self.lo.min()), int(self.hi.max())
 
 
 def row_spans(rows: np.ndarray, lo: np.ndarray, hi: np.ndarray
