@@ -80,6 +80,8 @@ class RunStats:
     wave_instructions: int = 0  # instructions executed, counted once per wave
     group_steps: int = 0  # instructions executed, counted once per group of waves
     seconds: float = 0.0
+    cpu_seconds: float = 0.0  # process CPU time of the run (on a shared machine the wall
+    # time also counts other work)
     splits: int = 0
     merges: int = 0
     max_wave_instructions: int = 0
@@ -326,7 +328,7 @@ class Emulator:
         if dispatch_ptr is None and descriptor.kernel_code_properties.enable_sgpr_dispatch_ptr:
             packet = dispatch_ptr = self._make_dispatch_packet(grid3, block3, descriptor,
                                                                kernarg_address, lds_size)
-        start = time.perf_counter()
+        start, cpu_start = time.perf_counter(), time.process_time()
 
         def batch(wgs: np.ndarray, schedule=None, memory=None, run_stats=None) -> None:
             self._run_batch(comp, descriptor, grid3, block3, wgs, kernarg_address, kernel,
@@ -354,6 +356,7 @@ class Emulator:
             if packet is not None:
                 self.memory.free(packet)
         stats.seconds = time.perf_counter() - start
+        stats.cpu_seconds = time.process_time() - cpu_start
         return stats
 
     def _private_bytes(self, kd: KernelDescriptor, kernel: str) -> int:

@@ -20,7 +20,7 @@ the clause instruction it conflicts with and `s_nop 0` as the fix.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from asterism.emu.core import EXEC, KEY_AGPR, KEY_SGPR, M0, VCC, Group
 from asterism.emu.errors import SanitizerError
@@ -136,6 +136,19 @@ class Prepared:
     records: list[tuple[str, tuple[int, ...], tuple[int, int]]]
     class_records: tuple[str, ...]
     member: Member | None = None
+    # the distinct (producer role, registers) the checks look up, and each check's entry
+    # there: rules that link the same registers share one lookup of their events
+    lookups: list[tuple[str, tuple[int, ...]]] = field(default_factory=list)
+    lookup_of: list[int] = field(default_factory=list)
+
+    def index_lookups(self) -> None:
+        """Fill `lookups` / `lookup_of` from `checks` (after any change to them)."""
+        where: dict[tuple[str, tuple[int, ...]], int] = {}
+        self.lookup_of = []
+        for rule, keys, _ in self.checks:
+            key = (rule.produces, keys) if rule.regs != "none" else ("", ())
+            self.lookup_of.append(where.setdefault(key, len(where)))
+        self.lookups = list(where)
 
 
 def _rng(keys: list[int]) -> tuple[int, int]:
@@ -280,7 +293,9 @@ class HazardChecker:
             member = Member(kind, frozenset(roles.get("def", ())), frozenset(roles.get("use", ())),
                             tuple(r for r in self.clause_rules
                                   if r.clause == kind and r.consumer in facts.classes))
-        return Prepared(facts, checks, records, class_records, member)
+        prep = Prepared(facts, checks, records, class_records, member)
+        prep.index_lookups()
+        return prep
 
     def prepare_program(self, infos: Sequence[OpInfo]) -> list[Prepared]:
         """`prepare` for every instruction of a program, keeping only the checks of rules
@@ -299,6 +314,7 @@ class HazardChecker:
         read_classes: set[str] = set()
         for p in preps:
             p.checks = [c for c in p.checks if id(c[0]) in live]
+            p.index_lookups()
             for rule, keys, _ in p.checks:
                 if rule.regs == "none":
                     read_classes.add(rule.producer)
@@ -324,7 +340,8 @@ class HazardChecker:
         need_of = self._need
         role_clock = st.role_clock
         max_need = self.max_need
-        for rule, keys, rng in prep.checks:
+        looked: list[list[Event] | None] = [None] * len(prep.lookups)
+        for (rule, keys, rng), slot in zip(prep.checks, prep.lookup_of, strict=True):
             if rule.regs == "none":
                 ev = st.last_class.get(rule.producer)
                 found = (ev,) if ev is not None else ()
@@ -333,13 +350,15 @@ class HazardChecker:
                 newest = role_clock.get(produces)
                 if newest is None or now - newest - 1 >= max_need[id(rule)]:
                     continue  # (every event of the role is too old to need more waits)
-                found = []
-                for k in keys:
-                    roles = events.get(k)
-                    if roles:
-                        ev = roles.get(produces)
-                        if ev is not None:
-                            found.append(ev)
+                found = looked[slot]
+                if found is None:
+                    found = looked[slot] = []
+                    for k in keys:
+                        roles = events.get(k)
+                        if roles:
+                            ev = roles.get(produces)
+                            if ev is not None:
+                                found.append(ev)
             for ev in found:
                 need = need_of(rule, ev, prep, rng)
                 have = now - ev.clock - 1
