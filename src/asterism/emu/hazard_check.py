@@ -65,7 +65,7 @@ class HazardState:
 
     def __init__(self) -> None:
         self.clock = 0
-        self.events: dict[int, dict[str, Event]] = {}
+        self.events: dict[str, dict[int, Event]] = {}  # producer role -> register -> event
         self.last_class: dict[str, Event] = {}
         self.pruned = 0
         self.clauses: dict[str, SoftClause] = {}
@@ -77,7 +77,7 @@ class HazardState:
         """An independent copy (for a group split)."""
         h = HazardState()
         h.clock = self.clock
-        h.events = {k: dict(v) for k, v in self.events.items()}
+        h.events = {role: dict(v) for role, v in self.events.items()}
         h.last_class = dict(self.last_class)
         h.pruned = self.pruned
         h.clauses = {k: c.copy() for k, c in self.clauses.items()}
@@ -87,12 +87,12 @@ class HazardState:
     def merge(self, other: HazardState) -> None:
         """Union with another group's history (the most recent producer wins)."""
         shift = self.clock - other.clock
-        for k, roles in other.events.items():
-            mine = self.events.setdefault(k, {})
-            for role, ev in roles.items():
+        for role, by_key in other.events.items():
+            mine = self.events.setdefault(role, {})
+            for k, ev in by_key.items():
                 moved = Event(ev.clock + shift, ev.facts, ev.role, ev.rng, ev.info)
-                if role not in mine or mine[role].clock < moved.clock:
-                    mine[role] = moved
+                if k not in mine or mine[k].clock < moved.clock:
+                    mine[k] = moved
         for c, ev in other.last_class.items():
             moved = Event(ev.clock + shift, ev.facts, ev.role, ev.rng, ev.info)
             if c not in self.last_class or self.last_class[c].clock < moved.clock:
@@ -352,13 +352,9 @@ class HazardChecker:
                     continue  # (every event of the role is too old to need more waits)
                 found = looked[slot]
                 if found is None:
-                    found = looked[slot] = []
-                    for k in keys:
-                        roles = events.get(k)
-                        if roles:
-                            ev = roles.get(produces)
-                            if ev is not None:
-                                found.append(ev)
+                    by_key = events.get(produces)
+                    found = looked[slot] = [] if by_key is None else \
+                        [ev for ev in map(by_key.get, keys) if ev is not None]
             for ev in found:
                 need = need_of(rule, ev, prep, rng)
                 have = now - ev.clock - 1
@@ -433,12 +429,11 @@ class HazardChecker:
         for role, keys, rng in prep.records:
             st.role_clock[role] = now
             ev = Event(now, prep.facts, role, rng, info)
-            for k in keys:
-                roles = st.events.get(k)
-                if roles is None:
-                    st.events[k] = {role: ev}
-                else:
-                    roles[role] = ev
+            by_key = st.events.get(role)
+            if by_key is None:
+                st.events[role] = dict.fromkeys(keys, ev)
+            else:
+                by_key.update(dict.fromkeys(keys, ev))
         for c in prep.class_records:
             st.last_class[c] = Event(now, prep.facts, "none", (0, 0), info)
         member = prep.member
