@@ -346,17 +346,19 @@ class Tracker:
     def retire(self, simm16: int) -> list[Pending]:
         """Apply `s_waitcnt simm16`: drop (and return) every operation it guarantees
         complete."""
+        ops = self.ops
+        if not ops:
+            return []
         limits = decode_waitcnt(simm16)
         done: set[int] = set()
         for ctr in (VM, LGKM):
             limit = limits[ctr]
-            members = [p for p in self.ops if any(c == ctr for c, _ in p.streams)]
-            in_order = [p for p in members if (ctr, True) in p.streams]
-            for pos, p in enumerate(in_order):
-                if len(in_order) - pos - 1 >= limit:
-                    done.add(id(p))
-            if limit == 0:
-                done.update(id(p) for p in members)
+            if limit == 0:  # every operation of the counter, in order or not
+                done.update(id(p) for p in ops if any(c == ctr for c, _ in p.streams))
+                continue
+            # in order: all but the newest `limit` of the counter's in-order operations
+            in_order = [p for p in ops if (ctr, True) in p.streams]
+            done.update(id(p) for p in in_order[:max(0, len(in_order) - limit)])
         if not done:
             return []
         retired = [p for p in self.ops if id(p) in done]
@@ -556,6 +558,8 @@ def row_spans(rows: np.ndarray, lo: np.ndarray, hi: np.ndarray
               ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Per distinct row of `rows` (sorted): the smallest `lo` and largest `hi` of its
     entries (one vectorized pass over every workgroup of a group)."""
+    if rows.size and rows[0] == rows[-1] and (rows == rows[0]).all():
+        return rows[:1], lo.min(keepdims=True), hi.max(keepdims=True)  # (one workgroup)
     order = np.argsort(rows, kind="stable")
     r = rows[order]
     starts = np.flatnonzero(np.r_[True, r[1:] != r[:-1]])
