@@ -258,18 +258,23 @@ class HazardChecker:
         """Per-instruction checks and records."""
         facts, roles = facts_of(info)
         checks = []
+        linked: dict[tuple[str, str], tuple] = {}  # (regs, consumes) -> (keys, range)
         for rule in self.rules:
-            if rule.consumer not in facts.classes or facts.classes & set(rule.consumer_not):
+            if rule.consumer not in facts.classes or \
+                    not facts.classes.isdisjoint(rule.consumer_not):
                 continue
             if rule.regs == "none":
                 checks.append((rule, (), (0, 0)))
                 continue
-            if rule.consumes == "none":
-                keys = _LINK_KEYS.get(rule.regs, ())
-            else:
-                keys = _file_keys(rule.regs, roles.get(rule.consumes, []))
-            if keys:
-                checks.append((rule, tuple(keys), _rng(list(keys))))
+            link = linked.get((rule.regs, rule.consumes))
+            if link is None:
+                if rule.consumes == "none":
+                    keys = _LINK_KEYS.get(rule.regs, ())
+                else:
+                    keys = _file_keys(rule.regs, roles.get(rule.consumes, []))
+                link = linked[(rule.regs, rule.consumes)] = (tuple(keys), _rng(list(keys)))
+            if link[0]:
+                checks.append((rule, *link))
         records = []
         seen = set()
         # Every write is recorded, whatever the class, so only the latest writer counts.
