@@ -11,12 +11,11 @@ from types import SimpleNamespace
 
 import numpy as np
 import pytest
+from test_emu_asm import program
 
 from asterism.emu import mfma as mf
 from asterism.emu.compiler import build_op
 from asterism.emu.info import make_infos
-
-from test_emu_asm import program
 
 WAVES = 3
 # (the emulator runs every batch under this errstate: float exceptions are results)

@@ -732,7 +732,8 @@ WRAP_32 = {
 
 
 for _name, (_dst, _srcs, _fn) in SAT_OPS.items():
-    def _make(dst=_dst, srcs=_srcs, fn=_fn, wrap=WRAP_32.get(_name)):
+    def _make(dst=_dst, srcs=_srcs, fn=_fn, name=_name):
+        wrap = WRAP_32.get(name)
         sat_build = valu(dst, srcs, fn, float_op=False, sat=True)
         wrap_build = valu(dst, srcs, wrap, float_op=False) if wrap is not None else None
 
