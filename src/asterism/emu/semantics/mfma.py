@@ -142,8 +142,10 @@ def _register_run(info: OpInfo, minfo, cbsz: int, abid: int, blgp: int):
 
 def _register() -> None:
     for target in ("gfx942", "gfx950"):
-        for m, inst in get_isa(target).instructions.items():
-            if inst.unit == "mfma" and (m.startswith(("v_mfma_", "v_smfmac_"))):
+        db = get_isa(target).instructions
+        for m in db:
+            # (the name first: the database entry is made only when it is needed)
+            if m.startswith(("v_mfma_", "v_smfmac_")) and db[m].unit == "mfma":
                 builder(m)(_mfma)
 
 
