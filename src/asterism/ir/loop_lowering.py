@@ -176,8 +176,15 @@ class _Lowering:
         iv0 = iv.results[0]
         body = op.body.block
         ind, *args = body.args
+        yield_op = body.last_op
+        assert isinstance(yield_op, scf.YieldOp)
+        counters = _counter_args(op, yield_op)
         carried: list[SSAValue] = []
-        for arg, init in zip(args, op.iter_args):
+        for j, (arg, init) in enumerate(zip(args, op.iter_args)):
+            if j in counters:  # the loop's own counter: its register, after the loop too
+                arg.replace_all_uses_with(iv0)
+                carried.append(iv0)
+                continue
             if isinstance(init.type, TokenType):
                 var = TokenVarOp(init)
                 var.location = loc
@@ -196,11 +203,14 @@ class _Lowering:
         block = self._take_region_block(op.body, pre)
         for a in list(block.args):
             block.erase_arg(a)
-        yield_op = block.last_op
-        assert isinstance(yield_op, scf.YieldOp)
         values = list(yield_op.arguments)
         block.erase_op(yield_op)
-        self.carry_all(carried, values, block, loc)
+        for j in sorted(counters, reverse=True):
+            add = values[j].owner
+            assert isinstance(add, Operation)
+            block.erase_op(add)
+        self.carry_all([c for j, c in enumerate(carried) if j not in counters],
+                       [v for j, v in enumerate(values) if j not in counters], block, loc)
         step = _make(SOP2Op, "s_add_u32", [iv0, iv0, op.step], loc)
         cmp = _make(SOPCOp, "s_cmp_lt_i32", [step.results[0], op.ub], loc, results=False)
         back = BranchOp("s_cbranch_scc1", block, exit_)
@@ -349,6 +359,25 @@ class _Lowering:
                 block.add_op(setter)
             elif self.root(y) is not out:
                 self.copy_into(out, y, block, None, "branch", loc)
+
+
+def _counter_args(op: KernelForOp, yield_op: scf.YieldOp) -> set[int]:
+    """The iter_args that count as the loop does: initial value the lower bound, next value
+    `s_add_u32` of the argument and the step, made for the yield only. The lowering gives
+    them the counter's register (no add of their own); after the loop they hold the
+    counter's final value (the lower bound when the loop does not run)."""
+    found: set[int] = set()
+    args = op.body.block.args[1:]
+    for j, (arg, init, y) in enumerate(zip(args, op.iter_args, yield_op.arguments)):
+        add = y.owner
+        if init is not op.lb or not isinstance(add, SOP2Op) or \
+                add.mnemonic_text != "s_add_u32" or y.uses.get_length() != 1 or \
+                add.parent_block() is not op.body.block:
+            continue
+        srcs = list(add.args[1:])
+        if srcs in ([arg, op.step], [op.step, arg]):
+            found.add(j)
+    return found
 
 
 def _make(family: type[InstructionOp], mnemonic: str, operands: list[SSAValue], loc,
