@@ -538,3 +538,60 @@ def test_gemm_k_loop_rotates_registers():
     head, end = _kernel_loop(plain)
     assert "s_waitcnt vmcnt(0)" in plain[head:end]
     assert sum(s.startswith("v_mov_b64") for s in plain[head:end]) == 2
+
+
+def build_counter(target: str = "gfx942"):
+    """out[t] = the counter after `for i = 0 to n step 3`, carried as an iter_arg that
+    counts as the loop does (initial value the lower bound, next value i + step)."""
+    kb = KernelBuilder("counter", target=target, workgroup_size=(64, 1, 1))
+    _px, po, cnt, off = _args(kb)
+    lo, st = kb.s_mov_b32(None, 0), kb.s_mov_b32(None, 3)
+    with kb.loop(lo, cnt, st, iter_args=[lo]) as loop:
+        _i, (c,) = loop
+        loop.yield_(kb.s_add_u32(None, c, st))
+    kb.global_store_dword(off, kb.v_mov_b32(None, loop.results[0]), po)
+    kb.s_endpgm()
+    return kb.finish()
+
+
+@pytest.mark.parametrize("n, final", [(0, 0), (-4, 0), (1, 3), (7, 9), (9, 9)])
+def test_counter_iter_arg_is_the_loop_counter(n, final):
+    # Hand-computed: the counter's value when the loop exits (the lower bound when it does
+    # not run). The lowering gives the iter_arg the counter's register: one s_add_u32 in
+    # the loop, none of its own.
+    out = np.full(64, -1, np.float32)  # (the bits of an i32)
+    code = asterism.compile(build_counter(), pipeline="auto")
+    asterism.launch(code, "counter", args=[np.zeros(64, np.float32), out, n],
+                    block=(64, 1, 1), backend="emu")
+    assert (out.view(np.int32) == final).all()
+    body = _asm_body(asterism.translate(build_counter(), pipeline="auto"))
+    head, end = _kernel_loop(body)
+    assert [s.split()[0] for s in body[head + 1:end + 1]] == [
+        "s_add_u32", "s_cmp_lt_i32", "s_cbranch_scc1"]
+
+
+def _three_stage_counter_text() -> str:
+    """The three-stage loop with the store's address made in stage 2 from the counter (the
+    epilogue reads the counter of the last iterations)."""
+    text = _three_stage_text()
+    return text.replace(
+        "      %w = amdgcn.global global_store_dword %addr,",
+        "      %rowb2 = amdgcn.sop2 s_lshl_b32 %sa, %i, %c8 {sched.stage = 2 : i32} : "
+        "(!amdgcn.sgpr, !amdgcn.sgpr, i32) -> !amdgcn.sgpr\n"
+        "      %addr2 = amdgcn.vop2 v_add_u32 %va, %rowb2, %toff {sched.stage = 2 : i32} : "
+        "(!amdgcn.vgpr, !amdgcn.sgpr, !amdgcn.vgpr) -> !amdgcn.vgpr\n"
+        "      %w = amdgcn.global global_store_dword %addr2,")
+
+
+@pytest.mark.parametrize("n", [0, 2, 3, 4, 5, 6])
+def test_epilogue_reads_the_counter(n):
+    # Each stage sees its own iteration's counter, in the epilogue too (counted back from
+    # the counter's final value: the left-over trips run after the loop).
+    text = _three_stage_counter_text()
+    assert "%addr2" in text
+    rows = max(n, 1)
+    x = np.random.default_rng(n).standard_normal(64 * rows).astype(np.float32)
+    out = np.zeros(64 * rows, np.float32)
+    code = _compile_without_loop_copies(text)
+    asterism.launch(code, "three_stage", args=[x, out, n], block=(64, 1, 1), backend="emu")
+    np.testing.assert_array_equal(out[:64 * n], 2 * x[:64 * n])
