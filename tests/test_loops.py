@@ -595,3 +595,38 @@ def test_epilogue_reads_the_counter(n):
     code = _compile_without_loop_copies(text)
     asterism.launch(code, "three_stage", args=[x, out, n], block=(64, 1, 1), backend="emu")
     np.testing.assert_array_equal(out[:64 * n], 2 * x[:64 * n])
+
+
+def _three_stage_with_carried(yielded: str) -> str:
+    """The three-stage loop with one more iter_arg (a VGPR, initial value %toff) that
+    yields `yielded`."""
+    text = _three_stage_text()
+    text = text.replace("scf.for %i = %lo to %n step %st : !amdgcn.sgpr {",
+                        "%r = scf.for %i = %lo to %n step %st iter_args(%c = %toff) -> "
+                        "(!amdgcn.vgpr) : !amdgcn.sgpr {")
+    return text.replace(
+        "(!amdgcn.vgpr, !amdgcn.vgpr, !amdgcn.sgpr<[? + 2]>) -> !amdgcn.token\n    }",
+        "(!amdgcn.vgpr, !amdgcn.vgpr, !amdgcn.sgpr<[? + 2]>) -> !amdgcn.token\n"
+        f"      scf.yield {yielded} : !amdgcn.vgpr\n    }}")
+
+
+def test_yield_of_a_value_from_outside_the_loop():
+    # An iter_arg whose next value comes from outside the loop: the loop pipelines (before
+    # the fix: "yields a value not made by an instruction of the loop body").
+    text = _three_stage_with_carried("%toff")
+    assert "scf.yield %toff" in text
+    module = api.optimize(parse_ir(text), "scf-pipeline")
+    assert "scf.if" in print_ir(module)  # (the guard of the pipelined form)
+    n = 5
+    x = np.random.default_rng(n).standard_normal(64 * n).astype(np.float32)
+    out = np.zeros(64 * n, np.float32)
+    with pytest.warns(UserWarning, match="copy kept"):  # (in the loop as written)
+        code = asterism.compile(parse_ir(text), pipeline="auto")
+    asterism.launch(code, "three_stage", args=[x, out, n], block=(64, 1, 1), backend="emu")
+    np.testing.assert_array_equal(out, 2 * x)
+
+
+def test_yield_of_a_carried_argument_is_a_located_error():
+    with pytest.raises(VerifyError, match=r"three.mlir:\d+:\d+: .*iter_arg #0 yields the "
+                                          r"loop-carried argument #0"):
+        api.optimize(parse_ir(_three_stage_with_carried("%c"), "three.mlir"), "scf-pipeline")

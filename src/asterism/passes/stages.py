@@ -155,9 +155,12 @@ class _Pipeliner:
                         dist[y] = max(dist.get(y, 0), s + 1 - t)
                         self.readers.setdefault(y, []).append((s + 1 - t, o))
         for j, y in enumerate(self.yields):
+            if y not in self.body_values and not self.loop.is_ancestor(_defining_op(y)):
+                continue  # a value from outside the loop: the same in every iteration after
             if y not in self.body_values or self.def_stage(y) < 0:
-                raise error_at(self.loop, f"scf-pipeline: iter_arg #{j} yields a value not "
-                                          "made by an instruction of the loop body")
+                raise error_at(self.loop, f"scf-pipeline: iter_arg #{j} yields "
+                                          f"{_what(y)}: carry a value made by an instruction "
+                                          "of the loop body or outside the loop")
             dist[y] = max(dist.get(y, 0), 1)  # (the results: iteration N-1's, from the kernel)
         return dist
 
@@ -479,6 +482,21 @@ def _erase_unused_constant(value: SSAValue) -> None:
     if isinstance(dest.owner, AllocaOp) and not dest.uses:
         dest.owner.detach()
         dest.owner.erase()
+
+
+def _defining_op(value: SSAValue) -> Operation:
+    """The op that makes `value`, or for a block argument the op whose region holds it."""
+    if isinstance(value, BlockArgument):
+        return value.block.parent_op()  # type: ignore[return-value]
+    return value.owner  # type: ignore[return-value]
+
+
+def _what(value: SSAValue) -> str:
+    if isinstance(value, BlockArgument):
+        return ("the induction variable" if value.index == 0 else
+                f"the loop-carried argument #{value.index - 1} (a value rotating through "
+                "iter_args is not pipelined)")
+    return f"the result of {value.owner.name}"
 
 
 def _strip_stages(loop: KernelForOp) -> None:
