@@ -174,13 +174,13 @@ def test_lowered_form_and_liveness_across_back_edge():
     assert branch.mnemonic_text == "s_cbranch_scc1" and branch.target is blocks[1]
     assert blocks[0].last_op.mnemonic_text == "s_cbranch_scc0"  # n may be 0: a guard
     live = KernelLiveness(kernel)
-    # Around the back edge: the accumulator, the row offset, the counter, the bound, the
-    # step and the buffer address are live into the body and out of it.
+    # Around the back edge: the accumulator, the row offset (and its first value, stored
+    # after the loop), the counter, the bound and the buffer addresses are live into the
+    # body and out of it; the step (a constant) is the add's operand, in no register.
     into, out = live.live_in(blocks[1]), live.live_out(blocks[1])
     assert into == out
     kinds = sorted((c.kind, c.width) for c in into)
-    assert kinds == [("s", 1), ("s", 1), ("s", 1), ("s", 2), ("s", 2), ("v", 1), ("v", 1),
-                     ("v", 1)]
+    assert kinds == [("s", 1), ("s", 1), ("s", 2), ("s", 2), ("v", 1), ("v", 1), ("v", 1)]
 
 
 def test_constant_trip_count_has_no_guard():
@@ -190,9 +190,10 @@ def test_constant_trip_count_has_no_guard():
         loop.yield_(kb.v_add_u32(None, 1, loop.args[0]))
     kb.s_endpgm()
     body = _asm_body(asterism.translate(kb.finish(), pipeline="auto"))
-    assert body == ["v_mov_b32 v0, 0", "s_mov_b32 s0, 0", "s_mov_b32 s1, 4", "s_mov_b32 s2, 1",
-                    ".Lk_bb1:", "v_add_u32 v0, 1, v0", "s_add_u32 s0, s0, s2",
-                    "s_cmp_lt_i32 s0, s1", "s_cbranch_scc1 .Lk_bb1", "s_endpgm"]
+    # (constant bound and step: operands of the compare and the add, no SGPR each)
+    assert body == ["v_mov_b32 v0, 0", "s_mov_b32 s0, 0", ".Lk_bb1:", "v_add_u32 v0, 1, v0",
+                    "s_add_u32 s0, s0, 1", "s_cmp_lt_i32 s0, 4", "s_cbranch_scc1 .Lk_bb1",
+                    "s_endpgm"]
 
 
 @pytest.mark.parametrize("target", TARGETS)

@@ -211,8 +211,9 @@ class _Lowering:
             block.erase_op(add)
         self.carry_all([c for j, c in enumerate(carried) if j not in counters],
                        [v for j, v in enumerate(values) if j not in counters], block, loc)
-        step = _make(SOP2Op, "s_add_u32", [iv0, iv0, op.step], loc)
-        cmp = _make(SOPCOp, "s_cmp_lt_i32", [step.results[0], op.ub], loc, results=False)
+        by, bound = _immediate(op.step, block, loc), _immediate(op.ub, block, loc)
+        step = _make(SOP2Op, "s_add_u32", [iv0, iv0, by], loc)
+        cmp = _make(SOPCOp, "s_cmp_lt_i32", [step.results[0], bound], loc, results=False)
         back = BranchOp("s_cbranch_scc1", block, exit_)
         back.location = loc
         for o in (step, cmp, back):
@@ -228,7 +229,10 @@ class _Lowering:
         else:
             jump = FallthroughOp(block)
             pre.insert_op_before(jump, op)
+        bounds = (op.lb, op.ub, op.step)
         pre.erase_op(op)
+        for v in bounds:
+            erase_unused_constant(v)
 
     def _identity(self, v: SSAValue) -> SSAValue:
         """What a carried value is stored in: its register chain's root, or the token
@@ -421,6 +425,32 @@ def constant_of(value: SSAValue) -> int | None:
     return None
 
 
+def _immediate(value: SSAValue, block: Block, loc) -> SSAValue:
+    """A constant bound or step as the instruction's constant operand (no SGPR to hold it),
+    else `value`."""
+    k = constant_of(value)
+    if k is None:
+        return value
+    const = arith.ConstantOp(IntegerAttr(k, 32))
+    const.location = loc
+    block.add_op(const)
+    return const.result
+
+
+def erase_unused_constant(value: SSAValue) -> None:
+    """Erase the s_mov_b32 of a constant (and its alloca) that set a loop bound no op reads
+    any more."""
+    owner = value.owner
+    if value.uses or constant_of(value) is None or not isinstance(owner, Operation):
+        return
+    dest = owner.operands[0]
+    owner.detach()
+    owner.erase()
+    if isinstance(dest.owner, AllocaOp) and not dest.uses:
+        dest.owner.detach()
+        dest.owner.erase()
+
+
 def _runs_once(lb: SSAValue, ub: SSAValue) -> bool:
     lo, hi = constant_of(lb), constant_of(ub)
     return lo is not None and hi is not None and lo < hi
@@ -466,4 +496,5 @@ def drop_coalesced_copies(kernel: KernelOp) -> list[str]:
 
 
 
-__all__ = ["constant_of", "drop_coalesced_copies", "lower_structured", "lower_structured_module"]
+__all__ = ["constant_of", "drop_coalesced_copies", "erase_unused_constant", "lower_structured",
+           "lower_structured_module"]

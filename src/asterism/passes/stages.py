@@ -39,7 +39,7 @@ from xdsl.dialects.builtin import IntegerAttr
 from xdsl.ir import Block, BlockArgument, Operation, Region, SSAValue
 
 from asterism.ir.abi import compute_layout
-from asterism.ir.loop_lowering import constant_of
+from asterism.ir.loop_lowering import constant_of, erase_unused_constant
 from asterism.ir.loops import STAGE_ATTR, KernelForOp, KernelIfOp
 from asterism.ir.ops import (
     AllocaOp,
@@ -206,7 +206,7 @@ class _Pipeliner:
         bounds = (self.loop.lb, self.loop.ub, self.loop.step)
         parent.erase_op(self.loop)
         for v in bounds:
-            _erase_unused_constant(v)
+            erase_unused_constant(v)
 
     def emit_guarded(self, parent: Block) -> list[SSAValue]:
         """scf.if (lb + (S-1)*step < ub) { pipelined } else { the loop as written }."""
@@ -469,19 +469,6 @@ def _deep_operands(op: Operation):
                             v.owner, Operation) else v.owner.parent_op() or op):
                         seen.append(v)
     return seen
-
-
-def _erase_unused_constant(value: SSAValue) -> None:
-    """Erase the s_mov_b32 of a constant (and its alloca) that set a bound no op reads now."""
-    owner = value.owner
-    if value.uses or constant_of(value) is None or not isinstance(owner, Operation):
-        return
-    dest = owner.operands[0]
-    owner.detach()
-    owner.erase()
-    if isinstance(dest.owner, AllocaOp) and not dest.uses:
-        dest.owner.detach()
-        dest.owner.erase()
 
 
 def _defining_op(value: SSAValue) -> Operation:
