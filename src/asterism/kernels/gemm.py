@@ -958,10 +958,11 @@ class _GemmWriter:
         return kb.join(*kb.split(halves[0]), *kb.split(halves[1]), align=4)
 
     def dma_wait(self, younger: int) -> None:
-        """Wait until this wave's direct-to-LDS loads but the `younger` last are done. Written
-        by hand: the loads of a tile are issued one or two tiles before it, across the K
-        loop's back edge, where an amdgcn.wait token cannot reach; the count is exact (these
-        loads are the only VMEM instructions in flight, and vmcnt retires in order)."""
+        """Wait until this wave's direct-to-LDS loads but the `younger` last are done, by hand
+        (`kloop=unrolled`: the loads of a tile are issued one or two tiles before it, across
+        the K loop's back edge, a branch no token follows; `kloop=scf` carries the tokens as
+        iter_args and waits on them instead). The count is exact (these loads are the only
+        VMEM instructions in flight, and vmcnt retires in order)."""
         self.kb.s_waitcnt(vmcnt=younger)
 
     def body_dma(self) -> None:
