@@ -38,7 +38,7 @@ OPTIONS = {
               "strict-store-data": ("bool", False)},
     "schedule": {"guard": ("enum", "hazards"), "counters": ("enum", "auto")},
     "lower-upstream": {"target": ("str", None)},
-    "scf-pipeline": {},
+    "scf-pipeline": {"rotate": ("bool", True)},
 }
 
 

@@ -176,8 +176,15 @@ class _Lowering:
         iv0 = iv.results[0]
         body = op.body.block
         ind, *args = body.args
+        yield_op = body.last_op
+        assert isinstance(yield_op, scf.YieldOp)
+        counters = _counter_args(op, yield_op)
         carried: list[SSAValue] = []
-        for arg, init in zip(args, op.iter_args):
+        for j, (arg, init) in enumerate(zip(args, op.iter_args)):
+            if j in counters:  # the loop's own counter: its register, after the loop too
+                arg.replace_all_uses_with(iv0)
+                carried.append(iv0)
+                continue
             if isinstance(init.type, TokenType):
                 var = TokenVarOp(init)
                 var.location = loc
@@ -196,13 +203,17 @@ class _Lowering:
         block = self._take_region_block(op.body, pre)
         for a in list(block.args):
             block.erase_arg(a)
-        yield_op = block.last_op
-        assert isinstance(yield_op, scf.YieldOp)
         values = list(yield_op.arguments)
         block.erase_op(yield_op)
-        self.carry_all(carried, values, block, loc)
-        step = _make(SOP2Op, "s_add_u32", [iv0, iv0, op.step], loc)
-        cmp = _make(SOPCOp, "s_cmp_lt_i32", [step.results[0], op.ub], loc, results=False)
+        for j in sorted(counters, reverse=True):
+            add = values[j].owner
+            assert isinstance(add, Operation)
+            block.erase_op(add)
+        self.carry_all([c for j, c in enumerate(carried) if j not in counters],
+                       [v for j, v in enumerate(values) if j not in counters], block, loc)
+        by, bound = _immediate(op.step, block, loc), _immediate(op.ub, block, loc)
+        step = _make(SOP2Op, "s_add_u32", [iv0, iv0, by], loc)
+        cmp = _make(SOPCOp, "s_cmp_lt_i32", [step.results[0], bound], loc, results=False)
         back = BranchOp("s_cbranch_scc1", block, exit_)
         back.location = loc
         for o in (step, cmp, back):
@@ -218,7 +229,10 @@ class _Lowering:
         else:
             jump = FallthroughOp(block)
             pre.insert_op_before(jump, op)
+        bounds = (op.lb, op.ub, op.step)
         pre.erase_op(op)
+        for v in bounds:
+            erase_unused_constant(v)
 
     def _identity(self, v: SSAValue) -> SSAValue:
         """What a carried value is stored in: its register chain's root, or the token
@@ -351,6 +365,25 @@ class _Lowering:
                 self.copy_into(out, y, block, None, "branch", loc)
 
 
+def _counter_args(op: KernelForOp, yield_op: scf.YieldOp) -> set[int]:
+    """The iter_args that count as the loop does: initial value the lower bound, next value
+    `s_add_u32` of the argument and the step, made for the yield only. The lowering gives
+    them the counter's register (no add of their own); after the loop they hold the
+    counter's final value (the lower bound when the loop does not run)."""
+    found: set[int] = set()
+    args = op.body.block.args[1:]
+    for j, (arg, init, y) in enumerate(zip(args, op.iter_args, yield_op.arguments)):
+        add = y.owner
+        if init is not op.lb or not isinstance(add, SOP2Op) or \
+                add.mnemonic_text != "s_add_u32" or y.uses.get_length() != 1 or \
+                add.parent_block() is not op.body.block:
+            continue
+        srcs = list(add.args[1:])
+        if srcs in ([arg, op.step], [op.step, arg]):
+            found.add(j)
+    return found
+
+
 def _make(family: type[InstructionOp], mnemonic: str, operands: list[SSAValue], loc,
           results: bool = True) -> InstructionOp:
     op = family(mnemonic, operands, [operands[0].type] if results else [])
@@ -390,6 +423,32 @@ def constant_of(value: SSAValue) -> int | None:
             v = src.owner.value.value.data
             return v - (1 << 32) if v >= 1 << 31 else v
     return None
+
+
+def _immediate(value: SSAValue, block: Block, loc) -> SSAValue:
+    """A constant bound or step as the instruction's constant operand (no SGPR to hold it),
+    else `value`."""
+    k = constant_of(value)
+    if k is None:
+        return value
+    const = arith.ConstantOp(IntegerAttr(k, 32))
+    const.location = loc
+    block.add_op(const)
+    return const.result
+
+
+def erase_unused_constant(value: SSAValue) -> None:
+    """Erase the s_mov_b32 of a constant (and its alloca) that set a loop bound no op reads
+    any more."""
+    owner = value.owner
+    if value.uses or constant_of(value) is None or not isinstance(owner, Operation):
+        return
+    dest = owner.operands[0]
+    owner.detach()
+    owner.erase()
+    if isinstance(dest.owner, AllocaOp) and not dest.uses:
+        dest.owner.detach()
+        dest.owner.erase()
 
 
 def _runs_once(lb: SSAValue, ub: SSAValue) -> bool:
@@ -437,4 +496,5 @@ def drop_coalesced_copies(kernel: KernelOp) -> list[str]:
 
 
 
-__all__ = ["constant_of", "drop_coalesced_copies", "lower_structured", "lower_structured_module"]
+__all__ = ["constant_of", "drop_coalesced_copies", "erase_unused_constant", "lower_structured",
+           "lower_structured_module"]
