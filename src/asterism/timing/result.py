@@ -1,5 +1,6 @@
 """What a timed run produces: per-wave records in the ATT decoder's codes, the run's figures
-(summary, JSON). Modeled, not measured.
+(summary, JSON), and per instruction the LDS bank conflicts (`LdsCost`) and cache lines
+(`LineCost`) the mechanisms charged. Modeled, not measured.
 
 The instruction category and wave state codes are those of rocprofv3's ATT decoder (its
 ``inst_category_t`` and ``wstate_type_t``): facts of the trace format, kept here, below both
@@ -207,7 +208,8 @@ class TimingResult:
             lines = sum(c.lines for c in self.line_costs.values())
             execs = sum(c.executions for c in self.line_costs.values())
             mean = lines / execs if execs else 0.0
-            out.append(f"  cache lines ({MODEL_NOTE}): {mean:.1f} lines of 128 B per vector "
+            size = self.parameters.get("memory", {}).get("line_bytes", "?")
+            out.append(f"  cache lines ({MODEL_NOTE}): {mean:.1f} lines of {size} B per vector "
                        f"memory instruction ({execs} executions of {len(self.line_costs)} "
                        "instructions); most lines per execution:")
             out.append("      pc      execs  lines/exec  added  instruction")
