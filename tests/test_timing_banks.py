@@ -236,6 +236,29 @@ def test_k_tile_reads_through_the_emulator(target, pad, busy, conflicts):
     assert res.lds_costs[_by_text(res, "ds_read_b128")[0]].conflict_cycles == conflicts
 
 
+@pytest.mark.parametrize("op, width, conflicts", [
+    ("ds_read_b32", 1, 0),  # one dword for all lanes: broadcast, 2 phases of 1 clock
+    ("ds_add_u32", 0, 62),  # an atomic: 32 read-modify-writes per phase, 2 x 31 conflicts
+    ("ds_add_rtn_u32", 1, 62)])
+def test_same_address_reads_broadcast_and_atomics_serialize(op, width, conflicts):
+    kb = KernelBuilder("k", "gfx942", workgroup_size=(64, 1, 1), lds_size=1024)
+    kb.v_mov_b32(kb.v(1), 0)
+    kb.v_mov_b32(kb.v(2), 1)
+    for k in range(2):
+        if width == 0:
+            getattr(kb, op)(kb.v(1), kb.v(2))
+        elif op.startswith("ds_add"):
+            getattr(kb, op)(kb.v(4 + k), kb.v(1), kb.v(2))
+        else:
+            getattr(kb, op)(kb.v(4 + k), kb.v(1))
+    kb.s_waitcnt(lgkmcnt=0)
+    kb.s_endpgm()
+    res = _run(kb.finish())
+    (first, second), _done = _ds_times(res, op)
+    assert second - first == max(4, 2 + conflicts)
+    assert res.lds_costs[_by_text(res, op)[0]].conflict_cycles == conflicts
+
+
 def test_transposed_read_through_the_emulator():
     # lane i reads row i % 16 of a 256-byte-row tile at column 8 * (i // 16): the column of
     # test_transposed_read_b64_tr_b16, 30 conflicts; 2 phases of 16 clocks = 32 clocks.
@@ -365,7 +388,7 @@ def test_the_report_lists_the_worst_instructions():
     res = _run(ds_kernel("gfx942", 7, "ds_read_b32", 1))
     text = res.summary()
     assert "LDS bank conflicts (modeled, not measured): 124 conflict cycles in 2 executions " \
-           "of 2 LDS instructions" in text
+           "of 2 instructions accessing LDS" in text
     assert "     1               62      62.0     60  ds_read_b32 v4, v1" in text
     data = json.loads(json.dumps(res.to_json()))
     first = data["lds_conflicts"][0]

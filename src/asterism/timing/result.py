@@ -196,7 +196,7 @@ class TimingResult:
             total = sum(c.conflict_cycles for c in self.lds_costs.values())
             execs = sum(c.executions for c in self.lds_costs.values())
             out.append(f"  LDS bank conflicts ({MODEL_NOTE}): {total} conflict cycles in {execs} "
-                       f"executions of {len(self.lds_costs)} LDS instructions")
+                       f"executions of {len(self.lds_costs)} instructions accessing LDS")
             worst = sorted(((i, c) for i, c in self.lds_costs.items() if c.conflict_cycles),
                            key=lambda ic: (-ic[1].conflict_cycles, ic[0]))[:top]
             if worst:
