@@ -12,19 +12,25 @@ import pytest
 import asterism
 from asterism import kernels
 from asterism.kernels import KernelParamError
-from asterism.kernels.attention import reference
+from asterism.kernels.attention import EPS, ROW_RTOL, encode, reference, row_relative_error
 
 GEN = "flash_attention_fwd"
 
 
 def run_case(case) -> tuple[float, float]:
-    """Compile with `auto`, run on the emulator; (max |error| - allowed, max |error|)."""
+    """Compile with `auto`, run on the emulator; (max |error| - allowed, max |error|), and
+    the per-row norm check: no row's ||error|| / ||O_ref|| above ROW_RTOL * eps."""
     code = asterism.compile(case.module, pipeline="auto")
     asterism.launch(code, case.kernel, grid=case.grid, block=case.block,
                     args=list(case.args.values()), backend="emu")
     got = case.output_values("o")
     want = case.reference()["o"]
     err = np.abs(got - want)
+    rows = row_relative_error(got, want)
+    allowed = ROW_RTOL * EPS[case.params.get("dtype", "bf16")]
+    assert np.all(np.isfinite(got)), f"{np.count_nonzero(~np.isfinite(got))} values not finite"
+    assert rows.max() <= allowed, (f"row {np.unravel_index(rows.argmax(), rows.shape)}: "
+                                   f"||error|| / ||O|| = {rows.max():.4g} > {allowed:.4g}")
     return float((err - case.atol - case.rtol * np.abs(want)).max()), float(err.max())
 
 
@@ -75,8 +81,8 @@ def test_wrong_output_is_caught():
     good = case.reference
     case.reference = lambda: {"o": reference(*(case.decode("x", case.args[n])
                                                for n in "qkv"), 0.5, False)}
-    excess, _ = run_case(case)
-    assert excess > 0
+    with pytest.raises(AssertionError, match="error"):
+        run_case(case)
     case.reference = good
 
 
@@ -203,5 +209,69 @@ def test_running_max_growth_with_and_without_rescale(growth):
     case.args["q"], case.args["k"] = encode(q, "bf16"), encode(k, "bf16")
     qf, kf, vf = (case.decode(n, case.args[n]) for n in "qkv")
     case.reference = lambda: {"o": reference(qf, kf, vf, 1 / 8, False)}
+    excess, err = run_case(case)
+    assert excess <= 0, f"max error {err} above the tolerance"
+
+
+def growing_scores(seq_k: int, step: float, d: int = 64) -> tuple[np.ndarray, np.ndarray]:
+    """Q = 1 and K rows whose scores (scale 1/sqrt(d)) grow by about `step` (natural log
+    units) every 64 keys, with a little noise: Q [1, 1, 64, d], K [1, 1, seq_k, d]."""
+    rng = np.random.default_rng(5)
+    q = np.ones((1, 1, 64, d))
+    level = step / np.sqrt(d) * (np.arange(seq_k) // 64)
+    k = level[None, None, :, None] + 0.25 * rng.standard_normal((1, 1, seq_k, d))
+    return q, k
+
+
+# The rescale configurations: ping-pong S (the gfx950 default), one S buffer, gfx942.
+RESCALE_CASES = [("gfx950", {}), ("gfx950", {"s_buffers": 1}), ("gfx942", {"block_n": 32})]
+
+
+@pytest.mark.parametrize(("target", "extra"), RESCALE_CASES,
+                         ids=[f"{t}-{e}" for t, e in RESCALE_CASES])
+def test_growing_maxima_need_every_rescale(target, extra):
+    # Scores grow by 60 (87 in the kernel's log2 units) every 64 keys, 260 over the keys: a
+    # kernel that keeps the first block's max (never rescales again) computes exp2(> 128)
+    # = inf there, and one that moves the max without rescaling O and l mixes blocks
+    # weighted 2^-87 apart. Only the last 64 keys carry weight in the reference.
+    case = kernels.get(GEN).build(target, dict(heads=1, seq_q=64, seq_k=256, head_dim=64,
+                                               **extra))
+    q, k = growing_scores(256, 60.0)
+    case.args["q"], case.args["k"] = encode(q, "bf16"), encode(k, "bf16")
+    qf, kf, vf = (case.decode(n, case.args[n]) for n in "qkv")
+    case.reference = lambda: {"o": reference(qf, kf, vf, 1 / 8, False)}
+    excess, err = run_case(case)
+    assert excess <= 0, f"max error {err} above the tolerance"
+
+
+@pytest.mark.parametrize("target", ["gfx950", "gfx942"])
+def test_running_sum_counts_every_key(target):
+    # V with a mean of 2 makes |O| about as large as |V|: a running sum l missing 2 keys in
+    # 64 makes O 3 % too large, 0.06 here, beyond eps * max|V| + eps * |O| (the element
+    # check) and 8 x the row norm check's 2 eps.
+    case = kernels.get(GEN).build(target, dict(heads=1, seq_q=64, seq_k=192, head_dim=128))
+    v = 2.0 + np.random.default_rng(6).standard_normal((1, 1, 192, 128))
+    case.args["v"] = encode(v, "bf16")
+    excess, err = run_case(case)
+    assert excess <= 0, f"max error {err} above the tolerance"
+
+
+# The causal diagonal at block edges: seq_k - seq_q a multiple of block_n (the diagonal
+# starts exactly at a block's first key), one key past it, one key short of it; the last
+# query row ending on a block edge; a partial last block.
+EDGE_CASES = [
+    ("gfx950", dict(seq_q=64, seq_k=64)),
+    ("gfx950", dict(seq_q=64, seq_k=128)),
+    ("gfx950", dict(seq_q=63, seq_k=128)),
+    ("gfx950", dict(seq_q=65, seq_k=129)),
+    ("gfx942", dict(seq_q=32, seq_k=95, block_n=32)),
+    ("gfx942", dict(seq_q=33, seq_k=97, block_n=32, waves=1, block_m=32)),
+]
+
+
+@pytest.mark.parametrize(("target", "extra"), EDGE_CASES,
+                         ids=[f"{t}-q{e['seq_q']}-k{e['seq_k']}" for t, e in EDGE_CASES])
+def test_causal_mask_at_block_edges(target, extra):
+    case = kernels.get(GEN).build(target, dict(heads=1, head_dim=64, causal=True, **extra))
     excess, err = run_case(case)
     assert excess <= 0, f"max error {err} above the tolerance"

@@ -1025,6 +1025,24 @@ def tolerance(v: np.ndarray, dtype: str) -> tuple[float, float]:
     return eps * float(np.abs(v).max()), eps
 
 
+ROW_RTOL = 2.0  # the per-row norm check allows ROW_RTOL * eps (rounding alone: < 0.9 eps seen)
+
+
+def row_relative_error(got: np.ndarray, want: np.ndarray) -> np.ndarray:
+    """Per query row, ||got - want|| / ||want|| over the head dimension (the last axis).
+
+    The element check (atol = eps * max|V|) cannot see an error proportional to |O| when
+    |O| is much smaller than |V| (random V: the weighted mean of many rows nearly cancels):
+    a kernel whose running sum misses 2 keys in 64 (O 3 % too large) passes it. The rounding
+    errors of a correct kernel (P to 16 bits, O on output) are independent per weight, a
+    random walk over the same weights as O itself, so the norm of a row's error grows with
+    the norm of the row: below eps relative; that 3 % is 8 eps (bf16). Rows whose reference
+    is all zero count as their error's norm."""
+    diff = np.sqrt(np.square(got - want).sum(axis=-1))
+    norm = np.sqrt(np.square(want).sum(axis=-1))
+    return np.where(norm > 0, diff / np.where(norm > 0, norm, 1.0), diff)
+
+
 def attention_flops(batch: int, heads: int, seq_q: int, seq_k: int, head_dim: int,
                     causal: bool) -> int:
     """Useful flops of one forward pass: 4 per (query, visible key, head-dim element); a
