@@ -275,3 +275,41 @@ def test_causal_mask_at_block_edges(target, extra):
     case = kernels.get(GEN).build(target, dict(heads=1, head_dim=64, causal=True, **extra))
     excess, err = run_case(case)
     assert excess <= 0, f"max error {err} above the tolerance"
+
+
+# Grouped-query attention: groups of 2 (a shift) and 3 (a multiply-high), batch 2 so the
+# batch stride of K/V (heads_kv heads) differs from Q's; the log-sum-exp output with it.
+GQA_CASES = [
+    ("gfx950", dict(batch=2, heads=4, heads_kv=2, seq_q=64, seq_k=96, lse=True)),
+    ("gfx942", dict(batch=2, heads=6, heads_kv=2, seq_q=40, seq_k=64, block_n=32,
+                    waves=1, block_m=32, lse=True, causal=True)),
+    ("gfx950", dict(heads=3, heads_kv=1, seq_q=32, dtype="f16", waves=1, block_m=32)),
+]
+
+
+@pytest.mark.parametrize(("target", "extra"), GQA_CASES,
+                         ids=[f"{t}-h{e['heads']}-kv{e['heads_kv']}" for t, e in GQA_CASES])
+def test_grouped_query_heads_and_lse(target, extra):
+    case = kernels.get(GEN).build(target, dict(head_dim=64, **extra))
+    assert case.args["k"].shape[1] == extra["heads_kv"]
+    # Every query head must read its own group's K/V head: K/V heads far apart (V head g
+    # has mean 4 g) make a wrong head an error of 4 per value.
+    v = case.decode("v", case.args["v"]) + 4.0 * np.arange(extra["heads_kv"])[None, :, None,
+                                                                                None]
+    case.args["v"] = encode(v, case.params.get("dtype", "bf16"))
+    excess, err = run_case(case)
+    assert excess <= 0, f"max error {err} above the tolerance"
+    if extra.get("lse"):
+        q, k, v = (case.decode(n, case.args[n]) for n in "qkv")
+        _, want = reference(q, k, v, 1 / 8, extra.get("causal", False), lse=True)
+        # f32 log-sum-exp of O(10): the hardware log2 and the f32 sums, well within 1e-4.
+        np.testing.assert_allclose(case.args["lse"], want, rtol=0, atol=1e-4)
+        assert np.abs(want).max() > 1.0  # a real value to compare
+
+
+def test_lse_is_optional_and_heads_kv_must_divide():
+    gen = kernels.get(GEN)
+    assert gen.build("gfx950", {"seq_q": 64}).outputs == ("o",)
+    assert gen.build("gfx950", {"seq_q": 64, "lse": True}).outputs == ("o", "lse")
+    with pytest.raises(KernelParamError, match="heads_kv: must divide heads"):
+        gen.build("gfx950", {"heads": 4, "heads_kv": 3})

@@ -1,6 +1,9 @@
 """Flash-attention forward: O = softmax(Q K^T * scale [+ causal mask]) V, one kernel.
 
-Q, K, V and O are [batch, heads, seq, head_dim] arrays (bf16 or f16, contiguous). A workgroup
+Q and O are [batch, heads, seq_q, head_dim], K and V [batch, heads_kv, seq_k, head_dim] arrays
+(bf16 or f16, contiguous; grouped-query attention: query head h reads K/V head
+h // (heads / heads_kv)); with `lse` the kernel also writes the log-sum-exp of each row
+(float32 [batch, heads, seq_q]). A workgroup
 of `waves` waves takes `block_m` = 32 * waves query rows of one (batch, head); each wave owns
 32 rows and walks the keys `block_n` at a time. Per key block the workgroup copies the K and
 V tiles to LDS (on gfx950 straight from memory with `buffer_load_dwordx4 ... lds`, M0 values
@@ -65,6 +68,8 @@ EPS = {"bf16": 2.0 ** -8, "f16": 2.0 ** -11}  # relative rounding error bound of
 PARAMS = (
     Param("batch", 1, "batch size"),
     Param("heads", 2, "attention heads"),
+    Param("heads_kv", 0, "key/value heads (0: same as heads); grouped-query attention: query "
+          "head h reads K/V head h // (heads / heads_kv)"),
     Param("seq_q", 128, "query sequence length"),
     Param("seq_k", 0, "key/value sequence length (0: same as seq_q)"),
     Param("head_dim", 128, "head dimension", choices=(64, 128)),
@@ -83,6 +88,8 @@ PARAMS = (
     Param("o_regs", "auto", "registers of the O accumulator: vgpr, agpr (MFMA C/D in AGPRs, "
           "VALU through v_accvgpr_read/write; frees head_dim / 2 VGPRs), auto = vgpr where "
           "the rest fits", choices=("auto", "vgpr", "agpr")),
+    Param("lse", False, "also write the log-sum-exp of each row (natural log, float32 "
+          "[batch, heads, seq_q]: what a backward pass reads) to the output buffer lse"),
     Param("seed", 0, "random seed of the inputs"),
 )
 
@@ -106,6 +113,13 @@ class Config:
     stages: int = 1
     s_buffers: int = 1
     o_agprs: bool = False
+    heads_kv: int = 0  # 0: heads
+    lse: bool = False
+
+    @property
+    def group(self) -> int:
+        """Query heads per K/V head (grouped-query attention; 1: plain multi-head)."""
+        return self.heads // (self.heads_kv or self.heads)
 
     @property
     def kstep(self) -> int:
@@ -199,6 +213,10 @@ def check(target: str, p: dict[str, Any]) -> Config:
     seq_k = p["seq_k"] or p["seq_q"]
     for name in ("batch", "heads", "seq_q"):
         require(p[name] >= 1, name, f"must be at least 1, got {p[name]}")
+    heads_kv = p["heads_kv"] or p["heads"]
+    require(heads_kv >= 1 and p["heads"] % heads_kv == 0, "heads_kv",
+            f"must divide heads ({p['heads']}) (or be 0 for heads), got {p['heads_kv']}")
+    require(p["heads"] < 2 ** 16, "heads", f"at most 65535 heads, got {p['heads']}")
     require(seq_k >= 1, "seq_k", f"must be at least 1 (or 0 for seq_q), got {seq_k}")
     require(p["waves"] >= 1, "waves", f"must be at least 1, got {p['waves']}")
     require(p["waves"] <= 4, "waves", f"at most 4 waves per workgroup (one per SIMD), "
@@ -217,7 +235,8 @@ def check(target: str, p: dict[str, Any]) -> Config:
                 f"are undefined), got seq_q={p['seq_q']} seq_k={seq_k}")
     cfg = Config(target, p["batch"], p["heads"], p["seq_q"], seq_k, p["head_dim"], p["dtype"],
                  p["causal"], p["scale"] or 1.0 / math.sqrt(p["head_dim"]), p["block_m"],
-                 p["block_n"], p["waves"], stages=_stages(target, p, chip))
+                 p["block_n"], p["waves"], stages=_stages(target, p, chip),
+                 heads_kv=heads_kv, lse=p["lse"])
     cfg = _with_registers(cfg, p, chip.vgpr.arch)
     require(cfg.tile_bytes % (16 * 64 * cfg.waves) == 0, "waves",
             f"{cfg.waves} waves cannot split a {cfg.block_n}x{cfg.head_dim} tile into 16-byte "
@@ -230,8 +249,8 @@ def check(target: str, p: dict[str, Any]) -> Config:
     require(cfg.vgpr_estimate() <= budget, "block_n",
             f"needs about {cfg.vgpr_estimate()} VGPRs (pinned "
             f"{sum(cfg.pinned_vgprs.values())}), {target} has {budget} per lane")
-    for name, value in (("q", cfg.seq_q), ("k", seq_k)):
-        nbytes = cfg.batch * cfg.heads * value * cfg.row_bytes
+    for name, value, heads in (("q", cfg.seq_q, cfg.heads), ("k", seq_k, heads_kv)):
+        nbytes = cfg.batch * heads * value * cfg.row_bytes
         require(nbytes < 2 ** 32, f"seq_{name}", f"{name} is {nbytes} bytes; buffer "
                 "offsets are 32-bit (at most 4 GiB per tensor)")
     return cfg
@@ -295,33 +314,52 @@ class _Builder:
         for name, size in self.cfg.pinned_agprs.items():
             self.region[name] = kb.reserve(name, f"a0-a{size - 1}")
 
-    def resource(self, ptr, bh_bytes, seq: int):
-        """A buffer descriptor for one (batch, head) slice: base + bh_bytes, seq rows."""
+    def resource(self, ptr, bh_bytes, seq: int, row_bytes: int = 0):
+        """A buffer descriptor for one (batch, head) slice: base + bh_bytes, seq rows of
+        row_bytes (0: a row of Q, K, V or O)."""
         kb = self.kb
         lo, hi = kb.split(ptr)
         base_lo = kb.s_add_u32(None, lo, bh_bytes)
         base_hi = kb.s_addc_u32(None, hi, 0)
         word1 = kb.s_and_b32(None, 0xFFFF, base_hi)
-        word2 = kb.s_mov_b32(None, seq * self.cfg.row_bytes)
+        word2 = kb.s_mov_b32(None, seq * (row_bytes or self.cfg.row_bytes))
         word3 = kb.s_mov_b32(None, BUFFER_WORD3)
         return kb.join(base_lo, word1, word2, word3, align=4)
+
+    def kv_head(self, head):
+        """The K/V head of query head `head` (SGPR): head // group, a shift for a power of
+        two, else the high word of head * ceil(2^32 / group) (exact for head < 2^16)."""
+        group, kb = self.cfg.group, self.kb
+        if group == 1:
+            return head
+        if group & (group - 1) == 0:
+            return kb.s_lshr_b32(None, head, _log2(group))
+        return kb.s_mul_hi_u32(None, head, kb.s_mov_b32(None, -(-(1 << 32) // group)))
 
     def setup(self) -> None:
         """Arguments, descriptors, lane indices and the constant per-lane values."""
         cfg, kb = self.cfg, self.kb
         args = [kb.arg_buffer(n, cfg.dtype, "read_only") for n in "qkv"]
         args.append(kb.arg_buffer("o", cfg.dtype, "write_only"))
+        if cfg.lse:
+            args.append(kb.arg_buffer("lse", "f32", "write_only"))
         kp = kb.kernarg_ptr()
         ptrs = [kb.s_load_dwordx2(None, kp, a) for a in args]
         wg_m, head, batch = (kb.workgroup_id(d) for d in "xyz")
         self.wg_m = wg_m
         bh = kb.s_add_u32(None, kb.s_mul_i32(None, batch, cfg.heads), head)
+        bh_kv = kb.s_add_u32(None, kb.s_mul_i32(None, batch, cfg.heads // cfg.group),
+                             self.kv_head(head))
         q_bytes = kb.s_mul_i32(None, bh, cfg.seq_q * cfg.row_bytes)
-        k_bytes = kb.s_mul_i32(None, bh, cfg.seq_k * cfg.row_bytes)
+        k_bytes = kb.s_mul_i32(None, bh_kv, cfg.seq_k * cfg.row_bytes)
         self.rq = self.resource(ptrs[0], q_bytes, cfg.seq_q)
         self.rk = self.resource(ptrs[1], k_bytes, cfg.seq_k)
         self.rv = self.resource(ptrs[2], k_bytes, cfg.seq_k)
         self.ro = self.resource(ptrs[3], q_bytes, cfg.seq_q)
+        if cfg.lse:
+            # Raw buffers count num_records in bytes: seq_q f32 values per (batch, head).
+            self.rl = self.resource(ptrs[4], kb.s_mul_i32(None, bh, 4 * cfg.seq_q),
+                                    cfg.seq_q, row_bytes=4)
         tid = kb.workitem_id("x")
         self.tid = tid
         self.lane32 = kb.v_and_b32(None, 31, tid)  # query column of this lane
@@ -902,6 +940,8 @@ class _Builder:
         st = self.region["stats"]
         total = kb.v_add_f32(None, st[1], self.exchange_sum(st[1]))
         inv = kb.v_rcp_f32(None, total)
+        if cfg.lse:
+            self.store_lse(total)
         if cfg.target == "gfx950":
             self.store_dwordx4(inv)
             return
@@ -912,6 +952,16 @@ class _Builder:
                 data = kb.join(*self.packed_group(inv, db, g), align=2)
                 kb.buffer_store_dwordx2(data, voff, self.ro, soff, offen=True,
                                         offset=2 * (32 * db + 8 * g))
+
+    def store_lse(self, total) -> None:
+        """LSE = ln 2 * (m + log2 l): m is the running max in base-2 units (possibly stale by
+        the deferred rescale; l shares it). Both lanes of a row (l, l ^ 32) hold the same
+        value and store it to the same address; rows past seq_q fall outside the buffer."""
+        kb, st = self.kb, self.region["stats"]
+        lse2 = kb.v_add_f32(None, st[0], kb.v_log_f32(None, total))
+        value = kb.v_mul_f32(None, kb.v_mov_b32(None, _f32_bits(math.log(2.0))), lse2)
+        voff = kb.v_lshlrev_b32(None, 2, self.query_row())
+        kb.buffer_store_dword(value, voff, self.rl, 0, offen=True)
 
     def packed_group(self, inv, db: int, g: int) -> list:
         """O / l of register group g of head-dim block db (4 head-dim values 32 db + 8 g +
@@ -1075,7 +1125,7 @@ def input_bytes(cfg: Config) -> int:
     """Host memory the inputs, the output, the run's copy of it and the check take: the 16-bit
     Q, K, V, O, the float32 decoded Q, K, V of the reference and its float64 result."""
     q = cfg.batch * cfg.heads * cfg.seq_q * cfg.head_dim
-    kv = cfg.batch * cfg.heads * cfg.seq_k * cfg.head_dim
+    kv = cfg.batch * (cfg.heads // cfg.group) * cfg.seq_k * cfg.head_dim
     return 2 * (q + 2 * kv + 2 * q) + 4 * (q + 2 * kv) + 8 * q + REFERENCE_BLOCK_BYTES * 4
 
 
@@ -1090,12 +1140,16 @@ def make_inputs(cfg: Config, seed: int) -> dict[str, np.ndarray]:
     rng = np.random.default_rng(seed)
     dtype = np.float16 if cfg.dtype == "f16" else np.uint16
     out = {}
-    for name, seq in (("q", cfg.seq_q), ("k", cfg.seq_k), ("v", cfg.seq_k)):
-        shape = (cfg.heads, seq, cfg.head_dim)
+    heads_kv = cfg.heads // cfg.group
+    for name, seq, heads in (("q", cfg.seq_q, cfg.heads), ("k", cfg.seq_k, heads_kv),
+                             ("v", cfg.seq_k, heads_kv)):
+        shape = (heads, seq, cfg.head_dim)
         out[name] = np.empty((cfg.batch, *shape), dtype)
         for b in range(cfg.batch):
             out[name][b] = encode(rng.standard_normal(shape), cfg.dtype)
     out["o"] = np.zeros((cfg.batch, cfg.heads, cfg.seq_q, cfg.head_dim), dtype)
+    if cfg.lse:
+        out["lse"] = np.zeros((cfg.batch, cfg.heads, cfg.seq_q), np.float32)
     return out
 
 
@@ -1104,11 +1158,18 @@ def build_case(target: str, params: dict[str, Any]) -> KernelCase:
     or a check first needs them (a code object alone costs the same at any batch)."""
     cfg = check(target, params)
     module = _Builder(cfg).build()
-    args = LazyArgs(("q", "k", "v", "o"), lambda: make_inputs(cfg, params["seed"]))
+    outputs = ("o", "lse") if cfg.lse else ("o",)
+    args = LazyArgs(("q", "k", "v", *outputs), lambda: make_inputs(cfg, params["seed"]))
 
     def expected() -> dict[str, np.ndarray]:
         q, k, v = (decode(args[n], cfg.dtype) for n in "qkv")
-        return {"o": reference(q, k, v, cfg.scale, cfg.causal)}
+        if not cfg.lse:
+            return {"o": reference(q, k, v, cfg.scale, cfg.causal)}
+        o, lse = reference(q, k, v, cfg.scale, cfg.causal, lse=True)
+        return {"o": o, "lse": lse}
+
+    def decode_output(name: str, x: np.ndarray) -> np.ndarray:
+        return x if name == "lse" else decode(x, cfg.dtype)
 
     def atol() -> float:
         return tolerance(decode(args["v"], cfg.dtype), cfg.dtype)[0]
@@ -1118,8 +1179,8 @@ def build_case(target: str, params: dict[str, Any]) -> KernelCase:
     grid = (-(-cfg.seq_q // cfg.block_m), cfg.heads, cfg.batch)
     return KernelCase(
         name=NAME, target=target, params=dict(params), module=module, kernel=NAME,
-        grid=grid, block=(64 * cfg.waves, 1, 1), args=args, outputs=("o",),
-        reference=expected, decode=lambda name, x: decode(x, cfg.dtype),
+        grid=grid, block=(64 * cfg.waves, 1, 1), args=args, outputs=outputs,
+        reference=expected, decode=decode_output,
         atol=atol, rtol=EPS[cfg.dtype], flops=flops,
         notes={"pinned_vgprs": cfg.pinned_vgprs, "mfma": cfg.mfma, "lds_bytes": cfg.lds_bytes},
     )
