@@ -88,6 +88,9 @@ PARAMS = (
     Param("o_regs", "auto", "registers of the O accumulator: vgpr, agpr (MFMA C/D in AGPRs, "
           "VALU through v_accvgpr_read/write; frees head_dim / 2 VGPRs), auto = vgpr where "
           "the rest fits", choices=("auto", "vgpr", "agpr")),
+    Param("lds_layout", "swizzle", "K/V tiles in LDS: swizzle = 16-byte chunks XOR-permuted "
+          "per row so the K (and gfx950 V^T) reads of a phase hit distinct banks, plain = "
+          "row-major as in memory", choices=("swizzle", "plain")),
     Param("lse", False, "also write the log-sum-exp of each row (natural log, float32 "
           "[batch, heads, seq_q]: what a backward pass reads) to the output buffer lse"),
     Param("seed", 0, "random seed of the inputs"),
@@ -115,6 +118,43 @@ class Config:
     o_agprs: bool = False
     heads_kv: int = 0  # 0: heads
     lse: bool = False
+    swizzle: bool = False
+
+    @property
+    def bank_line(self) -> int:
+        """Bytes of one row of LDS banks (4-byte banks: 64 on gfx950, 32 on gfx942)."""
+        return 256 if self.target == "gfx950" else 128
+
+    @property
+    def rows_per_line(self) -> int:
+        """Tile rows per bank line (1 when a row spans a line or more)."""
+        return max(1, self.bank_line // self.row_bytes)
+
+    @property
+    def rows_per_copy(self) -> int:
+        """Tile rows one copy instruction of the workgroup moves (16 bytes per lane)."""
+        return 16 * 64 * self.waves // self.row_bytes
+
+    @property
+    def k_swizzle_rows(self) -> int:
+        """Period (rows) of the K swizzle: row r's 16-byte chunks are XORed with
+        (r % period) / rows_per_line. A full period spreads the 16 rows of a read phase over
+        every bank; it must divide the rows of one copy instruction, so that each lane's
+        XOR is the same in all the copies (one source offset per lane): fewer waves, a
+        shorter period (gfx950 d128, 2 waves: 8 rows, 2-way conflicts left)."""
+        if not self.swizzle:
+            return self.rows_per_line
+        chunks = min(self.row_bytes, self.bank_line) // 16
+        return min(self.rows_per_line * chunks, self.rows_per_copy)
+
+    @property
+    def v_swizzle_rows(self) -> int:
+        """Period of the V swizzle (gfx950): row r's 64-byte quarters XORed with
+        (r % period) / rows_per_line, so the 4 rows a transposed read takes per phase land
+        in 4 different quarters of the banks."""
+        if not self.swizzle or self.target != "gfx950":
+            return self.rows_per_line
+        return self.rows_per_line * (self.row_bytes // 64)
 
     @property
     def group(self) -> int:
@@ -236,7 +276,7 @@ def check(target: str, p: dict[str, Any]) -> Config:
     cfg = Config(target, p["batch"], p["heads"], p["seq_q"], seq_k, p["head_dim"], p["dtype"],
                  p["causal"], p["scale"] or 1.0 / math.sqrt(p["head_dim"]), p["block_m"],
                  p["block_n"], p["waves"], stages=_stages(target, p, chip),
-                 heads_kv=heads_kv, lse=p["lse"])
+                 heads_kv=heads_kv, lse=p["lse"], swizzle=p["lds_layout"] == "swizzle")
     cfg = _with_registers(cfg, p, chip.vgpr.arch)
     require(cfg.tile_bytes % (16 * 64 * cfg.waves) == 0, "waves",
             f"{cfg.waves} waves cannot split a {cfg.block_n}x{cfg.head_dim} tile into 16-byte "
@@ -395,8 +435,10 @@ class _Builder:
         """Per-lane LDS addresses of the K/V fragments and the key limit of the masks."""
         cfg, kb = self.cfg, self.kb
         # K fragment: row l % 32 of the 32-key tile, bytes kstep * h of each step.
-        self.addr_k = self.row_offset(self.lane32,
-                                      kb.v_lshlrev_b32(None, _log2(cfg.kstep), self.half))
+        addr_k = self.row_offset(self.lane32, kb.v_lshlrev_b32(None, _log2(cfg.kstep),
+                                                               self.half))
+        self.addr_k = self.swizzled(addr_k, self.lane32, cfg.k_swizzle_rows, 4,
+                                    [2 * cfg.kstep * s for s in range(cfg.head_dim // cfg.kstep)])
         if cfg.target == "gfx950":
             # Transposed reads: lane i of 16-lane group g reads row 4h + i/4 of the key
             # block, head-dim columns 16 (g % 2) + 4 (i % 4).
@@ -404,12 +446,16 @@ class _Builder:
             krow = kb.v_lshl_add_u32(None, self.half, 2, kb.v_lshrrev_b32(None, 2, i16))
             col = kb.v_lshl_add_u32(None, kb.v_bfe_u32(None, self.tid, 4, 1), 4,
                                     kb.v_lshlrev_b32(None, 2, kb.v_and_b32(None, 3, i16)))
-            self.addr_v = self.row_offset(krow, kb.v_lshl_add_u32(
+            addr_v = self.row_offset(krow, kb.v_lshl_add_u32(
                 None, col, 1, kb.v_mov_b32(None, cfg.tile_bytes)))
+            self.addr_v = self.swizzled(addr_v, krow, cfg.v_swizzle_rows, 6,
+                                        [64 * db for db in range(cfg.head_dim // 32)])
         else:
             # Lane l reads the 2-byte column l % 32 of rows 4h + kk.
-            self.addr_v = self.row_offset(kb.v_lshlrev_b32(None, 2, self.half), kb.v_lshl_add_u32(
-                None, self.lane32, 1, kb.v_mov_b32(None, cfg.tile_bytes)))
+            self.addr_v = {0: self.row_offset(kb.v_lshlrev_b32(None, 2, self.half),
+                                              kb.v_lshl_add_u32(None, self.lane32, 1,
+                                                                kb.v_mov_b32(None,
+                                                                             cfg.tile_bytes)))}
         if cfg.causal or cfg.ragged:
             # Keys j < lim are visible to this lane's query i: lim = seq_k, and when causal
             # min(seq_k, i + 1 + seq_k - seq_q).
@@ -428,10 +474,49 @@ class _Builder:
         if cfg.dtype == "bf16" and cfg.target == "gfx942":
             self.c_round = kb.v_mov_b32(None, 0x7FFF)
             self.c_perm = kb.s_mov_b32(None, 0x07060302)
-        # Copy of the K/V tiles: lane t moves 16-byte chunks t + 64 * waves * r.
+        # Copy of the K/V tiles: lane t moves 16-byte chunks t + 64 * waves * r; with the
+        # swizzle the chunk it places at row r, chunk c of the tile is chunk c ^ f(r) of the
+        # row (f the same for all its copies, see Config.k_swizzle_rows): K's in the source
+        # offset (gfx950: the DMA writes contiguously) or the LDS address (gfx942).
         self.copy_voff = kb.v_lshlrev_b32(None, 4, self.tid)
+        row = kb.v_lshrrev_b32(None, _log2(cfg.row_bytes // 16), self.tid)
+        self.copy_k = kb.v_xor_b32(None, self.copy_voff,
+                                   self.swizzle_bits(row, cfg.k_swizzle_rows, 4))
+        self.copy_v = kb.v_xor_b32(None, self.copy_voff,
+                                   self.swizzle_bits(row, cfg.v_swizzle_rows, 6))
         if cfg.target == "gfx950":
             self.dma_m0()
+
+    def swizzle_bits(self, row, period: int, shift: int):
+        """The byte XOR of a tile row's swizzle: ((row % period) / rows_per_line) << shift
+        (shift 4: 16-byte chunks, 6: 64-byte quarters); 0 without a swizzle."""
+        kb, per_line = self.kb, self.cfg.rows_per_line
+        if period <= per_line:
+            return kb.v_mov_b32(None, 0)
+        f = kb.v_and_b32(None, period - 1, row)
+        if per_line > 1:
+            f = kb.v_lshrrev_b32(None, _log2(per_line), f)
+        return kb.v_lshlrev_b32(None, shift, f)
+
+    def swizzled(self, base, row, period: int, shift: int, offsets) -> dict:
+        """Read addresses of a swizzled tile: {x: base ^ f(row) ^ x} for each value x the
+        swizzle's bits take in the read `offsets` (bytes in a row); a read at offset T uses
+        register T & mask (XOR) and adds T & ~mask (the bits the swizzle leaves alone:
+        rows, tiles, stages) as its offset (see `swizzle_offset`)."""
+        kb = self.kb
+        mask = self.swizzle_mask(period, shift)
+        lane = kb.v_xor_b32(None, base, self.swizzle_bits(row, period, shift))
+        return {x: lane if x == 0 else kb.v_xor_b32(None, x, lane)
+                for x in sorted({t & mask for t in offsets})}
+
+    def swizzle_mask(self, period: int, shift: int) -> int:
+        """The offset bits a swizzle of `period` rows XORs."""
+        return ((period // self.cfg.rows_per_line) - 1) << shift
+
+    @staticmethod
+    def swizzle_offset(regs: dict, offset: int, mask: int):
+        """(register, immediate offset) of a read at `offset` from a swizzled tile."""
+        return regs[offset & mask], offset & ~mask
 
     def query_row(self):
         """This lane's query row in the (batch, head) slice."""
@@ -449,11 +534,12 @@ class _Builder:
         step = 16 * 64 * cfg.waves
         # Raw buffers range-check voffset + offset (not soffset): the key offset goes into
         # voffset, the load's place in the tile into the 12-bit offset where it fits.
+        if cfg.target == "gfx950":
+            self.load_tiles_dma(kb.v_add_u32(None, key_off, self.copy_k),
+                                kb.v_add_u32(None, key_off, self.copy_v))
+            return
         first = kb.v_add_u32(None, key_off, self.copy_voff)
         voffs = {0: first}
-        if cfg.target == "gfx950":
-            self.load_tiles_dma(first, step)
-            return
         copies = [(rsrc, base, r) for rsrc, base in ((self.rk, 0), (self.rv, cfg.tile_bytes))
                   for r in range(cfg.loads_per_lane)]
         loaded = []
@@ -467,7 +553,8 @@ class _Builder:
 
         def write():
             data, offset = loaded.pop(0)
-            kb.ds_write_b128(self.copy_voff, data, offset=offset)
+            kb.ds_write_b128(self.copy_k if offset < cfg.tile_bytes else self.copy_v, data,
+                             offset=offset)
 
         # COPY_LAG loads in flight: each write waits for the oldest (vmcnt(COPY_LAG - 1)).
         for k, copy in enumerate(copies):
@@ -538,10 +625,10 @@ class _Builder:
             kb.s_add_u32(self.m0_region[k], wave_kib, base + 4096 * page)
             self.m0_index[base, page] = k
 
-    def load_tiles_dma(self, first, step: int) -> None:
+    def load_tiles_dma(self, first_k, first_v) -> None:
         """gfx950: buffer_load_dwordx4 ... lds straight into the tiles (no VGPRs, no
         ds_write); lane l of wave w lands at M0 + offset + 16 l."""
-        self.run_dma(self.dma_stream([(self.rk, 0, first, None), (self.rv, step, first, None)],
+        self.run_dma(self.dma_stream([(self.rk, 0, first_k, None), (self.rv, 1, first_v, None)],
                                      deferred=False))
 
     def run_dma(self, dma: tuple[Stream, Stream]) -> None:
@@ -597,9 +684,12 @@ class _Builder:
         steps = cfg.head_dim // cfg.kstep
         frags = {}
 
+        mask = self.swizzle_mask(cfg.k_swizzle_rows, 4)
+
         def read_k(kb, u, s):
-            frags[u, s] = read(kb.vregs(cfg.frag, align=2), self.addr_k,
-                               offset=32 * u * cfg.row_bytes + 2 * cfg.kstep * s)
+            addr, off = self.swizzle_offset(self.addr_k, 2 * cfg.kstep * s, mask)
+            frags[u, s] = read(kb.vregs(cfg.frag, align=2), addr,
+                               offset=32 * u * cfg.row_bytes + off)
 
         def mfma(kb, u, s):
             acc = S[16 * u:16 * u + 16]
@@ -771,15 +861,16 @@ class _Builder:
         cfg, kb = self.cfg, self.kb
         rb = cfg.row_bytes
         if cfg.target == "gfx950":
-            first = kb.ds_read_b64_tr_b16(kb.vregs(2, align=2), self.addr_v,
-                                          offset=key * rb + 64 * db)
-            second = kb.ds_read_b64_tr_b16(kb.vregs(2, align=2), self.addr_v,
-                                           offset=(key + 8) * rb + 64 * db)
+            addr, off = self.swizzle_offset(self.addr_v, 64 * db,
+                                            self.swizzle_mask(cfg.v_swizzle_rows, 6))
+            first = kb.ds_read_b64_tr_b16(kb.vregs(2, align=2), addr, offset=key * rb + off)
+            second = kb.ds_read_b64_tr_b16(kb.vregs(2, align=2), addr,
+                                           offset=(key + 8) * rb + off)
             return kb.join(*kb.split(first), *kb.split(second), align=4)
         # Four zero-extended 16-bit reads, paired by one VALU op each at the MFMA.
         # (ds_read_u16_d16_hi into the first read's register would save that op, but a d16
         # load reads the half it keeps: LLVM and the sanitizer want lgkmcnt(0) between.)
-        return [kb.ds_read_u16(None, self.addr_v, offset=(key + kk) * rb + 64 * db)
+        return [kb.ds_read_u16(None, self.addr_v[0], offset=(key + kk) * rb + 64 * db)
                 for kk in range(4)]
 
     def loop(self) -> None:
@@ -851,7 +942,7 @@ class _Builder:
             # DMA of K of block n + 2 (its buffer: the one K of block n was read from) and V
             # of block n + 1 (past seq_k the range check reads zeros).
             k_first = kb.v_add_u32(None, self.key_off, self.copy_voff_k)
-            v_first = kb.v_add_u32(None, self.key_off, self.copy_voff_next)
+            v_first = kb.v_add_u32(None, self.key_off, self.next_v)
             dma = self.dma_stream([(self.rk, 0, k_first, self.k_stage),
                                    (self.rv, 1, v_first, self.dma_stage)])
             self.scores(S_next, dma, softmax=self.softmax_items(S, key0))
@@ -864,9 +955,10 @@ class _Builder:
                 kb.s_barrier()
             else:
                 # Next block: key_off + tile_bytes (past seq_k the range check reads zeros).
-                first = kb.v_add_u32(None, self.key_off, self.copy_voff_next)
-                dma = self.dma_stream([(self.rk, 0, first, self.dma_stage),
-                                       (self.rv, 1, first, self.dma_stage)])
+                k_first = kb.v_add_u32(None, self.key_off, self.next_k)
+                v_first = kb.v_add_u32(None, self.key_off, self.next_v)
+                dma = self.dma_stream([(self.rk, 0, k_first, self.dma_stage),
+                                       (self.rv, 1, v_first, self.dma_stage)])
             self.scores(S, dma)
             self.softmax(S, key0)
         self.accumulate()
@@ -882,8 +974,9 @@ class _Builder:
         the loop then reads K from buffer 1 and V from buffer 0, and DMAs K to buffer 0
         (self.k_stage) and V to buffer 1."""
         cfg, kb = self.cfg, self.kb
-        first = kb.v_add_u32(None, self.key_off, self.copy_voff)
-        parts = [(self.rk, 0, first, None), (self.rv, 1, first, None)]
+        first = kb.v_add_u32(None, self.key_off, self.copy_k)
+        parts = [(self.rk, 0, first, None),
+                 (self.rv, 1, kb.v_add_u32(None, self.key_off, self.copy_v), None)]
         if cfg.s_buffers == 2:
             self.dma_stage = kb.s_mov_b32(None, cfg.stage_bytes)
             k1 = kb.v_add_u32(None, cfg.tile_bytes, first)
@@ -893,12 +986,22 @@ class _Builder:
         kb.s_barrier()
         if cfg.s_buffers == 2:
             self.k_stage = kb.s_mov_b32(None, 0)
-            self.copy_voff_k = kb.v_add_u32(None, 2 * cfg.tile_bytes, self.copy_voff)
+            self.copy_voff_k = kb.v_add_u32(None, 2 * cfg.tile_bytes, self.copy_k)
             self.scores(self.region["S"])
-            kb.v_xor_b32(self.addr_k, cfg.stage_bytes, self.addr_k)
+            # The loop's first DMA writes K of block 2 where K of block 0 is: every wave
+            # must be done reading it (a race the timing model's wave order showed with 4
+            # waves; the sanitizer reports it).
+            kb.s_barrier()
+            self.toggle(self.addr_k)
         else:
             self.dma_stage = kb.s_mov_b32(None, cfg.stage_bytes)
-        self.copy_voff_next = kb.v_add_u32(None, cfg.tile_bytes, self.copy_voff)
+            self.next_k = kb.v_add_u32(None, cfg.tile_bytes, self.copy_k)
+        self.next_v = kb.v_add_u32(None, cfg.tile_bytes, self.copy_v)
+
+    def toggle(self, regs: dict) -> None:
+        """Point LDS read addresses at the other buffer stage."""
+        for reg in regs.values():
+            self.kb.v_xor_b32(reg, self.cfg.stage_bytes, reg)
 
     def next_stage(self) -> None:
         """End of a double-buffered iteration: the next block's tiles are complete (this
@@ -909,8 +1012,8 @@ class _Builder:
         kb.s_xor_b32(self.dma_stage, self.dma_stage, cfg.stage_bytes)
         if cfg.s_buffers == 2:
             kb.s_xor_b32(self.k_stage, self.k_stage, cfg.stage_bytes)
-        kb.v_xor_b32(self.addr_k, cfg.stage_bytes, self.addr_k)
-        kb.v_xor_b32(self.addr_v, cfg.stage_bytes, self.addr_v)
+        self.toggle(self.addr_k)
+        self.toggle(self.addr_v)
 
     def full_blocks(self):
         """Key blocks before the first one a mask touches, for every row of the workgroup:
