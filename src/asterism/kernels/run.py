@@ -258,6 +258,8 @@ def run_report(run: KernelRun) -> dict[str, Any]:
             "note": "timing model of CU 0; every CU assumed to run like CU 0, no "
                     "contention between CUs modeled",
         }
+        if run.timing_result is not None:  # per instruction: lds_conflicts, cache_lines
+            out["timing"].update(run.timing_result.instructions_json())
     elif run.measured_seconds is not None:
         out["measured"] = {"seconds_per_launch": run.measured_seconds,
                            "tflops": run.tflops, "peak_tflops": run.peak_tflops}
@@ -294,6 +296,8 @@ def format_run(run: KernelRun) -> str:
                      f"{run.peak_tflops} TFLOPS (data sheet, dense)")
         lines.append("  (a model of one CU, not a measurement: CU contention, caches and "
                      "clocks are not modeled)")
+        if run.timing_result is not None:  # LDS bank conflicts, cache lines per instruction
+            lines += run.timing_result.mechanism_lines()
     elif run.measured_seconds is not None:
         lines.append(f"  measured: {run.measured_seconds * 1e6:.1f} us per launch, "
                      f"{run.tflops:.1f} TFLOPS{_percent(run.tflops, run.peak_tflops)}")

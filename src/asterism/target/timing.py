@@ -15,8 +15,11 @@ xdl (MFMA), lds, vmem, branch.
 
 The timing model (asterism/timing/) also reads `tm.issue_ports` (timing
 class -> issue port), `tm.memory` (LDS / scalar cache / L2 hit / HBM latencies, line size,
-vector memory bandwidth) and `tm.dispatch` (wave launch, first fetch, taken branch, barrier
-and s_endpgm cycles); `tm.with_memory(hbm=700)` overrides memory latencies.
+vector memory bandwidth, cycles per cache line), `tm.lds_banks` / `tm.lds_conflict_cycles` /
+`tm.lds_phases` (the LDS bank-conflict rules) and `tm.dispatch` (wave launch, first fetch,
+taken branch, barrier and s_endpgm cycles); `tm.with_memory(hbm=700)` overrides memory
+latencies. `tm.bounds` holds the physical range of the parameters that have one (the
+`[<target>.bounds]` table: what a calibrator may fit them within).
 """
 
 from __future__ import annotations
@@ -40,11 +43,17 @@ UNIT_OF_CLASS: dict[str, str] = {
     "branch": "branch"}
 _FILE = "timing.toml"
 _TOP_KEYS = {"base", "issue_cycles", "clock_mhz", "latency", "occupancy", "mfma", "lds",
-             "issue", "memory", "dispatch"}
+             "issue", "memory", "dispatch", "bounds"}
 _MFMA_KEYS = {"cycles_per_pass", "dependent_extra", "result_extra"}
-_LDS_KEYS = {"bytes_per_cycle"}
+_LDS_KEYS = {"bytes_per_cycle", "banks", "conflict_cycles", "phases"}
+# LDS phase rules every target defines (asterism.timing.lds: which lanes of a wave64 DS access
+# are checked together for bank conflicts), and the ones only some targets have (gfx950's
+# transposed reads).
+LDS_PHASE_RULES = ("read_b32", "read_b64", "read_b96", "read_b128", "write_b32", "write_b64",
+                   "write_b96", "write_b128")
+LDS_PHASE_OPTIONAL = ("read_tr_b64", "read_tr_b96")
 MEMORY_KEYS = ("lds", "smem", "l2_hit", "hbm", "vmem_unknown", "line_bytes",
-               "vmem_bytes_per_cycle")
+               "vmem_bytes_per_cycle", "cycles_per_line")
 # What `--latency k=v` may override.
 MEMORY_LATENCY_KEYS = ("lds", "smem", "l2_hit", "hbm", "vmem_unknown")
 # Latencies of reads that come from the memory section, so that the scheduler's estimate and
@@ -77,6 +86,13 @@ class TimingModel:
     issue_ports: Mapping[str, str] = field(default_factory=dict)  # timing class -> port
     memory: Mapping[str, int] = field(default_factory=dict)  # see MEMORY_KEYS
     dispatch: Mapping[str, int] = field(default_factory=dict)  # see DISPATCH_KEYS
+    lds_banks: int = 32
+    lds_conflict_cycles: int = 1  # cycles per extra same-bank access in a phase
+    # phase rule (LDS_PHASE_RULES) -> lane-bit masks: bit j of a lane's phase number is the
+    # parity of (lane & masks[j]) (asterism.timing.lds)
+    lds_phases: Mapping[str, tuple[int, ...]] = field(default_factory=dict)
+    # "section.key" -> (low, high): the physical range of a parameter ([<target>.bounds])
+    bounds: Mapping[str, tuple[int, int]] = field(default_factory=dict)
 
     def with_memory(self, **overrides: int) -> TimingModel:
         """A copy with some memory latencies replaced (keys of MEMORY_LATENCY_KEYS)."""
@@ -205,6 +221,11 @@ def _timing(name: str) -> TimingModel:
         raise TargetError(f"target/data/{_FILE} [{where}]: missing key {err}") from None
     _check_keys(f"{where}.mfma", mfma_raw, _MFMA_KEYS)
     _check_keys(f"{where}.lds", lds_raw, _LDS_KEYS)
+    try:
+        banks, conflict = int(lds_raw["banks"]), int(lds_raw["conflict_cycles"])
+    except KeyError as err:
+        raise TargetError(f"target/data/{_FILE} [{where}.lds]: missing key {err}") from None
+    phases = _phases(f"{where}.lds.phases", lds_raw.get("phases", {}))
     want = set(TIMING_CLASSES) - {"mfma"}
     doubled = sorted(set(latency) & set(LATENCY_FROM_MEMORY))
     if doubled:
@@ -225,9 +246,56 @@ def _timing(name: str) -> TimingModel:
                           f"{bad_ports} (ports: {', '.join(ISSUE_PORTS)})")
     _check_table(f"{where}.memory", memory, set(MEMORY_KEYS))
     _check_table(f"{where}.dispatch", dispatch, set(DISPATCH_KEYS))
+    values = {"memory": memory, "dispatch": dispatch, "latency": latency,
+              "occupancy": occupancy, "mfma": mfma_raw, "lds": lds_raw}
+    bounds = _bounds(f"{where}.bounds", sec.get("bounds", {}), values)
     latency = _with_memory_latencies(latency, memory)
     return TimingModel(name, issue, clock, latency, occupancy, MfmaTiming(**mfma_raw),
-                       int(lds_raw["bytes_per_cycle"]), ports, memory, dispatch)
+                       int(lds_raw["bytes_per_cycle"]), ports, memory, dispatch, banks,
+                       conflict, phases, bounds)
+
+
+def _phases(where: str, raw: Any) -> dict[str, tuple[int, ...]]:
+    """The LDS phase rules: each a list of at most 6 lane-bit masks (1..63)."""
+    if not isinstance(raw, Mapping):
+        raise TargetError(f"target/data/{_FILE} [{where}]: expected a table of rules")
+    _check_keys(where, raw, set(LDS_PHASE_RULES) | set(LDS_PHASE_OPTIONAL))
+    missing = sorted(set(LDS_PHASE_RULES) - set(raw))
+    if missing:
+        raise TargetError(f"target/data/{_FILE} [{where}]: missing {missing}")
+    out = {}
+    for rule, masks in raw.items():
+        if not isinstance(masks, list) or len(masks) > 6 or not all(
+                isinstance(m, int) and not isinstance(m, bool) and 0 < m < 64 for m in masks):
+            raise TargetError(f"target/data/{_FILE} [{where}] {rule}: expected a list of at "
+                              f"most 6 lane-bit masks in 1..63, got {masks!r}")
+        out[rule] = tuple(masks)
+    return out
+
+
+def _bounds(where: str, raw: Any, values: Mapping[str, Mapping[str, Any]]
+            ) -> dict[str, tuple[int, int]]:
+    """`"section.key" = [low, high]` entries: each names a number of the target that lies
+    within its range."""
+    if not isinstance(raw, Mapping):
+        raise TargetError(f"target/data/{_FILE} [{where}]: expected a table")
+    out = {}
+    for name, rng in raw.items():
+        section, _, key = name.partition(".")
+        value = values.get(section, {}).get(key)
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise TargetError(f"target/data/{_FILE} [{where}]: {name!r} names no number "
+                              f"(expected SECTION.KEY, sections {', '.join(values)})")
+        if not (isinstance(rng, list) and len(rng) == 2 and all(
+                isinstance(v, int) and not isinstance(v, bool) for v in rng)
+                and rng[0] <= rng[1]):
+            raise TargetError(f"target/data/{_FILE} [{where}] {name}: expected [LOW, HIGH] "
+                              f"with LOW <= HIGH, got {rng!r}")
+        if not rng[0] <= value <= rng[1]:
+            raise TargetError(f"target/data/{_FILE} [{where}] {name} = {value} is outside "
+                              f"its bounds {rng}")
+        out[name] = (rng[0], rng[1])
+    return out
 
 
 def _with_memory_latencies(latency: Mapping[str, int], memory: Mapping[str, int]
@@ -242,6 +310,7 @@ def _check_table(where: str, table: Mapping[str, Any], want: set[str]) -> None:
         raise TargetError(f"target/data/{_FILE} [{where}]: missing {sorted(missing)}")
 
 
-__all__ = ["DISPATCH_KEYS", "ISSUE_PORTS", "LATENCY_FROM_MEMORY", "MEMORY_KEYS",
+__all__ = ["DISPATCH_KEYS", "ISSUE_PORTS", "LATENCY_FROM_MEMORY", "LDS_PHASE_OPTIONAL",
+           "LDS_PHASE_RULES", "MEMORY_KEYS",
            "MEMORY_LATENCY_KEYS", "TIMING_CLASSES", "UNIT_OF_CLASS", "MfmaTiming", "TimingModel",
            "get_timing", "timing_class"]

@@ -43,7 +43,7 @@ from asterism.support.limits import MemoryBudgetError, check_memory, format_byte
 from asterism.timing import dispatch
 from asterism.timing.barriers import Barriers
 from asterism.timing.issue import IssueModel
-from asterism.timing.lds import Lds
+from asterism.timing.lds import Lds, LdsAccesses
 from asterism.timing.memory import LineMemory, Recorder
 from asterism.timing.params import TimingError, TimingOptions, model_for, parameters
 from asterism.timing.result import TimingResult, WaveTiming
@@ -104,7 +104,7 @@ class TimedDispatch(IssueModel):
         self.slots_per_simd, self.wgs_per_cu = dispatch.occupancy(
             target, d.descriptor, self.comp.max_a >= 0, self.waves_per_wg, self.lds_size)
         self.statics = [make_static(info, self.tm) for info in self.comp.infos]
-        self.lds = Lds(self.tm)
+        self.lds = Lds(self.tm)  # replaced by one that sees the addresses in _schedule
         self.result: TimingResult | None = None
         self._ctx: LaunchInfo | None = None
         self._tick = TICK
@@ -207,10 +207,13 @@ class TimedDispatch(IssueModel):
                                   int(ctx.wave_in_wg[w.row]) if ctx else 0, w.begin, w.end,
                                   w.records, w.stall_states))
         params = parameters(self.tm, self.slots_per_simd, self.wgs_per_cu)
+        params["off"] = sorted(self.options.off)
         code = [(info.address, info.text) for info in self.comp.infos]
         n_wg = self.grid3[0] * self.grid3[1] * self.grid3[2]
+        memory = getattr(self, "memory", None)
         return TimingResult(self.target.name, self.kernel, self.num_cus, self.cus, n_wg,
-                            int(np.size(modeled)), out, code, params, self.tm.clock_mhz)
+                            int(np.size(modeled)), out, code, params, self.tm.clock_mhz,
+                            dict(self.lds.costs), dict(memory.costs) if memory else {})
 
     # ------------------------------------------------------------------ the model
 
@@ -224,7 +227,13 @@ class TimedDispatch(IssueModel):
         g0 = groups[0]
         self.recorder = Recorder(ctx.memory)
         ctx.memory = self.recorder
-        self.memory = LineMemory(self.tm, self.recorder)
+        off = self.options.off
+        self.lds_accesses = LdsAccesses()
+        if "lds_banks" not in off:
+            ctx.lds_observer = self.lds_accesses.note
+        self.lds = Lds(self.tm, None if "lds_banks" in off else self.lds_accesses)
+        self.memory = LineMemory(self.tm, self.recorder, self.lds,
+                                 lines="vmem_lines" not in off)
         self.ops = comp.ops
         waves = [ModelWave(k, g0.take(np.array([k])), int(wg_of_wave[k])) for k in range(g0.n)]
         by_wg: dict[int, list[ModelWave]] = {}
@@ -254,7 +263,8 @@ class TimedDispatch(IssueModel):
     # ------------------------------------------------------------------ one instruction
 
     def _before_issue(self, w: ModelWave) -> None:
-        self.recorder.spans.clear()
+        self.recorder.clear()
+        self.lds_accesses.clear()
 
     def _after_issue(self, w: ModelWave, st: Static, now: int) -> None:
         if st.clock:

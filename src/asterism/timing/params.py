@@ -3,8 +3,8 @@
 Chip facts (latencies, issue ports, occupancies, memory and dispatch cycles) stay in
 asterism/target/data/timing.toml, read by asterism.target.timing (`get_timing`); this module
 holds what a timed run adds to them: the user's options (`TimingOptions`: how many CUs to
-model, memory latency overrides, the device's CU count), the `--latency` text they come from,
-and the parameter record a result carries.
+model, memory latency overrides, the device's CU count, mechanisms turned off), the
+`--latency` text they come from, and the parameter record a result carries.
 """
 
 from __future__ import annotations
@@ -21,15 +21,30 @@ class TimingError(AsterismError):
     """Bad timing options (unknown latency name, bad CU count)."""
 
 
+# Mechanisms a timed run may turn off (TimingOptions.off), to measure what each one moves:
+# LDS bank conflicts (lds.py) and the vector memory cost by cache lines (memory.py).
+MECHANISMS = ("lds_banks", "vmem_lines")
+
+
 @dataclass(frozen=True)
 class TimingOptions:
     """What a timed run models: `cus` CUs in detail (the first ones), memory latency
-    overrides (keys of target.timing.MEMORY_LATENCY_KEYS: lds, smem, l2_hit, hbm) and the
-    device's CU count (default: the target's flagship, MI300X 304 / MI355X 256)."""
+    overrides (keys of target.timing.MEMORY_LATENCY_KEYS: lds, smem, l2_hit, hbm), the
+    device's CU count (default: the target's flagship, MI300X 304 / MI355X 256) and the
+    mechanisms turned `off` (names of MECHANISMS)."""
 
     cus: int = 1
     latency: Mapping[str, int] = field(default_factory=dict)
     compute_units: int | None = None
+    off: frozenset[str] = frozenset()
+
+    def __post_init__(self) -> None:
+        names = [self.off] if isinstance(self.off, str) else list(self.off)
+        bad = sorted(str(n) for n in set(names) - set(MECHANISMS))
+        if bad:
+            raise TimingError(f"unknown timing mechanism {', '.join(bad)} to turn off; "
+                              f"choose from {', '.join(MECHANISMS)}")
+        object.__setattr__(self, "off", frozenset(names))
 
     @staticmethod
     def of(value: bool | TimingOptions | None) -> TimingOptions | None:
@@ -75,10 +90,13 @@ def parameters(tm: TimingModel, slots_per_simd: int, workgroups_per_cu: int) -> 
             "mfma": {"cycles_per_pass": tm.mfma.cycles_per_pass,
                      "dependent_extra": tm.mfma.dependent_extra,
                      "result_extra": tm.mfma.result_extra},
-            "lds_bytes_per_cycle": tm.lds_bytes_per_cycle,
+            "lds_bytes_per_cycle": tm.lds_bytes_per_cycle, "lds_banks": tm.lds_banks,
+            "lds_conflict_cycles": tm.lds_conflict_cycles,
+            "lds_phases": {k: list(v) for k, v in tm.lds_phases.items()},
             "issue_ports": dict(tm.issue_ports), "memory": dict(tm.memory),
             "dispatch": dict(tm.dispatch), "slots_per_simd": slots_per_simd,
             "workgroups_per_cu": workgroups_per_cu}
 
 
-__all__ = ["TimingError", "TimingOptions", "model_for", "parameters", "parse_latencies"]
+__all__ = ["MECHANISMS", "TimingError", "TimingOptions", "model_for", "parameters",
+           "parse_latencies"]

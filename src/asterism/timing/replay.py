@@ -6,7 +6,10 @@ compares the model's records with the measured ones.
 Each wave starts at its measured begin, on the SIMD and slot it ran on, and issues the same
 instructions in the same order; the traced waves of one CU share its units and form one
 barrier group. Memory completes after the model's latency for its kind or, for stream
-positions with a measured latency, after that (memory.StreamMemory).
+positions with a measured latency, after that (memory.StreamMemory). A capture has no
+addresses: DS instructions cost their LDS bandwidth without bank conflicts (lds.Lds without
+accesses) and vector memory its bytes rule without cache lines, as before those mechanisms
+were modeled.
 """
 
 from __future__ import annotations

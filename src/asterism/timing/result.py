@@ -1,5 +1,6 @@
 """What a timed run produces: per-wave records in the ATT decoder's codes, the run's figures
-(summary, JSON). Modeled, not measured.
+(summary, JSON), and per instruction the LDS bank conflicts (`LdsCost`) and cache lines
+(`LineCost`) the mechanisms charged. Modeled, not measured.
 
 The instruction category and wave state codes are those of rocprofv3's ATT decoder (its
 ``inst_category_t`` and ``wstate_type_t``): facts of the trace format, kept here, below both
@@ -110,6 +111,37 @@ class WaveTiming:
 
 
 @dataclass
+class LdsCost:
+    """LDS bank conflicts of one instruction over the modeled waves (asterism/timing/lds.py)."""
+
+    executions: int = 0  # executions with an active lane accessing LDS
+    conflict_cycles: int = 0  # sum of conflict_cycles * (busiest bank's addresses - 1) per phase
+    added_cycles: int = 0  # cycles the banks added to the LDS time beyond the bandwidth cost
+
+    @property
+    def per_execution(self) -> float:
+        """Conflict cycles per execution."""
+        return self.conflict_cycles / self.executions if self.executions else 0.0
+
+
+@dataclass
+class LineCost:
+    """Cache lines of one vector memory instruction over the modeled waves (memory.py)."""
+
+    executions: int = 0
+    lines: int = 0  # distinct 128-byte lines its active lanes touched, summed over executions
+    added_cycles: int = 0  # cycles the line lookups added beyond the bytes rule
+
+    @property
+    def mean_lines(self) -> float:
+        """Lines per execution."""
+        return self.lines / self.executions if self.executions else 0.0
+
+
+TOP_INSTRUCTIONS = 5  # instructions the summary lists per mechanism
+
+
+@dataclass
 class TimingResult:
     """A timed dispatch: the modeled waves and the parameters used. Modeled, not measured."""
 
@@ -123,6 +155,10 @@ class TimingResult:
     code: list[tuple[int, str]]  # (address, disassembly) per instruction index
     parameters: dict[str, Any]
     clock_mhz: int
+    # per instruction index: LDS bank conflicts (DS instructions, LDS DMA) and cache lines
+    # (vector memory instructions) over the modeled waves; empty in a trace replay
+    lds_costs: dict[int, LdsCost] = field(default_factory=dict)
+    line_costs: dict[int, LineCost] = field(default_factory=dict)
 
     @property
     def cycles(self) -> int:
@@ -149,7 +185,62 @@ class TimingResult:
             lines.append(f"  {i:4d}  {wg + ':' + str(w.wave):<11s} {w.cu:3d} {w.simd:4d} "
                          f"{w.slot:4d} {w.begin:7d} {w.end:7d} {w.cycles:7d} "
                          f"{len(w.records):6d} {w.stall:7d}")
+        lines += self.mechanism_lines()
         return "\n".join(lines) + "\n"
+
+    def mechanism_lines(self, top: int = TOP_INSTRUCTIONS) -> list[str]:
+        """The summary's lines on LDS bank conflicts and cache lines: totals and the `top`
+        instructions of each (modeled)."""
+        out: list[str] = []
+        if self.lds_costs:
+            total = sum(c.conflict_cycles for c in self.lds_costs.values())
+            execs = sum(c.executions for c in self.lds_costs.values())
+            out.append(f"  LDS bank conflicts ({MODEL_NOTE}): {total} conflict cycles in {execs} "
+                       f"executions of {len(self.lds_costs)} instructions accessing LDS")
+            worst = sorted(((i, c) for i, c in self.lds_costs.items() if c.conflict_cycles),
+                           key=lambda ic: (-ic[1].conflict_cycles, ic[0]))[:top]
+            if worst:
+                out.append("      pc      execs  conflict cycles  per exec  added  instruction")
+                for i, c in worst:
+                    out.append(f"    {self._pc(i):>8s} {c.executions:6d} {c.conflict_cycles:16d} "
+                               f"{c.per_execution:9.1f} {c.added_cycles:6d}  {self._text(i)}")
+        if self.line_costs:
+            lines = sum(c.lines for c in self.line_costs.values())
+            execs = sum(c.executions for c in self.line_costs.values())
+            mean = lines / execs if execs else 0.0
+            size = self.parameters.get("memory", {}).get("line_bytes", "?")
+            out.append(f"  cache lines ({MODEL_NOTE}): {mean:.1f} lines of {size} B per vector "
+                       f"memory instruction ({execs} executions of {len(self.line_costs)} "
+                       "instructions); most lines per execution:")
+            out.append("      pc      execs  lines/exec  added  instruction")
+            most = sorted(self.line_costs.items(),
+                          key=lambda ic: (-ic[1].mean_lines, -ic[1].lines, ic[0]))[:top]
+            for i, c in most:
+                out.append(f"    {self._pc(i):>8s} {c.executions:6d} {c.mean_lines:11.1f} "
+                           f"{c.added_cycles:6d}  {self._text(i)}")
+        return out
+
+    def _pc(self, index: int) -> str:
+        return f"{self.code[index][0]:#x}" if 0 <= index < len(self.code) else "?"
+
+    def _text(self, index: int) -> str:
+        return self.code[index][1] if 0 <= index < len(self.code) else ""
+
+    def instructions_json(self) -> dict[str, list[dict[str, Any]]]:
+        """Per-instruction LDS bank conflicts and cache lines as plain data, by address."""
+        def where(i: int) -> dict[str, Any]:
+            return {"index": i, "pc": self.code[i][0] if 0 <= i < len(self.code) else None,
+                    "instruction": self._text(i)}
+        return {
+            "lds_conflicts": [{**where(i), "executions": c.executions,
+                               "conflict_cycles": c.conflict_cycles,
+                               "conflict_cycles_per_execution": round(c.per_execution, 3),
+                               "added_cycles": c.added_cycles}
+                              for i, c in sorted(self.lds_costs.items())],
+            "cache_lines": [{**where(i), "executions": c.executions, "lines": c.lines,
+                             "mean_lines": round(c.mean_lines, 3),
+                             "added_cycles": c.added_cycles}
+                            for i, c in sorted(self.line_costs.items())]}
 
     def to_json(self) -> dict[str, Any]:
         """The figures as plain data (with the model's note)."""
@@ -161,9 +252,10 @@ class TimingResult:
                            "workgroup": list(w.workgroup), "wave": w.wave, "begin": w.begin,
                            "end": w.end, "cycles": w.cycles, "instructions": len(w.records),
                            "stall": w.stall} for w in self.waves],
-                "parameters": self.parameters}
+                "parameters": self.parameters, **self.instructions_json()}
 
 
 __all__ = ["CAT_FLAT", "CAT_IMMED", "CAT_JUMP", "CAT_LDS", "CAT_MESSAGE", "CAT_NEXT",
            "CAT_SALU", "CAT_SMEM", "CAT_VALU", "CAT_VMEM", "EXEC", "IDLE", "MODEL_NOTE",
-           "STALL", "WAIT", "InstCategory", "TimingResult", "WaveState", "WaveTiming"]
+           "STALL", "TOP_INSTRUCTIONS", "WAIT", "InstCategory", "LdsCost", "LineCost",
+           "TimingResult", "WaveState", "WaveTiming"]

@@ -58,6 +58,8 @@ class Static:
     sdata: int = -1
     taken_always: bool = False
     xdl_result: int = 0  # MFMA: cycles until its result is written
+    index: int = -1  # the instruction's index (the mechanisms' per-instruction figures)
+    lds_form: str = ""  # lds.py's phase-rule family ("tr": a transposed read)
 
 
 def simm16(info: OpInfo) -> int:
@@ -157,7 +159,8 @@ def _mfma(info: OpInfo, isa: Instruction, cls: str, tm: TimingModel) -> Static:
 def _lds(info: OpInfo, isa: Instruction, cls: str, tm: TimingModel) -> Static:
     return Static("mem", tm.issue_ports[cls], CAT_LDS, tm.unit_of(cls),
                   lds.busy_cycles(isa, data_dwords(info), tm), tuple(sorted(info.uses)),
-                  streams=memory.counter_streams(info), mem="lds")
+                  streams=memory.counter_streams(info), mem="lds",
+                  lds_form=lds.form_of(info.mnemonic))
 
 
 def _smem(info: OpInfo, isa: Instruction, cls: str, tm: TimingModel) -> Static:
@@ -194,6 +197,12 @@ BY_CLASS: dict[str, Callable[[OpInfo, Instruction, str, TimingModel], Static]] =
 
 def make_static(info: OpInfo, tm: TimingModel) -> Static:
     """What the model needs of one instruction (its kind, port, unit, registers, counters)."""
+    st = _make_static(info, tm)
+    st.index = info.index
+    return st
+
+
+def _make_static(info: OpInfo, tm: TimingModel) -> Static:
     isa = info.isa
     if isa is None:  # not in the ISA database: an internal cycle
         return Static("nop", None, CAT_IMMED, None, cycles=tm.issue_cycles)
