@@ -205,7 +205,7 @@ class TimedDispatch(IssueModel):
             out.append(WaveTiming(w.cu, w.simd, w.slot, w.wv,
                                   tuple(int(x) for x in ctx.wg_ids[w.row]) if ctx else (0, 0, 0),
                                   int(ctx.wave_in_wg[w.row]) if ctx else 0, w.begin, w.end,
-                                  w.records, w.stall_states))
+                                  w.records, w.stall_states, w.barriers, w.barrier_stall))
         params = parameters(self.tm, self.slots_per_simd, self.wgs_per_cu)
         code = [(info.address, info.text) for info in self.comp.infos]
         n_wg = self.grid3[0] * self.grid3[1] * self.grid3[2]
