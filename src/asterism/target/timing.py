@@ -15,8 +15,10 @@ xdl (MFMA), lds, vmem, branch.
 
 The timing model (asterism/timing/) also reads `tm.issue_ports` (timing
 class -> issue port), `tm.memory` (LDS / scalar cache / L2 hit / HBM latencies, line size,
-vector memory bandwidth) and `tm.dispatch` (wave launch, first fetch, taken branch, barrier
-and s_endpgm cycles); `tm.with_memory(hbm=700)` overrides memory latencies.
+vector memory bandwidth), `tm.dispatch` (wave launch, first fetch, taken branch, barrier
+and s_endpgm cycles) and `tm.bandwidth` (the L2 and HBM bandwidth all CUs share);
+`tm.with_memory(hbm=700)` overrides memory latencies. `tm.bounds` gives the physical range
+of the parameters a calibrator may fit ("section.key" -> (low, high)).
 """
 
 from __future__ import annotations
@@ -40,7 +42,7 @@ UNIT_OF_CLASS: dict[str, str] = {
     "branch": "branch"}
 _FILE = "timing.toml"
 _TOP_KEYS = {"base", "issue_cycles", "clock_mhz", "latency", "occupancy", "mfma", "lds",
-             "issue", "memory", "dispatch"}
+             "issue", "memory", "dispatch", "bandwidth", "bounds"}
 _MFMA_KEYS = {"cycles_per_pass", "dependent_extra", "result_extra"}
 _LDS_KEYS = {"bytes_per_cycle"}
 MEMORY_KEYS = ("lds", "smem", "l2_hit", "hbm", "vmem_unknown", "line_bytes",
@@ -51,6 +53,9 @@ MEMORY_LATENCY_KEYS = ("lds", "smem", "l2_hit", "hbm", "vmem_unknown")
 # the emulator's timing model use one number (a vector read is costed at HBM: first touch).
 LATENCY_FROM_MEMORY = {"smem": "smem", "ds_read": "lds", "vmem_read": "hbm"}
 DISPATCH_KEYS = ("wave_launch_interval", "wave_start", "taken_branch", "barrier", "endpgm")
+# The whole-grid ceilings: HBM in GB/s (10^9 bytes/s), the L2 in bytes per shader clock per
+# channel, channels per XCD, XCDs.
+BANDWIDTH_KEYS = ("hbm_gbps", "l2_bytes_per_clock", "l2_channels", "xcds")
 ISSUE_PORTS = ("scalar", "valu", "lds", "vmem", "branch")
 
 
@@ -77,6 +82,8 @@ class TimingModel:
     issue_ports: Mapping[str, str] = field(default_factory=dict)  # timing class -> port
     memory: Mapping[str, int] = field(default_factory=dict)  # see MEMORY_KEYS
     dispatch: Mapping[str, int] = field(default_factory=dict)  # see DISPATCH_KEYS
+    bandwidth: Mapping[str, float] = field(default_factory=dict)  # see BANDWIDTH_KEYS
+    bounds: Mapping[str, tuple[float, float]] = field(default_factory=dict)  # "section.key"
 
     def with_memory(self, **overrides: int) -> TimingModel:
         """A copy with some memory latencies replaced (keys of MEMORY_LATENCY_KEYS)."""
@@ -200,6 +207,7 @@ def _timing(name: str) -> TimingModel:
         ports = dict(sec["issue"])
         memory = dict(sec["memory"])
         dispatch = dict(sec["dispatch"])
+        bandwidth = dict(sec["bandwidth"])
         issue, clock = int(sec["issue_cycles"]), int(sec["clock_mhz"])
     except KeyError as err:
         raise TargetError(f"target/data/{_FILE} [{where}]: missing key {err}") from None
@@ -225,9 +233,41 @@ def _timing(name: str) -> TimingModel:
                           f"{bad_ports} (ports: {', '.join(ISSUE_PORTS)})")
     _check_table(f"{where}.memory", memory, set(MEMORY_KEYS))
     _check_table(f"{where}.dispatch", dispatch, set(DISPATCH_KEYS))
+    _check_table(f"{where}.bandwidth", bandwidth, set(BANDWIDTH_KEYS))
+    bad_bw = sorted(k for k, v in bandwidth.items()
+                    if isinstance(v, bool) or not isinstance(v, int | float) or v <= 0)
+    if bad_bw:
+        raise TargetError(f"target/data/{_FILE} [{where}.bandwidth]: {bad_bw} must be "
+                          "positive numbers")
+    bounds = _bounds(where, sec, dict(sec.get("bounds", {})))
     latency = _with_memory_latencies(latency, memory)
     return TimingModel(name, issue, clock, latency, occupancy, MfmaTiming(**mfma_raw),
-                       int(lds_raw["bytes_per_cycle"]), ports, memory, dispatch)
+                       int(lds_raw["bytes_per_cycle"]), ports, memory, dispatch, bandwidth,
+                       bounds)
+
+
+def _bounds(where: str, sec: Mapping[str, Any], raw: Mapping[str, Any]
+            ) -> dict[str, tuple[float, float]]:
+    """The [<target>.bounds] table, checked: each key names a numeric parameter
+    ("section.key") whose value lies within its [low, high]."""
+    out: dict[str, tuple[float, float]] = {}
+    for key, pair in raw.items():
+        section, _, name = key.partition(".")
+        table = sec.get(section)
+        value = table.get(name) if isinstance(table, Mapping) else None
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            raise TargetError(f"target/data/{_FILE} [{where}.bounds]: '{key}' names no numeric "
+                              "parameter (expected \"section.key\", e.g. \"bandwidth.hbm_gbps\")")
+        if not (isinstance(pair, list) and len(pair) == 2
+                and all(isinstance(x, int | float) and not isinstance(x, bool) for x in pair)
+                and pair[0] <= pair[1]):
+            raise TargetError(f"target/data/{_FILE} [{where}.bounds]: '{key}' must be "
+                              f"[low, high] with low <= high, got {pair!r}")
+        if not pair[0] <= value <= pair[1]:
+            raise TargetError(f"target/data/{_FILE} [{where}]: {key} = {value} is outside "
+                              f"its bounds [{pair[0]}, {pair[1]}]")
+        out[key] = (pair[0], pair[1])
+    return out
 
 
 def _with_memory_latencies(latency: Mapping[str, int], memory: Mapping[str, int]
@@ -242,6 +282,6 @@ def _check_table(where: str, table: Mapping[str, Any], want: set[str]) -> None:
         raise TargetError(f"target/data/{_FILE} [{where}]: missing {sorted(missing)}")
 
 
-__all__ = ["DISPATCH_KEYS", "ISSUE_PORTS", "LATENCY_FROM_MEMORY", "MEMORY_KEYS",
+__all__ = ["BANDWIDTH_KEYS", "DISPATCH_KEYS", "ISSUE_PORTS", "LATENCY_FROM_MEMORY", "MEMORY_KEYS",
            "MEMORY_LATENCY_KEYS", "TIMING_CLASSES", "UNIT_OF_CLASS", "MfmaTiming", "TimingModel",
            "get_timing", "timing_class"]

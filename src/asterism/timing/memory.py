@@ -11,8 +11,9 @@ complete, what a vector memory instruction costs the CU's path, the cache-line h
 * Latency, with addresses (`LineMemory`, the functional model): ``memory.lds`` for LDS (and
   a FLAT access that went to LDS), ``smem`` (scalar cache) or ``l2_hit`` for a line read
   before, ``hbm`` for a line touched for the first time in the dispatch (or the rest of a
-  fill still in flight), ``l2_hit`` for stores (acknowledged by the L2). The vector L1 is
-  not modeled.
+  fill still in flight), ``l2_hit`` for stores (acknowledged by the L2); no sooner than the
+  CU's share of the chip's L2 and HBM bandwidth has moved the access's bytes (bandwidth.py,
+  when the run models it). The vector L1 is not modeled.
 * Latency, without addresses (`StreamMemory`, a capture's replay): the measured latency of
   that access where the capture has it; else LDS ``memory.lds``, a scalar load HBM on its
   first execution on the CU then the scalar cache, a vector store ``l2_hit``, a vector load
@@ -33,6 +34,7 @@ from asterism.timing import lds
 from asterism.timing.state import ModelWave
 
 if TYPE_CHECKING:
+    from asterism.timing.bandwidth import Bandwidth
     from asterism.timing.static import Static
 
 
@@ -153,12 +155,15 @@ class Recorder:
 
 class LineMemory:
     """Memory with addresses (the functional model): latency by where the touched lines
-    are; the recorder notes the accesses of the instruction issuing now."""
+    are; the recorder notes the accesses of the instruction issuing now; `bandwidth`: the
+    CUs' shares of the chip's L2 and HBM bandwidth (None: not modeled)."""
 
-    def __init__(self, tm: TimingModel, recorder: Recorder) -> None:
+    def __init__(self, tm: TimingModel, recorder: Recorder,
+                 bandwidth: Bandwidth | None = None) -> None:
         self.tm = tm
         self.mem = tm.memory
         self.recorder = recorder
+        self.bandwidth = bandwidth
         self.line_ready: dict[int, int] = {}  # cache line -> when its first fill arrives
 
     def latency(self, w: ModelWave, st: Static, now: int) -> int:
@@ -170,10 +175,14 @@ class LineMemory:
         if not lines:
             # FLAT that went to LDS (or no active lane): the LDS answers
             return lds.latency(self.tm) if st.mem == "flat" else mem["l2_hit"]
+        bw = self.bandwidth
         if st.store:
-            return mem["l2_hit"]  # stores are acknowledged by the L2 (write-back)
-        return cached_latency(self.line_ready, lines, now, mem["smem" if st.mem == "smem"
-                                                               else "l2_hit"], mem["hbm"])
+            # stores are acknowledged by the L2 (write-back)
+            return mem["l2_hit"] if bw is None else bw.store(w.cu, now, lines, mem["l2_hit"])
+        hit, miss = mem["smem" if st.mem == "smem" else "l2_hit"], mem["hbm"]
+        if bw is not None:
+            hit, miss = bw.read(w.cu, now, lines, self.line_ready, hit, miss, st.mem == "smem")
+        return cached_latency(self.line_ready, lines, now, hit, miss)
 
     def accepted(self, w: ModelWave, st: Static) -> int:
         """The earliest time the memory path accepts the wave's next instruction beyond its

@@ -3,8 +3,9 @@
 Chip facts (latencies, issue ports, occupancies, memory and dispatch cycles) stay in
 asterism/target/data/timing.toml, read by asterism.target.timing (`get_timing`); this module
 holds what a timed run adds to them: the user's options (`TimingOptions`: how many CUs to
-model, memory latency overrides, the device's CU count), the `--latency` text they come from,
-and the parameter record a result carries.
+model, memory latency overrides, the device's CU count, whether the whole-grid bandwidth
+ceiling is modeled), the `--latency` text they come from, and the parameter record a result
+carries.
 """
 
 from __future__ import annotations
@@ -24,12 +25,16 @@ class TimingError(AsterismError):
 @dataclass(frozen=True)
 class TimingOptions:
     """What a timed run models: `cus` CUs in detail (the first ones), memory latency
-    overrides (keys of target.timing.MEMORY_LATENCY_KEYS: lds, smem, l2_hit, hbm) and the
-    device's CU count (default: the target's flagship, MI300X 304 / MI355X 256)."""
+    overrides (keys of target.timing.MEMORY_LATENCY_KEYS: lds, smem, l2_hit, hbm), the
+    device's CU count (default: the target's flagship, MI300X 304 / MI355X 256; a device of
+    fewer CUs has that part of the chip's L2 and HBM bandwidth) and `bandwidth`: whether
+    the CUs share the chip's L2 and HBM bandwidth (timing/bandwidth.py; False: each CU's
+    memory path is its only limit)."""
 
     cus: int = 1
     latency: Mapping[str, int] = field(default_factory=dict)
     compute_units: int | None = None
+    bandwidth: bool = True
 
     @staticmethod
     def of(value: bool | TimingOptions | None) -> TimingOptions | None:
@@ -77,7 +82,8 @@ def parameters(tm: TimingModel, slots_per_simd: int, workgroups_per_cu: int) -> 
                      "result_extra": tm.mfma.result_extra},
             "lds_bytes_per_cycle": tm.lds_bytes_per_cycle,
             "issue_ports": dict(tm.issue_ports), "memory": dict(tm.memory),
-            "dispatch": dict(tm.dispatch), "slots_per_simd": slots_per_simd,
+            "dispatch": dict(tm.dispatch), "bandwidth": dict(tm.bandwidth),
+            "slots_per_simd": slots_per_simd,
             "workgroups_per_cu": workgroups_per_cu}
 
 
