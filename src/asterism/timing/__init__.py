@@ -12,7 +12,9 @@ Modules, lowest first:
     params.py      options (TimingOptions, --latency) and the parameter record of a result
     result.py      ATT record codes, WaveTiming, TimingResult (summary, JSON)
     state.py       the run state the engine and the mechanisms share (ModelWave, Cu)
-    mfma.py, lds.py, memory.py, barriers.py, dispatch.py   one mechanism each
+    mfma.py, lds.py, memory.py, barriers.py, dispatch.py, bandwidth.py   one mechanism each
+                   (bandwidth.py: the chip's L2 and HBM bandwidth the CUs share; memory.py
+                   asks it)
     static.py      per-instruction facts, by tables (program control by mnemonic, the rest
                    by timing class), built from the mechanisms' numbers
     issue.py       the engine: issue cycles, ports, dependencies, units. It asks the
@@ -23,13 +25,17 @@ Modules, lowest first:
 A new mechanism goes into the module of what it models, behind the calls the engine makes
 already: LDS bank conflicts in lds.py (`Lds.cost`; the DS instruction's addresses come
 through the functional driver), memory cost by cache lines in memory.py (`LineMemory.cost`
-and `latency`), per-workgroup barriers on a CU with several workgroups in barriers.py
-(`Barriers.arrive`/`release`), a whole-grid bandwidth ceiling in a new bandwidth.py that
-memory.py asks. A mechanism with numbers of its own per instruction adds them to
+and `latency`), barriers in barriers.py (`Barriers.arrive`/`release`: one per workgroup,
+also when several share a CU; a replay's workgroups are inferred by
+asterism.profile.workgroups), the whole-grid bandwidth ceiling in bandwidth.py (memory.py's
+`LineMemory.latency` asks it). A mechanism with numbers of its own per instruction adds them to
 static.Static where static.py's tables build it. The engine changes only when a new
 kind of question must be asked.
 
 Not modeled: the instruction cache and fetch bandwidth (beyond a taken branch's cost), LDS
-bank conflicts, the vector L1 and TLB, memory bandwidth and contention beyond the per-CU
-paths, other CUs, clock changes, s_setprio.
+bank conflicts, the vector L1 and TLB, contention between CUs beyond their shares of the L2
+and HBM bandwidth (the other CUs are taken to run like the modeled ones; the MALL, L2
+channel and HBM bank conflicts, the fabric between XCDs and the L2's write-back buffering
+are not modeled), a capture's replay's bandwidth (it has no addresses), clock changes,
+s_setprio.
 """
