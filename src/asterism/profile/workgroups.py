@@ -14,7 +14,9 @@ has not ended; the waves of a workgroup go to one CU and are launched together):
   whose k-th ``s_barrier`` ends (time + duration) within ``RELEASE_SKEW`` cycles of each
   other for every barrier both executed are one workgroup; a wave that executed fewer
   barriers than its group must have ended before the group's next release (an ended wave
-  drops out of the barrier) or it is not of that group.
+  drops out of the barrier), and every wave of a group launched before its first release
+  (a barrier cannot complete before all waves of its workgroup have launched), or it is not
+  of that group.
 * **Launch bursts** (for waves that execute no barrier, where the grouping changes nothing
   for the model but is reported): waves of one CU launched within ``LAUNCH_GAP`` cycles of
   the previous launch form a burst; a barrier-free wave joins the one barrier group of its
@@ -70,6 +72,8 @@ class _Group:
 
     def admits(self, wave: Wave, releases: list[int]) -> bool:
         """Whether the wave can be of this group (see the module docstring)."""
+        if self.releases and wave.begin > self.releases[0] + RELEASE_SKEW:
+            return False  # launched after the group's first barrier completed
         common = min(len(releases), len(self.releases))
         if any(abs(a - b) > RELEASE_SKEW for a, b in zip(releases[:common],
                                                         self.releases[:common],
@@ -107,6 +111,49 @@ def _bursts(order: list[int], waves: Sequence[Wave]) -> list[int]:
     return out
 
 
+def _by_releases(order: list[int], waves: Sequence[Wave],
+                 releases: dict[int, list[int]]) -> list[_Group]:
+    """The workgroups of the waves of one CU that passed a barrier (`order`: by launch)."""
+    groups: list[_Group] = []
+    open_groups: list[_Group] = []  # those a wave launched from now on may still join
+    for i in order:
+        if not releases[i]:
+            continue
+        # (waves come by launch: a group whose first barrier completed is closed)
+        open_groups = [g for g in open_groups if waves[i].begin <= g.releases[0] + RELEASE_SKEW]
+        home = next((g for g in open_groups if g.admits(waves[i], releases[i])), None)
+        if home is None:
+            groups.append(_Group(i, waves[i], releases[i]))
+            open_groups.append(groups[-1])
+        else:
+            home.add(i, waves[i], releases[i])
+    return groups
+
+
+def _by_launch(order: list[int], waves: Sequence[Wave], releases: dict[int, list[int]],
+               groups: list[_Group]) -> list[_Group]:
+    """The barrier-free waves of one CU put into the barrier `groups` or into groups of
+    their own launch bursts; returns the new groups."""
+    burst_of = dict(zip(order, _bursts(order, waves), strict=True))
+    in_burst: dict[int, list[_Group]] = {}  # burst -> the barrier groups launched in it
+    for g in groups:
+        for b in sorted({burst_of[m] for m in g.members}):
+            in_burst.setdefault(b, []).append(g)
+    plain: dict[int, _Group] = {}  # burst -> the barrier-free waves of no barrier group
+    for i in order:
+        if releases[i]:
+            continue
+        burst = burst_of[i]
+        fits = [g for g in in_burst.get(burst, []) if g.admits(waves[i], [])]
+        if len(fits) == 1:
+            fits[0].add(i, waves[i], [])
+        elif burst in plain:
+            plain[burst].add(i, waves[i], [])
+        else:
+            plain[burst] = _Group(i, waves[i], [])
+    return list(plain.values())
+
+
 def infer_workgroups(waves: Sequence[Wave], barrier_lines: set[int]) -> list[WorkgroupGuess]:
     """The workgroups of the traced waves (see the module docstring), per CU in launch
     order; `barrier_lines`: the code.json lines that are s_barrier."""
@@ -117,33 +164,8 @@ def infer_workgroups(waves: Sequence[Wave], barrier_lines: set[int]) -> list[Wor
     for (se, cu), members in by_cu.items():
         order = sorted(members, key=lambda i: (waves[i].begin, i))
         releases = {i: barrier_releases(waves[i], barrier_lines) for i in order}
-        groups: list[_Group] = []
-        for i in order:
-            if not releases[i]:
-                continue
-            home = next((g for g in groups if g.releases and g.admits(waves[i], releases[i])),
-                        None)
-            if home is None:
-                groups.append(_Group(i, waves[i], releases[i]))
-            else:
-                home.add(i, waves[i], releases[i])
-        barrier_groups = list(groups)
-        burst_of = dict(zip(order, _bursts(order, waves), strict=True))
-        plain: dict[int, _Group] = {}  # burst -> the barrier-free waves of no barrier group
-        for i in order:
-            if releases[i]:
-                continue
-            burst = burst_of[i]
-            same = [g for g in barrier_groups
-                    if any(burst_of[m] == burst for m in g.members)
-                    and g.admits(waves[i], [])]
-            if len(same) == 1:
-                same[0].add(i, waves[i], [])
-            elif burst in plain:
-                plain[burst].add(i, waves[i], [])
-            else:
-                plain[burst] = _Group(i, waves[i], [])
-                groups.append(plain[burst])
+        groups = _by_releases(order, waves, releases)
+        groups += _by_launch(order, waves, releases, groups)
         for g in sorted(groups, key=lambda g: min(waves[m].begin for m in g.members)):
             mem = tuple(sorted(g.members, key=lambda i: (waves[i].begin, i)))
             out.append(WorkgroupGuess(se, cu, mem, BY_BARRIERS if g.releases else BY_LAUNCH))
