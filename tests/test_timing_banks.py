@@ -406,14 +406,14 @@ def test_the_report_lists_the_worst_instructions():
 
 def test_mechanism_names_and_bounds_are_checked(monkeypatch):
     with pytest.raises(TimingError, match="unknown timing mechanism banks to turn off; "
-                                          "choose from lds_banks, vmem_lines"):
+                                          "choose from lds_banks, vmem_lines, bandwidth"):
         TimingOptions(off={"banks"})
     assert TimingOptions(off=["lds_banks"]).off == frozenset({"lds_banks"})
     for tm in (GFX942, GFX950):
         for name, (lo, hi) in tm.bounds.items():
             section, key = name.split(".")
             value = {"lds": {"banks": tm.lds_banks, "conflict_cycles": tm.lds_conflict_cycles},
-                     "memory": tm.memory}[section][key]
+                     "memory": tm.memory, "bandwidth": tm.bandwidth}[section][key]
             assert lo <= value <= hi
         assert {"lds.banks", "lds.conflict_cycles", "memory.cycles_per_line"} <= set(tm.bounds)
     good = tt._raw()
@@ -428,7 +428,7 @@ def test_mechanism_names_and_bounds_are_checked(monkeypatch):
         with pytest.raises(TargetError, match=r"lds.banks = 32 is outside its bounds"):
             tt.get_timing("gfx942")
         use({"bounds": {"lds.nothing": [1, 2]}})
-        with pytest.raises(TargetError, match=r"'lds.nothing' names no number"):
+        with pytest.raises(TargetError, match=r"'lds.nothing' names no numeric parameter"):
             tt.get_timing("gfx942")
         use({"lds": {**good["gfx942"]["lds"], "phases": {
             **good["gfx942"]["lds"]["phases"], "read_b32": [64]}}})

@@ -61,7 +61,8 @@ def cmd_trace_replay(args) -> int:
 
     from asterism.profile.replay import plot_replay, replay
 
-    result = replay(args.dir, target=args.target, memory=args.memory)
+    result = replay(args.dir, target=args.target, memory=args.memory,
+                    barrier_groups=args.barrier_groups)
     if args.plot:
         plot_replay(result, args.plot, waves=args.plot_waves)
         sys.stderr.write(f"wrote {args.plot}\n")
@@ -149,6 +150,11 @@ def register(verb) -> None:
                     help="memory latencies from the model (default) or from the capture "
                          "(waitcnt links, s_endpgm, vector memory acceptance): tests the rest "
                          "of the model on its own")
+    rp.add_argument("--barrier-groups", choices=("workgroup", "cu"), default="workgroup",
+                    help="one barrier per workgroup, inferred from the measured barrier "
+                         "releases and launch times (default; a capture names no "
+                         "workgroups), or one per traced CU (all its traced waves wait "
+                         "for each other)")
     rp.add_argument("--json", action="store_true", help="machine-readable output "
                     "(measured_cycles, modeled_cycles, ...)")
     rp.add_argument("--plot", metavar="PNG", help="also draw measured vs modeled timelines")

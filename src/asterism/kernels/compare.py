@@ -44,15 +44,13 @@ from typing import Any
 
 from asterism.errors import AsterismError, shown
 from asterism.kernels.base import KernelGenerator, KernelParamError, get
-from asterism.kernels.run import KernelRun, build_code_object, run_case
+from asterism.kernels.run import MODEL_FOOTNOTE, KernelRun, build_code_object, run_case
 
 ALIAS_SEPARATOR = "@"
 LABEL_SEPARATOR = "."  # LABEL.NAME=VALUE: a parameter of one compared kernel
 _ALIAS = re.compile(r"[A-Za-z0-9_-]+")
-MODEL_NOTE = ("timing model of CU 0; every CU assumed to run like CU 0, no contention "
-              "between CUs modeled")
-MODEL_FOOTNOTE = ("(a model of one CU, not a measurement: CU contention, caches and clocks "
-                  "are not modeled)")
+MODEL_NOTE = ("timing model of CU 0; every CU assumed to run like CU 0, sharing only the L2 "
+              "and HBM bandwidth")
 STALLS_NOTE = "stall cycles per cause as a percentage of the modeled waves' cycles"
 
 

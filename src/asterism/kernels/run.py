@@ -6,7 +6,8 @@
 
 Figures from the emulator's timing model are *modeled*: the model times the workgroups of
 CU 0 (workgroups go to CUs round-robin), and the device is assumed to run every CU like CU 0
-at the same time (no contention between CUs is modeled). So
+at the same time; the CUs share only the chip's L2 and HBM bandwidth (asterism.timing.
+bandwidth: the run says whether it bound). So
 
 * modeled TFLOPS = the launch's flops / (CU 0's cycles / clock): the whole grid in the time
   CU 0 takes (a grid smaller than the device leaves CUs idle, and that shows);
@@ -27,6 +28,8 @@ import numpy as np
 from asterism.kernels.base import KernelCase, KernelGenerator, parse_shape
 
 DEFAULT_PIPELINE = "auto"
+MODEL_FOOTNOTE = ("(a model of one CU, not a measurement: the CUs share only the L2 and HBM "
+                  "bandwidth; other contention, the vector L1 and clocks are not modeled)")
 
 
 @dataclass
@@ -255,9 +258,12 @@ def run_report(run: KernelRun) -> dict[str, Any]:
             "workgroups": run.workgroups, "modeled_workgroups": run.modeled_workgroups,
             "modeled_tflops": run.tflops, "modeled_per_cu_tflops_scaled": run.per_cu_tflops,
             "peak_tflops": run.peak_tflops,
-            "note": "timing model of CU 0; every CU assumed to run like CU 0, no "
-                    "contention between CUs modeled",
+            "note": "timing model of CU 0; every CU assumed to run like CU 0, sharing only "
+                    "the L2 and HBM bandwidth",
         }
+        bw = getattr(run.timing_result, "bandwidth", None)
+        if bw is not None:
+            out["timing"]["bandwidth"] = bw.to_json()
         if run.timing_result is not None:  # per instruction: lds_conflicts, cache_lines
             out["timing"].update(run.timing_result.instructions_json())
     elif run.measured_seconds is not None:
@@ -294,8 +300,10 @@ def format_run(run: KernelRun) -> str:
         lines.append(f"  modeled: {run.per_cu_tflops:.1f} TFLOPS if every CU ran as CU 0 does"
                      f"{_percent(run.per_cu_tflops, run.peak_tflops)}; peak "
                      f"{run.peak_tflops} TFLOPS (data sheet, dense)")
-        lines.append("  (a model of one CU, not a measurement: CU contention, caches and "
-                     "clocks are not modeled)")
+        bw = getattr(run.timing_result, "bandwidth", None)
+        if bw is not None:
+            lines.append(f"  {bw.line()}")
+        lines.append(f"  {MODEL_FOOTNOTE}")
         if run.timing_result is not None:  # LDS bank conflicts, cache lines per instruction
             lines += run.timing_result.mechanism_lines()
     elif run.measured_seconds is not None:

@@ -18,6 +18,11 @@ the rest), and the vector memory path accepts each instruction no sooner than it
 (its measured issue stall: address coalescing and queue back-pressure, which depend on
 addresses a trace does not carry). The rest of the model (issue, ports, dependencies,
 MFMA pipeline, waits, barriers) is then tested on its own.
+
+Barriers: one per workgroup. A capture names no workgroups, so the traced waves of each CU
+are grouped by asterism.profile.workgroups (their measured barrier releases, else their
+launch bursts); ``barrier_groups="cu"`` makes all traced waves of a CU one group instead
+(what the replay did before workgroups were inferred; kept to measure the difference).
 """
 
 from __future__ import annotations
@@ -29,9 +34,12 @@ from typing import Any
 
 from asterism.errors import AsterismError
 from asterism.profile.att import Trace, Wave, category_name, read_att
+from asterism.profile.workgroups import BY_BARRIERS, WorkgroupGuess, infer_workgroups
 from asterism.timing.result import InstCategory
 
 MEMORY_MODES = ("model", "measured")
+BARRIER_GROUPS = ("workgroup", "cu")  # a barrier per inferred workgroup, or per traced CU
+BY_CU = "all traced waves of the CU"
 STALL_CLASSES = ("vmcnt", "lgkmcnt", "mfma_valu", "barrier", "other")
 TOP_N = 10
 MODEL_LABEL = "modeled"
@@ -81,6 +89,25 @@ class WaveComparison:
         return 100.0 * (self.modeled - self.measured) / max(self.measured, 1)
 
 
+@dataclass(frozen=True)
+class BarrierGroup:
+    """One barrier group of a replay (an inferred workgroup, or a whole traced CU): its
+    waves, what the grouping rests on, and the barrier stall measured and modeled."""
+
+    se: int
+    cu: int
+    waves: tuple[str, ...]
+    evidence: str
+    measured_stall: int
+    modeled_stall: int
+
+    def to_json(self) -> dict[str, Any]:
+        """The group as plain data."""
+        return {"se": self.se, "cu": self.cu, "waves": list(self.waves),
+                "evidence": self.evidence, "measured_barrier_stall": self.measured_stall,
+                "modeled_barrier_stall": self.modeled_stall}
+
+
 @dataclass
 class ReplayResult:
     """A replay's comparison of modeled with measured figures."""
@@ -98,6 +125,8 @@ class ReplayResult:
         default_factory=dict)  # wave name -> modeled records (for pictures)
     measured_records: dict[str, list[tuple[int, int, int, int, int]]] = field(
         default_factory=dict)
+    barrier_grouping: str = "workgroup"
+    barrier_groups: list[BarrierGroup] = field(default_factory=list)
 
     @property
     def cycles_error(self) -> float:
@@ -134,6 +163,8 @@ class ReplayResult:
                 "stall_split_error_points": {k: round(v, 2) for k, v in
                                              self.stall_split_error().items()},
                 "measured_memory_latencies": self.measured_latencies,
+                "barrier_grouping": self.barrier_grouping,
+                "barrier_groups": [g.to_json() for g in self.barrier_groups],
                 "waves": [{"name": w.name, "cu": w.cu, "simd": w.simd, "slot": w.slot,
                            "instructions": w.instructions, "measured_cycles": w.measured,
                            "modeled_cycles": w.modeled, "error_percent": round(w.error, 2)}
@@ -161,6 +192,7 @@ class ReplayResult:
         ms, os_ = self.measured.stall_shares(), self.modeled.stall_shares()
         for k in STALL_CLASSES:
             out.append(f"  {k:<12s} {ms[k]:9.1f} % {os_[k]:8.1f} %   {os_[k] - ms[k]:+6.1f}")
+        out += self._barrier_lines()
         out += ["", f"  top-{TOP_N} hotspots by stall: {self.hotspot_overlap('stall')} of "
                     f"{TOP_N} in both lists (by cycles: {self.hotspot_overlap('cycles')})",
                 "     line  measured stall  modeled stall  instruction"]
@@ -170,6 +202,25 @@ class ReplayResult:
                        f"{self.modeled.per_line.get(line, (0, 0))[1]:14d}  "
                        f"{self.texts.get(line, '')}")
         return "\n".join(out) + "\n"
+
+    def _barrier_lines(self) -> list[str]:
+        """The summary's barrier groups (only when a traced wave passed a barrier)."""
+        if not any(g.measured_stall or g.modeled_stall or g.evidence == BY_BARRIERS
+                   for g in self.barrier_groups):
+            return []
+        per_cu: dict[tuple[int, int], int] = {}
+        for g in self.barrier_groups:
+            per_cu[(g.se, g.cu)] = per_cu.get((g.se, g.cu), 0) + 1
+        cus = ", ".join(f"SE {se} CU {cu}: {n}" for (se, cu), n in per_cu.items())
+        how = ("one per workgroup as inferred from the capture (asterism.profile.workgroups)"
+               if self.barrier_grouping == "workgroup" else "one per traced CU")
+        out = ["", f"  barrier groups, {how}; per CU: {cus}",
+               "    SE  CU  waves  grouped by           barrier stall measured  "
+               f"{MODEL_LABEL}"]
+        for g in self.barrier_groups:
+            out.append(f"    {g.se:2d} {g.cu:3d} {len(g.waves):6d}  {g.evidence:<26s} "
+                       f"{g.measured_stall:10d} {g.modeled_stall:10d}")
+        return out
 
 
 # ---------------------------------------------------------------------------- replay
@@ -220,6 +271,11 @@ class _Program:
     texts: dict[int, str]
     classify: dict[int, str]
     memory_lines: set[int]
+
+    @property
+    def barrier_lines(self) -> set[int]:
+        """The code lines that are s_barrier."""
+        return {line for line, cls in self.classify.items() if cls == "barrier"}
 
 
 _INFOS: dict[tuple[int, str], tuple[Trace, list, list]] = {}
@@ -314,25 +370,42 @@ def measured_acceptance(wave: Wave, memory_lines: set[int]) -> dict[int, int]:
             and r.category in (InstCategory.VMEM, InstCategory.FLAT)}
 
 
+def _guesses(trace: Trace, barrier_lines: set[int], grouping: str) -> list[WorkgroupGuess]:
+    """The barrier groups: inferred workgroups, or one group per traced CU."""
+    if grouping == "workgroup":
+        return infer_workgroups(trace.waves, barrier_lines)
+    by_cu: dict[tuple[int, int], list[int]] = {}
+    for i, w in enumerate(trace.waves):
+        by_cu.setdefault((w.se, w.cu), []).append(i)
+    return [WorkgroupGuess(se, cu, tuple(m), BY_CU) for (se, cu), m in by_cu.items()]
+
+
 def replay_trace(trace: Trace, target: str = "gfx950", memory: str = "model",
-                 timing=None, name: str = "") -> ReplayResult:
+                 timing=None, name: str = "", barrier_groups: str = "workgroup"
+                 ) -> ReplayResult:
     """Replay every traced wave of `trace` through the timing model (`timing`: a
-    target.timing.TimingModel, default the target's) and compare with the capture."""
+    target.timing.TimingModel, default the target's) and compare with the capture;
+    `barrier_groups`: a barrier per inferred workgroup or per traced CU (BARRIER_GROUPS)."""
     from asterism.target import get_target
     from asterism.target.timing import get_timing
     from asterism.timing.replay import StreamWave, TraceDrivenModel
 
     if memory not in MEMORY_MODES:
         raise ReplayError(f"memory must be one of {', '.join(MEMORY_MODES)}, got {memory!r}")
+    if barrier_groups not in BARRIER_GROUPS:
+        raise ReplayError(f"barrier groups must be one of {', '.join(BARRIER_GROUPS)}, got "
+                          f"{barrier_groups!r}")
     if not trace.waves:
         raise ReplayError("the capture has no traced waves to replay")
     tgt = get_target(target)
     tm = timing or get_timing(tgt.name)
     prog = _program(trace, tgt.name, tm)
+    guesses = _guesses(trace, prog.barrier_lines, barrier_groups)
+    workgroup_of = {i: k for k, g in enumerate(guesses) for i in g.waves}
     cu_ids: dict[tuple[int, int], int] = {}
     inputs, kept = [], []
     n_measured = 0
-    for wave in trace.waves:
+    for wi, wave in enumerate(trace.waves):
         records = [r for r in wave.instructions if r.line != 0]
         missing = [r.line for r in records if r.line not in prog.index_of_line]
         if missing:
@@ -345,7 +418,8 @@ def replay_trace(trace: Trace, target: str = "gfx950", memory: str = "model",
         n_measured += len(lat or {})
         cu = cu_ids.setdefault((wave.se, wave.cu), len(cu_ids))
         inputs.append(StreamWave(cu, wave.simd, wave.slot, wave.begin,
-                                 [prog.index_of_line[r.line] for r in records], lat, accept))
+                                 [prog.index_of_line[r.line] for r in records], lat, accept,
+                                 workgroup_of[wi]))
         kept.append((wave, records))
     model = TraceDrivenModel(tgt, tm, prog.statics, prog.fallthrough, inputs,
                              kernel=name or "replay")
@@ -368,17 +442,33 @@ def replay_trace(trace: Trace, target: str = "gfx950", memory: str = "model",
         modeled_records[comparisons[-1].name] = recs
         measured_records[comparisons[-1].name] = measured_side[-1][2]
     kernels = trace.kernel_names()
+    groups = [_barrier_group(g, comparisons, measured_side, modeled_side, prog.barrier_lines)
+              for g in guesses]
     return ReplayResult(str(trace.path or name), kernels[0] if kernels else name, tgt.name,
                         memory, comparisons, _figures(measured_side, prog.classify),
                         _figures(modeled_side, prog.classify), prog.texts, n_measured,
-                        modeled_records, measured_records)
+                        modeled_records, measured_records, barrier_groups, groups)
+
+
+def _barrier_group(guess: WorkgroupGuess, comparisons: Sequence[WaveComparison],
+                   measured: Sequence[tuple[int, int, Sequence]],
+                   modeled: Sequence[tuple[int, int, Sequence]],
+                   barrier_lines: set[int]) -> BarrierGroup:
+    """A barrier group with its measured and modeled barrier stall (summed over waves)."""
+    def stall(side: Sequence[tuple[int, int, Sequence]]) -> int:
+        return sum(rec[2] for i in guess.waves for rec in side[i][2]
+                   if rec[4] in barrier_lines)
+
+    return BarrierGroup(guess.se, guess.cu, tuple(comparisons[i].name for i in guess.waves),
+                        guess.evidence, stall(measured), stall(modeled))
 
 
 def replay(path: str | Path, target: str = "gfx950", memory: str = "model",
-           timing=None) -> ReplayResult:
+           timing=None, barrier_groups: str = "workgroup") -> ReplayResult:
     """Read the ATT capture folder at `path` and replay it (see `replay_trace`)."""
     trace = read_att(path)
-    return replay_trace(trace, target, memory, timing, name=Path(path).name)
+    return replay_trace(trace, target, memory, timing, name=Path(path).name,
+                        barrier_groups=barrier_groups)
 
 
 # ---------------------------------------------------------------------------- calibration
@@ -552,7 +642,8 @@ def plot_replay(result: ReplayResult, out_png: str | Path, waves: int = 4) -> Pa
     return out
 
 
-__all__ = ["FIT_PARAMETERS", "MEMORY_MODES", "STALL_CLASSES", "Calibration", "Figures",
+__all__ = ["BARRIER_GROUPS", "FIT_PARAMETERS", "MEMORY_MODES", "STALL_CLASSES", "BarrierGroup",
+           "Calibration", "Figures",
            "ReplayError", "ReplayResult", "WaveComparison", "calibrate", "calibration_error",
            "measured_acceptance", "measured_latencies", "plot_replay", "replay", "replay_trace"]
 

@@ -16,10 +16,11 @@ xdl (MFMA), lds, vmem, branch.
 The timing model (asterism/timing/) also reads `tm.issue_ports` (timing
 class -> issue port), `tm.memory` (LDS / scalar cache / L2 hit / HBM latencies, line size,
 vector memory bandwidth, cycles per cache line), `tm.lds_banks` / `tm.lds_conflict_cycles` /
-`tm.lds_phases` (the LDS bank-conflict rules) and `tm.dispatch` (wave launch, first fetch,
-taken branch, barrier and s_endpgm cycles); `tm.with_memory(hbm=700)` overrides memory
-latencies. `tm.bounds` holds the physical range of the parameters that have one (the
-`[<target>.bounds]` table: what a calibrator may fit them within).
+`tm.lds_phases` (the LDS bank-conflict rules), `tm.dispatch` (wave launch, first fetch,
+taken branch, barrier and s_endpgm cycles) and `tm.bandwidth` (the L2 and HBM bandwidth all
+CUs share); `tm.with_memory(hbm=700)` overrides memory latencies. `tm.bounds` holds the
+physical range of the parameters that have one (the `[<target>.bounds]` table: what a
+calibrator may fit them within, "section.key" -> (low, high)).
 """
 
 from __future__ import annotations
@@ -43,7 +44,7 @@ UNIT_OF_CLASS: dict[str, str] = {
     "branch": "branch"}
 _FILE = "timing.toml"
 _TOP_KEYS = {"base", "issue_cycles", "clock_mhz", "latency", "occupancy", "mfma", "lds",
-             "issue", "memory", "dispatch", "bounds"}
+             "issue", "memory", "dispatch", "bandwidth", "bounds"}
 _MFMA_KEYS = {"cycles_per_pass", "dependent_extra", "result_extra"}
 _LDS_KEYS = {"bytes_per_cycle", "banks", "conflict_cycles", "phases"}
 # LDS phase rules every target defines (asterism.timing.lds: which lanes of a wave64 DS access
@@ -60,6 +61,9 @@ MEMORY_LATENCY_KEYS = ("lds", "smem", "l2_hit", "hbm", "vmem_unknown")
 # the emulator's timing model use one number (a vector read is costed at HBM: first touch).
 LATENCY_FROM_MEMORY = {"smem": "smem", "ds_read": "lds", "vmem_read": "hbm"}
 DISPATCH_KEYS = ("wave_launch_interval", "wave_start", "taken_branch", "barrier", "endpgm")
+# The whole-grid ceilings: HBM in GB/s (10^9 bytes/s), the L2 in bytes per shader clock per
+# channel, channels per XCD, XCDs.
+BANDWIDTH_KEYS = ("hbm_gbps", "l2_bytes_per_clock", "l2_channels", "xcds")
 ISSUE_PORTS = ("scalar", "valu", "lds", "vmem", "branch")
 
 
@@ -92,7 +96,9 @@ class TimingModel:
     # parity of (lane & masks[j]) (asterism.timing.lds)
     lds_phases: Mapping[str, tuple[int, ...]] = field(default_factory=dict)
     # "section.key" -> (low, high): the physical range of a parameter ([<target>.bounds])
-    bounds: Mapping[str, tuple[int, int]] = field(default_factory=dict)
+    bandwidth: Mapping[str, float] = field(default_factory=dict)  # see BANDWIDTH_KEYS
+    # "section.key" -> (low, high): the physical range of a parameter ([<target>.bounds])
+    bounds: Mapping[str, tuple[float, float]] = field(default_factory=dict)
 
     def with_memory(self, **overrides: int) -> TimingModel:
         """A copy with some memory latencies replaced (keys of MEMORY_LATENCY_KEYS)."""
@@ -216,6 +222,7 @@ def _timing(name: str) -> TimingModel:
         ports = dict(sec["issue"])
         memory = dict(sec["memory"])
         dispatch = dict(sec["dispatch"])
+        bandwidth = dict(sec["bandwidth"])
         issue, clock = int(sec["issue_cycles"]), int(sec["clock_mhz"])
     except KeyError as err:
         raise TargetError(f"target/data/{_FILE} [{where}]: missing key {err}") from None
@@ -246,13 +253,40 @@ def _timing(name: str) -> TimingModel:
                           f"{bad_ports} (ports: {', '.join(ISSUE_PORTS)})")
     _check_table(f"{where}.memory", memory, set(MEMORY_KEYS))
     _check_table(f"{where}.dispatch", dispatch, set(DISPATCH_KEYS))
-    values = {"memory": memory, "dispatch": dispatch, "latency": latency,
-              "occupancy": occupancy, "mfma": mfma_raw, "lds": lds_raw}
-    bounds = _bounds(f"{where}.bounds", sec.get("bounds", {}), values)
+    _check_table(f"{where}.bandwidth", bandwidth, set(BANDWIDTH_KEYS))
+    bad_bw = sorted(k for k, v in bandwidth.items()
+                    if isinstance(v, bool) or not isinstance(v, int | float) or v <= 0)
+    if bad_bw:
+        raise TargetError(f"target/data/{_FILE} [{where}.bandwidth]: {bad_bw} must be "
+                          "positive numbers")
+    bounds = _bounds(where, sec, dict(sec.get("bounds", {})))
     latency = _with_memory_latencies(latency, memory)
     return TimingModel(name, issue, clock, latency, occupancy, MfmaTiming(**mfma_raw),
                        int(lds_raw["bytes_per_cycle"]), ports, memory, dispatch, banks,
-                       conflict, phases, bounds)
+                       conflict, phases, bandwidth, bounds)
+
+
+def _bounds(where: str, sec: Mapping[str, Any], raw: Mapping[str, Any]
+            ) -> dict[str, tuple[float, float]]:
+    """The [<target>.bounds] table, checked: each key names a numeric parameter
+    ("section.key") whose value lies within its [low, high]."""
+    out: dict[str, tuple[float, float]] = {}
+    for key, pair in raw.items():
+        section, _, name = key.partition(".")
+        table = sec.get(section)
+        value = table.get(name) if isinstance(table, Mapping) else None
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            raise TargetError(f"target/data/{_FILE} [{where}.bounds]: '{key}' names no numeric "
+                              "parameter (expected \"section.key\", e.g. \"bandwidth.hbm_gbps\")")
+        if not (isinstance(pair, list) and len(pair) == 2
+                and all(isinstance(x, int | float) and not isinstance(x, bool) for x in pair)
+                and pair[0] <= pair[1]):
+            raise TargetError(f"target/data/{_FILE} [{where}.bounds]: '{key}' must be "
+                              f"[low, high] with low <= high, got {pair!r}")
+        if not pair[0] <= value <= pair[1]:
+            raise TargetError(f"target/data/{_FILE} [{where}]: {key} = {value} is outside "
+                              f"its bounds [{pair[0]}, {pair[1]}]")
+        out[key] = (pair[0], pair[1])
 
 
 def _phases(where: str, raw: Any) -> dict[str, tuple[int, ...]]:
@@ -273,28 +307,27 @@ def _phases(where: str, raw: Any) -> dict[str, tuple[int, ...]]:
     return out
 
 
-def _bounds(where: str, raw: Any, values: Mapping[str, Mapping[str, Any]]
-            ) -> dict[str, tuple[int, int]]:
-    """`"section.key" = [low, high]` entries: each names a number of the target that lies
-    within its range."""
-    if not isinstance(raw, Mapping):
-        raise TargetError(f"target/data/{_FILE} [{where}]: expected a table")
-    out = {}
-    for name, rng in raw.items():
-        section, _, key = name.partition(".")
-        value = values.get(section, {}).get(key)
-        if isinstance(value, bool) or not isinstance(value, int):
-            raise TargetError(f"target/data/{_FILE} [{where}]: {name!r} names no number "
-                              f"(expected SECTION.KEY, sections {', '.join(values)})")
-        if not (isinstance(rng, list) and len(rng) == 2 and all(
-                isinstance(v, int) and not isinstance(v, bool) for v in rng)
-                and rng[0] <= rng[1]):
-            raise TargetError(f"target/data/{_FILE} [{where}] {name}: expected [LOW, HIGH] "
-                              f"with LOW <= HIGH, got {rng!r}")
-        if not rng[0] <= value <= rng[1]:
-            raise TargetError(f"target/data/{_FILE} [{where}] {name} = {value} is outside "
-                              f"its bounds {rng}")
-        out[name] = (rng[0], rng[1])
+def _bounds(where: str, sec: Mapping[str, Any], raw: Mapping[str, Any]
+            ) -> dict[str, tuple[float, float]]:
+    """The [<target>.bounds] table, checked: each key names a numeric parameter
+    ("section.key") whose value lies within its [low, high]."""
+    out: dict[str, tuple[float, float]] = {}
+    for key, pair in raw.items():
+        section, _, name = key.partition(".")
+        table = sec.get(section)
+        value = table.get(name) if isinstance(table, Mapping) else None
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            raise TargetError(f"target/data/{_FILE} [{where}.bounds]: '{key}' names no numeric "
+                              "parameter (expected \"section.key\", e.g. \"bandwidth.hbm_gbps\")")
+        if not (isinstance(pair, list) and len(pair) == 2
+                and all(isinstance(x, int | float) and not isinstance(x, bool) for x in pair)
+                and pair[0] <= pair[1]):
+            raise TargetError(f"target/data/{_FILE} [{where}.bounds]: '{key}' must be "
+                              f"[low, high] with low <= high, got {pair!r}")
+        if not pair[0] <= value <= pair[1]:
+            raise TargetError(f"target/data/{_FILE} [{where}]: {key} = {value} is outside "
+                              f"its bounds [{pair[0]}, {pair[1]}]")
+        out[key] = (pair[0], pair[1])
     return out
 
 
@@ -310,7 +343,7 @@ def _check_table(where: str, table: Mapping[str, Any], want: set[str]) -> None:
         raise TargetError(f"target/data/{_FILE} [{where}]: missing {sorted(missing)}")
 
 
-__all__ = ["DISPATCH_KEYS", "ISSUE_PORTS", "LATENCY_FROM_MEMORY", "LDS_PHASE_OPTIONAL",
-           "LDS_PHASE_RULES", "MEMORY_KEYS",
+__all__ = ["BANDWIDTH_KEYS", "DISPATCH_KEYS", "ISSUE_PORTS", "LATENCY_FROM_MEMORY",
+           "LDS_PHASE_OPTIONAL", "LDS_PHASE_RULES", "MEMORY_KEYS",
            "MEMORY_LATENCY_KEYS", "TIMING_CLASSES", "UNIT_OF_CLASS", "MfmaTiming", "TimingModel",
            "get_timing", "timing_class"]

@@ -52,6 +52,7 @@ from asterism.timing.result import LineCost
 from asterism.timing.state import ModelWave
 
 if TYPE_CHECKING:
+    from asterism.timing.bandwidth import Bandwidth
     from asterism.timing.static import Static
 
 
@@ -180,15 +181,17 @@ class LineMemory:
     """Memory with addresses (the functional model): cost and latency by the cache lines the
     instruction issuing now touched (the recorder notes them) and where they are; LDS and
     LDS DMA writes ask `lds` for their bank conflicts. `lines=False` turns the line cost off
-    (the bytes rule alone, as before it was modeled)."""
+    (the bytes rule alone, as before it was modeled). `bandwidth`: the CUs' shares of the
+    chip's L2 and HBM bandwidth (None: not modeled)."""
 
     def __init__(self, tm: TimingModel, recorder: Recorder, lds_model: lds.Lds,
-                 lines: bool = True) -> None:
+                 lines: bool = True, bandwidth: Bandwidth | None = None) -> None:
         self.tm = tm
         self.mem = tm.memory
         self.recorder = recorder
         self.lds = lds_model
         self.line_cost = lines
+        self.bandwidth = bandwidth
         self.line_ready: dict[int, int] = {}  # cache line -> when its first fill arrives
         self.costs: dict[int, LineCost] = {}
         self._serial = -1
@@ -217,14 +220,19 @@ class LineMemory:
         if not lines:
             # FLAT that went to LDS (or no active lane): the LDS answers
             return self.lds.latency(w, st) if st.mem == "flat" else mem["l2_hit"]
-        if st.mem == "smem":  # scalar memory: unchanged by the line and bank mechanisms
-            if st.store:
-                return mem["l2_hit"]
-            return cached_latency(self.line_ready, lines, now, mem["smem"], mem["hbm"])
-        extra = self._lookup(st) + self.lds.added(st)  # lookups; LDS DMA / FLAT-LDS banks
+        smem = st.mem == "smem"
+        # scalar memory is unchanged by the line and bank mechanisms; vector memory adds its
+        # line lookups and an LDS DMA / FLAT-LDS write's bank conflicts
+        extra = 0 if smem else self._lookup(st) + self.lds.added(st)
+        bw = self.bandwidth
         if st.store:
-            return mem["l2_hit"] + extra  # stores are acknowledged by the L2 (write-back)
-        return cached_latency(self.line_ready, lines, now, mem["l2_hit"], mem["hbm"]) + extra
+            # stores are acknowledged by the L2 (write-back)
+            ack = mem["l2_hit"] + extra
+            return ack if bw is None else bw.store(w.cu, now, lines, ack)
+        hit, miss = mem["smem" if smem else "l2_hit"], mem["hbm"]
+        if bw is not None:
+            hit, miss = bw.read(w.cu, now, lines, self.line_ready, hit, miss, smem)
+        return cached_latency(self.line_ready, lines, now, hit, miss) + extra
 
     def accepted(self, w: ModelWave, st: Static) -> int:
         """The earliest time the memory path accepts the wave's next instruction beyond its

@@ -3,7 +3,8 @@
 Chip facts (latencies, issue ports, occupancies, memory and dispatch cycles) stay in
 asterism/target/data/timing.toml, read by asterism.target.timing (`get_timing`); this module
 holds what a timed run adds to them: the user's options (`TimingOptions`: how many CUs to
-model, memory latency overrides, the device's CU count, mechanisms turned off), the
+model, memory latency overrides, the device's CU count, mechanisms turned off: LDS bank
+conflicts, cache lines, the whole-grid bandwidth ceiling, per-workgroup barriers), the
 `--latency` text they come from, and the parameter record a result carries.
 """
 
@@ -22,16 +23,18 @@ class TimingError(AsterismError):
 
 
 # Mechanisms a timed run may turn off (TimingOptions.off), to measure what each one moves:
-# LDS bank conflicts (lds.py) and the vector memory cost by cache lines (memory.py).
-MECHANISMS = ("lds_banks", "vmem_lines")
+# LDS bank conflicts (lds.py), the vector memory cost by cache lines (memory.py) and the
+# whole-grid L2 / HBM bandwidth ceiling (bandwidth.py).
+MECHANISMS = ("lds_banks", "vmem_lines", "bandwidth")
 
 
 @dataclass(frozen=True)
 class TimingOptions:
     """What a timed run models: `cus` CUs in detail (the first ones), memory latency
     overrides (keys of target.timing.MEMORY_LATENCY_KEYS: lds, smem, l2_hit, hbm), the
-    device's CU count (default: the target's flagship, MI300X 304 / MI355X 256) and the
-    mechanisms turned `off` (names of MECHANISMS)."""
+    device's CU count (default: the target's flagship, MI300X 304 / MI355X 256; a device of
+    fewer CUs has that part of the chip's L2 and HBM bandwidth) and the mechanisms turned
+    `off` (names of MECHANISMS; "bandwidth" off: each CU's memory path is its only limit)."""
 
     cus: int = 1
     latency: Mapping[str, int] = field(default_factory=dict)
@@ -94,7 +97,8 @@ def parameters(tm: TimingModel, slots_per_simd: int, workgroups_per_cu: int) -> 
             "lds_conflict_cycles": tm.lds_conflict_cycles,
             "lds_phases": {k: list(v) for k, v in tm.lds_phases.items()},
             "issue_ports": dict(tm.issue_ports), "memory": dict(tm.memory),
-            "dispatch": dict(tm.dispatch), "slots_per_simd": slots_per_simd,
+            "dispatch": dict(tm.dispatch), "bandwidth": dict(tm.bandwidth),
+            "slots_per_simd": slots_per_simd,
             "workgroups_per_cu": workgroups_per_cu}
 
 
