@@ -25,6 +25,7 @@ from typing import Any
 import numpy as np
 
 from asterism.kernels.base import KernelCase, KernelGenerator, parse_shape
+from asterism.timing.params import params_note
 
 DEFAULT_PIPELINE = "auto"
 
@@ -68,6 +69,7 @@ class KernelRun:
     registers: dict[str, int] = field(default_factory=dict)
     # the emulator's TimingResult (timing): the modeled waves' records, for a stall analysis
     timing_result: Any = field(default=None, repr=False)
+    params_file: str | None = None  # timing: the parameter file over timing.toml (--params)
 
     @property
     def passed(self) -> bool:
@@ -151,6 +153,7 @@ def _add_timing(run: KernelRun, case: KernelCase, timing) -> None:
     """Modeled cycles and TFLOPS from a TimingResult (see the module docstring)."""
     product = _product(case.target)
     run.timing_result = timing
+    run.params_file = timing.parameters.get("params_file")
     run.cycles = int(timing.cycles)
     run.clock_mhz = float(timing.clock_mhz)
     run.compute_units = product.compute_units
@@ -166,11 +169,12 @@ def _add_timing(run: KernelRun, case: KernelCase, timing) -> None:
 
 
 def run_case(case: KernelCase, backend: str = "emu", check: bool = True,
-             timing: bool = False, iterations: int = 1,
+             timing: Any = False, iterations: int = 1,
              pipeline: str | None = None, code: bytes | None = None, *,
              max_instructions: int | None = None, progress: Any = None) -> KernelRun:
     """Compile (unless its `code` object is given) and launch `case`; compare with the
-    reference (`check`), model (`timing`, emulator) or measure (hip) its speed.
+    reference (`check`), model (`timing`: True or a timing.params.TimingOptions, emulator)
+    or measure (hip) its speed.
     `max_instructions` and `progress` go to the emulator (see runtime.launch)."""
     import time
 
@@ -236,6 +240,7 @@ def run_report(run: KernelRun) -> dict[str, Any]:
             "peak_tflops": run.peak_tflops,
             "note": "timing model of CU 0; every CU assumed to run like CU 0, no "
                     "contention between CUs modeled",
+            "params_file": run.params_file,
         }
     elif run.measured_seconds is not None:
         out["measured"] = {"seconds_per_launch": run.measured_seconds,
@@ -271,6 +276,8 @@ def format_run(run: KernelRun) -> str:
                      f"{run.peak_tflops} TFLOPS (data sheet, dense)")
         lines.append("  (a model of one CU, not a measurement: CU contention, caches and "
                      "clocks are not modeled)")
+        if run.params_file:
+            lines.append(f"  {params_note(run.params_file)}")
     elif run.measured_seconds is not None:
         lines.append(f"  measured: {run.measured_seconds * 1e6:.1f} us per launch, "
                      f"{run.tflops:.1f} TFLOPS{_percent(run.tflops, run.peak_tflops)}")
