@@ -251,17 +251,44 @@ class LineMemory:
         return st.occupancy + added
 
 
+def scalar_line_keys(stream: Sequence[int], statics: Sequence[Static], cu: int,
+                     line_bytes: int) -> dict[int, tuple]:
+    """Stream position -> which cache line each scalar load reads, for a stream without
+    addresses: loads whose base (and offset register) hold the same value and whose
+    immediate offsets fall in one `line_bytes` line read the same line.
+
+    A register's value is named by the instruction that last wrote it in the wave (or, never
+    written, the value the wave started with: kernel argument and dispatch pointers, the
+    same for every wave of the dispatch). A value written by the same instruction is taken
+    to be the same in every wave of the CU (a wave-uniform pointer), as the replay assumed
+    per load instruction before."""
+    writer: dict[int, int] = {}  # register key -> index of the instruction that wrote it
+    out: dict[int, tuple] = {}
+    for pos, index in enumerate(stream):
+        st = statics[index]
+        if st.mem == "smem" and not st.store and st.sbase:
+            regs = st.sbase + st.soffset
+            out[pos] = (cu, regs, tuple(writer.get(k, -1) for k in regs),
+                        st.offset // line_bytes)
+        for k in st.defs:
+            writer[k] = index
+    return out
+
+
 class StreamMemory:
     """Memory without addresses (a capture's replay): measured latencies where the capture
     has them (`latency`: stream position -> cycles), measured acceptance of vector memory
-    instructions (`accept`: stream position -> issue stall), the model's otherwise."""
+    instructions (`accept`: stream position -> issue stall), the model's otherwise; scalar
+    loads hit or miss by the lines `scalar_line_keys` tells apart (`lines`, per wave)."""
 
-    def __init__(self, tm: TimingModel, latency: Sequence[Any], accept: Sequence[Any]) -> None:
+    def __init__(self, tm: TimingModel, latency: Sequence[Any], accept: Sequence[Any],
+                 lines: Sequence[dict[int, tuple]] | None = None) -> None:
         self.tm = tm
         self.mem = tm.memory
         self.measured = latency  # per replayed wave (by row): position -> cycles, or None
         self.accept = accept  # per replayed wave: position -> measured issue stall, or None
-        self.line_ready: dict[int, int] = {}
+        self.lines = lines
+        self.line_ready: dict[Any, int] = {}
 
     def latency(self, w: ModelWave, st: Static, now: int) -> int:
         """Cycles from issue until the instruction's counter entries complete."""
@@ -274,7 +301,9 @@ class StreamMemory:
             # (kernel arguments, constants): its first execution on a CU is a first touch
             # and pays HBM like the functional model's cold line, later ones hit the scalar
             # cache, or wait for the fill still in flight.
-            key = (w.cu << 32) | w.stream[w.issue_pos]
+            key = self.lines[w.row].get(w.issue_pos) if self.lines else None
+            if key is None:
+                key = (w.cu, w.stream[w.issue_pos])
             return cached_latency(self.line_ready, (key,), now, mem["smem"], mem["hbm"])
         if st.mem == "lds":
             return lds.latency(self.tm)
@@ -294,4 +323,5 @@ class StreamMemory:
 
 
 __all__ = ["LineMemory", "Recorder", "StreamMemory", "cached_latency", "counter_streams",
+           "scalar_line_keys",
            "outstanding", "queue", "vmem_busy", "wait"]

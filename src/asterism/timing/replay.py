@@ -25,7 +25,7 @@ from asterism.timing.barriers import Barriers
 from asterism.timing.dispatch import Dispatcher
 from asterism.timing.issue import IssueModel
 from asterism.timing.lds import Lds
-from asterism.timing.memory import StreamMemory
+from asterism.timing.memory import StreamMemory, scalar_line_keys
 from asterism.timing.result import WaveTiming
 from asterism.timing.state import Cu, ModelWave
 from asterism.timing.static import Static
@@ -65,8 +65,10 @@ class TraceDrivenModel(IssueModel):
         self.fallthrough = fallthrough
         self.inputs = waves
         self.kernel = kernel
+        lines = [scalar_line_keys(sw.stream, statics, sw.cu, tm.memory["line_bytes"])
+                 for sw in waves]
         self.memory = StreamMemory(tm, [sw.latency for sw in waves],
-                                   [sw.accept for sw in waves])
+                                   [sw.accept for sw in waves], lines)
         self.lds = Lds(tm)
 
     def run(self) -> list[WaveTiming]:

@@ -14,6 +14,8 @@ from dataclasses import dataclass, field
 from enum import IntEnum
 from typing import Any
 
+from asterism.timing.params import params_note
+
 MODEL_NOTE = "modeled, not measured"
 
 
@@ -241,6 +243,8 @@ class TimingResult:
             f"waves; the other workgroups ran functionally (untimed)",
             f"  kernel: {self.cycles} cycles on the modeled CU(s) (= {us:.3f} us at "
             f"{self.clock_mhz} MHz)",
+            *([f"  {note}"] if (note := params_note(self.parameters.get("params_file")))
+              else []),
             "  wave  workgroup    cu simd slot   begin     end  cycles  insts   stall",
         ]
         for i, w in enumerate(self.waves):
