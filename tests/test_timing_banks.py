@@ -453,3 +453,25 @@ def test_replay_keeps_the_bandwidth_costs():
     st = Static("mem", "lds", 5, "lds", occupancy=8, mem="lds")
     assert Lds(GFX942).cost(None, st, 0) == 8
     assert Lds(GFX942).latency(None, st) == GFX942.memory["lds"]
+
+
+def test_cli_timing_off_leaves_a_mechanism_out(tmp_path, capsys):
+    """`run --timing --timing-off lds_banks` gives the conflict-free cycles (60 fewer per
+    conflicting read, as the API's TimingOptions(off=...)); a bad name is a one-line error."""
+    from asterism.cli.main import main
+
+    hsaco = tmp_path / "k.hsaco"
+    hsaco.write_bytes(asterism.compile(ds_kernel("gfx942", 7, "ds_read_b32", 1)))
+    args = ["run", str(hsaco), "--timing", "--json", "--trace-dir"]
+    assert main([*args, str(tmp_path / "t0")]) == 0
+    on = json.loads(capsys.readouterr().out)["timing"]
+    assert main([*args, str(tmp_path / "t1"), "--timing-off", "lds_banks,vmem_lines"]) == 0
+    off = json.loads(capsys.readouterr().out)["timing"]
+    # the second read issues 64 - 4 clocks later and completes 60 later than conflict-free
+    assert on["cycles"] - off["cycles"] == (64 - 4) + 60
+    assert off["parameters"]["off"] == ["lds_banks", "vmem_lines"]
+    assert main([*args, str(tmp_path / "t2"), "--timing-off", "banks"]) == 1
+    err = capsys.readouterr().err
+    assert "unknown timing mechanism banks to turn off" in err and "Traceback" not in err
+    assert main(["run", str(hsaco), "--timing-off", "lds_banks"]) == 1
+    assert "need --timing" in capsys.readouterr().err

@@ -10,6 +10,8 @@ from asterism.cli.io import (
     emulator_progress,
     params_option,
     sanitizer_echo,
+    timing_off,
+    timing_off_option,
     timing_params,
     write_output,
 )
@@ -74,16 +76,18 @@ def cmd_kernels_list(args) -> int:
 
 
 def _timing(args):
-    """The --timing / --params options as run_case's `timing` (False, True or options)."""
-    if not args.params:
+    """The --timing / --params / --timing-off options as run_case's `timing` (False, True or
+    options)."""
+    if not args.params and not args.timing_off:
         return args.timing
     if not args.timing:
         from asterism.errors import AsterismError
 
-        raise AsterismError("--params needs --timing (it sets the timing model's parameters)")
+        which = "--params" if args.params else "--timing-off"
+        raise AsterismError(f"{which} needs --timing (it sets up the timing model)")
     from asterism.timing.params import TimingOptions
 
-    return TimingOptions(params=timing_params(args.params))
+    return TimingOptions(params=timing_params(args.params), off=timing_off(args.timing_off))
 
 
 def cmd_kernels_run(args) -> int:
@@ -218,6 +222,7 @@ def register(verb) -> None:
                    help="the timing model's cycles and modeled TFLOPS vs the target's peak "
                         "(emulator; modeled, not measured)")
     params_option(r)
+    timing_off_option(r)
     r.add_argument("--iterations", type=int, default=10,
                    help="launches to time with --backend hip (default 10)")
     r.add_argument("--json", action="store_true", help="machine-readable report")
@@ -244,6 +249,7 @@ def register(verb) -> None:
                    help="the timing model: modeled cycles, TFLOPS, stall split and ratio "
                         "(without it: check, registers, LDS and occupancy only)")
     params_option(c)
+    timing_off_option(c)
     c.add_argument("--json", action="store_true", help="machine-readable report")
     c.add_argument("-o", "--output", help="report file (default: stdout)")
     add_emulator_options(c)

@@ -98,14 +98,15 @@ def cmd_run(args) -> int:
     grid = _dims(args.grid, "--grid")
     timing = trace_dir = None
     if args.timing:
-        from asterism.cli.io import timing_params
+        from asterism.cli.io import timing_off, timing_params
         from asterism.timing.params import TimingOptions, parse_latencies
 
         latency: dict[str, int] = {}
         for spec in args.latency:
             latency.update(parse_latencies(spec))
         timing = TimingOptions(cus=args.timing_cus, latency=latency,
-                               params=timing_params(args.params))
+                               params=timing_params(args.params),
+                               off=timing_off(args.timing_off))
         trace_dir = args.trace_dir or safe_child_path(
             "asterism-timing", kernel, "kernel name", hint="name the trace folder with "
             "--trace-dir")
@@ -113,8 +114,10 @@ def cmd_run(args) -> int:
             raise AsterismError("--timing runs the emulator's timing model: use --backend emu "
                                 "(or auto)")
         os.makedirs(os.path.dirname(os.path.abspath(trace_dir)), exist_ok=True)
-    elif args.trace_dir or args.latency or args.timing_cus != 1 or args.params:
-        raise AsterismError("--trace-dir, --latency, --params and --timing-cus need --timing")
+    elif args.trace_dir or args.latency or args.timing_cus != 1 or args.params \
+            or args.timing_off:
+        raise AsterismError("--trace-dir, --latency, --params, --timing-off and --timing-cus "
+                            "need --timing")
     saved = _save_paths(args.save_dir, values, args.input) if args.save_dir else {}
     result = launch((obj), kernel, grid=grid, block=block, args=values,
                     backend="emu" if timing else args.backend, iterations=args.iterations,
@@ -192,7 +195,7 @@ in cycles: lds, smem, l2_hit, hbm (a what-if, not bounded).
 
 def register(verb) -> None:
     """Add the run verb to the `asterism` parser."""
-    from asterism.cli.io import params_option, pipeline_option
+    from asterism.cli.io import params_option, pipeline_option, timing_off_option
 
     p = verb("run", cmd_run, "compile if needed and run a kernel (emulator or GPU)",
              "Launch a kernel from a .mlir, .s or .hsaco file with NumPy arguments; prints "
@@ -223,5 +226,6 @@ def register(verb) -> None:
     p.add_argument("--latency", action="append", default=[], metavar="NAME=CYCLES,...",
                    help="memory latency overrides for --timing: lds, smem, l2_hit, hbm")
     params_option(p)
+    timing_off_option(p)
     add_emulator_options(p)
 
