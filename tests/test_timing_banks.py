@@ -115,6 +115,25 @@ def test_b32_worst_case_is_64_clocks():
     assert (p, c, p + c) == (2, 14, 16)
 
 
+def test_b64_conflicts_by_hand():
+    # lane i at 8i: 16 lanes x 2 dwords fill gfx942's 32 banks, 32 lanes x 2 gfx950's 64
+    assert cycles(GFX942, "read_b64", 8 * LANES, 8) == (4, 0)
+    assert cycles(GFX950, "read_b64", 8 * LANES, 8) == (2, 0)
+    # lane i at 16i: dwords 4i, 4i+1; gfx942 lanes i and i+8 share banks (4 * 8 = 32): 2-way
+    # in each of the 4 phases of 16; gfx950 lanes i and i+16 (4 * 16 = 64): 2-way in each
+    # of the 2 phases of 32
+    assert cycles(GFX942, "read_b64", 16 * LANES, 8) == (4, 4)
+    assert cycles(GFX950, "read_b64", 16 * LANES, 8) == (2, 2)
+    # lane i at 256i: every lane in banks 0-1. gfx942: 4 phases of 16 lanes, 15 conflicts
+    # each = 60 ([nod]'s b64 saturation); gfx950: 2 phases of 32 lanes, 31 each = 62
+    assert cycles(GFX942, "read_b64", 256 * LANES, 8) == (4, 60)
+    assert cycles(GFX950, "read_b64", 256 * LANES, 8) == (2, 62)
+    # writes: gfx942 b64 writes as its reads (inferred, 16 lanes per clock); gfx950 writes
+    # measured 4 x 16 ([hk]) where its reads are 2 x 32: 4 phases, 15 conflicts each
+    assert cycles(GFX942, "write_b64", 256 * LANES, 8) == (4, 60)
+    assert cycles(GFX950, "write_b64", 256 * LANES, 8) == (4, 60)
+
+
 def test_same_address_lanes_are_broadcast_but_atomics_are_not():
     zero = np.zeros(64, np.int64)
     assert cycles(GFX942, "read_b32", zero, 4) == (2, 0)
