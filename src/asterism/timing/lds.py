@@ -88,10 +88,8 @@ def rule_of(kind: str, nbytes: int, form: str = "") -> str:
 @cache
 def lane_phases(masks: tuple[int, ...]) -> np.ndarray:
     """The phase number of each of the 64 lanes under a rule's lane-bit masks."""
-    lanes = np.arange(64, dtype=np.int64)
-    phase = np.zeros(64, np.int64)
-    for j, m in enumerate(masks):
-        phase |= (np.bitwise_count(lanes & m) & 1).astype(np.int64) << j
+    phase = np.array([sum(((lane & m).bit_count() & 1) << j for j, m in enumerate(masks))
+                      for lane in range(64)], np.int64)
     phase.flags.writeable = False
     return phase
 

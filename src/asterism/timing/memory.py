@@ -52,6 +52,7 @@ from asterism.timing.result import LineCost
 from asterism.timing.state import ModelWave
 
 if TYPE_CHECKING:
+    from asterism.timing.bandwidth import Bandwidth
     from asterism.timing.static import Static
 
 
@@ -180,15 +181,17 @@ class LineMemory:
     """Memory with addresses (the functional model): cost and latency by the cache lines the
     instruction issuing now touched (the recorder notes them) and where they are; LDS and
     LDS DMA writes ask `lds` for their bank conflicts. `lines=False` turns the line cost off
-    (the bytes rule alone, as before it was modeled)."""
+    (the bytes rule alone, as before it was modeled). `bandwidth`: the CUs' shares of the
+    chip's L2 and HBM bandwidth (None: not modeled)."""
 
     def __init__(self, tm: TimingModel, recorder: Recorder, lds_model: lds.Lds,
-                 lines: bool = True) -> None:
+                 lines: bool = True, bandwidth: Bandwidth | None = None) -> None:
         self.tm = tm
         self.mem = tm.memory
         self.recorder = recorder
         self.lds = lds_model
         self.line_cost = lines
+        self.bandwidth = bandwidth
         self.line_ready: dict[int, int] = {}  # cache line -> when its first fill arrives
         self.costs: dict[int, LineCost] = {}
         self._serial = -1
@@ -217,14 +220,19 @@ class LineMemory:
         if not lines:
             # FLAT that went to LDS (or no active lane): the LDS answers
             return self.lds.latency(w, st) if st.mem == "flat" else mem["l2_hit"]
-        if st.mem == "smem":  # scalar memory: unchanged by the line and bank mechanisms
-            if st.store:
-                return mem["l2_hit"]
-            return cached_latency(self.line_ready, lines, now, mem["smem"], mem["hbm"])
-        extra = self._lookup(st) + self.lds.added(st)  # lookups; LDS DMA / FLAT-LDS banks
+        smem = st.mem == "smem"
+        # scalar memory is unchanged by the line and bank mechanisms; vector memory adds its
+        # line lookups and an LDS DMA / FLAT-LDS write's bank conflicts
+        extra = 0 if smem else self._lookup(st) + self.lds.added(st)
+        bw = self.bandwidth
         if st.store:
-            return mem["l2_hit"] + extra  # stores are acknowledged by the L2 (write-back)
-        return cached_latency(self.line_ready, lines, now, mem["l2_hit"], mem["hbm"]) + extra
+            # stores are acknowledged by the L2 (write-back)
+            ack = mem["l2_hit"] + extra
+            return ack if bw is None else bw.store(w.cu, now, lines, ack)
+        hit, miss = mem["smem" if smem else "l2_hit"], mem["hbm"]
+        if bw is not None:
+            hit, miss = bw.read(w.cu, now, lines, self.line_ready, hit, miss, smem)
+        return cached_latency(self.line_ready, lines, now, hit, miss) + extra
 
     def accepted(self, w: ModelWave, st: Static) -> int:
         """The earliest time the memory path accepts the wave's next instruction beyond its
@@ -243,17 +251,44 @@ class LineMemory:
         return st.occupancy + added
 
 
+def scalar_line_keys(stream: Sequence[int], statics: Sequence[Static], cu: int,
+                     line_bytes: int) -> dict[int, tuple]:
+    """Stream position -> which cache line each scalar load reads, for a stream without
+    addresses: loads whose base (and offset register) hold the same value and whose
+    immediate offsets fall in one `line_bytes` line read the same line.
+
+    A register's value is named by the instruction that last wrote it in the wave (or, never
+    written, the value the wave started with: kernel argument and dispatch pointers, the
+    same for every wave of the dispatch). A value written by the same instruction is taken
+    to be the same in every wave of the CU (a wave-uniform pointer), as the replay assumed
+    per load instruction before."""
+    writer: dict[int, int] = {}  # register key -> index of the instruction that wrote it
+    out: dict[int, tuple] = {}
+    for pos, index in enumerate(stream):
+        st = statics[index]
+        if st.mem == "smem" and not st.store and st.sbase:
+            regs = st.sbase + st.soffset
+            out[pos] = (cu, regs, tuple(writer.get(k, -1) for k in regs),
+                        st.offset // line_bytes)
+        for k in st.defs:
+            writer[k] = index
+    return out
+
+
 class StreamMemory:
     """Memory without addresses (a capture's replay): measured latencies where the capture
     has them (`latency`: stream position -> cycles), measured acceptance of vector memory
-    instructions (`accept`: stream position -> issue stall), the model's otherwise."""
+    instructions (`accept`: stream position -> issue stall), the model's otherwise; scalar
+    loads hit or miss by the lines `scalar_line_keys` tells apart (`lines`, per wave)."""
 
-    def __init__(self, tm: TimingModel, latency: Sequence[Any], accept: Sequence[Any]) -> None:
+    def __init__(self, tm: TimingModel, latency: Sequence[Any], accept: Sequence[Any],
+                 lines: Sequence[dict[int, tuple]] | None = None) -> None:
         self.tm = tm
         self.mem = tm.memory
         self.measured = latency  # per replayed wave (by row): position -> cycles, or None
         self.accept = accept  # per replayed wave: position -> measured issue stall, or None
-        self.line_ready: dict[int, int] = {}
+        self.lines = lines
+        self.line_ready: dict[Any, int] = {}
 
     def latency(self, w: ModelWave, st: Static, now: int) -> int:
         """Cycles from issue until the instruction's counter entries complete."""
@@ -266,7 +301,9 @@ class StreamMemory:
             # (kernel arguments, constants): its first execution on a CU is a first touch
             # and pays HBM like the functional model's cold line, later ones hit the scalar
             # cache, or wait for the fill still in flight.
-            key = (w.cu << 32) | w.stream[w.issue_pos]
+            key = self.lines[w.row].get(w.issue_pos) if self.lines else None
+            if key is None:
+                key = (w.cu, w.stream[w.issue_pos])
             return cached_latency(self.line_ready, (key,), now, mem["smem"], mem["hbm"])
         if st.mem == "lds":
             return lds.latency(self.tm)
@@ -286,4 +323,5 @@ class StreamMemory:
 
 
 __all__ = ["LineMemory", "Recorder", "StreamMemory", "cached_latency", "counter_streams",
+           "scalar_line_keys",
            "outstanding", "queue", "vmem_busy", "wait"]
