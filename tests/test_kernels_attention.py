@@ -61,6 +61,9 @@ CASES = [
     # block_n 128 on gfx950: ping-pong fits only with O in AGPRs (the auto choice)
     ("gfx950", dict(heads=1, seq_q=64, seq_k=200, head_dim=128, dtype="bf16", waves=2,
                     block_m=64, block_n=128)),
+    # 8 waves (the default: two per SIMD, 256 query rows), ragged and causal, both targets
+    ("gfx950", dict(heads=1, seq_q=300, seq_k=330, head_dim=64, causal=True, waves=8)),
+    ("gfx942", dict(heads=1, seq_q=260, seq_k=270, head_dim=128, dtype="f16", waves=8)),
 ]
 
 
@@ -113,7 +116,8 @@ def test_reference_hand_values():
     (dict(block_m=48), "block_m"),
     (dict(block_n=48), "block_n"),
     (dict(block_n=512), "block_n"),
-    (dict(waves=8, block_m=256), "waves"),
+    (dict(waves=3), "waves"),
+    (dict(waves=8, block_n=128, o_regs="agpr", s_buffers=2), "waves"),
     (dict(causal=True, seq_q=64, seq_k=32), "causal"),
     (dict(seq_q=0), "seq_q"),
     (dict(scale=-1.0), "scale"),
@@ -129,7 +133,7 @@ def test_bad_parameters(params, names):
 def test_register_and_lds_budgets_are_checked():
     from asterism.kernels.attention import check
 
-    params = kernels.get(GEN).resolve({"block_n": 128})
+    params = kernels.get(GEN).resolve({"block_n": 128, "waves": 2})
     assert check("gfx950", params).vgpr_estimate() <= 256
     # 8 S tiles (128 pinned VGPRs) + O + Q + the packed P do not fit in 256 VGPRs.
     with pytest.raises(KernelParamError, match=r"block_n: needs about \d+ VGPRs.*256"):
@@ -163,10 +167,14 @@ def test_ping_pong_parameters():
     assert check("gfx950", gen.resolve({"stages": 1})).s_buffers == 1
     assert check("gfx942", gen.resolve({})).s_buffers == 1
     # block_n 128: a second 64-VGPR S buffer fits beside Q and S only with O in AGPRs.
-    big = check("gfx950", gen.resolve({"block_n": 128}))
+    big = check("gfx950", gen.resolve({"block_n": 128, "waves": 2}))
     assert (big.s_buffers, big.o_agprs, "O" in big.pinned_vgprs) == (2, True, False)
     assert big.pinned_agprs == {"O": 64}
     assert check("gfx950", gen.resolve({"block_n": 128, "o_regs": "vgpr"})).s_buffers == 1
+    # 8 waves (two per SIMD): VGPRs + AGPRs <= 256, so block_n 128 keeps O in VGPRs and
+    # gives up the second S buffer.
+    eight = check("gfx950", gen.resolve({"block_n": 128}))
+    assert (eight.waves, eight.s_buffers, eight.o_agprs) == (8, 1, False)
     assert not check("gfx950", gen.resolve({})).o_agprs  # block_n 64: O stays in VGPRs
     with pytest.raises(KernelParamError, match="s_buffers: 2 .* needs gfx950 with stages 2"):
         gen.build("gfx942", {"s_buffers": 2})
@@ -224,7 +232,8 @@ def growing_scores(seq_k: int, step: float, d: int = 64) -> tuple[np.ndarray, np
 
 
 # The rescale configurations: ping-pong S (the gfx950 default), one S buffer, gfx942.
-RESCALE_CASES = [("gfx950", {}), ("gfx950", {"s_buffers": 1}), ("gfx942", {"block_n": 32})]
+RESCALE_CASES = [("gfx950", {}), ("gfx950", {"s_buffers": 1, "waves": 2}),
+                 ("gfx942", {"block_n": 32, "waves": 2})]
 
 
 @pytest.mark.parametrize(("target", "extra"), RESCALE_CASES,
@@ -264,7 +273,7 @@ EDGE_CASES = [
     ("gfx950", dict(seq_q=64, seq_k=128)),
     ("gfx950", dict(seq_q=63, seq_k=128)),
     ("gfx950", dict(seq_q=65, seq_k=129)),
-    ("gfx942", dict(seq_q=32, seq_k=95, block_n=32)),
+    ("gfx942", dict(seq_q=32, seq_k=95, block_n=32, waves=2)),
     ("gfx942", dict(seq_q=33, seq_k=97, block_n=32, waves=1, block_m=32)),
 ]
 

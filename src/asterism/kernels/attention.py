@@ -76,9 +76,12 @@ PARAMS = (
     Param("dtype", "bf16", "element type of Q, K, V and O", choices=("bf16", "f16")),
     Param("causal", False, "causal mask (bottom-right aligned when seq_k > seq_q)"),
     Param("scale", 0.0, "softmax scale (0: 1/sqrt(head_dim))", type=float),
-    Param("block_m", 64, "query rows per workgroup (32 per wave)"),
+    Param("block_m", 0, "query rows per workgroup (32 per wave; 0: 32 * waves)"),
     Param("block_n", 64, "keys per loop iteration (a multiple of 32)"),
-    Param("waves", 2, "waves per workgroup"),
+    Param("waves", 0, "waves per workgroup: 1, 2, 4 (one per SIMD) or 8 (two per SIMD, 256 "
+          "query rows: the K/V tiles in LDS serve 8 waves, and each SIMD runs one wave's "
+          "softmax under the other's MFMAs); 0: 8 where a K/V tile splits into 16-byte "
+          "copies over 8 waves, else the most that it splits over"),
     Param("stages", 0, "LDS buffers of K/V tiles: 2 = double buffering (the DMA of the next "
           "key block runs under this block's MFMAs, gfx950), 1 = one buffer, 0 = 2 where "
           "it fits", choices=(0, 1, 2)),
@@ -258,11 +261,12 @@ def check(target: str, p: dict[str, Any]) -> Config:
             f"must divide heads ({p['heads']}) (or be 0 for heads), got {p['heads_kv']}")
     require(p["heads"] < 2 ** 16, "heads", f"at most 65535 heads, got {p['heads']}")
     require(seq_k >= 1, "seq_k", f"must be at least 1 (or 0 for seq_q), got {seq_k}")
-    require(p["waves"] >= 1, "waves", f"must be at least 1, got {p['waves']}")
-    require(p["waves"] <= 4, "waves", f"at most 4 waves per workgroup (one per SIMD), "
-            f"got {p['waves']}")
-    require(p["block_m"] == ROWS_PER_WAVE * p["waves"], "block_m",
-            f"must be {ROWS_PER_WAVE} * waves = {ROWS_PER_WAVE * p['waves']} (one 32-row "
+    require(p["waves"] in (0, 1, 2, 4, 8), "waves", f"must be 1, 2, 4 (one per SIMD) or 8 (two "
+            f"per SIMD), or 0 for the most that fit, got {p['waves']}")
+    waves = p["waves"] or _default_waves(p)
+    block_m = p["block_m"] or ROWS_PER_WAVE * waves
+    require(block_m == ROWS_PER_WAVE * waves, "block_m",
+            f"must be {ROWS_PER_WAVE} * waves = {ROWS_PER_WAVE * waves} (one 32-row "
             f"MFMA tile per wave), got {p['block_m']}")
     require(p["block_n"] in (32, 64, 128, 256), "block_n",
             f"must be 32, 64, 128 or 256, got {p['block_n']}")
@@ -274,8 +278,8 @@ def check(target: str, p: dict[str, Any]) -> Config:
                 f"needs seq_k >= seq_q (bottom-right aligned mask; rows with no visible key "
                 f"are undefined), got seq_q={p['seq_q']} seq_k={seq_k}")
     cfg = Config(target, p["batch"], p["heads"], p["seq_q"], seq_k, p["head_dim"], p["dtype"],
-                 p["causal"], p["scale"] or 1.0 / math.sqrt(p["head_dim"]), p["block_m"],
-                 p["block_n"], p["waves"], stages=_stages(target, p, chip),
+                 p["causal"], p["scale"] or 1.0 / math.sqrt(p["head_dim"]), block_m,
+                 p["block_n"], waves, stages=_stages(target, p, chip),
                  heads_kv=heads_kv, lse=p["lse"], swizzle=p["lds_layout"] == "swizzle")
     cfg = _with_registers(cfg, p, chip.vgpr.arch)
     require(cfg.tile_bytes % (16 * 64 * cfg.waves) == 0, "waves",
@@ -289,11 +293,27 @@ def check(target: str, p: dict[str, Any]) -> Config:
     require(cfg.vgpr_estimate() <= budget, "block_n",
             f"needs about {cfg.vgpr_estimate()} VGPRs (pinned "
             f"{sum(cfg.pinned_vgprs.values())}), {target} has {budget} per lane")
+    if cfg.waves > 4:  # two waves per SIMD share its 512 registers per lane
+        agprs = sum(cfg.pinned_agprs.values())
+        require(cfg.vgpr_estimate() + agprs <= 256, "waves",
+                f"8 waves (two per SIMD) need at most 256 VGPRs + AGPRs per wave, this "
+                f"configuration about {cfg.vgpr_estimate()} + {agprs} (O in AGPRs: "
+                f"o_regs=vgpr, a smaller block_n or fewer waves)")
     for name, value, heads in (("q", cfg.seq_q, cfg.heads), ("k", seq_k, heads_kv)):
         nbytes = cfg.batch * heads * value * cfg.row_bytes
         require(nbytes < 2 ** 32, f"seq_{name}", f"{name} is {nbytes} bytes; buffer "
                 "offsets are 32-bit (at most 4 GiB per tensor)")
     return cfg
+
+
+def _default_waves(p: dict[str, Any]) -> int:
+    """8 waves, or fewer when a block_n x head_dim tile is smaller than one 16-byte copy per
+    lane of the workgroup (block_n 32 at head_dim 64: 4 waves)."""
+    tile = p["block_n"] * 2 * p["head_dim"]
+    waves = 8
+    while waves > 1 and tile % (16 * 64 * waves):
+        waves //= 2
+    return waves
 
 
 def _stages(target: str, p: dict[str, Any], chip) -> int:
@@ -326,7 +346,9 @@ def _with_registers(cfg: Config, p: dict[str, Any], budget: int) -> Config:
     for n in buffers:
         for agpr in o_options:
             c = dataclasses.replace(cfg, s_buffers=n, o_agprs=agpr)
-            if c.vgpr_estimate() <= budget:
+            # Two waves per SIMD: VGPRs and AGPRs together within half the SIMD's 512.
+            shared = sum(c.pinned_agprs.values()) if cfg.waves > 4 else 0
+            if c.vgpr_estimate() + shared <= budget:
                 return c
     # Nothing fits: the last choice, refused with its estimate by the caller.
     return dataclasses.replace(cfg, s_buffers=buffers[-1], o_agprs=o_options[-1])
