@@ -233,7 +233,8 @@ def growing_scores(seq_k: int, step: float, d: int = 64) -> tuple[np.ndarray, np
 
 # The rescale configurations: ping-pong S (the gfx950 default), one S buffer, gfx942.
 RESCALE_CASES = [("gfx950", {}), ("gfx950", {"s_buffers": 1, "waves": 2}),
-                 ("gfx942", {"block_n": 32, "waves": 2})]
+                 ("gfx942", {"block_n": 32, "waves": 2}), ("gfx950", {"packed": False}),
+                 ("gfx942", {"o_regs": "agpr", "waves": 2})]
 
 
 @pytest.mark.parametrize(("target", "extra"), RESCALE_CASES,
@@ -344,3 +345,16 @@ def test_swizzled_tiles_are_conflict_free_under_the_bank_model():
     swizzled, plain = (lds_conflict_cycles("gfx942", dict(g942, lds_layout=layout))
                        for layout in ("swizzle", "plain"))
     assert 0 < 8 * swizzled <= plain
+
+
+def test_packed_f32_math():
+    # packed (the default): the scaling, the rescale and the running sum two values per
+    # instruction; packed=false: none.
+    def count(params, op):
+        return str(kernels.get(GEN).build("gfx950", dict(seq_q=64, **params)).module).count(op)
+
+    n = 16 * 2  # S registers per lane at block_n 64; the ping-pong loop has two bodies
+    assert count({}, "v_pk_fma_f32") == 2 * n // 2
+    assert count({}, "v_pk_mul_f32") == 2 * (1 + 64 // 2)  # l and the 64 O registers (d128)
+    assert count({}, "v_pk_add_f32") == 2 * n // 2
+    assert count({"packed": False}, "v_pk_") == 0

@@ -94,6 +94,9 @@ PARAMS = (
     Param("lds_layout", "swizzle", "K/V tiles in LDS: swizzle = 16-byte chunks XOR-permuted "
           "per row so the K (and gfx950 V^T) reads of a phase hit distinct banks, plain = "
           "row-major as in memory", choices=("swizzle", "plain")),
+    Param("packed", True, "packed f32 math: v_pk_fma_f32 for the scores' scaling, "
+          "v_pk_mul_f32 for the rescale of O and l, v_pk_add_f32 for the running sum (two "
+          "lanes' values per VALU instruction; false: one)"),
     Param("lse", False, "also write the log-sum-exp of each row (natural log, float32 "
           "[batch, heads, seq_q]: what a backward pass reads) to the output buffer lse"),
     Param("seed", 0, "random seed of the inputs"),
@@ -122,6 +125,7 @@ class Config:
     heads_kv: int = 0  # 0: heads
     lse: bool = False
     swizzle: bool = False
+    packed: bool = False
 
     @property
     def bank_line(self) -> int:
@@ -228,7 +232,7 @@ class Config:
     def pinned_vgprs(self) -> dict[str, int]:
         """The pinned register regions and their sizes (VGPRs)."""
         regions = {"O": self.head_dim // 2, "Q": self.head_dim // 4, "S": 16 * self.tiles,
-                   "stats": 2}
+                   "stats": 4}  # m, (unused), l as a pair (two partial sums, packed adds)
         if self.o_agprs:
             del regions["O"]
         if self.s_buffers == 2:
@@ -280,7 +284,8 @@ def check(target: str, p: dict[str, Any]) -> Config:
     cfg = Config(target, p["batch"], p["heads"], p["seq_q"], seq_k, p["head_dim"], p["dtype"],
                  p["causal"], p["scale"] or 1.0 / math.sqrt(p["head_dim"]), block_m,
                  p["block_n"], waves, stages=_stages(target, p, chip),
-                 heads_kv=heads_kv, lse=p["lse"], swizzle=p["lds_layout"] == "swizzle")
+                 heads_kv=heads_kv, lse=p["lse"], swizzle=p["lds_layout"] == "swizzle",
+                 packed=p["packed"])
     cfg = _with_registers(cfg, p, chip.vgpr.arch)
     require(cfg.tile_bytes % (16 * 64 * cfg.waves) == 0, "waves",
             f"{cfg.waves} waves cannot split a {cfg.block_n}x{cfg.head_dim} tile into 16-byte "
@@ -441,7 +446,8 @@ class _Builder:
             else:
                 kb.v_mov_b32(acc_o[r], 0)
         kb.v_mov_b32(st[0], M_INIT)
-        kb.v_mov_b32(st[1], 0)
+        kb.v_mov_b32(st[2], 0)
+        kb.v_mov_b32(st[3], 0)
         # Lane l holds Q[row][kstep * s + (kstep / 2) * h ...] for each MFMA step s.
         chunk = cfg.kstep  # bytes of the lane's part of one step (kstep / 2 values * 2)
         Q = self.region["Q"]
@@ -493,6 +499,9 @@ class _Builder:
         if cfg.target == "gfx942":
             self.partner = kb.v_lshlrev_b32(None, 2, kb.v_xor_b32(None, 32, self.tid))
         self.c_scale = kb.s_mov_b32(None, _f32_bits(cfg.log2_scale))
+        if cfg.packed:
+            self.c_pair = kb.join(kb.v_mov_b32(None, self.c_scale),
+                                  kb.v_mov_b32(None, self.c_scale), align=2)
         if cfg.dtype == "bf16" and cfg.target == "gfx942":
             self.c_round = kb.v_mov_b32(None, 0x7FFF)
             self.c_perm = kb.s_mov_b32(None, 0x07060302)
@@ -764,11 +773,21 @@ class _Builder:
             same = kb.new_label("max_kept")
             kb.s_cbranch_vccz(same)
             alpha = kb.v_exp_f32(None, kb.v_sub_f32(None, st[0], v["m"]))
-            kb.v_mul_f32(st[1], alpha, st[1])
-            for r in range(len(acc_o)):
+            if cfg.packed:
+                # (alpha, alpha): a VALU op reading v_exp_f32's result costs a wait state
+                # anyway; the pair is the operand of the packed multiplies.
+                pair = kb.join(kb.v_mov_b32(None, alpha), kb.v_mov_b32(None, alpha), align=2)
+                kb.v_pk_mul_f32(st[2:4], pair, st[2:4])
+            else:
+                kb.v_mul_f32(st[2], alpha, st[2])
+                kb.v_mul_f32(st[3], alpha, st[3])
+            for r in range(0, len(acc_o), 2 if cfg.packed else 1):
                 if cfg.o_agprs:  # VALU reads no AGPR: through a VGPR and back
-                    o = kb.v_mul_f32(None, alpha, kb.v_accvgpr_read_b32(None, acc_o[r]))
-                    kb.v_accvgpr_write_b32(acc_o[r], o)
+                    for k in range(r, r + (2 if cfg.packed else 1)):
+                        o = kb.v_mul_f32(None, alpha, kb.v_accvgpr_read_b32(None, acc_o[k]))
+                        kb.v_accvgpr_write_b32(acc_o[k], o)
+                elif cfg.packed:
+                    kb.v_pk_mul_f32(acc_o[r:r + 2], pair, acc_o[r:r + 2])
                 else:
                     kb.v_mul_f32(acc_o[r], alpha, acc_o[r])
             kb.v_mov_b32(st[0], v["m"])
@@ -777,12 +796,24 @@ class _Builder:
         second = [lambda kb: v.__setitem__("neg_m", kb.v_sub_f32(None, 0, st[0]))]
         # fma, exp and sum in separate sweeps: a VALU op reading a v_exp_f32 result right
         # after it costs a wait state (s_nop) on gfx950.
-        second += [lambda kb, r=r: kb.v_fma_f32(S[r], S[r], self.c_scale, v["neg_m"])
-                   for r in range(n)]
+        if cfg.packed:
+            second.append(lambda kb: v.__setitem__("neg_m2", kb.join(
+                v["neg_m"], kb.v_mov_b32(None, v["neg_m"]), align=2)))
+            second += [lambda kb, r=r: kb.v_pk_fma_f32(S[r:r + 2], S[r:r + 2], self.c_pair,
+                                                       v["neg_m2"]) for r in range(0, n, 2)]
+        else:
+            second += [lambda kb, r=r: kb.v_fma_f32(S[r], S[r], self.c_scale, v["neg_m"])
+                       for r in range(n)]
         second += [lambda kb, r=r: kb.v_exp_f32(S[r], S[r]) for r in range(n)]
         second += self.pack_items(S)
-        # The running sum is not needed by P V: its adds can wait for the P V MFMAs.
-        self.late = [lambda kb, r=r: kb.v_add_f32(st[1], S[r], st[1]) for r in range(n)]
+        # The running sum is not needed by P V: its adds can wait for the P V MFMAs. Two
+        # partial sums l = (l0, l1): keys of even and odd registers, added at the end.
+        if cfg.packed:
+            self.late = [lambda kb, r=r: kb.v_pk_add_f32(st[2:4], S[r:r + 2], st[2:4])
+                         for r in range(0, n, 2)]
+        else:
+            self.late = [lambda kb, r=r: kb.v_add_f32(st[2 + r % 2], S[r], st[2 + r % 2])
+                         for r in range(n)]
         return first, branch, second
 
     def mask_one(self, S, r: int, rem) -> None:
@@ -1063,7 +1094,8 @@ class _Builder:
         (permlane-swapped), 4 on gfx942."""
         cfg, kb = self.cfg, self.kb
         st = self.region["stats"]
-        total = kb.v_add_f32(None, st[1], self.exchange_sum(st[1]))
+        own = kb.v_add_f32(None, st[2], st[3])
+        total = kb.v_add_f32(None, own, self.exchange_sum(own))
         inv = kb.v_rcp_f32(None, total)
         if cfg.lse:
             self.store_lse(total)
