@@ -162,20 +162,28 @@ def test_ping_pong_parameters():
     from asterism.kernels.attention import check
 
     gen = kernels.get(GEN)
-    assert check("gfx950", gen.resolve({})).s_buffers == 2
-    assert "S2" in check("gfx950", gen.resolve({})).pinned_vgprs
-    assert check("gfx950", gen.resolve({"stages": 1})).s_buffers == 1
-    assert check("gfx942", gen.resolve({})).s_buffers == 1
+    # The defaults: 8 waves, block_n 128 (gfx950) / 64 (gfx942), one S buffer (two waves
+    # per SIMD hide each other's softmax).
+    default = check("gfx950", gen.resolve({}))
+    assert (default.waves, default.block_n, default.s_buffers) == (8, 128, 1)
+    assert (check("gfx942", gen.resolve({})).block_n, check("gfx942", gen.resolve({})).waves,
+            check("gfx942", gen.resolve({})).s_buffers) == (64, 8, 1)
+    # One wave per SIMD: ping-pong S where the registers fit.
+    two = {"waves": 2, "block_n": 64}
+    assert check("gfx950", gen.resolve(two)).s_buffers == 2
+    assert "S2" in check("gfx950", gen.resolve(two)).pinned_vgprs
+    assert check("gfx950", gen.resolve({**two, "stages": 1})).s_buffers == 1
     # block_n 128: a second 64-VGPR S buffer fits beside Q and S only with O in AGPRs.
     big = check("gfx950", gen.resolve({"block_n": 128, "waves": 2}))
     assert (big.s_buffers, big.o_agprs, "O" in big.pinned_vgprs) == (2, True, False)
     assert big.pinned_agprs == {"O": 64}
-    assert check("gfx950", gen.resolve({"block_n": 128, "o_regs": "vgpr"})).s_buffers == 1
+    assert check("gfx950", gen.resolve({"block_n": 128, "o_regs": "vgpr", "waves": 2})
+                 ).s_buffers == 1
     # 8 waves (two per SIMD): VGPRs + AGPRs <= 256, so block_n 128 keeps O in VGPRs and
     # gives up the second S buffer.
     eight = check("gfx950", gen.resolve({"block_n": 128}))
     assert (eight.waves, eight.s_buffers, eight.o_agprs) == (8, 1, False)
-    assert not check("gfx950", gen.resolve({})).o_agprs  # block_n 64: O stays in VGPRs
+    assert not check("gfx950", gen.resolve(two)).o_agprs  # block_n 64: O stays in VGPRs
     with pytest.raises(KernelParamError, match="s_buffers: 2 .* needs gfx950 with stages 2"):
         gen.build("gfx942", {"s_buffers": 2})
     with pytest.raises(KernelParamError, match="s_buffers: 2 .* needs gfx950 with stages 2"):
@@ -351,7 +359,8 @@ def test_packed_f32_math():
     # packed (the default): the scaling, the rescale and the running sum two values per
     # instruction; packed=false: none.
     def count(params, op):
-        return str(kernels.get(GEN).build("gfx950", dict(seq_q=64, **params)).module).count(op)
+        return str(kernels.get(GEN).build("gfx950", dict(seq_q=64, waves=2, block_n=64,
+                                                         **params)).module).count(op)
 
     n = 16 * 2  # S registers per lane at block_n 64; the ping-pong loop has two bodies
     assert count({}, "v_pk_fma_f32") == 2 * n // 2

@@ -77,7 +77,8 @@ PARAMS = (
     Param("causal", False, "causal mask (bottom-right aligned when seq_k > seq_q)"),
     Param("scale", 0.0, "softmax scale (0: 1/sqrt(head_dim))", type=float),
     Param("block_m", 0, "query rows per workgroup (32 per wave; 0: 32 * waves)"),
-    Param("block_n", 64, "keys per loop iteration (a multiple of 32)"),
+    Param("block_n", 0, "keys per loop iteration: 32, 64, 128 or 256 where it fits; 0: 128 on "
+          "gfx950 (two LDS stages of 128-key tiles fit its 160 KiB), 64 on gfx942"),
     Param("waves", 0, "waves per workgroup: 1, 2, 4 (one per SIMD) or 8 (two per SIMD, 256 "
           "query rows: the K/V tiles in LDS serve 8 waves, and each SIMD runs one wave's "
           "softmax under the other's MFMAs); 0: 8 where a K/V tile splits into 16-byte "
@@ -257,6 +258,8 @@ def check(target: str, p: dict[str, Any]) -> Config:
     from asterism.target import get_target
 
     chip = get_target(target)
+    if not p["block_n"]:
+        p = dict(p, block_n=128 if target == "gfx950" else 64)
     seq_k = p["seq_k"] or p["seq_q"]
     for name in ("batch", "heads", "seq_q"):
         require(p[name] >= 1, name, f"must be at least 1, got {p[name]}")
@@ -334,8 +337,8 @@ def _stages(target: str, p: dict[str, Any], chip) -> int:
 
 def _with_registers(cfg: Config, p: dict[str, Any], budget: int) -> Config:
     """The Config with its S buffers and O registers: the parameters, or for 0 / auto two S
-    buffers where they fit (with O in VGPRs, else in AGPRs unless o_regs says vgpr), and O in
-    VGPRs where the rest fits."""
+    buffers where they fit with one wave per SIMD (with O in VGPRs, else in AGPRs unless
+    o_regs says vgpr), and O in VGPRs where the rest fits."""
     import dataclasses
 
     o_options = {"vgpr": (False,), "agpr": (True,), "auto": (False, True)}[p["o_regs"]]
@@ -344,7 +347,11 @@ def _with_registers(cfg: Config, p: dict[str, Any], budget: int) -> Config:
                 "2 (ping-pong S) needs gfx950 with stages 2 (the K tile of the next block "
                 f"in LDS one phase early), got {cfg.target} stages {cfg.stages}")
         buffers: tuple[int, ...] = (2,)
-    elif p["s_buffers"] == 1 or cfg.target != "gfx950" or cfg.stages != 2:
+    elif (p["s_buffers"] == 1 or cfg.target != "gfx950" or cfg.stages != 2
+          or cfg.waves > 4):
+        # Two waves per SIMD (8 waves): each SIMD runs one wave's softmax under the other's
+        # MFMAs; a second S buffer only costs registers and moves there (modeled: 30546 vs
+        # 31558 cycles at 1x2x512x128, block_n 64).
         buffers = (1,)
     else:
         buffers = (2, 1)
