@@ -367,3 +367,34 @@ def test_packed_f32_math():
     assert count({}, "v_pk_mul_f32") == 2 * (1 + 64 // 2)  # l and the 64 O registers (d128)
     assert count({}, "v_pk_add_f32") == 2 * n // 2
     assert count({"packed": False}, "v_pk_") == 0
+
+
+# Causal row-tile orders: pairs (n - 1 - x, x) with an odd tile count (the middle workgroup
+# takes one tile) and an even one; longest first; a ragged last tile.
+ORDER_CASES = [
+    ("gfx950", dict(seq_q=96, seq_k=100, causal_order="paired")),
+    ("gfx942", dict(seq_q=128, seq_k=128, causal_order="paired")),
+    ("gfx950", dict(seq_q=90, seq_k=128, causal_order="longest_first")),
+]
+
+
+@pytest.mark.parametrize(("target", "extra"), ORDER_CASES,
+                         ids=[f"{t}-{e['causal_order']}-q{e['seq_q']}" for t, e in ORDER_CASES])
+def test_causal_row_tile_orders(target, extra):
+    case = kernels.get(GEN).build(target, dict(heads=2, head_dim=64, causal=True, waves=1,
+                                               block_n=32, **extra))
+    tiles = -(-extra["seq_q"] // 32)
+    assert case.grid[0] == (-(-tiles // 2) if extra["causal_order"] == "paired" else tiles)
+    excess, err = run_case(case)
+    assert excess <= 0, f"max error {err} above the tolerance"
+
+
+def test_causal_order_auto():
+    from asterism.kernels.attention import check
+
+    gen = kernels.get(GEN)
+    # 16 tiles x 8 heads: 64 pairs < 256 CUs: one tile per workgroup, longest first.
+    few = check("gfx950", gen.resolve({"seq_q": 4096, "heads": 8, "causal": True}))
+    assert (few.causal_order, few.grid_x) == ("longest_first", 16)
+    many = check("gfx950", gen.resolve({"seq_q": 4096, "heads": 64, "causal": True}))
+    assert (many.causal_order, many.grid_x) == ("paired", 8)

@@ -75,6 +75,12 @@ PARAMS = (
     Param("head_dim", 128, "head dimension", choices=(64, 128)),
     Param("dtype", "bf16", "element type of Q, K, V and O", choices=("bf16", "f16")),
     Param("causal", False, "causal mask (bottom-right aligned when seq_k > seq_q)"),
+    Param("causal_order", "auto", "causal: which row tiles a workgroup takes (the last "
+          "tiles see the most keys): paired = tiles n-1-x then x (every workgroup the same "
+          "work, half as many workgroups), longest_first = tile n-1-x (the grid runs as long "
+          "as its longest tile), in_order = tile x; auto = paired where the paired grid "
+          "still has a workgroup for every CU, else longest_first",
+          choices=("auto", "paired", "longest_first", "in_order")),
     Param("scale", 0.0, "softmax scale (0: 1/sqrt(head_dim))", type=float),
     Param("block_m", 0, "query rows per workgroup (32 per wave; 0: 32 * waves)"),
     Param("block_n", 0, "keys per loop iteration: 32, 64, 128 or 256 where it fits; 0: 128 on "
@@ -127,6 +133,22 @@ class Config:
     lse: bool = False
     swizzle: bool = False
     packed: bool = False
+    causal_order: str = "in_order"
+
+    @property
+    def row_tiles(self) -> int:
+        """Tiles of block_m query rows covering seq_q."""
+        return -(-self.seq_q // self.block_m)
+
+    @property
+    def paired(self) -> bool:
+        """True when each workgroup takes two row tiles, n - 1 - x and x (causal)."""
+        return self.causal and self.causal_order == "paired" and self.row_tiles > 1
+
+    @property
+    def grid_x(self) -> int:
+        """Workgroups along the query rows (half the tiles, rounded up, when paired)."""
+        return -(-self.row_tiles // 2) if self.paired else self.row_tiles
 
     @property
     def bank_line(self) -> int:
@@ -288,7 +310,7 @@ def check(target: str, p: dict[str, Any]) -> Config:
                  p["causal"], p["scale"] or 1.0 / math.sqrt(p["head_dim"]), block_m,
                  p["block_n"], waves, stages=_stages(target, p, chip),
                  heads_kv=heads_kv, lse=p["lse"], swizzle=p["lds_layout"] == "swizzle",
-                 packed=p["packed"])
+                 packed=p["packed"], causal_order=_causal_order(p, block_m, chip))
     cfg = _with_registers(cfg, p, chip.vgpr.arch)
     require(cfg.tile_bytes % (16 * 64 * cfg.waves) == 0, "waves",
             f"{cfg.waves} waves cannot split a {cfg.block_n}x{cfg.head_dim} tile into 16-byte "
@@ -312,6 +334,18 @@ def check(target: str, p: dict[str, Any]) -> Config:
         require(nbytes < 2 ** 32, f"seq_{name}", f"{name} is {nbytes} bytes; buffer "
                 "offsets are 32-bit (at most 4 GiB per tensor)")
     return cfg
+
+
+def _causal_order(p: dict[str, Any], block_m: int, chip) -> str:
+    """The causal order: the parameter, or for auto paired when half the row tiles times
+    heads times batch is at least the CU count (pairs balance the work and every CU still
+    has a workgroup), else longest_first (fewer workgroups than CUs: the grid takes as long
+    as its longest workgroup, a single tile beats a pair)."""
+    if p["causal_order"] != "auto":
+        return p["causal_order"]
+    tiles = -(-p["seq_q"] // block_m)
+    paired = -(-tiles // 2) * p["heads"] * p["batch"]
+    return "paired" if paired >= chip.compute_units else "longest_first"
 
 
 def _default_waves(p: dict[str, Any]) -> int:
@@ -441,7 +475,6 @@ class _Builder:
         # 32 * wave = (tid & ~63) / 2
         wave_row = kb.v_lshrrev_b32(None, 1, kb.v_and_b32(None, 0xFFFFFFC0, tid))
         self.row_in_wg = kb.v_add_u32(None, wave_row, self.lane32)
-        self.row0 = kb.s_mul_i32(None, wg_m, cfg.block_m)  # first query row of the workgroup
 
     def init_state(self) -> None:
         """O = 0, m = M_INIT, l = 0; Q into its registers."""
@@ -466,8 +499,9 @@ class _Builder:
             getattr(kb, load)(Q[cfg.frag * s:cfg.frag * (s + 1)], voff, self.rq, soff,
                               offen=True, offset=2 * chunk * s)
 
-    def lane_constants(self) -> None:
-        """Per-lane LDS addresses of the K/V fragments and the key limit of the masks."""
+    def read_addresses(self) -> None:
+        """Per-lane LDS addresses of the K/V fragments (in the first buffer stage; the
+        double-buffered loop toggles them, so each row tile's pass makes them afresh)."""
         cfg, kb = self.cfg, self.kb
         # K fragment: row l % 32 of the 32-key tile, bytes kstep * h of each step.
         addr_k = self.row_offset(self.lane32, kb.v_lshlrev_b32(None, _log2(cfg.kstep),
@@ -491,16 +525,11 @@ class _Builder:
                                               kb.v_lshl_add_u32(None, self.lane32, 1,
                                                                 kb.v_mov_b32(None,
                                                                              cfg.tile_bytes)))}
+
+    def lane_constants(self) -> None:
+        """Per-lane constants: -inf, the exchange partner, the scale, the copy offsets."""
+        cfg, kb = self.cfg, self.kb
         if cfg.causal or cfg.ragged:
-            # Keys j < lim are visible to this lane's query i: lim = seq_k, and when causal
-            # min(seq_k, i + 1 + seq_k - seq_q).
-            lim = kb.v_mov_b32(None, cfg.seq_k)
-            if cfg.causal:
-                i = kb.v_add_u32(None, self.row0, self.row_in_wg)
-                vis = kb.v_add_u32(None, 1 + cfg.seq_k - cfg.seq_q, i)
-                lim = kb.v_min_u32(None, lim, vis)
-            # Key 8 (r / 4) + 4 h + r % 4 of a tile: compare r-constants with lim - 4 h.
-            self.lim = kb.v_sub_u32(None, lim, kb.v_lshlrev_b32(None, 2, self.half))
             # v_cndmask_b32 reads vcc on the constant bus: -inf cannot be a literal there.
             self.neg_inf = kb.v_mov_b32(None, NEG_INF_BITS)
         if cfg.target == "gfx942":
@@ -555,6 +584,38 @@ class _Builder:
     def swizzle_offset(regs: dict, offset: int, mask: int):
         """(register, immediate offset) of a read at `offset` from a swizzled tile."""
         return regs[offset & mask], offset & ~mask
+
+    def row_limits(self) -> None:
+        """The key limit of this lane's query row (masks at the ragged end and the causal
+        diagonal): keys j < lim are visible to query i, lim = seq_k, and when causal
+        min(seq_k, i + 1 + seq_k - seq_q); kept as lim - 4 h (key 8 (r / 4) + 4 h + r % 4 of a
+        tile: compared with r-constants)."""
+        cfg, kb = self.cfg, self.kb
+        if not (cfg.causal or cfg.ragged):
+            return
+        lim = kb.v_mov_b32(None, cfg.seq_k)
+        if cfg.causal:
+            i = kb.v_add_u32(None, self.row0, self.row_in_wg)
+            vis = kb.v_add_u32(None, 1 + cfg.seq_k - cfg.seq_q, i)
+            lim = kb.v_min_u32(None, lim, vis)
+        self.lim = kb.v_sub_u32(None, lim, kb.v_lshlrev_b32(None, 2, self.half))
+
+    def row_tile_passes(self) -> list:
+        """The first query row of each row tile the workgroup takes, as emitters that set
+        self.row0 (SGPR): tile x; tile n - 1 - x (longest first); or both, n - 1 - x first
+        (paired: the second skipped by the middle workgroup of an odd n)."""
+        cfg = self.cfg
+        last = cfg.row_tiles - 1
+
+        def tile(kb, reverse: bool):
+            x = kb.s_sub_u32(None, last, self.wg_m) if reverse else self.wg_m
+            self.row0 = kb.s_mul_i32(None, x, cfg.block_m)
+
+        reverse_first = cfg.causal and cfg.causal_order != "in_order"
+        passes = [lambda kb: tile(kb, reverse_first)]
+        if cfg.paired:
+            passes.append(lambda kb: tile(kb, False))
+        return passes
 
     def query_row(self):
         """This lane's query row in the (batch, head) slice."""
@@ -1174,14 +1235,25 @@ class _Builder:
 
     def build(self):
         """The whole kernel as a module."""
+        cfg, kb = self.cfg, self.kb
         self.regions()
         self.setup()
-        self.init_state()
         self.lane_constants()
-        self.loop()
-        self.store()
-        self.kb.s_endpgm()
-        return self.kb.finish()
+        done = kb.new_label("done")
+        for k, set_row0 in enumerate(self.row_tile_passes()):
+            if k == 1 and cfg.row_tiles % 2:
+                # The middle tile of an odd count is the first pass's n - 1 - x already.
+                kb.s_cmp_eq_u32(self.wg_m, cfg.row_tiles // 2)
+                kb.s_cbranch_scc1(done)
+            set_row0(kb)
+            self.read_addresses()
+            self.init_state()
+            self.row_limits()
+            self.loop()
+            self.store()
+        kb.place(done)
+        kb.s_endpgm()
+        return kb.finish()
 
 
 def _log2(n: int) -> int:
@@ -1340,7 +1412,7 @@ def build_case(target: str, params: dict[str, Any]) -> KernelCase:
 
     flops = attention_flops(cfg.batch, cfg.heads, cfg.seq_q, cfg.seq_k, cfg.head_dim,
                             cfg.causal)
-    grid = (-(-cfg.seq_q // cfg.block_m), cfg.heads, cfg.batch)
+    grid = (cfg.grid_x, cfg.heads, cfg.batch)
     return KernelCase(
         name=NAME, target=target, params=dict(params), module=module, kernel=NAME,
         grid=grid, block=(64 * cfg.waves, 1, 1), args=args, outputs=outputs,
