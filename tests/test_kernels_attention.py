@@ -162,12 +162,12 @@ def test_ping_pong_parameters():
     from asterism.kernels.attention import check
 
     gen = kernels.get(GEN)
-    # The defaults: 8 waves, block_n 128 (gfx950) / 64 (gfx942), one S buffer (two waves
-    # per SIMD hide each other's softmax).
+    # The defaults: 8 waves, block_n 128 (two K/V stages on gfx950, one on gfx942: 128 KiB,
+    # 64 KiB), one S buffer (two waves per SIMD hide each other's softmax).
     default = check("gfx950", gen.resolve({}))
     assert (default.waves, default.block_n, default.s_buffers) == (8, 128, 1)
     assert (check("gfx942", gen.resolve({})).block_n, check("gfx942", gen.resolve({})).waves,
-            check("gfx942", gen.resolve({})).s_buffers) == (64, 8, 1)
+            check("gfx942", gen.resolve({})).s_buffers) == (128, 8, 1)
     # One wave per SIMD: ping-pong S where the registers fit.
     two = {"waves": 2, "block_n": 64}
     assert check("gfx950", gen.resolve(two)).s_buffers == 2
@@ -398,3 +398,21 @@ def test_causal_order_auto():
     assert (few.causal_order, few.grid_x) == ("longest_first", 16)
     many = check("gfx950", gen.resolve({"seq_q": 4096, "heads": 64, "causal": True}))
     assert (many.causal_order, many.grid_x) == ("paired", 8)
+
+
+def test_gfx942_bf16_truncation_matches_its_rounding_model():
+    # bf16_round=truncate (AITER's gfx942 rtz rounding): checked against the reference with
+    # P and O rounded toward zero (the case's own), and biased low against the plain one.
+    case = kernels.get(GEN).build("gfx942", dict(heads=1, seq_q=64, seq_k=256, head_dim=128,
+                                                 waves=2, bf16_round="truncate"))
+    excess, err = run_case(case)
+    assert excess <= 0, f"max error {err} above the tolerance"
+    got = case.output_values("o")
+    q, k, v = (case.decode(n, case.args[n]) for n in "qkv")
+    plain = reference(q, k, v, case.params.get("scale") or 1 / np.sqrt(128), False)
+    model = case.reference()["o"]
+    bias_plain = np.mean((got - plain) * np.sign(plain))
+    bias_model = np.mean((got - model) * np.sign(model))
+    assert bias_plain < -1e-4 and abs(bias_model) < abs(bias_plain) / 4
+    with pytest.raises(KernelParamError, match="bf16_round: truncate is for bf16 on gfx942"):
+        kernels.get(GEN).build("gfx950", {"bf16_round": "truncate"})

@@ -104,6 +104,11 @@ PARAMS = (
     Param("packed", True, "packed f32 math: v_pk_fma_f32 for the scores' scaling, "
           "v_pk_mul_f32 for the rescale of O and l, v_pk_add_f32 for the running sum (two "
           "lanes' values per VALU instruction; false: one)"),
+    Param("bf16_round", "nearest", "gfx942, bf16: how P and O are rounded to bf16 (gfx942 has "
+          "no conversion instruction): nearest = to nearest even (2 VALU per value + 1 per "
+          "pair), truncate = toward zero (1 v_perm_b32 per pair; what AITER's gfx942 "
+          "fmha_fwd_hd128_bf16_rtz object does; P and O biased low by up to 2^-8)",
+          choices=("nearest", "truncate")),
     Param("lse", False, "also write the log-sum-exp of each row (natural log, float32 "
           "[batch, heads, seq_q]: what a backward pass reads) to the output buffer lse"),
     Param("seed", 0, "random seed of the inputs"),
@@ -134,6 +139,7 @@ class Config:
     swizzle: bool = False
     packed: bool = False
     causal_order: str = "in_order"
+    truncate: bool = False  # gfx942 bf16: round toward zero
 
     @property
     def row_tiles(self) -> int:
@@ -281,10 +287,16 @@ def check(target: str, p: dict[str, Any]) -> Config:
 
     chip = get_target(target)
     if not p["block_n"]:
-        p = dict(p, block_n=128 if target == "gfx950" else 64)
+        # 128 where two K/V stages (gfx950) or one (gfx942) fit: fewer barriers per key.
+        stages = 2 if target == "gfx950" else 1
+        fits = stages * 2 * 128 * 2 * p["head_dim"] <= chip.lds.bytes_per_workgroup
+        p = dict(p, block_n=128 if fits else 64)
     seq_k = p["seq_k"] or p["seq_q"]
     for name in ("batch", "heads", "seq_q"):
         require(p[name] >= 1, name, f"must be at least 1, got {p[name]}")
+    require(p["bf16_round"] == "nearest" or (target == "gfx942" and p["dtype"] == "bf16"),
+            "bf16_round", "truncate is for bf16 on gfx942 (gfx950 converts with "
+            "v_cvt_pk_bf16_f32 at no cost; f16 converts in hardware)")
     heads_kv = p["heads_kv"] or p["heads"]
     require(heads_kv >= 1 and p["heads"] % heads_kv == 0, "heads_kv",
             f"must divide heads ({p['heads']}) (or be 0 for heads), got {p['heads_kv']}")
@@ -310,7 +322,8 @@ def check(target: str, p: dict[str, Any]) -> Config:
                  p["causal"], p["scale"] or 1.0 / math.sqrt(p["head_dim"]), block_m,
                  p["block_n"], waves, stages=_stages(target, p, chip),
                  heads_kv=heads_kv, lse=p["lse"], swizzle=p["lds_layout"] == "swizzle",
-                 packed=p["packed"], causal_order=_causal_order(p, block_m, chip))
+                 packed=p["packed"], causal_order=_causal_order(p, block_m, chip),
+                 truncate=p["bf16_round"] == "truncate")
     cfg = _with_registers(cfg, p, chip.vgpr.arch)
     require(cfg.tile_bytes % (16 * 64 * cfg.waves) == 0, "waves",
             f"{cfg.waves} waves cannot split a {cfg.block_n}x{cfg.head_dim} tile into 16-byte "
@@ -946,6 +959,8 @@ class _Builder:
         if cfg.target == "gfx950":
             return kb.v_cvt_pk_bf16_f32(None, lo, hi)
         # gfx942 has no bf16 conversion: round to nearest even by hand, keep the high halves.
+        if cfg.truncate:  # the high halves as they are: round toward zero
+            return kb.v_perm_b32(None, hi, lo, self.c_perm)
         lo_r = kb.v_add3_u32(None, lo, self.c_round, kb.v_bfe_u32(None, lo, 16, 1))
         hi_r = kb.v_add3_u32(None, hi, self.c_round, kb.v_bfe_u32(None, hi, 16, 1))
         return kb.v_perm_b32(None, hi_r, lo_r, self.c_perm)
@@ -1303,6 +1318,13 @@ def reference(q: np.ndarray, k: np.ndarray, v: np.ndarray, scale: float, causal:
     return (out, lses) if lse else out
 
 
+def bf16_toward_zero(x: np.ndarray) -> np.ndarray:
+    """float values rounded to bf16 toward zero (truncated float32), as float32."""
+    from asterism.emu.numerics import bf16_to_f32, f32_to_bf16
+
+    return bf16_to_f32(f32_to_bf16(np.asarray(x, np.float32), rounding="rtz"))
+
+
 def tolerance(v: np.ndarray, dtype: str) -> tuple[float, float]:
     """(atol, rtol) of the check of an attention output whose V (decoded) is `v`: P is
     rounded to the 16-bit dtype before P V (relative error eps / 2 per weight) and O is
@@ -1399,10 +1421,13 @@ def build_case(target: str, params: dict[str, Any]) -> KernelCase:
 
     def expected() -> dict[str, np.ndarray]:
         q, k, v = (decode(args[n], cfg.dtype) for n in "qkv")
-        if not cfg.lse:
-            return {"o": reference(q, k, v, cfg.scale, cfg.causal)}
-        o, lse = reference(q, k, v, cfg.scale, cfg.causal, lse=True)
-        return {"o": o, "lse": lse}
+        # bf16_round=truncate: P and O rounded toward zero as the kernel rounds them.
+        round_p = bf16_toward_zero if cfg.truncate else None
+        o, lse = reference(q, k, v, cfg.scale, cfg.causal, lse=True, round_p=round_p)
+        out = {"o": bf16_toward_zero(o) if cfg.truncate else o}
+        if cfg.lse:
+            out["lse"] = lse
+        return out
 
     def decode_output(name: str, x: np.ndarray) -> np.ndarray:
         return x if name == "lse" else decode(x, cfg.dtype)
