@@ -58,6 +58,10 @@ NOT_RUN: dict[tuple[str, str], str] = {
         "word for word",
     ("README.md", "pip install '.[cluster]'"):
         "installs Ray into the environment (test_pip_extras_exist checks the extra)",
+    ("docs/kernels.md", "asterism kernels compare flash_attention_fwd aiter_fmha_fwd --target "
+                        "gfx950 --shape 1x8x4096x128 --timing"):
+        "about 20 minutes of emulation (AITER's 128 workgroups of 4096 keys): the doc quotes "
+        "its figures as a record, marked not re-measured",
 }
 
 # (doc, command) -> the exit code the doc shows (an error example).

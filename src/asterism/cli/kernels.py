@@ -126,7 +126,8 @@ def cmd_kernels_compare(args) -> int:
     log = None if args.quiet else (lambda line: sys.stderr.write(f"compare {line}\n"))
     comparison = compare_kernels(entries, target, args.shape, timing=timing,
                                  max_instructions=args.max_instructions,
-                                 progress=lambda: emulator_progress(args), log=log)
+                                 progress=lambda: emulator_progress(args), log=log,
+                                 sanitizer=args.sanitizer, on_violation=sanitizer_echo())
     if args.json:
         import json
 

@@ -264,7 +264,8 @@ def _code_stats(row: CompareRow, code: bytes, kernel: str) -> None:
 
 
 def _run_entry(entry: CompareEntry, target: str, timing: Any,
-               max_instructions: int | None, progress: Any) -> CompareRow:
+               max_instructions: int | None, progress: Any, sanitizer: bool | str | None = None,
+               on_violation: Any = None) -> CompareRow:
     """Build, compile, describe and run one kernel; an AsterismError becomes the row's."""
     row = CompareRow(entry, entry.generator.resolve(entry.overrides()))
     stage = "build"
@@ -276,7 +277,8 @@ def _run_entry(entry: CompareEntry, target: str, timing: Any,
         _code_stats(row, code, case.kernel)
         stage = "run"
         row.run = run_case(case, backend="emu", check=True, timing=timing, code=code,
-                           max_instructions=max_instructions, progress=progress)
+                           max_instructions=max_instructions, progress=progress,
+                           sanitizer=sanitizer, on_violation=on_violation)
         if timing and row.run.timing_result is not None:
             row.stalls = stall_split(row.run.timing_result)
             row.run.timing_result = None  # its records are no longer needed
@@ -297,10 +299,13 @@ def _ratios(rows: list[CompareRow]) -> None:
 def compare_kernels(entries: Sequence[CompareEntry], target: str, shape: str | None,
                     timing: Any = False, *, max_instructions: int | None = None,
                     progress: Callable[[], Any] | None = None,
-                    log: Callable[[str], None] | None = None) -> Comparison:
+                    log: Callable[[str], None] | None = None,
+                    sanitizer: bool | str | None = None,
+                    on_violation: Any = None) -> Comparison:
     """Run each entry (see the module docstring) and collect one row per kernel, in order.
     `progress` makes each run's emulator progress (emu.progress.RunProgress); `log` gets one
-    line as each kernel starts and one as it ends, with its wall time."""
+    line as each kernel starts and one as it ends, with its wall time; `sanitizer` and
+    `on_violation` go to each run (see run.run_case)."""
     result = Comparison(target, shape, bool(timing))
     n = len(entries)
     for i, entry in enumerate(entries, 1):
@@ -309,7 +314,7 @@ def compare_kernels(entries: Sequence[CompareEntry], target: str, shape: str | N
             log(f"[{i}/{n}] {entry.label}: building and running ({what})...")
         start = time.perf_counter()
         row = _run_entry(entry, target, timing, max_instructions,
-                         progress() if progress else None)
+                         progress() if progress else None, sanitizer, on_violation)
         row.wall_seconds = time.perf_counter() - start
         if log:
             log(f"[{i}/{n}] {entry.label}: {_verdict(row)} in {row.wall_seconds:.2f} s")
