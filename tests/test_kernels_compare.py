@@ -265,3 +265,22 @@ def test_a_kernel_that_fails_to_run_gets_its_row_and_exit_1(capsys):
     for k in report["kernels"]:
         assert k["error"].startswith("run failed: ") and "50" in k["error"]
         assert k["check_ok"] is None and k["registers"] is not None  # built, then stopped
+
+
+def test_the_sanitizer_option_reaches_every_run(monkeypatch, capsys):
+    """`kernels compare --sanitizer MODE` runs each kernel with that mode (it was accepted
+    and ignored: an own kernel ran in error mode whatever the option said)."""
+    from asterism.kernels import compare as compare_mod
+
+    seen = []
+    real = compare_mod.run_case
+
+    def spy(case, **kw):
+        seen.append((kw.get("sanitizer"), kw.get("on_violation") is not None))
+        return real(case, **kw)
+
+    monkeypatch.setattr(compare_mod, "run_case", spy)
+    assert main(["kernels", "compare", "gemm", "gemm@b", "--target", "gfx942", "--shape",
+                 SHAPE, "--sanitizer", "warn", "-q"]) == 0
+    assert seen == [("warn", True), ("warn", True)]
+    capsys.readouterr()
