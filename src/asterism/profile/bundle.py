@@ -231,7 +231,10 @@ def _hotspots(r: Report, top: int) -> list[str]:
     # The analyzer's own hotspot table and per-hotspot context, reused verbatim.
     text = render_markdown(r, top=top, rank="stall")
     start = text.index("## Top ")
-    end = text.index("## Source mapping")
+    # (the waitcnt producers follow the hotspots there; REPORT.md has them in their own
+    # section, _wait_producers)
+    end = min(i for i in (text.find("## s_waitcnt producers"), text.index("## Source mapping"))
+              if i >= 0)
     return text[start:end].rstrip().splitlines() + [""]
 
 
