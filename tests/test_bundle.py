@@ -271,7 +271,7 @@ def _rule_cases() -> dict[str, tuple]:
                            "waves_per_workgroup": 4},
                           (min(2000, 4 * 40 // 4), None), "at most 32768 bytes"),
         "underfilled": (_trace(_with({6: 500}), 1), {"target": "gfx942", "vgprs": 32},
-                        (min(500, 40), None), "launch more workgroups"),
+                        (min(500, 40), None), "launch more, smaller workgroups"),
         "idle": (_trace(_with({}, IDLE_FILLER)), {}, None, "instruction-cache"),
         "l2-hit-rate": (_trace(_with({})), {"dispatch": {"TCC_HIT_sum": 20.0,
                                                        "TCC_MISS_sum": 80.0}},

@@ -34,10 +34,16 @@ def cmd_trace_bundle(args) -> int:
         from asterism.profile.bundle import BundleError
 
         raise BundleError(f"--top must be 0 or more, got {args.top}")
+    if args.what_if_records < 1:
+        from asterism.profile.bundle import BundleError
+
+        raise BundleError(f"--what-if-records must be 1 or more, got {args.what_if_records}")
     out = build_bundle(BundleRequest(args.capture, args.output, args.counters, args.source,
                                      args.kernel_file, args.baseline, args.title, args.top,
-                                     args.source_dir),
-                       note=lambda message: sys.stderr.write(f"note: {message}\n"))
+                                     args.source_dir, not args.no_what_if,
+                                     args.what_if_records, args.target),
+                       note=lambda message: sys.stderr.write(f"note: {message}\n"),
+                       progress=lambda message: sys.stderr.write(f"bundle: {message}\n"))
     sys.stderr.write(f"wrote {out}/REPORT.md\n")
     return 0
 
@@ -199,3 +205,11 @@ def register(verb) -> None:
                                                          "(before/after table)")
     b.add_argument("--title", help="report title (default: the kernel name)")
     b.add_argument("--top", type=int, default=10, help="hotspots to list (default 10)")
+    b.add_argument("--no-what-if", action="store_true",
+                   help="do not replay the candidates through the timing model (they are "
+                        "then ranked by the stall cycles the capture shows)")
+    b.add_argument("--what-if-records", type=int, default=60_000, metavar="N",
+                   help="records each what-if replay may take (default 60000): a bigger "
+                        "capture is replayed on whole CUs, its longest waves' first")
+    b.add_argument("--target", help="the captured chip for the replays when neither the "
+                                    "counters nor --kernel-file say it (default gfx950)")

@@ -38,9 +38,11 @@ REACH = 12  # rows: how far a heavy row colors its neighbours
 MIN_PHASE_ROWS = 4  # a shorter run joins the phase before it
 TRANSCENDENTAL = ("v_exp_", "v_log_", "v_rcp_", "v_rsq_", "v_sqrt_", "v_sin_", "v_cos_")
 HEAVY = ("mfma", "trans", "dma", "global")
-CLASS_NAMES = {"mfma": "MFMA", "trans": "VALU + transcendental", "dma": "DMA (global -> LDS)",
+CLASS_NAMES = {"mfma": "MFMA", "trans": "VALU + transcendental", "dma": "DMA (global to LDS)",
                "global": "global memory", "lds": "LDS", "valu": "VALU",
                "scalar": "scalar/control"}
+SHORT_NAMES = {"mfma": "MFMA", "trans": "transcendental", "dma": "DMA", "global": "global",
+               "lds": "LDS"}
 
 
 def row_class(isa: str) -> str:
@@ -100,7 +102,7 @@ class Phase:
 
     def describe(self) -> str:
         """Its kind and what it holds, e.g. "MFMA (lines 766-940: 32 MFMA, 40 LDS)"."""
-        parts = [f"{n} {CLASS_NAMES[k].split(' ')[0]}" for k, n in
+        parts = [f"{n} {SHORT_NAMES[k]}" for k, n in
                  sorted(self.counts.items(), key=lambda kv: -kv[1]) if k in HEAVY + ("lds",)]
         notable = ", ".join(f"{n}x {m}" for m, n in sorted(self.mnemonics.items(),
                                                          key=lambda kv: -kv[1])[:2])
