@@ -48,6 +48,15 @@ def cmd_trace_bundle(args) -> int:
     return 0
 
 
+def cmd_trace_dashboard(args) -> int:
+    """One page across bundles: kernel, bound, headroom, top candidate."""
+    from asterism.profile.dashboard import build_dashboard
+
+    out = build_dashboard(args.bundles, args.output)
+    sys.stderr.write(f"wrote {out}/index.html and {out}/dashboard.md\n")
+    return 0
+
+
 def cmd_profile(args) -> int:
     """Capture a thread trace on a real GPU with rocprofv3, then report on it."""
     from asterism.profile import trace_report
@@ -205,6 +214,18 @@ def register(verb) -> None:
                                                          "(before/after table)")
     b.add_argument("--title", help="report title (default: the kernel name)")
     b.add_argument("--top", type=int, default=10, help="hotspots to list (default 10)")
+    d = tsub.add_parser("dashboard", help="one page across bundles: kernel, bound, headroom, "
+                                          "top candidate",
+                        description="Read the report.json of each bundle (made by `asterism "
+                                    "trace bundle`) and write DIR/index.html and "
+                                    "DIR/dashboard.md: one row per kernel with its bound and "
+                                    "the figure behind it, the headroom (the top candidate's "
+                                    "modeled saving in percent of the traced CUs' modeled "
+                                    "time) and the top candidate, most headroom first. "
+                                    "Example: asterism trace dashboard b/gemm b/attn -o dash")
+    d.set_defaults(fn=cmd_trace_dashboard)
+    d.add_argument("bundles", nargs="+", metavar="BUNDLE", help="bundle directories")
+    d.add_argument("-o", "--output", required=True, help="dashboard directory to create")
     b.add_argument("--no-what-if", action="store_true",
                    help="do not replay the candidates through the timing model (they are "
                         "then ranked by the stall cycles the capture shows)")

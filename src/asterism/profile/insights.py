@@ -189,6 +189,7 @@ class Candidate:
     # the traced CUs and modeled wave-cycles saved; None: not replayed.
     modeled: int | None = None
     modeled_wave_cycles: int | None = None
+    modeled_base: int | None = None  # the unchanged replay's modeled span it is against
     measured_text: str = ""  # what the capture shows (measured)
     modeled_text: str = ""  # what the replays say (modeled)
 
@@ -519,7 +520,7 @@ def modeled_candidates(whatifs, report: Report, structure=None,
             f"whatif-{kind}", title, best.saved_wave_cycles if best.saved > 0 else None,
             None, evidence, _modeled_suggestion(best, ws, row, report), [line],
             modeled=best.saved, modeled_wave_cycles=best.saved_wave_cycles,
-            measured_text=measured, modeled_text=modeled[0]))
+            modeled_base=best.base_span, measured_text=measured, modeled_text=modeled[0]))
     return out
 
 
@@ -567,7 +568,7 @@ def _even_out_candidate(w, structure, scope: str) -> Candidate:
         "short query block per workgroup, or split the long ones' loop across workgroups), "
         "or launch the longest first so the short ones fill in behind",
         list(w.scenario.lines), modeled=w.saved, modeled_wave_cycles=w.saved_wave_cycles,
-        measured_text=evidence[0], modeled_text=modeled)
+        modeled_base=w.base_span, measured_text=evidence[0], modeled_text=modeled)
 
 
 def rank_candidates(modeled: list[Candidate], rules: list[Candidate]) -> list[Candidate]:
