@@ -512,3 +512,15 @@ def test_analysis_uses_dispatch_workgroup(tmp_path: Path) -> None:
     assert a.occupancy.waves_per_workgroup == 4  # 256 work-items
     assert a.occupancy.workgroup_source.startswith("the dispatch's workgroup size")
     assert a.occupancy.target == "gfx942" and a.occupancy.vgprs == 96
+
+
+def test_source_heat_axis_fits_the_data() -> None:
+    """The bars' axis ends 5 % past the longest bar (it ran to 2.2x, 5e6 for a 2.3e6
+    maximum, to leave room for the text, which has a panel of its own now)."""
+    from matplotlib.figure import Figure
+
+    report = analyze(read_att(FLASH))
+    heat = pictures.source_heat(report, 20)
+    longest = max(h["cycles"] for h in heat)
+    ax = pictures.draw_source_heat(Figure(), heat)
+    assert ax.get_xlim() == pytest.approx((0, 1.05 * longest))

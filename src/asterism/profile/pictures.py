@@ -412,27 +412,38 @@ def plot_source_heat(report: Report, out: str | Path, top: int = 20) -> Path:
     figure_cls, canvas_cls, _ = require_matplotlib()
     heat = source_heat(report, top)
     fig = figure_cls(figsize=(12, 1.0 + 0.3 * max(len(heat), 1)), dpi=100)
-    ax = fig.add_subplot(1, 1, 1)
+    draw_source_heat(fig, heat)
+    return save_png(fig, canvas_cls, Path(out))
+
+
+def draw_source_heat(fig: Any, heat: list[dict[str, Any]]) -> Any:
+    """Draw the heat list into `fig`: bars on the left (the x axis ends 5 % past the
+    longest bar), each line's text in a panel of its own on the right; the bar axes."""
     if not heat:
+        ax = fig.add_subplot(1, 1, 1)
         ax.text(0.5, 0.5, "no source locations in this trace (no line table, no PC map)",
                 ha="center", va="center", fontsize=9)
         ax.set_axis_off()
-        return save_png(fig, canvas_cls, Path(out))
+        return ax
+    grid = fig.add_gridspec(1, 2, width_ratios=[3, 2], wspace=0.02)
+    ax = fig.add_subplot(grid[0])
+    tx = fig.add_subplot(grid[1], sharey=ax)
     labels = [_short(mpl_text(_base(h["location"])), 34) for h in heat]
     stall = np.array([h["stall"] for h in heat], dtype=float)
     issue = np.array([h["cycles"] - h["stall"] for h in heat], dtype=float)
     ax.barh(labels, stall, color="#d62728", label="stall")
     ax.barh(labels, issue, left=stall, color="#c7e9c0", label="issue")
     for i, h in enumerate(heat):
-        ax.text(stall[i] + issue[i], i, f"  {_short(mpl_text(h['text']), 70)}", va="center",
-                fontsize=7, family="monospace")
+        tx.text(0.0, i, f" {_short(mpl_text(h['text']), 70)}", va="center", fontsize=7,
+                family="monospace")
     ax.invert_yaxis()
-    ax.set_xlim(0, max(list(stall + issue) + [1]) * 2.2)
+    ax.set_xlim(0, max(float((stall + issue).max()), 1.0) * 1.05)
+    tx.set_axis_off()
     ax.tick_params(labelsize=7)
     ax.set_xlabel("cycles (sum over traced waves)", fontsize=8)
     ax.set_title("source lines by stall cycles (text of the line at the right)", fontsize=9)
     ax.legend(fontsize=7, loc="lower right", frameon=False)
-    return save_png(fig, canvas_cls, Path(out))
+    return ax
 
 
 # ---------------------------------------------------------------------------- HTML
