@@ -524,3 +524,34 @@ def test_source_heat_axis_fits_the_data() -> None:
     longest = max(h["cycles"] for h in heat)
     ax = pictures.draw_source_heat(Figure(), heat)
     assert ax.get_xlim() == pytest.approx((0, 1.05 * longest))
+
+
+def test_kernel_trace_csv_rates_from_flops_and_bytes(tmp_path: Path,
+                                                    capsys: pytest.CaptureFixture[str]) -> None:
+    """rocprofv3's own --kernel-trace CSV feeds the bundle; --flops/--bytes turn each of the
+    kernel's dispatch durations into TFLOPS and GB/s (values by hand from the CSV rows)."""
+    import csv
+
+    kt = FLASH_COUNTERS / "discover_kernel_trace.csv"
+    rows = [r for r in csv.DictReader(kt.open()) if r["Kernel_Name"].startswith("flash_attn")]
+    assert rows
+    first = rows[0]
+    ns = int(first["End_Timestamp"]) - int(first["Start_Timestamp"])
+    flops, nbytes = 4.294967296e9, 2.0e8  # (B=1, S=1024, H=16, D=128, causal: 4 S^2 D H / 2)
+    out = tmp_path / "b"
+    assert main(["trace", "bundle", str(FLASH), "-o", str(out), "--counters", str(kt),
+                 "--no-what-if", "--flops", str(flops), "--bytes", str(nbytes),
+                 "--peak-gbps", "8000"]) == 0
+    md = (out / "REPORT.md").read_text()
+    did = first["Dispatch_Id"]
+    assert f"| {did} | TFLOPS | {flops / ns / 1e3:.4g}  | --flops / duration |" in md
+    assert f"| {did} | GB/s | {nbytes / ns:.4g}  | --bytes / duration |" in md
+    data = json.loads((out / "report.json").read_text())
+    d = next(x for x in data["dispatches"] if str(x["dispatch_id"]) == did)
+    assert d["derived"]["TFLOPS"] == pytest.approx(flops / ns / 1e3)
+    durs = [int(r["End_Timestamp"]) - int(r["Start_Timestamp"]) for r in rows]
+    gbs = nbytes / (sum(durs) / len(durs))
+    assert data["structure"]["bound"]["figures"]["bandwidth"].startswith(f"{gbs:,.0f} GB/s")
+    for bad in (["--flops", "0"], ["--bytes", "nan"], ["--what-if-records", "0"]):
+        assert main(["trace", "bundle", str(FLASH), "-o", str(tmp_path / "x")] + bad) == 1
+        assert "must be" in capsys.readouterr().err and not (tmp_path / "x").exists()

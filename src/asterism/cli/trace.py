@@ -28,20 +28,22 @@ def cmd_trace_plot(args) -> int:
 
 def cmd_trace_bundle(args) -> int:
     """Write a self-contained profiling bundle (report, pictures, capture, counters, source)."""
-    from asterism.profile.bundle import BundleRequest, build_bundle
+    from asterism.profile.bundle import BundleError, BundleRequest, build_bundle
 
     if args.top < 0:
-        from asterism.profile.bundle import BundleError
-
         raise BundleError(f"--top must be 0 or more, got {args.top}")
     if args.what_if_records < 1:
-        from asterism.profile.bundle import BundleError
-
         raise BundleError(f"--what-if-records must be 1 or more, got {args.what_if_records}")
+    for opt in ("flops", "bytes", "peak_gbps"):
+        value = getattr(args, opt)
+        if value is not None and not 0 < value < float("inf"):
+            raise BundleError(f"--{opt.replace('_', '-')} must be a positive number, "
+                              f"got {value}")
     out = build_bundle(BundleRequest(args.capture, args.output, args.counters, args.source,
                                      args.kernel_file, args.baseline, args.title, args.top,
                                      args.source_dir, not args.no_what_if,
-                                     args.what_if_records, args.target),
+                                     args.what_if_records, args.target, args.flops,
+                                     args.bytes, args.peak_gbps),
                        note=lambda message: sys.stderr.write(f"note: {message}\n"),
                        progress=lambda message: sys.stderr.write(f"bundle: {message}\n"))
     sys.stderr.write(f"wrote {out}/REPORT.md\n")
@@ -232,5 +234,14 @@ def register(verb) -> None:
     b.add_argument("--what-if-records", type=int, default=60_000, metavar="N",
                    help="records each what-if replay may take (default 60000): a bigger "
                         "capture is replayed on whole CUs, its longest waves' first")
+    b.add_argument("--flops", type=float, metavar="N",
+                   help="floating-point operations of one dispatch: the counters section "
+                        "gives TFLOPS per dispatch from its duration")
+    b.add_argument("--bytes", type=float, metavar="N",
+                   help="bytes one dispatch moves: GB/s per dispatch, and the bandwidth "
+                        "figure of the bound")
+    b.add_argument("--peak-gbps", type=float, metavar="GB/s",
+                   help="the GPU's peak memory bandwidth: with --bytes, the bound says "
+                        "bandwidth when the kernel reaches 60 %% of it")
     b.add_argument("--target", help="the captured chip for the replays when neither the "
                                     "counters nor --kernel-file say it (default gfx950)")

@@ -87,6 +87,7 @@ class BundleRequest:
     target: str | None = None  # the captured chip when neither counters nor kernel say it
     flops: float | None = None  # the kernel's floating-point operations per dispatch
     bytes: float | None = None  # the bytes it moves per dispatch
+    peak_gbps: float | None = None  # the GPU's peak memory bandwidth, GB/s
 
 
 @dataclass
@@ -101,6 +102,36 @@ class Analysis:
     dispatches: list[Any]
     structure: Any = None  # asterism.profile.structure.Structure
     whatifs: Any = None  # asterism.profile.whatif.WhatIfs (None: not replayed)
+    work: Work | None = None
+
+
+@dataclass(frozen=True)
+class Work:
+    """What one dispatch of the kernel does, as the user gives it (--flops, --bytes) and the
+    peak bandwidth to hold its rate against (--peak-gbps)."""
+
+    flops: float | None = None
+    bytes: float | None = None
+    peak_gbps: float | None = None
+
+    def rates(self, d: Any) -> list[tuple[str, float, str]]:
+        """(name, value, how) of TFLOPS and GB/s for a dispatch with a duration."""
+        ns = d.duration_ns
+        if not ns or ns <= 0:
+            return []
+        out = []
+        if self.flops:
+            out.append(("TFLOPS", self.flops / ns / 1e3, "--flops / duration"))
+        if self.bytes:
+            out.append(("GB/s", self.bytes / ns, "--bytes / duration"))
+        return out
+
+    def bytes_per_s(self, dispatches: list[Any]) -> float | None:
+        """--bytes over the mean duration of the dispatches that have one."""
+        durs = [d.duration_ns for d in dispatches if d.duration_ns]
+        if not self.bytes or not durs:
+            return None
+        return self.bytes / (sum(durs) / len(durs)) * 1e9
 
 
 def _kernel_name(trace: Trace) -> str | None:
@@ -116,7 +147,7 @@ def analyze_capture(trace: Trace, counters: CounterData | None = None,
                     stats: list[Any] | None = None, what_if: bool = False,
                     what_if_records: int = 60_000, target: str | None = None,
                     progress: Callable[[str], None] | None = None,
-                    report: Report | None = None) -> Analysis:
+                    report: Report | None = None, work: Work | None = None) -> Analysis:
     """Analyze a trace with what the counters and the code object tell about its kernel:
     structure and bound always, what-if replays of the candidates when `what_if`."""
     from asterism.profile.structure import analyze_structure
@@ -150,7 +181,10 @@ def analyze_capture(trace: Trace, counters: CounterData | None = None,
         x, y, z = kstats.workgroup_size
         wg, wg_source = -(-(x * y * z) // 64), "the code object's workgroup size"
     occ = occupancy_info(trace, target, vgprs, agprs, sgprs, lds, wg, wg_source, res_source)
-    structure = analyze_structure(trace, report, target, occ.theoretical)
+    work = work or Work()
+    structure = analyze_structure(trace, report, target, occ.theoretical,
+                                  work.bytes_per_s(dispatches),
+                                  work.peak_gbps * 1e9 if work.peak_gbps else None)
     rules = candidates(Context(report, occ, dispatches))
     whatifs = None
     modeled: list[Candidate] = []
@@ -161,7 +195,7 @@ def analyze_capture(trace: Trace, counters: CounterData | None = None,
                               what_if_records, progress)
         modeled = modeled_candidates(whatifs, report, structure, occ)
     return Analysis(trace, report, occ, rank_candidates(modeled, rules), verdict(report),
-                    dispatches, structure, whatifs)
+                    dispatches, structure, whatifs, work)
 
 
 def _replay_target(target: str | None) -> str:
@@ -330,13 +364,18 @@ def _counters(a: Analysis, counters: CounterData | None) -> list[str]:
         vals = " | ".join(f"{d.counters[n]:g}" if n in d.counters else "-" for n in names)
         out.append(f"| {d.dispatch_id} | {dur} | {vals} |")
     out.append("")
-    rates = [(d, derived_metrics(d)) for d in a.dispatches]
+    rates = [(d, [(m.name, v, m.unit, m.text) for m, v in derived_metrics(d)]
+              + [(n, v, "", how) for n, v, how in (a.work or Work()).rates(d)])
+             for d in a.dispatches]
     if any(m for _, m in rates):
         out += ["| dispatch | derived rate | value | from |", "|---:|---|---:|---|"]
         for d, ms in rates:
-            for m, v in ms:
-                out.append(f"| {d.dispatch_id} | {m.name} | {v:.3g} {m.unit} | {m.text} |")
+            for name, v, unit, how in ms:
+                out.append(f"| {d.dispatch_id} | {name} | {v:.4g} {unit} | {how} |")
         out.append("")
+    elif a.work is not None and (a.work.flops or a.work.bytes):
+        out += ["--flops/--bytes given but no dispatch of this kernel has a duration: give "
+                "rocprofv3's kernel trace (*_kernel_trace.csv or the results JSON).", ""]
     return out
 
 
@@ -548,7 +587,8 @@ def render_bundle_json(a: Analysis, counters: CounterData | None = None,
                          "base_span": r.base_span, "span": r.span, "saved": r.saved,
                          "saved_wave_cycles": r.saved_wave_cycles} for r in w.best()]}
     data["dispatches"] = [{**asdict(d), "duration_ns": d.duration_ns,
-                           "derived": {m.name: v for m, v in derived_metrics(d)}}
+                           "derived": {**{m.name: v for m, v in derived_metrics(d)},
+                                       **{n: v for n, v, _ in (a.work or Work()).rates(d)}}}
                           for d in a.dispatches]
     if baseline is not None:
         rb = baseline.report
@@ -717,8 +757,9 @@ def build_bundle(req: BundleRequest, note: Callable[[str], None] | None = None,
         from asterism.profile.stats import code_object_stats
 
         stats = code_object_stats(str(req.kernel_file))
+    work = Work(req.flops, req.bytes, req.peak_gbps)
     analysis = analyze_capture(trace, counters, stats, req.what_if, req.what_if_records,
-                               req.target, progress)
+                               req.target, progress, work=work)
     base = None
     if req.baseline is not None:
         base_trace = read_att(req.baseline)
