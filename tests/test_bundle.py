@@ -444,6 +444,14 @@ def test_html_view_in_headless_browser(flash_bundle: Path) -> None:
     assert got["lanes"] == 8 and got["records"] == report["totals"]["instructions"]
     assert got["line"] == hot["line"]
     assert hot["isa"] in got["hover"] and hot["source_text"] in got["hover"]
+    # Clicking the second hotspot's row shows its source line (highlighted, from the
+    # capture's snapshot) and steps through its executions (all of them: hits).
+    second = report["hotspots"][1]
+    assert got["clicked"] == second["line"]
+    assert got["occurrences"] == second["hits"]
+    line_no = int(second["source"].split(";")[0].rpartition(":")[2])
+    assert got["here"].split()[0] == str(line_no) and second["source_text"] in got["here"]
+    assert f"execution 1 of {second['hits']}" in got["status"]
 
 
 def test_modeled_trace_bundle(tmp_path: Path) -> None:
