@@ -328,15 +328,19 @@ class _LineFacts:
                    writes_first_operand(mn))
 
 
-def analyze(trace: Trace, source_map: Mapping[int, str] | None = None) -> Report:
-    """Analyze a trace; `source_map` maps PCs (code-object vaddr) to IR/Python locations."""
+def analyze(trace: Trace, source_map: Mapping[int, str] | None = None, *,
+            pictures_only: bool = False) -> Report:
+    """Analyze a trace; `source_map` maps PCs (code-object vaddr) to IR/Python locations.
+    `pictures_only`: what the pictures draw (totals, stall causes, per-line figures for the
+    hotspots) without the source texts, the s_waitcnt producer lists and the per-line unit
+    tallies (``trace plot``; a bundle analyzes once in full and draws from that)."""
     code = trace.code
     listing = [
         InstStats(line=r.line, vaddr=r.vaddr, codeobj=r.codeobj, isa=r.isa,
                   source=(source_map or {}).get(r.vaddr, r.source), is_label=r.is_label)
         for r in code.rows
     ]
-    files = source_files(trace)
+    files = source_files(trace) if not pictures_only else {}
     if files:
         for stats in listing:
             stats.source_text = _source_line(stats.source, files)
@@ -382,8 +386,9 @@ def analyze(trace: Trace, source_map: Mapping[int, str] | None = None) -> Report
             unit = unit_of.get((rec.line, rec.category))
             if unit is None:
                 unit = unit_of[(rec.line, rec.category)] = unit_name(mn, rec.category)
-            unit_counts.setdefault(rec.line, {})[unit] = (
-                unit_counts.setdefault(rec.line, {}).get(unit, 0) + 1)
+            if not pictures_only:
+                counts = unit_counts.setdefault(rec.line, {})
+                counts[unit] = counts.get(unit, 0) + 1
             u = units.setdefault(unit, UnitStats(unit, 0, 0, 0))
             u.count += 1
             u.cycles += rec.duration
@@ -416,7 +421,7 @@ def analyze(trace: Trace, source_map: Mapping[int, str] | None = None) -> Report
         per_wave.append(WaveSummary(wave.filename, wave.se, wave.cu, wave.simd, wave.slot,
                                     wave.id, wave.begin, wave.end, wave.duration, wave_n,
                                     wave_stall, wave_states))
-        for ev in events:
+        for ev in events if not pictures_only else ():
             key = (ev.line, ev.counter)
             wl = links.get(key)
             if wl is None:
