@@ -35,6 +35,15 @@ def test_run_timing_is_labelled_modeled(capsys):
     out = capsys.readouterr().out
     assert rc == 0
     assert "modeled" in out and "TFLOPS" in out
+    # the bank and line mechanisms' figures per instruction (issue 23)
+    assert "LDS bank conflicts (modeled, not measured):" in out
+    assert "cache lines (modeled, not measured):" in out
+    rc = main(["kernels", "run", "flash_attention_fwd", "--backend", "emu", "--shape",
+               "1x1x64x64", "--param", "block_n=32", "--timing", "--json"])
+    timing = json.loads(capsys.readouterr().out)["timing"]
+    assert rc == 0 and timing["lds_conflicts"] and timing["cache_lines"]
+    assert all(d["executions"] > 0 for d in timing["lds_conflicts"])
+    assert any(d["instruction"].startswith("ds_read") for d in timing["lds_conflicts"])
 
 
 def test_build_writes_a_code_object(tmp_path):

@@ -16,6 +16,7 @@ from asterism.emu.progress import RunProgress
 from asterism.support.limits import MemoryBudgetError
 from asterism.support.progress import ProgressLine, clock, count
 from asterism.timing import functional as timing_module
+from asterism.timing.params import TimingOptions
 
 RUNAWAY = "loop:\nv_add_u32 v1, 1, v1\ns_branch loop"
 
@@ -44,6 +45,12 @@ s_sub_u32 s10, s10, 1
 s_cbranch_scc0 loop
 s_endpgm
 """
+
+
+# The bandwidth ceiling's footprint pass runs the modeled workgroups functionally before the
+# model (so it is the check that the kernel ends); without the ceiling the model's own check
+# point does it.
+WITH_FOOTPRINT, WITHOUT = True, TimingOptions(off={"bandwidth"})
 
 
 def run(text: str, *, grid=1, block=64, args=(), progress=None, timing=False, **emu_options):
@@ -111,15 +118,24 @@ def test_short_runs_and_quiet_show_nothing():
     assert stream.getvalue() == "" and quiet.getvalue() == ""
 
 
+def _phases(timing) -> list[str]:
+    progress, stream = _eager()
+    run(FINITE_LOOP, block=128, timing=timing, instruction_budget=40_000, progress=progress)
+    return [line.split(": ")[1].split(",")[0] for line in stream.getvalue().splitlines()]
+
+
 def test_progress_through_the_timing_model_phases():
     # Waves of 6001 instructions pass the check point of a 40000 budget (2500): the model
     # stops, the functional check runs, the model runs again.
-    progress, stream = _eager()
-    run(FINITE_LOOP, block=128, timing=True, instruction_budget=40_000, progress=progress)
-    phases = [line.split(": ")[1].split(",")[0] for line in stream.getvalue().splitlines()]
+    phases = _phases(WITHOUT)
     assert {"timing model", "checking that it ends"} <= set(phases)
     assert phases.index("checking that it ends") < len(phases) - 1 - \
         phases[::-1].index("timing model")  # (the model comes again after the check)
+    # With the bandwidth ceiling, its footprint pass comes first and is the check.
+    phases = _phases(WITH_FOOTPRINT)
+    assert "checking that it ends" not in phases
+    assert phases.index("noting the lines the modeled workgroups touch") < \
+        phases.index("timing model")
 
 
 def test_results_do_not_depend_on_the_progress_chunks(monkeypatch):
@@ -165,11 +181,13 @@ def test_budget_message_says_what_happened_and_what_to_do():
     assert "raise the budget with --max-instructions" in text
 
 
-def test_timing_run_reaches_the_budget_without_modeling_it(monkeypatch):
+@pytest.mark.parametrize("timing", [WITH_FOOTPRINT, WITHOUT], ids=["footprint", "checkpoint"])
+def test_timing_run_reaches_the_budget_without_modeling_it(monkeypatch, timing):
     # Before: the model stepped every wave one instruction at a time until one of the 4
     # waves reached the budget (4 x 20000 model steps). Now the model stops when a wave
     # passes 1/16 of the budget (it looks every TICK steps) and the functional check, at
-    # the plain emulator's speed, reaches the budget.
+    # the plain emulator's speed, reaches the budget; with the footprint pass first, the
+    # model does not start.
     steps = []
     advance = timing_module.TimedDispatch._advance
 
@@ -178,18 +196,22 @@ def test_timing_run_reaches_the_budget_without_modeling_it(monkeypatch):
         return advance(self, w)
     monkeypatch.setattr(timing_module.TimedDispatch, "_advance", counted)
     with pytest.raises(BudgetExceeded, match="stopped after 80000 wave-instructions"):
-        run(RUNAWAY, block=256, instruction_budget=20_000, timing=True)
-    assert 0 < len(steps) <= 2 * timing_module.TICK
+        run(RUNAWAY, block=256, instruction_budget=20_000, timing=timing)
+    if timing is WITH_FOOTPRINT:
+        assert not steps
+    else:
+        assert 0 < len(steps) <= 2 * timing_module.TICK
 
 
-def test_a_long_kernel_that_ends_is_modeled_in_full():
+@pytest.mark.parametrize("timing", [WITH_FOOTPRINT, WITHOUT], ids=["footprint", "checkpoint"])
+def test_a_long_kernel_that_ends_is_modeled_in_full(timing):
     # Past the check point the model restarts after the functional check: the same memory,
     # counts and modeled cycles as a model that never stopped.
     got = []
     for budget in (10_000_000, 40_000):
         out = np.zeros(65, np.uint32)
         emu, addrs, stats = run(INCREMENT.replace("s_endpgm", FINITE_LOOP), args=[out],
-                                timing=True, instruction_budget=budget)
+                                timing=timing, instruction_budget=budget)
         got.append((emu.memory.download(addrs[0], 65, np.uint32).tolist(),
                     stats.wave_instructions, stats.timing.cycles))
     assert got[0] == got[1]

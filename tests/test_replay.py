@@ -19,10 +19,8 @@ from asterism.builder import KernelBuilder
 from asterism.profile.replay import (
     STALL_CLASSES,
     ReplayError,
-    calibrate,
     measured_latencies,
     replay,
-    with_parameter,
 )
 from asterism.target import get_target
 from asterism.target.timing import get_timing
@@ -125,6 +123,58 @@ def test_trace_driven_stream_by_hand():
     assert w.end == times[5] + tm.dispatch["endpgm"]
 
 
+def _run_stream(lines, target="gfx950", waves=1):
+    tm, statics = _statics(lines, target)
+    n = len(lines)
+    model = TraceDrivenModel(get_target(target), tm, statics, list(range(1, n + 1)),
+                             [StreamWave(0, k, 0, 100, list(range(n))) for k in range(waves)])
+    return tm, model.run()
+
+
+def test_replayed_scalar_loads_hit_by_base_register_and_offset():
+    """Without addresses, a scalar load reads the line its base registers and offset name:
+    0x0 and 0x20 of s[0:1] (the kernel argument pointer, never written) share one 128-byte
+    line (the second waits for the first's HBM fill), 0x40 later hits the scalar cache;
+    once s[0:1] is written, its 0x0 is a new line (HBM again). A second wave on the CU
+    finds the argument line cached. (Before, each load instruction was its own line: the
+    hit at 0x40 paid HBM.)"""
+    lines = ["s_load_dword s4, s[0:1], 0x0", "s_load_dword s5, s[0:1], 0x20",
+             "s_waitcnt lgkmcnt(0)", "s_load_dword s6, s[0:1], 0x40", "s_waitcnt lgkmcnt(0)",
+             "s_mov_b64 s[0:1], s[2:3]", "s_load_dword s7, s[0:1], 0x0",
+             "s_waitcnt lgkmcnt(0)", "s_endpgm"]
+    tm, (w,) = _run_stream(lines)
+    hbm, smem = tm.memory["hbm"], tm.memory["smem"]
+    waits = {r[4]: r[0] + r[3] for r in w.records if r[4] in (3, 5, 8)}  # line -> end
+    issue = {r[4]: r[0] + r[2] for r in w.records}
+    assert waits[3] == issue[1] + hbm  # 0x20 rides on 0x0's fill: no later
+    assert waits[5] == issue[4] + smem
+    assert waits[8] == issue[7] + hbm
+    _tm, (w0, w1) = _run_stream(lines[:3] + ["s_endpgm"], waves=2)
+    assert [r[3] for r in w1.records if r[4] == 3] == [r[3] for r in w0.records
+                                                       if r[4] == 3]  # the same fill
+
+
+@pytest.mark.parametrize("target, hold", [("gfx942", 16), ("gfx950", 8)])
+def test_a_transcendental_holds_its_wave(target, hold):
+    """[att] v_exp_f32 takes 8 cycles on gfx950 before the wave's next instruction, of any
+    kind, starts (occupancy.trans); gfx942 assumes its 16."""
+    tm, (w,) = _run_stream(["v_exp_f32 v1, v0", "s_add_u32 s4, s5, s6", "s_endpgm"], target)
+    assert tm.occupancy["trans"] == hold
+    assert w.records[1][0] - w.records[0][0] == hold and w.records[0][3] == hold
+
+
+@pytest.mark.parametrize("target, hold", [("gfx942", 4), ("gfx950", 8)])
+def test_an_mfma_holds_its_simds_valu(target, hold):
+    """[att] gfx950: a VALU instruction tried 4 cycles after an MFMA issues 8 after it
+    (mfma.valu_hold); gfx942 keeps one issue cycle. A SALU one is not held."""
+    mfma = "v_mfma_f32_16x16x16_f16 v[4:7], v[0:1], v[2:3], 0"
+    tm, (w,) = _run_stream([mfma, "v_add_u32 v9, v10, v11", "s_endpgm"], target)
+    assert tm.mfma.valu_hold == hold
+    assert w.records[1][0] + w.records[1][2] - w.records[0][0] == hold
+    _tm, (w,) = _run_stream([mfma, "s_add_u32 s4, s5, s6", "s_endpgm"], target)
+    assert w.records[1][0] + w.records[1][2] - w.records[0][0] == 4
+
+
 def test_fill_in_flight_is_shared():
     """A second read of a line whose fill is in flight waits for that fill."""
     ready: dict[int, int] = {}
@@ -161,29 +211,17 @@ def test_lds_dma_and_global_categories():
     assert [s.category for s in st] == [3, 4, 3, 4]
 
 
-def test_replay_goals_on_shared_captures():
-    """The figures quoted in the closing note (modeled, not measured): --memory measured
-    within 5 % and 7+ of the top-10 hotspots on both captures."""
-    for capture in CAPTURES:
-        r = replay(SHARED / capture, memory="measured")
-        assert abs(r.cycles_error) <= 5, (capture, r.cycles_error)
-        assert r.hotspot_overlap() >= 7, capture
-        assert set(r.stall_split_error()) == set(STALL_CLASSES)
-
-
-def test_calibrate_improves_the_objective():
-    cal = calibrate([SHARED / "pa_mqa_logits_fp4_small"], rounds=1)
-    assert cal.error_after <= cal.error_before
-    text = cal.to_toml()
-    assert "[fit]" in text or cal.after == cal.before
-    assert "pa_mqa_logits_fp4_small" in text
-
-
-def test_with_parameter_copies():
-    tm = get_timing("gfx950")
-    tm2 = with_parameter(tm, "memory", "lds", 99)
-    assert tm2.memory["lds"] == 99 and tm.memory["lds"] != 99
-    assert with_parameter(tm, "mfma", "result_extra", 9).mfma.result_extra == 9
+@pytest.mark.parametrize("capture, bound", [("pa_mqa_logits_fp4_small", 5),
+                                            ("flash_attn_func_small", 7)])
+def test_replay_goals_on_shared_captures(capture, bound):
+    """--memory measured (modeled, not measured): pa_mqa within 5 %, flash_attn within 7 %
+    (it was within 5 % while v_exp_f32 held the VALU 16 cycles instead of the measured 8,
+    which hid VALU stalls the model lacks: README, "How far the model is from the
+    hardware"), 7+ of the top-10 hotspots in both lists."""
+    r = replay(SHARED / capture, memory="measured")
+    assert abs(r.cycles_error) <= bound, (capture, r.cycles_error)
+    assert r.hotspot_overlap() >= 7, capture
+    assert set(r.stall_split_error()) == set(STALL_CLASSES)
 
 
 def test_bad_inputs(tmp_path):

@@ -226,3 +226,53 @@ def load_json_bounded(path: str | os.PathLike[str], *, max_depth: int = JSON_MAX
     raw = read_input_file(name, max_bytes=max_bytes, follow_links=follow_links, error=error,
                           what=what)
     return parse_json_bounded(decode_text(raw, name, error), name, error, max_depth)
+
+
+# ---------------------------------------------------------------------------- TOML
+
+# A TOML file from elsewhere (a `--params` parameter file) is small: the timing model has
+# about 50 parameters per target.
+TOML_MAX_BYTES = 1 << 20
+_TOML_AT_RE = re.compile(r"\(at line (\d+), column (\d+)\)")
+_TOML_HEADER_RE = re.compile(r"^\s*\[\s*([^\[\]#]+?)\s*\]\s*(?:#.*)?$")
+_TOML_KEY_RE = re.compile(r"^(\s*)([A-Za-z0-9_\-\"'. ]+?)\s*=")
+
+
+def _toml_path(text: str) -> tuple[str, ...]:
+    return tuple(part.strip().strip("\"'") for part in text.split("."))
+
+
+def toml_key_locations(text: str, name: str) -> dict[tuple[str, ...], SourceLocation]:
+    """Where each table header and `key = value` line of a TOML document is: dotted path
+    (table path + key) -> location. For messages only: keys this simple scan cannot place
+    (multi-line values, inline tables) are left out."""
+    out: dict[tuple[str, ...], SourceLocation] = {}
+    table: tuple[str, ...] = ()
+    for number, line in enumerate(text.splitlines(), 1):
+        header = _TOML_HEADER_RE.match(line)
+        if header and not line.lstrip().startswith("[["):
+            table = _toml_path(header.group(1))
+            out.setdefault(table, SourceLocation(name, number, line.index("[") + 1))
+            continue
+        key = _TOML_KEY_RE.match(line)
+        if key and not line.lstrip().startswith("#"):
+            out.setdefault(table + _toml_path(key.group(2)),
+                           SourceLocation(name, number, len(key.group(1)) + 1))
+    return out
+
+
+def parse_toml(text: str, name: str, error: type[AsterismError] = ParseError) -> dict[str, Any]:
+    """The TOML document `text` (from the file `name`); malformed TOML (and nesting too
+    deep for the parser) is an `error` located where the parser stopped."""
+    import tomllib
+
+    try:
+        return tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        message = str(exc)
+        at = _TOML_AT_RE.search(message)
+        where = SourceLocation(name, int(at.group(1)), int(at.group(2))) if at else \
+            SourceLocation(name, text.count("\n") + 1, 1)
+        raise error(f"invalid TOML: {_TOML_AT_RE.sub('', message).strip()}", where) from None
+    except RecursionError:
+        raise error("TOML nested too deeply", SourceLocation(name, 1, 1)) from None

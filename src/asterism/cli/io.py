@@ -50,6 +50,37 @@ def pipeline_option(p: argparse.ArgumentParser, note: str = "") -> None:
                         + note)
 
 
+def params_option(p: argparse.ArgumentParser, needs: str = "--timing") -> None:
+    """The --params FILE option of a verb that runs the timing model."""
+    p.add_argument("--params", metavar="FILE",
+                   help=f"timing-model parameters over asterism's timing.toml (a TOML file as "
+                        f"`asterism trace calibrate -o FILE` writes it; every value checked "
+                        f"against its physical bounds){'; needs ' + needs if needs else ''}")
+
+
+def timing_off_option(p: argparse.ArgumentParser) -> None:
+    """The --timing-off MECH,... option of a verb that runs the timing model."""
+    from asterism.timing.params import MECHANISMS
+
+    p.add_argument("--timing-off", metavar="MECH,...", default="",
+                   help=f"timing-model mechanisms to leave out, to see what each moves: "
+                        f"{', '.join(MECHANISMS)} (comma-separated); needs --timing")
+
+
+def timing_off(text: str) -> frozenset[str]:
+    """The mechanisms a --timing-off value names (checked by TimingOptions)."""
+    return frozenset(n.strip() for n in text.split(",") if n.strip())
+
+
+def timing_params(path: str | None):
+    """The checked parameter file of a --params option (None without one)."""
+    if not path:
+        return None
+    from asterism.target.timing import load_params
+
+    return load_params(path)
+
+
 def add_emulator_options(p) -> None:
     """--max-instructions, --sanitizer and --quiet, for the verbs that run kernels on the
     emulator."""

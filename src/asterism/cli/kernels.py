@@ -5,7 +5,16 @@ from __future__ import annotations
 import argparse
 import sys
 
-from asterism.cli.io import add_emulator_options, emulator_progress, sanitizer_echo, write_output
+from asterism.cli.io import (
+    add_emulator_options,
+    emulator_progress,
+    params_option,
+    sanitizer_echo,
+    timing_off,
+    timing_off_option,
+    timing_params,
+    write_output,
+)
 
 
 def _load_libraries(args) -> None:
@@ -66,15 +75,31 @@ def cmd_kernels_list(args) -> int:
     return 0
 
 
+def _timing(args):
+    """The --timing / --params / --timing-off options as run_case's `timing` (False, True or
+    options)."""
+    if not args.params and not args.timing_off:
+        return args.timing
+    if not args.timing:
+        from asterism.errors import AsterismError
+
+        which = "--params" if args.params else "--timing-off"
+        raise AsterismError(f"{which} needs --timing (it sets up the timing model)")
+    from asterism.timing.params import TimingOptions
+
+    return TimingOptions(params=timing_params(args.params), off=timing_off(args.timing_off))
+
+
 def cmd_kernels_run(args) -> int:
     """Build, compile and run a library kernel; compare with NumPy and/or time it."""
     from asterism.kernels.run import format_run, run_case, run_report
 
+    timing = _timing(args)
     case = _case(args)
     if not args.quiet:
         sys.stderr.write(f"running {case.name} on {args.backend} ({case.target}, grid "
                          f"{'x'.join(map(str, case.grid))})...\n")
-    run = run_case(case, backend=args.backend, check=args.check, timing=args.timing,
+    run = run_case(case, backend=args.backend, check=args.check, timing=timing,
                    iterations=args.iterations, max_instructions=args.max_instructions,
                    progress=emulator_progress(args), sanitizer=args.sanitizer,
                    on_violation=sanitizer_echo())
@@ -96,9 +121,10 @@ def cmd_kernels_compare(args) -> int:
         plan_compare,
     )
 
+    timing = _timing(args)
     target, entries = plan_compare(args.names, args.target, args.shape, args.param)
     log = None if args.quiet else (lambda line: sys.stderr.write(f"compare {line}\n"))
-    comparison = compare_kernels(entries, target, args.shape, timing=args.timing,
+    comparison = compare_kernels(entries, target, args.shape, timing=timing,
                                  max_instructions=args.max_instructions,
                                  progress=lambda: emulator_progress(args), log=log)
     if args.json:
@@ -195,6 +221,8 @@ def register(verb) -> None:
     r.add_argument("--timing", action="store_true",
                    help="the timing model's cycles and modeled TFLOPS vs the target's peak "
                         "(emulator; modeled, not measured)")
+    params_option(r)
+    timing_off_option(r)
     r.add_argument("--iterations", type=int, default=10,
                    help="launches to time with --backend hip (default 10)")
     r.add_argument("--json", action="store_true", help="machine-readable report")
@@ -220,6 +248,8 @@ def register(verb) -> None:
     c.add_argument("--timing", action="store_true",
                    help="the timing model: modeled cycles, TFLOPS, stall split and ratio "
                         "(without it: check, registers, LDS and occupancy only)")
+    params_option(c)
+    timing_off_option(c)
     c.add_argument("--json", action="store_true", help="machine-readable report")
     c.add_argument("-o", "--output", help="report file (default: stdout)")
     add_emulator_options(c)

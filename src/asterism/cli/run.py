@@ -98,12 +98,15 @@ def cmd_run(args) -> int:
     grid = _dims(args.grid, "--grid")
     timing = trace_dir = None
     if args.timing:
+        from asterism.cli.io import timing_off, timing_params
         from asterism.timing.params import TimingOptions, parse_latencies
 
         latency: dict[str, int] = {}
         for spec in args.latency:
             latency.update(parse_latencies(spec))
-        timing = TimingOptions(cus=args.timing_cus, latency=latency)
+        timing = TimingOptions(cus=args.timing_cus, latency=latency,
+                               params=timing_params(args.params),
+                               off=timing_off(args.timing_off))
         trace_dir = args.trace_dir or safe_child_path(
             "asterism-timing", kernel, "kernel name", hint="name the trace folder with "
             "--trace-dir")
@@ -111,8 +114,10 @@ def cmd_run(args) -> int:
             raise AsterismError("--timing runs the emulator's timing model: use --backend emu "
                                 "(or auto)")
         os.makedirs(os.path.dirname(os.path.abspath(trace_dir)), exist_ok=True)
-    elif args.trace_dir or args.latency or args.timing_cus != 1:
-        raise AsterismError("--trace-dir, --latency and --timing-cus need --timing")
+    elif args.trace_dir or args.latency or args.timing_cus != 1 or args.params \
+            or args.timing_off:
+        raise AsterismError("--trace-dir, --latency, --params, --timing-off and --timing-cus "
+                            "need --timing")
     saved = _save_paths(args.save_dir, values, args.input) if args.save_dir else {}
     result = launch((obj), kernel, grid=grid, block=block, args=values,
                     backend="emu" if timing else args.backend, iterations=args.iterations,
@@ -181,14 +186,16 @@ instructions, ETA; --quiet silences it); a wave that executes more than --max-in
 --timing runs the emulator's timing model (modeled, not measured): the waves of the first
 --timing-cus CUs (workgroups go to the device's CUs round-robin) are modeled cycle by cycle,
 the rest run functionally; it prints modeled cycles per wave and writes an ATT trace folder
-(default asterism-timing/KERNEL) for `asterism trace report|plot`. --latency overrides
-memory latencies in cycles: lds, smem, l2_hit, hbm (defaults: asterism/target/data/timing.toml).
+(default asterism-timing/KERNEL) for `asterism trace report|plot`. --params FILE replaces
+timing parameters with a file's (as `asterism trace calibrate -o FILE` writes; each value
+within its bounds in asterism/target/data/timing.toml); --latency overrides memory latencies
+in cycles: lds, smem, l2_hit, hbm (a what-if, not bounded).
 """
 
 
 def register(verb) -> None:
     """Add the run verb to the `asterism` parser."""
-    from asterism.cli.io import pipeline_option
+    from asterism.cli.io import params_option, pipeline_option, timing_off_option
 
     p = verb("run", cmd_run, "compile if needed and run a kernel (emulator or GPU)",
              "Launch a kernel from a .mlir, .s or .hsaco file with NumPy arguments; prints "
@@ -218,5 +225,7 @@ def register(verb) -> None:
                    help="CUs modeled in detail (default 1; the others run functionally)")
     p.add_argument("--latency", action="append", default=[], metavar="NAME=CYCLES,...",
                    help="memory latency overrides for --timing: lds, smem, l2_hit, hbm")
+    params_option(p)
+    timing_off_option(p)
     add_emulator_options(p)
 

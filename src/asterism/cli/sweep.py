@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import sys
 
-from asterism.cli.io import write_output
+from asterism.cli.io import params_option, write_output
 
 
 def _space(args, gen) -> dict:
@@ -60,7 +60,7 @@ def cmd_sweep(args) -> int:
                    check=args.check, metric=args.metric, backend=args.backend,
                    workers=args.workers, engine=args.engine, address=args.address,
                    cache=cache, iterations=args.iterations, rank_by=args.rank_by,
-                   progress=not args.quiet)
+                   progress=not args.quiet, params=args.params)
     report = json.dumps(result.to_json(), indent=1, default=repr) + "\n"
     if args.plot and result.ok:
         result.plot(args.plot)
@@ -102,6 +102,7 @@ def register(verb) -> None:
     p.add_argument("--metric", choices=("modeled", "measured"), default="modeled",
                    help="modeled: timing-model cycles and modeled TFLOPS (emulator; "
                         "default); measured: time per launch and TFLOPS on a GPU (hip)")
+    params_option(p, needs="--metric modeled")
     p.add_argument("--backend", choices=("emu", "hip"),
                    help="emu or hip (default: emu for modeled, hip for measured)")
     p.add_argument("--iterations", type=int, default=10,

@@ -3,9 +3,30 @@ replay|calibrate (the timing model against a capture)."""
 
 from __future__ import annotations
 
+import argparse
 import sys
 
-from asterism.cli.io import write_output
+from asterism.cli.io import params_option, write_output
+
+CALIBRATE_HELP = """\
+Replay the captures with candidate values of the timing model's fittable parameters (those
+asterism/target/data/timing.toml marks "fittable": latencies and rates with no authoritative
+figure), each only within its physical bounds there; sourced and measured parameters never
+change. The objective is the model's error: per capture, the mean of |total cycles error|
+and the mean |per-wave error|, averaged over the captures. Prints the fitted values and the
+errors before and after; -o FILE writes them as a parameter file that --params FILE reads
+(asterism run --timing, kernels run|compare --timing, sweep, trace replay), its header naming
+the captures and the errors.
+
+Figures on the captures a fit saw are fitted (in-sample), not predictions.
+--leave-one-out also fits on every capture but one and predicts the held-out one, for each:
+the table shows, per capture, the default values' errors (predicted), the fit on all
+(fitted) and the leave-one-out error (predicted). Progress on stderr.
+
+  asterism trace calibrate tests/data/shared/att/* -o fit.toml
+  asterism trace replay tests/data/shared/att/flash_attn_func_small --params fit.toml
+  asterism trace calibrate tests/data/shared/att/* --leave-one-out --json
+"""
 
 
 def cmd_trace_report(args) -> int:
@@ -76,9 +97,11 @@ def cmd_trace_replay(args) -> int:
     """Replay a capture's instruction streams through the timing model; compare."""
     import json
 
+    from asterism.cli.io import timing_params
     from asterism.profile.replay import plot_replay, replay
 
-    result = replay(args.dir, target=args.target, memory=args.memory)
+    result = replay(args.dir, target=args.target, memory=args.memory,
+                    params=timing_params(args.params), barrier_groups=args.barrier_groups)
     if args.plot:
         plot_replay(result, args.plot, waves=args.plot_waves)
         sys.stderr.write(f"wrote {args.plot}\n")
@@ -88,27 +111,34 @@ def cmd_trace_replay(args) -> int:
 
 
 def cmd_trace_calibrate(args) -> int:
-    """Fit the timing model's parameters to captures; write them as a timing.toml overlay."""
+    """Fit the timing model's fittable parameters to captures (within their bounds); write
+    them as a parameter file for --params; --leave-one-out: predict each capture from a fit
+    to the others."""
     import json
 
-    from asterism.profile.replay import calibrate
+    from asterism.cli.io import timing_params
+    from asterism.profile.calibrate import calibrate, leave_one_out
 
     def progress(message: str) -> None:
         sys.stderr.write(f"calibrate: {message}\n")
         sys.stderr.flush()
 
-    cal = calibrate(args.dirs, target=args.target, rounds=args.rounds, progress=progress)
-    write_output(args.output, cal.to_toml())
-    if args.json:
-        sys.stdout.write(json.dumps({
-            "target": cal.target, "captures": cal.captures, "evaluations": cal.evaluations,
-            "objective_before": round(cal.error_before, 3),
-            "objective_after": round(cal.error_after, 3),
-            "parameters": {f"{s}.{k}": {"before": cal.before[(s, k)], "after": v}
-                           for (s, k), v in cal.after.items()},
-            "replays_after": [r.to_json() for r in cal.results_after]}, indent=1) + "\n")
+    params = timing_params(args.params)
+    names = [n.strip() for n in args.fit.split(",") if n.strip()] if args.fit else None
+    if args.leave_one_out:
+        loo = leave_one_out(args.dirs, target=args.target, rounds=args.rounds,
+                            memory=args.memory, params=params, progress=progress,
+                            names=names)
+        fit = loo.fitted
+        text = json.dumps(loo.to_json(), indent=1) + "\n" if args.json else loo.summary()
     else:
-        sys.stdout.write(cal.summary())
+        fit = calibrate(args.dirs, target=args.target, rounds=args.rounds, memory=args.memory,
+                        params=params, progress=progress, names=names)
+        text = json.dumps(fit.to_json(), indent=1) + "\n" if args.json else fit.summary()
+    if args.output:
+        write_output(args.output, fit.to_toml())
+        sys.stderr.write(f"wrote {args.output} (read it with --params {args.output})\n")
+    sys.stdout.write(text)
     return 0
 
 
@@ -162,28 +192,45 @@ def register(verb) -> None:
     rp.set_defaults(fn=cmd_trace_replay)
     rp.add_argument("dir", help="ATT folder (a real capture, or a modeled run)")
     rp.add_argument("--target", default="gfx950", help="the captured chip (default gfx950)")
-    rp.add_argument("--memory", choices=("model", "measured"), default="model",
+    rp.add_argument("--memory", choices=("model", "measured", "accept"), default="model",
                     help="memory latencies from the model (default) or from the capture "
                          "(waitcnt links, s_endpgm, vector memory acceptance): tests the rest "
-                         "of the model on its own")
+                         "of the model on its own; accept: only the vector memory path's "
+                         "acceptance (what the lanes' addresses cost at issue) from the "
+                         "capture, every latency modeled")
+    rp.add_argument("--barrier-groups", choices=("workgroup", "cu"), default="workgroup",
+                    help="one barrier per workgroup, inferred from the measured barrier "
+                         "releases and launch times (default; a capture names no "
+                         "workgroups), or one per traced CU (all its traced waves wait "
+                         "for each other)")
+    params_option(rp, needs="")
     rp.add_argument("--json", action="store_true", help="machine-readable output "
                     "(measured_cycles, modeled_cycles, ...)")
     rp.add_argument("--plot", metavar="PNG", help="also draw measured vs modeled timelines")
     rp.add_argument("--plot-waves", type=int, default=4, help="waves in the picture (4)")
     rp.add_argument("-o", "--output", help="output file (default: stdout)")
     ca = tsub.add_parser(
-        "calibrate", help="fit the timing model's parameters to captures",
-        description="Replay the captures with candidate parameter values (coordinate "
-        "descent: memory latencies, vector memory bandwidth, MFMA write-back, branch and "
-        "barrier cycles), keep what lowers the error (|cycles error| + half the stall-split "
-        "error), print the fitted values with the error before and after, and write the "
-        "changed ones as a timing.toml overlay naming its source. Progress on stderr.")
+        "calibrate", help="fit the timing model's fittable parameters to captures",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        description=CALIBRATE_HELP)
     ca.set_defaults(fn=cmd_trace_calibrate)
     ca.add_argument("dirs", nargs="+", metavar="CAPTURE", help="ATT folders")
     ca.add_argument("--target", default="gfx950", help="the captured chip (default gfx950)")
-    ca.add_argument("--rounds", type=int, default=3, help="passes over the parameters (3)")
+    ca.add_argument("--rounds", type=int, default=3,
+                    help="passes over the parameters (default 3; fewer: faster, coarser)")
+    ca.add_argument("--memory", choices=("model", "accept"), default="model",
+                    help="replay memory mode (see `trace replay --memory`; default model)")
+    ca.add_argument("--leave-one-out", action="store_true",
+                    help="also fit on every capture but one and predict the held-out one, "
+                         "for each capture (needs two or more)")
+    ca.add_argument("--fit", metavar="NAME,...",
+                    help="fit only these fittable parameters, e.g. memory.vmem_unknown,"
+                         "memory.hbm (default: every fittable one)")
+    params_option(ca, needs="")
     ca.add_argument("--json", action="store_true", help="machine-readable summary on stdout")
-    ca.add_argument("-o", "--output", required=True, help="timing.toml overlay to write")
+    ca.add_argument("-o", "--output", metavar="FILE",
+                    help="write the fit on all captures as a parameter file for --params "
+                         "(default: write nothing)")
     b = tsub.add_parser("bundle", help="self-contained kernel report directory: REPORT.md, "
                                        "pictures, capture, counters, source, ISA",
                         description="Write DIR with REPORT.md (verdict, wave states, stall "

@@ -113,6 +113,9 @@ class LaunchInfo:
     options: Any = None
     cycle: int = 0  # a monotonic counter for s_memtime / s_memrealtime
     sanitizer: Any = None  # per-dispatch sanitizer state (LDS DMA ranges...)
+    # fn(kind, mask, addr, nbytes) told of every LDS access (kind "load", "store" or "atomic";
+    # the (n, 64) active-lane mask and per-lane byte addresses): the timing model's bank model
+    lds_observer: Any = None
     dispatch_ptr: int = 0
     mode_default: int = 0
     stats: dict = field(default_factory=dict)

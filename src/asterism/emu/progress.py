@@ -18,6 +18,7 @@ from __future__ import annotations
 from asterism.support.progress import ProgressLine, clock, count
 
 PHASES = {"run": "emulating", "probe": "checking that it ends",
+          "footprint": "noting the lines the modeled workgroups touch",
           "model": "timing model", "rest": "timing model done; running the rest"}
 
 

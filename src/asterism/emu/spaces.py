@@ -5,7 +5,8 @@ works on the active lanes in row-major (wave, lane) order. Out-of-range accesses
 `EmulatorFault` naming the wave, lane, workgroup and address.
 
 * global: `DeviceMemory` addresses.
-* lds: byte offsets into the wave's workgroup LDS (bounds: the workgroup's LDS size).
+* lds: byte offsets into the wave's workgroup LDS (bounds: the workgroup's LDS size). Each
+  access is told to `ctx.lds_observer` when one is set (the timing model's bank model).
 * private: byte offsets into the lane's own scratch (bounds: the kernel's private segment size;
   the hardware swizzles lanes in memory, which is invisible to the program).
 """
@@ -85,6 +86,8 @@ def load(info: OpInfo, g: Group, space: str, mask: np.ndarray, addr: np.ndarray,
         watch = g.ctx.sanitizer["lds"] if g.ctx.sanitizer else None
         if watch is not None and is_plain_ds(info, "may_load"):
             watch.check_read(info, g, mask, idx, nbytes, g.ctx.kernel)
+        if g.ctx.lds_observer is not None:
+            g.ctx.lds_observer("load", mask, addr, nbytes)
     if dw:
         return gather_dwords(buf, idx, nbytes // 4)
     return gather_bytes(buf, idx, nbytes)
@@ -110,6 +113,8 @@ def store(info: OpInfo, g: Group, space: str, mask: np.ndarray, addr: np.ndarray
         watch = g.ctx.sanitizer["lds"] if g.ctx.sanitizer else None
         if watch is not None and is_plain_ds(info, "may_store"):
             watch.record_store(g, mask, idx, raw.shape[1])
+        if g.ctx.lds_observer is not None:
+            g.ctx.lds_observer("store", mask, addr, raw.shape[1])
     scatter_bytes(buf, idx, raw)
 
 
@@ -136,6 +141,8 @@ def atomic(info: OpInfo, g: Group, space: str, mask: np.ndarray, addr: np.ndarra
             old[sel_idx] = _rmw(alloc.data, off, dt, fn, [d[sel_idx] for d in data])
         return old
     buf, idx = _flat_index(g, space, mask, addr, nbytes, info)
+    if space == LDS and g.ctx.lds_observer is not None:
+        g.ctx.lds_observer("atomic", mask, addr, nbytes)
     return _rmw(buf, idx, dt, fn, data)
 
 

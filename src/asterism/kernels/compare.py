@@ -44,15 +44,14 @@ from typing import Any
 
 from asterism.errors import AsterismError, shown
 from asterism.kernels.base import KernelGenerator, KernelParamError, get
-from asterism.kernels.run import KernelRun, build_code_object, run_case
+from asterism.kernels.run import MODEL_FOOTNOTE, KernelRun, build_code_object, run_case
+from asterism.timing.params import params_note
 
 ALIAS_SEPARATOR = "@"
 LABEL_SEPARATOR = "."  # LABEL.NAME=VALUE: a parameter of one compared kernel
 _ALIAS = re.compile(r"[A-Za-z0-9_-]+")
-MODEL_NOTE = ("timing model of CU 0; every CU assumed to run like CU 0, no contention "
-              "between CUs modeled")
-MODEL_FOOTNOTE = ("(a model of one CU, not a measurement: CU contention, caches and clocks "
-                  "are not modeled)")
+MODEL_NOTE = ("timing model of CU 0; every CU assumed to run like CU 0, sharing only the L2 "
+              "and HBM bandwidth")
 STALLS_NOTE = "stall cycles per cause as a percentage of the modeled waves' cycles"
 
 
@@ -124,6 +123,7 @@ class Comparison:
     shape: str | None
     timing: bool
     rows: list[CompareRow] = field(default_factory=list)
+    params_file: str | None = None  # the timing model's parameter file (--params)
 
     @property
     def ok(self) -> bool:
@@ -263,7 +263,7 @@ def _code_stats(row: CompareRow, code: bytes, kernel: str) -> None:
     row.limited_by = tuple(stats.occupancy_limited_by)
 
 
-def _run_entry(entry: CompareEntry, target: str, timing: bool,
+def _run_entry(entry: CompareEntry, target: str, timing: Any,
                max_instructions: int | None, progress: Any) -> CompareRow:
     """Build, compile, describe and run one kernel; an AsterismError becomes the row's."""
     row = CompareRow(entry, entry.generator.resolve(entry.overrides()))
@@ -295,13 +295,13 @@ def _ratios(rows: list[CompareRow]) -> None:
 
 
 def compare_kernels(entries: Sequence[CompareEntry], target: str, shape: str | None,
-                    timing: bool = False, *, max_instructions: int | None = None,
+                    timing: Any = False, *, max_instructions: int | None = None,
                     progress: Callable[[], Any] | None = None,
                     log: Callable[[str], None] | None = None) -> Comparison:
     """Run each entry (see the module docstring) and collect one row per kernel, in order.
     `progress` makes each run's emulator progress (emu.progress.RunProgress); `log` gets one
     line as each kernel starts and one as it ends, with its wall time."""
-    result = Comparison(target, shape, timing)
+    result = Comparison(target, shape, bool(timing))
     n = len(entries)
     for i, entry in enumerate(entries, 1):
         what = "check and timing model" if timing else "check"
@@ -314,6 +314,8 @@ def compare_kernels(entries: Sequence[CompareEntry], target: str, shape: str | N
         if log:
             log(f"[{i}/{n}] {entry.label}: {_verdict(row)} in {row.wall_seconds:.2f} s")
         result.rows.append(row)
+        if row.run is not None and row.run.params_file:
+            result.params_file = row.run.params_file
     _ratios(result.rows)
     return result
 
@@ -363,6 +365,7 @@ def compare_report(comparison: Comparison) -> dict[str, Any]:
         "kernels": [_row_json(r) for r in comparison.rows],
         "target": comparison.target, "shape": comparison.shape,
         "modeled": True, "timing": comparison.timing, "ok": comparison.ok,
+        "params_file": comparison.params_file,
     }
     device = next((r.run for r in comparison.rows if r.run and r.run.modeled), None)
     if device is not None:
@@ -441,6 +444,8 @@ def format_compare(comparison: Comparison) -> str:
         lines.append(f"modeled: {device.product}, {device.compute_units} CUs at "
                      f"{device.clock_mhz:.0f} MHz (timing model of CU 0; every CU assumed "
                      "to run like CU 0)")
+        if comparison.params_file:
+            lines.append(params_note(comparison.params_file))
     elif not comparison.timing:
         lines.append("check, registers and occupancy only (--timing adds the modeled figures)")
     table = _table_rows(comparison)

@@ -6,7 +6,8 @@
 
 Figures from the emulator's timing model are *modeled*: the model times the workgroups of
 CU 0 (workgroups go to CUs round-robin), and the device is assumed to run every CU like CU 0
-at the same time (no contention between CUs is modeled). So
+at the same time; the CUs share only the chip's L2 and HBM bandwidth (asterism.timing.
+bandwidth: the run says whether it bound). So
 
 * modeled TFLOPS = the launch's flops / (CU 0's cycles / clock): the whole grid in the time
   CU 0 takes (a grid smaller than the device leaves CUs idle, and that shows);
@@ -25,8 +26,11 @@ from typing import Any
 import numpy as np
 
 from asterism.kernels.base import KernelCase, KernelGenerator, parse_shape
+from asterism.timing.params import params_note
 
 DEFAULT_PIPELINE = "auto"
+MODEL_FOOTNOTE = ("(a model of one CU, not a measurement: the CUs share only the L2 and HBM "
+                  "bandwidth; other contention, the vector L1 and clocks are not modeled)")
 
 
 @dataclass
@@ -69,6 +73,7 @@ class KernelRun:
     # the emulator's TimingResult (timing): the modeled waves' records, for a stall analysis
     timing_result: Any = field(default=None, repr=False)
     sanitizer: Any = None  # emu.sanitizer.SanitizerReport of a warn-mode emulator run
+    params_file: str | None = None  # timing: the parameter file over timing.toml (--params)
 
     @property
     def passed(self) -> bool:
@@ -160,6 +165,7 @@ def _add_timing(run: KernelRun, case: KernelCase, timing) -> None:
     """Modeled cycles and TFLOPS from a TimingResult (see the module docstring)."""
     product = _product(case.target)
     run.timing_result = timing
+    run.params_file = timing.parameters.get("params_file")
     run.cycles = int(timing.cycles)
     run.clock_mhz = float(timing.clock_mhz)
     run.compute_units = product.compute_units
@@ -175,13 +181,13 @@ def _add_timing(run: KernelRun, case: KernelCase, timing) -> None:
 
 
 def run_case(case: KernelCase, backend: str = "emu", check: bool = True,
-             timing: bool = False, iterations: int = 1,
+             timing: Any = False, iterations: int = 1,
              pipeline: str | None = None, code: bytes | None = None, *,
              max_instructions: int | None = None, progress: Any = None,
              sanitizer: bool | str | None = None, on_violation: Any = None) -> KernelRun:
     """Compile (unless its `code` object is given) and launch `case`; compare with the
-    reference (`check`), model (`timing`, emulator) or measure (hip: `iterations` launches)
-    its speed.
+    reference (`check`), model (`timing`: True or a timing.params.TimingOptions, emulator)
+    or measure (hip: `iterations` launches) its speed.
     `max_instructions`, `progress`, `sanitizer` (default: error for asterism's own code
     objects, warn for others') and `on_violation` go to the emulator (see runtime.launch)."""
     import time
@@ -255,9 +261,15 @@ def run_report(run: KernelRun) -> dict[str, Any]:
             "workgroups": run.workgroups, "modeled_workgroups": run.modeled_workgroups,
             "modeled_tflops": run.tflops, "modeled_per_cu_tflops_scaled": run.per_cu_tflops,
             "peak_tflops": run.peak_tflops,
-            "note": "timing model of CU 0; every CU assumed to run like CU 0, no "
-                    "contention between CUs modeled",
+            "note": "timing model of CU 0; every CU assumed to run like CU 0, sharing only "
+                    "the L2 and HBM bandwidth",
+            "params_file": run.params_file,
         }
+        bw = getattr(run.timing_result, "bandwidth", None)
+        if bw is not None:
+            out["timing"]["bandwidth"] = bw.to_json()
+        if run.timing_result is not None:  # per instruction: lds_conflicts, cache_lines
+            out["timing"].update(run.timing_result.instructions_json())
     elif run.measured_seconds is not None:
         out["measured"] = {"seconds_per_launch": run.measured_seconds,
                            "tflops": run.tflops, "peak_tflops": run.peak_tflops}
@@ -292,8 +304,14 @@ def format_run(run: KernelRun) -> str:
         lines.append(f"  modeled: {run.per_cu_tflops:.1f} TFLOPS if every CU ran as CU 0 does"
                      f"{_percent(run.per_cu_tflops, run.peak_tflops)}; peak "
                      f"{run.peak_tflops} TFLOPS (data sheet, dense)")
-        lines.append("  (a model of one CU, not a measurement: CU contention, caches and "
-                     "clocks are not modeled)")
+        bw = getattr(run.timing_result, "bandwidth", None)
+        if bw is not None:
+            lines.append(f"  {bw.line()}")
+        lines.append(f"  {MODEL_FOOTNOTE}")
+        if run.params_file:
+            lines.append(f"  {params_note(run.params_file)}")
+        if run.timing_result is not None:  # LDS bank conflicts, cache lines per instruction
+            lines += run.timing_result.mechanism_lines()
     elif run.measured_seconds is not None:
         lines.append(f"  measured: {run.measured_seconds * 1e6:.1f} us per launch, "
                      f"{run.tflops:.1f} TFLOPS{_percent(run.tflops, run.peak_tflops)}")

@@ -10,28 +10,42 @@ split (vmcnt, lgkmcnt, MFMA/VALU dependency, barrier) and the top-10 hotspot lis
 
 Memory behaviour comes from the model (``memory="model"``: LDS, scalar and vector
 latencies of target/data/timing.toml; a vector load's addresses are unknown, so it takes
-``memory.vmem_unknown``) or from the capture (``memory="measured"``): each memory
-instruction completes as long after its modeled issue as it did after its measured issue,
-where that is known (the capture's waitcnt links name the accesses each ``s_waitcnt``
-drained, and the wait's measured end bounds their completion; ``s_endpgm``'s end bounds
-the rest), and the vector memory path accepts each instruction no sooner than it did
-(its measured issue stall: address coalescing and queue back-pressure, which depend on
-addresses a trace does not carry). The rest of the model (issue, ports, dependencies,
-MFMA pipeline, waits, barriers) is then tested on its own.
+``memory.vmem_unknown``; scalar loads hit or miss by the cache line their base registers and
+offset name) or from the capture (``memory="measured"``): each memory instruction completes
+as long after its modeled issue as it did after its measured issue, where that is known
+(the capture's waitcnt links name the accesses each ``s_waitcnt`` drained, and the wait's
+measured end bounds their completion; ``s_endpgm``'s end bounds the rest), and the vector
+memory path accepts each instruction no sooner than it did (its measured issue stall:
+address coalescing and queue back-pressure, which depend on addresses a trace does not
+carry). The rest of the model (issue, ports, dependencies, MFMA pipeline, waits, barriers)
+is then tested on its own. ``memory="accept"`` takes only the vector memory path's
+acceptance from the capture (what the lanes' addresses cost at issue) and models every
+latency: it tests the latencies as if the model knew the addresses' coalescing.
+
+Barriers: one per workgroup. A capture names no workgroups, so the traced waves of each CU
+are grouped by asterism.profile.workgroups (their measured barrier releases, else their
+launch bursts); ``barrier_groups="cu"`` makes all traced waves of a CU one group instead
+(what the replay did before workgroups were inferred; kept to measure the difference).
+
+Calibration (fitting the fittable parameters to captures) is asterism.profile.calibrate.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from asterism.errors import AsterismError
 from asterism.profile.att import Trace, Wave, category_name, read_att
+from asterism.profile.workgroups import BY_BARRIERS, WorkgroupGuess, infer_workgroups
+from asterism.timing.params import params_note
 from asterism.timing.result import InstCategory
 
-MEMORY_MODES = ("model", "measured")
+MEMORY_MODES = ("model", "measured", "accept")
+BARRIER_GROUPS = ("workgroup", "cu")  # a barrier per inferred workgroup, or per traced CU
+BY_CU = "all traced waves of the CU"
 STALL_CLASSES = ("vmcnt", "lgkmcnt", "mfma_valu", "barrier", "other")
 TOP_N = 10
 MODEL_LABEL = "modeled"
@@ -81,6 +95,25 @@ class WaveComparison:
         return 100.0 * (self.modeled - self.measured) / max(self.measured, 1)
 
 
+@dataclass(frozen=True)
+class BarrierGroup:
+    """One barrier group of a replay (an inferred workgroup, or a whole traced CU): its
+    waves, what the grouping rests on, and the barrier stall measured and modeled."""
+
+    se: int
+    cu: int
+    waves: tuple[str, ...]
+    evidence: str
+    measured_stall: int
+    modeled_stall: int
+
+    def to_json(self) -> dict[str, Any]:
+        """The group as plain data."""
+        return {"se": self.se, "cu": self.cu, "waves": list(self.waves),
+                "evidence": self.evidence, "measured_barrier_stall": self.measured_stall,
+                "modeled_barrier_stall": self.modeled_stall}
+
+
 @dataclass
 class ReplayResult:
     """A replay's comparison of modeled with measured figures."""
@@ -94,10 +127,13 @@ class ReplayResult:
     modeled: Figures
     texts: dict[int, str]  # code.json line -> ISA text
     measured_latencies: int = 0  # memory instructions given a measured latency
+    params_file: str | None = None  # the parameter file over timing.toml (--params)
     modeled_records: dict[str, list[tuple[int, int, int, int, int]]] = field(
         default_factory=dict)  # wave name -> modeled records (for pictures)
     measured_records: dict[str, list[tuple[int, int, int, int, int]]] = field(
         default_factory=dict)
+    barrier_grouping: str = "workgroup"
+    barrier_groups: list[BarrierGroup] = field(default_factory=list)
 
     @property
     def cycles_error(self) -> float:
@@ -127,6 +163,7 @@ class ReplayResult:
         return {"capture": self.capture, "kernel": self.kernel, "target": self.target,
                 "memory": self.memory, "note": "modeled figures come from asterism's timing "
                 "model (not measured); measured figures from the capture",
+                "params_file": self.params_file,
                 "measured_cycles": self.measured.cycles, "modeled_cycles": self.modeled.cycles,
                 "cycles_error_percent": round(self.cycles_error, 2),
                 "hotspot_overlap_stall": self.hotspot_overlap("stall"),
@@ -134,6 +171,8 @@ class ReplayResult:
                 "stall_split_error_points": {k: round(v, 2) for k, v in
                                              self.stall_split_error().items()},
                 "measured_memory_latencies": self.measured_latencies,
+                "barrier_grouping": self.barrier_grouping,
+                "barrier_groups": [g.to_json() for g in self.barrier_groups],
                 "waves": [{"name": w.name, "cu": w.cu, "simd": w.simd, "slot": w.slot,
                            "instructions": w.instructions, "measured_cycles": w.measured,
                            "modeled_cycles": w.modeled, "error_percent": round(w.error, 2)}
@@ -142,10 +181,12 @@ class ReplayResult:
 
     def summary(self) -> str:
         """A readable comparison table (modeled figures labelled)."""
-        source = ("measured where the capture links them" if self.memory == "measured"
-                  else "model")
+        source = {"measured": "measured where the capture links them",
+                  "accept": "model (vector memory acceptance measured)"}.get(self.memory,
+                                                                             "model")
         out = [f"replay of {self.capture} ({self.kernel}, {self.target}), memory latencies: "
                f"{source}",
+               *([f"  {note}"] if (note := params_note(self.params_file)) else []),
                f"  total cycles of the traced waves: measured {self.measured.cycles}, "
                f"{MODEL_LABEL} {self.modeled.cycles} ({self.cycles_error:+.1f} %)",
                "", "  wave                  insts   measured    modeled   error"]
@@ -161,6 +202,7 @@ class ReplayResult:
         ms, os_ = self.measured.stall_shares(), self.modeled.stall_shares()
         for k in STALL_CLASSES:
             out.append(f"  {k:<12s} {ms[k]:9.1f} % {os_[k]:8.1f} %   {os_[k] - ms[k]:+6.1f}")
+        out += self._barrier_lines()
         out += ["", f"  top-{TOP_N} hotspots by stall: {self.hotspot_overlap('stall')} of "
                     f"{TOP_N} in both lists (by cycles: {self.hotspot_overlap('cycles')})",
                 "     line  measured stall  modeled stall  instruction"]
@@ -170,6 +212,25 @@ class ReplayResult:
                        f"{self.modeled.per_line.get(line, (0, 0))[1]:14d}  "
                        f"{self.texts.get(line, '')}")
         return "\n".join(out) + "\n"
+
+    def _barrier_lines(self) -> list[str]:
+        """The summary's barrier groups (only when a traced wave passed a barrier)."""
+        if not any(g.measured_stall or g.modeled_stall or g.evidence == BY_BARRIERS
+                   for g in self.barrier_groups):
+            return []
+        per_cu: dict[tuple[int, int], int] = {}
+        for g in self.barrier_groups:
+            per_cu[(g.se, g.cu)] = per_cu.get((g.se, g.cu), 0) + 1
+        cus = ", ".join(f"SE {se} CU {cu}: {n}" for (se, cu), n in per_cu.items())
+        how = ("one per workgroup as inferred from the capture (asterism.profile.workgroups)"
+               if self.barrier_grouping == "workgroup" else "one per traced CU")
+        out = ["", f"  barrier groups, {how}; per CU: {cus}",
+               "    SE  CU  waves  grouped by           barrier stall measured  "
+               f"{MODEL_LABEL}"]
+        for g in self.barrier_groups:
+            out.append(f"    {g.se:2d} {g.cu:3d} {len(g.waves):6d}  {g.evidence:<26s} "
+                       f"{g.measured_stall:10d} {g.modeled_stall:10d}")
+        return out
 
 
 # ---------------------------------------------------------------------------- replay
@@ -220,6 +281,11 @@ class _Program:
     texts: dict[int, str]
     classify: dict[int, str]
     memory_lines: set[int]
+
+    @property
+    def barrier_lines(self) -> set[int]:
+        """The code lines that are s_barrier."""
+        return {line for line, cls in self.classify.items() if cls == "barrier"}
 
 
 _INFOS: dict[tuple[int, str], tuple[Trace, list, list]] = {}
@@ -314,25 +380,41 @@ def measured_acceptance(wave: Wave, memory_lines: set[int]) -> dict[int, int]:
             and r.category in (InstCategory.VMEM, InstCategory.FLAT)}
 
 
-def replay_trace(trace: Trace, target: str = "gfx950", memory: str = "model",
-                 timing=None, name: str = "") -> ReplayResult:
-    """Replay every traced wave of `trace` through the timing model (`timing`: a
-    target.timing.TimingModel, default the target's) and compare with the capture."""
+def _guesses(trace: Trace, barrier_lines: set[int], grouping: str) -> list[WorkgroupGuess]:
+    """The barrier groups: inferred workgroups, or one group per traced CU."""
+    if grouping == "workgroup":
+        return infer_workgroups(trace.waves, barrier_lines)
+    by_cu: dict[tuple[int, int], list[int]] = {}
+    for i, w in enumerate(trace.waves):
+        by_cu.setdefault((w.se, w.cu), []).append(i)
+    return [WorkgroupGuess(se, cu, tuple(m), BY_CU) for (se, cu), m in by_cu.items()]
+
+
+def _run(trace: Trace, target: str, memory: str, timing, barrier_groups: str = "workgroup"
+         ) -> tuple[Any, Any, _Program, list, dict[int, Any], int, list[WorkgroupGuess]]:
+    """Run the model on the trace's streams: (target, model, program, [(wave, records)],
+    wave row -> modeled WaveTiming, memory instructions given a measured latency, the
+    barrier groups)."""
     from asterism.target import get_target
     from asterism.target.timing import get_timing
     from asterism.timing.replay import StreamWave, TraceDrivenModel
 
     if memory not in MEMORY_MODES:
         raise ReplayError(f"memory must be one of {', '.join(MEMORY_MODES)}, got {memory!r}")
+    if barrier_groups not in BARRIER_GROUPS:
+        raise ReplayError(f"barrier groups must be one of {', '.join(BARRIER_GROUPS)}, got "
+                          f"{barrier_groups!r}")
     if not trace.waves:
         raise ReplayError("the capture has no traced waves to replay")
     tgt = get_target(target)
     tm = timing or get_timing(tgt.name)
     prog = _program(trace, tgt.name, tm)
+    guesses = _guesses(trace, prog.barrier_lines, barrier_groups)
+    workgroup_of = {i: k for k, g in enumerate(guesses) for i in g.waves}
     cu_ids: dict[tuple[int, int], int] = {}
     inputs, kept = [], []
     n_measured = 0
-    for wave in trace.waves:
+    for wi, wave in enumerate(trace.waves):
         records = [r for r in wave.instructions if r.line != 0]
         missing = [r.line for r in records if r.line not in prog.index_of_line]
         if missing:
@@ -341,16 +423,39 @@ def replay_trace(trace: Trace, target: str = "gfx950", memory: str = "model",
         lat = accept = None
         if memory == "measured":
             lat = measured_latencies(wave, prog.memory_lines)
+        if memory in ("measured", "accept"):
             accept = measured_acceptance(wave, prog.memory_lines)
         n_measured += len(lat or {})
         cu = cu_ids.setdefault((wave.se, wave.cu), len(cu_ids))
         inputs.append(StreamWave(cu, wave.simd, wave.slot, wave.begin,
-                                 [prog.index_of_line[r.line] for r in records], lat, accept))
+                                 [prog.index_of_line[r.line] for r in records], lat, accept,
+                                 workgroup_of[wi]))
         kept.append((wave, records))
     model = TraceDrivenModel(tgt, tm, prog.statics, prog.fallthrough, inputs,
-                             kernel=name or "replay")
-    modeled = model.run()
-    by_row = {m.wave: m for m in modeled}
+                             kernel=trace.path.name if trace.path else "replay")
+    by_row = {m.wave: m for m in model.run()}
+    return tgt, tm, prog, kept, by_row, n_measured, guesses
+
+
+def replay_cycles(trace: Trace, target: str = "gfx950", memory: str = "model",
+                  timing=None, barrier_groups: str = "workgroup") -> list[tuple[int, int]]:
+    """(measured, modeled) cycles of each traced wave: what a calibration scores, without
+    the figures `replay_trace` adds up."""
+    _tgt, _tm, _prog, kept, by_row, _n, _g = _run(trace, target, memory, timing,
+                                                  barrier_groups)
+    return [(wave.duration, (by_row[k].end if k in by_row else wave.begin) - wave.begin)
+            for k, (wave, _records) in enumerate(kept)]
+
+
+def replay_trace(trace: Trace, target: str = "gfx950", memory: str = "model",
+                 timing=None, name: str = "", barrier_groups: str = "workgroup"
+                 ) -> ReplayResult:
+    """Replay every traced wave of `trace` through the timing model (`timing`: a
+    target.timing.TimingModel, default the target's) and compare with the capture;
+    `memory`: one of MEMORY_MODES (see the module docstring); `barrier_groups`: a barrier
+    per inferred workgroup or per traced CU (BARRIER_GROUPS)."""
+    tgt, tm, prog, kept, by_row, n_measured, guesses = _run(trace, target, memory, timing,
+                                                            barrier_groups)
     comparisons, modeled_side, measured_side = [], [], []
     modeled_records, measured_records = {}, {}
     for k, (wave, records) in enumerate(kept):
@@ -368,150 +473,41 @@ def replay_trace(trace: Trace, target: str = "gfx950", memory: str = "model",
         modeled_records[comparisons[-1].name] = recs
         measured_records[comparisons[-1].name] = measured_side[-1][2]
     kernels = trace.kernel_names()
+    groups = [_barrier_group(g, comparisons, measured_side, modeled_side, prog.barrier_lines)
+              for g in guesses]
     return ReplayResult(str(trace.path or name), kernels[0] if kernels else name, tgt.name,
                         memory, comparisons, _figures(measured_side, prog.classify),
                         _figures(modeled_side, prog.classify), prog.texts, n_measured,
-                        modeled_records, measured_records)
+                        tm.source or None, modeled_records, measured_records, barrier_groups,
+                        groups)
+
+
+def _barrier_group(guess: WorkgroupGuess, comparisons: Sequence[WaveComparison],
+                   measured: Sequence[tuple[int, int, Sequence]],
+                   modeled: Sequence[tuple[int, int, Sequence]],
+                   barrier_lines: set[int]) -> BarrierGroup:
+    """A barrier group with its measured and modeled barrier stall (summed over waves)."""
+    def stall(side: Sequence[tuple[int, int, Sequence]]) -> int:
+        return sum(rec[2] for i in guess.waves for rec in side[i][2]
+                   if rec[4] in barrier_lines)
+
+    return BarrierGroup(guess.se, guess.cu, tuple(comparisons[i].name for i in guess.waves),
+                        guess.evidence, stall(measured), stall(modeled))
 
 
 def replay(path: str | Path, target: str = "gfx950", memory: str = "model",
-           timing=None) -> ReplayResult:
-    """Read the ATT capture folder at `path` and replay it (see `replay_trace`)."""
+           timing=None, params=None, barrier_groups: str = "workgroup") -> ReplayResult:
+    """Read the ATT capture folder at `path` and replay it (see `replay_trace`); `params`: a
+    timing-model parameter file (path or target.timing.TimingParams) when `timing` is not
+    given."""
+    if timing is None and params is not None:
+        from asterism.target import get_target
+        from asterism.target.timing import get_timing
+
+        timing = get_timing(get_target(target).name, params)
     trace = read_att(path)
-    return replay_trace(trace, target, memory, timing, name=Path(path).name)
-
-
-# ---------------------------------------------------------------------------- calibration
-
-# What calibration fits: (section, key) of the timing model. Only parameters that mean the
-# same in a replay as in a functional timed run: not l2_hit, which a replay (no addresses)
-# sees only as the stores' acknowledgement, while it is the loads' L2-hit latency elsewhere.
-FIT_PARAMETERS: tuple[tuple[str, str], ...] = (
-    ("memory", "vmem_unknown"), ("memory", "lds"), ("memory", "smem"), ("memory", "hbm"),
-    ("memory", "vmem_bytes_per_cycle"), ("mfma", "result_extra"),
-    ("dispatch", "taken_branch"), ("dispatch", "barrier"))
-
-
-def with_parameter(tm, section: str, key: str, value: int):
-    """A copy of the TimingModel `tm` with one parameter changed."""
-    if section == "mfma":
-        return replace(tm, mfma=replace(tm.mfma, **{key: value}))
-    table = dict(getattr(tm, section))
-    table[key] = value
-    return replace(tm, **{section: table})
-
-
-def parameter(tm, section: str, key: str) -> int:
-    """The value of one parameter of the TimingModel `tm`."""
-    if section == "mfma":
-        return getattr(tm.mfma, key)
-    return getattr(tm, section)[key]
-
-
-def calibration_error(results: Sequence[ReplayResult]) -> float:
-    """The fit's objective: mean |cycles error| (percent) plus half the mean stall-split
-    error (points) over the captures."""
-    cyc = sum(abs(r.cycles_error) for r in results) / len(results)
-    split = sum(sum(abs(v) for v in r.stall_split_error().values()) / len(STALL_CLASSES)
-                for r in results) / len(results)
-    return cyc + 0.5 * split
-
-
-@dataclass
-class Calibration:
-    """Fitted timing parameters and the error before and after."""
-
-    target: str
-    captures: list[str]
-    before: dict[tuple[str, str], int]
-    after: dict[tuple[str, str], int]
-    error_before: float
-    error_after: float
-    results_before: list[ReplayResult]
-    results_after: list[ReplayResult]
-    evaluations: int
-
-    def to_toml(self) -> str:
-        """The changed parameters as a timing.toml overlay, each with its source named."""
-        caps = ", ".join(Path(c).name for c in self.captures)
-        out = [f"# Fitted by `asterism trace calibrate` on {caps} (replay of the traced",
-               "# waves, memory latencies from the model; objective: mean |cycles error| +",
-               f"# 0.5 * mean stall-split error: {self.error_before:.2f} -> "
-               f"{self.error_after:.2f}).", ""]
-        sections: dict[str, list[str]] = {}
-        for (section, key), value in self.after.items():
-            if value != self.before[(section, key)]:
-                sections.setdefault(section, []).append(
-                    f"{key} = {value}  # [fit] was {self.before[(section, key)]}")
-        for section, lines in sections.items():
-            out.append(f"[{self.target}.{section}]")
-            out += lines
-            out.append("")
-        return "\n".join(out)
-
-    def summary(self) -> str:
-        """The fitted values and the error before and after, per capture."""
-        out = [f"calibration of the timing model for {self.target} on "
-               f"{len(self.captures)} capture(s), {self.evaluations} replays",
-               f"  objective: {self.error_before:.2f} -> {self.error_after:.2f}",
-               "  parameter                  before    after"]
-        for k, v in self.after.items():
-            out.append(f"  {k[0] + '.' + k[1]:<25s} {self.before[k]:7d} {v:8d}")
-        out.append("  capture                         cycles error before -> after   "
-                   "hotspots (stall) before -> after")
-        for b, a in zip(self.results_before, self.results_after, strict=True):
-            out.append(f"  {Path(b.capture).name:<30s} {b.cycles_error:+8.1f} % -> "
-                       f"{a.cycles_error:+6.1f} %   {b.hotspot_overlap()} -> "
-                       f"{a.hotspot_overlap()} of {TOP_N}")
-        return "\n".join(out) + "\n"
-
-
-def calibrate(paths: Sequence[str | Path], target: str = "gfx950", rounds: int = 3,
-              progress=None) -> Calibration:
-    """Fit FIT_PARAMETERS to the captures by coordinate descent over multiplicative steps
-    (each parameter in turn, keeping a change only when the objective improves)."""
-    from asterism.target import get_target
-    from asterism.target.timing import get_timing
-
-    if not paths:
-        raise ReplayError("calibrate needs at least one capture")
-    tgt = get_target(target)
-    traces = [(read_att(p), Path(p).name) for p in paths]
-    tm = get_timing(tgt.name)
-    evaluations = 0
-
-    def evaluate(model) -> tuple[float, list[ReplayResult]]:
-        nonlocal evaluations
-        evaluations += len(traces)
-        res = [replay_trace(t, tgt.name, "model", model, name=n) for t, n in traces]
-        return calibration_error(res), res
-
-    before = {p: parameter(tm, *p) for p in FIT_PARAMETERS}
-    err0, res0 = evaluate(tm)
-    best, best_err, best_res = tm, err0, res0
-    factors = (0.5, 0.75, 0.9, 1.1, 1.33, 2.0)
-    for rnd in range(rounds):
-        improved = False
-        for section, key in FIT_PARAMETERS:
-            current = parameter(best, section, key)
-            candidates = sorted({max(0, round(current * f / 4) * 4) for f in factors}
-                                | ({4, 8} if current == 0 else set()))
-            for value in candidates:
-                if value == current:
-                    continue
-                trial = with_parameter(best, section, key, value)
-                err, res = evaluate(trial)
-                if err < best_err - 1e-9:
-                    best, best_err, best_res, improved = trial, err, res, True
-                    current = value
-            if progress:
-                progress(f"round {rnd + 1}/{rounds}: {section}.{key} = "
-                         f"{parameter(best, section, key)} (objective {best_err:.2f})")
-        if not improved:
-            break
-    after = {p: parameter(best, *p) for p in FIT_PARAMETERS}
-    return Calibration(tgt.name, [str(p) for p in paths], before, after, err0, best_err,
-                       res0, best_res, evaluations)
+    return replay_trace(trace, target, memory, timing, name=Path(path).name,
+                        barrier_groups=barrier_groups)
 
 
 def plot_replay(result: ReplayResult, out_png: str | Path, waves: int = 4) -> Path:
@@ -552,7 +548,7 @@ def plot_replay(result: ReplayResult, out_png: str | Path, waves: int = 4) -> Pa
     return out
 
 
-__all__ = ["FIT_PARAMETERS", "MEMORY_MODES", "STALL_CLASSES", "Calibration", "Figures",
-           "ReplayError", "ReplayResult", "WaveComparison", "calibrate", "calibration_error",
-           "measured_acceptance", "measured_latencies", "plot_replay", "replay", "replay_trace"]
+__all__ = ["BARRIER_GROUPS", "MEMORY_MODES", "STALL_CLASSES", "BarrierGroup", "Figures",
+           "ReplayError", "ReplayResult", "WaveComparison", "measured_acceptance",
+           "measured_latencies", "plot_replay", "replay", "replay_cycles", "replay_trace"]
 

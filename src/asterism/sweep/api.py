@@ -140,11 +140,13 @@ def sweep(generator: str | Callable, space: Mapping[str, Any], *, target: str | 
           metric: str = "modeled", backend: str | None = None, workers: int | None = None,
           engine: str = "local", address: str | None = None, cache: Any = True,
           iterations: int = 10, pipeline: str | None = None, rank_by: str = "tflops",
-          progress: bool = True) -> SweepResult:
+          progress: bool = True, params: Any = None) -> SweepResult:
     """Run every point of `space` (or `sample` random ones) of `generator`; see the module
     docstring for what `generator` may be. Returns a SweepResult (ranked(), table(),
     to_json(), plot()), ranked by `rank_by`: "tflops" (of the launch), "per_cu" (modeled:
-    CU 0's rate times the CU count, what a grid filling every CU would reach) or "time"."""
+    CU 0's rate times the CU count, what a grid filling every CU would reach) or "time".
+    `params`: a timing-model parameter file (path or target.timing.TimingParams) for the
+    modeled metric."""
     if rank_by not in RANK_BY:
         raise SweepError(f"unknown ranking {rank_by!r}; choose one of {', '.join(RANK_BY)}")
     gen = resolve_generator(generator)
@@ -153,15 +155,18 @@ def sweep(generator: str | Callable, space: Mapping[str, Any], *, target: str | 
     target = _target(gen, target)
     if iterations < 1:
         raise SweepError(f"iterations must be at least 1, got {iterations}")
+    timing_params = _timing_params(params, metric)
     tasks = make_tasks(gen, space, target, sample, seed, metric=metric, backend=backend,
-                       check=check, iterations=iterations, pipeline=pipeline)
+                       check=check, iterations=iterations, pipeline=pipeline,
+                       timing_params=timing_params)
     _check_picklable(tasks[0].generator if tasks else None, engine)
     runner = make_engine(engine, workers, address, backend)
     store = _cache(cache)
     name = gen if isinstance(gen, str) else getattr(gen, "name", None) or \
         getattr(gen, "__name__", "kernel")
     result = SweepResult(name, target, space, metric, backend, runner.describe(), check,
-                         rank_by=rank_by)
+                         rank_by=rank_by,
+                         params_file=timing_params.source if timing_params else None)
     start = time.perf_counter()
     bar = Progress(len(tasks), enabled=progress)
     done: dict[int, PointResult] = {}
@@ -192,6 +197,18 @@ def sweep(generator: str | Callable, space: Mapping[str, Any], *, target: str | 
         result.ran = sum(not r.cached for r in result.points)
         result.wall_seconds = time.perf_counter() - start
     return result
+
+
+def _timing_params(params: Any, metric: str):
+    """The checked parameter file of the modeled metric (None without one)."""
+    if params is None:
+        return None
+    if metric != "modeled":
+        raise SweepError("params sets the timing model's parameters: it needs --metric "
+                         "modeled")
+    from asterism.target.timing import TimingParams, load_params
+
+    return params if isinstance(params, TimingParams) else load_params(params)
 
 
 def _label(point: PointResult, space: Space) -> str:

@@ -40,6 +40,8 @@ def cache_key(task: PointTask) -> str:
         "backend": task.backend, "check": task.check, "pipeline": task.pipeline,
         "iterations": task.iterations if task.metric == "measured" else None,
     }
+    if task.timing_params is not None:  # (absent otherwise: earlier keys stay valid)
+        material["timing_params"] = {t: dict(v) for t, v in task.timing_params.values.items()}
     text = json.dumps(material, sort_keys=True, default=repr)
     return hashlib.sha256(text.encode()).hexdigest()
 

@@ -8,6 +8,7 @@ from typing import Any
 from asterism.sweep.points import Space, varying
 from asterism.sweep.rank import RANK_LABELS, rank_key
 from asterism.sweep.worker import PointResult
+from asterism.timing.params import params_note
 
 ERROR_WIDTH = 110  # the table shortens errors to this; the JSON keeps them whole
 
@@ -28,6 +29,7 @@ class SweepResult:
     wall_seconds: float = 0.0
     ran: int = 0  # points computed in this sweep (the rest came from the cache)
     rank_by: str = "tflops"  # one of RANK_BY
+    params_file: str | None = None  # modeled: the timing model's parameter file (--params)
 
     @property
     def ok(self) -> list[PointResult]:
@@ -71,7 +73,7 @@ class SweepResult:
             "kernel": self.kernel, "target": self.target, "metric": self.metric,
             "modeled": self.metric == "modeled", "backend": self.backend,
             "engine": self.engine, "check": self.check, "space": self.space,
-            "rank_by": self.rank_by,
+            "rank_by": self.rank_by, "params_file": self.params_file,
             "points": len(self.points), "ran": self.ran, "cached": self.cached,
             "failed": len(self.failed), "wall_seconds": round(self.wall_seconds, 3),
             "results": rows,
@@ -81,6 +83,8 @@ class SweepResult:
         """One line: what was swept, how many points ran, came from the cache, failed."""
         how = ("modeled: timing model on the emulator, not a measurement"
                if self.metric == "modeled" else f"measured on {self.backend}")
+        if self.params_file:
+            how += f" ({params_note(self.params_file)})"
         return (f"{self.kernel} on {self.target or 'its target'}: {len(self.points)} points "
                 f"({self.ran} run, {self.cached} cached), {len(self.failed)} failed; {how}; "
                 f"{self.engine}; {self.wall_seconds:.1f} s; ranked by {RANK_LABELS[self.rank_by]}")

@@ -39,6 +39,9 @@ class PointTask:
     pipeline: str | None = None  # None: the case's own (notes["pipeline"]) or "auto"
     version: str = ""  # the driver's code_version(): a worker with other code refuses
     key: str = ""  # the result cache key (set by the driver)
+    # modeled: a parameter file over timing.toml (target.timing.TimingParams: its values
+    # travel with the task, so a remote worker needs no file; they are part of the key)
+    timing_params: Any = None
 
 
 @dataclass
@@ -226,7 +229,13 @@ def _launch(task: PointTask, case, code: bytes):
     from asterism.kernels.run import run_case
 
     if task.metric == "modeled":
-        return run_case(case, backend=task.backend, check=task.check, timing=True, code=code)
+        timing: Any = True
+        if task.timing_params is not None:
+            from asterism.timing.params import TimingOptions
+
+            timing = TimingOptions(params=task.timing_params)
+        return run_case(case, backend=task.backend, check=task.check, timing=timing,
+                        code=code)
     return run_case(case, backend=task.backend, check=task.check, timing=False,
                     iterations=task.iterations, code=code)
 

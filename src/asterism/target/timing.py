@@ -15,12 +15,21 @@ xdl (MFMA), lds, vmem, branch.
 
 The timing model (asterism/timing/) also reads `tm.issue_ports` (timing
 class -> issue port), `tm.memory` (LDS / scalar cache / L2 hit / HBM latencies, line size,
-vector memory bandwidth) and `tm.dispatch` (wave launch, first fetch, taken branch, barrier
-and s_endpgm cycles); `tm.with_memory(hbm=700)` overrides memory latencies.
+vector memory bandwidth, cycles per cache line), `tm.lds_banks` / `tm.lds_conflict_cycles` /
+`tm.lds_phases` (the LDS bank-conflict rules), `tm.dispatch` (wave launch, first fetch,
+taken branch, barrier and s_endpgm cycles) and `tm.bandwidth` (the L2 and HBM bandwidth all
+CUs share); `tm.with_memory(hbm=700)` overrides memory latencies (a what-if, not bounded).
+
+Every number has physical bounds and a kind in the file (`tm.bounds["memory.hbm"]`: sourced,
+measured or fittable, lowest, highest); the loader refuses a value outside them. A parameter
+file (`load_params("fit.toml")`, the `--params FILE` option: [<target>.<section>] tables of
+timing.toml, as `asterism trace calibrate` writes them) overrides values within the bounds:
+`get_timing("gfx950", params="fit.toml")`, whose `source` names the file.
 """
 
 from __future__ import annotations
 
+import os
 import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
@@ -28,7 +37,7 @@ from functools import cache
 from importlib import resources
 from typing import Any
 
-from asterism.errors import TargetError
+from asterism.errors import SourceLocation, TargetError
 from asterism.isa import Instruction
 
 TIMING_CLASSES = ("salu", "smem", "valu", "trans", "mfma", "ds_read", "ds_write", "vmem_read",
@@ -40,11 +49,25 @@ UNIT_OF_CLASS: dict[str, str] = {
     "branch": "branch"}
 _FILE = "timing.toml"
 _TOP_KEYS = {"base", "issue_cycles", "clock_mhz", "latency", "occupancy", "mfma", "lds",
-             "issue", "memory", "dispatch"}
-_MFMA_KEYS = {"cycles_per_pass", "dependent_extra", "result_extra"}
-_LDS_KEYS = {"bytes_per_cycle"}
+             "issue", "memory", "dispatch", "bandwidth", "bounds"}
+# Tables of numbers (a parameter's name is "<table>.<key>"; issue_cycles and clock_mhz are
+# named by their key alone).
+NUMBER_TABLES = ("latency", "occupancy", "mfma", "lds", "memory", "dispatch", "bandwidth")
+NUMBER_KEYS = ("issue_cycles", "clock_mhz")
+PARAMETER_KINDS = ("sourced", "measured", "fittable")
+_MFMA_KEYS = {"cycles_per_pass", "dependent_extra", "result_extra", "valu_hold"}
+_LDS_KEYS = {"bytes_per_cycle", "banks", "conflict_cycles", "phases"}
+# The lds table's numbers and the TimingModel fields that hold them.
+_LDS_FIELDS = {"bytes_per_cycle": "lds_bytes_per_cycle", "banks": "lds_banks",
+               "conflict_cycles": "lds_conflict_cycles"}
+# LDS phase rules every target defines (asterism.timing.lds: which lanes of a wave64 DS access
+# are checked together for bank conflicts), and the ones only some targets have (gfx950's
+# transposed reads).
+LDS_PHASE_RULES = ("read_b32", "read_b64", "read_b96", "read_b128", "write_b32", "write_b64",
+                   "write_b96", "write_b128")
+LDS_PHASE_OPTIONAL = ("read_tr_b64", "read_tr_b96")
 MEMORY_KEYS = ("lds", "smem", "l2_hit", "hbm", "vmem_unknown", "line_bytes",
-               "vmem_bytes_per_cycle")
+               "vmem_bytes_per_cycle", "cycles_per_line")
 # What `--latency k=v` may override.
 MEMORY_LATENCY_KEYS = ("lds", "smem", "l2_hit", "hbm", "vmem_unknown")
 # Latencies of reads that come from the memory section, so that the scheduler's estimate and
@@ -52,6 +75,7 @@ MEMORY_LATENCY_KEYS = ("lds", "smem", "l2_hit", "hbm", "vmem_unknown")
 LATENCY_FROM_MEMORY = {"smem": "smem", "ds_read": "lds", "vmem_read": "hbm"}
 DISPATCH_KEYS = ("wave_launch_interval", "wave_start", "taken_branch", "barrier", "endpgm")
 ISSUE_PORTS = ("scalar", "valu", "lds", "vmem", "branch")
+BANDWIDTH_KEYS = ("hbm_gbps", "l2_bytes_per_clock", "l2_channels", "xcds")
 
 
 @dataclass(frozen=True)
@@ -61,6 +85,25 @@ class MfmaTiming:
     cycles_per_pass: int
     dependent_extra: int  # MFMA reading the result as SrcC through the same registers
     result_extra: int  # any other reader (VALU, DS, VMEM, MFMA SrcA/B)
+    valu_hold: int = 4  # cycles from its issue until its SIMD's VALU takes the next one
+
+
+@dataclass(frozen=True)
+class Bound:
+    """A parameter's physical range and kind (sourced, measured: never fitted; fittable:
+    fitted only within [low, high])."""
+
+    kind: str
+    low: int
+    high: int
+
+    def __contains__(self, value: object) -> bool:
+        return isinstance(value, int) and not isinstance(value, bool) and \
+            self.low <= value <= self.high
+
+    def describe(self) -> str:
+        """`[low, high] (kind)` for messages."""
+        return f"[{self.low}, {self.high}] ({self.kind})"
 
 
 @dataclass(frozen=True)
@@ -72,11 +115,54 @@ class TimingModel:
     clock_mhz: int
     latency: Mapping[str, int] = field(default_factory=dict)
     occupancy: Mapping[str, int] = field(default_factory=dict)
-    mfma: MfmaTiming = MfmaTiming(4, 0, 4)
+    mfma: MfmaTiming = MfmaTiming(4, 0, 4, 4)
     lds_bytes_per_cycle: int = 128
     issue_ports: Mapping[str, str] = field(default_factory=dict)  # timing class -> port
     memory: Mapping[str, int] = field(default_factory=dict)  # see MEMORY_KEYS
     dispatch: Mapping[str, int] = field(default_factory=dict)  # see DISPATCH_KEYS
+    lds_banks: int = 32
+    lds_conflict_cycles: int = 1  # cycles per extra same-bank access in a phase
+    # phase rule (LDS_PHASE_RULES) -> lane-bit masks: bit j of a lane's phase number is the
+    # parity of (lane & masks[j]) (asterism.timing.lds)
+    lds_phases: Mapping[str, tuple[int, ...]] = field(default_factory=dict)
+    bandwidth: Mapping[str, int] = field(default_factory=dict)  # see BANDWIDTH_KEYS
+    bounds: Mapping[str, Bound] = field(default_factory=dict)  # parameter name -> Bound
+    source: str = ""  # the parameter file over timing.toml ("": timing.toml alone)
+
+    def value(self, name: str) -> int:
+        """The value of the parameter `name` ("memory.hbm", "issue_cycles", ...)."""
+        table, _, key = name.rpartition(".")
+        if not table:
+            return int(getattr(self, key))
+        if table == "mfma":
+            return int(getattr(self.mfma, key))
+        if table == "lds":
+            return int(getattr(self, _LDS_FIELDS[key]))
+        return int(getattr(self, table)[key])
+
+    def values(self) -> dict[str, int]:
+        """Every bounded parameter and its value."""
+        return {name: self.value(name) for name in self.bounds}
+
+    def fittable(self) -> list[str]:
+        """The parameters a calibration may fit (kind "fittable"), in file order."""
+        return [name for name, b in self.bounds.items() if b.kind == "fittable"]
+
+    def with_values(self, values: Mapping[str, int], source: str | None = None,
+                    where: str = "") -> TimingModel:
+        """A copy with some parameters replaced, each checked against its bounds (an
+        unknown name or a value outside them is a TargetError naming `where`);
+        `source`: the file the values come from (recorded in results)."""
+        for name, value in values.items():
+            bound = self.bounds.get(name)
+            if bound is None:
+                raise TargetError(f"{where or self.target}: unknown timing parameter "
+                                  f"'{name}'")
+            if value not in bound:
+                raise TargetError(f"{where or self.target}: {name} = {value!r} is outside "
+                                  f"its bounds {bound.describe()}")
+        out = _replaced(self, values)
+        return out if source is None else replace(out, source=source)
 
     def with_memory(self, **overrides: int) -> TimingModel:
         """A copy with some memory latencies replaced (keys of MEMORY_LATENCY_KEYS)."""
@@ -88,8 +174,7 @@ class TimingModel:
             if isinstance(value, bool) or not isinstance(value, int) or value < 0:
                 raise TargetError(f"memory latency {key} must be a whole number of cycles "
                                   f">= 0, got {value!r}")
-        memory = {**self.memory, **overrides}
-        return replace(self, memory=memory, latency=_with_memory_latencies(self.latency, memory))
+        return _replaced(self, {f"memory.{k}": v for k, v in overrides.items()})
 
     def unit_of(self, timing_cls: str) -> str:
         """The execution unit a timing class occupies."""
@@ -179,11 +264,20 @@ def _raw() -> dict[str, Any]:
     return tomllib.loads(text)
 
 
-def get_timing(target: str) -> TimingModel:
-    """The timing model of `target` ("gfx942", "gfx950", or a target ID with features)."""
+def get_timing(target: str, params: TimingParams | str | os.PathLike[str] | None = None
+               ) -> TimingModel:
+    """The timing model of `target` ("gfx942", "gfx950", or a target ID with features);
+    `params`: a parameter file (path or TimingParams) whose values for this target replace
+    timing.toml's (see `load_params`)."""
     from asterism.target import get_target
 
-    return _timing(get_target(target).name)
+    tm = _timing(get_target(target).name)
+    if params is None:
+        return tm
+    if not isinstance(params, TimingParams):
+        params = load_params(params)
+    return tm.with_values(params.for_target(tm.target), source=params.source,
+                          where=params.source)
 
 
 @cache
@@ -200,11 +294,17 @@ def _timing(name: str) -> TimingModel:
         ports = dict(sec["issue"])
         memory = dict(sec["memory"])
         dispatch = dict(sec["dispatch"])
+        bandwidth = dict(sec["bandwidth"])
         issue, clock = int(sec["issue_cycles"]), int(sec["clock_mhz"])
     except KeyError as err:
         raise TargetError(f"target/data/{_FILE} [{where}]: missing key {err}") from None
     _check_keys(f"{where}.mfma", mfma_raw, _MFMA_KEYS)
     _check_keys(f"{where}.lds", lds_raw, _LDS_KEYS)
+    try:
+        banks, conflict = int(lds_raw["banks"]), int(lds_raw["conflict_cycles"])
+    except KeyError as err:
+        raise TargetError(f"target/data/{_FILE} [{where}.lds]: missing key {err}") from None
+    phases = _phases(f"{where}.lds.phases", lds_raw.get("phases", {}))
     want = set(TIMING_CLASSES) - {"mfma"}
     doubled = sorted(set(latency) & set(LATENCY_FROM_MEMORY))
     if doubled:
@@ -225,9 +325,109 @@ def _timing(name: str) -> TimingModel:
                           f"{bad_ports} (ports: {', '.join(ISSUE_PORTS)})")
     _check_table(f"{where}.memory", memory, set(MEMORY_KEYS))
     _check_table(f"{where}.dispatch", dispatch, set(DISPATCH_KEYS))
+    _check_table(f"{where}.bandwidth", bandwidth, set(BANDWIDTH_KEYS))
+    bounds = _bounds(where, sec)
     latency = _with_memory_latencies(latency, memory)
-    return TimingModel(name, issue, clock, latency, occupancy, MfmaTiming(**mfma_raw),
-                       int(lds_raw["bytes_per_cycle"]), ports, memory, dispatch)
+    tm = TimingModel(name, issue, clock, latency, occupancy, MfmaTiming(**mfma_raw),
+                     int(lds_raw["bytes_per_cycle"]), ports, memory, dispatch, banks,
+                     conflict, phases, bandwidth, bounds)
+    for pname, bound in bounds.items():
+        value = _raw_value(sec, pname)
+        if value not in bound:
+            raise TargetError(f"target/data/{_FILE} [{where}]: {pname} = {value!r} is outside "
+                              f"its bounds {bound.describe()}")
+    return tm
+
+
+def _phases(where: str, raw: Any) -> dict[str, tuple[int, ...]]:
+    """The LDS phase rules: each a list of at most 6 lane-bit masks (1..63)."""
+    if not isinstance(raw, Mapping):
+        raise TargetError(f"target/data/{_FILE} [{where}]: expected a table of rules")
+    _check_keys(where, raw, set(LDS_PHASE_RULES) | set(LDS_PHASE_OPTIONAL))
+    missing = sorted(set(LDS_PHASE_RULES) - set(raw))
+    if missing:
+        raise TargetError(f"target/data/{_FILE} [{where}]: missing {missing}")
+    out = {}
+    for rule, masks in raw.items():
+        if not isinstance(masks, list) or len(masks) > 6 or not all(
+                isinstance(m, int) and not isinstance(m, bool) and 0 < m < 64 for m in masks):
+            raise TargetError(f"target/data/{_FILE} [{where}] {rule}: expected a list of at "
+                              f"most 6 lane-bit masks in 1..63, got {masks!r}")
+        out[rule] = tuple(masks)
+    return out
+
+
+def _raw_value(sec: Mapping[str, Any], name: str) -> Any:
+    table, _, key = name.rpartition(".")
+    return sec[table][key] if table else sec[key]
+
+
+def number_names(sec: Mapping[str, Any]) -> list[str]:
+    """The parameter names of a target section's numbers, in file order."""
+    names = [k for k in NUMBER_KEYS if k in sec]
+    for table in NUMBER_TABLES:
+        # the lds table's phase rules are a table of their own, not numbers
+        names += [f"{table}.{k}" for k, v in sec.get(table, {}).items()
+                  if not isinstance(v, Mapping)]
+    return names
+
+
+def _bounds(where: str, sec: Mapping[str, Any]) -> dict[str, Bound]:
+    """The target's bounds table, checked: one [kind, low, high] per number, and the issue
+    ports declared sourced."""
+    raw = sec.get("bounds")
+    if not isinstance(raw, Mapping):
+        raise TargetError(f"target/data/{_FILE} [{where}]: no [{where}.bounds] table")
+    if raw.get("issue") != "sourced":
+        raise TargetError(f"target/data/{_FILE} [{where}.bounds]: issue must be \"sourced\" "
+                          "(the issue ports are fixed facts)")
+    names = number_names(sec)
+    given = [k for k in NUMBER_KEYS if k in raw]
+    for table in NUMBER_TABLES:
+        sub = raw.get(table, {})
+        if not isinstance(sub, Mapping):
+            raise TargetError(f"target/data/{_FILE} [{where}.bounds]: {table} must be a table")
+        given += [f"{table}.{k}" for k in sub]
+    unknown = set(raw) - set(NUMBER_KEYS) - set(NUMBER_TABLES) - {"issue"}
+    extra = sorted(set(given) - set(names)) + sorted(unknown)
+    if extra:
+        raise TargetError(f"target/data/{_FILE} [{where}.bounds]: bounds of unknown "
+                          f"parameters {extra}")
+    missing = [n for n in names if n not in given]
+    if missing:
+        raise TargetError(f"target/data/{_FILE} [{where}.bounds]: no bounds for {missing}")
+    out: dict[str, Bound] = {}
+    for name in names:
+        entry = _raw_value(raw, name)
+        ok = isinstance(entry, list) and len(entry) == 3 and entry[0] in PARAMETER_KINDS \
+            and all(isinstance(v, int) and not isinstance(v, bool) for v in entry[1:]) \
+            and entry[1] <= entry[2]
+        if not ok:
+            raise TargetError(f"target/data/{_FILE} [{where}.bounds]: {name} = {entry!r}; "
+                              f"expected [kind, lowest, highest] with kind one of "
+                              f"{', '.join(PARAMETER_KINDS)}")
+        out[name] = Bound(entry[0], entry[1], entry[2])
+    return out
+
+
+def _replaced(tm: TimingModel, values: Mapping[str, int]) -> TimingModel:
+    """`tm` with parameters replaced (unchecked; read latencies follow the memory table)."""
+    tables: dict[str, dict[str, int]] = {}
+    top: dict[str, Any] = {}
+    for name, value in values.items():
+        table, _, key = name.rpartition(".")
+        if not table:
+            top[key] = value
+        elif table == "lds":
+            top[_LDS_FIELDS[key]] = value
+        else:
+            tables.setdefault(table, {})[key] = value
+    if "mfma" in tables:
+        top["mfma"] = replace(tm.mfma, **tables.pop("mfma"))
+    for table, changed in tables.items():
+        top[table] = {**getattr(tm, table), **changed}
+    out = replace(tm, **top)
+    return replace(out, latency=_with_memory_latencies(out.latency, out.memory))
 
 
 def _with_memory_latencies(latency: Mapping[str, int], memory: Mapping[str, int]
@@ -242,6 +442,124 @@ def _check_table(where: str, table: Mapping[str, Any], want: set[str]) -> None:
         raise TargetError(f"target/data/{_FILE} [{where}]: missing {sorted(missing)}")
 
 
-__all__ = ["DISPATCH_KEYS", "ISSUE_PORTS", "LATENCY_FROM_MEMORY", "MEMORY_KEYS",
-           "MEMORY_LATENCY_KEYS", "TIMING_CLASSES", "UNIT_OF_CLASS", "MfmaTiming", "TimingModel",
-           "get_timing", "timing_class"]
+# ---------------------------------------------------------------------------- parameter files
+
+# The tables of a target section a parameter file may set (bounds, base and the issue ports
+# are timing.toml's alone).
+_PARAMS_SECTIONS = set(NUMBER_TABLES)
+
+
+@dataclass(frozen=True)
+class TimingParams:
+    """A parameter file (`--params FILE`): values over timing.toml's, per target, already
+    checked against the bounds. `source` names the file in results and summaries."""
+
+    source: str
+    values: Mapping[str, Mapping[str, int]]  # target -> parameter name -> value
+
+    def for_target(self, target: str) -> dict[str, int]:
+        """The values this file sets for `target` (a TargetError if it sets none)."""
+        if target not in self.values:
+            named = ", ".join(sorted(self.values)) or "no target"
+            raise TargetError(f"{self.source}: sets timing parameters for {named}, not "
+                              f"{target}")
+        return dict(self.values[target])
+
+
+def load_params(path: str | os.PathLike[str]) -> TimingParams:
+    """Read and check a parameter file: TOML with [<target>.<section>] tables (latency,
+    occupancy, mfma, lds, memory, dispatch) and top-level issue_cycles / clock_mhz of a
+    target, an optional `schema = 1`. An unknown target or key, a value that is not a whole
+    number, or one outside its bounds is a TargetError at its file:line:col."""
+    from asterism.textio import (
+        TOML_MAX_BYTES,
+        decode_text,
+        parse_toml,
+        read_input_file,
+        toml_key_locations,
+    )
+
+    name = os.fspath(path)
+    raw = read_input_file(name, max_bytes=TOML_MAX_BYTES, error=TargetError,
+                          what="parameter file")
+    text = decode_text(raw, name, TargetError)
+    data = parse_toml(text, name, TargetError)
+    where = toml_key_locations(text, name)
+    return params_from_dict(data, name, where)
+
+
+def params_from_dict(data: Mapping[str, Any], source: str,
+                     where: Mapping[tuple[str, ...], SourceLocation] | None = None
+                     ) -> TimingParams:
+    """Check parsed parameter-file data (see `load_params`); `where` places keys for
+    messages (path of table and key names -> location)."""
+    where = where or {}
+
+    def fail(path: tuple[str, ...], message: str) -> TargetError:
+        # the key's own line, else the first line under the nearest enclosing table
+        for k in range(len(path), 0, -1):
+            if path[:k] in where:
+                return TargetError(message, where[path[:k]])
+            inside = [loc for p, loc in where.items() if p[:k] == path[:k]]
+            if inside:
+                return TargetError(message, min(inside, key=lambda loc: loc.line))
+        return TargetError(f"{source}: {message}")
+
+    targets = [t for t, v in _raw().items() if isinstance(v, dict)]
+    out: dict[str, dict[str, int]] = {}
+    for top, body in data.items():
+        if top == "schema":
+            if body != 1:
+                raise fail((top,), f"schema = {body!r}: this asterism reads schema 1")
+            continue
+        if top not in targets:
+            raise fail((top,), f"unknown key '{top}': a parameter file has one table per "
+                               f"target ({', '.join(targets)}) and optionally schema = 1")
+        if not isinstance(body, dict):
+            raise fail((top,), f"{top} must be a table of timing parameters")
+        tm = _timing(top)
+        values: dict[str, int] = {}
+        for key, sub in body.items():
+            if key in ("bounds", "base", "issue"):
+                why = {"bounds": "the bounds are timing.toml's (a fit may not widen them)",
+                       "base": "a parameter file names each target it sets",
+                       "issue": "the issue ports are sourced facts"}[key]
+                raise fail((top, key), f"[{top}.{key}]: a parameter file cannot set it: {why}")
+            if key in NUMBER_KEYS:
+                items = [((top, key), key, sub)]
+            elif key in _PARAMS_SECTIONS:
+                if not isinstance(sub, dict):
+                    raise fail((top, key), f"{top}.{key} must be a table")
+                items = [((top, key, k), f"{key}.{k}", v) for k, v in sub.items()]
+            else:
+                raise fail((top, key), f"unknown key '{key}' in [{top}]; a parameter file "
+                                       f"sets {', '.join(NUMBER_KEYS)} and the tables "
+                                       f"{', '.join(NUMBER_TABLES)}")
+            for path, pname, value in items:
+                bound = tm.bounds.get(pname)
+                if bound is None:
+                    raise fail(path, f"unknown timing parameter '{pname}' for {top} (its "
+                                     f"[{path[1]}] table has "
+                                     f"{', '.join(sorted(_names_in(tm, path[1])))})")
+                if isinstance(value, bool) or not isinstance(value, int):
+                    raise fail(path, f"{top} {pname} = {value!r}: expected a whole number "
+                                     "of cycles (or bytes)")
+                if value not in bound:
+                    raise fail(path, f"{top} {pname} = {value} is outside its bounds "
+                                     f"{bound.describe()}")
+                values[pname] = value
+        out[top] = values
+    return TimingParams(source, out)
+
+
+def _names_in(tm: TimingModel, table: str) -> list[str]:
+    return [n.partition(".")[2] or n for n in tm.bounds if n.startswith(f"{table}.")] or \
+        [n for n in tm.bounds if "." not in n]
+
+
+__all__ = ["BANDWIDTH_KEYS", "DISPATCH_KEYS", "ISSUE_PORTS", "LATENCY_FROM_MEMORY",
+           "LDS_PHASE_OPTIONAL", "LDS_PHASE_RULES", "MEMORY_KEYS",
+           "MEMORY_LATENCY_KEYS", "NUMBER_KEYS", "NUMBER_TABLES", "PARAMETER_KINDS",
+           "TIMING_CLASSES", "UNIT_OF_CLASS", "Bound", "MfmaTiming", "TimingModel",
+           "TimingParams", "get_timing", "load_params", "number_names", "params_from_dict",
+           "timing_class"]

@@ -12,7 +12,10 @@ Modules, lowest first:
     params.py      options (TimingOptions, --latency) and the parameter record of a result
     result.py      ATT record codes, WaveTiming, TimingResult (summary, JSON)
     state.py       the run state the engine and the mechanisms share (ModelWave, Cu)
-    mfma.py, lds.py, memory.py, barriers.py, dispatch.py   one mechanism each
+    mfma.py, lds.py, memory.py, barriers.py, dispatch.py, bandwidth.py   one mechanism each
+                   (lds.py: LDS bandwidth and bank conflicts; memory.py: counters, latency,
+                   cost by cache lines; bandwidth.py: the chip's L2 and HBM bandwidth the CUs
+                   share, memory.py asks it)
     static.py      per-instruction facts, by tables (program control by mnemonic, the rest
                    by timing class), built from the mechanisms' numbers
     issue.py       the engine: issue cycles, ports, dependencies, units. It asks the
@@ -21,15 +24,22 @@ Modules, lowest first:
     functional.py, replay.py   the drivers
 
 A new mechanism goes into the module of what it models, behind the calls the engine makes
-already: LDS bank conflicts in lds.py (`Lds.cost`; the DS instruction's addresses come
-through the functional driver), memory cost by cache lines in memory.py (`LineMemory.cost`
-and `latency`), per-workgroup barriers on a CU with several workgroups in barriers.py
-(`Barriers.arrive`/`release`), a whole-grid bandwidth ceiling in a new bandwidth.py that
-memory.py asks. A mechanism with numbers of its own per instruction adds them to
-static.Static where static.py's tables build it. The engine changes only when a new
-kind of question must be asked.
+already: LDS bank conflicts in lds.py (`Lds.cost` / `latency`; the DS instruction's
+addresses come through the functional driver, `lds.LdsAccesses`), memory cost by cache lines
+in memory.py (`LineMemory.cost` and `latency`), barriers in barriers.py
+(`Barriers.arrive`/`release`: one per workgroup, also when several share a CU; a replay's
+workgroups are inferred by asterism.profile.workgroups), the whole-grid bandwidth ceiling in
+bandwidth.py (memory.py's `LineMemory.latency` asks it). A mechanism with numbers of its own
+per instruction adds them to static.Static where static.py's tables build it; one with
+per-instruction figures to report adds them to the TimingResult (as `lds_costs`,
+`line_costs`). `TimingOptions.off` turns the LDS bank, cache-line and bandwidth mechanisms
+off (params.MECHANISMS). The engine changes only when a new kind of question must be asked.
 
-Not modeled: the instruction cache and fetch bandwidth (beyond a taken branch's cost), LDS
-bank conflicts, the vector L1 and TLB, memory bandwidth and contention beyond the per-CU
-paths, other CUs, clock changes, s_setprio.
+Not modeled: the instruction cache and fetch bandwidth (beyond a taken branch's cost), the
+per-SIMD-pair LDS ports and write issue cost, the vector L1 (hits) and TLB, contention
+between CUs beyond their shares of the L2 and HBM bandwidth (the other CUs are taken to run
+like the modeled ones; the MALL, L2 channel and HBM bank conflicts, the fabric between XCDs
+and the L2's write-back buffering are not modeled), clock changes, s_setprio. A trace
+replay has no addresses: there DS instructions cost their bandwidth and vector memory its
+bytes rule only (no bank conflicts, no cache lines, no bandwidth ceiling).
 """

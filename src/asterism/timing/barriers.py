@@ -1,8 +1,11 @@
-"""s_barrier: a wave that reaches it waits until every wave of its barrier group that has
-not ended has arrived; they all go on ``dispatch.barrier`` cycles after the last arrival
-(rounded up to the issue-cycle grid). The barrier group is the workgroup in the functional
-model, and all traced waves of a CU in a capture's replay (a capture does not say which
-workgroup a wave belongs to). Each wave records the barrier as one WAIT from its arrival.
+"""s_barrier: one barrier per workgroup. A wave that reaches it waits until every wave of
+its workgroup that has not ended has arrived; they all go on ``dispatch.barrier`` cycles after
+the last arrival (rounded up to the issue-cycle grid). Workgroups that share a CU do not wait
+for each other (llvm/docs/AMDGPUExecutionSynchronization.rst: one barrier object per
+workgroup, expecting its waves; an ended wave drops out). The group is the workgroup in the
+functional model; in a capture's replay, the workgroup its reader inferred
+(asterism.profile.workgroups: a capture carries no workgroup ids). Each wave records the
+barrier as one WAIT from its arrival.
 """
 
 from __future__ import annotations
@@ -40,6 +43,8 @@ class Barriers:
         for w in waiting:
             cycles = max(q, release - w.arrive)
             w.records.append((w.arrive, CAT_IMMED, cycles, cycles, w.barrier_index + 1))
+            w.barriers += 1
+            w.barrier_stall += cycles
             w.stall_states.append(WAIT)
             w.ready = w.arrive + cycles
             w.state = "run"

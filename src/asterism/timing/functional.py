@@ -11,7 +11,10 @@ Scope. Workgroups go to CUs round-robin (dispatch.py). The waves of the first ``
 (default 1) are modeled in full detail: each runs as its own group of one wave, in the order
 the model issues them. Every other workgroup runs functionally afterwards, batched as usual,
 untimed. The model's figures therefore describe the modeled CU(s); the other CUs are assumed
-to behave the same (no contention between CUs is modeled).
+to behave the same, and they share the chip's L2 and HBM bandwidth with the modeled ones
+(bandwidth.py; TimingOptions.off turns it off). For that, before the model, the modeled
+workgroups run once functionally (their writes undone) to note the cache lines they touch:
+lines the grid shares are fetched from HBM once (bandwidth.Footprint).
 
 A kernel that never ends: the model logs the memory its waves overwrite, and when a modeled
 wave passes 1/PROBE_FRACTION of the instruction budget (no kernel the model is used for comes
@@ -19,7 +22,9 @@ near), the model stops, the writes are undone and the modeled workgroups run fun
 (batched, fast; their writes undone again): a kernel that does not end reaches the budget
 there, at the plain emulator's speed instead of after budget x waves model steps; one that
 does end is then modeled again from the start, in full. (Waves that wait for each other
-through memory, which the plain emulator cannot run either, stop there too.) The model keeps
+through memory, which the plain emulator cannot run either, stop there too.) When the
+bandwidth ceiling is modeled, its footprint pass (the modeled workgroups run functionally
+first, see above) is that check: the model then runs without a check point. The model keeps
 one record per modeled wave-instruction; their memory is bounded by the memory budget
 (asterism.support.limits).
 """
@@ -41,9 +46,10 @@ from asterism.emu.errors import (
 from asterism.emu.memory import UndoLog, UndoLogFull
 from asterism.support.limits import MemoryBudgetError, check_memory, format_bytes, memory_budget
 from asterism.timing import dispatch
+from asterism.timing.bandwidth import Bandwidth, Footprint, LineSet
 from asterism.timing.barriers import Barriers
 from asterism.timing.issue import IssueModel
-from asterism.timing.lds import Lds
+from asterism.timing.lds import Lds, LdsAccesses
 from asterism.timing.memory import LineMemory, Recorder
 from asterism.timing.params import TimingError, TimingOptions, model_for, parameters
 from asterism.timing.result import TimingResult, WaveTiming
@@ -104,7 +110,9 @@ class TimedDispatch(IssueModel):
         self.slots_per_simd, self.wgs_per_cu = dispatch.occupancy(
             target, d.descriptor, self.comp.max_a >= 0, self.waves_per_wg, self.lds_size)
         self.statics = [make_static(info, self.tm) for info in self.comp.infos]
-        self.lds = Lds(self.tm)
+        self.lds = Lds(self.tm)  # replaced by one that sees the addresses in _schedule
+        self.footprint: Footprint | None = None
+        self.bandwidth: Bandwidth | None = None
         self.result: TimingResult | None = None
         self._ctx: LaunchInfo | None = None
         self._tick = TICK
@@ -124,7 +132,9 @@ class TimedDispatch(IssueModel):
         modeled = dispatch.modeled_workgroups(n_wg, self.num_cus, self.cus)
         progress = d.progress
         if modeled.size:
-            self._model(modeled, progress)
+            if "bandwidth" not in self.options.off:
+                self.footprint = self._footprint(modeled, progress)
+            self._model(modeled, progress, checked=self.footprint is not None)
         if progress is not None:
             progress.begin(self.kernel, "rest", n_wg - int(modeled.size),
                            self.emu.instruction_budget, stats.wave_instructions)
@@ -152,12 +162,19 @@ class TimedDispatch(IssueModel):
                      hint="model fewer: a smaller grid or fewer --timing-cus")
         self.record_limit = memory_budget()[0] // 2 // RECORD_BYTES
 
-    def _model(self, modeled: np.ndarray, progress) -> None:
+    def _model(self, modeled: np.ndarray, progress, checked: bool = False) -> None:
         """Model the modeled workgroups, their memory writes logged; if a wave passes the
         check point, undo, check functionally that the kernel ends (BudgetExceeded if not),
-        then model them again without a check point (see the module docstring)."""
+        then model them again without a check point (see the module docstring).
+        `checked`: the kernel is known to end (the footprint pass ran it): no check point."""
         run_batch, stats = self.d.run_batch, self.d.stats
         budget = self.emu.instruction_budget
+        if checked:
+            if progress is not None:
+                progress.begin(self.kernel, "model", int(modeled.size), budget,
+                               stats.wave_instructions)
+            run_batch(modeled, self._schedule)
+            return
         counts = (stats.wave_instructions, stats.group_steps, stats.max_wave_instructions)
         log = UndoLog(self.emu.memory, min(PROBE_UNDO_BYTES, memory_budget()[0] // 4),
                       when_full="stop")
@@ -198,6 +215,31 @@ class TimedDispatch(IssueModel):
         finally:
             log.restore()
 
+    def _footprint(self, modeled: np.ndarray, progress) -> Footprint | None:
+        """The lines the modeled workgroups touch, from a functional run of them with their
+        writes undone, as HBM weights per allocation (bandwidth.Footprint); None when that
+        run fails (the model finds the error again, in model order) or its writes are too
+        many to undo: every line then counts in full."""
+        mem = self.emu.memory
+        log = UndoLog(mem, min(PROBE_UNDO_BYTES, memory_budget()[0] // 4))
+        lines = LineSet(log, self.tm.memory["line_bytes"])
+        probe = RunStats(self.kernel, int(modeled.size), int(modeled.size) * self.waves_per_wg)
+        if progress is not None:
+            progress.begin(self.kernel, "footprint", int(modeled.size),
+                           self.emu.instruction_budget)
+        self.d.batches_done(0)
+        try:
+            self.d.run_batch(modeled, None, memory=lines, run_stats=probe)
+        except BudgetExceeded:
+            raise
+        except (EmulatorError, UndoLogFull):
+            return None
+        finally:
+            log.restore()
+        n_wg = self.grid3[0] * self.grid3[1] * self.grid3[2]
+        return Footprint([(a.base, a.size) for a in mem.allocations()], lines.all_lines(),
+                         n_wg / modeled.size, self.tm.memory["line_bytes"])
+
     def _make_result(self, waves: list[ModelWave], modeled) -> TimingResult:
         ctx = self._ctx
         out = []
@@ -205,12 +247,18 @@ class TimedDispatch(IssueModel):
             out.append(WaveTiming(w.cu, w.simd, w.slot, w.wv,
                                   tuple(int(x) for x in ctx.wg_ids[w.row]) if ctx else (0, 0, 0),
                                   int(ctx.wave_in_wg[w.row]) if ctx else 0, w.begin, w.end,
-                                  w.records, w.stall_states))
+                                  w.records, w.stall_states, w.barriers, w.barrier_stall))
         params = parameters(self.tm, self.slots_per_simd, self.wgs_per_cu)
+        params["off"] = sorted(self.options.off)
         code = [(info.address, info.text) for info in self.comp.infos]
         n_wg = self.grid3[0] * self.grid3[1] * self.grid3[2]
-        return TimingResult(self.target.name, self.kernel, self.num_cus, self.cus, n_wg,
-                            int(np.size(modeled)), out, code, params, self.tm.clock_mhz)
+        memory = getattr(self, "memory", None)
+        result = TimingResult(self.target.name, self.kernel, self.num_cus, self.cus, n_wg,
+                              int(np.size(modeled)), out, code, params, self.tm.clock_mhz,
+                              dict(self.lds.costs), dict(memory.costs) if memory else {})
+        if self.bandwidth is not None:
+            result.bandwidth = self.bandwidth.report(result.cycles)
+        return result
 
     # ------------------------------------------------------------------ the model
 
@@ -224,7 +272,17 @@ class TimedDispatch(IssueModel):
         g0 = groups[0]
         self.recorder = Recorder(ctx.memory)
         ctx.memory = self.recorder
-        self.memory = LineMemory(self.tm, self.recorder)
+        off = self.options.off
+        self.lds_accesses = LdsAccesses()
+        if "lds_banks" not in off:
+            ctx.lds_observer = self.lds_accesses.note
+        self.lds = Lds(self.tm, None if "lds_banks" in off else self.lds_accesses)
+        if "bandwidth" not in off:
+            grid = self.grid3[0] * self.grid3[1] * self.grid3[2]
+            self.bandwidth = Bandwidth(self.tm, self.target.compute_units, self.num_cus, grid,
+                                       n_wg, self.footprint)
+        self.memory = LineMemory(self.tm, self.recorder, self.lds,
+                                 lines="vmem_lines" not in off, bandwidth=self.bandwidth)
         self.ops = comp.ops
         waves = [ModelWave(k, g0.take(np.array([k])), int(wg_of_wave[k])) for k in range(g0.n)]
         by_wg: dict[int, list[ModelWave]] = {}
@@ -254,7 +312,8 @@ class TimedDispatch(IssueModel):
     # ------------------------------------------------------------------ one instruction
 
     def _before_issue(self, w: ModelWave) -> None:
-        self.recorder.spans.clear()
+        self.recorder.clear()
+        self.lds_accesses.clear()
 
     def _after_issue(self, w: ModelWave, st: Static, now: int) -> None:
         if st.clock:

@@ -190,7 +190,7 @@ class IssueModel:
         self._before_issue(w)
         nxt = self._advance(w)
         category = st.category
-        issue = q
+        issue = st.issue or q
         if kind == "endpgm":
             drain = max(mfma.drained(w), memory.outstanding(w))
             issue = max(self.tm.dispatch["endpgm"], drain - now)
@@ -209,6 +209,9 @@ class IssueModel:
             w.regs[k] = (now + st.ready, now + st.ready_srcc)
         if st.xdl_result:
             mfma.issued(w, st, now)
+            # its SIMD's VALU takes the next instruction mfma.valu_hold after this issue
+            valu = cu.simd_units[w.simd]
+            valu["valu"] = max(valu.get("valu", 0), now + self.tm.mfma.valu_hold)
         self._after_issue(w, st, now)
         if st.streams:
             memory.queue(w, st.streams, now + self.memory.latency(w, st, now))

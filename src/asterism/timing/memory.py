@@ -8,15 +8,33 @@ complete, what a vector memory instruction costs the CU's path, the cache-line h
 * Counters: an instruction's entries complete `latency` cycles after its issue; vmcnt and
   LDS entries in issue order, SMEM out of order; ``s_waitcnt`` waits until at most N
   entries of each counter are outstanding (`wait`); ``s_endpgm`` until none are.
-* Latency, with addresses (`LineMemory`, the functional model): ``memory.lds`` for LDS (and
-  a FLAT access that went to LDS), ``smem`` (scalar cache) or ``l2_hit`` for a line read
-  before, ``hbm`` for a line touched for the first time in the dispatch (or the rest of a
-  fill still in flight), ``l2_hit`` for stores (acknowledged by the L2). The vector L1 is
-  not modeled.
+* Cache lines, with addresses (`LineMemory`, the functional model): a vector memory
+  instruction whose active lanes touch L distinct ``memory.line_bytes`` (128 B) lines keeps
+  the CU's vector memory path busy max(the bytes rule above, L * ``memory.cycles_per_line``)
+  and completes the cycles beyond the bytes rule later (its last line is looked up that
+  much later). Source: rocprofiler-compute's speed-of-light config gives the vL1D peak as
+  128 B/clk/CU, one 128-byte line lookup per clock (gfx942 and gfx950
+  0200_system-speed-of-light.yaml); the vL1D line is 128 B on MI300 (rocprofiler-compute
+  docs/conceptual/vector-l1-cache.rst). So a coalesced dwordx4 (1 KiB, 8 lines) stays
+  bandwidth bound (16 cycles at 64 B/clk on gfx942, 8 at gfx950's fitted 128 B/clk), a
+  dword load whose 64 lanes hit 64 lines takes 64 cycles instead of 4. Not chosen: a rate
+  of one 4-lane quad per clock in the TA (16 clocks for any wave64 instruction), inferred
+  only from the profiler's coalescing metric (16 TCP accesses per ideal wave instruction);
+  it contradicts the MI350X captures, where a dwordx4 issues every 8 cycles
+  (timing.toml's gfx950 vmem_bytes_per_cycle fit). Whether the TA skips quads with no
+  active lane is not known: the bytes rule charges the whole wave, lines count active lanes
+  only. Scalar loads are unchanged. `costs` collects the lines per instruction
+  (result.LineCost).
+* Latency, with addresses (`LineMemory`): ``memory.lds`` for LDS (and a FLAT access that
+  went to LDS) plus the bank-conflict cycles lds.py adds, ``smem`` (scalar cache) or
+  ``l2_hit`` for a line read before, ``hbm`` for a line touched for the first time in the
+  dispatch (or the rest of a fill still in flight), ``l2_hit`` for stores (acknowledged by
+  the L2); plus the line lookups' extra cycles above, and an LDS DMA's write conflicts. The
+  vector L1 is not modeled.
 * Latency, without addresses (`StreamMemory`, a capture's replay): the measured latency of
   that access where the capture has it; else LDS ``memory.lds``, a scalar load HBM on its
   first execution on the CU then the scalar cache, a vector store ``l2_hit``, a vector load
-  ``memory.vmem_unknown``.
+  ``memory.vmem_unknown``. A replay knows no lines: its vector memory costs the bytes rule.
 """
 
 from __future__ import annotations
@@ -30,9 +48,11 @@ from asterism.emu import sanitizer as san
 from asterism.emu.info import OpInfo
 from asterism.target.timing import TimingModel
 from asterism.timing import lds
+from asterism.timing.result import LineCost
 from asterism.timing.state import ModelWave
 
 if TYPE_CHECKING:
+    from asterism.timing.bandwidth import Bandwidth
     from asterism.timing.static import Static
 
 
@@ -110,6 +130,12 @@ class Recorder:
     def __init__(self, memory: Any) -> None:
         self._memory = memory
         self.spans: list[tuple[np.ndarray, int]] = []
+        self.serial = 0  # counts issues: a mechanism's per-issue result is computed once
+
+    def clear(self) -> None:
+        """Forget the accesses noted: a new instruction issues."""
+        self.spans.clear()
+        self.serial += 1
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._memory, name)
@@ -152,28 +178,61 @@ class Recorder:
 
 
 class LineMemory:
-    """Memory with addresses (the functional model): latency by where the touched lines
-    are; the recorder notes the accesses of the instruction issuing now."""
+    """Memory with addresses (the functional model): cost and latency by the cache lines the
+    instruction issuing now touched (the recorder notes them) and where they are; LDS and
+    LDS DMA writes ask `lds` for their bank conflicts. `lines=False` turns the line cost off
+    (the bytes rule alone, as before it was modeled). `bandwidth`: the CUs' shares of the
+    chip's L2 and HBM bandwidth (None: not modeled)."""
 
-    def __init__(self, tm: TimingModel, recorder: Recorder) -> None:
+    def __init__(self, tm: TimingModel, recorder: Recorder, lds_model: lds.Lds,
+                 lines: bool = True, bandwidth: Bandwidth | None = None) -> None:
         self.tm = tm
         self.mem = tm.memory
         self.recorder = recorder
+        self.lds = lds_model
+        self.line_cost = lines
+        self.bandwidth = bandwidth
         self.line_ready: dict[int, int] = {}  # cache line -> when its first fill arrives
+        self.costs: dict[int, LineCost] = {}
+        self._serial = -1
+        self._lines: set[int] = set()
+
+    def touched(self) -> set[int]:
+        """The cache lines the instruction issuing now touched (computed once per issue)."""
+        rec = self.recorder
+        if rec.serial != self._serial:
+            self._serial = rec.serial
+            self._lines = rec.take_lines(self.mem["line_bytes"])
+        return self._lines
+
+    def _lookup(self, st: Static) -> int:
+        """Cycles the vector instruction's line lookups take beyond its bytes rule."""
+        if not self.line_cost:
+            return 0
+        return max(0, len(self.touched()) * self.mem["cycles_per_line"] - st.occupancy)
 
     def latency(self, w: ModelWave, st: Static, now: int) -> int:
         """Cycles from issue until the instruction's counter entries complete."""
         mem = self.mem
-        lines = self.recorder.take_lines(mem["line_bytes"])
+        lines = self.touched()
         if st.mem == "lds":
-            return lds.latency(self.tm)
+            return self.lds.latency(w, st)
         if not lines:
             # FLAT that went to LDS (or no active lane): the LDS answers
-            return lds.latency(self.tm) if st.mem == "flat" else mem["l2_hit"]
+            return self.lds.latency(w, st) if st.mem == "flat" else mem["l2_hit"]
+        smem = st.mem == "smem"
+        # scalar memory is unchanged by the line and bank mechanisms; vector memory adds its
+        # line lookups and an LDS DMA / FLAT-LDS write's bank conflicts
+        extra = 0 if smem else self._lookup(st) + self.lds.added(st)
+        bw = self.bandwidth
         if st.store:
-            return mem["l2_hit"]  # stores are acknowledged by the L2 (write-back)
-        return cached_latency(self.line_ready, lines, now, mem["smem" if st.mem == "smem"
-                                                               else "l2_hit"], mem["hbm"])
+            # stores are acknowledged by the L2 (write-back)
+            ack = mem["l2_hit"] + extra
+            return ack if bw is None else bw.store(w.cu, now, lines, ack)
+        hit, miss = mem["smem" if smem else "l2_hit"], mem["hbm"]
+        if bw is not None:
+            hit, miss = bw.read(w.cu, now, lines, self.line_ready, hit, miss, smem)
+        return cached_latency(self.line_ready, lines, now, hit, miss) + extra
 
     def accepted(self, w: ModelWave, st: Static) -> int:
         """The earliest time the memory path accepts the wave's next instruction beyond its
@@ -182,20 +241,54 @@ class LineMemory:
 
     def cost(self, w: ModelWave, st: Static, now: int) -> int:
         """Cycles the instruction keeps the CU's vector memory path busy."""
-        return st.occupancy
+        added = self._lookup(st)
+        cost = self.costs.get(st.index)
+        if cost is None:
+            cost = self.costs[st.index] = LineCost()
+        cost.executions += 1
+        cost.lines += len(self.touched())
+        cost.added_cycles += added
+        return st.occupancy + added
+
+
+def scalar_line_keys(stream: Sequence[int], statics: Sequence[Static], cu: int,
+                     line_bytes: int) -> dict[int, tuple]:
+    """Stream position -> which cache line each scalar load reads, for a stream without
+    addresses: loads whose base (and offset register) hold the same value and whose
+    immediate offsets fall in one `line_bytes` line read the same line.
+
+    A register's value is named by the instruction that last wrote it in the wave (or, never
+    written, the value the wave started with: kernel argument and dispatch pointers, the
+    same for every wave of the dispatch). A value written by the same instruction is taken
+    to be the same in every wave of the CU (a wave-uniform pointer), as the replay assumed
+    per load instruction before."""
+    writer: dict[int, int] = {}  # register key -> index of the instruction that wrote it
+    out: dict[int, tuple] = {}
+    for pos, index in enumerate(stream):
+        st = statics[index]
+        if st.mem == "smem" and not st.store and st.sbase:
+            regs = st.sbase + st.soffset
+            out[pos] = (cu, regs, tuple(writer.get(k, -1) for k in regs),
+                        st.offset // line_bytes)
+        for k in st.defs:
+            writer[k] = index
+    return out
 
 
 class StreamMemory:
     """Memory without addresses (a capture's replay): measured latencies where the capture
     has them (`latency`: stream position -> cycles), measured acceptance of vector memory
-    instructions (`accept`: stream position -> issue stall), the model's otherwise."""
+    instructions (`accept`: stream position -> issue stall), the model's otherwise; scalar
+    loads hit or miss by the lines `scalar_line_keys` tells apart (`lines`, per wave)."""
 
-    def __init__(self, tm: TimingModel, latency: Sequence[Any], accept: Sequence[Any]) -> None:
+    def __init__(self, tm: TimingModel, latency: Sequence[Any], accept: Sequence[Any],
+                 lines: Sequence[dict[int, tuple]] | None = None) -> None:
         self.tm = tm
         self.mem = tm.memory
         self.measured = latency  # per replayed wave (by row): position -> cycles, or None
         self.accept = accept  # per replayed wave: position -> measured issue stall, or None
-        self.line_ready: dict[int, int] = {}
+        self.lines = lines
+        self.line_ready: dict[Any, int] = {}
 
     def latency(self, w: ModelWave, st: Static, now: int) -> int:
         """Cycles from issue until the instruction's counter entries complete."""
@@ -208,7 +301,9 @@ class StreamMemory:
             # (kernel arguments, constants): its first execution on a CU is a first touch
             # and pays HBM like the functional model's cold line, later ones hit the scalar
             # cache, or wait for the fill still in flight.
-            key = (w.cu << 32) | w.stream[w.issue_pos]
+            key = self.lines[w.row].get(w.issue_pos) if self.lines else None
+            if key is None:
+                key = (w.cu, w.stream[w.issue_pos])
             return cached_latency(self.line_ready, (key,), now, mem["smem"], mem["hbm"])
         if st.mem == "lds":
             return lds.latency(self.tm)
@@ -228,4 +323,5 @@ class StreamMemory:
 
 
 __all__ = ["LineMemory", "Recorder", "StreamMemory", "cached_latency", "counter_streams",
+           "scalar_line_keys",
            "outstanding", "queue", "vmem_busy", "wait"]

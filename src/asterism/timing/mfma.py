@@ -4,7 +4,9 @@ may be read, and when the last one in flight is written (s_endpgm waits for it).
 An MFMA of P passes keeps the matrix core busy P * ``mfma.cycles_per_pass`` cycles
 (v_mfma_f32_16x16x16_f16: 4 passes = 16 cycles); a dependent MFMA reading the result as its
 SrcC (the same accumulator registers) may issue ``mfma.dependent_extra`` cycles after that,
-any other reader ``mfma.result_extra`` cycles after (target/data/timing.toml).
+any other reader ``mfma.result_extra`` cycles after (target/data/timing.toml). Its SIMD's
+VALU takes no other instruction until ``mfma.valu_hold`` cycles after the MFMA's issue (the
+engine marks the VALU busy).
 """
 
 from __future__ import annotations

@@ -3,33 +3,56 @@
 Chip facts (latencies, issue ports, occupancies, memory and dispatch cycles) stay in
 asterism/target/data/timing.toml, read by asterism.target.timing (`get_timing`); this module
 holds what a timed run adds to them: the user's options (`TimingOptions`: how many CUs to
-model, memory latency overrides, the device's CU count), the `--latency` text they come from,
-and the parameter record a result carries.
+model, a parameter file over timing.toml (`--params FILE`), memory latency overrides, the
+device's CU count, mechanisms turned off: LDS bank conflicts, cache lines, the whole-grid
+bandwidth ceiling), the `--latency` text they come from, and the parameter record a result
+carries (naming the parameter file).
 """
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from asterism.errors import AsterismError
-from asterism.target.timing import TimingModel, get_timing
+from asterism.target.timing import TimingModel, TimingParams, get_timing
 
 
 class TimingError(AsterismError):
     """Bad timing options (unknown latency name, bad CU count)."""
 
 
+# Mechanisms a timed run may turn off (TimingOptions.off), to measure what each one moves:
+# LDS bank conflicts (lds.py), the vector memory cost by cache lines (memory.py) and the
+# whole-grid L2 / HBM bandwidth ceiling (bandwidth.py).
+MECHANISMS = ("lds_banks", "vmem_lines", "bandwidth")
+
+
 @dataclass(frozen=True)
 class TimingOptions:
     """What a timed run models: `cus` CUs in detail (the first ones), memory latency
-    overrides (keys of target.timing.MEMORY_LATENCY_KEYS: lds, smem, l2_hit, hbm) and the
-    device's CU count (default: the target's flagship, MI300X 304 / MI355X 256)."""
+    overrides (keys of target.timing.MEMORY_LATENCY_KEYS: lds, smem, l2_hit, hbm; what-if
+    values, not bounded), the device's CU count (default: the target's flagship, MI300X 304
+    / MI355X 256; a device of fewer CUs has that part of the chip's L2 and HBM bandwidth),
+    `params`, a parameter file over timing.toml (a path, or a target.timing.TimingParams;
+    its values are checked against their bounds) and the mechanisms turned `off` (names of
+    MECHANISMS; "bandwidth" off: each CU's memory path is its only limit)."""
 
     cus: int = 1
     latency: Mapping[str, int] = field(default_factory=dict)
     compute_units: int | None = None
+    params: TimingParams | str | os.PathLike[str] | None = None
+    off: frozenset[str] = frozenset()
+
+    def __post_init__(self) -> None:
+        names = [self.off] if isinstance(self.off, str) else list(self.off)
+        bad = sorted(str(n) for n in set(names) - set(MECHANISMS))
+        if bad:
+            raise TimingError(f"unknown timing mechanism {', '.join(bad)} to turn off; "
+                              f"choose from {', '.join(MECHANISMS)}")
+        object.__setattr__(self, "off", frozenset(names))
 
     @staticmethod
     def of(value: bool | TimingOptions | None) -> TimingOptions | None:
@@ -61,11 +84,12 @@ def parse_latencies(text: str) -> dict[str, int]:
 
 
 def model_for(target: str, options: TimingOptions) -> TimingModel:
-    """The target's timing parameters with the options' memory latency overrides."""
+    """The target's timing parameters, with the options' parameter file and memory latency
+    overrides."""
     try:
-        return get_timing(target).with_memory(**dict(options.latency))
+        return get_timing(target, options.params).with_memory(**dict(options.latency))
     except AsterismError as err:
-        raise TimingError(err.message) from None
+        raise TimingError(err.message, err.location) from None
 
 
 def parameters(tm: TimingModel, slots_per_simd: int, workgroups_per_cu: int) -> dict[str, Any]:
@@ -75,10 +99,21 @@ def parameters(tm: TimingModel, slots_per_simd: int, workgroups_per_cu: int) -> 
             "mfma": {"cycles_per_pass": tm.mfma.cycles_per_pass,
                      "dependent_extra": tm.mfma.dependent_extra,
                      "result_extra": tm.mfma.result_extra},
-            "lds_bytes_per_cycle": tm.lds_bytes_per_cycle,
+            "lds_bytes_per_cycle": tm.lds_bytes_per_cycle, "lds_banks": tm.lds_banks,
+            "lds_conflict_cycles": tm.lds_conflict_cycles,
+            "lds_phases": {k: list(v) for k, v in tm.lds_phases.items()},
             "issue_ports": dict(tm.issue_ports), "memory": dict(tm.memory),
-            "dispatch": dict(tm.dispatch), "slots_per_simd": slots_per_simd,
-            "workgroups_per_cu": workgroups_per_cu}
+            "dispatch": dict(tm.dispatch), "bandwidth": dict(tm.bandwidth),
+            "slots_per_simd": slots_per_simd,
+            "workgroups_per_cu": workgroups_per_cu, "params_file": tm.source or None}
 
 
-__all__ = ["TimingError", "TimingOptions", "model_for", "parameters", "parse_latencies"]
+def params_note(source: str | None) -> str:
+    """The summary line naming a parameter file ("" without one)."""
+    return f"modeled with parameters from {source} (over asterism's timing.toml)" \
+        if source else ""
+
+
+__all__ = ["MECHANISMS", "TimingError", "TimingOptions", "model_for", "parameters",
+           "params_note",
+           "parse_latencies"]

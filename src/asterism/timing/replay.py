@@ -4,9 +4,13 @@ arguments needed). asterism.profile.replay builds the streams from an ATT captur
 compares the model's records with the measured ones.
 
 Each wave starts at its measured begin, on the SIMD and slot it ran on, and issues the same
-instructions in the same order; the traced waves of one CU share its units and form one
-barrier group. Memory completes after the model's latency for its kind or, for stream
-positions with a measured latency, after that (memory.StreamMemory).
+instructions in the same order; the traced waves of one CU share its units, and the waves of
+one workgroup (as the caller says: asterism.profile.workgroups infers them from a capture)
+share a barrier. Memory completes after the model's latency for its kind or, for stream
+positions with a measured latency, after that (memory.StreamMemory). A capture has no
+addresses: DS instructions cost their LDS bandwidth without bank conflicts (lds.Lds without
+accesses) and vector memory its bytes rule without cache lines, as before those mechanisms
+were modeled; nor is the whole-grid bandwidth ceiling modeled.
 """
 
 from __future__ import annotations
@@ -21,7 +25,7 @@ from asterism.timing.barriers import Barriers
 from asterism.timing.dispatch import Dispatcher
 from asterism.timing.issue import IssueModel
 from asterism.timing.lds import Lds
-from asterism.timing.memory import StreamMemory
+from asterism.timing.memory import StreamMemory, scalar_line_keys
 from asterism.timing.result import WaveTiming
 from asterism.timing.state import Cu, ModelWave
 from asterism.timing.static import Static
@@ -35,16 +39,18 @@ class StreamWave:
     `latency` optionally maps a position of the stream to the measured cycles from that
     memory instruction's issue to its completion, and `accept` a vector memory
     instruction's position to its measured issue stall: how long the memory path took to
-    accept it (`--memory measured`).
+    accept it (`--memory measured`). `workgroup` names the wave's workgroup on its CU: waves
+    with the same cu and workgroup share a barrier (None: all the CU's traced waves do).
     """
 
-    cu: int  # waves with the same cu share its units and form one workgroup for barriers
+    cu: int  # waves with the same cu share its units
     simd: int
     slot: int
     begin: int
     stream: list[int]
     latency: Mapping[int, int] | None = None
     accept: Mapping[int, int] | None = None  # position -> measured issue stall (vector memory)
+    workgroup: int | None = None
 
 
 class TraceDrivenModel(IssueModel):
@@ -59,20 +65,24 @@ class TraceDrivenModel(IssueModel):
         self.fallthrough = fallthrough
         self.inputs = waves
         self.kernel = kernel
+        lines = [scalar_line_keys(sw.stream, statics, sw.cu, tm.memory["line_bytes"])
+                 for sw in waves]
         self.memory = StreamMemory(tm, [sw.latency for sw in waves],
-                                   [sw.accept for sw in waves])
+                                   [sw.accept for sw in waves], lines)
         self.lds = Lds(tm)
 
     def run(self) -> list[WaveTiming]:
-        """Replay every wave together (same CU: shared units and barriers)."""
+        """Replay every wave together (same CU: shared units; same workgroup: barriers)."""
         t = self.target
         cus: dict[int, Cu] = {}
         waves: list[ModelWave] = []
+        groups: dict[tuple[int, int | None], int] = {}  # (cu, workgroup) -> barrier group
         for k, sw in enumerate(self.inputs):
             if not sw.stream:
                 continue
             cu = cus.setdefault(sw.cu, Cu(sw.cu, t.simds_per_cu, t.max_waves_per_simd))
-            w = ModelWave(k, None, sw.cu, order=k, cu=sw.cu, simd=sw.simd % t.simds_per_cu,
+            group = groups.setdefault((sw.cu, sw.workgroup), len(groups))
+            w = ModelWave(k, None, group, order=k, cu=sw.cu, simd=sw.simd % t.simds_per_cu,
                           slot=sw.slot % t.max_waves_per_simd, begin=sw.begin,
                           ready=sw.begin + self.tm.dispatch["wave_start"], idx=sw.stream[0],
                           state="run", stream=sw.stream)
@@ -82,14 +92,15 @@ class TraceDrivenModel(IssueModel):
         for cu in cus.values():
             for resident in cu.resident:
                 resident.sort(key=lambda w: (w.begin, w.order))
-            cu.workgroups = 1
-        alive = {c: sum(1 for w in waves if w.wg == c) for c in cus}
+            cu.workgroups = sum(1 for c, _ in groups if c == cu.index)
+        alive = {g: sum(1 for w in waves if w.wg == g) for g in groups.values()}
         self.running = dict(alive)
         self.barriers = Barriers(self.tm, self.running)
         self.dispatch = Dispatcher(alive)
         self._loop(list(cus.values()), waves)
-        return [WaveTiming(w.cu, w.simd, w.slot, 0, (0, 0, 0), w.row, w.begin, w.end,
-                           w.records, w.stall_states) for w in waves]
+        return [WaveTiming(w.cu, w.simd, w.slot, 0, (w.wg, 0, 0), w.row, w.begin, w.end,
+                           w.records, w.stall_states, w.barriers, w.barrier_stall)
+                for w in waves]
 
     def _advance(self, w: ModelWave) -> int:
         w.pos += 1

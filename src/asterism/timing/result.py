@@ -1,5 +1,6 @@
 """What a timed run produces: per-wave records in the ATT decoder's codes, the run's figures
-(summary, JSON). Modeled, not measured.
+(summary, JSON), and per instruction the LDS bank conflicts (`LdsCost`) and cache lines
+(`LineCost`) the mechanisms charged. Modeled, not measured.
 
 The instruction category and wave state codes are those of rocprofv3's ATT decoder (its
 ``inst_category_t`` and ``wstate_type_t``): facts of the trace format, kept here, below both
@@ -12,6 +13,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from enum import IntEnum
 from typing import Any
+
+from asterism.timing.params import params_note
 
 MODEL_NOTE = "modeled, not measured"
 
@@ -74,6 +77,8 @@ class WaveTiming:
     # [time, category, stall, duration, line] as in the ATT wave files (line = index + 1)
     records: list[tuple[int, int, int, int, int]] = field(default_factory=list)
     stall_states: list[int] = field(default_factory=list)  # WAIT or STALL per record
+    barriers: int = 0  # s_barrier instructions it passed
+    barrier_stall: int = 0  # cycles it waited in them
 
     @property
     def cycles(self) -> int:
@@ -109,6 +114,97 @@ class WaveTiming:
         return [(s, c) for s, c in spans]
 
 
+@dataclass(frozen=True)
+class LevelUse:
+    """How the whole grid used one shared level of the memory system (HBM or L2), modeled:
+    bytes moved, the rate that makes over the run, the chip's peak, how many accesses the
+    modeled CUs' share of it delayed, and whether it bound the run."""
+
+    name: str
+    grid_bytes: int  # the whole grid (the modeled CUs' bytes, scaled)
+    modeled_bytes: int  # moved by the modeled CUs
+    achieved_gbps: float  # grid_bytes over the modeled run time
+    peak_gbps: float
+    accesses: int  # accesses of the modeled CUs that used the level
+    delayed: int  # ... that completed later than their latency alone would have
+    delay_cycles: int  # ... by this many cycles in all
+    binds: bool
+
+    @property
+    def percent(self) -> float:
+        """Achieved rate as a percentage of the peak."""
+        return 100.0 * self.achieved_gbps / self.peak_gbps if self.peak_gbps else 0.0
+
+    def to_json(self) -> dict[str, Any]:
+        """The figures as plain data."""
+        return {"grid_bytes": self.grid_bytes, "modeled_bytes": self.modeled_bytes,
+                "achieved_gbps": round(self.achieved_gbps, 1), "peak_gbps": self.peak_gbps,
+                "percent": round(self.percent, 1), "accesses": self.accesses,
+                "delayed_accesses": self.delayed, "delay_cycles": self.delay_cycles,
+                "binds": self.binds}
+
+
+@dataclass(frozen=True)
+class BandwidthUse:
+    """The whole-grid bandwidth ceiling of a timed run (asterism.timing.bandwidth), modeled:
+    the CUs the grid keeps busy, and the use of each shared level."""
+
+    active_cus: int
+    levels: tuple[LevelUse, ...]
+    footprint: str  # how HBM bytes shared between CUs were counted
+
+    @property
+    def binds(self) -> bool:
+        """True if a level bound the run."""
+        return any(lv.binds for lv in self.levels)
+
+    def line(self) -> str:
+        """One summary line: each level's rate against its peak, and the verdict."""
+        parts = [f"{lv.name} {lv.achieved_gbps:,.0f} GB/s of {lv.peak_gbps:,.0f} "
+                 f"({lv.percent:.1f} %)" for lv in self.levels]
+        bound = [lv.name for lv in self.levels if lv.binds]
+        verdict = f"{' and '.join(bound)} binds" if bound else "does not bind"
+        return (f"bandwidth ({MODEL_NOTE}; whole grid, {self.active_cus} CUs active): "
+                f"{', '.join(parts)}: {verdict}")
+
+    def to_json(self) -> dict[str, Any]:
+        """The figures as plain data."""
+        return {"note": MODEL_NOTE, "active_cus": self.active_cus, "binds": self.binds,
+                "footprint": self.footprint,
+                **{lv.name: lv.to_json() for lv in self.levels}}
+
+
+@dataclass
+class LdsCost:
+    """LDS bank conflicts of one instruction over the modeled waves (asterism/timing/lds.py)."""
+
+    executions: int = 0  # executions with an active lane accessing LDS
+    conflict_cycles: int = 0  # sum of conflict_cycles * (busiest bank's addresses - 1) per phase
+    added_cycles: int = 0  # cycles the banks added to the LDS time beyond the bandwidth cost
+
+    @property
+    def per_execution(self) -> float:
+        """Conflict cycles per execution."""
+        return self.conflict_cycles / self.executions if self.executions else 0.0
+
+
+@dataclass
+class LineCost:
+    """Cache lines of one vector memory instruction over the modeled waves (memory.py)."""
+
+    executions: int = 0
+    lines: int = 0  # distinct 128-byte lines its active lanes touched, summed over executions
+    added_cycles: int = 0  # cycles the line lookups added beyond the bytes rule
+
+    @property
+    def mean_lines(self) -> float:
+        """Lines per execution."""
+        return self.lines / self.executions if self.executions else 0.0
+
+
+TOP_INSTRUCTIONS = 5  # instructions the summary lists per mechanism
+
+
 @dataclass
 class TimingResult:
     """A timed dispatch: the modeled waves and the parameters used. Modeled, not measured."""
@@ -123,6 +219,11 @@ class TimingResult:
     code: list[tuple[int, str]]  # (address, disassembly) per instruction index
     parameters: dict[str, Any]
     clock_mhz: int
+    # per instruction index: LDS bank conflicts (DS instructions, LDS DMA) and cache lines
+    # (vector memory instructions) over the modeled waves; empty in a trace replay
+    lds_costs: dict[int, LdsCost] = field(default_factory=dict)
+    line_costs: dict[int, LineCost] = field(default_factory=dict)
+    bandwidth: BandwidthUse | None = None  # None: the ceiling was not modeled
 
     @property
     def cycles(self) -> int:
@@ -142,6 +243,8 @@ class TimingResult:
             f"waves; the other workgroups ran functionally (untimed)",
             f"  kernel: {self.cycles} cycles on the modeled CU(s) (= {us:.3f} us at "
             f"{self.clock_mhz} MHz)",
+            *([f"  {note}"] if (note := params_note(self.parameters.get("params_file")))
+              else []),
             "  wave  workgroup    cu simd slot   begin     end  cycles  insts   stall",
         ]
         for i, w in enumerate(self.waves):
@@ -149,7 +252,98 @@ class TimingResult:
             lines.append(f"  {i:4d}  {wg + ':' + str(w.wave):<11s} {w.cu:3d} {w.simd:4d} "
                          f"{w.slot:4d} {w.begin:7d} {w.end:7d} {w.cycles:7d} "
                          f"{len(w.records):6d} {w.stall:7d}")
+        lines += self.mechanism_lines()
+        lines += self._barrier_lines()
+        if self.bandwidth is not None:
+            lines.append("  " + self.bandwidth.line())
         return "\n".join(lines) + "\n"
+
+    def mechanism_lines(self, top: int = TOP_INSTRUCTIONS) -> list[str]:
+        """The summary's lines on LDS bank conflicts and cache lines: totals and the `top`
+        instructions of each (modeled)."""
+        out: list[str] = []
+        if self.lds_costs:
+            total = sum(c.conflict_cycles for c in self.lds_costs.values())
+            execs = sum(c.executions for c in self.lds_costs.values())
+            out.append(f"  LDS bank conflicts ({MODEL_NOTE}): {total} conflict cycles in {execs} "
+                       f"executions of {len(self.lds_costs)} instructions accessing LDS")
+            worst = sorted(((i, c) for i, c in self.lds_costs.items() if c.conflict_cycles),
+                           key=lambda ic: (-ic[1].conflict_cycles, ic[0]))[:top]
+            if worst:
+                out.append("      pc      execs  conflict cycles  per exec  added  instruction")
+                for i, c in worst:
+                    out.append(f"    {self._pc(i):>8s} {c.executions:6d} {c.conflict_cycles:16d} "
+                               f"{c.per_execution:9.1f} {c.added_cycles:6d}  {self._text(i)}")
+        if self.line_costs:
+            lines = sum(c.lines for c in self.line_costs.values())
+            execs = sum(c.executions for c in self.line_costs.values())
+            mean = lines / execs if execs else 0.0
+            size = self.parameters.get("memory", {}).get("line_bytes", "?")
+            out.append(f"  cache lines ({MODEL_NOTE}): {mean:.1f} lines of {size} B per vector "
+                       f"memory instruction ({execs} executions of {len(self.line_costs)} "
+                       "instructions); most lines per execution:")
+            out.append("      pc      execs  lines/exec  added  instruction")
+            most = sorted(self.line_costs.items(),
+                          key=lambda ic: (-ic[1].mean_lines, -ic[1].lines, ic[0]))[:top]
+            for i, c in most:
+                out.append(f"    {self._pc(i):>8s} {c.executions:6d} {c.mean_lines:11.1f} "
+                           f"{c.added_cycles:6d}  {self._text(i)}")
+        return out
+
+    def _pc(self, index: int) -> str:
+        return f"{self.code[index][0]:#x}" if 0 <= index < len(self.code) else "?"
+
+    def _text(self, index: int) -> str:
+        return self.code[index][1] if 0 <= index < len(self.code) else ""
+
+    def instructions_json(self) -> dict[str, list[dict[str, Any]]]:
+        """Per-instruction LDS bank conflicts and cache lines as plain data, by address."""
+        def where(i: int) -> dict[str, Any]:
+            return {"index": i, "pc": self.code[i][0] if 0 <= i < len(self.code) else None,
+                    "instruction": self._text(i)}
+        return {
+            "lds_conflicts": [{**where(i), "executions": c.executions,
+                               "conflict_cycles": c.conflict_cycles,
+                               "conflict_cycles_per_execution": round(c.per_execution, 3),
+                               "added_cycles": c.added_cycles}
+                              for i, c in sorted(self.lds_costs.items())],
+            "cache_lines": [{**where(i), "executions": c.executions, "lines": c.lines,
+                             "mean_lines": round(c.mean_lines, 3),
+                             "added_cycles": c.added_cycles}
+                            for i, c in sorted(self.line_costs.items())]}
+
+    def barrier_groups(self) -> list[dict[str, Any]]:
+        """Per workgroup (one barrier each), by CU: its waves, the barriers they passed and
+        the cycles they waited in them (modeled)."""
+        groups: dict[tuple[int, tuple[int, int, int]], dict[str, Any]] = {}
+        for w in self.waves:
+            g = groups.setdefault((w.cu, w.workgroup), {
+                "cu": w.cu, "workgroup": list(w.workgroup), "waves": 0, "barriers": 0,
+                "barrier_stall": 0, "cycles": 0})
+            g["waves"] += 1
+            g["barriers"] = max(g["barriers"], w.barriers)
+            g["barrier_stall"] += w.barrier_stall
+            g["cycles"] += w.cycles
+        return [groups[k] for k in sorted(groups)]
+
+    def _barrier_lines(self) -> list[str]:
+        """The summary's barrier section (only when a barrier was executed)."""
+        groups = self.barrier_groups()
+        if not any(g["barriers"] for g in groups):
+            return []
+        per_cu: dict[int, int] = {}
+        for g in groups:
+            per_cu[g["cu"]] = per_cu.get(g["cu"], 0) + 1
+        cus = ", ".join(f"CU {cu}: {n}" for cu, n in sorted(per_cu.items()))
+        out = [f"  barriers ({MODEL_NOTE}): one per workgroup, released when its last running "
+               f"wave arrives; workgroups per CU: {cus}",
+               "    workgroup     cu  waves  barriers  barrier stall  (of its wave-cycles)"]
+        for g in groups:
+            wg = ",".join(str(x) for x in g["workgroup"])
+            share = 100.0 * g["barrier_stall"] / max(1, g["cycles"])
+            out.append(f"    {wg:<12s} {g['cu']:3d} {g['waves']:6d} {g['barriers']:9d} "
+                       f"{g['barrier_stall']:14d}  ({share:.1f} %)")
+        return out
 
     def to_json(self) -> dict[str, Any]:
         """The figures as plain data (with the model's note)."""
@@ -160,10 +354,14 @@ class TimingResult:
                 "waves": [{"cu": w.cu, "simd": w.simd, "slot": w.slot,
                            "workgroup": list(w.workgroup), "wave": w.wave, "begin": w.begin,
                            "end": w.end, "cycles": w.cycles, "instructions": len(w.records),
-                           "stall": w.stall} for w in self.waves],
-                "parameters": self.parameters}
+                           "stall": w.stall, "barrier_stall": w.barrier_stall}
+                          for w in self.waves],
+                "barrier_groups": self.barrier_groups(),
+                "bandwidth": self.bandwidth.to_json() if self.bandwidth else None,
+                "parameters": self.parameters, **self.instructions_json()}
 
 
 __all__ = ["CAT_FLAT", "CAT_IMMED", "CAT_JUMP", "CAT_LDS", "CAT_MESSAGE", "CAT_NEXT",
            "CAT_SALU", "CAT_SMEM", "CAT_VALU", "CAT_VMEM", "EXEC", "IDLE", "MODEL_NOTE",
-           "STALL", "WAIT", "InstCategory", "TimingResult", "WaveState", "WaveTiming"]
+           "STALL", "TOP_INSTRUCTIONS", "WAIT", "BandwidthUse", "InstCategory", "LdsCost",
+           "LevelUse", "LineCost", "TimingResult", "WaveState", "WaveTiming"]

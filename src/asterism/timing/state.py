@@ -21,7 +21,7 @@ class ModelWave:
 
     row: int  # wave index in the dispatch batch (trace-driven: in the replay)
     group: Any  # the emulator's emu.core.Group of this one wave (None when trace-driven)
-    wg: int  # barrier group: the workgroup slot in the batch (replay: the CU)
+    wg: int  # barrier group: its workgroup (the slot in the batch; replay: as inferred)
     order: int = 0  # launch order: lower = older = higher issue priority
     cu: int = 0
     simd: int = 0
@@ -38,6 +38,8 @@ class ModelWave:
     xdl_done: int = 0  # mfma.py: when the last MFMA result is written
     arrive: int = 0  # barriers.py: when the wave reached its s_barrier
     barrier_index: int = 0
+    barriers: int = 0  # barriers.py: s_barrier instructions passed ...
+    barrier_stall: int = 0  # ... and the cycles spent in them
     end: int = 0
     steps: int = 0
     released: bool = False

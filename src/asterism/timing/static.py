@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from asterism.emu.info import OpInfo
+from asterism.emu.info import OpInfo, operand_keys
 from asterism.isa import Instruction
 from asterism.isa.syntax import decode_waitcnt
 from asterism.mc.operands import Reg
@@ -58,6 +58,16 @@ class Static:
     sdata: int = -1
     taken_always: bool = False
     xdl_result: int = 0  # MFMA: cycles until its result is written
+    index: int = -1  # the instruction's index (the mechanisms' per-instruction figures)
+    lds_form: str = ""  # lds.py's phase-rule family ("tr": a transposed read)
+    # cycles the wave spends issuing it (0: one issue cycle): a VALU-unit instruction that
+    # keeps the VALU longer than a slot (gfx950 trans: 8) holds its wave as long ([att])
+    issue: int = 0
+    # scalar memory: the registers and immediate its address is made of (a replay, which has
+    # no addresses, tells loads of one cache line apart by them: memory.scalar_line_keys)
+    sbase: tuple[int, ...] = ()
+    soffset: tuple[int, ...] = ()
+    offset: int = 0
 
 
 def simm16(info: OpInfo) -> int:
@@ -140,9 +150,14 @@ def _branch(info: OpInfo, isa: Instruction, cls: str, tm: TimingModel) -> Static
 
 def _alu(info: OpInfo, isa: Instruction, cls: str, tm: TimingModel) -> Static:
     lat = tm.latency[cls]
+    busy = tm.occupancy[cls]
+    # [att] a wave64 VALU instruction whose lanes take the VALU longer than one issue cycle
+    # (gfx950 v_exp_f32, v_rcp_f32: 8) holds its wave as long: the next instruction, of any
+    # kind, starts after it.
+    issue = busy if tm.unit_of(cls) == "valu" and busy > tm.issue_cycles else 0
     return Static("alu", tm.issue_ports[cls], CAT_SALU if cls == "salu" else CAT_VALU,
-                  tm.unit_of(cls), tm.occupancy[cls], tuple(sorted(info.uses)), (),
-                  tuple(sorted(info.defs)), lat, lat)
+                  tm.unit_of(cls), busy, tuple(sorted(info.uses)), (),
+                  tuple(sorted(info.defs)), lat, lat, issue=issue)
 
 
 def _mfma(info: OpInfo, isa: Instruction, cls: str, tm: TimingModel) -> Static:
@@ -157,7 +172,8 @@ def _mfma(info: OpInfo, isa: Instruction, cls: str, tm: TimingModel) -> Static:
 def _lds(info: OpInfo, isa: Instruction, cls: str, tm: TimingModel) -> Static:
     return Static("mem", tm.issue_ports[cls], CAT_LDS, tm.unit_of(cls),
                   lds.busy_cycles(isa, data_dwords(info), tm), tuple(sorted(info.uses)),
-                  streams=memory.counter_streams(info), mem="lds")
+                  streams=memory.counter_streams(info), mem="lds",
+                  lds_form=lds.form_of(info.mnemonic))
 
 
 def _smem(info: OpInfo, isa: Instruction, cls: str, tm: TimingModel) -> Static:
@@ -168,9 +184,13 @@ def _smem(info: OpInfo, isa: Instruction, cls: str, tm: TimingModel) -> Static:
         op = info.op("sdata")
         if isinstance(op, Reg):
             sdata = op.index + (108 if op.kind == "ttmp" else 0)
+    sbase = tuple(sorted(operand_keys(info.op("sbase")))) if info.has("sbase") else ()
+    soffset = tuple(sorted(operand_keys(info.op("soffset")))) if info.has("soffset") else ()
+    offset = getattr(info.op("offset"), "value", 0) if info.has("offset") else 0
     return Static("mem", tm.issue_ports[cls], CAT_SMEM, tm.unit_of(cls), tm.occupancy[cls],
                   tuple(sorted(info.uses)), streams=memory.counter_streams(info), mem="smem",
-                  store="may_store" in isa.flags, clock=clock, sdata=sdata)
+                  store="may_store" in isa.flags, clock=clock, sdata=sdata, sbase=sbase,
+                  soffset=soffset, offset=offset if isinstance(offset, int) else 0)
 
 
 def _vmem(info: OpInfo, isa: Instruction, cls: str, tm: TimingModel) -> Static:
@@ -194,6 +214,12 @@ BY_CLASS: dict[str, Callable[[OpInfo, Instruction, str, TimingModel], Static]] =
 
 def make_static(info: OpInfo, tm: TimingModel) -> Static:
     """What the model needs of one instruction (its kind, port, unit, registers, counters)."""
+    st = _make_static(info, tm)
+    st.index = info.index
+    return st
+
+
+def _make_static(info: OpInfo, tm: TimingModel) -> Static:
     isa = info.isa
     if isa is None:  # not in the ISA database: an internal cycle
         return Static("nop", None, CAT_IMMED, None, cycles=tm.issue_cycles)

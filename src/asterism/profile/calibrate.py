@@ -1,0 +1,438 @@
+"""Fit the timing model's fittable parameters to captures, and test the fit on captures it
+did not see (`asterism trace calibrate [--leave-one-out]`).
+
+What is fitted: only the parameters timing.toml marks "fittable" (physically uncertain
+latencies and rates), each only within its bounds there; sourced and measured parameters
+never change. The search is a coordinate search: each parameter in turn tries steps of a
+quarter of its range, then halves, down to 4 cycles (1 for a range under 8), keeping a value
+only when the objective improves, for `rounds` passes (or until a pass changes nothing).
+
+The objective is the error the model is judged by: per capture, the mean of |total cycles
+error| and the mean |error| of its waves (both in percent of measured cycles), averaged over
+the captures. Both parts are reported, with the largest wave error.
+
+Figures on a capture the parameters were fitted to are *fitted* (in-sample); figures on a
+capture they were not fitted to (timing.toml's own values, or a leave-one-out fit on the
+other captures) are *predicted*. Every summary says which.
+
+    fit = calibrate(["cap_a", "cap_b"], target="gfx950")
+    Path("fit.toml").write_text(fit.to_toml())        # read with --params fit.toml
+    loo = leave_one_out(["cap_a", "cap_b"])           # fit on N-1, predict the held-out one
+    print(loo.summary())
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from asterism.profile.att import Trace, read_att
+from asterism.profile.replay import (
+    MEMORY_MODES,
+    ReplayError,
+    ReplayResult,
+    replay_cycles,
+)
+
+OBJECTIVE = ("mean over captures of (|total cycles error| + mean |per-wave error|) / 2, in "
+             "percent of measured cycles")
+
+
+@dataclass(frozen=True)
+class CaptureError:
+    """One capture's modeled-vs-measured errors under one set of parameters (percent)."""
+
+    capture: str
+    total: float  # total cycles of the traced waves
+    waves: tuple[float, ...]  # each traced wave's cycles
+
+    @property
+    def mean_wave(self) -> float:
+        """Mean |per-wave error|."""
+        return sum(abs(w) for w in self.waves) / max(1, len(self.waves))
+
+    @property
+    def max_wave(self) -> float:
+        """Largest |per-wave error|."""
+        return max((abs(w) for w in self.waves), default=0.0)
+
+    @property
+    def score(self) -> float:
+        """This capture's share of the objective: (|total| + mean |wave|) / 2."""
+        return (abs(self.total) + self.mean_wave) / 2
+
+    def to_json(self) -> dict[str, Any]:
+        """The errors as plain data."""
+        return {"capture": self.capture, "total_error_percent": round(self.total, 2),
+                "mean_abs_wave_error_percent": round(self.mean_wave, 2),
+                "max_abs_wave_error_percent": round(self.max_wave, 2),
+                "wave_errors_percent": [round(w, 2) for w in self.waves]}
+
+    def cells(self) -> str:
+        """`total, waves mean/max` for a text table."""
+        return f"{self.total:+6.1f} %  {self.mean_wave:4.1f} / {self.max_wave:4.1f} %"
+
+
+def capture_error(result: ReplayResult) -> CaptureError:
+    """The errors of one replay."""
+    return CaptureError(Path(result.capture).name, result.cycles_error,
+                        tuple(w.error for w in result.waves))
+
+
+def cycles_error(name: str, cycles: Sequence[tuple[int, int]]) -> CaptureError:
+    """The errors of (measured, modeled) cycles per wave (as ReplayResult computes them)."""
+    measured = sum(m for m, _o in cycles)
+    modeled = sum(o for _m, o in cycles)
+    return CaptureError(name, 100.0 * (modeled - measured) / max(measured, 1),
+                        tuple(100.0 * (o - m) / max(m, 1) for m, o in cycles))
+
+
+def objective(errors: Sequence[CaptureError]) -> float:
+    """The fit's objective (see OBJECTIVE)."""
+    return sum(e.score for e in errors) / max(1, len(errors))
+
+
+@dataclass
+class Fit:
+    """Fitted values of the fittable parameters on some captures, with the errors before
+    (the starting values) and after (fitted, in-sample)."""
+
+    target: str
+    captures: list[str]
+    memory: str
+    start: str  # where the starting values came from (timing.toml, or a parameter file)
+    bounds: dict[str, tuple[int, int]]  # fitted parameter -> (lowest, highest)
+    before: dict[str, int]
+    after: dict[str, int]
+    errors_before: list[CaptureError]
+    errors_after: list[CaptureError]
+    evaluations: int
+    model: Any = field(repr=False, default=None)  # the fitted target.timing.TimingModel
+
+    @property
+    def objective_before(self) -> float:
+        """The objective at the starting values."""
+        return objective(self.errors_before)
+
+    @property
+    def objective_after(self) -> float:
+        """The objective at the fitted values."""
+        return objective(self.errors_after)
+
+    def to_toml(self) -> str:
+        """The fitted values as a parameter file (`--params FILE`), its header naming the
+        captures, the objective and each capture's errors before and after."""
+        out = [f"# Timing-model parameters for {self.target} fitted by `asterism trace "
+               "calibrate` on", f"# {len(self.captures)} capture(s): "
+               f"{', '.join(self.captures)}",
+               f"# (replay, memory: {self.memory}; starting values: {self.start}).",
+               "# Only parameters timing.toml marks \"fittable\", each within its bounds.",
+               f"# Objective ({OBJECTIVE}):",
+               f"#   {self.objective_before:.2f} -> {self.objective_after:.2f}",
+               "# Errors on these captures, before -> after (after: fitted to them, not a "
+               "prediction):"]
+        for b, a in zip(self.errors_before, self.errors_after, strict=True):
+            out.append(f"#   {b.capture}: total {b.total:+.1f} % -> {a.total:+.1f} %, waves "
+                       f"mean |error| {b.mean_wave:.1f} % -> {a.mean_wave:.1f} %, max "
+                       f"{b.max_wave:.1f} % -> {a.max_wave:.1f} %")
+        out += ["# Read it with --params FILE: asterism run --timing, kernels run|compare "
+                "--timing,", "# sweep (modeled), trace replay, trace calibrate.",
+                "schema = 1", ""]
+        top = [n for n in self.after if "." not in n]
+        if top:
+            out.append(f"[{self.target}]")
+            out += [self._line(n, n) for n in top]
+            out.append("")
+        tables: dict[str, list[str]] = {}
+        for name in self.after:
+            table, _, key = name.rpartition(".")
+            if table:
+                tables.setdefault(table, []).append(self._line(name, key))
+        for table, lines in tables.items():
+            out.append(f"[{self.target}.{table}]")
+            out += lines
+            out.append("")
+        return "\n".join(out)
+
+    def _line(self, name: str, key: str) -> str:
+        low, high = self.bounds[name]
+        was = self.before[name]
+        note = "unchanged" if was == self.after[name] else f"was {was}"
+        return f"{key} = {self.after[name]}  # fitted in [{low}, {high}]; {note}"
+
+    def to_json(self) -> dict[str, Any]:
+        """The fit as plain data."""
+        return {"target": self.target, "captures": self.captures, "memory": self.memory,
+                "start": self.start, "evaluations": self.evaluations, "objective": OBJECTIVE,
+                "objective_before": round(self.objective_before, 3),
+                "objective_after": round(self.objective_after, 3),
+                "parameters": {n: {"before": self.before[n], "after": v,
+                                   "bounds": list(self.bounds[n])}
+                               for n, v in self.after.items()},
+                "errors_before": [e.to_json() for e in self.errors_before],
+                "errors_after_fitted": [e.to_json() for e in self.errors_after]}
+
+    def summary(self) -> str:
+        """The fitted values and each capture's errors before and after."""
+        out = [f"calibration of the timing model for {self.target} on "
+               f"{len(self.captures)} capture(s), {self.evaluations} replays (memory: "
+               f"{self.memory}; starting values: {self.start})",
+               f"  objective ({OBJECTIVE}): {self.objective_before:.2f} -> "
+               f"{self.objective_after:.2f}",
+               "  parameter (fittable)        bounds        before    after"]
+        for n, v in self.after.items():
+            low, high = self.bounds[n]
+            out.append(f"  {n:<27s} [{low:4d}, {high:4d}] {self.before[n]:8d} {v:8d}")
+        out.append("  sourced and measured parameters are not fitted (timing.toml)")
+        out.append("  capture                      total error before -> after   waves mean/max "
+                   "|error| before -> after")
+        for b, a in zip(self.errors_before, self.errors_after, strict=True):
+            out.append(f"  {b.capture:<28s} {b.total:+6.1f} % -> {a.total:+6.1f} %   "
+                       f"{b.mean_wave:4.1f}/{b.max_wave:4.1f} % -> {a.mean_wave:4.1f}/"
+                       f"{a.max_wave:4.1f} %")
+        out.append("  (after: fitted to these captures, in-sample; not a prediction)")
+        return "\n".join(out) + "\n"
+
+
+class _Evaluator:
+    """Replays the captures under candidate parameter values and scores them."""
+
+    def __init__(self, traces: Sequence[tuple[Trace, str]], target: str, memory: str):
+        self.traces = traces
+        self.target = target
+        self.memory = memory
+        self.count = 0
+
+    def __call__(self, tm: Any) -> list[CaptureError]:
+        self.count += len(self.traces)
+        return [cycles_error(n, replay_cycles(t, self.target, self.memory, tm))
+                for t, n in self.traces]
+
+
+def _granularity(low: int, high: int) -> int:
+    return 4 if high - low >= 8 else 1
+
+
+def _snap(value: float, low: int, high: int, grain: int) -> int:
+    """`value` rounded to the grain and kept within [low, high]."""
+    snapped = int(round(value / grain)) * grain
+    return min(high, max(low, snapped))
+
+
+def fittable_names(tm: Any, names: Sequence[str] | None = None) -> list[str]:
+    """The parameters to fit: `names` (each must be fittable), or every fittable one."""
+    if names is None:
+        return tm.fittable()
+    for name in names:
+        bound = tm.bounds.get(name)
+        if bound is None:
+            raise ReplayError(f"unknown timing parameter '{name}' (fittable: "
+                              f"{', '.join(tm.fittable())})")
+        if bound.kind != "fittable":
+            raise ReplayError(f"{name} is {bound.kind} in timing.toml: it is never fitted "
+                              f"(fittable: {', '.join(tm.fittable())})")
+    return list(dict.fromkeys(names))
+
+
+def fit_parameters(traces: Sequence[tuple[Trace, str]], tm: Any, memory: str = "model",
+                   rounds: int = 3, start: str = "timing.toml",
+                   progress: Callable[[str], None] | None = None,
+                   names: Sequence[str] | None = None) -> Fit:
+    """Fit `tm`'s fittable parameters (or the fittable `names` only) to the traces (see the
+    module docstring); `tm`: the starting target.timing.TimingModel."""
+    if not traces:
+        raise ReplayError("calibration needs at least one capture")
+    if memory not in MEMORY_MODES:
+        raise ReplayError(f"memory must be one of {', '.join(MEMORY_MODES)}, got {memory!r}")
+    if rounds < 1:
+        raise ReplayError(f"rounds must be at least 1, got {rounds}")
+    evaluate = _Evaluator(traces, tm.target, memory)
+    names = fittable_names(tm, names)
+    bounds = {n: (tm.bounds[n].low, tm.bounds[n].high) for n in names}
+    before = {n: tm.value(n) for n in names}
+    errors0 = evaluate(tm)
+    best, best_errors = tm, errors0
+    best_score = objective(errors0)
+    for rnd in range(rounds):
+        changed = False
+        for name in names:
+            low, high = bounds[name]
+            grain = _granularity(low, high)
+            step = max(grain, (high - low) // 4)
+            while True:
+                current = best.value(name)
+                scores = {}
+                for value in {_snap(current - step, low, high, grain),
+                              _snap(current + step, low, high, grain)} - {current}:
+                    trial = best.with_values({name: value})
+                    errors = evaluate(trial)
+                    scores[value] = (objective(errors), trial, errors)
+                if scores:
+                    value, (score, trial, errors) = min(scores.items(),
+                                                        key=lambda kv: (kv[1][0], kv[0]))
+                    if score < best_score - 1e-9:
+                        best, best_score, best_errors, changed = trial, score, errors, True
+                        continue  # the same step again from the new value
+                    if all(s == best_score for s, _t, _e in scores.values()) and \
+                            step == max(grain, (high - low) // 4):
+                        break  # the replay does not see this parameter
+                if step == grain:
+                    break
+                step = max(grain, step // 2)
+            if progress:
+                progress(f"round {rnd + 1}/{rounds}: {name} = {best.value(name)} "
+                         f"(objective {best_score:.2f})")
+        if not changed:
+            break
+    after = {n: best.value(n) for n in names}
+    best = tm.with_values(after, source=f"fit on {len(traces)} capture(s)")  # (bounds checked)
+    return Fit(tm.target, [n for _t, n in traces], memory, start, bounds, before, after,
+               errors0, best_errors, evaluate.count, best)
+
+
+def _start(target: str, params: Any) -> tuple[Any, str]:
+    """The starting TimingModel (timing.toml, or a parameter file over it) and its name."""
+    from asterism.target import get_target
+    from asterism.target.timing import get_timing
+
+    tm = get_timing(get_target(target).name, params)
+    return tm, (tm.source or "timing.toml")
+
+
+def _traces(paths: Sequence[str | Path]) -> list[tuple[Trace, str]]:
+    if not paths:
+        raise ReplayError("calibration needs at least one capture")
+    names = [Path(p).name for p in paths]
+    if len(set(names)) != len(names):
+        raise ReplayError(f"two captures have the same folder name ({', '.join(names)}): "
+                          "a fit names its captures by folder")
+    return [(read_att(p), n) for p, n in zip(paths, names, strict=True)]
+
+
+def calibrate(paths: Sequence[str | Path], target: str = "gfx950", rounds: int = 3,
+              memory: str = "model", params: Any = None,
+              progress: Callable[[str], None] | None = None,
+              names: Sequence[str] | None = None) -> Fit:
+    """Fit the fittable parameters (or the fittable `names`) to the captures at `paths`,
+    starting from timing.toml's values (or `params`, a parameter file over them)."""
+    tm, start = _start(target, params)
+    fittable_names(tm, names)  # (a bad name fails before the captures are read)
+    return fit_parameters(_traces(paths), tm, memory, rounds, start, progress, names)
+
+
+@dataclass
+class HeldOut:
+    """One leave-one-out step: the fit on the other captures and its prediction of this
+    one."""
+
+    capture: str
+    fit: Fit  # on every capture but this one
+    predicted: CaptureError  # this capture under the fit's values
+
+
+@dataclass
+class LeaveOneOut:
+    """Default, fitted and leave-one-out errors of each capture."""
+
+    target: str
+    memory: str
+    start: str
+    default: list[CaptureError]  # the starting values: predicted (nothing fitted)
+    fitted: Fit  # on every capture: in-sample
+    held_out: list[HeldOut]
+
+    def to_json(self) -> dict[str, Any]:
+        """Everything as plain data; each figure says whether it is fitted or predicted."""
+        return {
+            "target": self.target, "memory": self.memory, "start": self.start,
+            "objective": OBJECTIVE, "modeled": True,
+            "note": "default: the starting values (predicted: nothing fitted); fitted: "
+                    "parameters fitted to every capture (in-sample); leave_one_out: each "
+                    "capture predicted by parameters fitted to the others",
+            "captures": [
+                {"capture": d.capture, "default_predicted": d.to_json(),
+                 "fitted_in_sample": f.to_json(),
+                 "leave_one_out_predicted": h.predicted.to_json(),
+                 "leave_one_out_parameters": h.fit.after}
+                for d, f, h in zip(self.default, self.fitted.errors_after, self.held_out,
+                                   strict=True)],
+            "fit_on_all": self.fitted.to_json(),
+            "leave_one_out_objective": round(objective([h.predicted for h in self.held_out]),
+                                             3)}
+
+    def summary(self) -> str:
+        """The errors table (default / fitted / leave-one-out) and the fitted values."""
+        n = len(self.default)
+        out = [f"leave-one-out calibration of the timing model for {self.target} on {n} "
+               f"captures (replay, memory: {self.memory}; starting values: {self.start})",
+               "  modeled cycles vs measured; each cell: total error, and the mean / max "
+               "|error| of the capture's waves",
+               "", f"  {'capture':<26s} {'default (predicted)':<28s} "
+               f"{'fitted on all (in-sample)':<28s} leave-one-out (predicted)"]
+        for d, f, h in zip(self.default, self.fitted.errors_after, self.held_out,
+                           strict=True):
+            out.append(f"  {d.capture:<26s} {d.cells():<28s} {f.cells():<28s} "
+                       f"{h.predicted.cells()}")
+        loo = [h.predicted for h in self.held_out]
+        out += [f"  {'objective':<26s} {objective(self.default):<28.2f} "
+                f"{self.fitted.objective_after:<28.2f} {objective(loo):.2f}",
+                "", "  default: the starting values, fitted to none of these captures "
+                "(predicted);",
+                "  fitted on all: fitted to every capture, each figure in-sample (not a "
+                "prediction);",
+                "  leave-one-out: each capture predicted by a fit to the other "
+                f"{'capture' if n == 2 else 'captures'} (predicted).",
+                f"  objective: {OBJECTIVE}", ""]
+        head = "  parameter (fittable)        bounds       start  all"
+        head += "".join(f"  w/o {h.capture[:12]:<12s}" for h in self.held_out)
+        out.append(head)
+        for name, value in self.fitted.after.items():
+            low, high = self.fitted.bounds[name]
+            row = f"  {name:<27s} [{low:4d}, {high:4d}] {self.fitted.before[name]:6d} " \
+                  f"{value:4d}"
+            row += "".join(f"  {h.fit.after[name]:16d}" for h in self.held_out)
+            out.append(row)
+        out.append("  (sourced and measured parameters are fixed: timing.toml)")
+        return "\n".join(out) + "\n"
+
+
+def leave_one_out(paths: Sequence[str | Path], target: str = "gfx950", rounds: int = 3,
+                  memory: str = "model", params: Any = None,
+                  progress: Callable[[str], None] | None = None,
+                  names: Sequence[str] | None = None) -> LeaveOneOut:
+    """For N captures: the starting values' errors, a fit on all N, and for each capture a
+    fit on the other N-1 with its error on the held-out one."""
+    if len(paths) < 2:
+        raise ReplayError("--leave-one-out needs at least two captures")
+    tm, start = _start(target, params)
+    fittable_names(tm, names)
+    return leave_one_out_traces(_traces(paths), tm, memory, rounds, start, progress, names)
+
+
+def leave_one_out_traces(traces: Sequence[tuple[Trace, str]], tm: Any, memory: str = "model",
+                         rounds: int = 3, start: str = "timing.toml",
+                         progress: Callable[[str], None] | None = None,
+                         names: Sequence[str] | None = None) -> LeaveOneOut:
+    """`leave_one_out` on read captures (trace, name), from the TimingModel `tm`."""
+    if len(traces) < 2:
+        raise ReplayError("--leave-one-out needs at least two captures")
+
+    def tagged(tag: str) -> Callable[[str], None] | None:
+        return (lambda m: progress(f"{tag}: {m}")) if progress else None
+
+    fitted = fit_parameters(traces, tm, memory, rounds, start, tagged("all captures"), names)
+    held = []
+    for k, (trace, name) in enumerate(traces):
+        others = list(traces[:k]) + list(traces[k + 1:])
+        fit = fit_parameters(others, tm, memory, rounds, start, tagged(f"without {name}"),
+                             names)
+        predicted = cycles_error(name, replay_cycles(trace, tm.target, memory, fit.model))
+        held.append(HeldOut(name, fit, predicted))
+    return LeaveOneOut(tm.target, memory, start, fitted.errors_before, fitted, held)
+
+
+__all__ = ["OBJECTIVE", "CaptureError", "Fit", "HeldOut", "LeaveOneOut", "calibrate",
+           "capture_error", "cycles_error", "fit_parameters", "fittable_names",
+           "leave_one_out", "leave_one_out_traces", "objective"]
