@@ -152,3 +152,25 @@ def test_flash_candidates_name_the_kernel(flash_whatifs) -> None:
     assert all("DMA" in " ".join(c.evidence) for c in waits)
     assert [c.modeled for c in cands if (c.modeled or 0) > 0] == \
         sorted((c.modeled for c in cands if (c.modeled or 0) > 0), reverse=True)
+
+
+def test_more_waves_copies_each_wave_and_counts_two_back_to_back() -> None:
+    """A second workgroup per CU: each wave copied to the next free slot 16 cycles later;
+    the saving is two unchanged replays back to back minus the replay of both at once. The
+    copy's waits overlap the original's, so nearly a whole replay is saved."""
+    from asterism.profile.whatif import more_waves
+
+    t = _trace()
+    two = more_waves()(t)
+    assert [(w.simd, w.slot, w.begin) for w in two.waves] == [(0, 0, 0), (0, 1, 16)]
+    assert [r.time for r in two.waves[1].instructions] == \
+        [r.time + 16 for r in t.waves[0].instructions]
+    report = analyze(t)
+    res = run_whatifs(t, report, None, "gfx950", more="test")
+    (w,) = [r for r in res.results if r.scenario.kind == "more-waves"]
+    single = w.base_span // 2
+    assert w.base_span == 2 * single
+    # Both at once: one wave's time plus the 16-cycle shift and what they share (the
+    # SIMD's issue of the other's few instructions): well under 100 cycles more.
+    assert single + 16 <= w.span <= single + 100
+    assert w.saved == 2 * single - w.span

@@ -44,6 +44,7 @@ from asterism.profile.insights import (
     candidates,
     kernel_dispatches,
     modeled_candidates,
+    more_waves_reason,
     occupancy_info,
     rank_candidates,
     verdict,
@@ -192,10 +193,24 @@ def analyze_capture(trace: Trace, counters: CounterData | None = None,
         from asterism.profile.whatif import run_whatifs
 
         whatifs = run_whatifs(trace, report, structure, _replay_target(target),
-                              what_if_records, progress)
-        modeled = modeled_candidates(whatifs, report, structure, occ)
+                              what_if_records, progress, more_waves_reason(occ))
+        modeled = modeled_candidates(whatifs, report, structure, occ,
+                                     _grid_text(dispatches, counters))
     return Analysis(trace, report, occ, rank_candidates(modeled, rules), verdict(report),
                     dispatches, structure, whatifs, work)
+
+
+def _grid_text(dispatches: list[Any], counters: CounterData | None) -> str | None:
+    """ "the grid has 512 workgroups for 256 CUs (2.00 per CU; dispatch 5)" when known."""
+    gpus = counters.gpus() if counters is not None else []
+    d = next((d for d in dispatches if d.grid and d.workgroup_size), None)
+    if d is None or not gpus or not gpus[0].cu_count:
+        return None
+    items = d.grid[0] * d.grid[1] * d.grid[2]
+    wgs = -(-items // d.workgroup_size)
+    cus = gpus[0].cu_count
+    return (f"the grid has {wgs:,} workgroups for {cus} CUs ({wgs / cus:.2f} per CU; "
+            f"dispatch {d.dispatch_id}, rocprofv3)")
 
 
 def _replay_target(target: str | None) -> str:

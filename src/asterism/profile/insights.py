@@ -478,13 +478,14 @@ def _fmt_saving(w) -> str:
 
 
 def modeled_candidates(whatifs, report: Report, structure=None,
-                       occupancy: OccupancyInfo | None = None) -> list[Candidate]:
+                       occupancy: OccupancyInfo | None = None,
+                       grid: str | None = None) -> list[Candidate]:
     """Candidates from what-if replays (asterism.profile.whatif), one per line changed, the
     best change first, the others as alternatives; each says what is measured (the capture)
     and what is modeled (the replays)."""
     by_line: dict[int, list] = {}
     for w in whatifs.results:
-        by_line.setdefault(w.scenario.lines[0], []).append(w)
+        by_line.setdefault(w.scenario.lines[0] if w.scenario.lines else -1, []).append(w)
     out = []
     scope = (f"replay of {whatifs.waves} of {whatifs.total_waves} traced waves, "
              f"{whatifs.target} timing model")
@@ -494,6 +495,9 @@ def modeled_candidates(whatifs, report: Report, structure=None,
         kind = best.scenario.kind
         if kind == "even-out":
             out.append(_even_out_candidate(best, structure, scope))
+            continue
+        if kind == "more-waves":
+            out.append(_more_waves_candidate(best, structure, occupancy, scope, grid))
             continue
         row = next((r for r in report.listing if r.line == line), None)
         if row is None:
@@ -571,11 +575,58 @@ def _even_out_candidate(w, structure, scope: str) -> Candidate:
         modeled_base=w.base_span, measured_text=evidence[0], modeled_text=modeled)
 
 
+def more_waves_reason(occ: OccupancyInfo | None) -> str | None:
+    """Why one more wave per SIMD could be resident (None: it could not, or unknown)."""
+    if occ is None or occ.theoretical is None or occ.observed_per_simd is None:
+        return None
+    n, seen = occ.theoretical, occ.observed_per_simd
+    if seen < n:
+        return f"the resources allow {n} waves per SIMD, the trace shows {seen}"
+    if "vgprs" in occ.limited_by and n < (occ.max_waves_per_simd or 8) and occ.vgprs:
+        need = occ.vgprs_for(n + 1)
+        return (f"{occ.vgprs} VGPRs allow {n} per SIMD; at most {need} would allow {n + 1}")
+    return None
+
+
+def _more_waves_candidate(w, structure, occ: OccupancyInfo | None, scope: str,
+                          grid: str | None = None) -> Candidate:
+    evidence = [f"measured: {grid}"] if grid else []
+    if occ is not None and occ.theoretical is not None:
+        evidence.append(f"measured: at most {occ.observed_per_simd} wave(s) per SIMD at once; "
+                        f"the resources allow {occ.theoretical} (limited by "
+                        f"{', '.join(occ.limited_by)}; {occ.resource_source})")
+    if structure is not None and "occupancy" in structure.bound.figures:
+        evidence.append("measured: " + structure.bound.figures["occupancy"])
+    modeled = f"modeled ({scope}): {w.scenario.what}: {_fmt_saving(w)}"
+    evidence.append(modeled)
+    reason = w.scenario.what.split("(", 1)[-1].split(")", 1)[0]
+    if occ is not None and occ.theoretical is not None and \
+            (occ.observed_per_simd or 0) >= occ.theoretical:
+        need = occ.vgprs_for(occ.theoretical + 1)
+        tip = (f"bring the kernel to at most {need} VGPRs per lane (now {occ.vgprs}) so "
+               f"{occ.theoretical + 1} waves fit per SIMD: fewer live accumulators or tile "
+               "rows per wave, accumulators in AGPRs")
+    else:
+        tip = (f"{reason}: keep more workgroups resident (more, smaller workgroups in the "
+               "grid, or even work per workgroup so finished CUs are refilled) so one wave's "
+               "waits hide under another's work")
+    return Candidate("whatif-more-waves", "one more wave per SIMD (a second workgroup per CU)",
+                     w.saved_wave_cycles if w.saved > 0 else None, None, evidence, tip, [],
+                     modeled=w.saved, modeled_wave_cycles=w.saved_wave_cycles,
+                     modeled_base=w.base_span, measured_text=evidence[0],
+                     modeled_text=modeled)
+
+
+_OCCUPANCY_RULES = {"underfilled", "occupancy-registers", "occupancy-lds"}
+
+
 def rank_candidates(modeled: list[Candidate], rules: list[Candidate]) -> list[Candidate]:
     """Replayed candidates by modeled kernel time saved, then the rules' candidates on lines
     no replay covered (by their measured recoverable cycles)."""
     covered = {ln for c in modeled for ln in c.lines[:1]}
     rest = [c for c in rules if not (c.lines and c.lines[0] in covered)]
+    if any(c.rule == "whatif-more-waves" for c in modeled):  # replayed: the rules' guess goes
+        rest = [c for c in rest if c.rule not in _OCCUPANCY_RULES]
     gains = sorted((c for c in modeled if (c.modeled or 0) > 0),
                    key=lambda c: (-(c.modeled or 0), -(c.modeled_wave_cycles or 0), c.lines))
     none = [c for c in modeled if (c.modeled or 0) <= 0]

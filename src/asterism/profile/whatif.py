@@ -17,6 +17,10 @@ The changes (each a new :class:`~asterism.profile.att.Trace`, the capture left a
   instance (one more buffer stage is what makes this valid).
 - ``barrier-remove``: the ``s_barrier`` at a line is dropped (the data it orders has to be
   double-buffered for that to be valid).
+- ``more-waves``: a second workgroup on every traced CU at once (a copy of its traced
+  waves on free slots, 16 cycles later); its saving is two replays of the unchanged
+  capture back to back minus this one: what one more wave per SIMD hides. Tried when the
+  resources allow it or fewer registers would.
 - ``even-out``: every traced wave runs the mean iteration count of the loop whose count
   varies most (full trips between two executions of its head cut or repeated): the
   imbalance evened out.
@@ -48,6 +52,7 @@ NO_WAIT = "s_waitcnt vmcnt(63) lgkmcnt(15)"
 MAX_RECORDS = 60_000  # records replayed per scenario (a bigger capture is cut to whole CUs)
 WAITS_TRIED = 4  # waits (by measured stall) each change is tried on
 BARRIERS_TRIED = 2
+MAX_SLOTS = 8  # wave slots per SIMD (gfx9)
 _COUNT_RE = re.compile(r"\b(vmcnt|lgkmcnt)\s*\(\s*\d{1,9}\s*\)", re.ASCII)
 
 
@@ -60,6 +65,7 @@ class Scenario:
     what: str  # the change in words
     change: Callable[[Trace], Trace]
     memory: str = "measured"
+    base_factor: int = 1  # the unchanged replay's span counts this many times (more-waves)
 
 
 @dataclass
@@ -193,6 +199,22 @@ def loads_earlier(wait_line: int, producers: set[int], mfmas: int) -> Callable[[
     return change
 
 
+def more_waves(shift: int = 16) -> Callable[[Trace], Trace]:
+    """A second copy of every traced wave on the next free slot of its SIMD, starting
+    `shift` cycles later (a second workgroup per CU at once; the shift keeps the two
+    workgroups' barrier releases apart, which is how the replay tells workgroups apart)."""
+    def change(trace: Trace) -> Trace:
+        out = replace(trace, code=trace.code)
+        free = 1 + max(w.slot for w in trace.waves)
+        copies = [Wave(se=w.se, simd=w.simd, slot=w.slot + free, id=w.id, cu=w.cu,
+                       begin=w.begin + shift, end=w.end + shift,
+                       instructions=[replace(r, time=r.time + shift) for r in w.instructions],
+                       timeline=w.timeline, waitcnt=list(w.waitcnt)) for w in trace.waves]
+        out.waves = list(trace.waves) + copies
+        return out
+    return change
+
+
 def remove_barrier(line: int) -> Callable[[Trace], Trace]:
     """The s_barrier at `line` dropped from every stream."""
     def change(trace: Trace) -> Trace:
@@ -229,9 +251,11 @@ def even_out(head: int, target: int) -> Callable[[Trace], Trace]:
 # ---------------------------------------------------------------------------- scenarios
 
 
-def scenarios(trace: Trace, report: Report, structure: Structure | None) -> list[Scenario]:
+def scenarios(trace: Trace, report: Report, structure: Structure | None,
+              more: str | None = None) -> list[Scenario]:
     """The changes worth replaying for this capture: its costliest waits (dropped, split,
-    their loads issued earlier), its costliest barriers, its imbalance."""
+    their loads issued earlier), its costliest barriers, its imbalance, and (`more`: why
+    one more wave per SIMD could be resident, None: not tried) a second workgroup per CU."""
     out: list[Scenario] = []
     waits = sorted((r for r in report.listing if r.hits and r.stall and not r.is_label
                     and is_waitcnt(mnemonic(r.isa))), key=lambda r: (-r.stall, r.line))
@@ -267,6 +291,11 @@ def scenarios(trace: Trace, report: Report, structure: Structure | None) -> list
                 "even-out", [lp.head, lp.tail], f"every traced wave runs the loop at lines "
                 f"{lp.head}-{lp.tail} {mean} times (now {min(counts)} to {max(counts)})",
                 even_out(lp.head, mean), memory="model"))
+    if more is not None and trace.waves and \
+            1 + 2 * max(w.slot for w in trace.waves) < MAX_SLOTS:
+        out.append(Scenario("more-waves", [], f"a second workgroup on each traced CU at once "
+                            f"({more}): both finish against two run back to back",
+                            more_waves(), base_factor=2))
     return out
 
 
@@ -315,26 +344,29 @@ def _replay(trace: Trace, target: str, memory: str) -> tuple[int, int]:
 
 def run_whatifs(trace: Trace, report: Report, structure: Structure | None,
                 target: str = "gfx950", max_records: int = MAX_RECORDS,
-                progress: Callable[[str], None] | None = None) -> WhatIfs:
+                progress: Callable[[str], None] | None = None,
+                more: str | None = None) -> WhatIfs:
     """Replay every scenario of :func:`scenarios` (see the module doc)."""
     from asterism.errors import AsterismError
 
     part = _subset(trace, max_records)
     base: dict[str, tuple[int, int]] = {}
     results, errors = [], []
-    todo = scenarios(trace, report, structure)
+    todo = scenarios(trace, report, structure, more)
     for k, sc in enumerate(todo, 1):
         if progress is not None:
-            progress(f"what-if {k}/{len(todo)}: {sc.kind} (lines {sc.lines[0]}...)")
+            where = f" (line {sc.lines[0]})" if sc.lines else ""
+            progress(f"what-if {k}/{len(todo)}: {sc.kind}{where}")
         try:
             if sc.memory not in base:
                 base[sc.memory] = _replay(part, target, sc.memory)
             span, cycles = _replay(sc.change(part), target, sc.memory)
         except AsterismError as err:
-            errors.append(f"{sc.kind} {sc.lines[0]}: {err.message}")
+            errors.append(f"{sc.kind} {sc.lines[:1]}: {err.message}")
             continue
         b_span, b_cycles = base[sc.memory]
-        results.append(WhatIf(sc, b_span, span, b_cycles, cycles))
+        results.append(WhatIf(sc, sc.base_factor * b_span, span, sc.base_factor * b_cycles,
+                              cycles))
     return WhatIfs(results, len(part.waves), len(trace.waves),
                    sum(len(w.instructions) for w in part.waves), target, errors)
 
