@@ -407,6 +407,10 @@ def _candidates(a: Analysis) -> list[str]:
                    "Lines marked *measured* come from the capture, *modeled* from the "
                    "replays. The candidates after the replayed ones rank by the cycles the "
                    "capture shows they could recover at best (not replayed).")
+        if w.pruned:
+            out.append("")
+            out.append("Not replayed (removing the wait saves under 0.5 % of the modeled "
+                       "time, which bounds them): " + ", ".join(w.pruned) + ".")
         if w.errors:
             out.append("")
             out.append("Not replayed (the model refused the changed stream): "
@@ -596,7 +600,7 @@ def render_bundle_json(a: Analysis, counters: CounterData | None = None,
         data["what_if"] = {
             "note": "modeled: replays of the capture through asterism's timing model",
             "target": w.target, "waves": w.waves, "total_waves": w.total_waves,
-            "records": w.records, "errors": w.errors,
+            "records": w.records, "errors": w.errors, "pruned": w.pruned,
             "results": [{"kind": r.scenario.kind, "lines": r.scenario.lines,
                          "what": r.scenario.what, "memory": r.scenario.memory,
                          "base_span": r.base_span, "span": r.span, "saved": r.saved,

@@ -30,6 +30,9 @@ did; the changed streams keep every record's time, so the latencies stay put) ex
 ``even-out``, whose repeated iterations have no measured latency: it is replayed, with its
 own baseline, with the model's latencies (``memory="model"``).
 
+Dropping a wait bounds what splitting it or moving its loads earlier can save: those two are
+replayed only for waits whose removal saves at least :data:`PRUNE_SHARE` of the modeled span.
+
 Every replay is the modeled kernel time on the traced CUs: the span from the first traced
 wave's start to the last one's modeled end ("span"), and the sum of the waves' modeled
 lifetimes ("wave-cycles"). A big capture is cut to whole CUs (every traced wave of a CU,
@@ -53,6 +56,9 @@ MAX_RECORDS = 60_000  # records replayed per scenario (a bigger capture is cut t
 WAITS_TRIED = 4  # waits (by measured stall) each change is tried on
 BARRIERS_TRIED = 2
 MAX_SLOTS = 8  # wave slots per SIMD (gfx9)
+# A wait whose removal saves less than this share of the modeled span is not split and its
+# loads not moved (neither can save more than removing the wait).
+PRUNE_SHARE = 0.005
 _COUNT_RE = re.compile(r"\b(vmcnt|lgkmcnt)\s*\(\s*\d{1,9}\s*\)", re.ASCII)
 
 
@@ -99,6 +105,7 @@ class WhatIfs:
     records: int  # records replayed per scenario
     target: str
     errors: list[str] = field(default_factory=list)  # scenarios the model could not replay
+    pruned: list[str] = field(default_factory=list)  # not replayed: bounded by a dropped wait
 
     def best(self) -> list[WhatIf]:
         """Most modeled span saved first (then wave-cycles)."""
@@ -353,7 +360,14 @@ def run_whatifs(trace: Trace, report: Report, structure: Structure | None,
     base: dict[str, tuple[int, int]] = {}
     results, errors = [], []
     todo = scenarios(trace, report, structure, more)
+    dropped: dict[int, int] = {}  # wait line -> modeled saving of dropping it
+    pruned: list[str] = []
     for k, sc in enumerate(todo, 1):
+        if sc.kind in ("wait-split", "load-earlier") and sc.lines[0] in dropped and \
+                dropped[sc.lines[0]] < PRUNE_SHARE * base["measured"][0]:
+            # Dropping the wait bounds what splitting it or moving its loads can save.
+            pruned.append(f"{sc.kind} of line {sc.lines[0]}")
+            continue
         if progress is not None:
             where = f" (line {sc.lines[0]})" if sc.lines else ""
             progress(f"what-if {k}/{len(todo)}: {sc.kind}{where}")
@@ -367,8 +381,10 @@ def run_whatifs(trace: Trace, report: Report, structure: Structure | None,
         b_span, b_cycles = base[sc.memory]
         results.append(WhatIf(sc, sc.base_factor * b_span, span, sc.base_factor * b_cycles,
                               cycles))
+        if sc.kind == "wait-drop":
+            dropped[sc.lines[0]] = results[-1].saved
     return WhatIfs(results, len(part.waves), len(trace.waves),
-                   sum(len(w.instructions) for w in part.waves), target, errors)
+                   sum(len(w.instructions) for w in part.waves), target, errors, pruned)
 
 
 __all__ = ["MAX_RECORDS", "NO_WAIT", "Scenario", "WhatIf", "WhatIfs", "drop_wait", "even_out",
