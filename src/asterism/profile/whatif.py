@@ -69,7 +69,7 @@ class Scenario:
     kind: str  # wait-drop | wait-split | load-earlier | barrier-remove | even-out
     lines: list[int]
     what: str  # the change in words
-    change: Callable[[Trace], Trace]
+    change: Change
     memory: str = "measured"
     base_factor: int = 1  # the unchanged replay's span counts this many times (more-waves)
 
@@ -128,6 +128,21 @@ def _with_rows(trace: Trace, texts: list[str]) -> tuple[Trace, list[int]]:
     return replace(trace, code=CodeListing(rows)), lines
 
 
+@dataclass(frozen=True)
+class Change:
+    """A change to the traced waves' streams: the code rows it needs added (texts), and
+    `waves(trace, lines)`: the changed waves, given the lines those rows got. Calling it on
+    a trace gives the changed trace (rows added after the last one)."""
+
+    rows: tuple[str, ...]
+    waves: Callable[[Trace, list[int]], list[Wave]]
+
+    def __call__(self, trace: Trace) -> Trace:
+        out, lines = _with_rows(trace, list(self.rows))
+        out.waves = self.waves(trace, lines)
+        return out
+
+
 def _rewave(w: Wave, records: list[InstRecord], links: list[WaitcntLink]) -> Wave:
     return Wave(se=w.se, simd=w.simd, slot=w.slot, id=w.id, cu=w.cu, begin=w.begin, end=w.end,
                 instructions=records, timeline=w.timeline, waitcnt=links)
@@ -137,27 +152,26 @@ def _relink(links: list[WaitcntLink], old: int, new: int) -> list[WaitcntLink]:
     return [WaitcntLink(new, ln.deps) if ln.line == old else ln for ln in links]
 
 
-def drop_wait(line: int) -> Callable[[Trace], Trace]:
+def drop_wait(line: int) -> Change:
     """The wait at `line` waits for nothing (its capture links kept: latencies stay)."""
-    def change(trace: Trace) -> Trace:
-        out, (new,) = _with_rows(trace, [NO_WAIT])
-        out.waves = [_rewave(w, [replace(r, line=new) if r.line == line else r
-                                 for r in w.instructions], _relink(w.waitcnt, line, new))
-                     for w in trace.waves]
-        return out
-    return change
+    def waves(trace: Trace, lines: list[int]) -> list[Wave]:
+        (new,) = lines
+        return [_rewave(w, [replace(r, line=new) if r.line == line else r
+                            for r in w.instructions], _relink(w.waitcnt, line, new))
+                for w in trace.waves]
+    return Change((NO_WAIT,), waves)
 
 
-def split_wait(line: int, isa: str, producers: int) -> Callable[[Trace], Trace]:
+def split_wait(line: int, isa: str, producers: int) -> Change:
     """The wait at `line` keeps its oldest producer; the full wait moves before the wave's
     next s_barrier or s_waitcnt (see the module doc)."""
     relaxed = _COUNT_RE.sub(lambda m: f"{m.group(1)}({producers - 1})", isa)
 
-    def change(trace: Trace) -> Trace:
-        out, (soft, full) = _with_rows(trace, [relaxed, isa])
+    def waves(trace: Trace, lines: list[int]) -> list[Wave]:
+        soft, full = lines
         waits = {r.line for r in trace.code.rows if not r.is_label
                  and (is_barrier(mnemonic(r.isa)) or is_waitcnt(mnemonic(r.isa)))}
-        waves = []
+        out = []
         for w in trace.waves:
             recs: list[InstRecord] = []
             owed = False
@@ -170,17 +184,15 @@ def split_wait(line: int, isa: str, producers: int) -> Callable[[Trace], Trace]:
                     owed = True
                 else:
                     recs.append(r)
-            waves.append(_rewave(w, recs, _relink(w.waitcnt, line, soft)))
-        out.waves = waves
+            out.append(_rewave(w, recs, _relink(w.waitcnt, line, soft)))
         return out
-    return change
+    return Change((relaxed, isa), waves)
 
 
-def loads_earlier(wait_line: int, producers: set[int], mfmas: int) -> Callable[[Trace], Trace]:
+def loads_earlier(wait_line: int, producers: set[int], mfmas: int) -> Change:
     """Each execution of the `producers` lines moves `mfmas` MFMA records earlier, never
     before a wait that drains one of them (the previous instance's)."""
-    def change(trace: Trace) -> Trace:
-        out = replace(trace, code=trace.code)
+    def change(trace: Trace, _lines: list[int]) -> list[Wave]:
         mfma_lines = {r.line for r in trace.code.rows
                       if not r.is_label and is_mfma(mnemonic(r.isa))}
         waves = []
@@ -201,43 +213,37 @@ def loads_earlier(wait_line: int, producers: set[int], mfmas: int) -> Callable[[
                     recs.insert(j, recs.pop(k))
                 k += 1
             waves.append(_rewave(w, recs, list(w.waitcnt)))
-        out.waves = waves
-        return out
-    return change
+        return waves
+    return Change((), change)
 
 
-def more_waves(shift: int = 16) -> Callable[[Trace], Trace]:
+def more_waves(shift: int = 16) -> Change:
     """A second copy of every traced wave on the next free slot of its SIMD, starting
     `shift` cycles later (a second workgroup per CU at once; the shift keeps the two
     workgroups' barrier releases apart, which is how the replay tells workgroups apart)."""
-    def change(trace: Trace) -> Trace:
-        out = replace(trace, code=trace.code)
+    def change(trace: Trace, _lines: list[int]) -> list[Wave]:
         free = 1 + max(w.slot for w in trace.waves)
         copies = [Wave(se=w.se, simd=w.simd, slot=w.slot + free, id=w.id, cu=w.cu,
                        begin=w.begin + shift, end=w.end + shift,
                        instructions=[replace(r, time=r.time + shift) for r in w.instructions],
                        timeline=w.timeline, waitcnt=list(w.waitcnt)) for w in trace.waves]
-        out.waves = list(trace.waves) + copies
-        return out
-    return change
+        return list(trace.waves) + copies
+    return Change((), change)
 
 
-def remove_barrier(line: int) -> Callable[[Trace], Trace]:
+def remove_barrier(line: int) -> Change:
     """The s_barrier at `line` dropped from every stream."""
-    def change(trace: Trace) -> Trace:
-        out = replace(trace, code=trace.code)
-        out.waves = [_rewave(w, [r for r in w.instructions if r.line != line], list(w.waitcnt))
-                     for w in trace.waves]
-        return out
-    return change
+    def change(trace: Trace, _lines: list[int]) -> list[Wave]:
+        return [_rewave(w, [r for r in w.instructions if r.line != line], list(w.waitcnt))
+                for w in trace.waves]
+    return Change((), change)
 
 
-def even_out(head: int, target: int) -> Callable[[Trace], Trace]:
+def even_out(head: int, target: int) -> Change:
     """Every wave executes the loop head `head` `target` times: the full trips between two
     head executions are cut or repeated (the wave's last full trip), the way in (before the
     first head) and the way out (from the last head on) kept as they ran."""
-    def change(trace: Trace) -> Trace:
-        out = replace(trace, code=trace.code)
+    def change(trace: Trace, _lines: list[int]) -> list[Wave]:
         waves = []
         for w in trace.waves:
             recs = w.instructions
@@ -250,9 +256,8 @@ def even_out(head: int, target: int) -> Callable[[Trace], Trace]:
             trips = trips[:want] + [trips[-1]] * max(want - len(trips), 0)
             new = recs[:starts[0]] + [r for t in trips for r in t] + recs[starts[-1]:]
             waves.append(_rewave(w, new, []))
-        out.waves = waves
-        return out
-    return change
+        return waves
+    return Change((), change)
 
 
 # ---------------------------------------------------------------------------- scenarios
@@ -353,16 +358,23 @@ def run_whatifs(trace: Trace, report: Report, structure: Structure | None,
                 target: str = "gfx950", max_records: int = MAX_RECORDS,
                 progress: Callable[[str], None] | None = None,
                 more: str | None = None) -> WhatIfs:
-    """Replay every scenario of :func:`scenarios` (see the module doc)."""
+    """Replay every scenario of :func:`scenarios` (see the module doc). All replays share
+    one trace holding every row a change adds, its waves swapped per replay: the replay
+    reads the instruction text once."""
     from asterism.errors import AsterismError
 
     part = _subset(trace, max_records)
+    todo = scenarios(trace, report, structure, more)
+    work, added = _with_rows(part, [t for sc in todo for t in sc.change.rows])
+    lines_of, k = [], 0
+    for sc in todo:
+        lines_of.append(added[k:k + len(sc.change.rows)])
+        k += len(sc.change.rows)
     base: dict[str, tuple[int, int]] = {}
     results, errors = [], []
-    todo = scenarios(trace, report, structure, more)
     dropped: dict[int, int] = {}  # wait line -> modeled saving of dropping it
     pruned: list[str] = []
-    for k, sc in enumerate(todo, 1):
+    for k, (sc, lines) in enumerate(zip(todo, lines_of, strict=True), 1):
         if sc.kind in ("wait-split", "load-earlier") and sc.lines[0] in dropped and \
                 dropped[sc.lines[0]] < PRUNE_SHARE * base["measured"][0]:
             # Dropping the wait bounds what splitting it or moving its loads can save.
@@ -373,8 +385,10 @@ def run_whatifs(trace: Trace, report: Report, structure: Structure | None,
             progress(f"what-if {k}/{len(todo)}: {sc.kind}{where}")
         try:
             if sc.memory not in base:
-                base[sc.memory] = _replay(part, target, sc.memory)
-            span, cycles = _replay(sc.change(part), target, sc.memory)
+                work.waves = part.waves
+                base[sc.memory] = _replay(work, target, sc.memory)
+            work.waves = sc.change.waves(part, lines)
+            span, cycles = _replay(work, target, sc.memory)
         except AsterismError as err:
             errors.append(f"{sc.kind} {sc.lines[:1]}: {err.message}")
             continue
@@ -387,6 +401,6 @@ def run_whatifs(trace: Trace, report: Report, structure: Structure | None,
                    sum(len(w.instructions) for w in part.waves), target, errors, pruned)
 
 
-__all__ = ["MAX_RECORDS", "NO_WAIT", "Scenario", "WhatIf", "WhatIfs", "drop_wait", "even_out",
-           "loads_earlier", "remove_barrier", "run_whatifs", "scenarios", "split_wait",
-           "wave_name"]
+__all__ = ["MAX_RECORDS", "NO_WAIT", "Change", "Scenario", "WhatIf", "WhatIfs", "drop_wait",
+           "even_out", "loads_earlier", "more_waves", "remove_barrier", "run_whatifs",
+           "scenarios", "split_wait", "wave_name"]
