@@ -233,11 +233,14 @@ def register(verb) -> None:
                          "(default: write nothing)")
     b = tsub.add_parser("bundle", help="self-contained kernel report directory: REPORT.md, "
                                        "pictures, capture, counters, source, ISA",
-                        description="Write DIR with REPORT.md (verdict, wave states, stall "
+                        description="Write DIR with REPORT.md (verdict, bound, optimization "
+                                    "candidates each replayed through the timing model and "
+                                    "ranked by the modeled time it saves, the kernel's "
+                                    "loops, phases and load balance, wave states, stall "
                                     "taxonomy, occupancy, hotspots with disassembly and "
-                                    "source, waitcnt producers, counters, optimization "
-                                    "candidates), report.json, pictures (PNG + interactive "
-                                    "HTML), a copy of the capture, the counter files, the "
+                                    "source, waitcnt producers, counters), report.json, "
+                                    "pictures (PNG + interactive HTML), a copy of the "
+                                    "capture, the counter files, the "
                                     "source files and the kernel's ISA + stats. Nothing is "
                                     "written if anything fails. The bundle is made to be "
                                     "shared: links inside the capture folder are not "

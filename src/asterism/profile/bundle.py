@@ -2,12 +2,18 @@
 
 ``build_bundle`` writes::
 
-    DIR/REPORT.md            headline + verdict, wave states, stall taxonomy, occupancy,
-                             hotspots with disassembly context and source lines, waitcnt
-                             producers, counters, optimization candidates, baseline table
+    DIR/REPORT.md            headline (verdict, bound, top candidate), optimization
+                             candidates (each change replayed through the timing model,
+                             ranked by modeled time saved: asterism.profile.whatif), the
+                             kernel's structure (loops, phases, time per phase per wave,
+                             load balance, bound: asterism.profile.structure), wave states,
+                             stall taxonomy, occupancy, hotspots with disassembly context
+                             and source lines, waitcnt producers, counters (TFLOPS and GB/s
+                             with --flops/--bytes), baseline table
     DIR/report.json          the same figures, machine-readable
     DIR/pictures/            timeline.png, stalls.png, hotspots.png, source_heat.png,
-                             view.html (interactive timeline)
+                             view.html (interactive timeline, hotspot table and source
+                             panel linked)
     DIR/att/<capture>/       the capture as given (AMD's ATT viewer opens it)
     DIR/baseline/<capture>/  the --baseline capture, when given
     DIR/counters/            the rocprofv3 counter files, as given
