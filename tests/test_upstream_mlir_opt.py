@@ -36,6 +36,7 @@ def _code(text: str, target: str) -> bytes:
     return asterism.compile(module)
 
 
+@pytest.mark.filterwarnings("ignore::asterism.frontend.parse.HostCodeSkipped")
 @pytest.mark.parametrize("name, text", INPUTS, ids=[n for n, _ in INPUTS])
 def test_mlir_opt_accepts_and_generic_form_compiles_the_same(name, text, mlir_opt):
     custom = _mlir_opt(mlir_opt, text)

@@ -260,8 +260,8 @@ KERNEL = """module {{
 
 @pytest.mark.parametrize("body, message", [
     ("      %v = vector.load %x[%l] : memref<64xf32>, vector<4xf32>\n"
-     "      %r = vector.reduction <add>, %v : vector<4xf32> into f32",
-     "vector.reduction: not supported"),
+     "      %r = vector.shuffle %v, %v [0, 5] : vector<4xf32>, vector<4xf32>",
+     "vector.shuffle: not supported"),
     ("      %v = memref.load %x[%l] : memref<64xf32>\n      %r = arith.remf %v, %v : f32",
      "arith.remf is not supported by asterism's upstream MLIR input"),
     ("      %s = arith.addi %n, %n : i64", "arith.addi: type i64 is not supported"),
@@ -274,6 +274,12 @@ KERNEL = """module {{
      "vector<4xf32>", "amdgpu.wmma: WMMA exists only on RDNA"),
     ("      %c3 = arith.constant 3 : index\n      %q = arith.divui %l, %c3 : index",
      "arith.divui: divides by a value that is not a constant power of two"),
+    ("      %c1 = arith.constant 1 : index\n"
+     "      %r = scf.while (%i = %l) : (index) -> index {\n"
+     "        %go = arith.cmpi ult, %i, %c1 : index\n"
+     "        scf.condition(%go) %i : index\n"
+     "      } do {\n      ^bb0(%j: index):\n        scf.yield %j : index\n      }",
+     "scf.while: the condition differs between lanes"),
 ])
 def test_unsupported_input_is_an_error_with_location(body, message):
     err = _error(KERNEL.format(body=body))
@@ -329,3 +335,184 @@ def test_gemm_accumulator_stays_in_place():
     body = asm.split("for_body:")[1].split("s_cbranch_scc1")[0]
     assert body.count("v_mfma_f32_16x16x16_f16") == 1
     assert "v_mov_b32" not in body and "s_nop" not in body
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_raw_buffer_ops_on_2d_memrefs_and_sgpr_offset_in_elements(target):
+    # issue 26: the custom form of 2-D raw buffer ops did not parse, and sgprOffset was taken
+    # as bytes (MLIR: elements, scaled by the element size)
+    code = compile_file("buffers_2d.mlir", target)
+    a = RNG.standard_normal((16, 8)).astype(np.float16)
+    b = np.full((16, 8), -3.0, np.float16)
+    acc = np.zeros((4, 4), np.float32)
+    imax = np.array([[-1, 5], [-(2 ** 31), 7]], np.int32)
+    cas = np.arange(64, dtype=np.int32).reshape(16, 4)
+    cas[:, 1::2] += 5  # odd columns compare unequal: no swap
+    cas0 = cas.copy()
+    old = np.zeros((16, 4), np.int32)
+    dmax = np.full((2, 2), -1.0)
+    sh = np.zeros((4, 8), np.float32)
+    launch(code, "buffers_2d", (1, 1, 1), (64, 1, 1), [a, b, acc, imax, cas, old, dmax, sh])
+    lanes = np.arange(64)
+    want_b = np.full(16 * 8, -3.0, np.float16)
+    flat_a = a.reshape(-1)
+    for lane in lanes:  # lane l: 4 halves at [l, 0] (l < 16) or [l, 4] (past the end: dropped)
+        start = lane * 8 + (0 if lane < 16 else 4)
+        for k in range(4):
+            if start + k < 128:
+                want_b[start + k] = flat_a[start + k]
+    np.testing.assert_array_equal(b.reshape(-1), want_b)
+    want_acc = np.zeros((4, 4), np.float32)
+    want_acc[:, 3] = 16.0  # acc[q, 0] + 3 elements: acc[q, 3]
+    np.testing.assert_array_equal(acc, want_acc)
+    iv = lanes * 7 - 200
+    assert imax[1, 0] == iv.max()
+    assert imax[0, 1] == np.min(iv.astype(np.int64) & 0xFFFFFFFF).astype(np.uint32).view(np.int32)
+    assert imax[0, 0] == -1 and imax[1, 1] == 7
+    np.testing.assert_array_equal(old, cas0)
+    np.testing.assert_array_equal(cas, np.where(lanes.reshape(16, 4) % 2 == 0,
+                                                lanes.reshape(16, 4) + 1000, cas0))
+    np.testing.assert_array_equal(dmax, [[-1.0, -1.0], [-1.0, 63.0]])
+    want_sh = np.zeros((4, 8), np.float32)
+    want_sh[:, 2] = np.arange(4)
+    np.testing.assert_array_equal(sh, want_sh)
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_arith_on_vectors_and_cmpf_with_zero_on_the_right(target):
+    # issue 26: cmpf x > 0.0 failed inside the lowering; vector select (custom form), cmpf and
+    # negf on vectors and mulf on f16 vectors were not supported
+    code = compile_file("arith_vectors.mlir", target)
+    x = RNG.standard_normal(64).astype(np.float32)
+    x[::7] = 0.0
+    relu = np.full(64, -1.0, np.float32)
+    v = RNG.standard_normal((64, 4)).astype(np.float32)
+    vo = np.zeros((64, 4), np.float32)
+    h = RNG.uniform(-2, 2, (64, 4)).astype(np.float16)
+    ho = np.zeros((64, 4), np.float16)
+    hs = np.zeros((64, 4), np.float16)
+    iv = RNG.integers(-10, 20, (64, 4)).astype(np.int32)
+    io = np.zeros((64, 4), np.int32)
+    launch(code, "arith_vectors", (1, 1, 1), (64, 1, 1), [x, relu, v, vo, h, ho, hs, iv, io])
+    np.testing.assert_array_equal(relu, np.where(x > 0, x, np.float32(0)))
+    np.testing.assert_array_equal(vo, np.abs(v))
+    half = np.float16(0.5)
+    mx = np.maximum((h * h) + (-h), half)  # f16 arithmetic, rounded per operation
+    np.testing.assert_array_equal(ho, np.where(h >= half, mx, h))
+    np.testing.assert_array_equal(hs, h - half)
+    np.testing.assert_array_equal(io, np.where(iv > 5, iv, 7))
+
+
+def test_lowered_instructions_are_located_in_the_users_file():
+    # issue 26: an error a later pass found in a lowered instruction pointed into asterism's
+    # own source (the builder stamps the Python line that emitted it)
+    from xdsl.dialects.builtin import FileLineColLoc
+
+    from asterism.ir.ops import InstructionOp
+
+    module = api.optimize(api.parse(DIR / "arith_vectors.mlir"), "lower-upstream")
+    files = {op.location.filename.data for op in module.walk()
+             if isinstance(op, InstructionOp) and isinstance(op.location, FileLineColLoc)}
+    assert files == {str(DIR / "arith_vectors.mlir")}
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_math_ops_and_gpu_shuffle(target):
+    code = compile_file("math_shuffle.mlir", target)
+    x = RNG.uniform(-4, 4, 64).astype(np.float32)
+    o = np.zeros((8, 64), np.float32)
+    h = RNG.uniform(-1, 1, (64, 2)).astype(np.float16)
+    ho = np.zeros((64, 2), np.float16)
+    s = np.zeros((10, 64), np.float32)
+    valid = np.full((10, 64), -1, np.int32)
+    launch(code, "math_shuffle", (1, 1, 1), (64, 1, 1), [x, o, h, ho, s, valid])
+    a = np.abs(x).astype(np.float64)
+    x64 = x.astype(np.float64)
+    # the transcendental unit: about 1 ulp (exp and log add the rounding of one multiply)
+    np.testing.assert_allclose(o[0], np.exp2(x64), rtol=2e-6)
+    np.testing.assert_allclose(o[1], np.exp(x64), rtol=5e-6)
+    np.testing.assert_allclose(o[2], np.log(a), rtol=5e-6, atol=1e-6)
+    np.testing.assert_allclose(o[3], np.log2(a), rtol=2e-6, atol=1e-6)
+    np.testing.assert_allclose(o[4], 1 / np.sqrt(a), rtol=2e-6)
+    np.testing.assert_allclose(o[5], np.sqrt(a), rtol=2e-6)
+    np.testing.assert_array_equal(o[6], (x64 * x64 + a).astype(np.float32))  # one rounding
+    np.testing.assert_allclose(o[7], np.exp2(x64), rtol=2e-6)
+    hf = (h.astype(np.float64) * h + h).astype(np.float16)
+    np.testing.assert_allclose(ho.astype(np.float64), np.exp2(hf.astype(np.float64)),
+                               rtol=2e-3)
+    lanes = np.arange(64)
+    np.testing.assert_array_equal(s[0], x[lanes ^ 1])
+    np.testing.assert_array_equal(s[1], x[lanes ^ 2])
+    np.testing.assert_array_equal(s[2], x[lanes ^ 8])
+    np.testing.assert_array_equal(s[3], x[lanes ^ 32])
+    seg = lanes & ~15
+    down = lanes + 3
+    ok_down = down < seg + 16
+    np.testing.assert_array_equal(s[4], np.where(ok_down, x[np.minimum(down, 63)], x))
+    up = lanes - 5
+    ok_up = up >= seg
+    np.testing.assert_array_equal(s[5], np.where(ok_up, x[np.maximum(up, 0)], x))
+    np.testing.assert_array_equal(s[6], np.full(64, x[5]))
+    np.testing.assert_array_equal(s[7], x[63 - lanes])
+    np.testing.assert_array_equal(s[8], x)  # lane ^ 32 is outside a 16-lane segment
+    ok9 = 2 * lanes < 64
+    np.testing.assert_array_equal(s[9], np.where(ok9, x[np.minimum(2 * lanes, 63)], x))
+    np.testing.assert_array_equal(valid[0], 1)
+    np.testing.assert_array_equal(valid[4], ok_down)
+    np.testing.assert_array_equal(valid[5], ok_up)
+    np.testing.assert_array_equal(valid[8], 0)
+    np.testing.assert_array_equal(valid[9], ok9)
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_vector_reduction_within_a_lane(target):
+    code = compile_file("reduction.mlir", target)
+    x = RNG.standard_normal((64, 8)).astype(np.float32)
+    h = RNG.standard_normal((64, 4)).astype(np.float16)
+    i = RNG.integers(0, 1 << 30, (64, 4)).astype(np.int32)
+    o = np.zeros((3, 64), np.float32)
+    oi = np.zeros(64, np.int32)
+    launch(code, "reduction", (1, 1, 1), (64, 1, 1), [x, h, i, o, oi])
+    mx = x.max(axis=1)
+    np.testing.assert_array_equal(o[0], mx)
+    # pairwise order: ((x0+x1)+(x2+x3)) + ((x4+x5)+(x6+x7)), then the accumulator
+    pairs = x[:, 0::2] + x[:, 1::2]
+    quads = pairs[:, 0::2] + pairs[:, 1::2]
+    np.testing.assert_array_equal(o[1], (quads[:, 0] + quads[:, 1]) + mx)
+    np.testing.assert_array_equal(o[2], h.min(axis=1).astype(np.float32))
+    np.testing.assert_array_equal(oi, i[:, 0] ^ i[:, 1] ^ i[:, 2] ^ i[:, 3])
+
+
+def test_host_code_beside_the_gpu_module_is_skipped_with_a_note(tmp_path):
+    from asterism.frontend.parse import HostCodeSkipped
+
+    with pytest.warns(HostCodeSkipped, match=r"host function @main \(gpu.launch_func\) "
+                                             "skipped") as notes:
+        code = compile_file("host_code.mlir", "gfx942")
+    assert notes[0].filename == str(DIR / "host_code.mlir") and notes[0].lineno == 12
+    out = np.zeros(64, np.float32)
+    launch(code, "fill", (1, 1, 1), (64, 1, 1), [out])
+    np.testing.assert_array_equal(out, 3.0)
+    # the CLI: exit 0, the note on stderr at the user's line
+    res = subprocess.run([sys.executable, "-m", "asterism.cli", "compile",
+                          str(DIR / "host_code.mlir"), "-o", str(tmp_path / "h.hsaco")],
+                         capture_output=True, text=True)
+    assert res.returncode == 0, res.stderr
+    assert "host_code.mlir:12: HostCodeSkipped: note: host function @main" in res.stderr
+
+
+@pytest.mark.parametrize("target", TARGETS)
+@pytest.mark.parametrize("n", [0, 1, 100])
+def test_scf_while_on_a_uniform_condition(target, n):
+    code = compile_file("while.mlir", target)
+    x = RNG.standard_normal(64).astype(np.float32)
+    o = np.full(64, -1.0, np.float32)
+    trips = np.full(1, -1, np.int32)
+    launch(code, "while_loop", (1, 1, 1), (64, 1, 1), [x, o, trips, np.int32(n)])
+    want = np.zeros(64, np.float32)
+    i, t = 1, 0
+    while i < n:
+        want = want + x * np.float32(i)
+        i, t = i * 2, t + 1
+    np.testing.assert_array_equal(o, want)
+    assert trips[0] == t

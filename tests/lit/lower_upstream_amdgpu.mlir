@@ -1,6 +1,6 @@
 // lower-upstream, amdgpu dialect (gfx942): raw_buffer_load with indexOffset (elements added
-// to the VGPR offset) and sgprOffset (soffset), raw_buffer_store, an atomic fadd at a uniform
-// index, fat_raw_buffer_cast with validBytes (a new resource, num_records = validBytes),
+// to the VGPR offset) and sgprOffset (elements: soffset = n * 4), raw_buffer_store, an atomic
+// fadd at a uniform index, fat_raw_buffer_cast with validBytes (a new resource, num_records = validBytes),
 // dpp as v_mov_b32_dpp into a copy of `old`, mfma with a zero accumulator (the inline 0),
 // lds_barrier, sched_barrier (no machine code) and memory_counter_wait as s_waitcnt.
 // RUN: %python -m asterism.cli opt %s --pipeline lower-upstream | filecheck %s
@@ -20,7 +20,9 @@ module attributes {gpu.container_module} {
       %t = arith.index_cast %tid : index to i32
       // CHECK: %[[TB:.*]] = amdgcn.vop2 v_lshlrev_b32 %{{.*}}, %c2, %workitem_id_x
       // CHECK: %[[OFF:.*]] = amdgcn.vop2 v_add_u32 %{{.*}}, %c4, %[[TB]]
-      // CHECK: %[[V:.*]], %{{.*}} = amdgcn.mubuf buffer_load_dword %{{.*}}, %[[OFF]], %[[SRC]], %[[N]] offen
+      // sgprOffset counts elements (MLIR scales it by the element size): soffset = n << 2
+      // CHECK: %[[NB:.*]] = amdgcn.sop2 s_lshl_b32 %{{.*}}, %[[N]], %c2
+      // CHECK: %[[V:.*]], %{{.*}} = amdgcn.mubuf buffer_load_dword %{{.*}}, %[[OFF]], %[[SRC]], %[[NB]] offen
       %v = amdgpu.raw_buffer_load {indexOffset = 1 : i32} %src[%t] sgprOffset %n : memref<64xf32>, i32 -> f32
       %c64 = arith.constant 64 : i64
       // CHECK: %[[D0:.*]], %[[D1:.*]], %{{.*}}, %{{.*}} = amdgcn.split_register_range %[[DST]]

@@ -75,7 +75,8 @@ module attributes {gpu.container_module} {
       %h = arith.truncf %g : f32 to f16
       // CHECK: %[[I:.*]] = amdgcn.vop1 v_cvt_f32_f16 %{{.*}}, %[[H]]
       %i = arith.extf %h : f16 to f32
-      // CHECK: %[[FVCC:.*]] = amdgcn.vop3 v_cmp_lt_f32 %{{.*}}, %[[I]], %[[X]]
+      // x (an SGPR) < i is compared as x > i: VOPC takes the SGPR first
+      // CHECK: %[[FVCC:.*]] = amdgcn.vopc v_cmp_gt_f32 %{{.*}}, %[[X]], %[[I]]
       // CHECK: %[[CF:.*]] = amdgcn.vop3 v_cndmask_b32 %{{.*}}, %c0, %c1, %[[FVCC]]
       %cf = arith.cmpf olt, %i, %x : f32
       %z = arith.constant 0.5 : f32

@@ -55,8 +55,8 @@ module attributes {gpu.container_module} {
       // NOHANDLER: .nohandler.mlir:[[# @LINE + 1]]:7: error: memref.dealloc: not supported by asterism's upstream lowering (see docs/upstream_mlir.md for the supported ops)
       //@nohandler memref.dealloc %m : memref<64x4xf16>
       // (a parse error points just past the op name, where the parser stopped)
-      // NOPARSE: .noparse.mlir:[[# @LINE + 1]]:24: error: gpu.shuffle is not supported by asterism's upstream MLIR input (see docs/upstream_mlir.md for the ops it parses and lowers)
-      //@noparse %s = gpu.shuffle xor %x, %c3, %c3 : f32
+      // NOPARSE: .noparse.mlir:[[# @LINE + 1]]:28: error: gpu.subgroup_id is not supported by asterism's upstream MLIR input (see docs/upstream_mlir.md for the ops it parses and lowers)
+      //@noparse %s = gpu.subgroup_id : index
       memref.store %y, %out[%tid] : memref<64xf32>
       gpu.return
     }

@@ -93,13 +93,18 @@ def _buffer_memref(low: KernelLowering, op, value):
     return lv
 
 
-def _soffset(low: KernelLowering, op):
+def _soffset(low: KernelLowering, op, mem: LV):
+    """The soffset operand: `sgprOffset` in bytes. MLIR's raw_buffer_load/store/atomic
+    documentation: "All indices and offsets are in units of the memref's data type and are
+    converted to bytes during lowering" (AMDGPUToROCDL multiplies sgprOffset by the element
+    byte width), so it is scaled by the element size here."""
     if op.sgprOffset is None:
         return 0
     lv = low.get(op.sgprOffset)
     if not lv.uniform:
         raise fail(op, "sgprOffset must be the same in every lane")
-    return low.operand(lv)
+    scaled = int_binary(low, "arith.muli", lv, const_lv(mem.value.elem_bytes, i32), i32)
+    return low.operand(scaled)
 
 
 def _offset(low: KernelLowering, op, mem) -> LV:
@@ -110,13 +115,13 @@ def _offset(low: KernelLowering, op, mem) -> LV:
 def _raw_load(low: KernelLowering, op: amdgpu.RawBufferLoadOp) -> None:
     mem = _buffer_memref(low, op, op.memref)
     low.set(op.value, load(low, op, mem, _offset(low, op, mem), op.value.type,
-                           _soffset(low, op)))
+                           _soffset(low, op, mem)))
 
 
 def _raw_store(low: KernelLowering, op: amdgpu.RawBufferStoreOp) -> None:
     mem = _buffer_memref(low, op, op.memref)
     store(low, op, mem, _offset(low, op, mem), low.get(op.value), op.value.type,
-          _soffset(low, op))
+          _soffset(low, op, mem))
 
 
 def _atomic_mnemonic(op, t, target: str) -> str:
@@ -149,7 +154,7 @@ def _raw_atomic(low: KernelLowering, op: IRDLOperation) -> None:  # one of RAW_A
     mem = _buffer_memref(low, op, op.memref)
     name = _atomic_mnemonic(op, op.value.type, low.target)
     off = low.vgpr(_offset(low, op, mem))
-    low.kb.emit(name, low.vgpr(low.get(op.value)), off, mem.value.rsrc, _soffset(low, op),
+    low.kb.emit(name, low.vgpr(low.get(op.value)), off, mem.value.rsrc, _soffset(low, op, mem),
                 offen=True)
 
 
@@ -164,7 +169,7 @@ def _raw_cmpswap(low: KernelLowering, op: amdgpu.RawBufferAtomicCmpswapOp) -> No
              for w in words_of(low, lv, n)]
     data = kb.join(*words, align=2 if n == 1 else 4)
     off = low.vgpr(_offset(low, op, mem))
-    old = kb.emit(name, data, off, mem.value.rsrc, _soffset(low, op), offen=True, sc0=True)
+    old = kb.emit(name, data, off, mem.value.rsrc, _soffset(low, op, mem), offen=True, sc0=True)
     low.set(op.value, LV("v", t, kb.sub(old, 0, n) if n > 1 else kb.sub(old, 0)))
 
 

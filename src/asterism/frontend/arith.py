@@ -15,6 +15,7 @@ from xdsl.dialects.builtin import (
 )
 from xdsl.irdl import IRDLOperation
 
+from asterism.frontend.dialects.arith import CmpfOp, CmpiOp, SelectOp
 from asterism.frontend.emit import (
     INT_FOLD,
     INT_OPS,
@@ -153,29 +154,87 @@ def compare_int(low: KernelLowering, pred: str, a: LV, b: LV) -> LV:
     return LV("v", t, kb.v_cndmask_b32(None, 0, 1, kb.vcc))
 
 
-def _cmpi(low: KernelLowering, op: arith.CmpiOp) -> None:
-    if isinstance(op.lhs.type, VectorType) or type_bits(op.lhs.type) > 32:
-        raise fail(op, f"comparing {op.lhs.type} is not supported (32-bit integers, index)")
+def _elementwise_compare(low: KernelLowering, op, compare) -> None:
+    """A comparison of scalars, or of vectors element by element: the i1 vector result
+    packed one bit per element (bit k = element k), as vectors of i1 are held."""
+    t = op.lhs.type
+    if not isinstance(t, VectorType):
+        low.set(op.result, compare(low.get(op.lhs), low.get(op.rhs), t))
+        return
+    et = t.element_type
+    bits = [compare(x, y, et) for x, y in zip(elements(low, low.get(op.lhs), t),
+                                              elements(low, low.get(op.rhs), t))]
+    low.set(op.result, pack(low, bits, 1, op.result.type))
+
+
+def _cmpi(low: KernelLowering, op: CmpiOp) -> None:
+    base = op.lhs.type.element_type if isinstance(op.lhs.type, VectorType) else op.lhs.type
+    if type_bits(base) > 32:
+        raise fail(op, f"comparing {op.lhs.type} is not supported (32-bit integers, index "
+                       "and vectors of them)")
     pred = _CMPI[op.predicate.value.data]
-    low.set(op.result, compare_int(low, pred, low.get(op.lhs), low.get(op.rhs)))
+    _elementwise_compare(low, op, lambda a, b, t: compare_int(low, pred, a, b))
 
 
 _CMPF = ["f", "eq", "gt", "ge", "lt", "le", "lg", "o", "nlg", "nle", "nlt", "nge", "ngt", "neq",
          "u", "tru"]
+# The predicate with its operands swapped (a < b is b > a).
+_CMPF_SWAPPED = {"gt": "lt", "lt": "gt", "ge": "le", "le": "ge", "ngt": "nlt", "nlt": "ngt",
+                 "nge": "nle", "nle": "nge"}
 
 
-def _cmpf(low: KernelLowering, op: arith.CmpfOp) -> None:
-    t = op.lhs.type
-    if type_name(t) not in ("f32", "f16", "f64"):
-        raise fail(op, f"comparing {t} is not supported (f16, f32, f64)")
+def compare_float(low: KernelLowering, pred: str, a: LV, b: LV, t) -> LV:
+    """An i1 (0/1 in a VGPR) from comparing two floats with the v_cmp suffix `pred`."""
+    tn = type_name(t)
+    if tn not in ("f32", "f16", "f64"):
+        raise LoweringError(f"comparing {t} is not supported (f16, f32, f64 and vectors of "
+                            "them)")
     kb = low.kb
-    x, y = float_sources(low, [low.get(op.lhs), low.get(op.rhs)], t)
-    kb.emit(f"v_cmp_{_CMPF[op.predicate.value.data]}_{type_name(t)}", kb.vcc, x, y)
-    low.set(op.result, LV("v", IntegerType(1), kb.v_cndmask_b32(None, 0, 1, kb.vcc)))
+    x, y = float_sources(low, [a, b], t)
+    if b.kind != "v":
+        # VOPC takes a VGPR second: a constant or SGPR on the right goes first, the
+        # comparison turned round (x > 0.0 is 0.0 < x)
+        if a.kind == "v":
+            x, y, pred = y, x, _CMPF_SWAPPED.get(pred, pred)
+        else:
+            y = low.vgpr(b)
+    kb.emit(f"v_cmp_{pred}_{tn}", kb.vcc, x, y)
+    return LV("v", IntegerType(1), kb.v_cndmask_b32(None, 0, 1, kb.vcc))
 
 
-def _select(low: KernelLowering, op: arith.SelectOp) -> None:
+def _cmpf(low: KernelLowering, op: CmpfOp) -> None:
+    pred = _CMPF[op.predicate.value.data]
+    _elementwise_compare(low, op, lambda a, b, t: compare_float(low, pred, a, b, t))
+
+
+def _vector_select(low: KernelLowering, op: SelectOp) -> None:
+    """select with an i1 vector condition: element k of the result is element k of the true
+    or the false value as bit k of the condition says."""
+    t = op.result.type
+    c = low.get(op.cond)
     kb = low.kb
+    parts = []
+    for k, (x, y) in enumerate(zip(elements(low, low.get(op.lhs), t),
+                                   elements(low, low.get(op.rhs), t))):
+        if c.kind == "c":
+            parts.append(x if (c.value[0] >> k) & 1 else y)
+            continue
+        if c.kind == "v":
+            kb.v_cmp_ne_u32(kb.vcc, 0, kb.v_and_b32(None, low.operand(const_lv(1 << k, i32)),
+                                                   c.value))
+        else:
+            kb.s_bitcmp1_b32(c.value, k)
+            kb.s_cselect_b64(kb.vcc, -1, 0)
+        parts.append(LV("v", t.element_type, kb.v_cndmask_b32(None, low.vgpr(y), low.vgpr(x),
+                                                              kb.vcc)))
+    low.set(op.result, pack(low, parts, elem_bits(t.element_type), t))
+
+
+def _select(low: KernelLowering, op: SelectOp) -> None:
+    kb = low.kb
+    if isinstance(op.cond.type, VectorType):
+        _vector_select(low, op)
+        return
     c, a, b = low.get(op.cond), low.get(op.lhs), low.get(op.rhs)
     t = op.result.type
     if c.kind == "c":
@@ -255,8 +314,12 @@ def float_binary(low: KernelLowering, name: str, a: LV, b: LV, t, dest=None) -> 
     tn = type_name(t)
     if isinstance(t, VectorType):
         et = t.element_type
+        if type_name(et) == "f16" and name in _PACKED_F16:
+            return _packed_f16(low, _PACKED_F16[name], a, b, t)
         if type_bits(et) != 32:
-            raise LoweringError(f"vectors of {et} are not supported here (f32 elements)")
+            parts = [float_binary(low, name, x, y, et) for x, y in
+                     zip(elements(low, a, t), elements(low, b, t))]
+            return pack(low, parts, elem_bits(et), t)
         n = reg_count(t)
         parts = [float_binary(low, name, x, y, et) for x, y in
                  zip(words_of(low, a, n), words_of(low, b, n))]
@@ -276,6 +339,25 @@ def float_binary(low: KernelLowering, name: str, a: LV, b: LV, t, dest=None) -> 
             not isinstance(x, float) and x.type.KIND == "v" and name != "arith.subf":
         x, y = y, x
     return LV("v", t, low.kb.emit(mnemonic, dest, x, y))
+
+
+# f16 vector ops a hand-writer does two elements at a time (VOP3P packed math).
+_PACKED_F16 = {"arith.addf": "v_pk_add_f16", "arith.mulf": "v_pk_mul_f16",
+               "arith.maximumf": "v_pk_max_f16", "arith.minimumf": "v_pk_min_f16",
+               "arith.maxnumf": "v_pk_max_f16", "arith.minnumf": "v_pk_min_f16"}
+
+
+def _packed_f16(low: KernelLowering, mnemonic: str, a: LV, b: LV, t) -> LV:
+    """An f16 vector op, one packed instruction per register (two elements)."""
+    n = reg_count(t)
+    out = []
+    for x, y in zip(words_of(low, a, n), words_of(low, b, n)):
+        xs, ys = low.valu_operands([x, y])
+        # (an inline constant would apply to the low half only: constants go in registers)
+        xs = low.vgpr(x) if isinstance(xs, int) else xs
+        ys = low.vgpr(y) if isinstance(ys, int) else ys
+        out.append(low.kb.emit(mnemonic, None, xs, ys))
+    return LV("v", t, out[0] if n == 1 else low.kb.join(*out, align=align(n)))
 
 
 def _divf(low: KernelLowering, a: LV, b: LV, t) -> LV:
@@ -298,14 +380,20 @@ def _float_op(low: KernelLowering, op: IRDLOperation) -> None:
 
 def _negf(low: KernelLowering, op: arith.NegfOp) -> None:
     t = op.result.type
-    sign = {"f32": 0x80000000, "f16": 0x8000, "bf16": 0x8000}.get(type_name(t))
+    et = t.element_type if isinstance(t, VectorType) else t
+    sign = {"f32": 0x80000000, "f16": 0x8000, "bf16": 0x8000}.get(type_name(et))
     if sign is None:
-        raise fail(op, f"{t} is not supported (f16, bf16, f32)")
-    src = low.get(op.operand)
-    x, y = low.valu_operands([const_lv(signed32(sign), i32), src])
-    if not hasattr(y, "type") or y.type.KIND != "v":
-        y = low.vgpr(src)
-    low.set(op.result, LV("v", t, low.kb.v_xor_b32(None, x, y)))
+        raise fail(op, f"{t} is not supported (f16, bf16, f32 and vectors of them)")
+    if isinstance(t, VectorType) and sign == 0x8000:
+        sign |= sign << 16  # both halves of a register of two 16-bit elements
+    n = reg_count(t)
+    out = []
+    for src in words_of(low, low.get(op.operand), n):
+        x, y = low.valu_operands([const_lv(signed32(sign), i32), src])
+        if not hasattr(y, "type") or y.type.KIND != "v":
+            y = low.vgpr(src)
+        out.append(low.kb.v_xor_b32(None, x, y))
+    low.set(op.result, LV("v", t, out[0] if n == 1 else low.kb.join(*out, align=align(n))))
 
 
 _CVT = {
@@ -356,9 +444,9 @@ FLOAT_CASTS = (arith.SIToFPOp, arith.UIToFPOp, arith.FPToSIOp, arith.FPToUIOp, a
 HANDLERS: HandlerTable = {
     arith.ConstantOp: _constant,
     **dict.fromkeys(INT_BINARY_OPS, _int_op),
-    arith.CmpiOp: _cmpi,
-    arith.CmpfOp: _cmpf,
-    arith.SelectOp: _select,
+    CmpiOp: _cmpi,
+    CmpfOp: _cmpf,
+    SelectOp: _select,
     arith.IndexCastOp: _identity_cast,
     arith.BitcastOp: _identity_cast,
     arith.ExtUIOp: _int_cast,
@@ -369,4 +457,4 @@ HANDLERS: HandlerTable = {
     **dict.fromkeys(FLOAT_CASTS, _float_cast),
 }
 
-__all__ = ["HANDLERS", "compare_int", "float_binary"]
+__all__ = ["HANDLERS", "compare_float", "compare_int", "float_binary"]

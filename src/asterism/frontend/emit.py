@@ -168,6 +168,9 @@ def extract_bits(low: KernelLowering, src: LV, bit: int, width: int, t) -> LV:
     if width == 64:
         return LV(src.kind, t, kb.sub(src.value, reg, reg + 2))
     piece = kb.sub(src.value, reg) if n > 1 else src.value
+    if width == 1:  # an i1 element (bit k of a packed i1 vector) must read as 0 or 1
+        return int_binary(low, "arith.andi", int_binary(low, "arith.shrui", LV(
+            src.kind, i32, piece), const_lv(sh, i32), i32), const_lv(1, i32), t)
     if sh == 0:
         return LV(src.kind, t, piece)
     part = LV(src.kind, i32, piece)

@@ -1,11 +1,11 @@
 """Lowering of the upstream `gpu` ops inside a kernel: work-item and workgroup ids and
 sizes (from VGPR0's packed ids, the workgroup id SGPRs and the dispatch packet), the workgroup
-barrier and gpu.return. (gpu.module and gpu.func themselves: asterism.frontend.lower and
-.kernel.)"""
+barrier, gpu.shuffle (DPP, ds_swizzle or ds_bpermute) and gpu.return. (gpu.module and
+gpu.func themselves: asterism.frontend.lower and .kernel.)"""
 
 from __future__ import annotations
 
-from xdsl.dialects.builtin import IndexType
+from xdsl.dialects.builtin import IndexType, IntegerType, i32
 
 from asterism.frontend.dialects.gpu import (
     BlockDimOp,
@@ -14,11 +14,13 @@ from asterism.frontend.dialects.gpu import (
     GpuReturnOp,
     GridDimOp,
     LaneIdOp,
+    ShuffleOp,
     ThreadIdOp,
 )
+from asterism.frontend.emit import align, int_binary, words_of
 from asterism.frontend.lowering import HandlerTable, KernelLowering
 from asterism.frontend.memory import wait_all
-from asterism.frontend.values import LV, const_lv, fail
+from asterism.frontend.values import LV, const_lv, fail, reg_count
 
 
 def _thread_id(low: KernelLowering, op: ThreadIdOp) -> None:
@@ -85,6 +87,73 @@ def _return(low: KernelLowering, op: GpuReturnOp) -> None:
     low.lower_return(op)
 
 
+def _lane(low: KernelLowering) -> LV:
+    """This lane's index in the wave (v_mbcnt over all lanes)."""
+    kb = low.kb
+    return LV("v", i32, kb.v_mbcnt_hi_u32_b32(None, -1, kb.v_mbcnt_lo_u32_b32(None, -1, 0)))
+
+
+# xor masks a DPP quad_perm does (within each group of 4 lanes): lane l reads lane l ^ m.
+_QUAD_XOR = {m: sum((q ^ m) << (2 * q) for q in range(4)) for m in (1, 2, 3)}
+
+
+def _each_register(low: KernelLowering, value: LV, t, move) -> LV:
+    """`move(register)` on every 32-bit register of a value, joined again."""
+    n = reg_count(t)
+    out = [move(low.vgpr(w)) for w in words_of(low, value, n)]
+    return LV("v", t, out[0] if n == 1 else low.kb.join(*out, align=align(n)))
+
+
+def _shuffle(low: KernelLowering, op: ShuffleOp) -> None:
+    """gpu.shuffle: lanes split in segments of `width`; lane l reads lane l ^ offset (xor),
+    l + offset (down), l - offset (up) or offset (idx; the absolute lane, as MLIR's ROCDL
+    lowering reads it); a source outside l's segment is not valid: l keeps its own value and
+    `valid` is 0. A constant xor below 4 is a DPP quad_perm, below 32 a ds_swizzle (no
+    address); the rest ds_bpermute_b32 from the source lane's address."""
+    kb = low.kb
+    mode = op.mode.data.value
+    off, width = low.get(op.offset), low.get(op.width)
+    t = op.value.type
+    value = low.get(op.value)
+    w = width.scalar if width.kind == "c" else None
+    if w is None or w <= 0 or w & (w - 1) or w > 64:
+        raise fail(op, "the width must be a constant power of two up to 64 (the wave size); "
+                       "a variable width is not supported")
+    if mode == "xor" and off.kind == "c" and 0 < off.scalar < w:
+        m = off.scalar
+        if m in _QUAD_XOR:
+            res = _each_register(low, value, t, lambda r: kb.v_mov_b32(
+                kb.v_mov_b32(None, r), r, dpp_ctrl=_QUAD_XOR[m], row_mask=0xF, bank_mask=0xF))
+        elif m < 32:  # bit-mask mode: and 0x1f, or 0, xor m
+            res = _each_register(low, value, t, lambda r: kb.ds_swizzle_b32(
+                None, r, offset=0x1F | m << 10))
+        else:
+            lane = _lane(low)
+            addr = int_binary(low, "arith.shli", int_binary(low, "arith.xori", lane, off, i32),
+                              const_lv(2, i32), i32)
+            res = _each_register(low, value, t, lambda r: kb.ds_bpermute_b32(None, addr.value,
+                                                                             r))
+        low.set(op.shuffleResult, res)
+        low.set(op.valid, const_lv(1, IntegerType(1)))
+        return
+    lane = _lane(low)
+    src = {"xor": lambda: int_binary(low, "arith.xori", lane, off, i32),
+           "down": lambda: int_binary(low, "arith.addi", lane, off, i32),
+           "up": lambda: int_binary(low, "arith.subi", lane, off, i32),
+           "idx": lambda: off}[mode]()
+    start = int_binary(low, "arith.andi", lane, const_lv(-w & 0xFFFFFFFF, i32), i32)
+    # valid: start <= src < start + w, i.e. (src - start) < w unsigned (a negative src of `up`
+    # wraps to a large number)
+    rel = int_binary(low, "arith.subi", src, start, i32)
+    kb.v_cmp_gt_u32(kb.vcc, w, low.vgpr(rel))
+    valid = LV("v", IntegerType(1), kb.v_cndmask_b32(None, 0, 1, kb.vcc))
+    chosen = kb.v_cndmask_b32(None, low.vgpr(lane), low.vgpr(src), kb.vcc)
+    addr = kb.v_lshlrev_b32(None, 2, chosen)
+    low.set(op.shuffleResult, _each_register(low, value, t,
+                                             lambda r: kb.ds_bpermute_b32(None, addr, r)))
+    low.set(op.valid, valid)
+
+
 HANDLERS: HandlerTable = {
     ThreadIdOp: _thread_id,
     LaneIdOp: _lane_id,
@@ -92,5 +161,6 @@ HANDLERS: HandlerTable = {
     BlockDimOp: _block_dim,
     GridDimOp: _grid_dim,
     GpuBarrierOp: _barrier,
+    ShuffleOp: _shuffle,
     GpuReturnOp: _return,
 }

@@ -19,6 +19,7 @@ def lower_kernel(func_op, kb, target: str, handlers: HandlerTable,
     low = KernelLowering(func_op, kb, target, handlers)
     low.functions = functions
     block = func_op.body.blocks[0]
+    start = low.mark()
     ninputs = len(func_op.function_type.inputs.data)
     args = [_argument(low, arg, k) for k, arg in enumerate(block.args[:ninputs])]
     for arg, lv in zip(block.args, args):  # descriptors after all the kernarg loads
@@ -26,6 +27,7 @@ def lower_kernel(func_op, kb, target: str, handlers: HandlerTable,
             lv.value.rsrc = buffer_resource(kb, lv.value.rsrc, lv.value.nbytes)
         low.set(arg, lv)
     _workgroup_attributions(low, block.args[ninputs:])
+    low.locate(start, func_op.location)  # the entry's argument loads: the gpu.func's line
     low.lower_block(block)
     return low
 

@@ -14,7 +14,7 @@ out-of-range access reads 0 and drops writes as the hardware does (.memory). Str
 control flow becomes branches (.scf). Nothing is removed as dead code.
 
 Each op is lowered by the handler its class has in `handler_table()`, merged from the tables
-of the dialect modules (.gpu, .func, .arith, .scf, .memref, .vector, .amdgpu); this is the
+of the dialect modules (.gpu, .func, .arith, .scf, .memref, .vector, .amdgpu, .math); this is the
 only module that imports them all. Ops outside the supported set (docs/upstream_mlir.md) are
 an error naming the op, its location and, where it helps, what is supported.
 """
@@ -41,10 +41,10 @@ SUPPORTED_CHIPS = ("gfx942", "gfx950")
 @cache
 def handler_table() -> dict[type[Operation], Handler]:
     """Every op class the lowering supports -> its handler (the dialect modules' tables)."""
-    from asterism.frontend import amdgpu, arith, func, gpu, memref, scf, vector
+    from asterism.frontend import amdgpu, arith, func, gpu, math, memref, scf, vector
 
     return merge_tables(gpu.HANDLERS, func.HANDLERS, arith.HANDLERS, scf.HANDLERS,
-                        memref.HANDLERS, vector.HANDLERS, amdgpu.HANDLERS)
+                        memref.HANDLERS, vector.HANDLERS, amdgpu.HANDLERS, math.HANDLERS)
 
 
 def _target_of(module: BuiltinModuleOp, option: str | None) -> str:

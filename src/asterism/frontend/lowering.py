@@ -12,9 +12,10 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
-from xdsl.dialects.builtin import DenseArrayBase
+from xdsl.dialects.builtin import DenseArrayBase, FileLineColLoc
 from xdsl.ir import Block, Operation, SSAValue
 
 from asterism.errors import VerifyError
@@ -25,6 +26,10 @@ Handler = Callable[["KernelLowering", Any], None]
 HandlerTable = Mapping[type[Operation], Handler]
 
 DEFAULT_BLOCK = (64, 1, 1)
+
+# asterism's own source folder: an instruction located there was stamped by the builder with
+# the lowering's Python line, not a line of the user's input.
+_PACKAGE_DIR = str(Path(__file__).resolve().parent.parent)
 
 
 def merge_tables(*tables: HandlerTable) -> dict[type[Operation], Handler]:
@@ -202,8 +207,10 @@ class KernelLowering:
         if handler is None:
             raise fail(op, "not supported by asterism's upstream lowering (see "
                            "docs/upstream_mlir.md for the supported ops)")
+        start = self.mark()
         try:
             handler(self, op)
+            self.locate(start, op.location)
         except LoweringError as err:
             if err.location is None:
                 raise fail(op, err.message) from None
@@ -213,6 +220,31 @@ class KernelLowering:
         except (AttributeError, KeyError, ValueError, TypeError, IndexError) as err:
             # an op shape the handlers do not expect: still an error naming the op
             raise fail(op, f"cannot be lowered ({type(err).__name__}: {err})") from None
+
+    def mark(self) -> tuple[Block, Operation | None]:
+        """Where the next instruction goes (for `locate`)."""
+        return self.kb.block, self.kb.block.last_op
+
+    def locate(self, start: tuple[Block, Operation | None], loc) -> None:
+        """Give the instructions emitted since `start` (block, its last op then) the upstream
+        op's location: the builder stamps the Python line that emitted them, and an error a
+        later pass finds in one must point into the user's file, not asterism's source."""
+        if not isinstance(loc, FileLineColLoc):
+            return
+        block, last = start
+        blocks = list(self.kb.kernel.body.blocks)
+        if block not in blocks:
+            return
+        op = last.next_op if last is not None else block.first_op
+        for b in blocks[blocks.index(block):]:
+            if b is not block:
+                op = b.first_op
+            while op is not None:
+                here = op.location
+                if not isinstance(here, FileLineColLoc) or \
+                        here.filename.data.startswith(_PACKAGE_DIR):
+                    op.location = loc
+                op = op.next_op
 
     def lower_return(self, op: Operation) -> None:
         """A return (gpu.return, func.return): the results of the call being inlined, else the

@@ -1,7 +1,7 @@
 """Reading upstream MLIR: the parsing context of upstream input (builtin, func, arith, scf,
-memref, vector, gpu, amdgpu, rocdl and amdgcn, so one file may hold both kinds of kernels),
-`parse_upstream` (located errors, xDSL's verification at the failing op), and whether text or
-a module holds upstream kernels.
+memref, vector, gpu, amdgpu, rocdl, math, cf and amdgcn, so one file may hold both kinds of
+kernels), `parse_upstream` (located errors, xDSL's verification at the failing op), and whether
+text or a module holds upstream kernels.
 
 An op outside the defined subset is a parse error naming the op and its location (an op of
 another chip generation says which one). Both the custom form mlir-opt-22 prints and its
@@ -19,18 +19,26 @@ from asterism.frontend.dialects.gpu import GPU, ROCDL, GpuModuleOp
 
 def make_upstream_context() -> Context:
     """The context upstream input is parsed in (amdgcn too: a file may mix both)."""
+    from xdsl.dialects.builtin import Builtin
+    from xdsl.dialects.cf import Cf
+    from xdsl.dialects.func import Func
+    from xdsl.dialects.math import Math
     from xdsl.dialects.memref import MemRef
     from xdsl.dialects.scf import Scf
     from xdsl.dialects.vector import Vector
 
     from asterism.frontend.dialects.amdgpu import AMDGPU
+    from asterism.frontend.dialects.arith import upstream_arith
     from asterism.frontend.dialects.vector import VECTOR_EXTRA_OPS
-    from asterism.ir.dialect import make_context
+    from asterism.ir.dialect import AMDGCN
 
-    ctx = make_context()
+    # (asterism.ir.dialect.make_context's dialects, with the arith ops MLIR 22 writes on
+    # vectors in place of xDSL's; xDSL's own scf: upstream loops count in index)
+    ctx = Context()
     vector = Dialect("vector", list(Vector.operations) + VECTOR_EXTRA_OPS,
                      list(Vector.attributes))
-    for dialect in (Scf, MemRef, vector, GPU, AMDGPU, ROCDL):
+    for dialect in (Builtin, upstream_arith(), Func, AMDGCN, Scf, MemRef, vector, GPU, AMDGPU,
+                    ROCDL, Math, Cf):
         ctx.load_dialect(dialect)
     return ctx
 
@@ -102,6 +110,34 @@ def verify_upstream(module) -> None:
             raise VerifyError(f"{op.name}: {str(err).splitlines()[0]}", where) from None
 
 
+class HostCodeSkipped(UserWarning):
+    """A note: host code (a function launching kernels) beside a gpu.module was skipped."""
+
+
+def skip_host_code(module: BuiltinModuleOp) -> None:
+    """Drop the top-level functions that launch kernels (`gpu.launch_func`: host code), each
+    with a note: asterism compiles the gpu.module's kernels, launched by asterism.launch."""
+    import warnings
+
+    from xdsl.dialects.func import FuncOp
+
+    from asterism.ir.ops import op_location
+
+    for op in list(module.ops):
+        if isinstance(op, FuncOp) and any(inner.name == "gpu.launch_func"
+                                          for inner in op.walk()):
+            where = op_location(op)
+            # (located at the user's file, not at asterism's line that warns)
+            warnings.warn_explicit(
+                f"note: host function @{op.sym_name.data} (gpu.launch_func) skipped: asterism "
+                "compiles the gpu.module's kernels only (launch them with asterism.launch or "
+                "`asterism run`)", HostCodeSkipped,
+                where.file if where is not None else "<input>",
+                where.line if where is not None else 0)
+            op.detach()
+            op.erase(safe_erase=False)
+
+
 def parse_upstream(text: str, filename: str = "<input>", verify: bool = True
                    ) -> BuiltinModuleOp:
     """Parse upstream MLIR text (amdgcn modules beside it included); errors are ParseError
@@ -109,6 +145,7 @@ def parse_upstream(text: str, filename: str = "<input>", verify: bool = True
     from asterism.ir.text import parse_text
 
     module = parse_text(text, filename, make_upstream_context(), unsupported_op_message)
+    skip_host_code(module)
     if verify:
         from asterism.ir.dominance import check_dominance
         from asterism.ir.verify import verify_module
@@ -119,5 +156,6 @@ def parse_upstream(text: str, filename: str = "<input>", verify: bool = True
     return module
 
 
-__all__ = ["has_upstream", "is_upstream_text", "make_upstream_context", "max_vector_bits",
-           "parse_upstream", "vector_bits", "verify_upstream"]
+__all__ = ["HostCodeSkipped", "has_upstream", "is_upstream_text", "make_upstream_context",
+           "max_vector_bits", "parse_upstream", "skip_host_code", "vector_bits",
+           "verify_upstream"]

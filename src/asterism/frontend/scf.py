@@ -1,10 +1,12 @@
 """Lowering of the upstream `scf` ops: scf.for with uniform bounds (a scalar loop counter and
-branches; loop-carried values in registers the body writes in place) and scf.if (branches on a
-uniform condition, EXEC masking on a per-lane one)."""
+branches; loop-carried values in registers the body writes in place), scf.while on a uniform
+condition (a loop-head branch) and scf.if (branches on a uniform condition, EXEC masking on a
+per-lane one)."""
 
 from __future__ import annotations
 
 from xdsl.dialects import scf
+from xdsl.ir import Operation
 
 from asterism.frontend.emit import align, words_of
 from asterism.frontend.lowering import HandlerTable, KernelLowering, LoopFrame
@@ -80,10 +82,12 @@ def _for(low: KernelLowering, op: scf.ForOp) -> None:
         low.set(res, LV(r.type.KIND, arg.type, r))
 
 
-def _yield_into(low: KernelLowering, yld, regs, types) -> None:
-    """Copy yielded values into the loop/if registers; values that are themselves one of
-    those registers go through temporaries first (a parallel copy)."""
-    values = [low.get(v) for v in yld.operands]
+def _yield_into(low: KernelLowering, yielded, regs, types) -> None:
+    """Copy yielded values (a yield op or its operands) into the loop/if registers; values
+    that are themselves one of those registers go through temporaries first (a parallel
+    copy)."""
+    operands = yielded.operands if isinstance(yielded, Operation) else yielded
+    values = [low.get(v) for v in operands]
     staged = []
     reg_set = {id(r) for r in regs}
     for lv, t in zip(values, types):
@@ -156,6 +160,52 @@ def _if(low: KernelLowering, op: scf.IfOp) -> None:
         low.set(res, LV(r.type.KIND, res.type, r))
 
 
+def _while(low: KernelLowering, op: scf.WhileOp) -> None:
+    """scf.while on a uniform condition: the `before` region computes the condition at the
+    loop head, a scalar branch leaves, the `after` region runs and branches back; values
+    carried around the loop live in registers written by parallel copies."""
+    kb = low.kb
+    before = op.before_region.blocks[0]
+    after = op.after_region.blocks[0]
+    cond_op = before.last_op
+    yld = after.last_op
+    regs = []
+    for init, arg in zip(op.arguments, before.args):
+        r = _new_regs(low, arg.type, "v" if is_divergent(low, arg) else "s")
+        _copy_into(low, r, low.get(init), arg.type)
+        regs.append(r)
+    out = [_new_regs(low, res.type, "v" if is_divergent(low, res) else "s")
+           for res in op.res]
+    head = kb.label("while_head")
+    for arg, r in zip(before.args, regs):
+        low.set(arg, LV(r.type.KIND, arg.type, r))
+    for inner in before.ops:
+        if inner is not cond_op:
+            low.lower_op(inner)
+    cond = low.get(cond_op.condition)
+    if not cond.uniform:
+        raise fail(op, "the condition differs between lanes; only a uniform scf.condition "
+                       "(from constants, arguments, block ids and sizes) is supported")
+    _yield_into(low, cond_op.args, out, [r.type for r in op.res])
+    end = kb.new_label("while_end")
+    if cond.kind == "c":
+        if not cond.scalar:
+            kb.s_branch(end)
+    else:
+        kb.s_cmp_lg_u32(low.operand(cond), 0)
+        kb.s_cbranch_scc0(end)
+    for arg, r, res in zip(after.args, out, op.res):
+        low.set(arg, LV(r.type.KIND, res.type, r))
+    for inner in after.ops:
+        if inner is not yld:
+            low.lower_op(inner)
+    _yield_into(low, yld.operands, regs, [a.type for a in before.args])
+    kb.s_branch(head)
+    kb.place(end)
+    for res, r in zip(op.res, out):
+        low.set(res, LV(r.type.KIND, res.type, r))
+
+
 def _yield(low: KernelLowering, op: scf.YieldOp) -> None:
     raise fail(op, "scf.yield outside scf.for/scf.if")
 
@@ -163,5 +213,6 @@ def _yield(low: KernelLowering, op: scf.YieldOp) -> None:
 HANDLERS: HandlerTable = {
     scf.ForOp: _for,
     scf.IfOp: _if,
+    scf.WhileOp: _while,
     scf.YieldOp: _yield,
 }

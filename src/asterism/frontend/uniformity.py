@@ -8,6 +8,7 @@ from xdsl.dialects import arith, scf
 from xdsl.dialects.builtin import IndexType, IntegerType
 from xdsl.ir import SSAValue
 
+from asterism.frontend.dialects.arith import CmpiOp, SelectOp
 from asterism.frontend.dialects.gpu import BlockDimOp, BlockIdOp, GridDimOp
 from asterism.frontend.lowering import KernelLowering
 from asterism.frontend.values import type_bits
@@ -17,7 +18,7 @@ UNIFORM_OPS = frozenset({
     arith.ConstantOp, arith.AddiOp, arith.SubiOp, arith.MuliOp, arith.AndIOp, arith.OrIOp,
     arith.XOrIOp, arith.ShLIOp, arith.ShRUIOp, arith.ShRSIOp, arith.MaxSIOp, arith.MinSIOp,
     arith.MaxUIOp, arith.MinUIOp, arith.DivUIOp, arith.RemUIOp, arith.DivSIOp, arith.RemSIOp,
-    arith.FloorDivSIOp, arith.CeilDivSIOp, arith.CeilDivUIOp, arith.CmpiOp, arith.SelectOp,
+    arith.FloorDivSIOp, arith.CeilDivSIOp, arith.CeilDivUIOp, CmpiOp, SelectOp,
     arith.IndexCastOp, arith.ExtUIOp, arith.ExtSIOp, arith.TruncIOp,
     BlockIdOp, BlockDimOp, GridDimOp,
 })
@@ -51,6 +52,19 @@ def divergent_values(func_op) -> set:
                                                          op.results)):
                     if (init in div or yld.operands[k] in div
                             or not _scalar_int(arg.type)):
+                        mark(arg)
+                        mark(res)
+            elif isinstance(op, scf.WhileOp):
+                before = op.before_region.blocks[0]
+                after = op.after_region.blocks[0]
+                cond = before.last_op
+                yielded = after.last_op.operands
+                for k, (init, arg) in enumerate(zip(op.arguments, before.args)):
+                    if init in div or yielded[k] in div or not _scalar_int(arg.type):
+                        mark(arg)
+                for k, (arg, res) in enumerate(zip(after.args, op.res)):
+                    if cond.args[k] in div or cond.condition in div or \
+                            not _scalar_int(arg.type):
                         mark(arg)
                         mark(res)
             elif isinstance(op, scf.IfOp):

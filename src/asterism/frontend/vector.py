@@ -1,6 +1,6 @@
 """Lowering of the upstream `vector` ops: loads and stores (split in 16-byte accesses),
-static extract/insert, broadcast, from_elements, bitcast, unit-stride
-extract_strided_slice and f32 fma, on vectors packed little-endian in consecutive registers."""
+static extract/insert, broadcast, from_elements, bitcast, unit-stride extract_strided_slice,
+f32 fma and in-lane reductions, on vectors packed little-endian in consecutive registers."""
 
 from __future__ import annotations
 
@@ -8,7 +8,15 @@ from xdsl.dialects import vector
 from xdsl.dialects.builtin import VectorType
 
 from asterism.frontend.dialects.vector import ExtractStridedSliceOp, FromElementsOp, SplatOp
-from asterism.frontend.emit import align, elements, extract_bits, float_sources, pack, words_of
+from asterism.frontend.emit import (
+    align,
+    elements,
+    extract_bits,
+    float_sources,
+    int_binary,
+    pack,
+    words_of,
+)
 from asterism.frontend.lowering import HandlerTable, KernelLowering
 from asterism.frontend.memory import byte_offset, load, memref_operand, store
 from asterism.frontend.values import LV, elem_bits, fail, reg_count, type_bits, type_name
@@ -131,6 +139,48 @@ def _vfma(low: KernelLowering, op: vector.FMAOp) -> None:
     low.set(op.res, LV("v", t, parts[0] if n == 1 else low.kb.join(*parts, align=align(n))))
 
 
+# vector.reduction kinds -> (float mnemonic stem, integer arith op name)
+_REDUCE = {"add": ("v_add", "arith.addi"), "mul": ("v_mul", "arith.muli"),
+           "maximumf": ("v_max", None), "minimumf": ("v_min", None),
+           "maxnumf": ("v_max", None), "minnumf": ("v_min", None),
+           "maxsi": (None, "arith.maxsi"), "minsi": (None, "arith.minsi"),
+           "maxui": (None, "arith.maxui"), "minui": (None, "arith.minui"),
+           "and": (None, "arith.andi"), "or": (None, "arith.ori"), "xor": (None, "arith.xori")}
+
+
+def _reduction(low: KernelLowering, op: vector.ReductionOp) -> None:
+    """vector.reduction: the elements of one work-item's vector combined in a tree of VALU
+    ops (within the lane, as MLIR defines it; across lanes is gpu.shuffle's work), then the
+    accumulator."""
+    vt = op.vector.type
+    et = vt.element_type
+    kind = op.kind.data.value
+    fstem, iname = _REDUCE.get(kind, (None, None))
+    tn = type_name(et)
+    if tn in ("f32", "f16") and fstem is not None:
+        def combine(a: LV, b: LV) -> LV:
+            x, y = float_sources(low, [a, b], et)
+            if not hasattr(y, "type") or y.type.KIND != "v":
+                x, y = y, x
+                if not hasattr(y, "type") or y.type.KIND != "v":
+                    y = low.vgpr(a)
+            return LV("v", et, low.kb.emit(f"{fstem}_{tn}", None, x, y))
+    elif tn in ("i32", "index") and iname is not None:
+        def combine(a: LV, b: LV) -> LV:
+            return int_binary(low, iname, a, b, et)
+    else:
+        raise fail(op, f"<{kind}> over {vt} is not supported (add, mul, max/min on f16/f32; "
+                       "add, mul, max/min, and, or, xor on i32/index)")
+    items = elements(low, low.get(op.vector), vt)
+    while len(items) > 1:  # pairwise: log2(n) dependent steps
+        items = [combine(items[k], items[k + 1]) if k + 1 < len(items) else items[k]
+                 for k in range(0, len(items), 2)]
+    result = items[0]
+    if op.acc is not None:
+        result = combine(result, low.get(op.acc))
+    low.set(op.dest, result)
+
+
 HANDLERS: HandlerTable = {
     vector.LoadOp: _vector_load,
     vector.StoreOp: _vector_store,
@@ -142,4 +192,5 @@ HANDLERS: HandlerTable = {
     vector.BitcastOp: _vbitcast,
     ExtractStridedSliceOp: _strided_slice,
     vector.FMAOp: _vfma,
+    vector.ReductionOp: _reduction,
 }

@@ -26,6 +26,7 @@ from asterism.ir.kernel_attrs import (
     apply_module_attributes,
     hidden_bits_of,
 )
+from asterism.ir.loops import has_structured
 from asterism.ir.match import WAITCNT_COUNTERS, Match, canonical_float, immediate_of
 from asterism.ir.ops import (
     ABI_VALUE_OPS,
@@ -84,6 +85,15 @@ def lower_module(module: Operation) -> McModule:
 
 
 def _lower_module(module: Operation) -> McModule:
+    if has_structured(module):
+        # (scf loops and branches become blocks first, in a copy: the input stays as given)
+        from asterism.ir.loop_lowering import drop_coalesced_copies, lower_structured_module
+
+        module = module.clone()
+        lower_structured_module(module)
+        for kernel in module.walk():
+            if isinstance(kernel, KernelOp):
+                drop_coalesced_copies(kernel)
     facts = VerifiedFacts()
     verify_module(module, facts)
     amods = amdgcn_modules(module)

@@ -14,7 +14,7 @@ from __future__ import annotations
 import weakref
 from dataclasses import dataclass, field
 
-from xdsl.dialects import arith, func
+from xdsl.dialects import arith, func, scf
 from xdsl.dialects.builtin import (
     DictionaryAttr,
     FloatAttr,
@@ -47,6 +47,7 @@ from asterism.errors import TargetError, VerifyError
 from asterism.ir.abi import USER_SGPR_OPS, KernelLayout, compute_layout, lds_size
 from asterism.ir.dominance import check_dominance
 from asterism.ir.kernel_attrs import DECODE_ONLY_ATTR
+from asterism.ir.loops import STRUCTURED_OPS, TOKEN_VAR_OPS
 from asterism.ir.match import (
     Match,
     MatchError,
@@ -412,9 +413,15 @@ class _Checker:
             pass  # calls are inlined by the inline pass; lowering rejects them
         elif isinstance(op, SchedBarrierOp):
             pass  # a scheduling fence: no operands, no machine code
+        elif isinstance(op, STRUCTURED_OPS):
+            if self.kernel is None:
+                raise error_at(op, "scf loops and branches are lowered in kernels only")
+            self.check_region_ops(op)  # (its own checks ran in verify_structure)
+        elif isinstance(op, (scf.YieldOp, *TOKEN_VAR_OPS)):
+            pass  # a region's end (checked by its parent); token variables (ir.loops)
         else:
-            raise error_at(op, "not allowed in a kernel body (amdgcn ops, arith.constant "
-                               "and func.call only)")
+            raise error_at(op, "not allowed in a kernel body (amdgcn ops, arith.constant, "
+                               "func.call, scf.for and scf.if only)")
 
 
 def verify_kernel(kernel: KernelOp, isa: IsaDatabase, target: Target,
@@ -600,11 +607,17 @@ def check_next_block(op: Operation, dest: Block, what: str) -> None:
 
 
 def check_wait(op: WaitOp) -> None:
-    """Every token of an amdgcn.wait comes from a memory instruction."""
+    """Every token of an amdgcn.wait comes from a memory instruction (or is carried: a loop's
+    or an scf.if's token, a token variable; see ir.loops)."""
     for k, tok in enumerate(op.tokens):
         owner = tok.owner
-        if not isinstance(owner, InstructionOp) or owner.token is not tok:
-            raise error_at(op, f"operand #{k} is not the token result of a memory instruction")
+        if isinstance(owner, InstructionOp) and owner.token is tok:
+            continue
+        if isinstance(tok, BlockArgument) and isinstance(owner.parent_op(), STRUCTURED_OPS):
+            continue  # (scf.for's iter_arg: owner is the body block)
+        if isinstance(owner, (*STRUCTURED_OPS, *TOKEN_VAR_OPS)):
+            continue
+        raise error_at(op, f"operand #{k} is not the token result of a memory instruction")
 
 
 _ABI_WIDTH = {WorkgroupIdOp: 1, WorkitemIdOp: 1}

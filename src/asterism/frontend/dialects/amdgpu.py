@@ -268,9 +268,21 @@ def _parse_buffer_ref(parser: Parser):
     return memref, indices, sgpr
 
 
-def _resolve_buffer(parser: Parser, memref, indices, sgpr, mtype, itype):
+def _parse_index_types(parser: Parser, count: int) -> list[Attribute]:
+    """`(, type)*` after the memref type: one type per index, as MLIR's declared format
+    `type($memref) (`,` type($indices)^)?` prints them (`memref<16x16xf16>, i32, i32`)."""
+    types = []
+    while parser.parse_optional_punctuation(",") is not None:
+        types.append(parser.parse_type())
+    if len(types) != count:
+        parser.raise_error(f"expected {count} index type(s) after the memref type (one per "
+                           f"index), got {len(types)}")
+    return types
+
+
+def _resolve_buffer(parser: Parser, memref, indices, sgpr, mtype, itypes):
     operands = [[parser.resolve_operand(memref, mtype)],
-                [parser.resolve_operand(i, itype) for i in indices],
+                [parser.resolve_operand(i, t) for i, t in zip(indices, itypes)],
                 [parser.resolve_operand(sgpr, i32)] if sgpr is not None else []]
     return operands
 
@@ -293,16 +305,16 @@ class RawBufferLoadOp(_BufferOp):
 
     @classmethod
     def parse(cls, parser: Parser) -> RawBufferLoadOp:
-        """`attr-dict %m[%i...] (sgprOffset %s)? : memref type (, index type)? -> type`."""
+        """`attr-dict %m[%i...] (sgprOffset %s)? : memref type (, index type)* -> type`."""
         attrs = dict(parser.parse_optional_attr_dict())
         memref, indices, sgpr = _parse_buffer_ref(parser)
         parser.parse_punctuation(":")
         mtype = parser.parse_type()
-        itype = parser.parse_type() if parser.parse_optional_punctuation(",") else i32
+        itypes = _parse_index_types(parser, len(indices))
         parser.parse_punctuation("->")
         rtype = parser.parse_type()
         props = _split_props(attrs, _BUFFER_PROPS)
-        return cls.build(operands=_resolve_buffer(parser, memref, indices, sgpr, mtype, itype),
+        return cls.build(operands=_resolve_buffer(parser, memref, indices, sgpr, mtype, itypes),
                          properties=props, attributes=attrs, result_types=[rtype])
 
 
@@ -316,7 +328,7 @@ class _BufferWriteOp(_BufferOp):
 
     @classmethod
     def parse(cls, parser: Parser):
-        """`attr-dict %v -> %m[%i...] (sgprOffset %s)? : T -> memref type (, index type)?`."""
+        """`attr-dict %v -> %m[%i...] (sgprOffset %s)? : T -> memref type (, index type)*`."""
         attrs = dict(parser.parse_optional_attr_dict())
         value = parser.parse_unresolved_operand()
         parser.parse_punctuation("->")
@@ -325,10 +337,10 @@ class _BufferWriteOp(_BufferOp):
         vtype = parser.parse_type()
         parser.parse_punctuation("->")
         mtype = parser.parse_type()
-        itype = parser.parse_type() if parser.parse_optional_punctuation(",") else i32
+        itypes = _parse_index_types(parser, len(indices))
         props = _split_props(attrs, _BUFFER_PROPS)
         operands = [[parser.resolve_operand(value, vtype)],
-                    *_resolve_buffer(parser, memref, indices, sgpr, mtype, itype)]
+                    *_resolve_buffer(parser, memref, indices, sgpr, mtype, itypes)]
         return cls.build(operands=operands, properties=props, attributes=attrs)
 
 
@@ -360,7 +372,7 @@ class RawBufferAtomicCmpswapOp(_BufferOp):
 
     @classmethod
     def parse(cls, parser: Parser) -> RawBufferAtomicCmpswapOp:
-        """`attr-dict %src, %cmp -> %m[%i] (sgprOffset %s)? : T -> memref (, index)?`."""
+        """`attr-dict %src, %cmp -> %m[%i] (sgprOffset %s)? : T -> memref (, index type)*`."""
         attrs = dict(parser.parse_optional_attr_dict())
         src = parser.parse_unresolved_operand()
         parser.parse_punctuation(",")
@@ -371,10 +383,10 @@ class RawBufferAtomicCmpswapOp(_BufferOp):
         vtype = parser.parse_type()
         parser.parse_punctuation("->")
         mtype = parser.parse_type()
-        itype = parser.parse_type() if parser.parse_optional_punctuation(",") else i32
+        itypes = _parse_index_types(parser, len(indices))
         props = _split_props(attrs, _BUFFER_PROPS)
         operands = [[parser.resolve_operand(src, vtype)], [parser.resolve_operand(cmp, vtype)],
-                    *_resolve_buffer(parser, memref, indices, sgpr, mtype, itype)]
+                    *_resolve_buffer(parser, memref, indices, sgpr, mtype, itypes)]
         return cls.build(operands=operands, properties=props, attributes=attrs,
                          result_types=[vtype])
 
@@ -639,14 +651,17 @@ class ScaledMFMAOp(IRDLOperation):
     def parse(cls, parser: Parser) -> ScaledMFMAOp:
         """`MxNxK (%sa[i] * %a) * (%sb[j] * %b) + %c attr-dict : tsa, ta, tsb, tb, tc`."""
         props = _parse_mnk(parser)
-        if not props:
-            parser.raise_error("amdgpu.scaled_mfma: expected MxNxK (e.g. 16x16x128)")
         sa, ia, a = _parse_scaled_source(parser)
         parser.parse_punctuation("*")
         sb, ib, b = _parse_scaled_source(parser)
         parser.parse_punctuation("+")
         c = parser.parse_unresolved_operand()
         attrs = dict(parser.parse_optional_attr_dict())
+        # (before MLIR 22: m, n, k in the attribute dictionary)
+        props.update(_split_props(attrs, ("m", "n", "k")))
+        if len(props) != 3:
+            parser.raise_error("amdgpu.scaled_mfma: expected MxNxK (e.g. 16x16x128) or m/n/k "
+                               "attributes")
         parser.parse_punctuation(":")
         tsa, ta, tsb, tb, tc = _types(parser, 5)
         props["scalesIdxA"] = IntegerAttr(ia, i32)

@@ -14,6 +14,7 @@ from xdsl.dialects.builtin import (
     FunctionType,
     IndexType,
     IntegerAttr,
+    IntegerType,
     MemRefType,
     StringAttr,
     UnitAttr,
@@ -21,11 +22,18 @@ from xdsl.dialects.builtin import (
 )
 from xdsl.dialects.gpu import DimensionAttr, DimensionEnum
 from xdsl.dialects.utils import EnumAttribute
-from xdsl.ir import Attribute, Block, Dialect, ParametrizedAttribute
+from xdsl.ir import (
+    Attribute,
+    Block,
+    Dialect,
+    ParametrizedAttribute,
+    SpacedOpaqueSyntaxAttribute,
+)
 from xdsl.irdl import (
     IRDLOperation,
     irdl_attr_definition,
     irdl_op_definition,
+    operand_def,
     opt_prop_def,
     param_def,
     prop_def,
@@ -268,6 +276,109 @@ class GpuReturnOp(IRDLOperation):
     assembly_format = "attr-dict ($values^ `:` type($values))?"
 
 
+class ShuffleMode(StrEnum):
+    """The modes of gpu.shuffle."""
+
+    XOR = "xor"
+    UP = "up"
+    DOWN = "down"
+    IDX = "idx"
+
+
+@irdl_attr_definition
+class ShuffleModeAttr(EnumAttribute[ShuffleMode], SpacedOpaqueSyntaxAttribute):
+    """`#gpu<shuffle_mode xor>`."""
+
+    name = "gpu.shuffle_mode"
+
+
+@irdl_op_definition
+class ShuffleOp(IRDLOperation):
+    """`%r, %valid = gpu.shuffle xor %v, %offset, %width : f32`: a value from another lane
+    of the subgroup (and whether that lane is inside the `width`-lane segment)."""
+
+    name = "gpu.shuffle"
+    value = operand_def()
+    offset = operand_def(IntegerType(32))
+    width = operand_def(IntegerType(32))
+    mode = prop_def(ShuffleModeAttr)
+    shuffleResult = result_def()
+    valid = result_def(IntegerType(1))
+
+    @classmethod
+    def parse(cls, parser: Parser) -> ShuffleOp:
+        """`$mode $value, $offset, $width attr-dict : type($value)`."""
+        mode = parser.parse_keyword_in([m.value for m in ShuffleMode], " (a shuffle mode)")
+        names = [parser.parse_unresolved_operand()]
+        for _ in range(2):
+            parser.parse_punctuation(",")
+            names.append(parser.parse_unresolved_operand())
+        attrs = parser.parse_optional_attr_dict()
+        parser.parse_punctuation(":")
+        t = parser.parse_type()
+        operands = [parser.resolve_operand(names[0], t),
+                    parser.resolve_operand(names[1], IntegerType(32)),
+                    parser.resolve_operand(names[2], IntegerType(32))]
+        return cls.create(operands=operands,
+                          properties={"mode": ShuffleModeAttr(ShuffleMode(mode))},
+                          attributes=attrs, result_types=[t, IntegerType(1)])
+
+    def print(self, printer: Printer) -> None:
+        """Custom form."""
+        printer.print_string(f" {self.mode.data.value} ")
+        printer.print_list([self.value, self.offset, self.width], printer.print_operand)
+        printer.print_op_attributes(self.attributes)
+        printer.print_string(" : ")
+        printer.print_attribute(self.value.type)
+
+
+@irdl_op_definition
+class LaunchFuncOp(IRDLOperation):
+    """`gpu.launch_func @mod::@kernel blocks in (..) threads in (..) args(%a : T, ..)`: host
+    code launching a kernel. asterism compiles device code only: the host function holding it
+    is skipped (asterism.frontend.lower); this definition only reads it."""
+
+    name = "gpu.launch_func"
+    args = var_operand_def()
+    kernel = prop_def(Attribute)
+
+    @classmethod
+    def parse(cls, parser: Parser) -> LaunchFuncOp:
+        """`(async)? ([deps])? (<%obj : T>)? @m::@k (clusters in (..))? blocks in (..)
+        threads in (..) (: T)? (dynamic_shared_memory_size %s)? (args(%a : T, ..))?
+        attr-dict` (the operands are kept in order, their roles are not)."""
+        operands = []
+        if parser.parse_optional_keyword("async") is not None:
+            parser.raise_error("gpu.launch_func: the async form is not supported (asterism "
+                               "skips host code; write the launch synchronously)")
+        if parser.parse_optional_punctuation("[") is not None:
+            parser.raise_error("gpu.launch_func: async dependencies are not supported")
+        kernel = parser.parse_attribute()
+        index = IndexType()
+        for word in ("clusters", "blocks", "threads"):
+            if parser.parse_optional_keyword(word) is None:
+                if word == "clusters":
+                    continue
+                parser.raise_error(f"gpu.launch_func: expected `{word} in (...)`")
+            parser.parse_keyword("in")
+            names = parser.parse_comma_separated_list(parser.Delimiter.PAREN,
+                                                      parser.parse_unresolved_operand)
+            dim_t = parser.parse_type() if parser.parse_optional_punctuation(":") else index
+            operands += [parser.resolve_operand(n, dim_t) for n in names]
+        if parser.parse_optional_keyword("dynamic_shared_memory_size") is not None:
+            operands.append(parser.resolve_operand(parser.parse_unresolved_operand(),
+                                                   IntegerType(32)))
+        if parser.parse_optional_keyword("args") is not None:
+            def arg():
+                name = parser.parse_unresolved_operand()
+                parser.parse_punctuation(":")
+                return parser.resolve_operand(name, parser.parse_type())
+
+            operands += parser.parse_comma_separated_list(parser.Delimiter.PAREN, arg)
+        attrs = parser.parse_optional_attr_dict()
+        return cls.create(operands=operands, properties={"kernel": kernel}, attributes=attrs)
+
+
 @irdl_attr_definition
 class RocdlTargetAttr(ParametrizedAttribute):
     """`#rocdl.target<chip = "gfx950", O = 3, ...>` in a gpu.module's targets: its `chip`
@@ -305,8 +416,8 @@ class RocdlTargetAttr(ParametrizedAttribute):
 ROCDL = Dialect("rocdl", [], [RocdlTargetAttr])
 
 GPU = Dialect("gpu", [GpuModuleOp, GpuFuncOp, ThreadIdOp, BlockIdOp, BlockDimOp, GridDimOp,
-                      LaneIdOp, GpuBarrierOp, GpuReturnOp],
-              [DimensionAttr, GpuAddressSpaceAttr])
+                      LaneIdOp, GpuBarrierOp, GpuReturnOp, ShuffleOp, LaunchFuncOp],
+              [DimensionAttr, GpuAddressSpaceAttr, ShuffleModeAttr])
 
 
 def memref_space(t: MemRefType) -> str:
@@ -324,5 +435,6 @@ def memref_space(t: MemRefType) -> str:
 
 
 __all__ = ["GPU", "ROCDL", "BlockDimOp", "BlockIdOp", "GpuBarrierOp", "GpuFuncOp", "GpuModuleOp",
-           "GpuReturnOp", "GridDimOp", "LaneIdOp", "RocdlTargetAttr", "ThreadIdOp",
+           "GpuReturnOp", "GridDimOp", "LaneIdOp", "LaunchFuncOp", "RocdlTargetAttr", "ShuffleOp",
+           "ThreadIdOp",
            "memref_space"]
