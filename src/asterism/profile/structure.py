@@ -187,17 +187,19 @@ class Structure:
 
 def find_loops(trace: Trace) -> list[Loop]:
     """The loops the traced waves ran (backward jumps), outermost first."""
-    code = trace.code
+    # Per line (once): its address and whether it branches; labels are left out.
+    vaddr = {r.line: r.vaddr for r in trace.code.rows if not r.is_label}
+    branch = {r.line for r in trace.code.rows if not r.is_label and _is_branch(mnemonic(r.isa))}
     tails: dict[int, int] = {}
     for wave in trace.waves:
         prev = None
         for rec in wave.instructions:
-            row = code.row(rec.line)
-            if row is None or row.is_label:
+            here = vaddr.get(rec.line)
+            if here is None:
                 continue
-            if prev is not None and row.vaddr <= prev.vaddr and _is_branch(mnemonic(prev.isa)):
-                tails[row.line] = max(tails.get(row.line, row.line), prev.line)
-            prev = row
+            if prev in branch and here <= vaddr[prev]:
+                tails[rec.line] = max(tails.get(rec.line, rec.line), prev)
+            prev = rec.line
     loops = [Loop(h, t) for h, t in tails.items()]
     for wave in trace.waves:
         name = wave_name(wave)
