@@ -563,3 +563,25 @@ def test_kernel_trace_csv_rates_from_flops_and_bytes(tmp_path: Path,
     for bad in (["--flops", "0"], ["--bytes", "nan"], ["--what-if-records", "0"]):
         assert main(["trace", "bundle", str(FLASH), "-o", str(tmp_path / "x")] + bad) == 1
         assert "must be" in capsys.readouterr().err and not (tmp_path / "x").exists()
+
+
+def test_plot_analyzes_only_what_it_draws(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`trace plot` runs the analysis for pictures only (no source texts, producer lists or
+    unit tallies); its stall causes and hotspots are the full analysis' own."""
+    import asterism.profile.plot as plot_mod
+
+    seen = []
+    real = plot_mod.analyze
+
+    def spy(trace, *args, **kwargs):
+        seen.append(kwargs.get("pictures_only", False))
+        return real(trace, *args, **kwargs)
+
+    monkeypatch.setattr(plot_mod, "analyze", spy)
+    assert main(["trace", "plot", str(FLASH), "-o", str(tmp_path / "t.png")]) == 0
+    assert seen == [True]
+    trace = read_att(FLASH)
+    light, full = analyze(trace, pictures_only=True), analyze(trace)
+    assert light.stalls == full.stalls
+    assert [h.line for h in light.hotspots(10)] == [h.line for h in full.hotspots(10)]
+    assert light.wait_links == [] and full.wait_links
