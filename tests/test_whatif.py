@@ -174,3 +174,23 @@ def test_more_waves_copies_each_wave_and_counts_two_back_to_back() -> None:
     # SIMD's issue of the other's few instructions): well under 100 cycles more.
     assert single + 16 <= w.span <= single + 100
     assert w.saved == 2 * single - w.span
+
+
+def test_unreadable_capture_text_is_named_escaped_not_fatal(tmp_path: Path) -> None:
+    """An instruction text the model cannot read (a capture is untrusted): every replay's
+    error is collected, none raised; the bundle is written and names it, escaped."""
+    from asterism.cli import main
+    from asterism.profile.att_writer import write_att
+
+    t = _trace()
+    evil = "s_waitcnt vmcnt(0) ` <img src=x onerror=alert(1)> [a](http://x)"
+    t.code.rows[5] = CodeRow(5, evil, codeobj=1, vaddr=0x100 + 4 * 5)
+    report = analyze(t)
+    res = run_whatifs(t, report, None, "gfx950")
+    assert res.results == [] and res.errors and all("line 5" in e for e in res.errors)
+    write_att(t, tmp_path / "cap")
+    assert main(["trace", "bundle", str(tmp_path / "cap"), "-o", str(tmp_path / "b")]) == 0
+    md = (tmp_path / "b" / "REPORT.md").read_text()
+    assert "Not replayed (the model refused the changed stream)" in md
+    (note,) = [ln for ln in md.splitlines() if ln.startswith("Not replayed (the model")]
+    assert "onerror" in note and "<img" not in note and "&lt;img" in note

@@ -46,6 +46,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
 from asterism.profile.att import CodeListing, CodeRow, InstRecord, Trace, WaitcntLink, Wave
+from asterism.profile.escape import md_code
 from asterism.profile.isa_text import is_barrier, is_mfma, is_waitcnt, mnemonic
 from asterism.profile.report import Report
 from asterism.profile.structure import Structure, wave_name
@@ -68,7 +69,7 @@ class Scenario:
 
     kind: str  # wait-drop | wait-split | load-earlier | barrier-remove | even-out
     lines: list[int]
-    what: str  # the change in words
+    what: str  # the change in words (Markdown: text from the capture escaped)
     change: Change
     memory: str = "measured"
     base_factor: int = 1  # the unchanged replay's span counts this many times (more-waves)
@@ -274,11 +275,11 @@ def scenarios(trace: Trace, report: Report, structure: Structure | None,
     for row in waits[:WAITS_TRIED]:
         links = report.waits_of(row.line)
         prods = sorted({p.line for w in links for p in w.producers})
-        out.append(Scenario("wait-drop", [row.line], f"`{row.isa}` at line {row.line} "
+        out.append(Scenario("wait-drop", [row.line], f"{md_code(row.isa)} at line {row.line} "
                             "waits for nothing", drop_wait(row.line)))
         if len(prods) > 1 and _COUNT_RE.search(row.isa):
             out.append(Scenario(
-                "wait-split", [row.line], f"`{row.isa}` at line {row.line} waits for its "
+                "wait-split", [row.line], f"{md_code(row.isa)} at line {row.line} waits for its "
                 f"oldest of {len(prods)} loads; the rest before the next barrier or wait",
                 split_wait(row.line, row.isa, len(prods))))
         n = _mfmas_before(structure, prods)
