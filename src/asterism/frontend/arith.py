@@ -22,6 +22,7 @@ from asterism.frontend.emit import (
     MASK32,
     align,
     elements,
+    flag_of,
     float_sources,
     int_binary,
     pack,
@@ -231,36 +232,42 @@ def _vector_select(low: KernelLowering, op: SelectOp) -> None:
 
 
 def _select(low: KernelLowering, op: SelectOp) -> None:
-    kb = low.kb
     if isinstance(op.cond.type, VectorType):
         _vector_select(low, op)
         return
-    c, a, b = low.get(op.cond), low.get(op.lhs), low.get(op.rhs)
-    t = op.result.type
+    low.set(op.result, select_value(low, low.get(op.cond), low.get(op.lhs), low.get(op.rhs),
+                                    op.result.type))
+
+
+def select_value(low: KernelLowering, c: LV, a: LV, b: LV, t) -> LV:
+    """`c ? a : b` for an i1 (0/1) condition: SALU `s_cselect` when everything is uniform,
+    else `v_cndmask` per register (the flag of the comparison that made `c` when it is still
+    there)."""
+    kb = low.kb
     if c.kind == "c":
-        low.set(op.result, a if c.scalar else b)
-        return
+        return a if c.scalar else b
     n = reg_count(t)
+    flag = flag_of(low, c)
     if c.uniform and a.uniform and b.uniform and n == 1:
-        kb.s_cmp_lg_u32(low.operand(c), 0)
-        low.set(op.result, LV("s", t, kb.s_cselect_b32(None, low.operand(a), low.operand(b))))
-        return
+        if flag != "scc":
+            kb.s_cmp_lg_u32(low.operand(c), 0)
+        return LV("s", t, kb.s_cselect_b32(None, low.operand(a), low.operand(b)))
     if c.uniform:
-        kb.s_cmp_lg_u32(low.operand(c), 0)
+        if flag != "scc":
+            kb.s_cmp_lg_u32(low.operand(c), 0)
         kb.s_cselect_b64(kb.vcc, -1, 0)
-    else:
+    elif flag != "vcc":
         kb.v_cmp_ne_u32(kb.vcc, 0, c.value)
     av, bv = words_of(low, a, n), words_of(low, b, n)
     out = []
     for x, y in zip(av, bv):
-        ops = low.valu_operands([y, x])
-        if not isinstance(ops[1], int) and not isinstance(ops[1], type(None)) and \
-                x.kind != "v":
-            ops[1] = low.vgpr(x)
-        if x.kind == "c" or x.kind == "s":
-            ops[1] = low.vgpr(x)
-        out.append(kb.v_cndmask_b32(None, ops[0], ops[1], kb.vcc))
-    low.set(op.result, LV("v", t, out[0] if n == 1 else kb.join(*out, align=align(n))))
+        # VCC takes the constant bus already (gfx9: one read): an SGPR or a literal moves to
+        # a VGPR, only an inline constant stays
+        src0 = low.operand(y)
+        if not isinstance(src0, int):
+            src0 = low.vgpr(y)
+        out.append(kb.v_cndmask_b32(None, src0, low.vgpr(x), kb.vcc))
+    return LV("v", t, out[0] if n == 1 else kb.join(*out, align=align(n)))
 
 
 def _identity_cast(low: KernelLowering, op: arith.IndexCastOp | arith.BitcastOp) -> None:
@@ -457,4 +464,4 @@ HANDLERS: HandlerTable = {
     **dict.fromkeys(FLOAT_CASTS, _float_cast),
 }
 
-__all__ = ["HANDLERS", "compare_float", "compare_int", "float_binary"]
+__all__ = ["HANDLERS", "compare_float", "compare_int", "float_binary", "select_value"]

@@ -81,8 +81,10 @@ def address(low: KernelLowering, mem: LV, offset: LV):
     return low.vgpr(offset)
 
 
-def load(low: KernelLowering, op, mem: LV, offset: LV, t, soffset=0) -> LV:
-    """Load a value of type `t` at byte `offset` of a memref (LDS or a buffer)."""
+def load(low: KernelLowering, op, mem: LV, offset: LV, t, soffset=0, inst_offset: int = 0
+         ) -> LV:
+    """Load a value of type `t` at byte `offset` (+ the instruction's constant
+    `inst_offset`) of a memref (LDS or a buffer)."""
     info = mem.value
     kb = low.kb
     table = _DS_READ if info.space == "workgroup" else _LOAD
@@ -93,7 +95,7 @@ def load(low: KernelLowering, op, mem: LV, offset: LV, t, soffset=0) -> LV:
     addr = address(low, mem, offset)
     parts = []
     for k, n in enumerate(sizes):
-        mods = {"offset": 16 * k} if k else {}
+        mods = {"offset": 16 * k + inst_offset} if k or inst_offset else {}
         if info.space == "workgroup":
             parts.append(kb.emit(table[n], None, addr, **mods))
         else:
@@ -104,8 +106,10 @@ def load(low: KernelLowering, op, mem: LV, offset: LV, t, soffset=0) -> LV:
     return LV("v", t, kb.join(*regs, align=4))
 
 
-def store(low: KernelLowering, op, mem: LV, offset: LV, value: LV, t, soffset=0) -> None:
-    """Store `value` (type `t`) at byte `offset` of a memref (LDS or a buffer)."""
+def store(low: KernelLowering, op, mem: LV, offset: LV, value: LV, t, soffset=0,
+          inst_offset: int = 0) -> None:
+    """Store `value` (type `t`) at byte `offset` (+ the instruction's constant
+    `inst_offset`) of a memref (LDS or a buffer)."""
     info = mem.value
     kb = low.kb
     table = _DS_WRITE if info.space == "workgroup" else _STORE
@@ -117,7 +121,7 @@ def store(low: KernelLowering, op, mem: LV, offset: LV, value: LV, t, soffset=0)
     addr = address(low, mem, offset)
     for k, n in enumerate(sizes):
         piece = data if len(sizes) == 1 else kb.sub(data, 4 * k, 4 * k + n // 4)
-        mods = {"offset": 16 * k} if k else {}
+        mods = {"offset": 16 * k + inst_offset} if k or inst_offset else {}
         if info.space == "workgroup":
             kb.emit(table[n], addr, piece, **mods)
         else:
