@@ -38,14 +38,22 @@ def byte_offset(low: KernelLowering, op, mem, indices: list[LV], extra: int = 0)
     if len(indices) != len(info.strides):
         raise fail(op, f"{len(indices)} indices for a rank-{len(info.strides)} memref")
     total = const_lv(extra * info.elem_bytes, i32)
+    if info.offset is not None:  # a subview's start
+        total = scaled(low, info.offset, info.elem_bytes)
+        total = int_binary(low, "arith.addi", total, const_lv(extra * info.elem_bytes, i32), i32)
     for idx, stride in zip(indices, info.strides):
-        scaled = stride * info.elem_bytes
-        term = idx if scaled == 1 else (
-            int_binary(low, "arith.shli", idx, const_lv(scaled.bit_length() - 1, i32), i32)
-            if not scaled & (scaled - 1) else
-            int_binary(low, "arith.muli", idx, const_lv(scaled, i32), i32))
-        total = int_binary(low, "arith.addi", total, term, i32)
+        total = int_binary(low, "arith.addi", total,
+                           scaled(low, idx, stride * info.elem_bytes), i32)
     return total
+
+
+def scaled(low: KernelLowering, idx: LV, scale: int) -> LV:
+    """idx * scale (a shift for a power of two)."""
+    if scale == 1:
+        return idx
+    if not scale & (scale - 1):
+        return int_binary(low, "arith.shli", idx, const_lv(scale.bit_length() - 1, i32), i32)
+    return int_binary(low, "arith.muli", idx, const_lv(scale, i32), i32)
 
 
 _LOAD = {1: "buffer_load_ubyte", 2: "buffer_load_ushort", 4: "buffer_load_dword",
@@ -136,5 +144,5 @@ def memref_operand(low: KernelLowering, op, value) -> LV:
     return lv
 
 
-__all__ = ["RSRC_WORD3", "address", "buffer_resource", "byte_offset", "load",
+__all__ = ["RSRC_WORD3", "address", "scaled", "buffer_resource", "byte_offset", "load",
            "memref_operand", "store", "wait_all"]

@@ -179,7 +179,8 @@ def _transfer(low: KernelLowering, op, mem_value, index_values, vt: VectorType, 
     row_t = VectorType(et, [n])
     for row in rows:
         row_pos = row + (0,)
-        if _row_needs_no_check(indices, dims, in_bounds, mem_t, n, mask is not None) and \
+        if strides[-1] == 1 and \
+                _row_needs_no_check(indices, dims, in_bounds, mem_t, n, mask is not None) and \
                 type_bits(row_t) // 8 in (1, 2, 4, 8, 12) + tuple(range(16, 1 << 16, 16)):
             delta = sum(k * strides[d] for d, k in zip(dims, row_pos) if d is not None) * ebytes
             valid = _element_checks(low, op, mem_t, indices, dims, in_bounds, row_pos,
