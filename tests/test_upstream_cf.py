@@ -62,10 +62,10 @@ def test_loop_is_laid_out_as_written_by_hand():
     values into the head's argument registers (no copies), one branch back."""
     asm = api.translate(api.parse(DIR / "cf_branches.mlir"))
     loop = asm.split("cf_loop:")[1].split("s_endpgm")[0]
-    head, rest = loop.split("bb1:")[1].split("bb2:")
+    head, rest = loop.split("block1:")[1].split("block2:")
     assert [ln.split()[0] for ln in head.strip().splitlines()] == [
         "s_cmp_lt_i32", "s_cselect_b32", "s_cbranch_scc0"]
-    body = rest.split("s_branch bb1")[0]
+    body = rest.split("s_branch block1")[0]
     assert "mov" not in body and body.count("v_add_f32") == 1
     lanes = api.translate(api.parse(DIR / "cf_lanes.mlir"))
     assert lanes.count("s_and_saveexec_b64") == 3 and "v_cmp_ne_u32" not in lanes

@@ -65,7 +65,7 @@ def lower_blocks(low: KernelLowering, region: Region) -> None:
         for s in successors(b):
             layout.preds.setdefault(s, []).append(b)
     for k, b in enumerate(order[1:], 1):
-        layout.labels[b] = kb.new_label(f"bb{k}")
+        layout.labels[b] = kb.new_label(f"block{k}")  # (^bbN: xDSL's names of unnamed blocks)
         regs = []
         for arg in b.args:
             r = new_regs(low, arg.type, "v" if is_divergent(low, arg) else "s")
@@ -127,7 +127,7 @@ def _cond_br(low: KernelLowering, op: cf.ConditionalBranchOp) -> None:
         return
     if cond.uniform:
         copies = bool(op.else_arguments)
-        other = kb.new_label("bb_else") if copies else layout.labels[op.else_block]
+        other = kb.new_label("block_else") if copies else layout.labels[op.else_block]
         branch_if_zero(low, cond, other)
         _copy_args(low, layout, op.then_arguments, op.then_block)
         if copies:
@@ -192,7 +192,10 @@ def _masked_branch(low: KernelLowering, layout: BlockLayout, op: cf.ConditionalB
 
 
 def _name(layout: BlockLayout, block: Block) -> str:
-    return f"^bb{layout.order.index(block)}" if block in layout.order else "^?"
+    """The block as the user's text names it (^name, or ^bbN by its place, as MLIR prints)."""
+    if block.name_hint:
+        return f"^{block.name_hint}"
+    return f"^bb{list(block.parent.blocks).index(block)}" if block.parent else "^?"
 
 
 def _where(op) -> str:
