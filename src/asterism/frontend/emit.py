@@ -340,6 +340,75 @@ def masked_arms(low: KernelLowering, cond: LV, then_arm, else_arm=None) -> None:
     kb.s_or_b64(kb.exec, kb.exec, saved)
 
 
-__all__ = ["INT_FOLD", "INT_OPS", "MASK32", "align", "branch_if_zero", "copy_into", "elements",
-           "extract_bits", "flag_of", "float_sources", "int_binary", "masked_arms", "new_regs",
-           "pack", "parallel_copy", "pow2", "words_of", "written_into"]
+CMPI_FOLD = {
+    "eq": lambda a, b: a == b, "ne": lambda a, b: a != b,
+    "slt": lambda a, b: signed32(a) < signed32(b), "sle": lambda a, b: signed32(a) <= signed32(b),
+    "sgt": lambda a, b: signed32(a) > signed32(b), "sge": lambda a, b: signed32(a) >= signed32(b),
+    "ult": lambda a, b: a < b, "ule": lambda a, b: a <= b,
+    "ugt": lambda a, b: a > b, "uge": lambda a, b: a >= b,
+}
+
+
+def cmp_suffix(pred: str) -> tuple[str, str]:
+    """(SALU/VALU comparison name, operand type) of an arith.cmpi predicate."""
+    base = {"eq": "eq", "ne": "lg", "slt": "lt", "sle": "le", "sgt": "gt", "sge": "ge",
+            "ult": "lt", "ule": "le", "ugt": "gt", "uge": "ge"}[pred]
+    return base, "u32" if pred[0] in "ue" or pred == "ne" else "i32"
+
+
+def compare_int(low: KernelLowering, pred: str, a: LV, b: LV) -> LV:
+    """An i1 (0/1) from comparing two 32-bit integers."""
+    kb = low.kb
+    t = IntegerType(1)
+    if a.kind == "c" and b.kind == "c":
+        return const_lv(CMPI_FOLD[pred](a.scalar & MASK32, b.scalar & MASK32), t)
+    base, ty = cmp_suffix(pred)
+    if a.uniform and b.uniform:
+        kb.emit(f"s_cmp_{base}_{ty}", low.operand(a), low.operand(b))
+        return LV("s", t, kb.s_cselect_b32(None, 1, 0))
+    vbase = "ne" if base == "lg" else base
+    x, y = low.valu_operands([a, b])
+    if isinstance(y, int) or (b.kind != "v" and a.kind == "v"):
+        # VOPC takes a VGPR second: compare the other way round
+        swap = {"lt": "gt", "gt": "lt", "le": "ge", "ge": "le"}.get(vbase, vbase)
+        kb.emit(f"v_cmp_{swap}_{ty}", kb.vcc, y, x)
+    else:
+        kb.emit(f"v_cmp_{vbase}_{ty}", kb.vcc, x, y)
+    return LV("v", t, kb.v_cndmask_b32(None, 0, 1, kb.vcc))
+
+
+def select_value(low: KernelLowering, c: LV, a: LV, b: LV, t) -> LV:
+    """`c ? a : b` for an i1 (0/1) condition: SALU `s_cselect` when everything is uniform,
+    else `v_cndmask` per register (the flag of the comparison that made `c` when it is still
+    there)."""
+    kb = low.kb
+    if c.kind == "c":
+        return a if c.scalar else b
+    n = reg_count(t)
+    flag = flag_of(low, c)
+    if c.uniform and a.uniform and b.uniform and n == 1:
+        if flag != "scc":
+            kb.s_cmp_lg_u32(low.operand(c), 0)
+        return LV("s", t, kb.s_cselect_b32(None, low.operand(a), low.operand(b)))
+    if c.uniform:
+        if flag != "scc":
+            kb.s_cmp_lg_u32(low.operand(c), 0)
+        kb.s_cselect_b64(kb.vcc, -1, 0)
+    elif flag != "vcc":
+        kb.v_cmp_ne_u32(kb.vcc, 0, c.value)
+    av, bv = words_of(low, a, n), words_of(low, b, n)
+    out = []
+    for x, y in zip(av, bv):
+        # VCC takes the constant bus already (gfx9: one read): an SGPR or a literal moves to
+        # a VGPR, only an inline constant stays
+        src0 = low.operand(y)
+        if not isinstance(src0, int):
+            src0 = low.vgpr(y)
+        out.append(kb.v_cndmask_b32(None, src0, low.vgpr(x), kb.vcc))
+    return LV("v", t, out[0] if n == 1 else kb.join(*out, align=align(n)))
+
+
+__all__ = ["CMPI_FOLD", "INT_FOLD", "INT_OPS", "MASK32", "align", "branch_if_zero", "cmp_suffix",
+           "compare_int", "copy_into", "elements", "extract_bits", "flag_of", "float_sources",
+           "int_binary", "masked_arms", "new_regs", "pack", "parallel_copy", "pow2",
+           "select_value", "words_of", "written_into"]

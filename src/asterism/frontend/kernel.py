@@ -29,7 +29,7 @@ def lower_kernel(func_op, kb, target: str, handlers: HandlerTable,
     _workgroup_attributions(low, block.args[ninputs:])
     low.locate(start, func_op.location)  # the entry's argument loads: the gpu.func's line
     if len(func_op.body.blocks) > 1:
-        from asterism.frontend.cf import lower_blocks
+        from asterism.frontend.blocks import lower_blocks
 
         lower_blocks(low, func_op.body)
     else:

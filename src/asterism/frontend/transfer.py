@@ -36,8 +36,7 @@ from xdsl.dialects import vector
 from xdsl.dialects.builtin import AffineMapAttr, IntegerType, MemRefType, VectorType, i32
 from xdsl.ir.affine import AffineConstantExpr, AffineDimExpr
 
-from asterism.frontend.arith import compare_int, select_value
-from asterism.frontend.emit import extract_bits, int_binary, pack
+from asterism.frontend.emit import compare_int, extract_bits, int_binary, pack, select_value
 from asterism.frontend.lowering import HandlerTable, KernelLowering
 from asterism.frontend.memory import byte_offset, load, memref_operand, store
 from asterism.frontend.values import LV, const_lv, elem_bits, fail, is_float, type_bits
