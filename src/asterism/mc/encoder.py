@@ -228,10 +228,17 @@ def _src_known(op: Operand, type_: str | None) -> tuple[int, int | None] | None:
         known = src_code(op, type_)
     except EncodeError:
         return None
-    if len(_SRC_CODES) >= _SRC_CODES_LIMIT:
-        _SRC_CODES.clear()
-    _SRC_CODES[(op, type_)] = known
+    if _cacheable(op):
+        if len(_SRC_CODES) >= _SRC_CODES_LIMIT:
+            _SRC_CODES.clear()
+        _SRC_CODES[(op, type_)] = known
     return known
+
+
+def _cacheable(op: Operand) -> bool:
+    """Whether src_code's answer for `op` may be remembered under `op`: FloatImm(0.0) and
+    FloatImm(-0.0) are equal keys but encode apart (the inline 0 / a literal 0x80000000)."""
+    return type(op) is not FloatImm or op.value != 0.0
 
 
 def _compile_fast(plan: _Plan) -> Callable[[list[Operand]], bytes | None] | None:
@@ -506,9 +513,10 @@ def _op_src(plan: _Plan, spec: OperandSpec, base: Operand, op: Operand, st: _Sta
     known = _SRC_CODES.get(key)
     if known is None:
         known = src_code(base, spec.type)  # (raises for an operand it cannot encode)
-        if len(_SRC_CODES) >= _SRC_CODES_LIMIT:
-            _SRC_CODES.clear()
-        _SRC_CODES[key] = known
+        if _cacheable(base):
+            if len(_SRC_CODES) >= _SRC_CODES_LIMIT:
+                _SRC_CODES.clear()
+            _SRC_CODES[key] = known
     code, lit = known
     if isinstance(base, Reg) and base.kind == "a":
         _acc(plan.form, spec, base, st)
