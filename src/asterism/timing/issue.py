@@ -134,8 +134,18 @@ class IssueModel:
             return cu.units.get(unit, 0)
         return cu.simd_units[w.simd].get(unit, 0)
 
+    def _deps(self, w: ModelWave, st: Static) -> int:
+        """When the registers the wave's current instruction `st` reads are ready (cached
+        until the wave moves on or writes registers)."""
+        key = (w.idx, w.regs_version)
+        if w.deps_key == key and self.statics[w.idx] is st:
+            return w.deps_t
+        t = self._reg_deps(w, st)
+        w.deps_key, w.deps_t = key, t
+        return t
+
     @staticmethod
-    def _deps(w: ModelWave, st: Static) -> int:
+    def _reg_deps(w: ModelWave, st: Static) -> int:
         t = 0
         regs = w.regs
         for k in st.uses:
@@ -205,6 +215,8 @@ class IssueModel:
                 cu.units[unit] = now + self.memory.cost(w, st, now)
             else:
                 cu.simd_units[w.simd][unit] = now + st.occupancy
+        if st.defs:
+            w.regs_version += 1
         for k in st.defs:
             w.regs[k] = (now + st.ready, now + st.ready_srcc)
         if st.xdl_result:

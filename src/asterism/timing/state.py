@@ -32,6 +32,12 @@ class ModelWave:
     idx: int = 0
     state: str = "wait"  # wait (not launched), run, barrier, done
     regs: dict[int, tuple[int, int]] = field(default_factory=dict)  # key -> ready, srcc ready
+    # issue.py: the register dependency time of the instruction at `idx`, cached against
+    # (idx, regs_version): waves wait many steps at one instruction and regs change only
+    # when the wave issues (regs_version counts those writes)
+    regs_version: int = 0
+    deps_key: tuple[int, int] = (-1, -1)
+    deps_t: int = 0
     vm: list[int] = field(default_factory=list)  # memory.py: completion times of vmcnt entries
     lgkm: list[int] = field(default_factory=list)  # ... and of lgkmcnt entries
     last_in_order: dict[str, int] = field(default_factory=dict)  # memory.py
