@@ -271,7 +271,9 @@ def draw_timeline(ax: Any, trace: Trace, report: Report, arr: TraceArrays, top: 
                         1.0 - np.clip(stalled, 0, 1)], axis=1)
         img[top_y + 8:top_y + 8 + band_rows[2]] = red
     rows = max(len(lanes), 1)
-    ax.imshow(img, aspect="auto", interpolation="nearest",
+    # Handed over as 8-bit RGB: matplotlib resamples a float image in float and then
+    # converts it, three times the work (a third of the timeline's time) for the same pixels.
+    ax.imshow(np.rint(img * 255).astype(np.uint8), aspect="auto", interpolation="nearest",
               extent=(0, arr.span, rows, 0))
     ax.set_yticks([y + 0.5 for y in range(len(lanes))])
     ax.set_yticklabels([mpl_text(lane.label) for lane in lanes], fontsize=7)
