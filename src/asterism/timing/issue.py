@@ -159,13 +159,26 @@ class IssueModel:
         return t
 
     def _earliest(self, cu: Cu, w: ModelWave) -> int:
-        if w.idx >= len(self.statics):
+        # max(ready, register deps, unit free, memory accepts), written out: the model's
+        # innermost call (every running wave, every step)
+        idx = w.idx
+        statics = self.statics
+        if idx >= len(statics):
             return w.ready
-        st = self.statics[w.idx]
+        st = statics[idx]
         if st.port is None:
             return w.ready
-        return max(w.ready, self._deps(w, st), self._unit_free(cu, w, st.unit),
-                   self.memory.accepted(w, st))
+        t = w.ready
+        d = w.deps_t if w.deps_key == (idx, w.regs_version) else self._deps(w, st)
+        if d > t:
+            t = d
+        unit = st.unit
+        if unit is not None:
+            f = (cu.units if unit in CU_UNITS else cu.simd_units[w.simd]).get(unit, 0)
+            if f > t:
+                t = f
+        a = self.memory.accepted(w, st)
+        return a if a > t else t
 
     def _step(self, cu: Cu, w: ModelWave, now: int, used: set[str]) -> None:
         index = w.idx
