@@ -351,6 +351,8 @@ def measured_latencies(wave: Wave, memory_lines: set[int]) -> dict[int, int]:
     out: dict[int, int] = {}
     pending: dict[int, int] = {}  # line -> position of its latest undrained execution
     k = 0
+    last = records[-1] if records else None
+    message = InstCategory.MESSAGE
     for pos, rec in enumerate(records):
         if rec.line in memory_lines:
             pending[rec.line] = pos
@@ -362,7 +364,7 @@ def measured_latencies(wave: Wave, memory_lines: set[int]) -> dict[int, int]:
                 q = pending.pop(p)
                 out[q] = max(1, release - records[q].issue_time)
             k += 1
-        if rec.category == InstCategory.MESSAGE and rec is records[-1]:
+        if rec is last and rec.category == message:
             # s_endpgm waits for every outstanding access: its end bounds their completion
             release = rec.time + rec.duration
             for q in pending.values():
