@@ -10,8 +10,6 @@ from asterism.mc.decoder import decode_code
 from asterism.runtime.kernargs import PackedArgs
 from asterism.target import Target
 
-
-
 # Decoded kernels kept per backend (a sweep or a test session launches many code objects).
 PROGRAM_CACHE_ENTRIES = 64
 
