@@ -48,6 +48,24 @@ def test_atomic_rmw_kinds_return_the_old_value(target):
     assert sorted(np.rint(lc).astype(int).tolist()) == list(range(64))
 
 
+@pytest.mark.parametrize("target", TARGETS)
+def test_atomic_rmw_on_64_bit_elements(target):
+    module = api.parse(DIR / "atomic_rmw.mlir")
+    api.retarget(module, target)
+    code = asterism.compile(module)
+    rng = np.random.default_rng(27)
+    d0, dx = rng.standard_normal(64), rng.standard_normal(64)
+    q0 = rng.integers(-2**62, 2**62, 64, dtype=np.int64)
+    qx = rng.integers(-2**62, 2**62, 64, dtype=np.int64)
+    d, dold, q, qold = d0.copy(), np.zeros(64), q0.copy(), np.zeros(64, np.int64)
+    asterism.launch(code, "wide", grid=(1, 1, 1), block=(64, 1, 1),
+                    args=[d, dx, dold, q, qx, qold], backend="emu")
+    np.testing.assert_array_equal(dold, d0)
+    np.testing.assert_array_equal(d, d0 + dx)
+    np.testing.assert_array_equal(qold, q0)
+    np.testing.assert_array_equal(q, np.maximum(q0, qx))
+
+
 def _kernel(line: str, mem: str = "memref<16xf32>", vt: str = "f32") -> str:
     return f"""module {{
   gpu.module @m {{
