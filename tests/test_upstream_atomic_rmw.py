@@ -50,7 +50,7 @@ def test_atomic_rmw_kinds_return_the_old_value(target):
 
 @pytest.mark.parametrize("target", TARGETS)
 def test_atomic_rmw_on_64_bit_elements(target):
-    module = api.parse(DIR / "atomic_rmw.mlir")
+    module = api.parse(DIR / "atomic_rmw_wide.mlir")
     api.retarget(module, target)
     code = asterism.compile(module)
     rng = np.random.default_rng(27)
