@@ -104,3 +104,4 @@ def test_the_custom_form_prints_back():
                    "memref<16xi32>", "i32")
     assert "memref.atomic_rmw maxs %v, %a[%i] : (i32, memref<16xi32>) -> i32" in str(
         api.parse(text, "a.mlir"))
+
