@@ -4,6 +4,9 @@ addi; and the located errors for a kind without an instruction and for an unknow
 
 from __future__ import annotations
 
+import subprocess
+import sys
+
 import numpy as np
 import pytest
 from upstream_inputs import DIR, TARGETS
@@ -105,3 +108,15 @@ def test_the_custom_form_prints_back():
     assert "memref.atomic_rmw maxs %v, %a[%i] : (i32, memref<16xi32>) -> i32" in str(
         api.parse(text, "a.mlir"))
 
+
+
+def test_cli_reports_a_kind_without_an_instruction(tmp_path):
+    bad = tmp_path / "bad.mlir"
+    bad.write_text(_kernel("      %r = memref.atomic_rmw muli %v, %a[%i] : "
+                           "(i32, memref<16xi32>) -> i32", "memref<16xi32>", "i32"))
+    out = tmp_path / "bad.hsaco"
+    res = subprocess.run([sys.executable, "-m", "asterism.cli", "compile", str(bad), "-o",
+                          str(out)], capture_output=True, text=True)
+    assert res.returncode == 1
+    assert "bad.mlir:5:" in res.stderr and "kind 'muli' on i32" in res.stderr
+    assert "Traceback" not in res.stderr and not out.exists()
