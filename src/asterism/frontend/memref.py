@@ -1,7 +1,8 @@
 """Lowering of the upstream `memref` ops: loads and stores of static identity-layout memrefs
 (global: buffer instructions through the memref's resource; workgroup: LDS), workgroup
-(LDS) allocations and `memref.subview` (the same resource; its start and strides fold into
-the address computation of every access through it)."""
+(LDS) allocations, `memref.subview` (the same resource; its start and strides fold into
+the address computation of every access through it) and `memref.atomic_rmw` (one returning
+buffer or DS atomic)."""
 
 from __future__ import annotations
 
