@@ -6,6 +6,8 @@ cbsz/abid/blgp, and shapes a target lacks as errors."""
 
 from __future__ import annotations
 
+import subprocess
+
 import numpy as np
 import pytest
 from test_emu_mfma import (
@@ -25,7 +27,7 @@ from upstream_inputs import TARGETS, expressible_mfmas, mfma_text
 import asterism
 from asterism import api
 from asterism.emu import mfma as mf
-from asterism.errors import VerifyError
+from asterism.errors import AsterismError, VerifyError
 
 CASES = [(t, m) for t in TARGETS for m in expressible_mfmas(t)]
 
@@ -61,7 +63,8 @@ def _codes(vals: np.ndarray, fmt: str) -> np.ndarray:
     return vals
 
 
-def run_mfma(target: str, mnemonic: str, cbsz: int = 0, abid: int = 0, blgp: int = 0):
+def run_mfma(target: str, mnemonic: str, cbsz: int = 0, abid: int = 0, blgp: int = 0,
+             negate: tuple[bool, bool, bool] = (False, False, False)):
     """Compile the upstream kernel, run one wave, check D against NumPy."""
     info = mf.mfma_info(target, mnemonic)
     rng = _rng("upstream", target, mnemonic, cbsz, abid, blgp)
@@ -84,7 +87,7 @@ def run_mfma(target: str, mnemonic: str, cbsz: int = 0, abid: int = 0, blgp: int
     d_lanes = np.zeros_like(c_lanes)
     names = ("none", "bcast_first_32", "bcast_second_32", "rotate_16_right", "bcast_first_16",
              "bcast_second_16", "bcast_third_16", "bcast_fourth_16")
-    module = api.parse(mfma_text(target, mnemonic, cbsz, abid, names[blgp]))
+    module = api.parse(mfma_text(target, mnemonic, cbsz, abid, names[blgp], negate))
     api.retarget(module, target)
     code = asterism.compile(module)
     asterism.launch(code, "mfma", grid=(1, 1, 1), block=(64, 1, 1),
@@ -103,6 +106,8 @@ def run_mfma(target: str, mnemonic: str, cbsz: int = 0, abid: int = 0, blgp: int
         av = av[src]
     if blgp:  # B data of lane l comes from lane blgp_source(l): permute B's columns per block
         bv = _permute_b(bv, info, blgp)
+    av, bv = (-av if negate[0] else av), (-bv if negate[1] else bv)
+    c = -c if negate[2] else c
     acc, mag = reference(av, bv, c.astype(np.float64 if info.out_type != "i32" else np.int64),
                          info.out_type)
     assert_close(got, acc, mag, info.out_type)
@@ -133,6 +138,43 @@ def test_mfma_matches_numpy(case):
 def test_mfma_modifiers(target):
     run_mfma(target, "v_mfma_f32_4x4x4_16b_f16", cbsz=2, abid=1)
     run_mfma(target, "v_mfma_f32_16x16x16_f16", blgp=3)
+
+
+@pytest.mark.parametrize("target", TARGETS)
+@pytest.mark.parametrize("negate", [(True, False, False), (False, True, True),
+                                    (True, True, True)])
+def test_f64_mfma_negate_flags(target, negate):
+    run_mfma(target, "v_mfma_f64_16x16x4_f64", negate=negate)
+    run_mfma(target, "v_mfma_f64_4x4x4_4b_f64", negate=negate)
+
+
+def test_negate_flags_encode_as_llvm_prints_them(tmp_path, llvm_objdump):
+    text = mfma_text("gfx950", "v_mfma_f64_16x16x4_f64", negate=(False, True, True))
+    path = tmp_path / "n.co"
+    path.write_bytes(asterism.compile(api.parse(text)))
+    listing = subprocess.run([llvm_objdump, "-d", str(path)], capture_output=True, text=True,
+                             check=True).stdout
+    assert [ln for ln in listing.splitlines() if "v_mfma_f64_16x16x4_f64" in ln and
+            "neg:[0,1,1]" in ln]
+
+
+def test_f64_mfma_neg_assembles_as_llvm_mc(llvm_mc):
+    line = "v_mfma_f64_16x16x4_f64 v[0:7], v[8:9], v[10:11], v[0:7] neg:[1,0,1]"
+    out = subprocess.run([llvm_mc, "-triple=amdgcn-amd-amdhsa", "-mcpu=gfx942",
+                          "-show-encoding"], input=line + "\n", capture_output=True, text=True,
+                         check=True).stdout
+    want = bytes(int(x, 16) for x in out.split("encoding: [")[1].split("]")[0].split(","))
+    source = (".amdgcn_target \"amdgcn-amd-amdhsa--gfx942\"\n.text\n.globl k\n.p2align 8\n"
+              ".type k,@function\nk:\n  " + line + "\n  s_endpgm\n")
+    assert want in asterism.api.assemble(source)
+
+
+def test_negate_on_a_non_f64_mfma_is_a_located_error():
+    text = mfma_text("gfx942", "v_mfma_f32_16x16x16_f16", negate=(False, True, False))
+    with pytest.raises(AsterismError) as err:
+        asterism.compile(api.parse(text, "n.mlir"))
+    assert "negateB: only the f64 MFMAs can negate operands" in err.value.message
+    assert err.value.location.file == "n.mlir"
 
 
 def test_old_attribute_form_parses_to_the_same_code():

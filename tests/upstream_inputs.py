@@ -63,7 +63,8 @@ def _cast(name: str, ta: str, regs: int) -> str:
 
 
 def mfma_text(target: str, mnemonic: str, cbsz: int = 0, abid: int = 0,
-              blgp: str = "none") -> str:
+              blgp: str = "none", negate: tuple[bool, bool, bool] = (False, False, False)
+              ) -> str:
     """An upstream kernel: each lane loads its A, B, C registers, one amdgpu.mfma, stores D."""
     info = mf.mfma_info(target, mnemonic)
     ta = operand_type(target, info.a_type, info.a_regs)
@@ -78,6 +79,7 @@ def mfma_text(target: str, mnemonic: str, cbsz: int = 0, abid: int = 0,
         load_c = f"%vc = memref.load %c[%l] : memref<64x{ec}>"
         store_d = f"memref.store %vd, %d[%l] : memref<64x{ec}>"
     mods = "".join(f", {k} = {v} : i32" for k, v in (("cbsz", cbsz), ("abid", abid)) if v)
+    mods += "".join(f", {f}" for f, on in zip(("negateA", "negateB", "negateC"), negate) if on)
     text = MFMA_TEMPLATE.format(
         na=64 * info.a_regs, nb=64 * info.b_regs, nc=64 * cregs, ec=ec, ra=info.a_regs,
         rb=info.b_regs, pc=cregs, cast_a=_cast("a", ta, info.a_regs),

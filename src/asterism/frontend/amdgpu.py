@@ -257,9 +257,14 @@ _BLGP = ["none", "bcast_first_32", "bcast_second_32", "rotate_16_right", "bcast_
 
 def _mfma(low: KernelLowering, op: amdgpu.MFMAOp) -> None:
     name = mfma_mnemonic(op, low.target)
-    for flag in ("reducePrecision", "negateA", "negateB", "negateC"):
-        if getattr(op, flag) is not None:
-            raise fail(op, f"{flag} is not supported yet")
+    if op.reducePrecision is not None:
+        raise fail(op, "reducePrecision is not supported yet")
+    neg = [int(getattr(op, f) is not None) for f in ("negateA", "negateB", "negateC")]
+    if any(neg) and "f64" not in name:
+        # MLIR's amdgpu.mfma: "negateA, negateB, and negateC ... are only supported for
+        # double-precision operations on gfx94x"
+        flags = ", ".join(f for f, on in zip(("negateA", "negateB", "negateC"), neg) if on)
+        raise fail(op, f"{flags}: only the f64 MFMAs can negate operands ({name} cannot)")
     kb = low.kb
     a, b = low.vgpr(low.get(op.sourceA)), low.vgpr(low.get(op.sourceB))
     c = low.get(op.destC)
@@ -274,6 +279,9 @@ def _mfma(low: KernelLowering, op: amdgpu.MFMAOp) -> None:
             mods[key] = attr.value.data
     if op.blgp is not None and op.blgp.data.value != "none":
         mods["blgp"] = _BLGP.index(op.blgp.data.value)
+    if any(neg):
+        # the f64 MFMAs' neg:[a,b,c] (llvm-mc-22 encodes it in the BLGP field, bits 61-63)
+        mods["neg"] = tuple(neg)
     dest = low.dest(op.destD)
     low.set(op.destD, LV("v", op.destD.type, kb.emit(name, dest, a, b, csrc, **mods)))
 

@@ -1,7 +1,8 @@
 """Lowering of the upstream `memref` ops: loads and stores of static identity-layout memrefs
 (global: buffer instructions through the memref's resource; workgroup: LDS), workgroup
-(LDS) allocations and `memref.subview` (the same resource; its start and strides fold into
-the address computation of every access through it)."""
+(LDS) allocations, `memref.subview` (the same resource; its start and strides fold into
+the address computation of every access through it) and `memref.atomic_rmw` (one returning
+buffer or DS atomic)."""
 
 from __future__ import annotations
 
@@ -10,10 +11,11 @@ import dataclasses
 from xdsl.dialects import memref
 from xdsl.dialects.builtin import StridedLayoutAttr, i32
 
-from asterism.frontend.emit import int_binary
+from asterism.frontend.dialects.memref import AtomicRMWOp
+from asterism.frontend.emit import int_binary, words_of
 from asterism.frontend.lowering import HandlerTable, KernelLowering
-from asterism.frontend.memory import byte_offset, load, memref_operand, scaled, store
-from asterism.frontend.values import LV, const_lv, fail, memref_info
+from asterism.frontend.memory import address, byte_offset, load, memref_operand, scaled, store
+from asterism.frontend.values import LV, const_lv, fail, memref_info, reg_count, type_name
 
 DYNAMIC = -(1 << 63)  # MLIR's marker of a dynamic offset, size or stride
 
@@ -89,7 +91,60 @@ def _kept_strides(op, t, sizes: list[int], strides: list[int]) -> list[int]:
     return kept
 
 
+# memref.atomic_rmw kinds -> the returning atomic (sc0: "return the pre-op value") on a global
+# memref (MUBUF) and on LDS (DS ..._rtn), by element type; other kinds and types have none
+_BUFFER_ATOMICS = {
+    "i32": {"addi": "buffer_atomic_add", "andi": "buffer_atomic_and", "ori": "buffer_atomic_or",
+            "xori": "buffer_atomic_xor", "assign": "buffer_atomic_swap",
+            "maxs": "buffer_atomic_smax", "maxu": "buffer_atomic_umax",
+            "mins": "buffer_atomic_smin", "minu": "buffer_atomic_umin"},
+    "f32": {"addf": "buffer_atomic_add_f32", "assign": "buffer_atomic_swap"},
+    "f64": {"addf": "buffer_atomic_add_f64", "assign": "buffer_atomic_swap_x2"},
+}
+_BUFFER_ATOMICS["i64"] = {k: v + "_x2" for k, v in _BUFFER_ATOMICS["i32"].items()}
+_DS_ATOMICS = {
+    "i32": {"addi": "ds_add_rtn_u32", "andi": "ds_and_rtn_b32", "ori": "ds_or_rtn_b32",
+            "xori": "ds_xor_rtn_b32", "assign": "ds_wrxchg_rtn_b32",
+            "maxs": "ds_max_rtn_i32", "maxu": "ds_max_rtn_u32",
+            "mins": "ds_min_rtn_i32", "minu": "ds_min_rtn_u32"},
+    "f32": {"addf": "ds_add_rtn_f32", "assign": "ds_wrxchg_rtn_b32"},
+    "f64": {"addf": "ds_add_rtn_f64", "assign": "ds_wrxchg_rtn_b64"},
+}
+_DS_ATOMICS["i64"] = {k: v.replace("32", "64") for k, v in _DS_ATOMICS["i32"].items()}
+
+
+def _atomic_rmw(low: KernelLowering, op: AtomicRMWOp) -> None:
+    """memref.atomic_rmw: one returning atomic instruction (the old value is the result)."""
+    from asterism.isa import get_isa
+
+    mem = memref_operand(low, op, op.memref)
+    info = mem.value
+    kind, tn = op.kind_name(), type_name(op.value.type)
+    table = _DS_ATOMICS if info.space == "workgroup" else _BUFFER_ATOMICS
+    name = table.get(tn, {}).get(kind, "")
+    if not name or name not in get_isa(low.target).instructions:
+        have = sorted(k for k, n in table.get(tn, {}).items()
+                      if n in get_isa(low.target).instructions)
+        where = "LDS" if info.space == "workgroup" else "global memory"
+        raise fail(op, f"kind '{kind}' on {tn} has no atomic instruction in {where} on "
+                       f"{low.target} (kinds on {tn}: {', '.join(have) or 'none'})")
+    off = byte_offset(low, op, mem, [low.get(i) for i in op.indices])
+    kb = low.kb
+    if info.space == "workgroup":
+        old = kb.emit(name, None, address(low, mem, off), low.vgpr(low.get(op.value)))
+    else:
+        # the returning MUBUF atomic overwrites its data registers with the old value: copy
+        # the value into fresh ones (it may be used again)
+        n = reg_count(op.value.type)
+        words = [kb.v_mov_b32(None, low.operand(w))
+                 for w in words_of(low, low.get(op.value), n)]
+        data = words[0] if n == 1 else kb.join(*words, align=2)
+        old = kb.emit(name, data, low.vgpr(off), info.rsrc, 0, offen=True, sc0=True)
+    low.set(op.result, LV("v", op.result.type, old))
+
+
 HANDLERS: HandlerTable = {
+    AtomicRMWOp: _atomic_rmw,
     memref.SubviewOp: _subview,
     memref.LoadOp: _memref_load,
     memref.StoreOp: _memref_store,

@@ -23,12 +23,12 @@ def make_upstream_context() -> Context:
     from xdsl.dialects.cf import Cf
     from xdsl.dialects.func import Func
     from xdsl.dialects.math import Math
-    from xdsl.dialects.memref import MemRef
     from xdsl.dialects.scf import Scf
     from xdsl.dialects.vector import Vector
 
     from asterism.frontend.dialects.amdgpu import AMDGPU
     from asterism.frontend.dialects.arith import upstream_arith
+    from asterism.frontend.dialects.memref import upstream_memref
     from asterism.frontend.dialects.vector import VECTOR_EXTRA_OPS
     from asterism.ir.dialect import AMDGCN
 
@@ -37,8 +37,8 @@ def make_upstream_context() -> Context:
     ctx = Context()
     vector = Dialect("vector", list(Vector.operations) + VECTOR_EXTRA_OPS,
                      list(Vector.attributes))
-    for dialect in (Builtin, upstream_arith(), Func, AMDGCN, Scf, MemRef, vector, GPU, AMDGPU,
-                    ROCDL, Math, Cf):
+    for dialect in (Builtin, upstream_arith(), Func, AMDGCN, Scf, upstream_memref(), vector,
+                    GPU, AMDGPU, ROCDL, Math, Cf):
         ctx.load_dialect(dialect)
     return ctx
 

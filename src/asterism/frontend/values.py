@@ -189,7 +189,9 @@ def memref_info(t: MemRefType, op: Operation) -> MemInfo:
     what an error names."""
     shape = list(t.get_shape())
     if any(d < 0 for d in shape):
-        raise fail(op, f"memref {t} has a dynamic size; only static shapes are supported")
+        raise fail(op, f"memref {t} has a dynamic size: not supported yet (its sizes would be "
+                       "extra kernel arguments, which asterism's kernel ABI and launch do not "
+                       "pass); give the memref a static shape")
     where = memref_space(t)
     if where not in ("global", "workgroup", "fat_raw_buffer"):
         raise fail(op, f"memref {t} is in {where}; global and workgroup memory are "

@@ -679,6 +679,9 @@ def _check_modifier_value(match: Match, name: str, value: ModValue) -> str | Non
             return f"expects a list of 0/1 bits such as [0, 1], got {value!r}"
         if len(value) > 4:
             return f"has {len(value)} bits; at most 4"
+        if name == "neg" and form.enc == "MAI":
+            # f64 MFMAs: neg:[a,b,c] is the BLGP field (bits 61-63), not per-source modifiers
+            return None if len(value) <= 3 else f"has {len(value)} bits; at most 3 (A, B, C)"
         if name in ("neg", "abs", "sext"):
             sources = match.source_positions
             for k, bit in enumerate(value):

@@ -264,7 +264,10 @@ class _KernelLowering:
         form = match.form
         mods = op.mods
         sources = match.source_positions
-        src_mods = {name: mods.get(name, ()) for name in ("neg", "abs", "sext")}
+        # (an f64 MFMA's neg:[a,b,c] is an instruction modifier: the BLGP field)
+        per_source = ("abs", "sext") if form.enc == "MAI" else ("neg", "abs", "sext")
+        src_mods = {name: mods.get(name, ()) if name in per_source else ()
+                    for name in ("neg", "abs", "sext")}
         operands: list[Operand] = []
         k = 0
         for spec in form.operands:
@@ -284,7 +287,7 @@ class _KernelLowering:
             operands.append(operand)
             k += 1
         inst_mods = {name: value for name, value in mods.items()
-                     if name not in ("neg", "abs", "sext", *WAITCNT_COUNTERS)}
+                     if name not in (*per_source, *WAITCNT_COUNTERS)}
         inst = Inst(op.mnemonic_text, operands, inst_mods, form, op_location(op))
         inst.mnemonic = self.printed_mnemonic(inst, form)
         if is_decode_only(op):

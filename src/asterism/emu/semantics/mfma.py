@@ -51,6 +51,10 @@ def _mfma(info: OpInfo):
     cbsz = int(info.mods.get("cbsz", 0))
     abid = int(info.mods.get("abid", 0))
     blgp = int(info.mods.get("blgp", 0))
+    neg = info.mods.get("neg")
+    if neg:  # an f64 MFMA's neg:[a,b,c] (A, B, C negation) is the same BLGP field
+        blgp |= neg if isinstance(neg, int) else sum((int(v) & 1) << i
+                                                     for i, v in enumerate(neg))
     sparse = minfo.sparse
     if sparse:
         c = _regs(info, dst)

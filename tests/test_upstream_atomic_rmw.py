@@ -1,0 +1,122 @@
+"""memref.atomic_rmw on the emulator against NumPy (tests/upstream/atomic_rmw.mlir): every kind
+with a returning atomic instruction on global i32, addf on f32, addf/addi on LDS, a contended
+addi; and the located errors for a kind without an instruction and for an unknown kind."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+from upstream_inputs import DIR, TARGETS
+
+import asterism
+from asterism import api
+from asterism.errors import AsterismError
+
+KINDS = [np.add, np.bitwise_and, np.bitwise_or, np.bitwise_xor, lambda a, v: v, np.maximum,
+         lambda a, v: np.maximum(a.view(np.uint32), v.view(np.uint32)).view(np.int32),
+         np.minimum,
+         lambda a, v: np.minimum(a.view(np.uint32), v.view(np.uint32)).view(np.int32)]
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_atomic_rmw_kinds_return_the_old_value(target):
+    module = api.parse(DIR / "atomic_rmw.mlir")
+    api.retarget(module, target)
+    code = asterism.compile(module)
+    rng = np.random.default_rng(26)
+    m0 = rng.integers(-2**31, 2**31, 576, dtype=np.int64).astype(np.int32)
+    vals = rng.integers(-2**31, 2**31, 64, dtype=np.int64).astype(np.int32)
+    m, old = m0.copy(), np.zeros(576, np.int32)
+    f0 = rng.standard_normal(64).astype(np.float32)
+    f, fx, fold = f0.copy(), rng.standard_normal(64).astype(np.float32), np.zeros(64, np.float32)
+    cnt, cold = np.array([0, 0, 7, 0], np.int32), np.zeros(64, np.int32)
+    lout = np.zeros(64, np.float32)
+    asterism.launch(code, "atomics", grid=(1, 1, 1), block=(64, 1, 1),
+                    args=[m, old, vals, f, fx, fold, cnt, cold, lout], backend="emu")
+    np.testing.assert_array_equal(old, m0)  # each lane its own element: the old value is m0
+    for k, fn in enumerate(KINDS):
+        with np.errstate(over="ignore"):
+            np.testing.assert_array_equal(m[64 * k:64 * k + 64], fn(m0[64 * k:64 * k + 64], vals),
+                                          err_msg=f"kind {k}")
+    np.testing.assert_array_equal(fold, f0)
+    np.testing.assert_array_equal(f, f0 + fx)
+    assert cnt.tolist() == [0, 0, 7 + 64, 0]
+    assert sorted(cold.tolist()) == list(range(7, 7 + 64))
+    # LDS: 0.5 + x after the add, plus the lane's old counter (a permutation of 0..63), plus
+    # the old value 0.5
+    lc = lout - (np.float32(0.5) + fx) - np.float32(0.5)
+    assert sorted(np.rint(lc).astype(int).tolist()) == list(range(64))
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_atomic_rmw_on_64_bit_elements(target):
+    module = api.parse(DIR / "atomic_rmw_wide.mlir")
+    api.retarget(module, target)
+    code = asterism.compile(module)
+    rng = np.random.default_rng(27)
+    d0, dx = rng.standard_normal(64), rng.standard_normal(64)
+    q0 = rng.integers(-2**62, 2**62, 64, dtype=np.int64)
+    qx = rng.integers(-2**62, 2**62, 64, dtype=np.int64)
+    d, dold, q, qold = d0.copy(), np.zeros(64), q0.copy(), np.zeros(64, np.int64)
+    asterism.launch(code, "wide", grid=(1, 1, 1), block=(64, 1, 1),
+                    args=[d, dx, dold, q, qx, qold], backend="emu")
+    np.testing.assert_array_equal(dold, d0)
+    np.testing.assert_array_equal(d, d0 + dx)
+    np.testing.assert_array_equal(qold, q0)
+    np.testing.assert_array_equal(q, np.maximum(q0, qx))
+
+
+def _kernel(line: str, mem: str = "memref<16xf32>", vt: str = "f32") -> str:
+    return f"""module {{
+  gpu.module @m {{
+    gpu.func @k(%a: {mem}, %v: {vt}) kernel {{
+      %i = arith.constant 0 : index
+{line}
+      gpu.return
+    }}
+  }}
+}}
+"""
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_a_kind_without_an_instruction_is_a_located_error(target):
+    text = _kernel("      %r = memref.atomic_rmw mulf %v, %a[%i] : (f32, memref<16xf32>) -> f32")
+    module = api.parse(text, "a.mlir")
+    api.retarget(module, target)
+    with pytest.raises(AsterismError) as err:
+        asterism.compile(module)
+    assert "kind 'mulf' on f32 has no atomic instruction" in err.value.message
+    assert "addf, assign" in err.value.message
+    assert err.value.location.file == "a.mlir" and err.value.location.line == 5
+
+
+def test_an_unknown_kind_is_a_parse_error():
+    text = _kernel("      %r = memref.atomic_rmw addq %v, %a[%i] : (f32, memref<16xf32>) -> f32")
+    with pytest.raises(AsterismError) as err:
+        api.parse(text, "a.mlir")
+    assert "unknown kind 'addq'" in err.value.message
+    assert err.value.location.line == 5
+
+
+def test_the_custom_form_prints_back():
+    text = _kernel("      %r = memref.atomic_rmw maxs %v, %a[%i] : (i32, memref<16xi32>) -> i32",
+                   "memref<16xi32>", "i32")
+    assert "memref.atomic_rmw maxs %v, %a[%i] : (i32, memref<16xi32>) -> i32" in str(
+        api.parse(text, "a.mlir"))
+
+
+
+def test_cli_reports_a_kind_without_an_instruction(tmp_path):
+    bad = tmp_path / "bad.mlir"
+    bad.write_text(_kernel("      %r = memref.atomic_rmw muli %v, %a[%i] : "
+                           "(i32, memref<16xi32>) -> i32", "memref<16xi32>", "i32"))
+    out = tmp_path / "bad.hsaco"
+    res = subprocess.run([sys.executable, "-m", "asterism.cli", "compile", str(bad), "-o",
+                          str(out)], capture_output=True, text=True)
+    assert res.returncode == 1
+    assert "bad.mlir:5:" in res.stderr and "kind 'muli' on i32" in res.stderr
+    assert "Traceback" not in res.stderr and not out.exists()
