@@ -1,6 +1,9 @@
 """Timing of `asterism trace bundle`'s parts: reading, analysis, every picture, the HTML
 view and the whole bundle, on the shared captures and on a synthetic long capture made by
-tiling the flash-attention capture's waves in time (default ~3 M cycles).
+tiling the flash-attention capture's waves in time (default ~3 M cycles), and on the shape
+of the biggest public captures: 32 waves over 3 M cycles (the flash capture's waves put on
+4 CUs, each wave's stream run 3 times and its times stretched to the span). Seconds are
+wall time and CPU time of this process (the machine may be shared).
 
 Reference, run side by side in this process: the timeline drawn as before this change, one
 matplotlib bar per instruction and stall part (broken_barh, what `trace plot` did), on the
@@ -45,6 +48,32 @@ def tiled(trace, cycles: int):
                  extra_files=dict(trace.extra_files))
 
 
+def big_shape(trace, cycles: int, waves: int = 32):
+    """`waves` waves over `cycles` cycles: the trace's waves copied onto new CUs until
+    there are `waves`, each one's stream run 3 times back to back, every time stretched so
+    the span is `cycles` (gaps grow, stalls and durations stay)."""
+    from asterism.profile.att import InstRecord, Trace, Wave
+
+    begin = min(w.begin for w in trace.waves)
+    out = []
+    for k in range(waves):
+        w = trace.waves[k % len(trace.waves)]
+        recs, shift = [], 0
+        for _rep in range(3):
+            recs += [InstRecord(r.time - begin + shift, r.category, r.stall, r.duration, r.line)
+                     for r in w.instructions]
+            shift += w.end - begin
+        scale = cycles / max(shift, 1)
+        recs = [InstRecord(int(r.time * scale), r.category, r.stall, r.duration, r.line)
+                for r in recs]
+        end = recs[-1].time + recs[-1].duration + 4
+        out.append(Wave(se=w.se, simd=w.simd, slot=w.slot + k // len(trace.waves), id=0,
+                        cu=w.cu + 16 * (k // len(trace.waves)), begin=0, end=end,
+                        instructions=recs, timeline=[], waitcnt=list(w.waitcnt) * 3))
+    return Trace(code=trace.code, waves=out, info=trace.info, realtime=trace.realtime,
+                 extra_files=dict(trace.extra_files))
+
+
 def reference_timeline(trace, out: Path) -> None:
     """The timeline as `trace plot` drew it before: one bar per instruction."""
     from matplotlib.backends.backend_agg import FigureCanvasAgg
@@ -77,10 +106,11 @@ def reference_timeline(trace, out: Path) -> None:
 
 
 def timed(label: str, fn, results: dict) -> object:
-    t = time.perf_counter()
+    t, c = time.perf_counter(), time.process_time()
     value = fn()
     results[label] = time.perf_counter() - t
-    print(f"  {label:<28} {results[label]:8.2f} s", flush=True)
+    cpu = time.process_time() - c
+    print(f"  {label:<28} {results[label]:8.2f} s wall {cpu:8.2f} s CPU", flush=True)
     return value
 
 
@@ -111,6 +141,12 @@ def bench(name: str, trace_dir: Path | None, trace, tmp: Path, reference: bool) 
     out = tmp / f"{name}_bundle"
     timed("whole bundle (CLI path)", lambda: build_bundle(BundleRequest(trace_dir, out)), res)
     shutil.rmtree(out)
+    timed("bundle --no-what-if", lambda: build_bundle(BundleRequest(trace_dir, out,
+                                                                    what_if=False)), res)
+    shutil.rmtree(out)
+    from asterism.profile import trace_plot
+
+    timed("trace plot (CLI path)", lambda: trace_plot(trace_dir, tmp / "p.png"), res)
     worst = max(res[k] for k in res if k.endswith((".png", ".html")))
     print(f"  slowest picture: {worst:.2f} s (arrays shared: +{res['arrays']:.2f} s)")
     if reference:
@@ -125,17 +161,25 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--cycles", type=int, default=3_000_000, help="synthetic capture length")
     ap.add_argument("--no-reference", action="store_true", help="skip the slow reference")
+    ap.add_argument("--shape-only", action="store_true",
+                    help="only the 32-wave 3 M-cycle shape (skip the shared captures and the "
+                         "tiled one)")
     args = ap.parse_args()
     sys.path.insert(0, str(ROOT / "src"))
     from asterism.profile.att import read_att
 
     with tempfile.TemporaryDirectory() as d:
         tmp = Path(d)
-        for name in ("pa_mqa_logits_fp4_small", "flash_attn_func_small"):
+        for name in () if args.shape_only else ("pa_mqa_logits_fp4_small",
+                                                 "flash_attn_func_small"):
             bench(name, SHARED / "att" / name, None, tmp, not args.no_reference)
-        big = tiled(read_att(SHARED / "att" / "flash_attn_func_small"), args.cycles)
-        bench(f"flash x{len(big.waves) // 8} ({args.cycles} cycles)", None,
-              replace(big), tmp, not args.no_reference)
+        flash = read_att(SHARED / "att" / "flash_attn_func_small")
+        bench(f"32 waves over {args.cycles} cycles", None, big_shape(flash, args.cycles),
+              tmp, not args.no_reference)
+        if not args.shape_only:
+            big = tiled(flash, args.cycles)
+            bench(f"flash x{len(big.waves) // 8} ({args.cycles} cycles)", None,
+                  replace(big), tmp, not args.no_reference)
     return 0
 
 

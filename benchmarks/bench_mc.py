@@ -7,15 +7,19 @@ shared aiter GEMM sample) and random operands, then times:
     + `ld.lld -shared` on the same .s file;
   * disassemble: asterism (read + decode + print the objdump-style listing, what `asterism
     disasm` does) vs `llvm-objdump -d` on the same code object.
-Prints instructions/s and the ratio asterism / LLVM (higher is better for asterism).
+Prints instructions/s and the ratio LLVM time / asterism time (higher is better for
+asterism; the goal is >= 1), by the wall clock and by CPU time (user + system: less
+sensitive to other work on a busy machine). asterism runs in this process (warm: the best of
+`--repeat` runs); the LLVM tools are fresh processes, as a user runs them.
 
-Usage: python benchmarks/bench_mc.py [--instructions 100000] [--repeat 3]
+Usage: python benchmarks/bench_mc.py [--instructions 100000] [--repeat 3] [--source FILE.s]
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+import resource
 import subprocess
 import sys
 import tempfile
@@ -61,25 +65,49 @@ def build_source(n: int, seed: int = 1) -> str:
         "  .amdhsa_next_free_sgpr 96", "  .amdhsa_accum_offset 256", ".end_amdhsa_kernel", ""])
 
 
-def best(fn, repeat: int) -> float:
-    """The best wall time of `repeat` runs."""
-    times = []
+def best(fns, repeat: int) -> list[tuple[float, float]]:
+    """The best wall time and the best CPU time (this process and its children, user +
+    system) of `repeat` runs of each function, the functions run in turn (so that a busy
+    spell of the machine slows all of them)."""
+    walls: list[list[float]] = [[] for _ in fns]
+    cpus: list[list[float]] = [[] for _ in fns]
     for _ in range(repeat):
-        start = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - start)
-    return min(times)
+        for k, fn in enumerate(fns):
+            before = _cpu()
+            start = time.perf_counter()
+            fn()
+            walls[k].append(time.perf_counter() - start)
+            cpus[k].append(_cpu() - before)
+    return [(min(w), min(c)) for w, c in zip(walls, cpus, strict=True)]
+
+
+def _cpu() -> float:
+    """CPU seconds used so far by this process and its waited-for children."""
+    own, children = (resource.getrusage(who) for who in
+                     (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN))
+    return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--instructions", type=int, default=100_000)
     ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--source", type=Path,
+                    help="time this assembly file instead of a generated kernel (e.g. one "
+                         "written by an earlier run with --keep)")
+    ap.add_argument("--keep", type=Path, help="write the generated kernel's source here")
     args = ap.parse_args()
-    n = args.instructions
     llvm_mc, ld_lld = require_llvm_tool("llvm-mc"), require_llvm_tool("ld.lld")
     objdump = require_llvm_tool("llvm-objdump")
-    src = build_source(n)
+    if args.source is not None:
+        src = args.source.read_text()
+        n = sum(1 for line in src.splitlines()  # (build_source's instruction lines)
+                if line.startswith("  ") and not line.startswith("  ."))
+    else:
+        n = args.instructions
+        src = build_source(n)
+        if args.keep is not None:
+            args.keep.write_text(src)
     with tempfile.TemporaryDirectory() as tmp:
         s_path, o_path = os.path.join(tmp, "bench.s"), os.path.join(tmp, "bench.o")
         h_llvm, h_ours = os.path.join(tmp, "llvm.hsaco"), os.path.join(tmp, "ours.hsaco")
@@ -93,8 +121,7 @@ def main() -> None:
                             "-filetype=obj", s_path, "-o", o_path], check=True)
             subprocess.run([ld_lld, "-shared", o_path, "-o", h_llvm], check=True)
 
-        t_ours_asm = best(ours_asm, args.repeat)
-        t_llvm_asm = best(llvm_asm, args.repeat)
+        t_ours_asm, t_llvm_asm = best([ours_asm, llvm_asm], args.repeat)
         same = api.disassemble(h_ours)[0].text == api.disassemble(h_llvm)[0].text
 
         def ours_dis() -> None:
@@ -103,18 +130,17 @@ def main() -> None:
         def llvm_dis() -> None:
             subprocess.run([objdump, "-d", h_llvm], check=True, stdout=subprocess.DEVNULL)
 
-        t_ours_dis = best(ours_dis, args.repeat)
-        t_llvm_dis = best(llvm_dis, args.repeat)
+        t_ours_dis, t_llvm_dis = best([ours_dis, llvm_dis], args.repeat)
         listed = api.disassembly_listing(h_llvm) == subprocess.run(
             [objdump, "-d", h_llvm], check=True, capture_output=True, text=True).stdout
     print(f"{n} instructions (best of {args.repeat}); .text identical to LLVM's: {same}; "
           f"listing identical to llvm-objdump's: {listed}")
-    print(f"assemble    asterism {n / t_ours_asm:12,.0f} inst/s ({t_ours_asm:6.3f} s)   "
-          f"llvm-mc+ld.lld {n / t_llvm_asm:12,.0f} inst/s ({t_llvm_asm:6.3f} s)   "
-          f"ratio {t_llvm_asm / t_ours_asm:5.2f}x")
-    print(f"disassemble asterism {n / t_ours_dis:12,.0f} inst/s ({t_ours_dis:6.3f} s)   "
-          f"llvm-objdump   {n / t_llvm_dis:12,.0f} inst/s ({t_llvm_dis:6.3f} s)   "
-          f"ratio {t_llvm_dis / t_ours_dis:5.2f}x")
+    for what, peer, (ours, ours_cpu), (llvm, llvm_cpu) in (
+            ("assemble   ", "llvm-mc+ld.lld", t_ours_asm, t_llvm_asm),
+            ("disassemble", "llvm-objdump  ", t_ours_dis, t_llvm_dis)):
+        print(f"{what} asterism {n / ours:10,.0f} inst/s ({ours:6.3f} s, CPU {ours_cpu:6.3f})"
+              f"   {peer} {n / llvm:10,.0f} inst/s ({llvm:6.3f} s, CPU {llvm_cpu:6.3f})"
+              f"   ratio {llvm / ours:5.2f}x (CPU {llvm_cpu / ours_cpu:5.2f}x; goal >= 1)")
 
 
 if __name__ == "__main__":

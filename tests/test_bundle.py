@@ -271,7 +271,7 @@ def _rule_cases() -> dict[str, tuple]:
                            "waves_per_workgroup": 4},
                           (min(2000, 4 * 40 // 4), None), "at most 32768 bytes"),
         "underfilled": (_trace(_with({6: 500}), 1), {"target": "gfx942", "vgprs": 32},
-                        (min(500, 40), None), "launch more workgroups"),
+                        (min(500, 40), None), "launch more, smaller workgroups"),
         "idle": (_trace(_with({}, IDLE_FILLER)), {}, None, "instruction-cache"),
         "l2-hit-rate": (_trace(_with({})), {"dispatch": {"TCC_HIT_sum": 20.0,
                                                        "TCC_MISS_sum": 80.0}},
@@ -389,7 +389,7 @@ def test_flash_bundle_figures_by_hand(flash_bundle: Path) -> None:
     for section in ("## Optimization candidates", "## Wave states", "## Stall taxonomy",
                     "## Occupancy", "## Top 10 hotspots", "## Source lines by stall",
                     "## s_waitcnt producers", "## Counters"):
-        assert section in md
+        assert md.count(section) == 1, section
 
 
 def test_flash_bundle_contents(flash_bundle: Path) -> None:
@@ -444,6 +444,14 @@ def test_html_view_in_headless_browser(flash_bundle: Path) -> None:
     assert got["lanes"] == 8 and got["records"] == report["totals"]["instructions"]
     assert got["line"] == hot["line"]
     assert hot["isa"] in got["hover"] and hot["source_text"] in got["hover"]
+    # Clicking the second hotspot's row shows its source line (highlighted, from the
+    # capture's snapshot) and steps through its executions (all of them: hits).
+    second = report["hotspots"][1]
+    assert got["clicked"] == second["line"]
+    assert got["occurrences"] == second["hits"]
+    line_no = int(second["source"].split(";")[0].rpartition(":")[2])
+    assert got["here"].split()[0] == str(line_no) and second["source_text"] in got["here"]
+    assert f"execution 1 of {second['hits']}" in got["status"]
 
 
 def test_modeled_trace_bundle(tmp_path: Path) -> None:
@@ -512,3 +520,68 @@ def test_analysis_uses_dispatch_workgroup(tmp_path: Path) -> None:
     assert a.occupancy.waves_per_workgroup == 4  # 256 work-items
     assert a.occupancy.workgroup_source.startswith("the dispatch's workgroup size")
     assert a.occupancy.target == "gfx942" and a.occupancy.vgprs == 96
+
+
+def test_source_heat_axis_fits_the_data() -> None:
+    """The bars' axis ends 5 % past the longest bar (it ran to 2.2x, 5e6 for a 2.3e6
+    maximum, to leave room for the text, which has a panel of its own now)."""
+    from matplotlib.figure import Figure
+
+    report = analyze(read_att(FLASH))
+    heat = pictures.source_heat(report, 20)
+    longest = max(h["cycles"] for h in heat)
+    ax = pictures.draw_source_heat(Figure(), heat)
+    assert ax.get_xlim() == pytest.approx((0, 1.05 * longest))
+
+
+def test_kernel_trace_csv_rates_from_flops_and_bytes(tmp_path: Path,
+                                                    capsys: pytest.CaptureFixture[str]) -> None:
+    """rocprofv3's own --kernel-trace CSV feeds the bundle; --flops/--bytes turn each of the
+    kernel's dispatch durations into TFLOPS and GB/s (values by hand from the CSV rows)."""
+    import csv
+
+    kt = FLASH_COUNTERS / "discover_kernel_trace.csv"
+    rows = [r for r in csv.DictReader(kt.open()) if r["Kernel_Name"].startswith("flash_attn")]
+    assert rows
+    first = rows[0]
+    ns = int(first["End_Timestamp"]) - int(first["Start_Timestamp"])
+    flops, nbytes = 4.294967296e9, 2.0e8  # (B=1, S=1024, H=16, D=128, causal: 4 S^2 D H / 2)
+    out = tmp_path / "b"
+    assert main(["trace", "bundle", str(FLASH), "-o", str(out), "--counters", str(kt),
+                 "--no-what-if", "--flops", str(flops), "--bytes", str(nbytes),
+                 "--peak-gbps", "8000"]) == 0
+    md = (out / "REPORT.md").read_text()
+    did = first["Dispatch_Id"]
+    assert f"| {did} | TFLOPS | {flops / ns / 1e3:.4g}  | --flops / duration |" in md
+    assert f"| {did} | GB/s | {nbytes / ns:.4g}  | --bytes / duration |" in md
+    data = json.loads((out / "report.json").read_text())
+    d = next(x for x in data["dispatches"] if str(x["dispatch_id"]) == did)
+    assert d["derived"]["TFLOPS"] == pytest.approx(flops / ns / 1e3)
+    durs = [int(r["End_Timestamp"]) - int(r["Start_Timestamp"]) for r in rows]
+    gbs = nbytes / (sum(durs) / len(durs))
+    assert data["structure"]["bound"]["figures"]["bandwidth"].startswith(f"{gbs:,.0f} GB/s")
+    for bad in (["--flops", "0"], ["--bytes", "nan"], ["--what-if-records", "0"]):
+        assert main(["trace", "bundle", str(FLASH), "-o", str(tmp_path / "x")] + bad) == 1
+        assert "must be" in capsys.readouterr().err and not (tmp_path / "x").exists()
+
+
+def test_plot_analyzes_only_what_it_draws(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`trace plot` runs the analysis for pictures only (no source texts, producer lists or
+    unit tallies); its stall causes and hotspots are the full analysis' own."""
+    import asterism.profile.plot as plot_mod
+
+    seen = []
+    real = plot_mod.analyze
+
+    def spy(trace, *args, **kwargs):
+        seen.append(kwargs.get("pictures_only", False))
+        return real(trace, *args, **kwargs)
+
+    monkeypatch.setattr(plot_mod, "analyze", spy)
+    assert main(["trace", "plot", str(FLASH), "-o", str(tmp_path / "t.png")]) == 0
+    assert seen == [True]
+    trace = read_att(FLASH)
+    light, full = analyze(trace, pictures_only=True), analyze(trace)
+    assert light.stalls == full.stalls
+    assert [h.line for h in light.hotspots(10)] == [h.line for h in full.hotspots(10)]
+    assert light.wait_links == [] and full.wait_links

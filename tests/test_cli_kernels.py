@@ -53,7 +53,27 @@ def test_build_writes_a_code_object(tmp_path):
     assert [k.name for k in read_code_object(out.read_bytes()).kernels]
 
 
+def test_build_writes_by_extension(tmp_path):
+    # .mlir: the kernel's IR before the pipeline (it parses back); .s: the assembly after
+    # it (LLVM's assembler reads it elsewhere; here: the kernel's label and s_endpgm); .co:
+    # the same code object as .hsaco.
+    from asterism.ir import parse_ir
+
+    base = ["kernels", "build", "gemm", "--shape", "64x64x64", "--param", "tile_m=64",
+            "--param", "tile_n=64", "-o"]
+    for ext in (".mlir", ".s", ".co", ".hsaco"):
+        assert main(base + [str(tmp_path / f"g{ext}")]) == 0
+    ir = (tmp_path / "g.mlir").read_text()
+    assert "amdgcn.kernel" in ir and "s_waitcnt" not in ir  # before waits
+    parse_ir(ir, "g.mlir")
+    asm = (tmp_path / "g.s").read_text()
+    assert ".amdhsa_kernel" in asm and "s_endpgm" in asm and "s_waitcnt" in asm
+    assert (tmp_path / "g.co").read_bytes() == (tmp_path / "g.hsaco").read_bytes()
+
+
 @pytest.mark.parametrize("argv, message", [
+    (["kernels", "build", "gemm", "-o", "OUT.txt"],
+     "unknown output extension '.txt'; kernels build writes .mlir"),
     (["kernels", "run", "gemm", "--param", "tile_m=999"], "parameter tile_m"),
     (["kernels", "run", "gemm", "--param", "bogus=1"], "no parameter 'bogus'"),
     (["kernels", "run", "gemm", "--param", "m=abc"], "expected int"),
@@ -64,11 +84,12 @@ def test_build_writes_a_code_object(tmp_path):
     (["kernels", "build", "gemm", "--param", "dtype=f64", "-o", "OUT"], "dtype"),
 ])
 def test_bad_parameters_are_clear_errors(tmp_path, capsys, argv, message):
-    argv = [str(tmp_path / "out.hsaco") if a == "OUT" else a for a in argv]
+    argv = [str(tmp_path / "out.hsaco") if a == "OUT" else
+            str(tmp_path / "out.txt") if a == "OUT.txt" else a for a in argv]
     assert main(argv) == 1
     err = capsys.readouterr().err
     assert message in err and "Traceback" not in err
-    assert not (tmp_path / "out.hsaco").exists()
+    assert not (tmp_path / "out.hsaco").exists() and not (tmp_path / "out.txt").exists()
 
 
 # ---------------------------------------------------------------------------- --shape

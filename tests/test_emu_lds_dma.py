@@ -87,10 +87,9 @@ def test_timing_lgkmcnt_wait_does_not_wait_for_an_lds_dma():
     assert vm_wait > 400
 
 
-def test_workgroups_of_one_group_are_checked_each_in_its_own_lds():
-    # Two one-wave workgroups run as one group: workgroup w DMAs to LDS [256 w, 256 w + 256)
-    # and, without waiting, reads the other half. Per workgroup nothing overlaps (the union
-    # over the group's waves would: [0, 512)).
+def two_workgroup_dma(fixed_read: bool) -> bytes:
+    """Workgroup w DMAs to LDS [256 w, 256 w + 256) and, without waiting, reads the other
+    half (or, with `fixed_read`, [256, 512) in every workgroup)."""
     kb = KernelBuilder("dma", "gfx950", workgroup_size=(64, 1, 1), lds_size=1024)
     src = kb.arg_buffer("src", "i32", "read_only")
     out = kb.arg_buffer("out", "i32", "write_only")
@@ -108,15 +107,35 @@ def test_workgroups_of_one_group_are_checked_each_in_its_own_lds():
     kb.s_mov_b32(kb.special("m0"), kb.s(12))
     kb.s_nop(0)
     kb.buffer_load_dword(kb.v(1), kb.s[8:12], 0, offen=True, lds=True)
-    kb.s_xor_b32(kb.s(13), kb.s(12), 256)  # the other half
+    if fixed_read:
+        kb.s_mov_b32(kb.s(13), 256)
+    else:
+        kb.s_xor_b32(kb.s(13), kb.s(12), 256)  # the other half
     kb.v_add_u32(kb.v(2), kb.s(13), kb.v(1))
     kb.ds_read_b32(kb.v(4), kb.v(2))
     kb.s_waitcnt(vmcnt=0, lgkmcnt=0)
     kb.v_lshl_add_u32(kb.v(3), kb.v_mov_b32(kb.v(5), wg), 8, kb.v(1))
     kb.global_store_dword(kb.v(3), kb.v(4), kb.s[6:8])
     kb.s_endpgm()
-    code = api.compile(api.optimize(kb.finish(), "hazards"))
+    return api.compile(api.optimize(kb.finish(), "hazards"))
+
+
+def test_workgroups_of_one_group_are_checked_each_in_its_own_lds():
+    # Two one-wave workgroups run as one group. Per workgroup nothing overlaps (the union
+    # over the group's waves would: [0, 512)).
     out = np.full(128, -1, np.int32)
-    asterism.launch(code, "dma", grid=2, block=64, args=[np.arange(64, dtype=np.int32), out],
-                    backend="emu")
+    asterism.launch(two_workgroup_dma(False), "dma", grid=2, block=64,
+                    args=[np.arange(64, dtype=np.int32), out], backend="emu")
     np.testing.assert_array_equal(out, 0)
+
+
+@pytest.mark.parametrize("grid", [2, 4])
+def test_the_workgroup_that_reads_its_own_dma_bytes_is_named(grid):
+    # Every workgroup reads [256, 512): workgroup 0 did not DMA there, workgroup 1 did (and
+    # workgroups 2, 3 DMA above the bytes read), so only workgroup 1 reads
+    # bytes in flight, even when it runs in one group with many others.
+    out = np.full(64 * grid, -1, np.int32)
+    with pytest.raises(SanitizerError, match=r"LDS bytes \[256, 512\) written by") as info:
+        asterism.launch(two_workgroup_dma(True), "dma", grid=grid, block=64,
+                        args=[np.arange(64, dtype=np.int32), out], backend="emu")
+    assert info.value.workgroup == (1, 0, 0) and info.value.kind == "lds_dma"

@@ -48,7 +48,8 @@ LOWERED_BEFORE = {
 
 # The dialect handler modules: only the pass module may import them.
 HANDLER_MODULES = {f"asterism.frontend.{d}" for d in
-                   ("gpu", "func", "arith", "scf", "memref", "vector", "amdgpu", "math")}
+                   ("gpu", "func", "arith", "scf", "cf", "memref", "vector", "transfer",
+                    "amdgpu", "math")}
 
 
 def _import_graph():
@@ -64,6 +65,8 @@ def _import_graph():
 ADDED = {
     "gpu.shuffle", "math.absf", "math.exp", "math.exp2", "math.fma", "math.log", "math.log2",
     "math.rsqrt", "math.sqrt", "scf.while", "vector.reduction",
+    "cf.br", "cf.cond_br", "cf.switch", "cf.assert", "memref.subview", "vector.create_mask",
+    "vector.maskedload", "vector.maskedstore", "vector.transfer_read", "vector.transfer_write",
 }
 
 

@@ -119,6 +119,7 @@ def _fresh_code_cache(monkeypatch, directory) -> None:
     monkeypatch.setenv("ASTERISM_CACHE_DIR", str(directory))
     monkeypatch.setattr(cache, "_code_entries", None)
     monkeypatch.setattr(cache, "_code_new", {})
+    monkeypatch.setattr(cache, "_code_used", set())
 
 
 def test_compiled_code_round_trips_through_the_cache(monkeypatch, tmp_path):
@@ -145,7 +146,7 @@ def test_corrupted_code_entry_is_compiled_again(monkeypatch, tmp_path):
     cache.compile_cached(source, "<test g>")
     cache._save_code()
     _fresh_code_cache(monkeypatch, tmp_path)
-    entries = cache._read_code_entries()
+    entries = dict(cache._read_code_entries())
     (key,) = entries
     # (flip a bit of the marshalled code: the entry's digest no longer matches)
     entry = entries[key]
@@ -154,6 +155,43 @@ def test_corrupted_code_entry_is_compiled_again(monkeypatch, tmp_path):
     env: dict = {}
     exec(cache.compile_cached(source, "<test g>"), env)
     assert env["g"]() == "fresh"
+
+
+def test_code_table_maps_each_key_to_its_entry():
+    entries = {cache.key_of(str(i)): os.urandom(i % 50 + 17) for i in range(300)}
+    table = cache._CodeTable(cache.code_table_body(entries))
+    assert dict(table) == entries and len(table) == 300
+    assert table.get(cache.key_of("absent")) is None and table.get("not hex") is None
+
+
+def test_damaged_code_table_reads_as_fewer_entries():
+    entries = {cache.key_of(str(i)): os.urandom(40) for i in range(20)}
+    body = cache.code_table_body(entries)
+    rng = __import__("random").Random(3)
+    for bad in [body[:n] for n in (0, 3, 8, 100, len(body) // 2, len(body) - 1)] + [
+            bytes(b ^ (rng.random() < 0.01) * rng.randrange(256) for b in body)
+            for _ in range(5)]:
+        table = cache._CodeTable(bad)
+        for key in table:  # (what reads back is a prefix or damaged: never an error)
+            assert isinstance(table.get(key, b""), bytes)
+        for key in entries:
+            assert table.get(key) in (None, entries[key]) or len(bad) == len(body)
+
+
+def test_full_code_file_keeps_what_the_process_used(monkeypatch, tmp_path):
+    _fresh_code_cache(monkeypatch, tmp_path)
+    for i in range(6):
+        cache.compile_cached(f"x = {i}\n", "<test n>")
+    cache._save_code()
+    _fresh_code_cache(monkeypatch, tmp_path)
+    monkeypatch.setattr(cache, "_code_used", set())
+    monkeypatch.setattr(cache, "_CODE_LIMIT", 7)
+    cache.compile_cached("x = 1\n", "<test n>")  # (used: read from the file)
+    cache.compile_cached("x = 10\n", "<test n>")  # (new)
+    cache.compile_cached("x = 11\n", "<test n>")  # (new: 6 + 2 > 7)
+    cache._save_code()
+    kept = set(cache._read_code_entries())
+    assert kept == {cache.key_of("<test n>", f"x = {i}\n") for i in (1, 10, 11)}
 
 
 def test_listing_is_the_same_with_and_without_caches(tmp_path, shared_data):
@@ -203,12 +241,9 @@ def _plant_code_entry(directory, source: str, filename: str, code_source: str, m
     the cache folder could: `code_source` compiled, with `mac(key, body)` as its check."""
     import marshal
 
-    import msgpack
-
     key = cache.key_of(filename, source)
     body = marshal.dumps(compile(code_source, filename, "exec"))
-    entries = {key: mac(key, body) + body}
-    data = msgpack.packb(entries)
+    data = cache.code_table_body({key: mac(key, body) + body})
     os.makedirs(directory, exist_ok=True)
     (directory / cache._code_file()).write_bytes(
         cache.MAGIC + _unkeyed(data) + data)

@@ -263,3 +263,53 @@ def test_gfx950_fp8_matches_numpy(params):
     assert np.abs(want).max() > 1
     # MI355X's data-sheet dense FP8 peak: 256 CUs x 2400 MHz x 8192 flops per clock per CU.
     assert run.peak_tflops == 5033.2
+
+
+# kloop=scf: the K loop as an scf.for (kb.loop). K tiles of 32: gfx942 (register-staged)
+# loops over pairs from 6 tiles on; gfx950 (direct-to-LDS, 3 LDS buffers) over threes from
+# 7 on. 264 = 8 tiles + 8 (ragged), 416 = 13 tiles (3 trips), 160 = 5 tiles (no loop).
+SCF_CASES = [
+    dict(m=64, n=64, k=264, tile_m=64, tile_n=64, kloop="scf"),
+    dict(m=64, n=72, k=416, tile_m=64, tile_n=64, kloop="scf", dtype="bf16"),
+    dict(m=64, n=64, k=160, tile_m=64, tile_n=64, kloop="scf", layout="tn"),
+]
+
+
+@pytest.mark.parametrize("target", TARGETS)
+@pytest.mark.parametrize("params", SCF_CASES, ids=_ids)
+def test_gemm_scf_k_loop_matches_numpy(target, params):
+    case = kernels.get("gemm").build(target, params)
+    run = run_case(case, backend="emu", check=True)
+    assert run.passed, format_run(run)
+    assert np.abs(case.reference()["c"]).max() > 1
+
+
+def _waits_and_loop(target: str, params: dict) -> tuple[list[str], str]:
+    from asterism import api
+    from asterism.ir import print_ir
+
+    case = kernels.get("gemm").build(target, params)
+    ir = print_ir(case.module)
+    asm = api.translate(case.module, pipeline=case.notes["pipeline"])
+    waits = [s.strip() for s in asm.splitlines() if s.strip().startswith("s_waitcnt")]
+    return waits, ir
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_gemm_scf_k_loop_is_an_scf_for_with_the_same_waits(target):
+    # The scf variant's IR holds the K loop as an scf.for and no s_waitcnt written by the
+    # generator: the waits pass makes them all from the tokens carried around the loop
+    # (gfx950: the direct-to-LDS loads of the tiles in flight). They are the ones the
+    # unrolled variant writes by hand (its vmcnt counts: the loads of the tiles after the
+    # one waited for, D per tile), in the same places.
+    params = dict(m=64, n=64, k=416, tile_m=64, tile_n=64)
+    hand, hand_ir = _waits_and_loop(target, params)
+    made, scf_ir = _waits_and_loop(target, dict(params, kloop="scf"))
+    assert "scf.for" in scf_ir and "scf.for" not in hand_ir
+    assert "s_waitcnt" not in scf_ir
+    assert made == hand
+    if target == "gfx950":
+        assert "s_waitcnt" in hand_ir  # (the hand-written cross-iteration waits)
+        # a 64x32 tile of A (and of B) is 4 blocks of 1024 bytes over 4 waves: D = 2
+        # loads per wave per tile; waiting for a tile with the next in flight: vmcnt(2)
+        assert "s_waitcnt vmcnt(2)" in made

@@ -10,11 +10,21 @@ import pytest
 from mc_differential import TARGETS, load_vectors
 
 from asterism import api
+from asterism.errors import AsterismError
+from asterism.isa import get_isa
+from asterism.isa.formats import FORMATS
 from asterism.mc.codeobject import read_code_object
 from asterism.mc.codeobject.elf import parse_elf
-from asterism.mc.decoded_text import text_of
-from asterism.mc.decoder import DecodedInst, decode_code, get_decoder
-from asterism.mc.listing import TEXT_COLUMN, ListingSymbols, _list_code, format_line, listing
+from asterism.mc.decoded_text import _modifier_text, tail_bits, tail_code, text_of
+from asterism.mc.decoder import _PLANS, DecodedInst, decode_code, get_decoder
+from asterism.mc.listing import (
+    TEXT_COLUMN,
+    ListingSymbols,
+    _line_dispatch,
+    _list_code,
+    format_line,
+    listing,
+)
 from asterism.mc.printer import format_inst
 
 
@@ -119,3 +129,83 @@ def test_words_go_from_bits_to_text():
         finally:
             plan.build = plan_build
         assert bool(calls) == built, expected
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_learnt_line_functions_print_what_the_instruction_path_prints(target):
+    # Each word twice (and its flipped copy twice): the first time it is located and its
+    # plan learnt, the second time its line function prints it from the first bits.
+    rng = random.Random(f"learnt-{target}")
+    words = [bytes.fromhex(r["bytes"]) for r in load_vectors(target)]
+    flipped = [_flipped(w, rng) for w in words]
+    code = b"".join(words + words + flipped + flipped) + b"\0" * 12
+    dispatch_before = len(_line_dispatch(get_decoder(target)).routes)
+    lines = _one_pass(code, target, 0, ListingSymbols())
+    assert lines == _instruction_path(code, target, 0, ListingSymbols())
+    assert dispatch_before == 512
+
+
+def _random_word(plan, rng: random.Random) -> int:
+    """A random word of the plan's form: its opcode and fixed bits, random elsewhere."""
+    fmt = FORMATS[plan.form.format]
+    value = rng.getrandbits(8 * fmt.size)
+    for lo, mask, want in plan.variant_fields:
+        value = value & ~(mask << lo) | want << lo
+    op = fmt.fields["op"]
+    value = value & ~(op.mask << op.lo) | plan.form.opcode << op.lo
+    ident_lo, ident_width, ident = fmt.ident
+    return value & ~(((1 << ident_width) - 1) << ident_lo) | ident << ident_lo
+
+
+def _forms_with_readers(target):
+    isa = get_isa(target)
+    for name in isa.instructions:
+        for form in isa.instructions[name].forms:
+            plan = _PLANS(form)
+            if plan.modifiers is not None and form.enc:
+                yield plan
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_generated_tails_equal_the_reader_and_the_printer(target):
+    # Every form whose modifier tail is generated (buffer, DS, FLAT family, SMEM), random
+    # words: the tail equals the one the reader and the printer make.
+    rng = random.Random(f"tails-{target}")
+    checked = 0
+    for plan in _forms_with_readers(target):
+        env: dict[str, object] = {}
+        body = tail_code(plan, env)
+        if body is None:
+            continue
+        exec("def tail_of(value):\n" + "\n".join(body) + "\n    return tail\n", env)
+        reference = _modifier_text(plan)
+        for _ in range(40):
+            value = _random_word(plan, rng)
+            assert env["tail_of"](value) == reference(value, None, None, None), (
+                plan.form.mc_name, hex(value))
+        checked += 1
+    assert checked > 300
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_remembered_tails_depend_only_on_the_tail_bits(target):
+    # A modifier reader reads no bit of a table slot's field: a tail remembered for the
+    # word's tail bits is the word's tail (the bits outside are drawn at random).
+    rng = random.Random(f"tail-bits-{target}")
+    fmt_size = {}
+    for plan in _forms_with_readers(target):
+        if plan.form.enc in ("DPP", "SDWA", "MAI_SCALE") or plan.modifiers_touch_operands:
+            continue  # (not remembered; a reader that touches operands has no tail alone)
+        bits = tail_bits(plan)
+        tail = _modifier_text(plan).__closure__  # (the reader and printer, not remembered)
+        reference = next(c.cell_contents for c in tail if callable(c.cell_contents)
+                         and c.cell_contents.__name__ == "tail")
+        size = fmt_size.setdefault(plan.form.format, 8 * FORMATS[plan.form.format].size)
+        for _ in range(10):
+            value = _random_word(plan, rng)
+            other = value ^ (rng.getrandbits(size) & ~bits)
+            try:
+                want = reference(value, None, None, None)
+            except (AsterismError, KeyError):
+                continue
+            assert reference(other, None, None, None) == want, (plan.form.mc_name, hex(value))

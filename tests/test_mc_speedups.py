@@ -1,7 +1,8 @@
 """The MC layer's speed-ups must not change answers.
 
-* the matcher's quick acceptance tests accept only what match_form accepts, and select_form
-  picks the form a plain match_form loop picks (with the same error);
+* the matcher's quick acceptance tests accept only what match_form accepts, its quick
+  refusals refuse only what match_form refuses, and select_form picks the form a plain
+  match_form loop picks (with the same error);
 * parse results reused by text never depend on `.set` symbols;
 * the decoder's shared operand tables give the same instructions as fresh decoding;
 * decode_code with skip_undecodable lists words like api.disassemble's loop.
@@ -27,7 +28,7 @@ from asterism.mc.matcher import (
     match_form,
     select_form,
 )
-from asterism.mc.operands import FloatImm, Imm, Label, Literal, Mod, Reg, Special
+from asterism.mc.operands import OFF, FloatImm, Imm, Label, Literal, Mod, Reg, Special
 from asterism.mc.parser import parse_asm
 from asterism.mc.per_form import PerForm
 from asterism.mc.printer import format_inst
@@ -43,7 +44,8 @@ def _mutations(inst: Inst, rng: random.Random) -> list[Inst]:
             Special("vcc"), Special("vcc_lo"), Special("m0"), Special("exec"),
             Special("exec_lo"), Special("scc"), Imm(5), Imm(-3), Imm(1000), Imm(0xFFFFFFFF),
             Imm(0xFFFF), FloatImm(0.5), FloatImm(1.5), Literal(0x1234), Label("x"),
-            Mod(Reg("v", 4), neg=True), Mod(Reg("s", 3), abs=True), Mod(Imm(2), neg=True)]
+            Mod(Reg("v", 4), neg=True), Mod(Reg("s", 3), abs=True), Mod(Imm(2), neg=True),
+            OFF]
     out = []
     for _ in range(4):
         ops = list(inst.operands)
@@ -52,6 +54,10 @@ def _mutations(inst: Inst, rng: random.Random) -> list[Inst]:
         out.append(Inst(inst.mnemonic, ops, dict(inst.modifiers)))
     out.append(Inst(inst.mnemonic, list(inst.operands) + [Imm(1)], dict(inst.modifiers)))
     out.append(Inst(inst.mnemonic, list(inst.operands), {**inst.modifiers, "clamp": True}))
+    for flags in ({}, {"offen": True}, {"idxen": True}, {"offen": True, "idxen": True}):
+        # (a buffer address is `off`, a VGPR or a pair by these flags)
+        mods = {k: v for k, v in inst.modifiers.items() if k not in ("offen", "idxen")}
+        out.append(Inst(inst.mnemonic, list(inst.operands), {**mods, **flags}))
     return out
 
 
@@ -73,7 +79,7 @@ def _select_by_match_form(inst: Inst, target: str):
 def test_quick_match_accepts_only_what_match_form_accepts(target):
     rng = random.Random(f"quick-{target}")
     isa = get_isa(target)
-    checked = 0
+    checked = refused = 0
     for instruction in isa.instructions.values():
         for form in instruction.forms:
             if not form.assembles:
@@ -85,12 +91,16 @@ def test_quick_match_accepts_only_what_match_form_accepts(target):
                     if _QUICK(cand).fits(inst):
                         match_form(inst, cand)  # must not raise
                         checked += 1
+                    elif _QUICK(cand).refuses(inst):
+                        with pytest.raises(MatchError):
+                            match_form(inst, cand)
+                        refused += 1
                 try:
                     got = select_form(inst, target)
                 except VerifyError as err:
                     got = err.message
                 assert got == _select_by_match_form(inst, target), format_inst(inst)
-    assert checked > 1000
+    assert checked > 1000 and refused > 1000
 
 
 def test_reused_operands_do_not_depend_on_symbols():
@@ -225,3 +235,47 @@ def test_only_sopp_forms_have_branch_targets(target):
     encodings = {f.enc for inst in isa.instructions.values() for f in inst.forms
                  if any(spec.syntax == "label" for spec in f.operands)}
     assert encodings == {"SOPP"}
+
+
+def test_format_table_gives_the_first_matching_format():
+    # (the table is laid down by ranges: it must agree with trying DECODE_ORDER in turn)
+    from asterism.isa import formats
+
+    expected = [formats._first_match(top << 23) for top in range(512)]
+    assert formats._format_table() == expected
+    assert sum(fmt is not None for fmt in expected) > 400
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_generated_operand_encoders_equal_the_slot_handlers(target, monkeypatch):
+    # Every form with a generated operand encoder, random instructions and mutations (other
+    # kinds, constants, literals, named registers): where it answers, its bytes are the slot
+    # handlers' (and where they refuse, it does not answer).
+    from asterism.errors import EncodeError
+    from asterism.mc import encoder
+
+    rng = random.Random(f"fast-encode-{target}")
+    isa = get_isa(target)
+    answered = 0
+    for instruction in isa.instructions.values():
+        for form in instruction.forms:
+            if not form.assembles:
+                continue
+            plan = encoder._PLANS(form)
+            fast = encoder._compile_fast(plan)
+            if fast is None:
+                continue
+            for _ in range(3):
+                base = random_inst(form, rng)
+                for inst in [base, *_mutations(base, rng)]:
+                    inst.form = form
+                    monkeypatch.setattr(plan, "fast", None)  # (the slot handlers alone)
+                    try:
+                        want = encode_inst(inst)
+                    except (EncodeError, AttributeError, TypeError, KeyError, ValueError):
+                        want = None
+                    monkeypatch.undo()
+                    got = fast(inst.operands)
+                    assert got is None or got == want, (format_inst(inst), got, want)
+                    answered += got is not None
+    assert answered > 2000

@@ -38,6 +38,7 @@ OPTIONS = {
               "strict-store-data": ("bool", False)},
     "schedule": {"guard": ("enum", "hazards"), "counters": ("enum", "auto")},
     "lower-upstream": {"target": ("str", None)},
+    "scf-pipeline": {"rotate": ("bool", True)},
 }
 
 
@@ -52,7 +53,7 @@ def test_registry_names_every_pass_once_with_its_options():
         specs = option_specs(cls)
         assert {s.name: (s.kind, s.default) for s in specs} == want
         assert all(s.help for s in specs)
-    assert PIPELINES == {"auto": ("inline", "regalloc", "waits", "hazards")}
+    assert PIPELINES == {"auto": ("scf-pipeline", "inline", "regalloc", "waits", "hazards")}
     assert [s.choices for s in option_specs(load_pass("schedule"))] == [
         ("hazards", "off"), ("auto", "keep", "free")]
 
@@ -79,7 +80,7 @@ def test_defaults_and_values():
     assert (w.barrier, w.lds_dma, w.strict_store_data) == ("lds", "tokens", True)
     assert parse_pipeline("hazards{check_only=true}")[0].check_only is True
     assert [p.name for p in parse_pipeline(" builtin.module( inline , auto, )")] == [
-        "inline", "inline", "regalloc", "waits", "hazards"]
+        "inline", "scf-pipeline", "inline", "regalloc", "waits", "hazards"]
     assert parse_pipeline("") == parse_pipeline("  ") == parse_pipeline("builtin.module()") == []
 
 
@@ -98,7 +99,7 @@ def test_lower_upstream_target_option():
 ERRORS = [
     # unknown pass
     ("inline,bogus", "1:8", "unknown pass 'bogus'; known: copy-prop, dce, hazards, inline, "
-                            "liveness, lower-upstream, regalloc, schedule, waits, auto"),
+                            "liveness, lower-upstream, regalloc, scf-pipeline, schedule, waits, auto"),
     # unknown option (also of passes without options, and of a named pipeline)
     ("regalloc{report=1, colour=1}", "1:20",
      "unknown option 'colour' of pass 'regalloc'; options: report, reserve, coalesce, "
@@ -108,7 +109,7 @@ ERRORS = [
                                     "none"),
     ("lower-upstream{chip=gfx950}", "1:16", "unknown option 'chip' of pass 'lower-upstream'; "
                                             "options: target"),
-    ("auto{keep=1}", "1:5", "'auto' is a named pipeline (inline,regalloc,waits,hazards): it "
+    ("auto{keep=1}", "1:5", "'auto' is a named pipeline (scf-pipeline,inline,regalloc,waits,hazards): it "
                             "takes no options"),
     # wrong type (at the value)
     ("regalloc{max-vgprs=abc}", "1:20", "option 'max-vgprs' of 'regalloc' expects an integer,"
@@ -204,5 +205,5 @@ def test_list_passes(capsys):
             "target=TEXT the chip to lower for (default: the module's target or "
             "#rocdl.target, else gfx942)",
             "dce remove pure instructions whose results nothing reads (opt-in)",
-            "auto inline,regalloc,waits,hazards"):
+            "auto scf-pipeline,inline,regalloc,waits,hazards"):
         assert want in lines

@@ -438,12 +438,12 @@ def test_cli_opt_pipeline(tmp_path):
     assert "Traceback" not in proc.stderr
 
 
-def test_auto_pipeline_is_inline_regalloc_waits_hazards():
+def test_auto_pipeline_is_scf_pipeline_inline_regalloc_waits_hazards():
     from asterism.passes.pipeline import parse_pipeline
     from asterism.passes.registry import PASSES
 
     steps = [s.name for s in parse_pipeline("auto")]
-    assert steps == ["inline", "regalloc", "waits", "hazards"]
+    assert steps == ["scf-pipeline", "inline", "regalloc", "waits", "hazards"]
     assert all(name in PASSES for name in steps)
 
 

@@ -31,15 +31,22 @@ def _read(source: str | os.PathLike[str] | bytes, what: str) -> tuple[str, str]:
 UPSTREAM_PIPELINE = "lower-upstream,auto"
 
 
-def parse(source, filename: str | None = None):
-    """Parse amdgcn IR or upstream MLIR text (or a path) into a verified module."""
+def parse(source, filename: str | None = None, verify: bool = True):
+    """Parse amdgcn IR or upstream MLIR text (or a path) into a module, verified unless
+    `verify` is False (amdgcn IR only: `lower`, `translate`, `compile` and `optimize` verify
+    what they take; upstream input is always verified, by its own rules first)."""
+    return _parsed(source, filename, verify)[0]
+
+
+def _parsed(source, filename: str | None = None, verify: bool = True):
+    """(module, whether it was verified) of IR text or a path (see `parse`)."""
     from asterism.frontend.parse import is_upstream_text, parse_upstream
     from asterism.ir import parse_ir
 
     text, name = _read(source, "IR")
     if is_upstream_text(text):
-        return parse_upstream(text, filename or name)
-    return parse_ir(text, filename or name)
+        return parse_upstream(text, filename or name), True
+    return parse_ir(text, filename or name, verify=verify), verify
 
 
 def retarget(module, target: str) -> None:
@@ -60,15 +67,14 @@ def retarget(module, target: str) -> None:
     verify_module(module)
 
 
-def _module(source, filename: str | None = None, verify: bool = True):
-    """The module of `source`: text is parsed (and verified); a module object is verified
-    too (it may have been built or changed by hand since) unless `verify` is False."""
+def _module(source):
+    """The verified module of `source`: text is parsed and verified; a module object is
+    verified too (it may have been built or changed by hand since)."""
     if isinstance(source, (str, bytes, os.PathLike)):
-        return parse(source, filename)
-    if verify:
-        from asterism.ir import verify_module
+        return parse(source)
+    from asterism.ir import verify_module
 
-        verify_module(source)
+    verify_module(source)
     return source
 
 
@@ -93,15 +99,19 @@ def optimize(source, pipeline: str = "", *, print_after_all=None, timings=None):
 
 
 def lower(source, pipeline: str = ""):
-    """IR (module or text) -> McModule, after the pipeline."""
+    """IR (module or text) -> McModule, after the pipeline. What the passes take is verified
+    first and lowering verifies what it lowers (text without passes is verified once)."""
     from asterism.ir import lower_module, verify_module
     from asterism.passes.pipeline import run_pipeline
 
-    module = _module(source, verify=False)  # (text: parsed and verified)
+    if isinstance(source, (str, bytes, os.PathLike)):
+        module, verified = _parsed(source, verify=False)
+    else:
+        module, verified = source, False  # (it may have been built or changed by hand)
     pipeline = implied_pipeline(module, pipeline)
     if pipeline:
-        if module is source:
-            verify_module(module)  # a module object: verified before the passes run
+        if not verified:
+            verify_module(module)
         module = run_pipeline(module, pipeline)
     return lower_module(module)  # (verifies what it lowers)
 

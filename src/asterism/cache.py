@@ -25,9 +25,9 @@ import errno
 import marshal
 import os
 import stat
+import struct
 import sys
-
-import msgpack
+from collections.abc import Mapping
 
 try:  # (hashlib's import loads OpenSSL, a few ms of a start-up: its blake2b is this one)
     from _blake2 import blake2b
@@ -185,13 +185,21 @@ def _open_cache(directory: str, key_path: str | None) -> tuple[str, bytes] | Non
 
 def _setup() -> tuple[str, bytes] | None:
     """(cache folder, MAC key) when the cache is on and trusted, else None."""
-    directory = cache_dir()
-    if directory is None:
+    env = os.environ
+    where = (env.get("ASTERISM_CACHE_DIR"), env.get("XDG_CACHE_HOME"),
+             env.get("XDG_STATE_HOME"), env.get("HOME"))  # (what the paths are made of)
+    paths = _paths.get(where)
+    if paths is None:
+        directory = cache_dir()
+        paths = _paths[where] = None if directory is None else (directory, key_file())
+    if paths is None:
         return None
-    memo = (directory, key_file())
-    if memo not in _setups:
-        _setups[memo] = _open_cache(*memo)
-    return _setups[memo]
+    if paths not in _setups:
+        _setups[paths] = _open_cache(*paths)
+    return _setups[paths]
+
+
+_paths: dict[tuple, tuple[str, str | None] | None] = {}  # environment -> (folder, key file)
 
 
 def _mac(key: bytes, name: str, body: bytes) -> bytes:
@@ -254,33 +262,112 @@ def write(name: str, body: bytes) -> bool:
 # ---------------------------------------------------------------------- generated code
 #
 # The decoder generates a Python function per instruction form (mc/decoder.py,
-# mc/decoded_text.py); compiling them is most of a fresh listing's time. Their code objects
-# are kept in one file per Python bytecode version: a msgpack map from a hash of (source,
-# name) to the marshalled code, each entry with its own MAC, checked before the entry is
-# unmarshalled (only when used). New entries are added to the file when the process exits.
+# mc/decoded_text.py, mc/listing.py); compiling them is most of a fresh listing's time.
+# Their code objects are kept in one file per Python bytecode version, a hash table on
+# disk that a process maps and probes for the entries it needs (reading all of a file that
+# many runs have filled would cost more than the entries save): a header, `slots` slots of
+# (12-byte key, offset, length), then the entries. The key is a hash of (source, name); an
+# entry is a MAC and the marshalled code, checked before it is unmarshalled (only when
+# used). New entries are added to the file when the process exits; past _CODE_LIMIT
+# entries, the file keeps only those this process used or made.
 
-_CODE_FORMAT = "code-1"
-_CODE_LIMIT = 32768  # entries kept (about 1.3 KB each; every form of two targets is ~11,000)
-_code_entries: dict[str, bytes] | None = None  # (None: the file is not read yet)
+_CODE_FORMAT = "code-2"
+_CODE_LIMIT = 16384  # entries kept (about 1.3 KB each; every form of two targets is ~11,000)
+_TABLE_MAGIC = b"ASTC"
+_TABLE_HEAD = struct.Struct("<4sI")  # magic, slots (a power of two)
+_SLOT = struct.Struct("<12sII")  # key, offset of the entry in the body, its length
+_code_entries: Mapping[str, bytes] | None = None  # (None: the file is not opened yet)
 _code_new: dict[str, bytes] = {}
+_code_used: set[str] = set()
+_code_setup: tuple[str, bytes] | None = None  # (the _setup() of the open code file)
 
 
 def _code_file() -> str:
     import importlib.util
 
-    return f"code-{key_of(_CODE_FORMAT, importlib.util.MAGIC_NUMBER, sys.version)}.msgpack"
+    return f"code-{key_of(_CODE_FORMAT, importlib.util.MAGIC_NUMBER, sys.version)}.bin"
 
 
-def _read_code_entries() -> dict[str, bytes]:
-    body = read(_code_file(), verify=False)  # (each entry has its MAC)
-    if body is not None:
+class _CodeTable(Mapping):
+    """key -> entry of a code file's body (a mapped file, or bytes); unreadable slots and
+    entries are absent (a damaged entry then fails its MAC where it is used)."""
+
+    def __init__(self, body):
+        self._body = body
+        magic, slots = _TABLE_HEAD.unpack_from(body, 0) if len(body) >= _TABLE_HEAD.size \
+            else (b"", 0)
+        fits = _TABLE_HEAD.size + slots * _SLOT.size <= len(body)
+        self._slots = slots if magic == _TABLE_MAGIC and slots & (slots - 1) == 0 and fits \
+            else 0
+
+    def _probe(self, raw: bytes):
+        """(slot position, its key, offset, length) of `raw`'s slot or of the empty slot
+        where it would go (None if the table is full of other keys)."""
+        slots = self._slots
+        start = int.from_bytes(raw[:4], "little") & (slots - 1)
+        for i in range(slots):
+            at = _TABLE_HEAD.size + ((start + i) & (slots - 1)) * _SLOT.size
+            key, offset, length = _SLOT.unpack_from(self._body, at)
+            if key == raw or not length:
+                return key, offset, length
+        return None
+
+    def __getitem__(self, key: str) -> bytes:
         try:
-            entries = msgpack.unpackb(body)
-            if isinstance(entries, dict):
-                return entries
-        except (ValueError, TypeError, msgpack.UnpackException):
-            pass
-    return {}
+            raw = bytes.fromhex(key)
+        except ValueError:
+            raise KeyError(key) from None
+        found = self._probe(raw) if self._slots and len(raw) == 12 else None
+        if found is None or found[0] != raw or found[1] + found[2] > len(self._body):
+            raise KeyError(key)
+        return bytes(self._body[found[1]:found[1] + found[2]])
+
+    def __iter__(self):
+        for i in range(self._slots):
+            key, _offset, length = _SLOT.unpack_from(self._body,
+                                                     _TABLE_HEAD.size + i * _SLOT.size)
+            if length:
+                yield key.hex()
+
+    def __len__(self) -> int:
+        return sum(1 for _ in self)
+
+
+def code_table_body(entries: Mapping[str, bytes]) -> bytes:
+    """The body of a code file holding `entries` (hex key of 12 bytes -> entry)."""
+    slots = 1 << max(4, (2 * len(entries)).bit_length())  # (at most half full)
+    table = bytearray(_TABLE_HEAD.pack(_TABLE_MAGIC, slots) + bytes(slots * _SLOT.size))
+    blobs = bytearray()
+    base = len(table)
+    for key, entry in entries.items():
+        raw = bytes.fromhex(key)
+        start = int.from_bytes(raw[:4], "little") & (slots - 1)
+        i = 0
+        while _SLOT.unpack_from(table, _TABLE_HEAD.size + ((start + i) & (slots - 1))
+                                * _SLOT.size)[2]:
+            i += 1
+        _SLOT.pack_into(table, _TABLE_HEAD.size + ((start + i) & (slots - 1)) * _SLOT.size,
+                        raw, base + len(blobs), len(entry))
+        blobs += entry
+    return bytes(table + blobs)
+
+
+def _read_code_entries() -> Mapping[str, bytes]:
+    """The entries of the code file (mapped, read only where used), or none."""
+    import mmap
+
+    setup = _setup()
+    if setup is None:
+        return {}
+    try:
+        with open(os.path.join(setup[0], _code_file()), "rb") as f:
+            mapped = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
+    except (OSError, ValueError):
+        return {}
+    head = len(MAGIC) + _DIGEST_SIZE  # (the file's MAC is not checked: each entry has its own)
+    if mapped[:len(MAGIC)] != MAGIC:
+        return {}
+    return _CodeTable(memoryview(mapped)[head:])
 
 
 def _cached_code(entry: object, key: str, mac_key: bytes):
@@ -297,15 +384,18 @@ def _cached_code(entry: object, key: str, mac_key: bytes):
 
 
 def compile_cached(source: str, filename: str):
-    """compile(source, filename, "exec"), through the user cache of generated code."""
-    global _code_entries
-    setup = _setup()
+    """compile(source, filename, "exec"), through the user cache of generated code (the
+    cache folder as it was when the code file was opened: once per process)."""
+    global _code_entries, _code_setup
     if _code_entries is None:
-        _code_entries = _read_code_entries() if setup is not None else {}
+        _code_setup = _setup()
+        _code_entries = _read_code_entries() if _code_setup is not None else {}
+    setup = _code_setup
     key = key_of(filename, source)
     if setup is not None:
-        code = _cached_code(_code_entries.get(key), key, setup[1])
+        code = _cached_code(_code_new.get(key) or _code_entries.get(key), key, setup[1])
         if code is not None:
+            _code_used.add(key)
             return code
     code = compile(source, filename, "exec")
     if setup is None:
@@ -313,18 +403,18 @@ def compile_cached(source: str, filename: str):
     if not _code_new:
         atexit.register(_save_code)
     body = marshal.dumps(code)
-    _code_new[key] = _code_entries[key] = _mac(setup[1], "code:" + key, body) + body
+    _code_new[key] = _mac(setup[1], "code:" + key, body) + body
     return code
 
 
 def _save_code() -> None:
     """Add the code compiled by this process to the cache file (merged with what other
-    processes added meanwhile)."""
+    processes added meanwhile; past _CODE_LIMIT entries, only what this process used)."""
     if not _code_new:
         return
-    entries = _read_code_entries()
+    entries = dict(_read_code_entries())
     if len(entries) + len(_code_new) > _CODE_LIMIT:
-        entries = {}  # (start over rather than grow without bound)
+        entries = {key: entries[key] for key in _code_used if key in entries}
     entries.update(_code_new)
     _code_new.clear()
-    write(_code_file(), msgpack.packb(entries))
+    write(_code_file(), code_table_body(entries))

@@ -42,8 +42,9 @@ module attributes {gpu.container_module} {
       // CHECK: %[[VCC:.*]] = amdgcn.vopc v_cmp_gt_u32 %vcc, %[[N]], %workitem_id_x
       // CHECK: %[[CV:.*]] = amdgcn.vop3 v_cndmask_b32 %{{.*}}, %c0, %c1, %[[VCC]]
       %cv = arith.cmpi ult, %t, %n : i32
-      // CHECK: %[[VCC2:.*]] = amdgcn.vopc v_cmp_ne_u32 %{{.*}}, %c0, %[[CV]]
-      // CHECK: %[[S:.*]] = amdgcn.vop2 v_cndmask_b32 %{{.*}}, %[[D]], %[[M]], %[[VCC2]]
+      // the select right after the comparison takes its VCC
+      // CHECK-NOT: v_cmp_ne_u32
+      // CHECK: %[[S:.*]] = amdgcn.vop2 v_cndmask_b32 %{{.*}}, %[[D]], %[[M]], %[[VCC]]
       %s = arith.select %cv, %m, %d : i32
       // CHECK: amdgcn.sopc s_cmp_lg_u32 %[[CU]], %c0
       // CHECK: %[[S2:.*]] = amdgcn.sop2 s_cselect_b32 %{{.*}}, %[[N]], %c3
@@ -80,12 +81,12 @@ module attributes {gpu.container_module} {
       // CHECK: %[[CF:.*]] = amdgcn.vop3 v_cndmask_b32 %{{.*}}, %c0, %c1, %[[FVCC]]
       %cf = arith.cmpf olt, %i, %x : f32
       %z = arith.constant 0.5 : f32
-      // 0.5 (0x3f000000) is no inline integer: it is moved to a VGPR (twice today: the first
-      // copy goes unused)
-      // CHECK: %[[FVCC2:.*]] = amdgcn.vopc v_cmp_ne_u32 %{{.*}}, %c0, %[[CF]]
-      // CHECK: amdgcn.vop1 v_mov_b32 %{{.*}}, %c1056964608
+      // 0.5 (0x3f000000) is no inline integer: it is moved to a VGPR (v_cndmask reads VCC,
+      // the one constant-bus read), the comparison's VCC selects
+      // CHECK-NOT: v_cmp_ne_u32
       // CHECK: %[[HALF:.*]] = amdgcn.vop1 v_mov_b32 %{{.*}}, %c1056964608
-      // CHECK: %[[R:.*]] = amdgcn.vop2 v_cndmask_b32 %{{.*}}, %[[I]], %[[HALF]], %[[FVCC2]]
+      // CHECK-NOT: v_mov_b32
+      // CHECK: %[[R:.*]] = amdgcn.vop2 v_cndmask_b32 %{{.*}}, %[[I]], %[[HALF]], %[[FVCC]]
       %r = arith.select %cf, %z, %i : f32
       // CHECK: amdgcn.mubuf buffer_store_dword %[[R]], %{{.*}}, %[[FOUT]], %c0 offen
       memref.store %r, %fout[%tidx] : memref<64xf32>

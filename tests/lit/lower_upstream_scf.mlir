@@ -60,12 +60,12 @@ module attributes {gpu.container_module} {
       // CHECK: ^for_end1:
 
       // CHECK: amdgcn.sopc s_cmp_gt_u32 %[[NLO]], %{{c16.*}}
-      // CHECK: %[[BIG:.*]] = amdgcn.sop2 s_cselect_b32
+      // CHECK: amdgcn.sop2 s_cselect_b32
       %big = arith.cmpi ugt, %n, %c16 : index
-      // a uniform condition: branches around the arms, the result in a VGPR (f32)
+      // a uniform condition: branches around the arms on the comparison's SCC, the result in
+      // a VGPR (f32)
       // CHECK: %[[R:.*]] = amdgcn.alloca : !amdgcn.vgpr
-      // CHECK: amdgcn.sopc s_cmp_lg_u32 %[[BIG]], %{{c0.*}}
-      // CHECK: amdgcn.branch s_cbranch_scc0 ^if_else fallthrough
+      // CHECK-NEXT: amdgcn.branch s_cbranch_scc0 ^if_else fallthrough
       // CHECK: amdgcn.vop1 v_mov_b32 %[[R]], %[[A]]
       // CHECK: amdgcn.branch s_branch ^if_end
       // CHECK: ^if_else:
@@ -79,10 +79,11 @@ module attributes {gpu.container_module} {
       }
       %odd = arith.andi %tid, %c1 : index
       %lane_odd = arith.cmpi ne, %odd, %c0 : index
-      // a per-lane condition: EXEC masking, no branch
-      // CHECK: %[[COND:.*]] = amdgcn.vop3 v_cndmask_b32
+      // a per-lane condition: EXEC masking by the comparison's VCC, no branch
+      // CHECK: %[[VCC:.*]] = amdgcn.vopc v_cmp_ne_u32
+      // CHECK: %[[COND:.*]] = amdgcn.vop3 v_cndmask_b32 %{{.*}}, %[[VCC]]
       // CHECK: %[[R2:.*]] = amdgcn.alloca : !amdgcn.vgpr
-      // CHECK: %[[VCC:.*]] = amdgcn.vopc v_cmp_ne_u32 %{{.*}}, %{{c0.*}}, %[[COND]]
+      // CHECK-NOT: v_cmp
       // CHECK: %[[SAVED:.*]] = amdgcn.sop1 s_and_saveexec_b64 %{{.*}}, %[[VCC]]
       // CHECK: %[[NEG:.*]] = amdgcn.vop2 v_xor_b32 %{{.*}}, %{{.*}}, %[[R]]
       // CHECK: amdgcn.vop1 v_mov_b32 %[[R2]], %[[NEG]]

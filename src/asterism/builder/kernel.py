@@ -57,6 +57,7 @@ from asterism.builder.location import caller_location, source_location
 from asterism.builder.methods import instruction_methods
 from asterism.builder.registers import RegisterFile, ReservedRegion, parse_register_range
 from asterism.builder.schedule import Rule, Scheduler, Stream
+from asterism.builder.structured import If, build_if, build_loop
 from asterism.errors import VerifyError
 from asterism.ir.abi import compute_layout
 from asterism.ir.from_mc import constant_hint
@@ -108,6 +109,7 @@ from asterism.ir.types import (
     SCALAR_SIZES,
     KernelArgAttr,
     RegisterType,
+    SGPRType,
     SpecialRegType,
     TokenType,
     type_text,
@@ -323,6 +325,10 @@ class KernelBuilder:
         return op
 
     def _start(self, block: Block) -> None:
+        if self.block.parent is not self.kernel.body:
+            raise VerifyError("labels and branches are not allowed inside a kb.loop or kb.if_ "
+                              "body (a structured region is one block)",
+                              source_location(caller_location()))
         last = self.block._last_op
         if last is None or not _is_terminator(type(last)):
             self._insert(FallthroughOp(block))
@@ -676,6 +682,40 @@ class KernelBuilder:
         """Emit groups in order, each pulling its counts from the streams of those kinds
         (`Stream.kind`, or a stream named after a kind), then checking what came out."""
         return self._scheduler.emit_groups(groups, *streams, keep=keep)
+
+    # --- structured control flow (builder.structured) -------------------------------------
+
+    def loop(self, lo, hi, step=1, iter_args: Sequence[SSAValue] = ()):
+        """`with kb.loop(lo, hi, step, iter_args=[...]) as loop:` an scf.for (SGPR counter
+        from `lo` while < `hi`; ints or SGPR values); `loop.iv`, `loop.args`,
+        `loop.yield_(...)`, `loop.results` (see asterism.builder.structured)."""
+        return build_loop(self, lo, hi, step, iter_args, caller_location())
+
+    def if_(self, cond: SSAValue, result_types: Sequence[Attribute] = ()) -> If:
+        """An scf.if on the SGPR `cond` (taken when not zero): `with br.then():`,
+        `with br.otherwise():`, `br.yield_(...)`, `br.results`."""
+        return build_if(self, cond, result_types, caller_location())
+
+    def _enter_region(self, block: Block) -> object:
+        saved = (self.block, self._local)
+        self.block, self._local = block, {}
+        return saved
+
+    def _leave_region(self, saved: object) -> None:
+        self.block, self._local = saved  # type: ignore[misc]
+
+    def _counter(self, value, what: str, loc) -> SSAValue:
+        """A loop bound as a relocatable SGPR value (ints and fixed SGPRs are copied)."""
+        if isinstance(value, bool) or not isinstance(value, int | SSAValue):
+            raise VerifyError(f"kb.loop: the {what} is an int or an SGPR value, not "
+                              f"{value!r}", source_location(loc))
+        if isinstance(value, SSAValue) and value.type == SGPRType.relocatable():
+            return value
+        if isinstance(value, SSAValue) and (type(value.type) is not SGPRType
+                                            or value.type.width != 1):
+            raise VerifyError(f"kb.loop: the {what} is {type_text(value.type)}, expected "
+                              "one SGPR", source_location(loc))
+        return self.emit("s_mov_b32", self.sreg(), value)
 
     # --- blocks ---------------------------------------------------------------------------
 

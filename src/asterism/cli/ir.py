@@ -8,11 +8,23 @@ import sys
 from asterism.cli.io import default_output, pipeline_option, read_text, write_output
 
 
-def _parse(path: str, target: str | None = None):
-    """The verified IR module of a file, retargeted when `target` is given."""
+def _parse(path: str, target: str | None = None, verify: bool = True,
+           whole_process: bool = False):
+    """The IR module of a file, retargeted when `target` is given; verified unless `verify`
+    is False and there is no `target` (the verbs that hand the module to asterism.api leave
+    the verification to it: once before passes, once when lowering). In the `asterism`
+    process itself (`whole_process`), the module is then left out of the collector's scans."""
     from asterism import api
+    from asterism.support.gcpause import keep_until_exit, pause_cyclic_gc, resume_cyclic_gc
 
-    module = api.parse(read_text(path), path)
+    # (paused until frozen: the first allocation after resuming would scan the new IR once)
+    was_enabled = pause_cyclic_gc()
+    try:
+        module = api.parse(read_text(path), path, verify=verify or target is not None)
+        if whole_process:
+            keep_until_exit()
+    finally:
+        resume_cyclic_gc(was_enabled)
     if target is not None:
         api.retarget(module, target)
     return module
@@ -22,7 +34,8 @@ def cmd_translate(args) -> int:
     """IR -> assembly text."""
     from asterism import api
 
-    module = _parse(args.input, args.target)
+    module = _parse(args.input, args.target, verify=False,
+                    whole_process=getattr(args, "whole_process", False))
     write_output(args.output, api.translate(module, args.pipeline))
     return 0
 
@@ -31,7 +44,8 @@ def cmd_compile(args) -> int:
     """IR -> HSACO."""
     from asterism import api
 
-    module = _parse(args.input, args.target)
+    module = _parse(args.input, args.target, verify=False,
+                    whole_process=getattr(args, "whole_process", False))
     write_output(default_output(args.output, args.input, ".hsaco"),
                  api.compile(module, args.pipeline))
     return 0
@@ -42,7 +56,8 @@ def cmd_opt(args) -> int:
     from asterism import api
     from asterism.ir import print_ir
 
-    module = _parse(args.input)
+    module = _parse(args.input, verify=False,  # (api.optimize verifies it)
+                    whole_process=getattr(args, "whole_process", False))
     timings: list = [] if args.timing else None  # type: ignore[assignment]
 
     def after(name, mod):

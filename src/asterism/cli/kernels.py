@@ -138,11 +138,12 @@ def cmd_kernels_compare(args) -> int:
 
 
 def cmd_kernels_build(args) -> int:
-    """Build and compile a library kernel to a code object."""
-    from asterism.kernels.run import build_code_object
+    """Build a library kernel and write it by the output's extension (.mlir IR before the
+    pipeline, .s assembly, .hsaco/.co code object)."""
+    from asterism.kernels.run import build_output
 
     case = _case(args)
-    write_output(args.output, build_code_object(case))
+    write_output(args.output, build_output(case, args.output))
     sys.stderr.write(f"wrote {args.output} (kernel {case.kernel})\n")
     return 0
 
@@ -254,7 +255,10 @@ def register(verb) -> None:
     c.add_argument("--json", action="store_true", help="machine-readable report")
     c.add_argument("-o", "--output", help="report file (default: stdout)")
     add_emulator_options(c)
-    b = sub.add_parser("build", help="write the code object")
+    b = sub.add_parser("build", help="write the kernel's IR (.mlir), assembly (.s) or code "
+                                     "object (.hsaco, .co), by the output's extension")
     b.set_defaults(fn=cmd_kernels_build)
     _case_arguments(b)
-    b.add_argument("-o", "--output", required=True, help="code object (.hsaco) to write")
+    b.add_argument("-o", "--output", required=True,
+                   help="file to write: .mlir (the IR before the pipeline), .s (assembly), "
+                        ".hsaco or .co (code object)")

@@ -98,6 +98,7 @@ def build_parser(groups: tuple[str, ...] | None = None) -> argparse.ArgumentPars
 
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the `asterism` command."""
+    argv_given = argv
     if argv is None:
         argv = sys.argv[1:]
     parser = build_parser(groups_of(argv))
@@ -105,6 +106,9 @@ def main(argv: list[str] | None = None) -> int:
     if not getattr(args, "fn", None):
         getattr(args, "_parser", parser).print_help()
         return 1
+    # (the `asterism` process itself, not a caller's main([...]): a verb may then keep its
+    # large input out of the collector's scans until exit, see support.gcpause)
+    args.whole_process = argv_given is None
     try:
         return args.fn(args)
     except AsterismError as err:

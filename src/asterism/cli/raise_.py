@@ -9,10 +9,19 @@ def cmd_raise(args) -> int:
     """Code object / assembly -> IR text."""
     from asterism import api
     from asterism.ir import print_ir
+    from asterism.support.gcpause import keep_until_exit, pause_cyclic_gc, resume_cyclic_gc
 
-    module = api.raise_kernel(args.input, args.kernel, target=args.target,
-                              relocatable=args.relocatable, keep_pinned=args.keep_pinned or "",
-                              drop_waits=args.drop_waits, drop_nops=args.drop_nops)
+    # (paused until frozen: the first allocation after resuming would scan the new IR once)
+    was_enabled = pause_cyclic_gc()
+    try:
+        module = api.raise_kernel(args.input, args.kernel, target=args.target,
+                                  relocatable=args.relocatable,
+                                  keep_pinned=args.keep_pinned or "",
+                                  drop_waits=args.drop_waits, drop_nops=args.drop_nops)
+        if getattr(args, "whole_process", False):
+            keep_until_exit()  # (the module lives until the process ends)
+    finally:
+        resume_cyclic_gc(was_enabled)
     write_output(args.output, print_ir(module) + "\n")
     return 0
 

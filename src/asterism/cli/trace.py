@@ -59,17 +59,34 @@ def cmd_trace_plot(args) -> int:
 
 def cmd_trace_bundle(args) -> int:
     """Write a self-contained profiling bundle (report, pictures, capture, counters, source)."""
-    from asterism.profile.bundle import BundleRequest, build_bundle
+    from asterism.profile.bundle import BundleError, BundleRequest, build_bundle
 
     if args.top < 0:
-        from asterism.profile.bundle import BundleError
-
         raise BundleError(f"--top must be 0 or more, got {args.top}")
+    if args.what_if_records < 1:
+        raise BundleError(f"--what-if-records must be 1 or more, got {args.what_if_records}")
+    for opt in ("flops", "bytes", "peak_gbps"):
+        value = getattr(args, opt)
+        if value is not None and not 0 < value < float("inf"):
+            raise BundleError(f"--{opt.replace('_', '-')} must be a positive number, "
+                              f"got {value}")
     out = build_bundle(BundleRequest(args.capture, args.output, args.counters, args.source,
                                      args.kernel_file, args.baseline, args.title, args.top,
-                                     args.source_dir),
-                       note=lambda message: sys.stderr.write(f"note: {message}\n"))
+                                     args.source_dir, not args.no_what_if,
+                                     args.what_if_records, args.target, args.flops,
+                                     args.bytes, args.peak_gbps),
+                       note=lambda message: sys.stderr.write(f"note: {message}\n"),
+                       progress=lambda message: sys.stderr.write(f"bundle: {message}\n"))
     sys.stderr.write(f"wrote {out}/REPORT.md\n")
+    return 0
+
+
+def cmd_trace_dashboard(args) -> int:
+    """One page across bundles: kernel, bound, headroom, top candidate."""
+    from asterism.profile.dashboard import build_dashboard
+
+    out = build_dashboard(args.bundles, args.output)
+    sys.stderr.write(f"wrote {out}/index.html and {out}/dashboard.md\n")
     return 0
 
 
@@ -242,11 +259,14 @@ def register(verb) -> None:
                          "(default: write nothing)")
     b = tsub.add_parser("bundle", help="self-contained kernel report directory: REPORT.md, "
                                        "pictures, capture, counters, source, ISA",
-                        description="Write DIR with REPORT.md (verdict, wave states, stall "
+                        description="Write DIR with REPORT.md (verdict, bound, optimization "
+                                    "candidates each replayed through the timing model and "
+                                    "ranked by the modeled time it saves, the kernel's "
+                                    "loops, phases and load balance, wave states, stall "
                                     "taxonomy, occupancy, hotspots with disassembly and "
-                                    "source, waitcnt producers, counters, optimization "
-                                    "candidates), report.json, pictures (PNG + interactive "
-                                    "HTML), a copy of the capture, the counter files, the "
+                                    "source, waitcnt producers, counters), report.json, "
+                                    "pictures (PNG + interactive HTML), a copy of the "
+                                    "capture, the counter files, the "
                                     "source files and the kernel's ISA + stats. Nothing is "
                                     "written if anything fails. The bundle is made to be "
                                     "shared: links inside the capture folder are not "
@@ -272,3 +292,32 @@ def register(verb) -> None:
                                                          "(before/after table)")
     b.add_argument("--title", help="report title (default: the kernel name)")
     b.add_argument("--top", type=int, default=10, help="hotspots to list (default 10)")
+    d = tsub.add_parser("dashboard", help="one page across bundles: kernel, bound, headroom, "
+                                          "top candidate",
+                        description="Read the report.json of each bundle (made by `asterism "
+                                    "trace bundle`) and write DIR/index.html and "
+                                    "DIR/dashboard.md: one row per kernel with its bound and "
+                                    "the figure behind it, the headroom (the top candidate's "
+                                    "modeled saving in percent of the traced CUs' modeled "
+                                    "time) and the top candidate, most headroom first. "
+                                    "Example: asterism trace dashboard b/gemm b/attn -o dash")
+    d.set_defaults(fn=cmd_trace_dashboard)
+    d.add_argument("bundles", nargs="+", metavar="BUNDLE", help="bundle directories")
+    d.add_argument("-o", "--output", required=True, help="dashboard directory to create")
+    b.add_argument("--no-what-if", action="store_true",
+                   help="do not replay the candidates through the timing model (they are "
+                        "then ranked by the stall cycles the capture shows)")
+    b.add_argument("--what-if-records", type=int, default=60_000, metavar="N",
+                   help="records each what-if replay may take (default 60000): a bigger "
+                        "capture is replayed on whole CUs, its longest waves' first")
+    b.add_argument("--flops", type=float, metavar="N",
+                   help="floating-point operations of one dispatch: the counters section "
+                        "gives TFLOPS per dispatch from its duration")
+    b.add_argument("--bytes", type=float, metavar="N",
+                   help="bytes one dispatch moves: GB/s per dispatch, and the bandwidth "
+                        "figure of the bound")
+    b.add_argument("--peak-gbps", type=float, metavar="GB/s",
+                   help="the GPU's peak memory bandwidth: with --bytes, the bound says "
+                        "bandwidth when the kernel reaches 60 %% of it")
+    b.add_argument("--target", help="the captured chip for the replays when neither the "
+                                    "counters nor --kernel-file say it (default gfx950)")

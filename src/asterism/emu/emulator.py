@@ -80,6 +80,8 @@ class RunStats:
     wave_instructions: int = 0  # instructions executed, counted once per wave
     group_steps: int = 0  # instructions executed, counted once per group of waves
     seconds: float = 0.0
+    cpu_seconds: float = 0.0  # process CPU time of the run (on a shared machine the wall
+    # time also counts other work)
     splits: int = 0
     merges: int = 0
     max_wave_instructions: int = 0
@@ -192,15 +194,17 @@ class Emulator:
         infos = make_infos(program, self.target.name, base, agpr_base=nv)
         ops = [build_op(info) for info in infos]
         if self.sanitizer or self.hazards:
-            ops = [self._wrap(op, info, kernel) for op, info in zip(ops, infos, strict=True)]
+            preps = self._checker.prepare_program(infos) if self._checker is not None else \
+                [None] * len(infos)
+            ops = [self._wrap(op, info, kernel, prep)
+                   for op, info, prep in zip(ops, infos, preps, strict=True)]
         ops.append(_fall_off(infos, base, kernel))
         comp = Compiled(ops, infos, nv, na, base, max_v, max_a, first_use)
         self._cache[key] = (program, comp)
         return comp
 
-    def _wrap(self, op, info: OpInfo, kernel: str):
+    def _wrap(self, op, info: OpInfo, kernel: str, prep: Any):
         mc = san.classify(info) if self.sanitizer else None
-        prep = self._checker.prepare(info) if self._checker is not None else None
         checker = self._checker
         strict = self.strict_store_data
         is_wait = info.mnemonic == "s_waitcnt"
@@ -210,6 +214,37 @@ class Emulator:
             "may_load" in info.isa.flags and info.has("addr")
         dma = mc is not None and mc.lds_dma
         ds_store = mc is not None and san.is_plain_ds(info, "may_store")
+        # (the hazard check of an instruction no rule of the program can fire for, and
+        # without a soft clause to join, finds nothing: only its record is needed)
+        check_hz = prep is not None and bool(prep.checks or prep.member is not None)
+
+        if mc is None and not ds_read and not (is_wait and sanitize):
+            # Most instructions: no memory counter, no LDS read, no wait.
+            uses, defs = info.uses, info.defs
+            advance = prep is not None and checker.records_nothing(prep)
+
+            def run_plain(g: Group) -> int:
+                if sanitize:
+                    tr = g.tracker
+                    # (C-speed test first: san.check finds nothing unless these intersect)
+                    if (tr.dst and not (uses.isdisjoint(tr.dst) and defs.isdisjoint(tr.dst))
+                            or tr.locked and not defs.isdisjoint(tr.locked)):
+                        try:
+                            san.check(tr, info, None, g, kernel)
+                        except SanitizerError as err:
+                            _warn_or_raise(g, err)
+                if check_hz:
+                    try:
+                        checker.check(g.hz, prep, info, g, kernel)
+                    except SanitizerError as err:
+                        _warn_or_raise(g, err)
+                r = op(g)
+                if advance:
+                    checker.advance(g.hz, prep)
+                elif prep is not None:
+                    checker.record(g.hz, prep, info)
+                return r
+            return run_plain
 
         def run(g: Group) -> int:
             tr = g.tracker
@@ -219,7 +254,7 @@ class Emulator:
                     san.check(tr, info, mc, g, kernel)
                 except SanitizerError as err:
                     _warn_or_raise(g, err)
-            if prep is not None:
+            if check_hz:
                 try:
                     checker.check(g.hz, prep, info, g, kernel)
                 except SanitizerError as err:
@@ -235,8 +270,9 @@ class Emulator:
                 if ds_store:
                     g.ctx.sanitizer["lds"].issued(p)
                 if dma:
-                    for row, rng in san.lds_dma_ranges(info, g):
-                        g.ctx.sanitizer["dma"].append((frozenset((row,)), rng, p, tr))
+                    rows, lo, hi = san.lds_dma_ranges(info, g)
+                    if rows.size:
+                        g.ctx.sanitizer["dma"].append(san.DmaWrite(rows, lo, hi, p, tr))
             if is_wait and sanitize:
                 retired = tr.retire(simm)
                 if retired:
@@ -292,7 +328,7 @@ class Emulator:
         if dispatch_ptr is None and descriptor.kernel_code_properties.enable_sgpr_dispatch_ptr:
             packet = dispatch_ptr = self._make_dispatch_packet(grid3, block3, descriptor,
                                                                kernarg_address, lds_size)
-        start = time.perf_counter()
+        start, cpu_start = time.perf_counter(), time.process_time()
 
         def batch(wgs: np.ndarray, schedule=None, memory=None, run_stats=None) -> None:
             self._run_batch(comp, descriptor, grid3, block3, wgs, kernarg_address, kernel,
@@ -320,6 +356,7 @@ class Emulator:
             if packet is not None:
                 self.memory.free(packet)
         stats.seconds = time.perf_counter() - start
+        stats.cpu_seconds = time.process_time() - cpu_start
         return stats
 
     def _private_bytes(self, kd: KernelDescriptor, kernel: str) -> int:
@@ -432,8 +469,11 @@ class Emulator:
             g0.tracker = san.Tracker()
         if self._checker is not None:
             g0.hz = HazardState()
-        # `schedule`: the timing model's scheduler (one wave at a time, in model order)
-        (schedule or self._schedule)(comp, [g0], ctx, wg_of_wave, n_wg, kernel, stats)
+        # `schedule`: the timing model's scheduler (one wave at a time, in model order).
+        # Float exceptions (overflow, NaN...) are the ISA's results, never errors or warnings
+        # here: one errstate for the batch, not one per instruction.
+        with np.errstate(all="ignore"):
+            (schedule or self._schedule)(comp, [g0], ctx, wg_of_wave, n_wg, kernel, stats)
 
     def _initial_state(self, comp: Compiled, kd: KernelDescriptor, block3, wg_ids,
                        wave_in_wg, n: int, kernarg: int, dispatch_ptr: int, queue_ptr: int,
@@ -722,37 +762,56 @@ def _check_lds_dma(info: OpInfo, g: Group, kernel: str) -> None:
     """A DS read of LDS that an LDS DMA (buffer/global load ... lds) may not have written yet."""
     entries = g.ctx.sanitizer["dma"]
     # Liveness by record, not by tracker: the issuing group may have split into copies.
-    live = [e for e in entries if e[2].in_flight()]
+    live = [e for e in entries if e.pending.in_flight()]
     g.ctx.sanitizer["dma"] = live
     if not live:
         return
     from asterism.emu.vops import vreg_row
 
-    addrs = g.v[vreg_row(info, info.op("addr"))]
+    ex = g.exec
+    active = ex.any(axis=1)
+    if not active.any():
+        return
+    addrs = g.v[vreg_row(info, info.op("addr"))][active].astype(np.int64)
     first, end = _ds_read_span(info)
+    lanes = addrs[ex[active]]
+    read_lo, read_hi = int(lanes.min()) + first, int(lanes.max()) + end
+    live = [e for e in live if e.lo_min < read_hi and read_lo < e.hi_max]
+    if not live:
+        return  # (the usual case: the read is of the other stage of a double buffer)
     # Per workgroup (LDS row): a group can hold waves of several workgroups reading
     # different places (e.g. different stages of a double buffer).
-    for row in np.unique(g.lds_rows):
-        mine = g.lds_rows == row
-        addr = addrs[mine][g.exec[mine]]
-        if addr.size == 0:
-            continue
-        lo, hi = int(addr.min()) + first, int(addr.max()) + end
-        for slots, (dlo, dhi), p, tr in live:
-            if int(row) not in slots or not (lo < dhi and dlo < hi):
-                continue
-            need = tr.needed_wait(p)
-            own = tr is g.tracker
-            where = "" if own else " (issued by another wave of the workgroup, which needs " \
-                                   f"{need} before its s_barrier)"
-            wave = int(g.waves[np.flatnonzero(mine)[0]])
-            raise SanitizerError(
-                f"LDS bytes [{dlo}, {dhi}) written by `{p.info.text}` (pc 0x{p.info.address:x}) "
-                f"are read before the load is guaranteed to have landed{where}: needs {need} "
-                f"before pc 0x{info.address:x}", needed=need, kernel=kernel, pc=info.address,
-                inst=info.text, workgroup=tuple(int(x) for x in g.ctx.wg_ids[wave]),
-                wave=int(g.ctx.wave_in_wg[wave]), kind="lds_dma", rule=f"needs {need}",
-                source=san.KINDS["lds_dma"].source)
+    big = np.int64(1) << 40
+    rows, lo, hi = san.row_spans(g.lds_rows[active].astype(np.int64),
+                                 np.where(ex[active], addrs, big).min(axis=1),
+                                 np.where(ex[active], addrs, -1).max(axis=1))
+    lo, hi = lo + first, hi + end
+    # The report names the lowest workgroup row with an overlap, and there the DMA issued
+    # first (the order a row-by-row, record-by-record scan finds).
+    hit_row, hit = None, None
+    for e in live:
+        pos = np.minimum(np.searchsorted(e.rows, rows), e.rows.size - 1)
+        overlap = (e.rows[pos] == rows) & (lo < e.hi[pos]) & (e.lo[pos] < hi)
+        if overlap.any():
+            k = int(np.argmax(overlap))
+            if hit_row is None or int(rows[k]) < hit_row:
+                hit_row, hit = int(rows[k]), (e, int(pos[k]))
+    if hit is None:
+        return
+    e, j = hit
+    dlo, dhi, p, tr = int(e.lo[j]), int(e.hi[j]), e.pending, e.tracker
+    need = tr.needed_wait(p)
+    own = tr is g.tracker
+    where = "" if own else " (issued by another wave of the workgroup, which needs " \
+                           f"{need} before its s_barrier)"
+    wave = int(g.waves[np.flatnonzero(g.lds_rows == hit_row)[0]])
+    raise SanitizerError(
+        f"LDS bytes [{dlo}, {dhi}) written by `{p.info.text}` (pc 0x{p.info.address:x}) "
+        f"are read before the load is guaranteed to have landed{where}: needs {need} "
+        f"before pc 0x{info.address:x}", needed=need, kernel=kernel, pc=info.address,
+        inst=info.text, workgroup=tuple(int(x) for x in g.ctx.wg_ids[wave]),
+        wave=int(g.ctx.wave_in_wg[wave]), kind="lds_dma", rule=f"needs {need}",
+        source=san.KINDS["lds_dma"].source)
 
 
 _DS_WIDTHS = (("b128", 16), ("b96", 12), ("b64", 8), ("b32", 4), ("u16", 2), ("i16", 2),

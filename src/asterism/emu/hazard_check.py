@@ -19,7 +19,8 @@ the clause instruction it conflicts with and `s_nop 0` as the fix.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Sequence
+from dataclasses import dataclass, field
 
 from asterism.emu.core import EXEC, KEY_AGPR, KEY_SGPR, M0, VCC, Group
 from asterism.emu.errors import SanitizerError
@@ -60,38 +61,45 @@ class Event:
 class HazardState:
     """Per-group history for the checker (and the soft clause the group is in, per kind)."""
 
-    __slots__ = ("clauses", "clock", "events", "last_class", "pruned")
+    __slots__ = ("clauses", "clock", "events", "last_class", "pruned", "role_clock")
 
     def __init__(self) -> None:
         self.clock = 0
-        self.events: dict[int, dict[str, Event]] = {}
+        self.events: dict[str, dict[int, Event]] = {}  # producer role -> register -> event
         self.last_class: dict[str, Event] = {}
         self.pruned = 0
         self.clauses: dict[str, SoftClause] = {}
+        # per producer role, the clock of its newest event (of any register): a rule whose
+        # longest wait has passed since then cannot fire, whatever the registers
+        self.role_clock: dict[str, int] = {}
 
     def copy(self) -> HazardState:
         """An independent copy (for a group split)."""
         h = HazardState()
         h.clock = self.clock
-        h.events = {k: dict(v) for k, v in self.events.items()}
+        h.events = {role: dict(v) for role, v in self.events.items()}
         h.last_class = dict(self.last_class)
         h.pruned = self.pruned
         h.clauses = {k: c.copy() for k, c in self.clauses.items()}
+        h.role_clock = dict(self.role_clock)
         return h
 
     def merge(self, other: HazardState) -> None:
         """Union with another group's history (the most recent producer wins)."""
         shift = self.clock - other.clock
-        for k, roles in other.events.items():
-            mine = self.events.setdefault(k, {})
-            for role, ev in roles.items():
+        for role, by_key in other.events.items():
+            mine = self.events.setdefault(role, {})
+            for k, ev in by_key.items():
                 moved = Event(ev.clock + shift, ev.facts, ev.role, ev.rng, ev.info)
-                if role not in mine or mine[role].clock < moved.clock:
-                    mine[role] = moved
+                if k not in mine or mine[k].clock < moved.clock:
+                    mine[k] = moved
         for c, ev in other.last_class.items():
             moved = Event(ev.clock + shift, ev.facts, ev.role, ev.rng, ev.info)
             if c not in self.last_class or self.last_class[c].clock < moved.clock:
                 self.last_class[c] = moved
+        for role, clock in other.role_clock.items():
+            self.role_clock[role] = max(self.role_clock.get(role, clock + shift),
+                                        clock + shift)
         for kind, clause in other.clauses.items():
             mine = self.clauses.get(kind)
             if mine is None:
@@ -128,6 +136,19 @@ class Prepared:
     records: list[tuple[str, tuple[int, ...], tuple[int, int]]]
     class_records: tuple[str, ...]
     member: Member | None = None
+    # the distinct (producer role, registers) the checks look up, and each check's entry
+    # there: rules that link the same registers share one lookup of their events
+    lookups: list[tuple[str, tuple[int, ...]]] = field(default_factory=list)
+    lookup_of: list[int] = field(default_factory=list)
+
+    def index_lookups(self) -> None:
+        """Fill `lookups` / `lookup_of` from `checks` (after any change to them)."""
+        where: dict[tuple[str, tuple[int, ...]], int] = {}
+        self.lookup_of = []
+        for rule, keys, _ in self.checks:
+            key = (rule.produces, keys) if rule.regs != "none" else ("", ())
+            self.lookup_of.append(where.setdefault(key, len(where)))
+        self.lookups = list(where)
 
 
 def _rng(keys: list[int]) -> tuple[int, int]:
@@ -229,23 +250,31 @@ class HazardChecker:
         self.clause_rules = clause_rules(every)
         self.clause_kinds = frozenset(r.clause for r in self.clause_rules)
         self.producer_roles = {(r.producer, r.produces) for r in self.rules}
+        # the most wait states each rule can ask for (HazardRule.waits_for)
+        self.max_need = {id(r): max((r.wait_states, *(w for _, w in r.by_passes)))
+                         for r in self.rules}
 
     def prepare(self, info: OpInfo) -> Prepared:
         """Per-instruction checks and records."""
         facts, roles = facts_of(info)
         checks = []
+        linked: dict[tuple[str, str], tuple] = {}  # (regs, consumes) -> (keys, range)
         for rule in self.rules:
-            if rule.consumer not in facts.classes or facts.classes & set(rule.consumer_not):
+            if rule.consumer not in facts.classes or \
+                    not facts.classes.isdisjoint(rule.consumer_not):
                 continue
             if rule.regs == "none":
                 checks.append((rule, (), (0, 0)))
                 continue
-            if rule.consumes == "none":
-                keys = _LINK_KEYS.get(rule.regs, ())
-            else:
-                keys = _file_keys(rule.regs, roles.get(rule.consumes, []))
-            if keys:
-                checks.append((rule, tuple(keys), _rng(list(keys))))
+            link = linked.get((rule.regs, rule.consumes))
+            if link is None:
+                if rule.consumes == "none":
+                    keys = _LINK_KEYS.get(rule.regs, ())
+                else:
+                    keys = _file_keys(rule.regs, roles.get(rule.consumes, []))
+                link = linked[(rule.regs, rule.consumes)] = (tuple(keys), _rng(list(keys)))
+            if link[0]:
+                checks.append((rule, *link))
         records = []
         seen = set()
         # Every write is recorded, whatever the class, so only the latest writer counts.
@@ -269,7 +298,42 @@ class HazardChecker:
             member = Member(kind, frozenset(roles.get("def", ())), frozenset(roles.get("use", ())),
                             tuple(r for r in self.clause_rules
                                   if r.clause == kind and r.consumer in facts.classes))
-        return Prepared(facts, checks, records, class_records, member)
+        prep = Prepared(facts, checks, records, class_records, member)
+        prep.index_lookups()
+        return prep
+
+    def prepare_program(self, infos: Sequence[OpInfo]) -> list[Prepared]:
+        """`prepare` for every instruction of a program, keeping only the checks of rules
+        whose producer class some instruction of the program has (events come only from
+        the program's own instructions, so the other rules can never fire) and only the
+        records those checks can read: the same findings, and most instructions check and
+        record nothing."""
+        preps = [self.prepare(info) for info in infos]
+        classes = {p.facts.classes for p in preps}
+        live = {id(r) for r in self.rules
+                if any(r.producer in c and not c & set(r.producer_not) for c in classes)}
+        # What the remaining checks can look up: per producer role the register keys, and
+        # the producer classes of the rules without registers. Records of anything else are
+        # never read (a record only shadows older events of its own role and keys).
+        read_keys: dict[str, set[int]] = {}
+        read_classes: set[str] = set()
+        for p in preps:
+            p.checks = [c for c in p.checks if id(c[0]) in live]
+            p.index_lookups()
+            for rule, keys, _ in p.checks:
+                if rule.regs == "none":
+                    read_classes.add(rule.producer)
+                else:
+                    read_keys.setdefault(rule.produces, set()).update(keys)
+        for p in preps:
+            records = []
+            for role, keys, rng in p.records:
+                kept = tuple(k for k in keys if k in read_keys.get(role, ()))
+                if kept:
+                    records.append((role, kept, rng))  # (rng: the whole operand's range)
+            p.records = records
+            p.class_records = tuple(c for c in p.class_records if c in read_classes)
+        return preps
 
     def missing(self, st: HazardState, prep: Prepared
                 ) -> tuple[int, HazardRule | None, Event | None, int]:
@@ -277,16 +341,27 @@ class HazardChecker:
         instruction `prep` describes, given the history `st` (0 missing: no hazard)."""
         now = st.clock
         worst: tuple[int, HazardRule | None, Event | None, int] = (0, None, None, 0)
-        for rule, keys, rng in prep.checks:
+        events = st.events
+        need_of = self._need
+        role_clock = st.role_clock
+        max_need = self.max_need
+        looked: list[list[Event] | None] = [None] * len(prep.lookups)
+        for (rule, keys, rng), slot in zip(prep.checks, prep.lookup_of, strict=True):
             if rule.regs == "none":
                 ev = st.last_class.get(rule.producer)
-                events = (ev,) if ev is not None else ()
+                found = (ev,) if ev is not None else ()
             else:
-                events = tuple(ev for k in keys
-                               if (roles := st.events.get(k)) and
-                               (ev := roles.get(rule.produces)) is not None)
-            for ev in events:
-                need = self._need(rule, ev, prep, rng)
+                produces = rule.produces
+                newest = role_clock.get(produces)
+                if newest is None or now - newest - 1 >= max_need[id(rule)]:
+                    continue  # (every event of the role is too old to need more waits)
+                found = looked[slot]
+                if found is None:
+                    by_key = events.get(produces)
+                    found = looked[slot] = [] if by_key is None else \
+                        [ev for ev in map(by_key.get, keys) if ev is not None]
+            for ev in found:
+                need = need_of(rule, ev, prep, rng)
                 have = now - ev.clock - 1
                 if need - have > worst[0]:
                     worst = (need - have, rule, ev, have)
@@ -294,10 +369,10 @@ class HazardChecker:
         if worst[0] == 0 and member is not None and st.clauses:
             # (a nop for a wait-state rule would end the clause as well)
             clause = st.clauses.get(member.kind)
-            found = None if clause is None else \
+            hit = None if clause is None else \
                 clause.hazard(member.defs, member.uses, member.rules)
-            if found is not None:
-                worst = (1, found[0], found[1], 0)  # type: ignore[assignment]
+            if hit is not None:
+                worst = (1, hit[0], hit[1], 0)  # type: ignore[assignment]
         return worst
 
     @staticmethod
@@ -339,17 +414,31 @@ class HazardChecker:
             kind="soft_clause" if rule.clause else "wait_states", rule=rule.name,
             source=rule_source(rule))
 
+    @staticmethod
+    def records_nothing(prep: Prepared) -> bool:
+        """True if `record` only advances the clock (and ends any soft clause) for it."""
+        return not prep.records and not prep.class_records and prep.member is None
+
+    @staticmethod
+    def advance(st: HazardState, prep: Prepared) -> None:
+        """`record` of an instruction that `records_nothing`."""
+        if st.clauses:
+            st.clauses.clear()  # any other instruction ends the clauses
+        st.clock += prep.facts.wait_states
+        if st.clock - st.pruned > 256:
+            st.prune()
+
     def record(self, st: HazardState, prep: Prepared, info: OpInfo) -> None:
         """Note this instruction as a producer, then advance the clock."""
         now = st.clock
         for role, keys, rng in prep.records:
+            st.role_clock[role] = now
             ev = Event(now, prep.facts, role, rng, info)
-            for k in keys:
-                roles = st.events.get(k)
-                if roles is None:
-                    st.events[k] = {role: ev}
-                else:
-                    roles[role] = ev
+            by_key = st.events.get(role)
+            if by_key is None:
+                st.events[role] = dict.fromkeys(keys, ev)
+            else:
+                by_key.update(dict.fromkeys(keys, ev))
         for c in prep.class_records:
             st.last_class[c] = Event(now, prep.facts, "none", (0, 0), info)
         member = prep.member

@@ -346,17 +346,19 @@ class Tracker:
     def retire(self, simm16: int) -> list[Pending]:
         """Apply `s_waitcnt simm16`: drop (and return) every operation it guarantees
         complete."""
+        ops = self.ops
+        if not ops:
+            return []
         limits = decode_waitcnt(simm16)
         done: set[int] = set()
         for ctr in (VM, LGKM):
             limit = limits[ctr]
-            members = [p for p in self.ops if any(c == ctr for c, _ in p.streams)]
-            in_order = [p for p in members if (ctr, True) in p.streams]
-            for pos, p in enumerate(in_order):
-                if len(in_order) - pos - 1 >= limit:
-                    done.add(id(p))
-            if limit == 0:
-                done.update(id(p) for p in members)
+            if limit == 0:  # every operation of the counter, in order or not
+                done.update(id(p) for p in ops if any(c == ctr for c, _ in p.streams))
+                continue
+            # in order: all but the newest `limit` of the counter's in-order operations
+            in_order = [p for p in ops if (ctr, True) in p.streams]
+            done.update(id(p) for p in in_order[:max(0, len(in_order) - limit)])
         if not done:
             return []
         retired = [p for p in self.ops if id(p) in done]
@@ -382,7 +384,8 @@ class Tracker:
 def check(tracker: Tracker, info: OpInfo, mc: MemClass | None, g: Group,
           kernel: str) -> None:
     """Raise SanitizerError if `info` reads or overwrites registers with results in flight."""
-    if tracker.dst:
+    if tracker.dst and not (info.uses.isdisjoint(tracker.dst)
+                            and info.defs.isdisjoint(tracker.dst)):
         hits = [k for k in info.uses if k in tracker.dst]
         if hits:
             p = tracker.dst[hits[0]]
@@ -406,7 +409,7 @@ def check(tracker: Tracker, info: OpInfo, mc: MemClass | None, g: Group,
                     f"{regs} is overwritten while `{p.info.text}` (pc 0x{p.info.address:x}) "
                     f"may still write it: needs {need} before pc 0x{info.address:x}",
                     need, info, g, kernel, "waitcnt_overwrite")
-    if tracker.locked:
+    if tracker.locked and not info.defs.isdisjoint(tracker.locked):
         clobber = [k for k in info.defs if k in tracker.locked]
         if clobber:
             p = tracker.locked[clobber[0]]
@@ -534,25 +537,60 @@ class LdsWatch:
         self.report.add(err)
 
 
-def lds_dma_ranges(info: OpInfo, g: Group) -> list[tuple[int, tuple[int, int]]]:
-    """(LDS row, [lo, hi)) of the bytes an LDS-DMA instruction of this group writes in each
-    workgroup's LDS (union over that workgroup's waves: a group can hold waves of several
-    workgroups whose M0 values differ, e.g. at different stages of a double buffer)."""
+@dataclass
+class DmaWrite:
+    """The LDS bytes one LDS-DMA instruction of one group wrote, per workgroup: LDS rows
+    (sorted) and, per row, [lo, hi); `pending` is its in-flight record in `tracker`."""
+
+    rows: np.ndarray  # (k,) int64, sorted
+    lo: np.ndarray  # (k,) int64
+    hi: np.ndarray  # (k,) int64
+    pending: Pending
+    tracker: Tracker
+    lo_min: int = 0  # the smallest lo and largest hi: a read outside misses every row
+    hi_max: int = 0
+
+    def __post_init__(self) -> None:
+        self.lo_min, self.hi_max = int(self.lo.min()), int(self.hi.max())
+
+
+def row_spans(rows: np.ndarray, lo: np.ndarray, hi: np.ndarray
+              ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Per distinct row of `rows` (sorted): the smallest `lo` and largest `hi` of its
+    entries (one vectorized pass over every workgroup of a group)."""
+    if rows.size and rows[0] == rows[-1] and (rows == rows[0]).all():
+        return rows[:1], lo.min(keepdims=True), hi.max(keepdims=True)  # (one workgroup)
+    order = np.argsort(rows, kind="stable")
+    r = rows[order]
+    starts = np.flatnonzero(np.r_[True, r[1:] != r[:-1]])
+    return (r[starts], np.minimum.reduceat(lo[order], starts),
+            np.maximum.reduceat(hi[order], starts))
+
+
+def lds_dma_ranges(info: OpInfo, g: Group) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(LDS rows, lo, hi): the bytes [lo, hi) an LDS-DMA instruction of this group writes in
+    each workgroup's LDS (union over that workgroup's waves: a group can hold waves of
+    several workgroups whose M0 values differ, e.g. at different stages of a double
+    buffer). Rows whose waves have no active lane are left out."""
     from asterism.emu.core import M0
 
     size = _dma_size(info)
     off = int(info.mods.get("offset", 0)) if info.enc == "MUBUF" else 0
-    out = []
-    for row in np.unique(g.lds_rows):
-        mine = (g.lds_rows == row) & g.exec.any(axis=1)
-        if not mine.any():
-            continue
-        m0 = g.s[mine, M0].astype(np.int64)
-        lanes = np.nonzero(g.exec[mine].any(axis=0))[0]
-        lo = int(m0.min()) + off + int(lanes.min()) * size
-        hi = int(m0.max()) + off + (int(lanes.max()) + 1) * size
-        out.append((int(row), (lo, hi)))
-    return out
+    active = g.exec.any(axis=1)
+    if not active.any():
+        empty = np.zeros(0, np.int64)
+        return empty, empty, empty
+    ex = g.exec[active]
+    m0 = g.s[active, M0].astype(np.int64)
+    lane = np.arange(ex.shape[1], dtype=np.int64)
+    # Per wave: its M0 and its lowest / highest active lane; the row's span is the union
+    # (lowest M0 with the row's lowest lane, highest M0 with its highest lane).
+    first = np.where(ex, lane, ex.shape[1]).min(axis=1)
+    last = np.where(ex, lane, -1).max(axis=1)
+    wave_rows = g.lds_rows[active].astype(np.int64)
+    rows, m0_lo, m0_hi = row_spans(wave_rows, m0, m0)
+    _, first_lo, last_hi = row_spans(wave_rows, first, last)
+    return rows, m0_lo + off + first_lo * size, m0_hi + off + (last_hi + 1) * size
 
 
 def _dma_size(info: OpInfo) -> int:

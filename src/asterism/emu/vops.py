@@ -139,7 +139,8 @@ def from_kind(kind: str) -> Callable:
     if kind == "f32":
         return lambda v: np.asarray(v, F32).view(U32)
     if kind in ("u32", "i32", "b32"):
-        return lambda v: np.asarray(v).astype(U32)
+        # (no copy of a uint32 result: the writer copies it into the register)
+        return lambda v: np.asarray(v).astype(U32, copy=False)
     if kind == "f16":
         return lambda v: np.asarray(v, F16).view(U16).astype(U32)
     if kind in ("u16", "i16", "b16"):

@@ -21,11 +21,13 @@ from asterism.frontend.emit import (
     INT_OPS,
     MASK32,
     align,
+    compare_int,
     elements,
     float_sources,
     int_binary,
     pack,
     pow2,
+    select_value,
     words_of,
 )
 from asterism.frontend.lowering import HandlerTable, KernelLowering
@@ -118,42 +120,6 @@ def _int_op(low: KernelLowering, op: IRDLOperation) -> None:
 _CMPI = ["eq", "ne", "slt", "sle", "sgt", "sge", "ult", "ule", "ugt", "uge"]
 
 
-_CMPI_FOLD = {
-    "eq": lambda a, b: a == b, "ne": lambda a, b: a != b,
-    "slt": lambda a, b: signed32(a) < signed32(b), "sle": lambda a, b: signed32(a) <= signed32(b),
-    "sgt": lambda a, b: signed32(a) > signed32(b), "sge": lambda a, b: signed32(a) >= signed32(b),
-    "ult": lambda a, b: a < b, "ule": lambda a, b: a <= b,
-    "ugt": lambda a, b: a > b, "uge": lambda a, b: a >= b,
-}
-
-
-def _cmp_suffix(pred: str) -> tuple[str, str]:
-    base = {"eq": "eq", "ne": "lg", "slt": "lt", "sle": "le", "sgt": "gt", "sge": "ge",
-            "ult": "lt", "ule": "le", "ugt": "gt", "uge": "ge"}[pred]
-    return base, "u32" if pred[0] in "ue" or pred == "ne" else "i32"
-
-
-def compare_int(low: KernelLowering, pred: str, a: LV, b: LV) -> LV:
-    """An i1 (0/1) from comparing two 32-bit integers."""
-    kb = low.kb
-    t = IntegerType(1)
-    if a.kind == "c" and b.kind == "c":
-        return const_lv(_CMPI_FOLD[pred](a.scalar & MASK32, b.scalar & MASK32), t)
-    base, ty = _cmp_suffix(pred)
-    if a.uniform and b.uniform:
-        kb.emit(f"s_cmp_{base}_{ty}", low.operand(a), low.operand(b))
-        return LV("s", t, kb.s_cselect_b32(None, 1, 0))
-    vbase = "ne" if base == "lg" else base
-    x, y = low.valu_operands([a, b])
-    if isinstance(y, int) or (b.kind != "v" and a.kind == "v"):
-        # VOPC takes a VGPR second: compare the other way round
-        swap = {"lt": "gt", "gt": "lt", "le": "ge", "ge": "le"}.get(vbase, vbase)
-        kb.emit(f"v_cmp_{swap}_{ty}", kb.vcc, y, x)
-    else:
-        kb.emit(f"v_cmp_{vbase}_{ty}", kb.vcc, x, y)
-    return LV("v", t, kb.v_cndmask_b32(None, 0, 1, kb.vcc))
-
-
 def _elementwise_compare(low: KernelLowering, op, compare) -> None:
     """A comparison of scalars, or of vectors element by element: the i1 vector result
     packed one bit per element (bit k = element k), as vectors of i1 are held."""
@@ -231,36 +197,11 @@ def _vector_select(low: KernelLowering, op: SelectOp) -> None:
 
 
 def _select(low: KernelLowering, op: SelectOp) -> None:
-    kb = low.kb
     if isinstance(op.cond.type, VectorType):
         _vector_select(low, op)
         return
-    c, a, b = low.get(op.cond), low.get(op.lhs), low.get(op.rhs)
-    t = op.result.type
-    if c.kind == "c":
-        low.set(op.result, a if c.scalar else b)
-        return
-    n = reg_count(t)
-    if c.uniform and a.uniform and b.uniform and n == 1:
-        kb.s_cmp_lg_u32(low.operand(c), 0)
-        low.set(op.result, LV("s", t, kb.s_cselect_b32(None, low.operand(a), low.operand(b))))
-        return
-    if c.uniform:
-        kb.s_cmp_lg_u32(low.operand(c), 0)
-        kb.s_cselect_b64(kb.vcc, -1, 0)
-    else:
-        kb.v_cmp_ne_u32(kb.vcc, 0, c.value)
-    av, bv = words_of(low, a, n), words_of(low, b, n)
-    out = []
-    for x, y in zip(av, bv):
-        ops = low.valu_operands([y, x])
-        if not isinstance(ops[1], int) and not isinstance(ops[1], type(None)) and \
-                x.kind != "v":
-            ops[1] = low.vgpr(x)
-        if x.kind == "c" or x.kind == "s":
-            ops[1] = low.vgpr(x)
-        out.append(kb.v_cndmask_b32(None, ops[0], ops[1], kb.vcc))
-    low.set(op.result, LV("v", t, out[0] if n == 1 else kb.join(*out, align=align(n))))
+    low.set(op.result, select_value(low, low.get(op.cond), low.get(op.lhs), low.get(op.rhs),
+                                    op.result.type))
 
 
 def _identity_cast(low: KernelLowering, op: arith.IndexCastOp | arith.BitcastOp) -> None:
@@ -457,4 +398,4 @@ HANDLERS: HandlerTable = {
     **dict.fromkeys(FLOAT_CASTS, _float_cast),
 }
 
-__all__ = ["HANDLERS", "compare_float", "compare_int", "float_binary"]
+__all__ = ["HANDLERS", "compare_float", "float_binary"]

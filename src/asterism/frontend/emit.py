@@ -9,6 +9,7 @@ vector lowerings compute offsets and masks with it too.
 from __future__ import annotations
 
 from xdsl.dialects.builtin import IntegerType, VectorType, i32
+from xdsl.ir import Operation
 
 from asterism.frontend.lowering import KernelLowering
 from asterism.frontend.values import (
@@ -16,6 +17,7 @@ from asterism.frontend.values import (
     const_lv,
     const_words,
     elem_bits,
+    reg_count,
     signed32,
     type_bits,
     type_name,
@@ -225,5 +227,188 @@ def elements(low: KernelLowering, lv: LV, vt: VectorType) -> list[LV]:
     return [extract_bits(low, lv, k * ebits, ebits, vt.element_type) for k in range(count)]
 
 
-__all__ = ["INT_FOLD", "INT_OPS", "MASK32", "align", "elements", "extract_bits",
-           "float_sources", "int_binary", "pack", "pow2", "words_of"]
+def new_regs(low: KernelLowering, t, file: str):
+    """New relocatable registers for a value of type `t` in file "s" or "v" (a loop's,
+    branch's or block argument's register that several paths write)."""
+    n = reg_count(t)
+    if file == "s":
+        return low.kb.sregs(n, align(n)) if n > 1 else low.kb.sreg()
+    return low.kb.vregs(n, align(n)) if n > 1 else low.kb.vreg()
+
+
+def copy_into(low: KernelLowering, regs, src: LV, t) -> None:
+    """Write `src` into the registers `regs` (one mov per register)."""
+    kb = low.kb
+    n = reg_count(t)
+    pieces = kb.split(regs) if n > 1 else [regs]
+    srcs = words_of(low, src, n)
+    for dst, s in zip(pieces, srcs):
+        if dst.type.KIND == "s":
+            kb.s_mov_b32(dst, low.operand(s))
+        else:
+            kb.v_mov_b32(dst, low.operand(s) if s.kind != "m" else None)
+
+
+def parallel_copy(low: KernelLowering, yielded, regs, types) -> None:
+    """Copy yielded values (a yield or branch op's operands, or a list of values) into the
+    registers of a loop, an if or a block's arguments; values that are themselves one of
+    those registers go through temporaries first (a parallel copy)."""
+    operands = yielded.operands if isinstance(yielded, Operation) else yielded
+    values = [low.get(v) for v in operands]
+    staged = []
+    reg_set = {id(r) for r in regs}
+    for lv, t in zip(values, types):
+        if lv.kind in ("s", "v") and id(lv.value) in reg_set:
+            tmp = new_regs(low, t, lv.kind)
+            copy_into(low, tmp, lv, t)
+            lv = LV(lv.kind, t, tmp)
+        staged.append(lv)
+    for r, lv, t in zip(regs, staged, types):
+        if lv.kind in ("s", "v") and written_into(lv.value, r):
+            continue  # computed in place (an accumulator)
+        copy_into(low, r, lv, t)
+
+
+def written_into(value, regs) -> bool:
+    """Whether `value` is `regs` or the result of an instruction whose destination is."""
+    from asterism.ir.ops import InstructionOp
+
+    if value is regs:
+        return True
+    owner = getattr(value, "owner", None)
+    return isinstance(owner, InstructionOp) and bool(owner.operands) and \
+        owner.operands[0] is regs
+
+
+def _constant(value) -> object:
+    """The value of an arith.constant operand of an instruction (None for a register)."""
+    owner = getattr(value, "owner", None)
+    if getattr(owner, "name", "") != "arith.constant":
+        return None
+    return getattr(getattr(owner.value, "value", None), "data", None)
+
+
+def flag_of(low: KernelLowering, cond: LV) -> str | None:
+    """"scc" or "vcc" when the i1 `cond` was made from that flag by the instruction emitted
+    last (`s_cselect_b32 c, 1, 0` after an s_cmp; `v_cndmask_b32 c, 0, 1, vcc` after a v_cmp),
+    so a branch or an EXEC mask can use the flag itself instead of comparing `cond` again."""
+    from asterism.ir.ops import InstructionOp
+
+    if cond.kind not in ("s", "v"):
+        return None
+    last = low.kb.block.last_op
+    # (over what cannot change SCC or VCC: register declarations, constants, moves to
+    # VGPRs; and to SGPRs, while the flag is SCC: copies into a loop's registers)
+    while last is not None and (not isinstance(last, InstructionOp) and last.name in (
+            "amdgcn.alloca", "arith.constant", "amdgcn.split_register_range",
+            "amdgcn.make_register_range") or isinstance(last, InstructionOp) and (
+            last.mnemonic_text == "v_mov_b32" or cond.kind == "s" and
+            last.mnemonic_text == "s_mov_b32")):
+        last = last.prev_op
+    if not isinstance(last, InstructionOp) or not last.results or \
+            last.results[0] is not cond.value:
+        return None
+    srcs = [_constant(v) for v in last.operands[1:3]]
+    if last.mnemonic_text == "s_cselect_b32" and srcs == [1, 0]:
+        return "scc"
+    if last.mnemonic_text == "v_cndmask_b32" and srcs == [0, 1]:
+        return "vcc"
+    return None
+
+
+def branch_if_zero(low: KernelLowering, cond: LV, label) -> None:
+    """`s_cbranch_scc0 label` when the uniform i1 `cond` is 0 (SCC from the comparison that
+    made it when it is still there, else `s_cmp_lg_u32 cond, 0`)."""
+    if flag_of(low, cond) != "scc":
+        low.kb.s_cmp_lg_u32(low.operand(cond), 0)
+    low.kb.s_cbranch_scc0(label)
+
+
+def masked_arms(low: KernelLowering, cond: LV, then_arm, else_arm=None) -> None:
+    """Run `then_arm()` for the lanes where the per-lane i1 `cond` is 1 and `else_arm()` for
+    the others, by EXEC masking (`s_and_saveexec_b64`, then `s_xor_b64` to the other lanes,
+    `s_or_b64` restores EXEC): both arms are emitted in order, no branch skips one. VCC of the
+    comparison that made `cond` is the mask when it is still there."""
+    kb = low.kb
+    if flag_of(low, cond) != "vcc":
+        kb.v_cmp_ne_u32(kb.vcc, 0, low.vgpr(cond))
+    saved = kb.s_and_saveexec_b64(None, kb.vcc)
+    then_arm()
+    if else_arm is not None:
+        kb.s_xor_b64(kb.exec, saved, kb.exec)
+        else_arm()
+    kb.s_or_b64(kb.exec, kb.exec, saved)
+
+
+CMPI_FOLD = {
+    "eq": lambda a, b: a == b, "ne": lambda a, b: a != b,
+    "slt": lambda a, b: signed32(a) < signed32(b), "sle": lambda a, b: signed32(a) <= signed32(b),
+    "sgt": lambda a, b: signed32(a) > signed32(b), "sge": lambda a, b: signed32(a) >= signed32(b),
+    "ult": lambda a, b: a < b, "ule": lambda a, b: a <= b,
+    "ugt": lambda a, b: a > b, "uge": lambda a, b: a >= b,
+}
+
+
+def cmp_suffix(pred: str) -> tuple[str, str]:
+    """(SALU/VALU comparison name, operand type) of an arith.cmpi predicate."""
+    base = {"eq": "eq", "ne": "lg", "slt": "lt", "sle": "le", "sgt": "gt", "sge": "ge",
+            "ult": "lt", "ule": "le", "ugt": "gt", "uge": "ge"}[pred]
+    return base, "u32" if pred[0] in "ue" or pred == "ne" else "i32"
+
+
+def compare_int(low: KernelLowering, pred: str, a: LV, b: LV) -> LV:
+    """An i1 (0/1) from comparing two 32-bit integers."""
+    kb = low.kb
+    t = IntegerType(1)
+    if a.kind == "c" and b.kind == "c":
+        return const_lv(CMPI_FOLD[pred](a.scalar & MASK32, b.scalar & MASK32), t)
+    base, ty = cmp_suffix(pred)
+    if a.uniform and b.uniform:
+        kb.emit(f"s_cmp_{base}_{ty}", low.operand(a), low.operand(b))
+        return LV("s", t, kb.s_cselect_b32(None, 1, 0))
+    vbase = "ne" if base == "lg" else base
+    x, y = low.valu_operands([a, b])
+    if isinstance(y, int) or (b.kind != "v" and a.kind == "v"):
+        # VOPC takes a VGPR second: compare the other way round
+        swap = {"lt": "gt", "gt": "lt", "le": "ge", "ge": "le"}.get(vbase, vbase)
+        kb.emit(f"v_cmp_{swap}_{ty}", kb.vcc, y, x)
+    else:
+        kb.emit(f"v_cmp_{vbase}_{ty}", kb.vcc, x, y)
+    return LV("v", t, kb.v_cndmask_b32(None, 0, 1, kb.vcc))
+
+
+def select_value(low: KernelLowering, c: LV, a: LV, b: LV, t) -> LV:
+    """`c ? a : b` for an i1 (0/1) condition: SALU `s_cselect` when everything is uniform,
+    else `v_cndmask` per register (the flag of the comparison that made `c` when it is still
+    there)."""
+    kb = low.kb
+    if c.kind == "c":
+        return a if c.scalar else b
+    n = reg_count(t)
+    flag = flag_of(low, c)
+    if c.uniform and a.uniform and b.uniform and n == 1:
+        if flag != "scc":
+            kb.s_cmp_lg_u32(low.operand(c), 0)
+        return LV("s", t, kb.s_cselect_b32(None, low.operand(a), low.operand(b)))
+    if c.uniform:
+        if flag != "scc":
+            kb.s_cmp_lg_u32(low.operand(c), 0)
+        kb.s_cselect_b64(kb.vcc, -1, 0)
+    elif flag != "vcc":
+        kb.v_cmp_ne_u32(kb.vcc, 0, c.value)
+    av, bv = words_of(low, a, n), words_of(low, b, n)
+    out = []
+    for x, y in zip(av, bv):
+        # VCC takes the constant bus already (gfx9: one read): an SGPR or a literal moves to
+        # a VGPR, only an inline constant stays
+        src0 = low.operand(y)
+        if not isinstance(src0, int):
+            src0 = low.vgpr(y)
+        out.append(kb.v_cndmask_b32(None, src0, low.vgpr(x), kb.vcc))
+    return LV("v", t, out[0] if n == 1 else kb.join(*out, align=align(n)))
+
+
+__all__ = ["CMPI_FOLD", "INT_FOLD", "INT_OPS", "MASK32", "align", "branch_if_zero", "cmp_suffix",
+           "compare_int", "copy_into", "elements", "extract_bits", "flag_of", "float_sources",
+           "int_binary", "masked_arms", "new_regs", "pack", "parallel_copy", "pow2",
+           "select_value", "words_of", "written_into"]

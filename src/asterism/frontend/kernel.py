@@ -28,7 +28,12 @@ def lower_kernel(func_op, kb, target: str, handlers: HandlerTable,
         low.set(arg, lv)
     _workgroup_attributions(low, block.args[ninputs:])
     low.locate(start, func_op.location)  # the entry's argument loads: the gpu.func's line
-    low.lower_block(block)
+    if len(func_op.body.blocks) > 1:
+        from asterism.frontend.blocks import lower_blocks
+
+        lower_blocks(low, func_op.body)
+    else:
+        low.lower_block(block)
     return low
 
 

@@ -11,12 +11,14 @@ kernel), the workgroup size from `known_block_size` (default 64x1x1). Values the
 lane live in SGPRs, the others in VGPRs (asterism.frontend.values, .uniformity); memrefs are
 accessed through buffer resources whose num_records is the memref's size in bytes, so an
 out-of-range access reads 0 and drops writes as the hardware does (.memory). Structured
-control flow becomes branches (.scf). Nothing is removed as dead code.
+control flow becomes branches (.scf), a body of several blocks (cf.br, cf.cond_br) is laid
+out with labels (.cf). Nothing is removed as dead code.
 
 Each op is lowered by the handler its class has in `handler_table()`, merged from the tables
-of the dialect modules (.gpu, .func, .arith, .scf, .memref, .vector, .amdgpu, .math); this is the
-only module that imports them all. Ops outside the supported set (docs/upstream_mlir.md) are
-an error naming the op, its location and, where it helps, what is supported.
+of the dialect modules (.gpu, .func, .arith, .scf, .cf, .memref, .vector, .transfer, .amdgpu,
+.math); this is the only module that imports them all. Ops outside the supported set
+(docs/upstream_mlir.md) are an error naming the op, its location and, where it helps, what is
+supported.
 """
 
 from __future__ import annotations
@@ -41,10 +43,22 @@ SUPPORTED_CHIPS = ("gfx942", "gfx950")
 @cache
 def handler_table() -> dict[type[Operation], Handler]:
     """Every op class the lowering supports -> its handler (the dialect modules' tables)."""
-    from asterism.frontend import amdgpu, arith, func, gpu, math, memref, scf, vector
+    from asterism.frontend import (
+        amdgpu,
+        arith,
+        cf,
+        func,
+        gpu,
+        math,
+        memref,
+        scf,
+        transfer,
+        vector,
+    )
 
     return merge_tables(gpu.HANDLERS, func.HANDLERS, arith.HANDLERS, scf.HANDLERS,
-                        memref.HANDLERS, vector.HANDLERS, amdgpu.HANDLERS, math.HANDLERS)
+                        cf.HANDLERS, memref.HANDLERS, vector.HANDLERS, transfer.HANDLERS,
+                        amdgpu.HANDLERS, math.HANDLERS)
 
 
 def _target_of(module: BuiltinModuleOp, option: str | None) -> str:

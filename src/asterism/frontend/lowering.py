@@ -81,6 +81,7 @@ class KernelLowering:
         self.inline_frames: list[list[LV]] = []  # results of the func.call being inlined
         self.loops: list[LoopFrame] = []  # enclosing scf.for frames
         self.divergent: set[SSAValue] | None = None  # asterism.frontend.uniformity, on demand
+        self.cfg: Any = None  # the several-block body being lowered (asterism.frontend.cf)
         self._sgpr_cache: dict[tuple, SSAValue] = {}
 
     # --- values -------------------------------------------------------------------------
@@ -160,18 +161,38 @@ class KernelLowering:
 
     def dest(self, result: SSAValue, file: str = "v"):
         """The destination for an op producing `result`: the loop register it is yielded
-        into when that is safe (so accumulators stay in place), else None (a new register)."""
+        into, or the register of the block argument it is branched to, when that is safe
+        (so accumulators stay in place), else None (a new register)."""
         hint = self._yield_hint(result)
         if hint is not None and hint.type.KIND == file:
             return hint
         return None
 
+    def _carried_into(self, use) -> LoopFrame | None:
+        """The loop (its frame) or branch (a frame made for it) that carries the value of
+        `use` into a register: the innermost loop's yield, or a cf.br to a block whose
+        arguments are registers (asterism.frontend.cf)."""
+        if self.loops and use.operation is self.loops[-1].yield_op:
+            return self.loops[-1]
+        if self.cfg is not None and use.operation.name == "cf.br":
+            br = use.operation
+            dest = br.successors[0]
+            regs = self.cfg.regs.get(dest)
+            if not regs:
+                return None
+            key = id(br)
+            if key not in self.cfg.taken:
+                self.cfg.taken[key] = [False] * len(regs)
+            return LoopFrame(br, list(dest.args), regs, br.parent_block(),
+                             self.cfg.taken[key])
+        return None
+
     def _yield_hint(self, result: SSAValue):
-        if not self.loops or len(list(result.uses)) != 1:
+        if len(list(result.uses)) != 1:
             return None
         use = next(iter(result.uses))
-        frame = self.loops[-1]
-        if use.operation is not frame.yield_op:
+        frame = self._carried_into(use)
+        if frame is None:
             return None
         arg = frame.args[use.index]
         op = result.owner
@@ -182,9 +203,11 @@ class KernelLowering:
         here = order[op]
         for u in arg.uses:
             top = u.operation
-            while top.parent_block() is not frame.body:
+            while top is not None and top.parent_block() is not frame.body:
                 top = top.parent_op()
-            if order[top] > here and top is not frame.yield_op:
+            # (a use in another block of a several-block body reads the argument after the
+            # branch has written it: the value it has there anyway)
+            if top is not None and order[top] > here and top is not frame.yield_op:
                 return None
         if any(v is not result and frame.yield_op.operands[k] is arg
                for k, v in enumerate(frame.yield_op.operands)):

@@ -38,14 +38,22 @@ def byte_offset(low: KernelLowering, op, mem, indices: list[LV], extra: int = 0)
     if len(indices) != len(info.strides):
         raise fail(op, f"{len(indices)} indices for a rank-{len(info.strides)} memref")
     total = const_lv(extra * info.elem_bytes, i32)
+    if info.offset is not None:  # a subview's start
+        total = scaled(low, info.offset, info.elem_bytes)
+        total = int_binary(low, "arith.addi", total, const_lv(extra * info.elem_bytes, i32), i32)
     for idx, stride in zip(indices, info.strides):
-        scaled = stride * info.elem_bytes
-        term = idx if scaled == 1 else (
-            int_binary(low, "arith.shli", idx, const_lv(scaled.bit_length() - 1, i32), i32)
-            if not scaled & (scaled - 1) else
-            int_binary(low, "arith.muli", idx, const_lv(scaled, i32), i32))
-        total = int_binary(low, "arith.addi", total, term, i32)
+        total = int_binary(low, "arith.addi", total,
+                           scaled(low, idx, stride * info.elem_bytes), i32)
     return total
+
+
+def scaled(low: KernelLowering, idx: LV, scale: int) -> LV:
+    """idx * scale (a shift for a power of two)."""
+    if scale == 1:
+        return idx
+    if not scale & (scale - 1):
+        return int_binary(low, "arith.shli", idx, const_lv(scale.bit_length() - 1, i32), i32)
+    return int_binary(low, "arith.muli", idx, const_lv(scale, i32), i32)
 
 
 _LOAD = {1: "buffer_load_ubyte", 2: "buffer_load_ushort", 4: "buffer_load_dword",
@@ -81,8 +89,10 @@ def address(low: KernelLowering, mem: LV, offset: LV):
     return low.vgpr(offset)
 
 
-def load(low: KernelLowering, op, mem: LV, offset: LV, t, soffset=0) -> LV:
-    """Load a value of type `t` at byte `offset` of a memref (LDS or a buffer)."""
+def load(low: KernelLowering, op, mem: LV, offset: LV, t, soffset=0, inst_offset: int = 0
+         ) -> LV:
+    """Load a value of type `t` at byte `offset` (+ the instruction's constant
+    `inst_offset`) of a memref (LDS or a buffer)."""
     info = mem.value
     kb = low.kb
     table = _DS_READ if info.space == "workgroup" else _LOAD
@@ -93,7 +103,7 @@ def load(low: KernelLowering, op, mem: LV, offset: LV, t, soffset=0) -> LV:
     addr = address(low, mem, offset)
     parts = []
     for k, n in enumerate(sizes):
-        mods = {"offset": 16 * k} if k else {}
+        mods = {"offset": 16 * k + inst_offset} if k or inst_offset else {}
         if info.space == "workgroup":
             parts.append(kb.emit(table[n], None, addr, **mods))
         else:
@@ -104,8 +114,10 @@ def load(low: KernelLowering, op, mem: LV, offset: LV, t, soffset=0) -> LV:
     return LV("v", t, kb.join(*regs, align=4))
 
 
-def store(low: KernelLowering, op, mem: LV, offset: LV, value: LV, t, soffset=0) -> None:
-    """Store `value` (type `t`) at byte `offset` of a memref (LDS or a buffer)."""
+def store(low: KernelLowering, op, mem: LV, offset: LV, value: LV, t, soffset=0,
+          inst_offset: int = 0) -> None:
+    """Store `value` (type `t`) at byte `offset` (+ the instruction's constant
+    `inst_offset`) of a memref (LDS or a buffer)."""
     info = mem.value
     kb = low.kb
     table = _DS_WRITE if info.space == "workgroup" else _STORE
@@ -117,7 +129,7 @@ def store(low: KernelLowering, op, mem: LV, offset: LV, value: LV, t, soffset=0)
     addr = address(low, mem, offset)
     for k, n in enumerate(sizes):
         piece = data if len(sizes) == 1 else kb.sub(data, 4 * k, 4 * k + n // 4)
-        mods = {"offset": 16 * k} if k else {}
+        mods = {"offset": 16 * k + inst_offset} if k or inst_offset else {}
         if info.space == "workgroup":
             kb.emit(table[n], addr, piece, **mods)
         else:
@@ -132,5 +144,5 @@ def memref_operand(low: KernelLowering, op, value) -> LV:
     return lv
 
 
-__all__ = ["RSRC_WORD3", "address", "buffer_resource", "byte_offset", "load",
+__all__ = ["RSRC_WORD3", "address", "scaled", "buffer_resource", "byte_offset", "load",
            "memref_operand", "store", "wait_all"]

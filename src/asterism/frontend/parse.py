@@ -33,7 +33,7 @@ def make_upstream_context() -> Context:
     from asterism.ir.dialect import AMDGCN
 
     # (asterism.ir.dialect.make_context's dialects, with the arith ops MLIR 22 writes on
-    # vectors in place of xDSL's)
+    # vectors in place of xDSL's; xDSL's own scf: upstream loops count in index)
     ctx = Context()
     vector = Dialect("vector", list(Vector.operations) + VECTOR_EXTRA_OPS,
                      list(Vector.attributes))

@@ -6,32 +6,17 @@ per-lane one)."""
 from __future__ import annotations
 
 from xdsl.dialects import scf
-from xdsl.ir import Operation
 
-from asterism.frontend.emit import align, words_of
+from asterism.frontend.emit import (
+    branch_if_zero,
+    copy_into,
+    masked_arms,
+    new_regs,
+    parallel_copy,
+)
 from asterism.frontend.lowering import HandlerTable, KernelLowering, LoopFrame
 from asterism.frontend.uniformity import is_divergent
-from asterism.frontend.values import LV, fail, reg_count, signed32
-
-
-def _new_regs(low: KernelLowering, t, file: str):
-    n = reg_count(t)
-    if file == "s":
-        return low.kb.sregs(n, align(n)) if n > 1 else low.kb.sreg()
-    return low.kb.vregs(n, align(n)) if n > 1 else low.kb.vreg()
-
-
-def _copy_into(low: KernelLowering, regs, src: LV, t) -> None:
-    """Write `src` into the registers `regs` (one mov per register)."""
-    kb = low.kb
-    n = reg_count(t)
-    pieces = kb.split(regs) if n > 1 else [regs]
-    srcs = words_of(low, src, n)
-    for dst, s in zip(pieces, srcs):
-        if dst.type.KIND == "s":
-            kb.s_mov_b32(dst, low.operand(s))
-        else:
-            kb.v_mov_b32(dst, low.operand(s) if s.kind != "m" else None)
+from asterism.frontend.values import LV, fail, signed32
 
 
 def _for(low: KernelLowering, op: scf.ForOp) -> None:
@@ -50,9 +35,9 @@ def _for(low: KernelLowering, op: scf.ForOp) -> None:
     regs = []
     for init, arg in zip(op.iter_args, body.args[1:]):
         file = "v" if is_divergent(low, arg) else "s"
-        r = _new_regs(low, arg.type, file)
+        r = new_regs(low, arg.type, file)
         if trips != 0:
-            _copy_into(low, r, low.get(init), arg.type)
+            copy_into(low, r, low.get(init), arg.type)
         regs.append(r)
     if trips == 0:
         for res, init in zip(op.results, op.iter_args):
@@ -73,44 +58,13 @@ def _for(low: KernelLowering, op: scf.ForOp) -> None:
         if inner is not yld:
             low.lower_op(inner)
     low.loops.pop()
-    _yield_into(low, yld, regs, [a.type for a in body.args[1:]])
+    parallel_copy(low, yld, regs, [a.type for a in body.args[1:]])
     kb.s_add_u32(iv, iv, low.operand(step))
     kb.s_cmp_lt_i32(iv, low.operand(ub))
     kb.s_cbranch_scc1(head)
     kb.place(done)
     for res, r, arg in zip(op.results, regs, body.args[1:]):
         low.set(res, LV(r.type.KIND, arg.type, r))
-
-
-def _yield_into(low: KernelLowering, yielded, regs, types) -> None:
-    """Copy yielded values (a yield op or its operands) into the loop/if registers; values
-    that are themselves one of those registers go through temporaries first (a parallel
-    copy)."""
-    operands = yielded.operands if isinstance(yielded, Operation) else yielded
-    values = [low.get(v) for v in operands]
-    staged = []
-    reg_set = {id(r) for r in regs}
-    for lv, t in zip(values, types):
-        if lv.kind in ("s", "v") and id(lv.value) in reg_set:
-            tmp = _new_regs(low, t, lv.kind)
-            _copy_into(low, tmp, lv, t)
-            lv = LV(lv.kind, t, tmp)
-        staged.append(lv)
-    for r, lv, t in zip(regs, staged, types):
-        if lv.kind in ("s", "v") and _written_into(lv.value, r):
-            continue  # computed in place (an accumulator)
-        _copy_into(low, r, lv, t)
-
-
-def _written_into(value, regs) -> bool:
-    """Whether `value` is `regs` or the result of an instruction whose destination is."""
-    from asterism.ir.ops import InstructionOp
-
-    if value is regs:
-        return True
-    owner = getattr(value, "owner", None)
-    return isinstance(owner, InstructionOp) and bool(owner.operands) and \
-        owner.operands[0] is regs
 
 
 def _if(low: KernelLowering, op: scf.IfOp) -> None:
@@ -127,7 +81,7 @@ def _if(low: KernelLowering, op: scf.IfOp) -> None:
             for res, v in zip(op.results, chosen.last_op.operands):
                 low.set(res, low.get(v))
         return
-    regs = [_new_regs(low, r.type, "v" if is_divergent(low, r) else "s") for r in op.results]
+    regs = [new_regs(low, r.type, "v" if is_divergent(low, r) else "s") for r in op.results]
     types = [r.type for r in op.results]
 
     def arm(block) -> None:
@@ -135,13 +89,12 @@ def _if(low: KernelLowering, op: scf.IfOp) -> None:
             if not isinstance(inner, scf.YieldOp):
                 low.lower_op(inner)
         if regs:
-            _yield_into(low, block.last_op, regs, types)
+            parallel_copy(low, block.last_op, regs, types)
 
     if cond.uniform:
-        kb.s_cmp_lg_u32(low.operand(cond), 0)
         end = kb.new_label("if_end")
         other = kb.new_label("if_else") if else_block is not None else end
-        kb.s_cbranch_scc0(other)
+        branch_if_zero(low, cond, other)
         arm(then_block)
         if else_block is not None:
             kb.s_branch(end)
@@ -149,13 +102,8 @@ def _if(low: KernelLowering, op: scf.IfOp) -> None:
             arm(else_block)
         kb.place(end)
     else:
-        kb.v_cmp_ne_u32(kb.vcc, 0, cond.value)
-        saved = kb.s_and_saveexec_b64(None, kb.vcc)
-        arm(then_block)
-        if else_block is not None:
-            kb.s_xor_b64(kb.exec, saved, kb.exec)
-            arm(else_block)
-        kb.s_or_b64(kb.exec, kb.exec, saved)
+        masked_arms(low, cond, lambda: arm(then_block),
+                    (lambda: arm(else_block)) if else_block is not None else None)
     for res, r in zip(op.results, regs):
         low.set(res, LV(r.type.KIND, res.type, r))
 
@@ -171,10 +119,10 @@ def _while(low: KernelLowering, op: scf.WhileOp) -> None:
     yld = after.last_op
     regs = []
     for init, arg in zip(op.arguments, before.args):
-        r = _new_regs(low, arg.type, "v" if is_divergent(low, arg) else "s")
-        _copy_into(low, r, low.get(init), arg.type)
+        r = new_regs(low, arg.type, "v" if is_divergent(low, arg) else "s")
+        copy_into(low, r, low.get(init), arg.type)
         regs.append(r)
-    out = [_new_regs(low, res.type, "v" if is_divergent(low, res) else "s")
+    out = [new_regs(low, res.type, "v" if is_divergent(low, res) else "s")
            for res in op.res]
     head = kb.label("while_head")
     for arg, r in zip(before.args, regs):
@@ -186,20 +134,19 @@ def _while(low: KernelLowering, op: scf.WhileOp) -> None:
     if not cond.uniform:
         raise fail(op, "the condition differs between lanes; only a uniform scf.condition "
                        "(from constants, arguments, block ids and sizes) is supported")
-    _yield_into(low, cond_op.args, out, [r.type for r in op.res])
+    parallel_copy(low, cond_op.args, out, [r.type for r in op.res])
     end = kb.new_label("while_end")
     if cond.kind == "c":
         if not cond.scalar:
             kb.s_branch(end)
     else:
-        kb.s_cmp_lg_u32(low.operand(cond), 0)
-        kb.s_cbranch_scc0(end)
+        branch_if_zero(low, cond, end)
     for arg, r, res in zip(after.args, out, op.res):
         low.set(arg, LV(r.type.KIND, res.type, r))
     for inner in after.ops:
         if inner is not yld:
             low.lower_op(inner)
-    _yield_into(low, yld.operands, regs, [a.type for a in before.args])
+    parallel_copy(low, yld.operands, regs, [a.type for a in before.args])
     kb.s_branch(head)
     kb.place(end)
     for res, r in zip(op.res, out):

@@ -1,13 +1,17 @@
 """Which values of a kernel are the same in every lane (and so live in SGPRs): those derived
 only from constants, kernel arguments, block ids and sizes and uniform loop counters through
-32-bit integer ops; everything else (per-lane values, floats, vectors) is divergent."""
+32-bit integer ops; everything else (per-lane values, floats, vectors) is divergent. A block
+argument (`cf.br` / `cf.cond_br`) is uniform when every value branched to it is, unless the
+block is on or at the end of the paths of a per-lane branch (lanes arrive by different
+paths)."""
 
 from __future__ import annotations
 
-from xdsl.dialects import arith, scf
+from xdsl.dialects import arith, cf, scf
 from xdsl.dialects.builtin import IndexType, IntegerType
 from xdsl.ir import SSAValue
 
+from asterism.frontend.cfg import blocks_between, post_dominators
 from asterism.frontend.dialects.arith import CmpiOp, SelectOp
 from asterism.frontend.dialects.gpu import BlockDimOp, BlockIdOp, GridDimOp
 from asterism.frontend.lowering import KernelLowering
@@ -32,6 +36,8 @@ def divergent_values(func_op) -> set:
     """Values that may differ between lanes or need VGPRs (floats, vectors), by a fixpoint
     over the function: the rest can live in SGPRs."""
     div: set = set()
+    body = func_op.body
+    ipdom = post_dominators(body) if len(body.blocks) > 1 else {}
     changed = True
     while changed:
         changed = False
@@ -73,6 +79,19 @@ def divergent_values(func_op) -> set:
                     if op.cond in div or not _scalar_int(res.type) or any(
                             y.operands[k] in div for y in yields):
                         mark(res)
+            elif isinstance(op, cf.BranchOp | cf.ConditionalBranchOp):
+                edges = [(op.arguments, op.successor)] if isinstance(op, cf.BranchOp) else [
+                    (op.then_arguments, op.then_block), (op.else_arguments, op.else_block)]
+                for values, dest in edges:
+                    for v, arg in zip(values, dest.args):
+                        if v in div or not _scalar_int(arg.type):
+                            mark(arg)
+                if isinstance(op, cf.ConditionalBranchOp) and op.cond in div:
+                    here = op.parent_block()
+                    merge = ipdom.get(here)
+                    for b in [*blocks_between(here, merge), *([merge] if merge else [])]:
+                        for arg in b.args:
+                            mark(arg)
             else:
                 for res in op.results:
                     if (type(op) not in UNIFORM_OPS or not _scalar_int(res.type)

@@ -150,6 +150,7 @@ class MemInfo:
     lds_offset: int = 0  # byte offset of the allocation (workgroup)
     nbytes: int = 0
     strides: list[int] = field(default_factory=list)
+    offset: LV | None = None  # elements from the resource's start (a memref.subview's)
 
     @property
     def elem(self) -> Attribute:

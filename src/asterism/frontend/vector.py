@@ -22,14 +22,25 @@ from asterism.frontend.memory import byte_offset, load, memref_operand, store
 from asterism.frontend.values import LV, elem_bits, fail, reg_count, type_bits, type_name
 
 
+def _contiguous(op, mem: LV, t) -> None:
+    """vector.load/store read consecutive elements: the memref's last stride must be 1."""
+    if mem.value.strides and mem.value.strides[-1] != 1 and type_bits(t) > elem_bits(
+            mem.type.element_type):
+        raise fail(op, f"the memref's last dimension has stride {mem.value.strides[-1]}: "
+                       "vector.load/store need unit stride (vector.transfer_read/write take "
+                       "other strides)")
+
+
 def _vector_load(low: KernelLowering, op: vector.LoadOp) -> None:
     mem = memref_operand(low, op, op.base)
+    _contiguous(op, mem, op.result.type)
     off = byte_offset(low, op, mem, [low.get(i) for i in op.indices])
     low.set(op.result, load(low, op, mem, off, op.result.type))
 
 
 def _vector_store(low: KernelLowering, op: vector.StoreOp) -> None:
     mem = memref_operand(low, op, op.base)
+    _contiguous(op, mem, op.vector.type)
     off = byte_offset(low, op, mem, [low.get(i) for i in op.indices])
     store(low, op, mem, off, low.get(op.vector), op.vector.type)
 

@@ -10,6 +10,7 @@ Lowering the raised IR gives back the same instructions.
 
 from __future__ import annotations
 
+import math
 import struct
 
 from xdsl.dialects import arith
@@ -163,14 +164,16 @@ class _KernelRaising:
             if op.kind not in NAMED_REGISTER_TYPES:
                 raise VerifyError(f"{op} registers have no IR type")
             key: tuple = (op.kind, op.index, op.count)
-            type_: Attribute = NAMED_REGISTER_TYPES[op.kind](op.index, op.count)
         else:
             assert isinstance(op, Special)
             key = ("special", op.name)
-            type_ = SpecialRegType(op.name)
-        if key in self.local:
-            return self.local[key]
+        found = self.local.get(key)
+        if found is not None:
+            return found
         if key not in self.entry_values:
+            # (the type only for a new register: most operands name one already set)
+            type_: Attribute = (NAMED_REGISTER_TYPES[op.kind].fixed(op.index, op.count)
+                                if isinstance(op, Reg) else SpecialRegType(op.name))
             alloca = AllocaOp(type_)
             alloca.results[0].name_hint = _hint(op)
             self.prologue.append(alloca)
@@ -186,11 +189,14 @@ class _KernelRaising:
             if t is f32 and struct.unpack("<f", struct.pack("<f", value))[0] != value \
                     and value not in syntax.INLINE_FLOATS.values():
                 t = f64  # keep the exact value written
-            attr: Attribute = FloatAttr(value, t)
+            # (equal values of one type print alike but for the sign of zero)
+            key: tuple = (float, value, t, math.copysign(1.0, value))
         else:
-            attr = IntegerAttr(value, i32 if -(1 << 31) <= value < (1 << 31) else i64)
-        key = (type(value), value, str(attr))
+            t = i32 if -(1 << 31) <= value < (1 << 31) else i64  # (follows from the value)
+            key = (type(value), value)
         if key not in self.constants:
+            attr: Attribute = FloatAttr(value, t) if isinstance(value, float) \
+                else IntegerAttr(value, t)
             op = arith.ConstantOp(attr)
             op.result.name_hint = constant_hint(value)
             if loc is not None:

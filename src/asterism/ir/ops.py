@@ -22,6 +22,7 @@ lists, names); their names are the MC layer's (see `asterism.mc.inst`) plus `neg
 
 from __future__ import annotations
 
+import io
 import weakref
 from collections.abc import Iterator, Mapping, Sequence
 from itertools import repeat
@@ -259,12 +260,42 @@ def _parse_type_signature(parser: Parser, n_operands: int) -> tuple[list[Attribu
     return list(ftype.inputs.data), list(ftype.outputs.data)
 
 
+# Printed type signatures (" : (...) -> ..."): by the identities of their types (the entry
+# keeps the types alive, so an id is never another object's), and by value.
+_SIGNATURES_BY_ID: dict[tuple[int, ...], tuple[tuple[Attribute, ...], str]] = {}
+_SIGNATURES: dict[tuple[tuple[Attribute, ...], tuple[Attribute, ...]], str] = {}
+_SIGNATURES_LIMIT = 10_000  # distinct signatures kept (a kernel has a few hundred)
+
+
+def _signature_text(inputs: list[Attribute], outputs: list[Attribute]) -> str:
+    """` : (inputs) -> outputs` as xDSL's printer writes it. (The text depends on the types
+    only: xDSL's generic attribute printer is most of the cost of printing an instruction
+    op, and a kernel repeats a few hundred signatures thousands of times.)"""
+    types = (*inputs, None, *outputs)  # (None: where the inputs end)
+    ids = tuple(map(id, types))
+    hit = _SIGNATURES_BY_ID.get(ids)
+    if hit is not None:
+        return hit[1]
+    key = (tuple(inputs), tuple(outputs))
+    text = _SIGNATURES.get(key)
+    if text is None:
+        out = io.StringIO()
+        Printer(stream=out).print_function_type(inputs, outputs)
+        text = " : " + out.getvalue()
+        if len(_SIGNATURES) >= _SIGNATURES_LIMIT:
+            _SIGNATURES.clear()
+        _SIGNATURES[key] = text
+    if len(_SIGNATURES_BY_ID) >= _SIGNATURES_LIMIT:
+        _SIGNATURES_BY_ID.clear()
+    _SIGNATURES_BY_ID[ids] = (types, text)
+    return text
+
+
 def _print_type_signature(printer: Printer, inputs: Sequence[Attribute],
                           outputs: Sequence[Attribute]) -> None:
     if not inputs and not outputs:
         return
-    printer.print_string(" : ")
-    printer.print_function_type(inputs, outputs)
+    printer.print_string(_signature_text(list(inputs), list(outputs)))
 
 
 # --- instruction ops ------------------------------------------------------------------------
@@ -333,15 +364,54 @@ class InstructionOp(IRDLOperation):
         return cls(mnemonic, operands, outputs, mods, attrs)
 
     def print(self, printer: Printer) -> None:
+        operands = self._operands  # (all of them are `args`, all results are `outs`)
+        mods = self.mods
+        line = None if self.attributes else _instruction_line(printer, self, operands, mods)
+        if line is not None:
+            printer.print_string(line)
+            return
         printer.print_string(f" {self.mnemonic.data}")
-        if self.args:
+        if operands:
             printer.print_string(" ")
-            printer.print_list(self.args, printer.print_operand)
-        _print_modifiers(printer, self.mods)
+            printer.print_list(operands, printer.print_operand)
+        _print_modifiers(printer, mods)
         if self.attributes:
             printer.print_op_attributes(self.attributes)
-        _print_type_signature(printer, [a.type for a in self.args],
-                              [r.type for r in self.outs])
+        _print_type_signature(printer, [a.type for a in operands],
+                              [r.type for r in self.results])
+
+
+def _instruction_line(printer: Printer, op: InstructionOp, operands: Sequence[SSAValue],
+                      mods: Mapping[str, ModValue]) -> str | None:
+    """The text InstructionOp.print writes for `op` (no attributes) as one string, or None
+    when a piece needs the printer itself (an operand it has not named yet, a modifier
+    written as an identifier or string). (One call into the printer instead of one per
+    piece: printing a raised kernel is mostly these lines.)"""
+    names = getattr(printer, "_ssa_values", None)  # (xDSL's value -> name of the printer)
+    if names is None:
+        return None
+    parts = [" ", op.mnemonic.data]
+    for k, value in enumerate(operands):
+        name = names.get(value)
+        if name is None:
+            return None
+        parts.append(", %" if k else " %")
+        parts.append(name)
+    for name, value in mods.items():
+        if value is True:
+            parts.append(f" {name}")
+        elif isinstance(value, bool):
+            parts.append(f" {name} = {'true' if value else 'false'}")
+        elif isinstance(value, int):
+            parts.append(f" {name} = {value}")
+        elif isinstance(value, tuple):
+            parts.append(f" {name} = [{', '.join(str(v) for v in value)}]")
+        else:
+            return None
+    if operands or op.results:
+        parts.append(_signature_text([a.type for a in operands],
+                                     [r.type for r in op.results]))
+    return "".join(parts)
 
 
 def _family(name: str, encodings: tuple[str, ...], doc: str) -> type[InstructionOp]:

@@ -36,9 +36,11 @@ from asterism.ir import kernel_attrs
 from asterism.ir.from_mc import _KernelRaising
 from asterism.ir.kernel_attrs import set_code_object_version
 from asterism.ir.ops import KernelOp, ModuleOp
+from asterism.ir.verify import BuiltOps, VerifiedFacts
 from asterism.mc.inst import HIDDEN_BITS, Inst
 from asterism.mc.operands import Label
 from asterism.mc.program import AbiRequest, KernelArg, LabelDef, McKernel
+from asterism.support.gcpause import pause_cyclic_gc, resume_cyclic_gc
 
 ELF_MAGIC = b"\x7fELF"
 S_NOP_0 = 0xBF800000
@@ -75,6 +77,7 @@ class _Original:
     metadata: dict[str, Any] | None
     addresses: dict[int, int] = field(default_factory=dict)  # id(Inst) -> address
     meta_path: tuple[str | int, ...] = ()  # where `metadata` is in the map (for messages)
+    raw: dict[int, bytes] = field(default_factory=dict)  # id(Inst) -> its words in .text
 
 
 # ---------------------------------------------------------------------- entry points
@@ -84,11 +87,17 @@ def raise_file(source: bytes | str | os.PathLike[str], options: RaiseOptions | N
     """The IR of a code object or assembly file (path or bytes/text)."""
     options = options or RaiseOptions()
     data, name = _read(source, filename)
-    if data[:4] == ELF_MAGIC:
-        return raise_code_object(data, options, name)
-    from asterism.textio import decode_text
+    # (the ops made would otherwise start full collections that re-scan the growing IR; see
+    # support.gcpause)
+    was_enabled = pause_cyclic_gc()
+    try:
+        if data[:4] == ELF_MAGIC:
+            return raise_code_object(data, options, name)
+        from asterism.textio import decode_text
 
-    return raise_asm(decode_text(data, name), options, name)
+        return raise_asm(decode_text(data, name), options, name)
+    finally:
+        resume_cyclic_gc(was_enabled)
 
 
 def raise_code_object(data: bytes, options: RaiseOptions | None = None,
@@ -179,11 +188,11 @@ def _decode_kernels(obj, filename: str) -> list[_Original]:
         body = [d for d in items if sym.offset <= _address(d) < end]
         last = index == len(kernels) - 1
         body = _without_padding(body, end, last)
-        kernel, addresses = _kernel_of(sym.name, body, sym.offset, end, filename, names)
+        kernel, addresses, raw = _kernel_of(sym.name, body, sym.offset, end, filename, names)
         meta = find_kernel_metadata(obj.metadata, sym.name) if obj.metadata else None
         meta = meta or sym.metadata or None
         out.append(_Original(kernel, sym.descriptor, meta, addresses,
-                             _entry_path(obj.metadata, meta)))
+                             _entry_path(obj.metadata, meta), raw))
     return out
 
 
@@ -233,14 +242,17 @@ def _label_symbols(obj) -> dict[int, str]:
 
 
 def _kernel_of(name: str, body: list, start: int, end: int, filename: str,
-               names: dict[int, str] | None = None) -> tuple[McKernel, dict[int, int]]:
-    """An McKernel of decoded items (exact instructions, branches to labels), checked."""
+               names: dict[int, str] | None = None
+               ) -> tuple[McKernel, dict[int, int], dict[int, bytes]]:
+    """An McKernel of decoded items (exact instructions, branches to labels), checked; the
+    address and the words of each instruction, by id."""
     from asterism.mc.exact import exact_inst
 
     starts = {_address(d) for d in body}
     labels: set[int] = set()
     out: list[Inst | LabelDef] = []
     addresses: dict[int, int] = {}
+    raw: dict[int, bytes] = {}
     targets: dict[int, int] = {}
     for d in body:
         if isinstance(d, tuple):
@@ -274,8 +286,9 @@ def _kernel_of(name: str, body: list, start: int, end: int, filename: str,
             inst.operands = [Label(label(targets[d.address])) if s.syntax == "label"
                              else o for s, o in zip(inst.form.operands, inst.operands)]
         addresses[id(inst)] = d.address
+        raw[id(inst)] = d.raw
         out.append(inst)
-    return _bare_kernel(name, out), addresses
+    return _bare_kernel(name, out), addresses, raw
 
 
 def _ir_inst(inst: Inst | None, d, filename: str) -> Inst:
@@ -389,11 +402,12 @@ def _raise(originals: list[_Original], target: str, features: str, metadata: dic
             names = ", ".join(o.kernel.name for o in originals)
             raise AsterismError(f"{filename}: no kernel '{options.kernel}' (kernels: {names})")
         originals = chosen
-    kernels = [_raise_kernel(o, target, filename) for o in originals]
+    checked = _Checked(VerifiedFacts(), BuiltOps())
+    kernels = [_raise_kernel(o, target, filename, checked) for o in originals]
     amod = ModuleOp("module", target, kernels, features=features or None)
     set_code_object_version(amod, version)
     module = BuiltinModuleOp([amod])
-    _keep_descriptors_and_metadata(module, amod, originals, metadata, options)
+    _keep_descriptors_and_metadata(module, amod, originals, metadata, options, checked)
     if options.relocatable:
         from asterism.ir.relocate import relocate_module
 
@@ -401,7 +415,18 @@ def _raise(originals: list[_Original], target: str, features: str, metadata: dic
     return module
 
 
-def _raise_kernel(original: _Original, target: str, filename: str) -> KernelOp:
+@dataclass
+class _Checked:
+    """The instruction ops the raiser checked on its own (each lowered and encoded back):
+    their forms and the ops as they were, so lowering the new module does not match them
+    again (verify_module's `built`; everything else is verified as always)."""
+
+    facts: VerifiedFacts
+    built: BuiltOps
+
+
+def _raise_kernel(original: _Original, target: str, filename: str,
+                  checked: _Checked) -> KernelOp:
     kd, meta = original.descriptor, original.metadata
     mk = original.kernel
     abi = _abi_request(kd)
@@ -414,13 +439,13 @@ def _raise_kernel(original: _Original, target: str, filename: str) -> KernelOp:
         raise RaiseError(f"{filename}: {err.message}") from None
     mk.workgroup_size = _workgroup_size(meta)
     mk.lds_size = kd.group_segment_fixed_size
-    raiser = _AddressedRaising(mk, target, original.addresses, filename)
+    raiser = _AddressedRaising(mk, target, original.addresses, filename, original.raw)
     try:
         op = raiser.run()
     except VerifyError as err:
         raise RaiseError(f"{filename}: kernel '{mk.name}': {err.message}", err.location) \
             from None
-    _check_instructions(op, raiser, filename)
+    _check_instructions(op, raiser, filename, checked)
     return op
 
 
@@ -428,9 +453,10 @@ class _AddressedRaising(_KernelRaising):
     """The raiser, remembering the address (or source line) of every instruction op."""
 
     def __init__(self, kernel: McKernel, target: str, addresses: dict[int, int],
-                 filename: str):
+                 filename: str, raw: dict[int, bytes] | None = None):
         super().__init__(kernel, target)
         self.addresses = addresses
+        self.raw = raw or {}  # id(Inst) -> the words it was decoded from
         self.filename = filename
         self.origin: dict[Operation, str] = {}
         self.words: dict[Operation, Inst] = {}  # the instruction each op was raised from
@@ -453,34 +479,45 @@ class _AddressedRaising(_KernelRaising):
         return str(inst.loc) if inst.loc is not None else self.filename
 
 
-def _check_instructions(kernel: KernelOp, raiser: _AddressedRaising, filename: str) -> None:
+def _check_instructions(kernel: KernelOp, raiser: _AddressedRaising, filename: str,
+                        checked: _Checked) -> None:
     """RaiseError (with the address) for an instruction the decoder accepts but the IR's
     or the MC layer's rules refuse (trap registers, misaligned ranges, constant-bus
     overuse...) or that would not come back as the same words: each instruction op is
-    lowered and encoded once on its own."""
+    lowered and encoded once on its own. The ops that pass as they are go to `checked`."""
     from collections import Counter
 
     from asterism.ir.ops import InstructionOp
     from asterism.ir.to_mc import _KernelLowering
-    from asterism.ir.verify import VerifiedFacts
+    from asterism.ir.verify import check_instruction_keyed
     from asterism.isa import get_isa
     from asterism.mc.encoder import encode_inst
 
-    lowering = _KernelLowering(kernel, get_isa(raiser.target), Counter(), VerifiedFacts())
+    isa = get_isa(raiser.target)
+    forms = checked.facts.forms
+    lowering = _KernelLowering(kernel, isa, Counter(), VerifiedFacts(forms=forms))
     for op in kernel.walk():
         if not isinstance(op, InstructionOp):
             continue
         where = raiser.origin.get(op, filename)
         try:
+            # (the full check, as verify_module makes it: its result is kept for lowering)
+            forms[op] = check_instruction_keyed(op, isa, lowering.layout)
             again = encode_inst(lowering.lower_instruction(op))
         except AsterismError as err:
+            forms.pop(op, None)  # (decode_only or refused: verified again when lowered)
             why = _assembler_refuses(raiser.words.get(op))
             if why is None:  # (the assembler takes it: the IR should too)
                 raise RaiseError(f"{where}: {op.mnemonic_text}: the IR cannot express this "
                                  f"instruction: {err.message}") from None
             again = _decode_only(op, lowering, why, where)
+        else:
+            checked.built.add(op)
         source = raiser.words.get(op)
-        if source is not None and again != encode_inst(source):
+        # (a decoded instruction encodes back to its words, hidden bits included (see
+        # mc.exact): equal words need no second encoding)
+        if source is not None and again != raiser.raw.get(id(source)) and \
+                again != encode_inst(source):
             raise RaiseError(f"{where}: {op.mnemonic_text}: the IR does not give back its "
                              f"words ({encode_inst(source).hex()} -> {again.hex()})")
 
@@ -519,11 +556,11 @@ def _decode_only(op, lowering, why: str, where: str) -> bytes:
 
 def _keep_descriptors_and_metadata(module: BuiltinModuleOp, amod: ModuleOp,
                                    originals: list[_Original], metadata: dict[str, Any],
-                                   options: RaiseOptions) -> None:
+                                   options: RaiseOptions, checked: _Checked) -> None:
     """Set the `descriptor`/`metadata` attributes: what lowering would not make by itself."""
     from asterism.ir.to_mc import lower_module
 
-    lowered = lower_module(module)
+    lowered = lower_module(module, checked.facts, checked.built)
     kernel_ops = [op for op in amod.body.ops if isinstance(op, KernelOp)]
     for op, low, original in zip(kernel_ops, lowered.kernels, originals):
         desc = _descriptor_overrides(low, original.descriptor, lowered.target)

@@ -12,7 +12,7 @@ from collections.abc import Callable
 from xdsl.context import Context
 from xdsl.dialects.builtin import FileLineColLoc, IntAttr, StringAttr, UnknownLoc
 from xdsl.dialects.builtin import ModuleOp as BuiltinModuleOp
-from xdsl.ir import Block, Operation
+from xdsl.ir import Attribute, Block, Operation
 from xdsl.parser import Parser
 from xdsl.parser.generic_parser import ParserState
 from xdsl.printer import Printer
@@ -24,6 +24,8 @@ from xdsl.utils.mlir_lexer import MLIRLexer, MLIRTokenKind
 from asterism.errors import AsterismError, ParseError, SourceLocation
 from asterism.ir.dialect import make_context
 from asterism.ir.ops import remember_forward_definition, remember_spelled_name
+from asterism.ir.text_fast import FastOps
+from asterism.support.gcpause import pause_cyclic_gc, resume_cyclic_gc
 
 
 class _LinearLexer(MLIRLexer):
@@ -50,6 +52,8 @@ class _LinearLexer(MLIRLexer):
         return token
 
 
+_NEWLINE = re.compile("\n")
+_FAST_START = (MLIRTokenKind.PERCENT_IDENT, MLIRTokenKind.BARE_IDENT)
 MAX_INT_LITERAL = 128  # characters of an integer literal (a 256-bit value is 78 digits)
 MAX_INT_TYPE_WIDTH = (1 << 24) - 1  # widest iN (MLIR's IntegerType::kMaxWidth)
 _INT_TYPE_RE = re.compile(r"[su]?i([0-9]+)")
@@ -67,7 +71,7 @@ def keep_block_name(block: Block, name: str) -> None:
 class _LocatingParser(Parser):
     """An xDSL parser that records each op's file:line:col as its location."""
 
-    def __init__(self, text: str, filename: str, context=None):
+    def __init__(self, text: str, filename: str, context=None, fast: bool = False):
         # xDSL lexes the first token in its constructor with its own lexer: start it on
         # empty text; `begin` hands it the linear lexer over the real text.
         super().__init__(context or make_context(), "", filename)
@@ -75,7 +79,33 @@ class _LocatingParser(Parser):
         self.filename = filename
         self._open_regions: list[int] = []  # offsets of the '{' of the regions being parsed
         self._labels: list[dict[str, int]] = []  # per open region: block label -> its line
-        self._line_starts = [0] + [i + 1 for i, c in enumerate(text) if c == "\n"]
+        self._line_starts = [0, *(m.end() for m in _NEWLINE.finditer(text))]
+        # (the amdgcn dialect's one-line forms without xDSL's token parser: ir.text_fast)
+        self._fast = FastOps(self, self._type_of_text) if fast else None
+
+    def _type_of_text(self, text: str) -> Attribute | None:
+        """The type xDSL reads from `text` (all of it) in this parser's context, or None if
+        it reads no type or fails (the fast path then leaves the op to xDSL, which reports
+        the error where it is)."""
+        sub = _LocatingParser(text, self.filename, self.ctx)
+        try:
+            sub.begin()
+            found = sub.parse_optional_type()
+            if found is None or sub._current_token.kind != MLIRTokenKind.EOF:
+                return None
+        except Exception:
+            return None
+        return found
+
+    def parse_optional_operation(self) -> Operation | None:
+        """An op, read by the fast path when it takes the op's text, else by xDSL."""
+        if self._fast is not None:
+            token = self._current_token
+            if token.kind in _FAST_START:
+                op = self._fast.read(token.span.start)
+                if op is not None:
+                    return op
+        return super().parse_optional_operation()
 
     def begin(self) -> None:
         """Lex the first token of the real text (may raise xDSL's ParseError)."""
@@ -179,6 +209,10 @@ class _LocatingParser(Parser):
         return op
 
 
+# The fast path of amdgcn IR text (ir.text_fast); False reads everything with xDSL's parser
+# (the tests compare the two).
+FAST_PATH = True
+
 _MAX_QUOTE = 60  # characters of the input quoted in a message
 
 
@@ -216,7 +250,10 @@ def parse_text(text: str, filename: str = "<input>", context: Context | None = N
     """Parse MLIR text in `context` (amdgcn IR's by default) without verifying it, with
     file:line:col on every op and in every ParseError; `unregistered(name)` words the error
     for an op the context does not know (None: xDSL's message)."""
-    parser = _LocatingParser(text, filename, context)
+    # (the fast path reads amdgcn IR's own forms: in other contexts, xDSL reads everything)
+    parser = _LocatingParser(text, filename, context, fast=context is None and FAST_PATH)
+    # (the ops made would otherwise start full collections that re-scan the growing IR)
+    was_enabled = pause_cyclic_gc()
     try:
         parser.begin()
         module = parser.parse_module()
@@ -248,6 +285,8 @@ def parse_text(text: str, filename: str = "<input>", context: Context | None = N
         # KeyError on a block label); report it where the parser stopped.
         raise ParseError(f"malformed input here ({type(err).__name__}: {err})",
                          parser.location(parser.pos)) from None
+    finally:
+        resume_cyclic_gc(was_enabled)
     return module
 
 
@@ -257,13 +296,18 @@ def print_ir(module: Operation, generic: bool = False) -> str:
     printer = Printer(stream=out, print_generic_format=generic)
     implicit = (isinstance(module, BuiltinModuleOp) and module.sym_name is None
                 and not module.attributes and not generic)
-    if implicit:
-        for k, op in enumerate(module.ops):
-            if k:
+    # (the printer's per-op objects would otherwise start collections that scan the IR)
+    was_enabled = pause_cyclic_gc()
+    try:
+        if implicit:
+            for k, op in enumerate(module.ops):
+                if k:
+                    out.write("\n")
+                printer.print_op(op)
                 out.write("\n")
-            printer.print_op(op)
+        else:
+            printer.print_op(module)
             out.write("\n")
-    else:
-        printer.print_op(module)
-        out.write("\n")
+    finally:
+        resume_cyclic_gc(was_enabled)
     return out.getvalue()

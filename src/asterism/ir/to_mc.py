@@ -26,6 +26,7 @@ from asterism.ir.kernel_attrs import (
     apply_module_attributes,
     hidden_bits_of,
 )
+from asterism.ir.loops import has_structured
 from asterism.ir.match import WAITCNT_COUNTERS, Match, canonical_float, immediate_of
 from asterism.ir.ops import (
     ABI_VALUE_OPS,
@@ -41,9 +42,10 @@ from asterism.ir.ops import (
 )
 from asterism.ir.types import OffType, RegisterType, SpecialRegType, type_text
 from asterism.ir.verify import (
+    BuiltOps,
     VerifiedFacts,
     amdgcn_modules,
-    check_instruction,
+    check_instruction_keyed,
     error_at,
     has_relocatable,
     is_decode_only,
@@ -72,20 +74,33 @@ REGALLOC_HINT = "run the register allocation pass (--pipeline regalloc) or give 
                 "register"
 
 
-def lower_module(module: Operation) -> McModule:
-    """Lower a verified module (one amdgcn.module) to the MC layer."""
+def lower_module(module: Operation, facts: VerifiedFacts | None = None,
+                 built: BuiltOps | None = None) -> McModule:
+    """Verify and lower a module (one amdgcn.module) to the MC layer. `facts` and `built`:
+    instruction ops the caller made and checked itself (their forms in `facts.forms`, the
+    ops in `built`), not matched again while unchanged (see verify_module)."""
     # The instructions made here would push the cyclic collector into full collections that
     # re-scan the whole IR (often longer than the lowering itself); see support.gcpause.
     was_enabled = pause_cyclic_gc()
     try:
-        return _lower_module(module)
+        return _lower_module(module, facts or VerifiedFacts(), built)
     finally:
         resume_cyclic_gc(was_enabled)
 
 
-def _lower_module(module: Operation) -> McModule:
-    facts = VerifiedFacts()
-    verify_module(module, facts)
+def _lower_module(module: Operation, facts: VerifiedFacts, built: BuiltOps | None
+                  ) -> McModule:
+    if has_structured(module):
+        # (scf loops and branches become blocks first, in a copy: the input stays as given)
+        from asterism.ir.loop_lowering import drop_coalesced_copies, lower_structured_module
+
+        module = module.clone()
+        lower_structured_module(module)
+        for kernel in module.walk():
+            if isinstance(kernel, KernelOp):
+                drop_coalesced_copies(kernel)
+        facts, built = VerifiedFacts(), None  # (the caller's facts are of other ops)
+    verify_module(module, facts, built)
     amods = amdgcn_modules(module)
     if len(amods) != 1:
         raise VerifyError(f"expected exactly one amdgcn.module, found {len(amods)}",
@@ -226,7 +241,9 @@ class _KernelLowering:
     def _lower_instruction(self, op: InstructionOp) -> Inst:
         found = self.forms.get(op)
         if found is None:  # not seen by verification (it checks every op of a kernel)
-            found = (check_instruction(op, self.isa, self.layout), None)
+            # (with its match key: an op checked on its own, as the raiser checks each one,
+            # still finds the lowering of an equal op in the cache)
+            found = check_instruction_keyed(op, self.isa, self.layout)
         match, key = found
         # Relocatable operands (only ABI values get this far) lower to the registers of their
         # kernel's layout, which the key does not hold.
@@ -365,7 +382,7 @@ def lower_ir_text(text: str, filename: str = "<input>") -> McModule:
     """Parse, verify and lower IR text in one step."""
     from asterism.ir.text import parse_ir
 
-    return lower_module(parse_ir(text, filename))
+    return lower_module(parse_ir(text, filename, verify=False))  # (lowering verifies it)
 
 
 __all__ = ["lower_ir_text", "lower_module"]

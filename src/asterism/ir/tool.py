@@ -48,7 +48,8 @@ def main(argv: list[str] | None = None) -> int:
         from asterism.ir import lower_module, parse_ir, print_ir, raise_module
         from asterism.textio import read_text
 
-        module = parse_ir(read_text(args.file), name)
+        lowering = args.lower or args.asm or args.roundtrip_mc  # (lowering verifies)
+        module = parse_ir(read_text(args.file), name, verify=not lowering)
         if args.lower:
             out = asm_listing(lower_module(module))
         elif args.asm:

@@ -12,13 +12,16 @@ database name) and what was expected, at the op's source location.
 from __future__ import annotations
 
 import weakref
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from xdsl.dialects import arith, func
+from xdsl.dialects import arith, func, scf
 from xdsl.dialects.builtin import (
     DictionaryAttr,
     FloatAttr,
     IntegerAttr,
+    IntegerType,
+    Signedness,
     StringAttr,
 )
 from xdsl.dialects.builtin import ModuleOp as BuiltinModuleOp
@@ -47,6 +50,7 @@ from asterism.errors import TargetError, VerifyError
 from asterism.ir.abi import USER_SGPR_OPS, KernelLayout, compute_layout, lds_size
 from asterism.ir.dominance import check_dominance
 from asterism.ir.kernel_attrs import DECODE_ONLY_ATTR
+from asterism.ir.loops import STRUCTURED_OPS, TOKEN_VAR_OPS
 from asterism.ir.match import (
     Match,
     MatchError,
@@ -147,11 +151,15 @@ def _instruction_props_ok(props: dict) -> bool:
 
 
 def _passes_xdsl_checks(op: Operation) -> bool:
-    """True if `op.verify(verify_nested_ops=False)` would certainly pass: an instruction op or
-    amdgcn.alloca that is not the last op of its block (terminator rules), has no successors
-    or regions, no erased operands and properties of the declared kinds."""
+    """True if `op.verify(verify_nested_ops=False)` would certainly pass: an instruction op,
+    amdgcn.alloca, arith.constant or amdgcn.literal that is not the last op of its block
+    (terminator rules), has no successors or regions, no erased operands, properties of the
+    declared kinds and (constants) a result of its value's type."""
     # (the fields behind xDSL's views: the views are made anew on every access)
     cls = type(op)
+    if cls in _VALUE_OPS:
+        return (op._next_op is not None and op.parent is not None
+                and _VALUE_OPS[cls](op))  # type: ignore[operator]
     if cls not in _TRIVIAL_DEFINITIONS or op._next_op is None or op.parent is None:
         return False
     if op._successors or op.regions:
@@ -190,6 +198,69 @@ def _trivial_definitions() -> frozenset[type[Operation]]:
 
 
 _TRIVIAL_DEFINITIONS = _trivial_definitions()
+
+
+def _value_op_shape(op: Operation, prop: str) -> Attribute | None:
+    """The one property `prop` of an op with no operands, successors, regions or
+    attributes and one result (None otherwise)."""
+    props = op.properties
+    if (op._operands or op._successors or op.regions or op.attributes or len(props) != 1
+            or len(op.results) != 1):
+        return None
+    return props.get(prop)
+
+
+def _constant_ok(op: Operation) -> bool:
+    """arith.constant with a signless integer or a float value of its result's type."""
+    value = _value_op_shape(op, "value")
+    cls = type(value)
+    if cls is IntegerAttr:
+        t = value.type  # type: ignore[union-attr]
+        if type(t) is not IntegerType or t.signedness.data is not Signedness.SIGNLESS:
+            return False
+    elif cls is not FloatAttr:
+        return False
+    return op.results[0].type == value.type  # type: ignore[union-attr]
+
+
+def _literal_ok(op: Operation) -> bool:
+    """amdgcn.literal: its bits an IntegerAttr, its result an integer type."""
+    return (type(_value_op_shape(op, "bits")) is IntegerAttr
+            and type(op.results[0].type) is IntegerType)
+
+
+def _value_ops() -> dict[type[Operation], Callable[[Operation], bool]]:
+    """The short cuts for arith.constant and amdgcn.literal, each kept only if it agrees
+    with xDSL's own verification on ops of every case it tells apart (checked once here:
+    another xDSL could define the ops otherwise)."""
+    from xdsl.dialects.builtin import f32, f64, i32, i64
+
+    def agrees(check: Callable[[Operation], bool], op: Operation) -> bool:
+        Block([op, EndKernelOp()])  # (not the last op of its block)
+        try:
+            op.verify(verify_nested_ops=False)
+            accepted = True
+        except VerifyException:
+            accepted = False
+        return check(op) is accepted or (accepted and not check(op))
+
+    constants = [arith.ConstantOp(IntegerAttr(5, i32)), arith.ConstantOp(FloatAttr(1.5, f32)),
+                 arith.ConstantOp(IntegerAttr(5, i64), i32),
+                 arith.ConstantOp(FloatAttr(1.5, f64), f32),
+                 arith.ConstantOp(IntegerAttr(5, IntegerType(32, Signedness.SIGNED)))]
+    literals = [LiteralOp(0x3F800000)]
+    bad_literal = LiteralOp(1)
+    bad_literal.results[0]._type = f32
+    literals.append(bad_literal)
+    out: dict[type[Operation], Callable[[Operation], bool]] = {}
+    for cls, check, samples in ((arith.ConstantOp, _constant_ok, constants),
+                                (LiteralOp, _literal_ok, literals)):
+        if all(agrees(check, op) for op in samples):
+            out[cls] = check
+    return out
+
+
+_VALUE_OPS = _value_ops()
 
 
 _LIVE_VALUES = (OpResult, BlockArgument)  # (exact types: not ErasedSSAValue)
@@ -288,7 +359,7 @@ def verify_module(module: Operation, facts: VerifiedFacts | None = None,
     `facts`, records what lowering needs (see VerifiedFacts). `built`: instruction ops whose
     form their builder matched (and checked) when it made them (see BuiltOps); such an op,
     if unchanged, is not matched again (the structure, register bounds and every other op
-    are checked as always)."""
+    are checked as always); with `facts`, only if `facts.forms` already holds its form."""
     # (the keys and facts made per op would otherwise start full collections of the IR)
     was_enabled = pause_cyclic_gc()
     try:
@@ -329,8 +400,7 @@ class _Checker:
         self.layout = layout
         self.kernel = kernel
         self.forms = facts.forms if facts is not None else None
-        # (with `facts` every form is needed: nothing is skipped)
-        self.built = built if built and self.forms is None else None
+        self.built = built if built else None
         self.limits = {VGPRType: target.vgpr.arch, AGPRType: target.vgpr.acc,
                        SGPRType: target.sgpr.addressable, TTMPType: TTMP_COUNT}
 
@@ -373,9 +443,11 @@ class _Checker:
         if cls is AllocaOp:
             return  # the most common op after instructions: nothing more to check
         if cls in _INSTRUCTION_CLASSES or isinstance(op, InstructionOp):
-            if self.built is not None and self.built.unchanged(op):
+            # (with `facts`, lowering needs the form: skipped only if the caller recorded it)
+            if self.built is not None and self.built.unchanged(op) and (
+                    self.forms is None or op in self.forms):
                 return
-            found = _check_instruction(op, self.isa, self.layout)
+            found = check_instruction_keyed(op, self.isa, self.layout)
             if self.forms is not None:
                 self.forms[op] = found
         elif isinstance(op, BranchOp):
@@ -412,9 +484,15 @@ class _Checker:
             pass  # calls are inlined by the inline pass; lowering rejects them
         elif isinstance(op, SchedBarrierOp):
             pass  # a scheduling fence: no operands, no machine code
+        elif isinstance(op, STRUCTURED_OPS):
+            if self.kernel is None:
+                raise error_at(op, "scf loops and branches are lowered in kernels only")
+            self.check_region_ops(op)  # (its own checks ran in verify_structure)
+        elif isinstance(op, (scf.YieldOp, *TOKEN_VAR_OPS)):
+            pass  # a region's end (checked by its parent); token variables (ir.loops)
         else:
-            raise error_at(op, "not allowed in a kernel body (amdgcn ops, arith.constant "
-                               "and func.call only)")
+            raise error_at(op, "not allowed in a kernel body (amdgcn ops, arith.constant, "
+                               "func.call, scf.for and scf.if only)")
 
 
 def verify_kernel(kernel: KernelOp, isa: IsaDatabase, target: Target,
@@ -550,11 +628,11 @@ def match_instruction(op: InstructionOp, isa: IsaDatabase,
 def check_instruction(op: InstructionOp, isa: IsaDatabase,
                       layout: KernelLayout | None = None) -> Match:
     """Full check of an instruction op: form, operands, modifiers, results."""
-    return _check_instruction(op, isa, layout)[0]
+    return check_instruction_keyed(op, isa, layout)[0]
 
 
-def _check_instruction(op: InstructionOp, isa: IsaDatabase,
-                       layout: KernelLayout | None) -> tuple[Match, tuple | None]:
+def check_instruction_keyed(op: InstructionOp, isa: IsaDatabase,
+                            layout: KernelLayout | None) -> tuple[Match, tuple | None]:
     """`check_instruction`, also returning the op's exact match key (None: uncacheable)."""
     cache = _match_cache(isa)
     key = _match_key(op, layout)
@@ -600,11 +678,17 @@ def check_next_block(op: Operation, dest: Block, what: str) -> None:
 
 
 def check_wait(op: WaitOp) -> None:
-    """Every token of an amdgcn.wait comes from a memory instruction."""
+    """Every token of an amdgcn.wait comes from a memory instruction (or is carried: a loop's
+    or an scf.if's token, a token variable; see ir.loops)."""
     for k, tok in enumerate(op.tokens):
         owner = tok.owner
-        if not isinstance(owner, InstructionOp) or owner.token is not tok:
-            raise error_at(op, f"operand #{k} is not the token result of a memory instruction")
+        if isinstance(owner, InstructionOp) and owner.token is tok:
+            continue
+        if isinstance(tok, BlockArgument) and isinstance(owner.parent_op(), STRUCTURED_OPS):
+            continue  # (scf.for's iter_arg: owner is the body block)
+        if isinstance(owner, (*STRUCTURED_OPS, *TOKEN_VAR_OPS)):
+            continue
+        raise error_at(op, f"operand #{k} is not the token result of a memory instruction")
 
 
 _ABI_WIDTH = {WorkgroupIdOp: 1, WorkitemIdOp: 1}
@@ -634,6 +718,7 @@ __all__ = [
     "VerifiedFacts",
     "amdgcn_modules",
     "check_instruction",
+    "check_instruction_keyed",
     "check_wait",
     "error_at",
     "has_relocatable",

@@ -8,14 +8,15 @@ fact is derived.
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import cache
-from importlib import resources
 
 import msgpack
 
 from asterism.errors import TargetError
+from asterism.version import package_file
 
 SUFFIXES = ("_e32", "_e64", "_dpp", "_sdwa")
 
@@ -220,8 +221,8 @@ def _instruction_from_json(raw: dict, target: str) -> Instruction:
 @cache
 def known_isa_targets() -> tuple[str, ...]:
     """Targets that have a generated ISA database."""
-    files = resources.files("asterism.isa").joinpath("data").iterdir()
-    return tuple(sorted(p.name[:-5] for p in files if p.name.endswith(".json")))
+    names = os.listdir(package_file("isa", "data"))
+    return tuple(sorted(name[:-5] for name in names if name.endswith(".json")))
 
 
 class _Instructions(Mapping):
@@ -340,5 +341,6 @@ def get_isa(target: str) -> IsaDatabase:
     # text, and joined into a path it could name any *.json on the machine)
     if name not in known:
         raise TargetError.unknown(target, known)
-    path = resources.files("asterism.isa").joinpath("data", f"{name}.json")
-    return IsaDatabase.from_tables(name, _load_tables(name, path.read_bytes()))
+    with open(package_file("isa", "data", f"{name}.json"), "rb") as f:
+        data = f.read()
+    return IsaDatabase.from_tables(name, _load_tables(name, data))

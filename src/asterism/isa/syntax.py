@@ -7,6 +7,8 @@ CDNA3/CDNA4 ISA references and checked against LLVM 22 by the differential tests
 
 from __future__ import annotations
 
+import math
+
 # 9-bit source operand codes (SSRC/SRC): scalar registers, constants and VGPRs (256+).
 SGPR_MAX = 101
 TTMP_BASE = 108
@@ -67,6 +69,10 @@ def inline_int_value(code: int) -> int | None:
 
 def inline_float_code(value: float) -> int | None:
     """The source code of an inline float constant, or None."""
+    if value == 0.0 and math.copysign(1.0, value) > 0:
+        # +0.0 has the bits of the integer 0 in every float type: LLVM encodes it as the
+        # inline constant 0 (code 128); -0.0 has no inline code (a literal).
+        return INLINE_INT_ZERO
     for code, v in INLINE_FLOATS.items():
         if v == value or (code == 248 and abs(value - v) < 1e-7):
             return code

@@ -264,21 +264,14 @@ def make_inputs(cfg: Config, seed: int) -> dict[str, np.ndarray]:
     return out
 
 
-def bf16_toward_zero(x: np.ndarray) -> np.ndarray:
-    """float values rounded to bf16 toward zero (truncated float32), as float32."""
-    from asterism.emu.numerics import bf16_to_f32, f32_to_bf16
-
-    return bf16_to_f32(f32_to_bf16(np.asarray(x, np.float32), rounding="rtz"))
-
-
 def expected(args: dict[str, Any], cfg: Config) -> dict[str, np.ndarray]:
     """O (bshd) and LSE from flash_attention_fwd's reference; for the rtz build with P and O
     rounded toward zero as that kernel rounds them."""
     q, k, v = (attention.decode(args[n], "bf16").transpose(0, 2, 1, 3) for n in "qkv")
     o, lse = attention.reference(q, k, v, cfg.scale, cfg.causal, lse=True,
-                                 round_p=bf16_toward_zero if cfg.rtz else None)
+                                 round_p=attention.bf16_toward_zero if cfg.rtz else None)
     o = o.transpose(0, 2, 1, 3)
-    out = {"o": bf16_toward_zero(o) if cfg.rtz else o}
+    out = {"o": attention.bf16_toward_zero(o) if cfg.rtz else o}
     if cfg.lse:
         out["lse"] = lse
     return out

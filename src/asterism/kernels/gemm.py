@@ -110,6 +110,11 @@ PARAMS = (
           "fragment = one before each MFMA whose fragment is still in flight; auto = step on "
           "the direct-to-LDS path, fragment on the register-staged one (faster there in the "
           "timing model)", ("auto", "step", "fragment")),
+    Param("kloop", "unrolled", "how the K loop is written: unrolled = blocks and a branch "
+          "written by the generator (the cross-iteration waits of the direct-to-LDS loads by "
+          "hand); scf = an scf.for (kb.loop) whose iter_args carry the global offsets, the "
+          "staging registers and the load tokens, so the waits pass makes every wait",
+          ("unrolled", "scf")),
     Param("seed", 0, "random seed of the inputs"),
 )
 
@@ -138,6 +143,7 @@ class GemmConfig:
     lds_stages: int = 0
     read_waits: str = "auto"
     c_dtype: str = "f32"
+    kloop: str = "unrolled"
 
     @property
     def c_bytes(self) -> int:
@@ -504,7 +510,7 @@ def config(target: str, params: dict[str, Any]) -> GemmConfig:
                      params["waves"], params["mfma"], params["lds_pad"], params["interleave"],
                      params["reads_per_mfma"], params["vmem_every"], params["seed"],
                      params["dma"], params["lds_stages"], params["read_waits"],
-                     params["c_dtype"])
+                     params["c_dtype"], params.get("kloop", "unrolled"))
     _check(cfg)
     return cfg
 
@@ -909,9 +915,11 @@ class _GemmWriter:
             self.lds_r[operand] = [self.add(addr, p * cfg.buffer_bytes + first)
                                    for p in range(cfg.stages)]
 
-    def dma_items(self, buf: int, masked_tile: int | None, advance: bool) -> list:
+    def dma_items(self, buf: int, masked_tile: int | None, advance: bool,
+                  tokens: list | None = None) -> list:
         """Emitters: the direct-to-LDS loads of one tile into LDS buffer `buf` (A, then B):
-        advance the offset, set M0 from its pinned SGPR, load."""
+        advance the offset, set M0 from its pinned SGPR, load (its token appended to
+        `tokens` when given)."""
         cfg = self.cfg
         items = []
         for operand in ("a", "b"):
@@ -929,6 +937,8 @@ class _GemmWriter:
                                                  self.kc8)
                         off = kb.v_cndmask_b32(None, self.vconst(OUT_OF_RANGE), off, inside)
                     kb.buffer_load_dwordx4(off, self.rsrc[operand], 0, offen=True, lds=True)
+                    if tokens is not None:
+                        tokens.append(kb.last_token)
                 items.append(item)
         return items
 
@@ -948,10 +958,11 @@ class _GemmWriter:
         return kb.join(*kb.split(halves[0]), *kb.split(halves[1]), align=4)
 
     def dma_wait(self, younger: int) -> None:
-        """Wait until this wave's direct-to-LDS loads but the `younger` last are done. Written
-        by hand: the loads of a tile are issued one or two tiles before it, across the K
-        loop's back edge, where an amdgcn.wait token cannot reach; the count is exact (these
-        loads are the only VMEM instructions in flight, and vmcnt retires in order)."""
+        """Wait until this wave's direct-to-LDS loads but the `younger` last are done, by hand
+        (`kloop=unrolled`: the loads of a tile are issued one or two tiles before it, across
+        the K loop's back edge, a branch no token follows; `kloop=scf` carries the tokens as
+        iter_args and waits on them instead). The count is exact (these loads are the only
+        VMEM instructions in flight, and vmcnt retires in order)."""
         self.kb.s_waitcnt(vmcnt=younger)
 
     def body_dma(self) -> None:
@@ -995,6 +1006,68 @@ class _GemmWriter:
         self.store_c()
         kb.s_endpgm()
 
+    def body_dma_scf(self) -> None:
+        """The direct-to-LDS K loop as an scf.for (`kloop=scf`): the tiles as in `body_dma`
+        (S per trip: the LDS buffer of a tile is its index mod S), the global offsets and
+        the tokens of the S-1 tiles in flight as iter_args; before a tile, an amdgcn.wait
+        on its loads' tokens (the waits pass counts the loads issued after them, around
+        the back edge too)."""
+        cfg, kb = self.cfg, self.kb
+        nt, S = cfg.k_tiles, cfg.stages
+        ragged = cfg.k % cfg.tile_k != 0
+
+        def mask(t: int) -> int | None:
+            return t if ragged and t == nt - 1 else None
+
+        pending: list[list] = []  # the tokens of each tile loaded and not yet waited for
+        for t in range(min(S - 1, nt)):
+            pending.append([])
+            for item in self.dma_items(t % S, mask(t), t > 0, pending[-1]):
+                item(kb)
+
+        def tile(t: int) -> None:
+            loads: list = []
+            new: list = []
+            if t + S - 1 < nt:
+                loads = self.dma_items((t + S - 1) % S, mask(t + S - 1), True, new)
+            kb.wait(*pending.pop(0))
+            self.k_tile(t % S, None, loads=loads)
+            if loads:
+                pending.append(new)
+
+        tile(0)
+        groups = max(0, nt - S - 1) // S  # tiles 1.. whose loads are never the ragged last
+        if groups:
+            shape = [len(p) for p in pending]
+            names = ("a", "b")
+            carried = [v for op in names for v in self.g[op]] + \
+                [tok for p in pending for tok in p]
+            with kb.loop(0, groups, 1, iter_args=carried) as loop:
+                _trip, args = loop
+                self._take_carried(args, shape, pending)
+                for t in range(1, S + 1):
+                    tile(t)
+                loop.yield_(*[v for op in names for v in self.g[op]],
+                            *[tok for p in pending for tok in p])
+            self._take_carried(list(loop.results), shape, pending)
+        for t in range(1 + S * groups, nt):
+            tile(t)
+        self.store_c()
+        kb.s_endpgm()
+
+    def _take_carried(self, values: list, shape: list[int], pending: list[list]) -> None:
+        """The global offsets (A, then B) and the pending tokens (tiles of `shape`) from the
+        loop's arguments or results."""
+        k = 0
+        for op in ("a", "b"):
+            n = len(self.g[op])
+            self.g[op] = list(values[k:k + n])
+            k += n
+        pending.clear()
+        for n in shape:
+            pending.append(list(values[k:k + n]))
+            k += n
+
     # --- the whole kernel -----------------------------------------------------------------
 
     def body(self) -> None:
@@ -1018,7 +1091,9 @@ class _GemmWriter:
         stage = self.k_tile(0, stage, nt > 1, nt > 2, mask(2))
         loop_tiles = max(0, nt - 4)
         pairs, single = divmod(loop_tiles, 2)
-        if pairs:
+        if pairs and cfg.kloop == "scf":
+            stage = self.pairs_scf(pairs, stage)
+        elif pairs:
             count = kb.s_mov_b32(None, pairs)
             top = kb.label("k_loop")
             stage = self.k_tile(1, stage, True, True, None)
@@ -1035,6 +1110,29 @@ class _GemmWriter:
             stage = self.k_tile(t % 2, stage, t + 1 < nt, t + 2 < nt, mask(t + 2))
         self.store_c()
         kb.s_endpgm()
+
+    def pairs_scf(self, pairs: int, stage: list) -> list:
+        """The register-staged K loop over pairs of tiles as an scf.for (`kloop=scf`): the
+        global offsets and the staging registers are its iter_args (each yielded by the
+        instruction that rewrites it: no copies); returns the staging registers after it."""
+        kb = self.kb
+
+        def carried(stage: list) -> list:
+            return [*self.g_a, *self.g_b, *stage[0], *stage[1]]
+
+        def take(values: list) -> list:
+            na, nb, sa = len(self.g_a), len(self.g_b), len(stage[0])
+            self.g_a, self.g_b = list(values[:na]), list(values[na:na + nb])
+            rest = list(values[na + nb:])
+            return [rest[:sa], rest[sa:]]
+
+        with kb.loop(0, pairs, 1, iter_args=carried(stage)) as loop:
+            _trip, args = loop
+            inner = take(list(args))
+            inner = self.k_tile(1, inner, True, True, None)
+            inner = self.k_tile(0, inner, True, True, None)
+            loop.yield_(*carried(inner))
+        return take(list(loop.results))
 
     def store_c(self) -> None:
         """C from the accumulators, 16 (f32) or 8 bytes per lane and store; columns past N
@@ -1090,7 +1188,7 @@ class _GemmWriter:
         """The module."""
         self.setup()
         if self.cfg.use_dma:
-            self.body_dma()
+            self.body_dma_scf() if self.cfg.kloop == "scf" else self.body_dma()
         else:
             self.body()
         return self.kb.finish()

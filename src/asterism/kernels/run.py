@@ -99,8 +99,41 @@ def compile_case(case: KernelCase, pipeline: str | None = None) -> bytes:
 
 
 def build_code_object(case: KernelCase) -> bytes:
-    """HSACO bytes of a case (what `asterism kernels build -o` writes)."""
+    """HSACO bytes of a case (what `asterism kernels build -o F.hsaco` writes)."""
     return compile_case(case)
+
+
+# What `kernels build -o` writes, by the output's extension.
+BUILD_OUTPUTS = {".mlir": "the kernel's IR before the pipeline",
+                 ".s": "the assembly after the pipeline",
+                 ".hsaco": "the code object", ".co": "the code object"}
+
+
+def build_output(case: KernelCase, path: str) -> str | bytes:
+    """What `asterism kernels build -o PATH` writes, chosen by PATH's extension (see
+    BUILD_OUTPUTS); a KernelParamError for another extension or for IR of a code-object
+    entry (it has none)."""
+    from pathlib import PurePath
+
+    from asterism.kernels.base import KernelParamError
+
+    suffix = PurePath(path).suffix.lower()
+    if suffix not in BUILD_OUTPUTS:
+        known = ", ".join(f"{k} ({v})" for k, v in BUILD_OUTPUTS.items())
+        raise KernelParamError(f"{path}: unknown output extension {suffix or '(none)'!r}; "
+                               f"kernels build writes {known}")
+    if suffix in (".hsaco", ".co"):
+        return build_code_object(case)
+    if case.code is not None:
+        raise KernelParamError(f"{path}: {case.name} is a code object as shipped: it has no "
+                               "IR or assembly of ours (write .hsaco or .co)")
+    if suffix == ".mlir":
+        from asterism.ir import print_ir
+
+        return print_ir(case.module)
+    from asterism import api
+
+    return api.translate(case.module, case.notes.get("pipeline", DEFAULT_PIPELINE))
 
 
 def check_outputs(case: KernelCase, values: dict[str, np.ndarray]) -> list[KernelCheck]:

@@ -275,6 +275,110 @@ class _Choice:
         self.by_bits: dict[int, _Plan] = {}
 
 
+class PlanDispatch:
+    """Words -> a function made per plan (the listing's line function), found from the first
+    dword without running Decoder.locate: for each format, a table keyed by the first
+    dword's opcode bits (with FLAT's segment, and the variant bits of the opcodes learnt so
+    far), filled by `learn` with what locate chose.
+
+    `routes[w0 >> 23]` is (key mask, table) (an empty table where no format is);
+    `table.get(w0 & mask)` is the function of the word's plan, or a chooser among the plans
+    of an opcode whose variant bits are not all in the first dword, or None (not learnt
+    yet). The functions are called as f(words, k, ...) with words[k] the first dword and
+    words[k + 1] readable, and return an int: -1 when they cannot take the word (the caller
+    then locates it). What a key cannot tell, the functions must check: a VOP1/VOP2/VOPC
+    plan's function refuses the words whose src0 is the DPP or SDWA code (`short_vop`),
+    whose plans are others. Words with a DPP/SDWA dword or a scaled-MFMA prefix are never
+    learnt."""
+
+    def __init__(self, decoder: Decoder, make: Callable[[_Plan], Callable[..., int]]):
+        self._decoder = decoder
+        self._make = make
+        self._made: dict[_Plan, Callable[..., int]] = {}
+        self._variants: dict[tuple[str, int], dict[int, Callable[..., int]]] = {}
+        none: tuple[int, dict] = (0, {})
+        self._formats: dict[str, tuple[int, dict]] = {}
+        self.routes: list[tuple[int, dict]] = [
+            none if route is None else self._formats.setdefault(
+                route[1], (_key_mask(route[0]), {})) for route in _ROUTES]
+
+    def learn(self, plan: _Plan, value: int, extra: int | None, prefix: _Word | None
+              ) -> Callable[..., int] | None:
+        """Remember `plan`, located for the word `value`, under the word's key; returns its
+        function (None for a word that is not learnt)."""
+        if extra is not None or prefix is not None:
+            return None
+        w0 = value & 0xFFFFFFFF
+        _fmt, name, _size, op_lo, op_mask, encs, special = _ROUTES[w0 >> 23]
+        op = (w0 >> op_lo) & op_mask
+        decoder = self._decoder
+        if special == _VOP3P and op == decoder._scale_prefix:
+            return None  # (a prefix of the next instruction, or not: the next words tell)
+        if special == _FLAT:
+            encs = _FLAT_SEGMENTS.get((w0 >> _SEG_LO) & _SEG_MASK, ("FLAT",))
+        key = (name, encs[0], op)
+        made = self._made.get(plan)
+        if made is None:
+            made = self._made[plan] = self._make(plan)
+        mask, table = self._formats[name]
+        if decoder._lone.get(key) is plan:
+            table[w0 & mask] = made
+            return made
+        choice = decoder._candidates.get(key)
+        if choice is None or choice.by_bits.get(value & choice.variant_bits) is not plan:
+            return None
+        bits = choice.variant_bits
+        if not bits >> 32:  # (the first dword decides: key on its variant bits too)
+            if bits & ~mask:
+                mask, table = self._widen(name, mask | bits)
+            table[w0 & mask] = made
+            return made
+        variants = self._variants.get((name, w0 & mask))
+        if variants is None:
+            variants = self._variants[(name, w0 & mask)] = {}
+            table[w0 & mask] = _chooser(bits, variants)
+        variants[value & bits] = made
+        return made
+
+    def _widen(self, name: str, mask: int) -> tuple[int, dict]:
+        """Key format `name`'s words on `mask` from now on (what was learnt is forgotten)."""
+        old = self._formats[name]
+        new = self._formats[name] = (mask, {})
+        routes = self.routes
+        for i, route in enumerate(routes):  # (in place: a running listing holds the list)
+            if route is old:
+                routes[i] = new
+        self._variants = {k: v for k, v in self._variants.items() if k[0] != name}
+        return new
+
+
+def short_vop(plan: _Plan) -> bool:
+    """True for the plans of VOP1/VOP2/VOPC words, which are another plan's (DPP, SDWA)
+    when src0 holds SRC_DPP or SRC_SDWA."""
+    return plan.form.enc in ("VOP1", "VOP2", "VOPC")
+
+
+def _key_mask(fmt: Format) -> int:
+    """The first-dword bits that, with the format, decide the candidate plans (PlanDispatch)."""
+    op = fmt.fields["op"]
+    assert op.lo + op.width <= 32
+    mask = op.mask << op.lo
+    if _SPECIAL.get(fmt.name) == _FLAT:
+        mask |= _SEG_MASK << _SEG_LO
+    return mask
+
+
+def _chooser(variant_bits: int, variants: dict[int, Callable[..., int]]) -> Callable[..., int]:
+    """The function among an opcode's plans chosen by the word's variant bits (-1 for bits
+    not learnt yet)."""
+
+    def choose(words: list[int], k: int, *args) -> int:
+        made = variants.get((words[k] | words[k + 1] << 32) & variant_bits)
+        return -1 if made is None else made(words, k, *args)
+
+    return choose
+
+
 class _Plan:
     """How to decode one form: its variant bits, literal fields, slot and modifier readers."""
 
@@ -309,7 +413,14 @@ class _Plan:
         # Bits LLVM's decoder holds at fixed values for the form (the word is invalid else).
         self.reserved_mask, self.reserved_value = form.reserved
         self.reserved_extra_mask, self.reserved_extra_value = form.reserved_extra
-        self.build_source, self.build = _compile_build(self)
+        # (compiled on the first call: a listing prints most plans without it)
+        self.build: Callable[[int, int | None, int | None, _Word | None], Inst | None] = \
+            self._first_build
+
+    def _first_build(self, value: int, extra: int | None, literal: int | None,
+                     prefix: _Word | None) -> Inst | None:
+        self.build = _compile_build(self)
+        return self.build(value, extra, literal, prefix)
 
     @staticmethod
     def _literal_facts(form: Form, fmt: Format) -> tuple[list[tuple[int, int]] | None, bool]:
@@ -335,10 +446,10 @@ class _Plan:
 _PLANS = PerForm(_Plan)
 
 
-def _compile_build(plan: _Plan) -> tuple[str, Callable[[int, int | None, int | None,
-                                                          _Word | None], Inst | None]]:
-    """(source, function) of build(value, extra, literal, prefix): the form's Inst from the
-    word (None if it holds a code or modifier bit the form cannot have).
+def _compile_build(plan: _Plan) -> Callable[[int, int | None, int | None, _Word | None],
+                                            Inst | None]:
+    """build(value, extra, literal, prefix): the form's Inst from the word (None if it
+    holds a code or modifier bit the form cannot have).
 
     The function is generated for the form so that reading its operands is one expression
     per slot with the field positions as constants (a loop over the slots costs about twice
@@ -398,7 +509,7 @@ def _compile_build(plan: _Plan) -> tuple[str, Callable[[int, int | None, int | N
     source = "\n".join(lines) + "\n"
     name = f"<decoder plan of {plan.form.mc_name or plan.mnemonic}>"
     exec(compile_cached(source, name), env)
-    return source, env["build"]  # type: ignore[return-value]
+    return env["build"]  # type: ignore[return-value]
 
 
 def reserved_tests(plan: _Plan) -> list[str]:
@@ -414,7 +525,8 @@ def reserved_tests(plan: _Plan) -> list[str]:
 
 def slot_index(slot: _Slot, value: str = "value") -> str:
     """The Python expression of a table slot's index in the word `value`."""
-    index = f"({value} >> {slot.lo}) & {slot.mask}" if slot.mask else "0"
+    index = (f"({value} >> {slot.lo}) & {slot.mask}" if slot.lo else f"{value} & {slot.mask}"
+             ) if slot.mask else "0"
     if slot.agpr_mask:
         index += f" | ((({value} >> {slot.agpr_lo}) & {slot.agpr_mask}) << {slot.shift})"
     return index
@@ -426,18 +538,25 @@ def _compile_needs_literal(form: Form, fields: list[tuple[int, int]], always: bo
     buffer soffset or a source field holds the literal code, or the form always has one);
     None if no word of the form has one. Generated, as _compile_build, with the field
     positions as constants."""
-    tests = [f"(value >> {lo}) & {mask} == {SRC_LITERAL}" for lo, mask in fields]
-    if form.enc in ("MUBUF", "MTBUF"):
-        soffset = FORMATS[form.format].fields["soffset"]
-        tests.insert(0, f"(value >> {soffset.lo}) & {soffset.mask} == {SRC_LITERAL}")
-    if always:
-        tests.append("True")
+    tests = needs_literal_tests(form, fields, always)
     if not tests:
         return None
     source = f"def needs_literal(value):\n    return {' or '.join(tests)}\n"
     env: dict[str, object] = {}
     exec(compile_cached(source, f"<literal test of {form.mc_name or form.mnemonic}>"), env)
     return env["needs_literal"]  # type: ignore[return-value]
+
+
+def needs_literal_tests(form: Form, fields: list[tuple[int, int]], always: bool) -> list[str]:
+    """Python tests on `value` any of which is true when a literal follows the word (see
+    _compile_needs_literal; "True" if one always does, none if none ever does)."""
+    tests = [f"(value >> {lo}) & {mask} == {SRC_LITERAL}" for lo, mask in fields]
+    if form.enc in ("MUBUF", "MTBUF"):
+        soffset = FORMATS[form.format].fields["soffset"]
+        tests.insert(0, f"(value >> {soffset.lo}) & {soffset.mask} == {SRC_LITERAL}")
+    if always:
+        tests.append("True")
+    return tests
 
 
 def _generic_needs_literal(form: Form, fmt: Format) -> Callable[[int], bool]:
@@ -474,7 +593,8 @@ SlotReader = Callable[[_Word, "_Word | None"], Operand]
 
 class _Slot(NamedTuple):
     """How to read one operand: table[((value >> lo) & mask) | (((value >> agpr_lo) &
-    agpr_mask) << shift)] when there is a table, else read(word, prefix)."""
+    agpr_mask) << shift)] when there is a table, else read(word, prefix). The agpr bits
+    select AGPRs, or (a buffer address) offen and idxen."""
 
     lo: int
     mask: int
@@ -667,8 +787,6 @@ def _width_rule(form: Form, spec: OperandSpec) -> Callable[[_Word], int] | None:
             return lambda word: F8F6F4_REGS.get(word["cbsz"], 8)
         if spec.name == "src1":
             return lambda word: F8F6F4_REGS.get(word["blgp"], 8)
-    if form.enc in ("MUBUF", "MTBUF") and spec.name == "vaddr":
-        return lambda word: 2 if (word["offen"] and word["idxen"]) else 1
     return None
 
 
@@ -813,12 +931,17 @@ def _buffer_slot(form: Form, spec: OperandSpec, fmt: Format) -> _Slot:
     name = spec.name
     width = spec.width
     if name == "vaddr":
-        width_of = _width_rule(form, spec)
+        # A VGPR with offen or idxen, a pair with both, `off` with neither: the two bits
+        # select the entry as an AGPR bit does in other slots.
+        vaddr, offen, idxen = fmt.fields["vaddr"], fmt.fields["offen"], fmt.fields["idxen"]
+        assert offen.width == idxen.width == 1 and idxen.lo == offen.lo + 1
 
-        def read_vaddr(word: _Word, prefix: _Word | None) -> Operand:
-            w = width_of(word)
-            return Reg("v", word["vaddr"], w) if (word["offen"] or word["idxen"]) else OFF
-        return _reader_slot(read_vaddr)
+        def address(index: int) -> Operand:
+            code, select = index & vaddr.mask, index >> vaddr.width
+            return _reg("v", code, 2 if select == 3 else 1) if select else OFF
+
+        return _Slot(vaddr.lo, vaddr.mask, offen.lo, 3, vaddr.width,
+                     _table(("buffer_vaddr", vaddr.mask), address, None), None)
     fld = fmt.fields[name]
     if name == "srsrc":
         return _field_slot(form, spec, fld.lo, fld.mask, "srsrc",

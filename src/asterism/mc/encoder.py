@@ -13,10 +13,11 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from asterism.cache import compile_cached
 from asterism.errors import EncodeError
 from asterism.isa import Form, OperandSpec
 from asterism.isa.formats import DPP, FORMATS, SDWA, SRC_DPP, SRC_SDWA, Format
-from asterism.isa.syntax import SDWA_SEL, SDWA_UNUSED, SRC_VGPR_BASE
+from asterism.isa.syntax import SDWA_SEL, SDWA_UNUSED, SRC_VGPR_BASE, TTMP_BASE
 from asterism.mc.inst import DATA, HIDDEN_BITS, Inst, data_bytes
 from asterism.mc.operand_codes import op_sel_positions, scalar_code, src_code
 from asterism.mc.operands import (
@@ -137,6 +138,14 @@ class Encoder:
 
     def _encode(self, inst: Inst, form: Form, address: int, labels: dict[str, int]) -> bytes:
         plan = _PLANS(form)
+        fast = plan.fast
+        if fast is not None:
+            if fast is _first_fast:
+                fast = plan.fast = _compile_fast(plan)
+            if fast is not None:
+                data = fast(inst.operands)
+                if data is not None:
+                    return data
         st = _State(plan, inst, address, labels)
         for (spec, handler), op in zip(plan.slots, inst.operands):
             if handler is not None:
@@ -187,9 +196,108 @@ class _Plan:
         self.op_sel_positions = op_sel_positions(form)
         self.mix = "_mix" in form.mnemonic
         self.modifiers = _modifier_handler(form)
+        # (made on the first encoding: most plans of a process are never encoded)
+        self.fast: Callable[[list[Operand]], bytes | None] | None = _first_fast
 
 
 _PLANS = PerForm(_Plan)
+
+
+def _first_fast(operands: list[Operand]) -> bytes | None:
+    """The placeholder of a plan's operand encoder before it is made (_compile_fast)."""
+    raise AssertionError("made on first use")  # pragma: no cover
+
+
+# ---------------------------------------------------------------------- the quick path
+#
+# Most instructions of a file are a plain form (no modifier handler, no DPP/SDWA dword or
+# prefix) whose operands each fill one field: registers, and constants or a literal in the
+# source fields. For those forms, a function generated per plan encodes such operands with
+# the field positions as constants (about half the time of the slot handlers); anything else
+# (a source modifier, an AGPR, a special register in a register field, a value that does
+# not fit, two different literals) makes it return None, and the slot handlers, the one
+# authority on errors, encode the instruction. tests/test_mc_speedups.py holds the two equal.
+
+
+def _src_known(op: Operand, type_: str | None) -> tuple[int, int | None] | None:
+    """src_code(op, type_), remembered as _op_src remembers it; None for an operand with
+    source modifiers or one src_code refuses (the slot handlers then say why)."""
+    if type(op) is Mod:
+        return None
+    try:
+        known = src_code(op, type_)
+    except EncodeError:
+        return None
+    if _cacheable(op):
+        if len(_SRC_CODES) >= _SRC_CODES_LIMIT:
+            _SRC_CODES.clear()
+        _SRC_CODES[(op, type_)] = known
+    return known
+
+
+def _cacheable(op: Operand) -> bool:
+    """Whether src_code's answer for `op` may be remembered under `op`: FloatImm(0.0) and
+    FloatImm(-0.0) are equal keys but encode apart (the inline 0 / a literal 0x80000000)."""
+    return type(op) is not FloatImm or op.value != 0.0
+
+
+def _compile_fast(plan: _Plan) -> Callable[[list[Operand]], bytes | None] | None:
+    """fast(operands) -> the instruction's bytes, or None where the slot handlers must
+    encode it; None for plans it does not cover."""
+    if plan.modifiers is not None or plan.extra is not None or plan.prefix_word is not None:
+        return None
+    env: dict[str, object] = {"Reg": Reg, "Special": Special, "SRC_CODES": _SRC_CODES,
+                              "src_known": _src_known, "scalar_code": scalar_code}
+    lines = ["def fast(ops):", f"    if len(ops) != {len(plan.slots)}:", "        return None",
+             f"    value = {plan.word:#x}"]
+    literal = False
+    for k, (spec, handler) in enumerate(plan.slots):
+        if handler is None:
+            continue  # (a fixed register: nothing to encode)
+        shortcut = getattr(handler, "shortcut", None)
+        if shortcut is None:
+            return None
+        inner, lo, mask, vgpr_base, sgpr = shortcut
+        lines += [f"    op = ops[{k}]", "    if type(op) is Reg:", "        kind = op.kind",
+                  "        if kind == 'v':", f"            code = op.index + {vgpr_base}"]
+        if sgpr:  # (scalar_code's codes)
+            lines += ["        elif kind == 's':", "            code = op.index",
+                      "        elif kind == 'ttmp':", f"            code = op.index + {TTMP_BASE}"]
+        lines += ["        else:", "            return None"]
+        if inner is _op_src:
+            # (a constant or a named register: src_code's answer, as _op_src remembers it)
+            env[f"type{k}"] = spec.type
+            lines += ["    else:", f"        known = SRC_CODES.get((op, type{k}))",
+                      "        if known is None:", f"            known = src_known(op, type{k})",
+                      "            if known is None:", "                return None",
+                      "        code, lit = known", "        if lit is not None:"]
+            if literal:
+                lines += ["            if literal is not None and literal != lit:",
+                          "                return None", "            literal = lit"]
+            else:
+                lines += ["            literal = lit"]
+            literal = True
+        elif inner is _op_register and sgpr:
+            # (a named register: its scalar code, as _op_register sets it)
+            lines += ["    elif type(op) is Special:", "        code = scalar_code(op)",
+                      "        if code is None:", "            return None",
+                      "    else:", "        return None"]
+        else:
+            lines += ["    else:", "        return None"]
+        lines += [f"    if code > {mask}:", "        return None",
+                  f"    value = value & {~(mask << lo)} | code << {lo}"]
+    if literal:
+        lines.insert(4, "    literal = None")  # (after `value = ...`, before the slots)
+        lines += [f"    data = value.to_bytes({plan.size}, 'little')",
+                  "    if literal is not None:",
+                  "        data += (literal & 0xFFFFFFFF).to_bytes(4, 'little')",
+                  "    return data"]
+    else:
+        lines.append(f"    return value.to_bytes({plan.size}, 'little')")
+    source = "\n".join(lines) + "\n"
+    exec(compile_cached(source, f"<encoder of {plan.form.mc_name or plan.form.mnemonic}>"),
+         env)
+    return env["fast"]  # type: ignore[return-value]
 
 # ---------------------------------------------------------------------- operand slots
 #
@@ -258,6 +366,7 @@ def _with_register_shortcut(handler: SlotHandler, lo: int, mask: int, vgpr_base:
                 return
         handler(plan, spec, base, op, st)
 
+    encode_register_field.shortcut = (handler, lo, mask, vgpr_base, sgpr)  # type: ignore
     return encode_register_field
 
 
@@ -400,12 +509,26 @@ def _op_src(plan: _Plan, spec: OperandSpec, base: Operand, op: Operand, st: _Sta
     if type(base) is Reg and base.kind == "v":  # (the common case, as src_code has it)
         st.set(spec.name, SRC_VGPR_BASE + base.index)
         return
-    code, lit = src_code(base, spec.type)
+    key = (base, spec.type)
+    known = _SRC_CODES.get(key)
+    if known is None:
+        known = src_code(base, spec.type)  # (raises for an operand it cannot encode)
+        if _cacheable(base):
+            if len(_SRC_CODES) >= _SRC_CODES_LIMIT:
+                _SRC_CODES.clear()
+            _SRC_CODES[key] = known
+    code, lit = known
     if isinstance(base, Reg) and base.kind == "a":
         _acc(plan.form, spec, base, st)
     if lit is not None:
         st.set_literal(lit)
     st.set(spec.name, code)
+
+
+# (operand, operand type) -> src_code's answer: the operands (frozen, hashable) repeat, and
+# src_code is a pure function of the two; emptied past _SRC_CODES_LIMIT entries.
+_SRC_CODES: dict[tuple[Operand, str | None], tuple[int, int | None]] = {}
+_SRC_CODES_LIMIT = 1 << 16
 
 
 def _op_register(plan: _Plan, spec: OperandSpec, base: Operand, op: Operand,

@@ -56,36 +56,46 @@ def register_usage(body: list[Inst | LabelDef]) -> RegisterUsage:
     vgprs = agprs = sgprs = 0  # next free register per file
     vcc = flat_scratch = xnack_mask = False
     implicit_vcc: dict[int, bool] = {}  # id(form) -> whether it reads or writes vcc
+    specials: set[str] = set()  # (the special registers named, looked at once at the end)
+    # (type tests rather than isinstance: the operand classes have no subclasses, and this
+    # loop visits every operand of a file)
     for item in body:
         if not isinstance(item, Inst):
             continue
         for op in item.operands:
-            if isinstance(op, Mod):
+            t = type(op)
+            if t is Mod:
                 op = op.operand
-            if isinstance(op, Reg):
-                end = op.index + op.count
+                t = type(op)
+            if t is Reg:
                 kind = op.kind
                 if kind == "v":
+                    end = op.index + op.count
                     if end > vgprs:
                         vgprs = end
                 elif kind == "a":
+                    end = op.index + op.count
                     if end > agprs:
                         agprs = end
-                elif kind == "s" and end > sgprs:
-                    sgprs = end
-            elif isinstance(op, Special):
-                if op.name.startswith("vcc"):
-                    vcc = True
-                elif op.name.startswith("flat_scratch"):
-                    flat_scratch = True
-                elif op.name.startswith("xnack_mask"):
-                    xnack_mask = True
+                elif kind == "s":
+                    end = op.index + op.count
+                    if end > sgprs:
+                        sgprs = end
+            elif t is Special:
+                specials.add(op.name)
         form = item.form
-        if form is not None:
+        if form is not None and not vcc:
             implicit = implicit_vcc.get(id(form))
             if implicit is None:
                 implicit = implicit_vcc[id(form)] = _implicit_vcc(form)
-            vcc = vcc or implicit
+            vcc = implicit
+    for name in specials:
+        if name.startswith("vcc"):
+            vcc = True
+        elif name.startswith("flat_scratch"):
+            flat_scratch = True
+        elif name.startswith("xnack_mask"):
+            xnack_mask = True
     return RegisterUsage(vgprs=vgprs, agprs=agprs, sgprs=sgprs, vcc=vcc,
                          flat_scratch=flat_scratch, xnack_mask=xnack_mask)
 

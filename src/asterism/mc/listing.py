@@ -2,13 +2,18 @@
 
 from __future__ import annotations
 
+import array
 import bisect
 import copy
 import os
 import struct
+import sys
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from asterism.cache import compile_cached
 from asterism.errors import AsterismError
+from asterism.isa.formats import FORMATS, SRC_DPP, SRC_SDWA
 from asterism.mc.codeobject import load_code_object
 from asterism.mc.codeobject.elf import (
     SHN_ABS,
@@ -21,8 +26,14 @@ from asterism.mc.codeobject.elf import (
     ElfFile,
     parse_elf,
 )
-from asterism.mc.decoded_text import text_of
-from asterism.mc.decoder import DecodedInst, get_decoder
+from asterism.mc.decoded_text import full_text, text_code, text_of
+from asterism.mc.decoder import (
+    DecodedInst,
+    PlanDispatch,
+    get_decoder,
+    needs_literal_tests,
+    short_vop,
+)
 from asterism.mc.operands import Imm, Label
 from asterism.mc.per_form import PerForm
 from asterism.mc.printer import format_inst
@@ -168,50 +179,172 @@ def listing(source: bytes | str | os.PathLike[str], filename: str | None = None)
 def _list_code(decoder, code: bytes, base: int, symbols: ListingSymbols, out: list[str]
                ) -> None:
     """Decode `code` (the .text at `base`) and append its listing lines: each word goes from
-    its bits to its text (mc/decoded_text.py) without an instruction object, except
-    branches, whose targets are named (format_line)."""
+    its bits to its line without an instruction object (the plan's line function, found by
+    the word's first bits: _line_dispatch), else through `_list_one` (which locates it and
+    teaches the dispatch the plan)."""
     append = out.append
-    locate = decoder.locate
-    label_slots = _LABEL_SLOTS
-    headers = symbols.headers
-    hexed_words = _dword_texts(code)
-    pos, end = 0, len(code)
-    while pos < end:
-        addr = base + pos
-        if addr in headers:
-            out += ["", f"{addr:016x} <{headers[addr]}>:"]
-        try:
-            plan, value, extra, literal, prefix, size = locate(code, pos, addr)
-        except AsterismError:
-            plan = None
-        text = None
-        if plan is not None:
-            form = plan.form
-            # (only SOPP has branch targets: the other forms skip the per-form lookup)
-            if form.enc == "SOPP" and label_slots(form):
-                inst = plan.build(value, extra, literal, prefix)
-                if inst is not None:
-                    raw = bytes(code[pos:pos + size])
-                    append(format_line(DecodedInst(addr, size, inst, raw), symbols))
-                    pos += size
-                    continue
-            else:
-                text = text_of(plan)(value, extra, literal, prefix)
-        if text is None:
-            word = int.from_bytes(code[pos:pos + 4].ljust(4, b"\0"), "little")
-            text, size = f".long 0x{word:08x}", 4
-        k = pos >> 2
-        hexed = hexed_words[k] if size == 4 else " ".join(hexed_words[k:k + (size >> 2)])
-        append(f"\t{text:<{TEXT_COLUMN}}// {addr:012X}: {hexed}")
-        pos += size
+    n = len(code) >> 2
+    words = list(struct.unpack(f"<{n}I", bytes(code[:4 * n])))
+    hexed = _hex_dwords(code)
+    heads = {(addr - base) >> 2: name for addr, name in symbols.headers.items()
+             if addr >= base and not (addr - base) & 3}
+    starts = sorted(heads) + [len(code)]  # (the dwords with a header line, in order)
+    dispatch = _line_dispatch(decoder)
+    routes, learn = dispatch.routes, dispatch.learn
+    k = 0
+    head = 0
+    next_head = starts[0]
+    fast_end = n - 2  # (the line functions read up to three dwords)
+    while k < fast_end:
+        if k >= next_head:
+            if k == next_head:
+                out += ["", f"{base + (k << 2):016x} <{heads[k]}>:"]
+            while starts[head] <= k:
+                head += 1
+            next_head = starts[head]
+        w0 = words[k]
+        mask, table = routes[w0 >> 23]
+        line = table.get(w0 & mask)
+        if line is not None:
+            after = line(words, k, base, hexed, append)
+            if after >= 0:
+                k = after
+                continue
+        k = _list_one(decoder, code, words, k, base, hexed, symbols, append, learn)
+    end = len(code)
+    while k << 2 < end:
+        if k in heads:
+            out += ["", f"{base + (k << 2):016x} <{heads[k]}>:"]
+        k = _list_one(decoder, code, words, k, base, hexed, symbols, append, None)
 
 
-def _dword_texts(code: bytes) -> list[str]:
-    """The objdump text ("%08X") of each little-endian dword of `code` (zero-padded)."""
-    n = (len(code) + 3) >> 2
-    if not n:
-        return []
-    return (("%08X " * n) % struct.unpack(f"<{n}I", bytes(code).ljust(4 * n, b"\0"))).split()
+def _list_one(decoder, code: bytes, words: list[int], k: int, base: int, hexed: str,
+              symbols: ListingSymbols, append, learn) -> int:
+    """Append the line of the word at dword `k` (located and printed through its plan's
+    line function or text function or, for a branch, format_line; `.long` if it decodes to
+    nothing); `learn` (if given, and then words[k + 2] exists) is told the plan. Returns the
+    next dword's index."""
+    pos = k << 2
+    addr = base + pos
+    try:
+        plan, value, extra, literal, prefix, size = decoder.locate(code, pos, addr)
+    except AsterismError:
+        plan = None
+    text = None
+    if plan is not None:
+        line = learn(plan, value, extra, prefix) if learn is not None else None
+        if line is not None:
+            after = line(words, k, base, hexed, append)
+            if after >= 0:
+                return after
+        form = plan.form
+        # (only SOPP has branch targets: the other forms skip the per-form lookup)
+        if form.enc == "SOPP" and _LABEL_SLOTS(form):
+            inst = plan.build(value, extra, literal, prefix)
+            if inst is not None:
+                raw = bytes(code[pos:pos + size])
+                append(format_line(DecodedInst(addr, size, inst, raw), symbols))
+                return k + (size >> 2)
+        else:
+            text = text_of(plan)(value, extra, literal, prefix)
+    if text is None:
+        word = int.from_bytes(code[pos:pos + 4].ljust(4, b"\0"), "little")
+        text, size = f".long 0x{word:08x}", 4
+    after = k + (size >> 2)
+    append(f"\t{text:<{TEXT_COLUMN}}// {addr:012X}: {hexed[9 * k:9 * after - 1]}")
+    return after
+
+
+_DISPATCHES: dict[int, tuple[object, PlanDispatch]] = {}  # id(decoder) -> its line dispatch
+
+
+def _line_dispatch(decoder) -> PlanDispatch:
+    entry = _DISPATCHES.get(id(decoder))
+    if entry is None:
+        # (the entry holds the decoder, so its id is not reused while the entry lives)
+        entry = _DISPATCHES[id(decoder)] = (decoder, PlanDispatch(decoder, _compile_line))
+    return entry[1]
+
+
+def _refuse(words: list[int], k: int, *args) -> int:
+    """The line function of plans whose words all take _list_one."""
+    return -1
+
+
+def _compile_line(plan) -> Callable[..., int]:
+    """line(words, k, base, hexed, append): append the listing line of the instruction at
+    dword k (at base + 4k; its dwords' text in `hexed` from 9k on, _hex_dwords) and return
+    the next dword's index, or -1 if this function cannot print it (_list_one then does).
+    The text as decoded_text's text function makes it, in one generated function with the
+    decoder's literal test and the line's layout."""
+    form = plan.form
+    if _LABEL_SLOTS(form) or plan.literal_fields is None:
+        return _refuse
+    n = FORMATS[form.format].size >> 2
+    # (the words the table path cannot print, through the instruction: what _list_one
+    # prints for them, without locating them again)
+    env: dict[str, object] = {"slow": _slow_line(full_text(plan), n)}
+    bail = "return slow(value, literal, k, base, hexed, append)"
+    body = text_code(plan, env, bail=bail, invalid="return -1")
+    if body is None:
+        body = [f"    {bail}"]
+    lines = ["def line(words, k, base, hexed, append):",
+             "    value = words[k]" if n == 1 else "    value = words[k] | words[k + 1] << 32"]
+    if short_vop(plan):
+        lines += [f"    if value & 0x1FF in ({SRC_SDWA}, {SRC_DPP}):",
+                  "        return -1  # (a DPP or SDWA word: another plan)"]
+    tests = needs_literal_tests(form, plan.literal_fields, plan.literal_always)
+    if tests and tests[-1] == "True":
+        lines.append(f"    literal = words[k + {n}]")
+        sizes = [n + 1]
+    elif tests:
+        lines.append(f"    literal = words[k + {n}] if {' or '.join(tests)} else None")
+        sizes = [n, n + 1]
+    else:
+        lines.append("    literal = None")
+        sizes = [n]
+    if any("extra" in line or "prefix" in line for line in body):
+        lines.append("    extra = prefix = None")
+    lines += body
+    lines.append("    h = 9 * k")
+    for size in sizes:
+        step = [f"    append(f'\\t{{text:<{TEXT_COLUMN}}}// {{base + (k << 2):012X}}: "
+                f"{{hexed[h:h + {9 * size - 1}]}}')",
+                f"    return k + {size}"]
+        if size == n and len(sizes) > 1:
+            lines += ["    if literal is None:", *("    " + line for line in step)]
+        else:
+            lines += step
+    source = "\n".join(lines) + "\n"
+    exec(compile_cached(source, f"<listing line of {form.mc_name or plan.mnemonic}>"), env)
+    return env["line"]  # type: ignore[return-value]
+
+
+def _slow_line(text: Callable[..., str | None], n: int) -> Callable[..., int]:
+    """The line function's path for words of its plan that the table path cannot print
+    (text(value, None, literal, None) is the plan's text through the instruction; `n` its
+    dwords without the literal): -1 for a word the form cannot have."""
+
+    def slow(value: int, literal: int | None, k: int, base: int, hexed: str, append) -> int:
+        line_text = text(value, None, literal, None)
+        if line_text is None:
+            return -1
+        after = k + n + (literal is not None)
+        append(f"\t{line_text:<{TEXT_COLUMN}}// {base + (k << 2):012X}: "
+               f"{hexed[9 * k:9 * after - 1]}")
+        return after
+
+    return slow
+
+
+def _hex_dwords(code: bytes) -> str:
+    """The objdump text ("%08X") of each little-endian dword of `code` (zero-padded), each
+    followed by a space: dwords k to k + n - 1 are text[9k:9(k + n) - 1]."""
+    dwords = array.array("I", bytes(code).ljust(-(-len(code) // 4) * 4, b"\0"))
+    assert dwords.itemsize == 4
+    if sys.byteorder == "little":
+        dwords.byteswap()  # (so that each dword's bytes print most significant first)
+    return dwords.tobytes().hex(" ", 4).upper() + " "
 
 
 def listing_json(obj, items: list) -> dict:

@@ -318,17 +318,26 @@ def select_form(inst: Inst, target: str) -> Form:
     candidates = _RESOLVED.get((target, inst.mnemonic))
     if candidates is None:
         candidates = _resolve_forms(inst, target)
-    errors: list[MatchError] = []
     for form, quick in candidates:
         if quick.fits(inst):
             return form
+        if quick.refuses(inst):
+            continue  # (match_form would raise: its message is made below if needed)
         try:
             match_form(inst, form)  # the authority: decides and explains
             return form
+        except MatchError:
+            pass
+    errors: list[MatchError] = []
+    for form, _quick in candidates:  # (none fits: the authority explains each)
+        try:
+            match_form(inst, form)
         except MatchError as err:
             # (without its traceback: that would hold this frame, which holds `errors`, in a
             # reference cycle only the cyclic collector frees)
             errors.append(err.with_traceback(None))
+        else:  # pragma: no cover - refuses() said it would raise
+            raise AssertionError(f"{form.mc_name}: _QuickMatch.refuses refused {inst}")
     best = max(errors, key=lambda e: e.score)
     refused = _decode_only_family(inst, candidates[0][0])
     if refused:
@@ -415,6 +424,14 @@ class _QuickMatch:
         self.n_max = len(specs)
         self.n_min = len(specs) - (1 if specs and specs[-1].optional else 0)
         self.tests = tuple(_operand_test(form, spec) for spec in specs)
+        # (a buffer address: its test needs offen/idxen, which an operand test cannot see)
+        self.vaddr = next(((pos, _buffer_vaddr_test(spec)) for pos, spec in enumerate(specs)
+                           if _is_buffer_vaddr(form, spec)), None)
+        # The register kinds each slot takes (None: a fixed register or a buffer address,
+        # which check_operand treats apart): a register of another kind cannot fit.
+        self.register_kinds = tuple(
+            None if spec.fixed or _is_buffer_vaddr(form, spec) else frozenset(spec.kinds)
+            for spec in specs)
         bus = _BUS(form)
         self.checks_bus = bus is not None
         self.bus_positions, self.bus_reads_vcc = bus if bus is not None else ((), False)
@@ -439,6 +456,11 @@ class _QuickMatch:
         for test, op in zip(self.tests, ops):
             if not test(op):
                 return False
+        if self.vaddr is not None:
+            pos, vaddr_test = self.vaddr
+            if pos < len(ops) and not vaddr_test(ops[pos], bool(
+                    mods.get("offen") or mods.get("idxen"))):
+                return False
         if self.checks_bus and _bus_reads(ops, self.bus_positions, self.bus_reads_vcc) > 1:
             return False  # maybe the same register twice: match_form compares them
         allowed = self.rules.allowed
@@ -453,8 +475,47 @@ class _QuickMatch:
         return True
 
 
+    def refuses(self, inst: Inst) -> bool:
+        """True if match_form certainly raises for `inst` (its modifiers do not fit, it has
+        too few or too many operands, or a register of a kind its slot does not take);
+        False if match_form must decide."""
+        mods = inst.modifiers
+        key = (inst.mnemonic, tuple(mods)) if mods else inst.mnemonic
+        if self.modifier_fits.get(key):
+            return True
+        ops = inst.operands
+        if not self.n_min <= len(ops) <= self.n_max:
+            return True
+        for kinds, op in zip(self.register_kinds, ops):
+            if kinds is None:
+                continue
+            t = type(op)
+            if t is Reg:
+                if ("s" if op.kind == "ttmp" else op.kind) not in kinds:
+                    return True
+            elif t is Special and "s" not in kinds:
+                return True
+        return False
+
+
 _UNKNOWN = object()
 _QUICK = PerForm(_QuickMatch)
+
+
+def _buffer_vaddr_test(spec: OperandSpec) -> Callable[[Operand, bool], bool]:
+    """test(op, indexed): accepts the buffer addresses check_operand accepts (and maybe not
+    all of them): `off` without offen/idxen, else a VGPR (a pair with both) of the slot's
+    kinds and alignment."""
+    kinds, width, align = spec.kinds, spec.width, spec.align
+
+    def test(op: Operand, indexed: bool) -> bool:
+        t = type(op)
+        if t is Off:
+            return not indexed
+        return indexed and t is Reg and op.kind in ("v", "a") and op.kind in kinds and (
+            op.count == width or op.count in (1, 2)) and (align <= 1 or not op.index % align)
+
+    return test
 
 
 def _bus_reads(ops: list[Operand], positions: tuple[int, ...], reads_vcc: bool) -> int:
@@ -489,9 +550,9 @@ def _operand_test(form: Form, spec: OperandSpec) -> Callable[[Operand], bool]:
     """A test accepting the operands check_operand accepts in this slot (and maybe not all
     of them: a rejection is re-checked by check_operand)."""
     if _is_buffer_vaddr(form, spec):
-        # `off` or a VGPR depending on offen/idxen, which an operand test cannot see: the
-        # authority (check_operand) decides.
-        return lambda op: False
+        # `off` or a VGPR depending on offen/idxen, which an operand test cannot see: tested
+        # apart (_buffer_vaddr_test).
+        return lambda op: True
     if spec.fixed:
         fixed = spec.fixed
         alternative = fixed_alternative(form, spec)

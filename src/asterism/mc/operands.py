@@ -128,15 +128,20 @@ class Literal:
     spelling: str = field(default="lit", compare=False)  # lit or lit64, as written
 
     def __str__(self) -> str:
-        # As LLVM: a literal that would read back as an inline constant is marked lit(...);
-        # 16-bit operands show their 16 bits; 64-bit ones are read as 64-bit values.
-        if self.type in ("i64", "f64"):
-            return _literal64_text(self.bits, self.type)
-        if is_inline_bits(self.bits, self.type):
-            return f"lit(0x{self.bits:x})"
-        if self.type in SIXTEEN_BIT_PRINTED_TYPES:
-            return f"0x{self.bits & 0xFFFF:x}"
-        return f"0x{self.bits:x}"
+        return literal_text(self.bits, self.type)
+
+
+def literal_text(bits: int, type_: str | None) -> str:
+    """The text of a 32-bit literal of an operand of type `type_` (Literal's, as LLVM's)."""
+    # As LLVM: a literal that would read back as an inline constant is marked lit(...);
+    # 16-bit operands show their 16 bits; 64-bit ones are read as 64-bit values.
+    if type_ in ("i64", "f64"):
+        return _literal64_text(bits, type_)
+    if is_inline_bits(bits, type_):
+        return f"lit(0x{bits:x})"
+    if type_ in SIXTEEN_BIT_PRINTED_TYPES:
+        return f"0x{bits & 0xFFFF:x}"
+    return f"0x{bits:x}"
 
 
 # The high words of the f64 inline constants 0.5, -0.5, 1, -1, 2, -2, 4, -4 (1/(2pi) has low

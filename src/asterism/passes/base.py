@@ -45,6 +45,9 @@ class Pass(ABC):
 
     name: ClassVar[str]
     summary: ClassVar[str]
+    # True for a pass that works on scf loops (the software pipeliner); before any other,
+    # run_pipeline lowers them to blocks and branches (ir.loop_lowering).
+    structured: ClassVar[bool] = False
 
     @abstractmethod
     def apply(self, module: Operation) -> Operation | None:

@@ -16,6 +16,8 @@ from dataclasses import dataclass
 
 from asterism.errors import ParseError, SourceLocation, shown
 from asterism.ir.dominance import check_dominance
+from asterism.ir.loop_lowering import lower_structured_module
+from asterism.ir.loops import has_structured
 from asterism.passes.base import OptionText, Pass, parse_options
 from asterism.passes.registry import PASSES, PIPELINES, known_names, load_pass
 
@@ -134,6 +136,8 @@ def run_pipeline(module, pipeline: str | list[Pass], *, print_after_all=None,
         check_dominance(module)
     for step in steps:
         start = time.perf_counter()
+        if not step.structured and has_structured(module):
+            lower_structured_module(module)
         result = step.apply(module)
         if result is not None:
             module = result

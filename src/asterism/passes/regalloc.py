@@ -60,6 +60,7 @@ import numpy as np
 from xdsl.ir import Operation, SSAValue
 
 from asterism.errors import ParseError, VerifyError
+from asterism.ir.loop_lowering import drop_coalesced_copies
 from asterism.ir.ops import (
     OP_FOR_ENCODING,
     AllocaOp,
@@ -128,6 +129,8 @@ class AllocationReport:
     # make_register_range operands the allocator copied to fresh registers (one line each:
     # where, which operand, why); the copies are v_mov_b32 / s_mov_b32 / v_accvgpr_mov_b32.
     view_copies: list[str] = field(default_factory=list)
+    # Copies the loop lowering added (ir.loop_lowering) that coalescing could not remove.
+    loop_copies: list[str] = field(default_factory=list)
     # XNACK soft clauses: "kept apart" (their registers do not overlap), "no room" (they
     # would not fit: the hazards pass breaks them with s_nop) or "" (XNACK off).
     soft_clauses: str = ""
@@ -151,6 +154,9 @@ class AllocationReport:
                          f" allocated {r.allocated} values{mark}; peak at {r.peak_where}")
         lines.append(f"  copies coalesced {self.copies_coalesced} of {self.copies}; MFMA "
                      f"accumulators in place {self.mfma_in_place} of {self.mfma_hints}")
+        if self.loop_copies:
+            lines.append(f"  loop copies kept: {len(self.loop_copies)}")
+            lines += [f"    {line}" for line in self.loop_copies]
         if self.view_copies:
             lines.append(f"  make_register_range operands copied: {len(self.view_copies)}")
             lines += [f"    {line}" for line in self.view_copies]
@@ -999,6 +1005,10 @@ def allocate_kernel(kernel: KernelOp, isa: IsaDatabase | None = None, *,
                     clauses = frozenset()
                     continue
                 report.view_copies = copier.notes
+                report.loop_copies = drop_coalesced_copies(kernel)
+                for note in report.loop_copies:
+                    warnings.warn(f"kernel @{kernel.kernel_name}: copy kept: {note}",
+                                  RegisterCopyWarning, stacklevel=2)
                 if xnack:
                     report.soft_clauses = "kept apart" if clauses else "no room (s_nop breaks)"
                 return report

@@ -45,6 +45,11 @@ def _regalloc() -> type[Pass]:
     return RegallocPass
 
 
+def _scf_pipeline() -> type[Pass]:
+    from asterism.passes.stages import ScfPipelinePass
+    return ScfPipelinePass
+
+
 def _schedule() -> type[Pass]:
     from asterism.passes.schedule import SchedulePass
     return SchedulePass
@@ -65,12 +70,13 @@ PASSES: dict[str, Callable[[], type[Pass]]] = {
     "lower-upstream": _lower_upstream,
     "regalloc": _regalloc,
     "schedule": _schedule,
+    "scf-pipeline": _scf_pipeline,
     "waits": _waits,
 }
 
 # Named pipelines: a name that expands to these passes (with their default options).
 PIPELINES: dict[str, tuple[str, ...]] = {
-    "auto": ("inline", "regalloc", "waits", "hazards"),
+    "auto": ("scf-pipeline", "inline", "regalloc", "waits", "hazards"),
 }
 
 

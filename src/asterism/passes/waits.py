@@ -56,6 +56,7 @@ from typing import Literal
 
 from xdsl.ir import Block, Operation
 
+from asterism.ir.loops import TokenSetOp, TokenVarOp
 from asterism.ir.ops import LDS_DMA_TOKENS_ATTR, InstructionOp, KernelOp, SOPPOp, WaitOp
 from asterism.ir.verify import error_at
 from asterism.isa import get_isa, syntax
@@ -145,11 +146,14 @@ class WaitState:
     items: dict[ItemId, dict[str, tuple[Stream, int]]] = field(default_factory=dict)
     regs: dict[Key, frozenset[ItemId]] = field(default_factory=dict)
     locked: dict[Key, frozenset[ItemId]] = field(default_factory=dict)
+    # token variables (amdgcn.token_var, op index) -> the instructions whose token they may
+    # hold here (the union over paths; ir.loops)
+    bindings: dict[int, frozenset[ItemId]] = field(default_factory=dict)
 
     def copy(self) -> WaitState:
         """An independent copy."""
         return WaitState({i: dict(r) for i, r in self.items.items()}, dict(self.regs),
-                         dict(self.locked))
+                         dict(self.locked), dict(self.bindings))
 
     def join(self, other: WaitState) -> bool:
         """Merge `other` into this state; True if this state changed."""
@@ -168,7 +172,8 @@ class WaitState:
                 elif k < cur[1]:
                     mine[c] = (cur[0], k)
                     changed = True
-        for mine, theirs in ((self.regs, other.regs), (self.locked, other.locked)):
+        for mine, theirs in ((self.regs, other.regs), (self.locked, other.locked),
+                             (self.bindings, other.bindings)):
             for key, ids in theirs.items():
                 cur = mine.get(key)
                 if cur is None:
@@ -210,13 +215,18 @@ class WaitState:
 
     def issue(self, index: int, kind: MemKind) -> None:
         """Record a memory instruction that issues now."""
+        me: ItemId = (index, "op")
+        if any(me in b for b in self.bindings.values()):
+            if me in self.items:
+                self._keep_older(me)
+            else:  # (the instance a token variable names is complete: not the new one)
+                self.bindings = {k: b - {me} for k, b in self.bindings.items()}
         if kind.members:
             members = set(kind.members)
             for reqs in self.items.values():
                 for c, (s, k) in reqs.items():
                     if s is not None and (c, s) in members and k < WAIT_MAX[c] - 1:
                         reqs[c] = (s, k + 1)
-        me: ItemId = (index, "op")
         self.items[me] = {c: (s, 0) for c, s in kind.needs}
         for key in kind.async_defs:
             self.regs[key] = frozenset((me,))
@@ -225,6 +235,25 @@ class WaitState:
             self.items[lock] = {c: (s, 0) for c, s in kind.lock}
             for key in kind.lock_keys:
                 self.locked[key] = self.locked.get(key, frozenset()) | {lock}
+
+
+    def _keep_older(self, me: ItemId) -> None:
+        """The instruction `me` issues again while a token variable may still name its
+        previous instance (a token carried around a loop): that instance becomes its own
+        item `(index, "older")` (merged with an older one: the newer count guarantees both
+        on an ordered stream, and 0 is 0), with its registers and bindings."""
+        older: ItemId = (me[0], "older")
+        reqs = self.items.pop(me)
+        prev = self.items.get(older)
+        if prev is not None:
+            for c, (s, k) in prev.items():
+                cur = reqs.get(c)
+                reqs[c] = (s, k) if cur is None else (cur[0], min(k, cur[1]))
+        self.items[older] = reqs
+        for table in (self.regs, self.locked, self.bindings):
+            for key, ids in table.items():
+                if me in ids:
+                    table[key] = (ids - {me}) | {older}
 
 
 # ---------------------------------------------------------------------------- the pass
@@ -264,6 +293,9 @@ class _OpFacts:
     barrier: bool = False
     tokens: tuple[int, ...] = ()
     lds_access: bool = False
+    variables: tuple[int, ...] = ()  # token variables waited for
+    # a token variable set here: (its index, the instructions, the variables it copies)
+    bind: tuple[int, tuple[int, ...], tuple[int, ...]] | None = None
 
 
 class _KernelWaits:
@@ -289,13 +321,13 @@ class _KernelWaits:
     def _facts(self, op: Operation) -> _OpFacts:
         f = _OpFacts(op, self.index_of[op])
         if isinstance(op, WaitOp):
-            idx = []
-            for k, tok in enumerate(op.tokens):
-                owner = tok.owner
-                if owner not in self.index_of:
-                    raise error_at(op, f"token #{k} comes from outside this kernel")
-                idx.append(self.index_of[owner])
-            f.tokens = tuple(idx)
+            f.tokens, f.variables = self._token_sources(op, op.tokens)
+            return f
+        if isinstance(op, TokenVarOp | TokenSetOp):
+            var = op.result if isinstance(op, TokenVarOp) else op.var
+            given = [op.init] if isinstance(op, TokenVarOp) else [op.value]
+            statics, variables = self._token_sources(op, [t for t in given if t is not None])
+            f.bind = (self.index_of[var.owner], statics, variables)
             return f
         inst = self.mk.instruction(op)
         if inst is None:
@@ -321,6 +353,17 @@ class _KernelWaits:
                     self.lds_items.add(f.index)
         return f
 
+    def _token_sources(self, op: Operation, tokens) -> tuple[tuple[int, ...], tuple[int, ...]]:
+        """The instructions and the token variables (op indices) some tokens come from."""
+        statics, variables = [], []
+        for k, tok in enumerate(tokens):
+            owner = tok.owner
+            if owner not in self.index_of:
+                raise error_at(op, f"token #{k} comes from outside this kernel")
+            (variables if isinstance(owner, TokenVarOp) else statics).append(
+                self.index_of[owner])
+        return tuple(statics), tuple(variables)
+
     # ------------------------------------------------------------------ transfer
 
     def needed(self, state: WaitState, f: _OpFacts) -> dict[str, int]:
@@ -328,6 +371,9 @@ class _KernelWaits:
         need: dict[str, int] = {}
         for t in f.tokens:
             state.wait_for((t, "op"), need)
+        for var in f.variables:
+            for item in state.bindings.get(var, ()):
+                state.wait_for(item, need)
         if not state.items:
             return need
         for key in f.uses:
@@ -357,6 +403,12 @@ class _KernelWaits:
             state.retire(need)
         if f.hand_wait:
             state.retire(f.hand_wait)
+        if f.bind is not None:
+            var, statics, variables = f.bind
+            items = {(t, "op") for t in statics}
+            for v in variables:
+                items |= state.bindings.get(v, frozenset())
+            state.bindings[var] = frozenset(items)
         if f.mem is not None:
             state.issue(f.index, f.mem)
             written = set(f.mem.async_defs)
@@ -422,6 +474,12 @@ class _KernelWaits:
                 prev_new = new
             if isinstance(op, WaitOp):
                 block.erase_op(op)
+        for f in self.facts[block]:
+            if f.bind is not None:  # (token variables: read, no code)
+                f.op.detach()
+        for f in self.facts[block]:
+            if f.bind is not None:
+                f.op.erase(safe_erase=False)
         return placed
 
 

@@ -647,7 +647,17 @@ def _read_wave(file: Path, ident: tuple[int, int, int, int]) -> Wave:
             )
     insts: list[InstRecord] = []
     ic = wc.at("instructions")
+    top, idx = CYCLES[1], INDEX[1]
     for i, raw in enumerate(_list(w.get("instructions"), ic, null_ok=True)):
+        # The common record, checked inline (no error context built: a capture has hundreds
+        # of thousands); anything else goes the located way below.
+        if type(raw) is list and len(raw) == 5:
+            t, c, st, d, ln = raw
+            if type(t) is int and type(c) is int and type(st) is int and type(d) is int \
+                    and type(ln) is int and 0 <= t <= top and 0 <= c <= 255 \
+                    and 0 <= st <= top and 0 <= d <= top and 0 <= ln <= idx:
+                insts.append(InstRecord(t, c, st, d, ln))
+                continue
         rc = ic.at(i)
         raw = _list(raw, rc)
         if len(raw) < 5:
@@ -887,14 +897,15 @@ def read_att(path: str | Path) -> Trace:
             raise TraceError(f"{root}: {name} is listed in {FILENAMES_FILE} but missing")
         waves.append(_read_wave(root / name, ident))
 
+    lines = {r.line for r in code.rows}
     for wave in waves:
         for i, rec in enumerate(wave.instructions):
-            if code.row(rec.line) is None:
+            if rec.line not in lines:
                 raise TraceError(f"{root / wave.filename}: instruction #{i} refers to line "
                                  f"{rec.line}, which {CODE_FILE} does not have")
         for link in wave.waitcnt:
             for line in (link.line, *link.producers):
-                if code.row(line) is None:
+                if line not in lines:
                     raise TraceError(f"{root / wave.filename}: waitcnt link refers to line "
                                      f"{line}, which {CODE_FILE} does not have")
 

@@ -2,12 +2,18 @@
 
 ``build_bundle`` writes::
 
-    DIR/REPORT.md            headline + verdict, wave states, stall taxonomy, occupancy,
-                             hotspots with disassembly context and source lines, waitcnt
-                             producers, counters, optimization candidates, baseline table
+    DIR/REPORT.md            headline (verdict, bound, top candidate), optimization
+                             candidates (each change replayed through the timing model,
+                             ranked by modeled time saved: asterism.profile.whatif), the
+                             kernel's structure (loops, phases, time per phase per wave,
+                             load balance, bound: asterism.profile.structure), wave states,
+                             stall taxonomy, occupancy, hotspots with disassembly context
+                             and source lines, waitcnt producers, counters (TFLOPS and GB/s
+                             with --flops/--bytes), baseline table
     DIR/report.json          the same figures, machine-readable
     DIR/pictures/            timeline.png, stalls.png, hotspots.png, source_heat.png,
-                             view.html (interactive timeline)
+                             view.html (interactive timeline, hotspot table and source
+                             panel linked)
     DIR/att/<capture>/       the capture as given (AMD's ATT viewer opens it)
     DIR/baseline/<capture>/  the --baseline capture, when given
     DIR/counters/            the rocprofv3 counter files, as given
@@ -43,7 +49,10 @@ from asterism.profile.insights import (
     OccupancyInfo,
     candidates,
     kernel_dispatches,
+    modeled_candidates,
+    more_waves_reason,
     occupancy_info,
+    rank_candidates,
     verdict,
 )
 from asterism.profile.report import Report, analyze, render_json
@@ -78,6 +87,14 @@ class BundleRequest:
     # Folders whose files the bundle may copy as sources when the rows point into them
     # (besides the capture folder itself).
     source_dirs: list[str | Path] = field(default_factory=list)
+    # What-if replays of the candidates (asterism.profile.whatif): on, and their budget in
+    # records replayed per change.
+    what_if: bool = True
+    what_if_records: int = 60_000
+    target: str | None = None  # the captured chip when neither counters nor kernel say it
+    flops: float | None = None  # the kernel's floating-point operations per dispatch
+    bytes: float | None = None  # the bytes it moves per dispatch
+    peak_gbps: float | None = None  # the GPU's peak memory bandwidth, GB/s
 
 
 @dataclass
@@ -90,6 +107,38 @@ class Analysis:
     candidates: list[Candidate]
     verdict: str
     dispatches: list[Any]
+    structure: Any = None  # asterism.profile.structure.Structure
+    whatifs: Any = None  # asterism.profile.whatif.WhatIfs (None: not replayed)
+    work: Work | None = None
+
+
+@dataclass(frozen=True)
+class Work:
+    """What one dispatch of the kernel does, as the user gives it (--flops, --bytes) and the
+    peak bandwidth to hold its rate against (--peak-gbps)."""
+
+    flops: float | None = None
+    bytes: float | None = None
+    peak_gbps: float | None = None
+
+    def rates(self, d: Any) -> list[tuple[str, float, str]]:
+        """(name, value, how) of TFLOPS and GB/s for a dispatch with a duration."""
+        ns = d.duration_ns
+        if not ns or ns <= 0:
+            return []
+        out = []
+        if self.flops:
+            out.append(("TFLOPS", self.flops / ns / 1e3, "--flops / duration"))
+        if self.bytes:
+            out.append(("GB/s", self.bytes / ns, "--bytes / duration"))
+        return out
+
+    def bytes_per_s(self, dispatches: list[Any]) -> float | None:
+        """--bytes over the mean duration of the dispatches that have one."""
+        durs = [d.duration_ns for d in dispatches if d.duration_ns]
+        if not self.bytes or not durs:
+            return None
+        return self.bytes / (sum(durs) / len(durs)) * 1e9
 
 
 def _kernel_name(trace: Trace) -> str | None:
@@ -102,13 +151,19 @@ def _codeobj(trace: Trace) -> int | None:
 
 
 def analyze_capture(trace: Trace, counters: CounterData | None = None,
-                    stats: list[Any] | None = None) -> Analysis:
-    """Analyze a trace with what the counters and the code object tell about its kernel."""
-    report = analyze(trace)
+                    stats: list[Any] | None = None, what_if: bool = False,
+                    what_if_records: int = 60_000, target: str | None = None,
+                    progress: Callable[[str], None] | None = None,
+                    report: Report | None = None, work: Work | None = None) -> Analysis:
+    """Analyze a trace with what the counters and the code object tell about its kernel:
+    structure and bound always, what-if replays of the candidates when `what_if`."""
+    from asterism.profile.structure import analyze_structure
+
+    report = report if report is not None else analyze(trace)
     name = _kernel_name(trace)
     dispatches = kernel_dispatches(counters, name)
     kstats = next((s for s in stats or [] if s.name == name), (stats or [None])[0])
-    target = vgprs = None
+    vgprs = None
     agprs = sgprs = lds = 0
     wg = None
     wg_source = res_source = ""
@@ -123,6 +178,8 @@ def analyze_capture(trace: Trace, counters: CounterData | None = None,
             target, vgprs, agprs, sgprs, lds = (gpus[0].name, sym.vgprs, sym.agprs, sym.sgprs,
                                                 sym.lds_bytes)
             res_source = "rocprofv3's kernel symbol"
+        elif gpus and target is None:
+            target = gpus[0].name
     sized = [d for d in dispatches if d.workgroup_size]
     if sized:
         wg = -(-sized[0].workgroup_size // 64)
@@ -131,8 +188,46 @@ def analyze_capture(trace: Trace, counters: CounterData | None = None,
         x, y, z = kstats.workgroup_size
         wg, wg_source = -(-(x * y * z) // 64), "the code object's workgroup size"
     occ = occupancy_info(trace, target, vgprs, agprs, sgprs, lds, wg, wg_source, res_source)
-    cands = candidates(Context(report, occ, dispatches))
-    return Analysis(trace, report, occ, cands, verdict(report), dispatches)
+    work = work or Work()
+    structure = analyze_structure(trace, report, target, occ.theoretical,
+                                  work.bytes_per_s(dispatches),
+                                  work.peak_gbps * 1e9 if work.peak_gbps else None)
+    rules = candidates(Context(report, occ, dispatches))
+    whatifs = None
+    modeled: list[Candidate] = []
+    if what_if and trace.waves:
+        from asterism.profile.whatif import run_whatifs
+
+        whatifs = run_whatifs(trace, report, structure, _replay_target(target),
+                              what_if_records, progress, more_waves_reason(occ))
+        modeled = modeled_candidates(whatifs, report, structure, occ,
+                                     _grid_text(dispatches, counters))
+    return Analysis(trace, report, occ, rank_candidates(modeled, rules), verdict(report),
+                    dispatches, structure, whatifs, work)
+
+
+def _grid_text(dispatches: list[Any], counters: CounterData | None) -> str | None:
+    """ "the grid has 512 workgroups for 256 CUs (2.00 per CU; dispatch 5)" when known."""
+    gpus = counters.gpus() if counters is not None else []
+    d = next((d for d in dispatches if d.grid and d.workgroup_size), None)
+    if d is None or not gpus or not gpus[0].cu_count:
+        return None
+    items = d.grid[0] * d.grid[1] * d.grid[2]
+    wgs = -(-items // d.workgroup_size)
+    cus = gpus[0].cu_count
+    return (f"the grid has {wgs:,} workgroups for {cus} CUs ({wgs / cus:.2f} per CU; "
+            f"dispatch {d.dispatch_id}, rocprofv3)")
+
+
+def _replay_target(target: str | None) -> str:
+    """The chip the replays model: the captured one when asterism knows it, else gfx950
+    (the captures' chip so far)."""
+    from asterism.target import get_target
+
+    try:
+        return get_target(target or "gfx950").name
+    except AsterismError:
+        return "gfx950"
 
 
 # ---------------------------------------------------------------------------- Markdown
@@ -148,6 +243,14 @@ def _headline(a: Analysis, title: str | None, counters: CounterData | None) -> l
     out = [f"# {md_text(title or ', '.join(r.kernels) or 'Kernel report')}", ""]
     out.append(f"**Verdict:** {a.verdict}.")
     out.append("")
+    if a.structure is not None:
+        out.append(f"**Bound:** {a.structure.bound.text}.")
+        out.append("")
+    top = next((c for c in a.candidates if (c.modeled or 0) > 0), None)
+    if top is not None:
+        out.append(f"**Top candidate:** {top.title}: **modeled** {top.modeled:,} cycles of "
+                   "kernel time saved.")
+        out.append("")
     out.append("| | |")
     out.append("|---|---|")
     out.append(f"| kernel | {md_code(', '.join(r.kernels) or '?', table=True)} |")
@@ -231,7 +334,10 @@ def _hotspots(r: Report, top: int) -> list[str]:
     # The analyzer's own hotspot table and per-hotspot context, reused verbatim.
     text = render_markdown(r, top=top, rank="stall")
     start = text.index("## Top ")
-    end = text.index("## Source mapping")
+    # (the waitcnt producers follow the hotspots there; REPORT.md has them in their own
+    # section, _wait_producers)
+    end = min(i for i in (text.find("## s_waitcnt producers"), text.index("## Source mapping"))
+              if i >= 0)
     return text[start:end].rstrip().splitlines() + [""]
 
 
@@ -279,13 +385,18 @@ def _counters(a: Analysis, counters: CounterData | None) -> list[str]:
         vals = " | ".join(f"{d.counters[n]:g}" if n in d.counters else "-" for n in names)
         out.append(f"| {d.dispatch_id} | {dur} | {vals} |")
     out.append("")
-    rates = [(d, derived_metrics(d)) for d in a.dispatches]
+    rates = [(d, [(m.name, v, m.unit, m.text) for m, v in derived_metrics(d)]
+              + [(n, v, "", how) for n, v, how in (a.work or Work()).rates(d)])
+             for d in a.dispatches]
     if any(m for _, m in rates):
         out += ["| dispatch | derived rate | value | from |", "|---:|---|---:|---|"]
         for d, ms in rates:
-            for m, v in ms:
-                out.append(f"| {d.dispatch_id} | {m.name} | {v:.3g} {m.unit} | {m.text} |")
+            for name, v, unit, how in ms:
+                out.append(f"| {d.dispatch_id} | {name} | {v:.4g} {unit} | {how} |")
         out.append("")
+    elif a.work is not None and (a.work.flops or a.work.bytes):
+        out += ["--flops/--bytes given but no dispatch of this kernel has a duration: give "
+                "rocprofv3's kernel trace (*_kernel_trace.csv or the results JSON).", ""]
     return out
 
 
@@ -293,19 +404,94 @@ def _candidates(a: Analysis) -> list[str]:
     out = ["## Optimization candidates", ""]
     if not a.candidates:
         return out + ["No rule fired (no single cause holds enough of the stall).", ""]
-    out.append("Ranked by the cycles each could recover at best (summed over the traced "
-               "waves; occupancy figures are upper bounds: another wave issuing during the "
-               "stalls).")
+    w = a.whatifs
+    if w is not None:
+        out.append(f"Each change was replayed through the {w.target} timing model with the "
+                   f"capture's memory latencies ({w.waves} of {w.total_waves} traced waves, "
+                   f"{w.records:,} records per replay) and ranked by the **modeled** kernel "
+                   "time it saves on the traced CUs (first wave start to last wave end). "
+                   "Lines marked *measured* come from the capture, *modeled* from the "
+                   "replays. The candidates after the replayed ones rank by the cycles the "
+                   "capture shows they could recover at best (not replayed).")
+        if w.pruned:
+            out.append("")
+            out.append("Not replayed (removing the wait saves under 0.5 % of the modeled "
+                       "time, which bounds them): " + ", ".join(w.pruned) + ".")
+        if w.errors:
+            out.append("")
+            out.append("Not replayed (the model refused the changed stream): "
+                       + "; ".join(md_text(e) for e in w.errors[:5]) + ".")
+    else:
+        out.append("Ranked by the cycles each could recover at best (measured, summed over "
+                   "the traced waves; occupancy figures are upper bounds: another wave "
+                   "issuing during the stalls). No change was replayed (--no-what-if).")
     out.append("")
     for n, c in enumerate(a.candidates, 1):
-        gain = (f"{c.recoverable} cycles ({c.share:.1f} % of stall)"
-                if c.recoverable is not None and c.share is not None else "no cycle estimate")
+        if c.modeled is not None:
+            gain = (f"**modeled** {c.modeled:,} cycles saved" if c.modeled > 0
+                    else "**modeled**: no gain")
+        elif c.recoverable is not None and c.share is not None:
+            gain = f"measured {c.recoverable:,} cycles ({c.share:.1f} % of stall) at best"
+        else:
+            gain = "no cycle estimate"
         out.append(f"### {n}. {c.title}: {gain}")
         out.append("")
         out += [f"- {e}" for e in c.evidence]
         out.append(f"- **suggestion:** {c.suggestion}")
         out.append("")
     return out
+
+
+def _structure(a: Analysis) -> list[str]:
+    st = a.structure
+    if st is None:
+        return []
+    out = ["## Kernel structure", "", f"**Bound:** {st.bound.text}.", "",
+           "| bound | figure |", "|---|---|"]
+    out += [f"| {k}{' (this one)' if k == st.bound.kind else ''} | {md_text(v)} |"
+            for k, v in st.bound.figures.items()]
+    out.append("")
+    if st.mfma_flops and a.report.span and a.report.clock_hz:
+        secs = a.report.span / a.report.clock_hz
+        out.append(f"The traced waves' MFMAs do {st.mfma_flops:,} floating-point operations "
+                   f"in the traced span: {st.mfma_flops / secs / 1e12:.2f} TFLOPS over the "
+                   f"{len(st.mfma_busy)} traced SIMDs.")
+        out.append("")
+    if st.loops:
+        out += ["| loop | lines | head executions per wave |", "|---:|---|---|"]
+        for k, lp in enumerate(st.loops):
+            groups: dict[int, int] = {}
+            for n in lp.iterations.values():
+                groups[n] = groups.get(n, 0) + 1
+            its = ", ".join(f"{n} ({k2} waves)" for n, k2 in sorted(groups.items()))
+            out.append(f"| {k} | {lp.head}-{lp.tail} | {its} |")
+        out.append("")
+    else:
+        out += ["No loop: no traced wave jumped backwards.", ""]
+    names = list(a.structure.balance.wave_cycles)
+    out += ["Phases in address order, with each wave's time in them (the gap before each "
+            "instruction, its stall and its issue; barriers and waits count in the phase "
+            "before them):", "",
+            "| # | loop | phase | barriers after | cycles per wave (min / mean / max) "
+            "| stall (mean) |", "|---:|---:|---|---:|---|---:|"]
+    for ph in st.phases:
+        cyc = [ph.cycles.get(n, 0) for n in names] or [0]
+        stall = [ph.stall.get(n, 0) for n in names] or [0]
+        loop = "-" if ph.loop is None else str(ph.loop)
+        out.append(f"| {ph.index} | {loop} | {md_text(ph.describe())} | {ph.barriers} | "
+                   f"{min(cyc):,} / {sum(cyc) // len(cyc):,} / {max(cyc):,} | "
+                   f"{sum(stall) // len(stall):,} |")
+    out.append("")
+    bal = st.balance
+    out += ["### Load balance", "",
+            f"- {md_text(st.bound.figures['imbalance'])}"]
+    if bal.mean_waves_per_simd is not None:
+        out.append(f"- {md_text(st.bound.figures.get('occupancy', ''))}")
+    if len(bal.cu_span) > 1:
+        cus = sorted(bal.cu_span.items(), key=lambda kv: kv[1])
+        out.append("- busy span per traced CU (occupancy.json): " + ", ".join(
+            f"{k} {v:,}" for k, v in cus))
+    return out + [""]
 
 
 def _wait_producers(r: Report, top: int) -> list[str]:
@@ -379,6 +565,7 @@ def render_bundle_markdown(a: Analysis, title: str | None = None,
     out += _skipped(skipped or [])
     out += ["![wave timeline](pictures/timeline.png)", ""]
     out += _candidates(a)
+    out += _structure(a)
     out += _states(a.report)
     out += ["![stalls and wave states](pictures/stalls.png)", ""]
     out += _stalls(a.report)
@@ -403,8 +590,30 @@ def render_bundle_json(a: Analysis, counters: CounterData | None = None,
     data["verdict"] = a.verdict
     data["occupancy"] = asdict(a.occupancy)
     data["candidates"] = [asdict(c) for c in a.candidates]
+    if a.structure is not None:
+        st = a.structure
+        data["structure"] = {
+            "bound": asdict(st.bound), "loops": [asdict(lp) for lp in st.loops],
+            "phases": [{**asdict(p), "name": p.name, "description": p.describe()}
+                       for p in st.phases],
+            "balance": {**asdict(st.balance), "wave_loss": st.balance.wave_loss,
+                        "cu_loss": st.balance.cu_loss,
+                        "mean_waves_per_simd": st.balance.mean_waves_per_simd,
+                        "busy_waves_per_simd": st.balance.busy_waves_per_simd},
+            "mfma_busy": st.mfma_busy, "mfma_flops": st.mfma_flops}
+    if a.whatifs is not None:
+        w = a.whatifs
+        data["what_if"] = {
+            "note": "modeled: replays of the capture through asterism's timing model",
+            "target": w.target, "waves": w.waves, "total_waves": w.total_waves,
+            "records": w.records, "errors": w.errors, "pruned": w.pruned,
+            "results": [{"kind": r.scenario.kind, "lines": r.scenario.lines,
+                         "what": r.scenario.what, "memory": r.scenario.memory,
+                         "base_span": r.base_span, "span": r.span, "saved": r.saved,
+                         "saved_wave_cycles": r.saved_wave_cycles} for r in w.best()]}
     data["dispatches"] = [{**asdict(d), "duration_ns": d.duration_ns,
-                           "derived": {m.name: v for m, v in derived_metrics(d)}}
+                           "derived": {**{m.name: v for m, v in derived_metrics(d)},
+                                       **{n: v for n, v, _ in (a.work or Work()).rates(d)}}}
                           for d in a.dispatches]
     if baseline is not None:
         rb = baseline.report
@@ -556,9 +765,11 @@ def _check_inputs(req: BundleRequest) -> None:
         raise BundleError(f"{req.kernel_file}: kernel file not found (--kernel-file)")
 
 
-def build_bundle(req: BundleRequest, note: Callable[[str], None] | None = None) -> Path:
+def build_bundle(req: BundleRequest, note: Callable[[str], None] | None = None,
+                 progress: Callable[[str], None] | None = None) -> Path:
     """Write the bundle directory of `req` (see the module doc); returns its path. `note`
-    hears about every input left out (see :class:`Skipped`)."""
+    hears about every input left out (see :class:`Skipped`), `progress` about each what-if
+    replay."""
     _check_inputs(req)
     trace = read_att(req.capture)
     skipped = [Skipped("capture", n, why) for n, why in trace.skipped]
@@ -571,12 +782,14 @@ def build_bundle(req: BundleRequest, note: Callable[[str], None] | None = None) 
         from asterism.profile.stats import code_object_stats
 
         stats = code_object_stats(str(req.kernel_file))
-    analysis = analyze_capture(trace, counters, stats)
+    work = Work(req.flops, req.bytes, req.peak_gbps)
+    analysis = analyze_capture(trace, counters, stats, req.what_if, req.what_if_records,
+                               req.target, progress, work=work)
     base = None
     if req.baseline is not None:
         base_trace = read_att(req.baseline)
         skipped += [Skipped("baseline", n, why) for n, why in base_trace.skipped]
-        base = analyze_capture(base_trace, counters, stats)
+        base = analyze_capture(base_trace, counters, stats, target=req.target)
 
     out = Path(req.out)
     tmp = out.parent / f".{out.name}.tmp-{uuid.uuid4().hex}"

@@ -185,6 +185,13 @@ class Candidate:
     evidence: list[str]
     suggestion: str
     lines: list[int] = field(default_factory=list)
+    # From a what-if replay (asterism.profile.whatif): modeled kernel-time cycles saved on
+    # the traced CUs and modeled wave-cycles saved; None: not replayed.
+    modeled: int | None = None
+    modeled_wave_cycles: int | None = None
+    modeled_base: int | None = None  # the unchanged replay's modeled span it is against
+    measured_text: str = ""  # what the capture shows (measured)
+    modeled_text: str = ""  # what the replays say (modeled)
 
 
 @dataclass
@@ -357,8 +364,10 @@ def _find_underfilled(ctx: Context, rule: Rule) -> Iterator[Candidate]:
          f"{', '.join(occ.limited_by)}; {occ.waves_per_workgroup} waves per workgroup, "
          f"{occ.workgroup_source or 'given'}) but the trace shows at most "
          f"{occ.observed_per_simd} at once"],
-        "the grid does not fill the traced CUs: launch more workgroups (split the work "
-        "finer, e.g. split-K or smaller tiles) or several waves' work per workgroup")
+        "the traced CUs hold fewer workgroups at once than fit: the grid has too few "
+        "workgroups for the GPU, or they finish at different times and nothing replaces "
+        "them (see the kernel's load balance): launch more, smaller workgroups or give each "
+        "an even share of the work")
 
 
 def _find_idle(ctx: Context, rule: Rule) -> Iterator[Candidate]:
@@ -438,3 +447,188 @@ def kernel_dispatches(counters: CounterData | None, kernel: str | None) -> list[
         return []
     mine = counters.dispatches_of(kernel) if kernel else []
     return mine or ([] if kernel else list(counters.dispatches))
+
+
+# ---------------------------------------------------------------------------- modeled
+
+
+def _phase_of(structure, line: int):
+    return next((p for p in structure.phases if p.first <= line <= p.last), None) \
+        if structure is not None else None
+
+
+def _where_in_kernel(structure, line: int) -> str:
+    """ "in the DMA phase (lines 944-1002) of the loop at lines 471-1910 (3 to 5 trips)" """
+    ph = _phase_of(structure, line)
+    if ph is None:
+        return ""
+    out = f" in the {ph.name} phase (lines {ph.first}-{ph.last})"
+    if ph.loop is not None:
+        lp = structure.loops[ph.loop]
+        its = sorted(set(lp.iterations.values()))
+        trips = f"{its[0]}" if len(its) == 1 else f"{its[0]} to {its[-1]}"
+        out += f" of the loop at lines {lp.head}-{lp.tail} (head run {trips} times per wave)"
+    return out
+
+
+def _fmt_saving(w) -> str:
+    if w.saved <= 0:
+        return f"no gain ({w.saved:+,} cycles)"
+    return f"{w.saved:,} cycles of kernel time ({w.saved_wave_cycles:,} wave-cycles)"
+
+
+def modeled_candidates(whatifs, report: Report, structure=None,
+                       occupancy: OccupancyInfo | None = None,
+                       grid: str | None = None) -> list[Candidate]:
+    """Candidates from what-if replays (asterism.profile.whatif), one per line changed, the
+    best change first, the others as alternatives; each says what is measured (the capture)
+    and what is modeled (the replays)."""
+    by_line: dict[int, list] = {}
+    for w in whatifs.results:
+        by_line.setdefault(w.scenario.lines[0] if w.scenario.lines else -1, []).append(w)
+    out = []
+    scope = (f"replay of {whatifs.waves} of {whatifs.total_waves} traced waves, "
+             f"{whatifs.target} timing model")
+    for line, ws in by_line.items():
+        ws.sort(key=lambda w: (-w.saved, -w.saved_wave_cycles))
+        best = ws[0]
+        kind = best.scenario.kind
+        if kind == "even-out":
+            out.append(_even_out_candidate(best, structure, scope))
+            continue
+        if kind == "more-waves":
+            out.append(_more_waves_candidate(best, structure, occupancy, scope, grid))
+            continue
+        row = next((r for r in report.listing if r.line == line), None)
+        if row is None:
+            continue
+        share = 100.0 * row.stall / max(report.stall_cycles, 1)
+        measured = (f"measured: {md_code(row.isa)} at line {line}"
+                    f"{_where_in_kernel(structure, line)}: {row.stall:,} stall cycles over "
+                    f"{row.hits} executions ({share:.1f} % of all stall)")
+        evidence = [measured]
+        for wl in report.waits_of(line):
+            kinds = sorted({p.kind for p in wl.producers})
+            dma = sum(1 for p in wl.producers if p.isa.rstrip().endswith(" lds"))
+            what = (f"{len(wl.producers)} global-to-LDS DMA load(s)" if dma == len(wl.producers)
+                    else f"{len(wl.producers)} {'/'.join(kinds)} access(es)")
+            src = _where_in_kernel(structure, wl.producers[0].line) if wl.producers else ""
+            evidence.append(f"measured: it waits ({wl.counter}) for {what}{src}: "
+                            f"{_producers(wl)}")
+        modeled = [f"modeled ({scope}): {w.scenario.what}: {_fmt_saving(w)}" for w in ws]
+        evidence += modeled
+        title = {"wait-drop": "wait", "wait-split": "wait", "load-earlier": "wait",
+                 "barrier-remove": "barrier"}[kind]
+        title = f"{title} at line {line}: {md_code(row.isa)}"
+        out.append(Candidate(
+            f"whatif-{kind}", title, best.saved_wave_cycles if best.saved > 0 else None,
+            None, evidence, _modeled_suggestion(best, ws, row, report), [line],
+            modeled=best.saved, modeled_wave_cycles=best.saved_wave_cycles,
+            modeled_base=best.base_span, measured_text=measured, modeled_text=modeled[0]))
+    return out
+
+
+def _modeled_suggestion(best, ws, row: InstStats, report: Report) -> str:
+    kinds = {w.scenario.kind: w for w in ws}
+    earlier = kinds.get("load-earlier")
+    split = kinds.get("wait-split")
+    if best.saved <= 0:
+        return "the model gains nothing from changing it: leave it"
+    if best.scenario.kind == "barrier-remove":
+        return ("the barrier costs time: double-buffer the LDS data it protects (ping-pong) "
+                "so the waves need not meet here every trip")
+    if earlier is not None and earlier.saved >= 0.75 * best.saved:
+        return (f"issue its loads earlier (one more buffer stage): "
+                f"{earlier.scenario.what} saves {earlier.saved:,} of the "
+                f"{kinds.get('wait-drop', best).saved:,} cycles the wait costs")
+    if split is not None and split.saved >= 0.75 * best.saved:
+        return "split the wait: wait for the first load here and for the rest where they " \
+               "are read"
+    return ("the loads it waits for arrive late whatever the order around them: start them "
+            "a whole trip earlier (deeper prefetch) or hide them under another wave "
+            "(more waves per SIMD)")
+
+
+def _even_out_candidate(w, structure, scope: str) -> Candidate:
+    lp = next((lp for lp in structure.loops if lp.head == w.scenario.lines[0]), None) \
+        if structure is not None else None
+    evidence = []
+    if structure is not None:
+        evidence.append("measured: " + structure.bound.figures.get("imbalance", ""))
+    if lp is not None:
+        groups: dict[int, int] = {}
+        for n in lp.iterations.values():
+            groups[n] = groups.get(n, 0) + 1
+        evidence.append("measured: the loop at lines "
+                        f"{lp.head}-{lp.tail} runs " + ", ".join(
+                            f"{n} times in {k} wave(s)" for n, k in sorted(groups.items())))
+    modeled = f"modeled ({scope}, model memory latencies): {w.scenario.what}: {_fmt_saving(w)}"
+    evidence.append(modeled)
+    return Candidate(
+        "whatif-even-out", "load imbalance across waves and CUs",
+        w.saved_wave_cycles if w.saved > 0 else None, None, evidence,
+        "workgroups do different amounts of work (the loop trip count varies, as causal "
+        "masking does to attention): give each workgroup an even share (pair a long and a "
+        "short query block per workgroup, or split the long ones' loop across workgroups), "
+        "or launch the longest first so the short ones fill in behind",
+        list(w.scenario.lines), modeled=w.saved, modeled_wave_cycles=w.saved_wave_cycles,
+        modeled_base=w.base_span, measured_text=evidence[0], modeled_text=modeled)
+
+
+def more_waves_reason(occ: OccupancyInfo | None) -> str | None:
+    """Why one more wave per SIMD could be resident (None: it could not, or unknown)."""
+    if occ is None or occ.theoretical is None or occ.observed_per_simd is None:
+        return None
+    n, seen = occ.theoretical, occ.observed_per_simd
+    if seen < n:
+        return f"the resources allow {n} waves per SIMD, the trace shows {seen}"
+    if "vgprs" in occ.limited_by and n < (occ.max_waves_per_simd or 8) and occ.vgprs:
+        need = occ.vgprs_for(n + 1)
+        return (f"{occ.vgprs} VGPRs allow {n} per SIMD; at most {need} would allow {n + 1}")
+    return None
+
+
+def _more_waves_candidate(w, structure, occ: OccupancyInfo | None, scope: str,
+                          grid: str | None = None) -> Candidate:
+    evidence = [f"measured: {grid}"] if grid else []
+    if occ is not None and occ.theoretical is not None:
+        evidence.append(f"measured: at most {occ.observed_per_simd} wave(s) per SIMD at once; "
+                        f"the resources allow {occ.theoretical} (limited by "
+                        f"{', '.join(occ.limited_by)}; {occ.resource_source})")
+    if structure is not None and "occupancy" in structure.bound.figures:
+        evidence.append("measured: " + structure.bound.figures["occupancy"])
+    modeled = f"modeled ({scope}): {w.scenario.what}: {_fmt_saving(w)}"
+    evidence.append(modeled)
+    reason = w.scenario.what.split("(", 1)[-1].split(")", 1)[0]
+    if occ is not None and occ.theoretical is not None and \
+            (occ.observed_per_simd or 0) >= occ.theoretical:
+        need = occ.vgprs_for(occ.theoretical + 1)
+        tip = (f"bring the kernel to at most {need} VGPRs per lane (now {occ.vgprs}) so "
+               f"{occ.theoretical + 1} waves fit per SIMD: fewer live accumulators or tile "
+               "rows per wave, accumulators in AGPRs")
+    else:
+        tip = (f"{reason}: keep more workgroups resident (more, smaller workgroups in the "
+               "grid, or even work per workgroup so finished CUs are refilled) so one wave's "
+               "waits hide under another's work")
+    return Candidate("whatif-more-waves", "one more wave per SIMD (a second workgroup per CU)",
+                     w.saved_wave_cycles if w.saved > 0 else None, None, evidence, tip, [],
+                     modeled=w.saved, modeled_wave_cycles=w.saved_wave_cycles,
+                     modeled_base=w.base_span, measured_text=evidence[0],
+                     modeled_text=modeled)
+
+
+_OCCUPANCY_RULES = {"underfilled", "occupancy-registers", "occupancy-lds"}
+
+
+def rank_candidates(modeled: list[Candidate], rules: list[Candidate]) -> list[Candidate]:
+    """Replayed candidates by modeled kernel time saved, then the rules' candidates on lines
+    no replay covered (by their measured recoverable cycles)."""
+    covered = {ln for c in modeled for ln in c.lines[:1]}
+    rest = [c for c in rules if not (c.lines and c.lines[0] in covered)]
+    if any(c.rule == "whatif-more-waves" for c in modeled):  # replayed: the rules' guess goes
+        rest = [c for c in rest if c.rule not in _OCCUPANCY_RULES]
+    gains = sorted((c for c in modeled if (c.modeled or 0) > 0),
+                   key=lambda c: (-(c.modeled or 0), -(c.modeled_wave_cycles or 0), c.lines))
+    none = [c for c in modeled if (c.modeled or 0) <= 0]
+    return gains + rest + none
+

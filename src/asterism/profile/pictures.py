@@ -26,7 +26,7 @@ from typing import Any
 import numpy as np
 
 from asterism.errors import AsterismError
-from asterism.profile.att import Trace
+from asterism.profile.att import Trace, source_files
 from asterism.profile.escape import mpl_text, script_json
 from asterism.profile.isa_text import mnemonic, unit_name
 from asterism.profile.report import STALL_CAUSES, Report
@@ -49,6 +49,7 @@ HTML_RECORD_LIMIT = 1_500_000  # records embedded in the HTML view
 # picture (and a canvas) thousands of rows tall; the rest are counted in the title.
 TIMELINE_LANE_LIMIT = 64
 HTML_LANE_LIMIT = 512  # 26 pixels each: within the browsers' canvas height limit
+HTML_CONTEXT = 4  # ISA rows either side of a hotspot in the HTML view (source: twice that)
 
 
 class PlotError(AsterismError):
@@ -412,27 +413,38 @@ def plot_source_heat(report: Report, out: str | Path, top: int = 20) -> Path:
     figure_cls, canvas_cls, _ = require_matplotlib()
     heat = source_heat(report, top)
     fig = figure_cls(figsize=(12, 1.0 + 0.3 * max(len(heat), 1)), dpi=100)
-    ax = fig.add_subplot(1, 1, 1)
+    draw_source_heat(fig, heat)
+    return save_png(fig, canvas_cls, Path(out))
+
+
+def draw_source_heat(fig: Any, heat: list[dict[str, Any]]) -> Any:
+    """Draw the heat list into `fig`: bars on the left (the x axis ends 5 % past the
+    longest bar), each line's text in a panel of its own on the right; the bar axes."""
     if not heat:
+        ax = fig.add_subplot(1, 1, 1)
         ax.text(0.5, 0.5, "no source locations in this trace (no line table, no PC map)",
                 ha="center", va="center", fontsize=9)
         ax.set_axis_off()
-        return save_png(fig, canvas_cls, Path(out))
+        return ax
+    grid = fig.add_gridspec(1, 2, width_ratios=[3, 2], wspace=0.02)
+    ax = fig.add_subplot(grid[0])
+    tx = fig.add_subplot(grid[1], sharey=ax)
     labels = [_short(mpl_text(_base(h["location"])), 34) for h in heat]
     stall = np.array([h["stall"] for h in heat], dtype=float)
     issue = np.array([h["cycles"] - h["stall"] for h in heat], dtype=float)
     ax.barh(labels, stall, color="#d62728", label="stall")
     ax.barh(labels, issue, left=stall, color="#c7e9c0", label="issue")
     for i, h in enumerate(heat):
-        ax.text(stall[i] + issue[i], i, f"  {_short(mpl_text(h['text']), 70)}", va="center",
-                fontsize=7, family="monospace")
+        tx.text(0.0, i, f" {_short(mpl_text(h['text']), 70)}", va="center", fontsize=7,
+                family="monospace")
     ax.invert_yaxis()
-    ax.set_xlim(0, max(list(stall + issue) + [1]) * 2.2)
+    ax.set_xlim(0, max(float((stall + issue).max()), 1.0) * 1.05)
+    tx.set_axis_off()
     ax.tick_params(labelsize=7)
     ax.set_xlabel("cycles (sum over traced waves)", fontsize=8)
     ax.set_title("source lines by stall cycles (text of the line at the right)", fontsize=9)
     ax.legend(fontsize=7, loc="lower right", frameon=False)
-    return save_png(fig, canvas_cls, Path(out))
+    return ax
 
 
 # ---------------------------------------------------------------------------- HTML
@@ -473,6 +485,14 @@ def html_data(trace: Trace, report: Report, arrays: TraceArrays | None = None,
         })
     code = {r.line: [r.isa, r.source, r.source_text, r.vaddr, r.stall, r.cycles, r.hits,
                      r.cause] for r in report.listing if r.hits}
+    hot = report.hotspots(top, "stall")
+    files = source_files(trace) if any(h.source for h in hot) else {}
+    panels = {}
+    for h in hot:
+        panels[h.line] = {
+            "isa": [[c.line, c.isa[:200], c.stall, c.cycles, c.hits]
+                    for c in report.context(h.line, HTML_CONTEXT)],
+            "source": _source_snippet(h.source, files)}
     return {
         "title": ", ".join(report.kernels) or "trace",
         "modeled": report.modeled, "origin": arr.origin, "span": arr.span, "time_dtype": tdt,
@@ -480,9 +500,25 @@ def html_data(trace: Trace, report: Report, arrays: TraceArrays | None = None,
         "units": arr.units, "unit_colors": [UNIT_COLORS.get(u, OTHER_COLOR) for u in arr.units],
         "states": [s.name for s in WaveState],
         "state_colors": [STATE_COLORS.get(s.name, OTHER_COLOR) for s in WaveState],
-        "hotspots": [h.line for h in report.hotspots(top, "stall")],
+        "hotspots": [h.line for h in hot], "panels": panels,
+        "stall_total": report.stall_cycles,
         "hot_colors": list(HOTSPOT_COLORS), "code": code, "lanes": lanes,
     }
+
+
+def _source_snippet(location: str, files: dict[str, list[str]]) -> dict[str, Any] | None:
+    """The lines around a ``file:line`` location in a file the capture ships: {"file",
+    "line", "first", "lines"} (each line at most 200 characters), or None."""
+    first = location.split(";")[0].split(", ")[0].strip()
+    path, sep, num = first.rpartition(":")
+    if not (sep and num.isascii() and num.isdigit() and len(num) <= 9) or path not in files:
+        return None
+    text, n = files[path], int(num)
+    if not 0 < n <= len(text):
+        return None
+    lo = max(n - 1 - HTML_CONTEXT * 2, 0)
+    return {"file": path[-200:], "line": n, "first": lo + 1,
+            "lines": [ln[:200] for ln in text[lo:n + HTML_CONTEXT * 2]]}
 
 
 def write_html(trace: Trace, report: Report, out: str | Path,
@@ -506,13 +542,28 @@ canvas{border:1px solid #ccc;cursor:crosshair;display:block}
  padding:4px 6px;font:12px monospace;white-space:pre;display:none;z-index:2}
 #status{color:#666;margin:4px 0}
 .key span{display:inline-block;width:10px;height:10px;margin:0 3px 0 10px}
+#below{display:flex;gap:16px;align-items:flex-start;margin-top:8px}
+#hot{border-collapse:collapse;font:12px monospace}
+#hot td,#hot th{border:1px solid #ddd;padding:2px 6px;text-align:right}
+#hot td.t{text-align:left;max-width:420px;overflow:hidden;white-space:nowrap}
+#hot tr.row{cursor:pointer} #hot tr.row:hover{background:#eef}
+#hot tr.sel{background:#dde6ff}
+#panel{flex:1;min-width:380px}
+#panel pre{font:12px monospace;background:#f7f7f7;border:1px solid #ddd;padding:4px;
+ margin:4px 0;overflow-x:auto}
+#panel .here{background:#ffe08a;display:block}
 </style></head><body>
 <h3 id="title"></h3>
 <div id="status"></div>
 <div class="key" id="key"></div>
 <div id="wrap"><canvas id="cv" width="1400" height="400"></canvas><div id="tip"></div></div>
 <p>Wheel: zoom at the cursor; drag: pan; double-click: reset. Per lane: wave state (thin),
-instructions by unit (stalled part darker), triangles: top hotspots by stall.</p>
+instructions by unit (stalled part darker), triangles: top hotspots by stall. Click a hotspot
+below: its source line and ISA, and its executions marked (blue) on the timeline; the
+arrows step through them.</p>
+<div id="below"><div><b>Hotspots by stall</b><table id="hot"></table></div>
+<div id="panel"><b id="ptitle">Select a hotspot</b>
+<div id="occ"></div><pre id="psrc"></pre><pre id="pisa"></pre></div></div>
 <div id="selftest"></div>
 <script>
 "use strict";
@@ -585,8 +636,13 @@ function draw() {
         ctx.lineTo(x + 3, top + 19); ctx.lineTo(x, top + 24); ctx.fill(); }
     }
     flush();
+    if (sel !== null) { ctx.fillStyle = "#1f4fff";  // the selected line's executions
+      for (let i = lo; i < hi; i++) if (L.line[i] === sel) {
+        ctx.fillRect(Math.floor(xOf(L.start[i])), top + 2, 2, 20); } }
   });
-  ctx.fillStyle = "#222";
+  // Bars of a zoomed view start left of the axis: the label column is drawn last.
+  ctx.clearRect(0, 0, LEFT, cv.height - 14); ctx.fillStyle = "#222";
+  lanes.forEach((L, y) => ctx.fillText(L.label.slice(0, 30), 4, 10 + y * LANE + 14));
   ctx.fillText("cycles " + Math.round(t0) + " .. " + Math.round(t1) + " (" +
     cpp.toFixed(1) + " cycles/pixel)", LEFT, cv.height - 4);
 }
@@ -629,8 +685,58 @@ cv.addEventListener("wheel", e => { e.preventDefault();
   t0 = t - (t - t0) * f; t1 = t + (t1 - t) * f;
   if (t1 - t0 < 20) t1 = t0 + 20; draw(); }, {passive: false});
 cv.addEventListener("dblclick", () => { t0 = 0; t1 = D.span; draw(); });
+let sel = null, occ = [], at = -1;  // selected line, its executions [lane, index], current
+function el(tag, text, cls) { const e = document.createElement(tag);
+  if (text !== undefined) e.textContent = text; if (cls) e.className = cls; return e; }
+function buildTable() {
+  const tb = document.getElementById("hot");
+  const head = el("tr"); ["#", "line", "stall", "% stall", "cycles", "hits", "cause",
+    "instruction", "source"].forEach(h => head.append(el("th", h))); tb.append(head);
+  D.hotspots.forEach((line, k) => { const c = D.code[line] || ["?", "", "", 0, 0, 0, 0, ""];
+    const tr = el("tr", undefined, "row"); tr.dataset.line = line;
+    const pct = D.stall_total ? (100 * c[4] / D.stall_total).toFixed(1) : "-";
+    [k + 1, line, c[4], pct, c[5], c[6]].forEach(v => tr.append(el("td", String(v))));
+    tr.append(el("td", c[7] || "-", "t"), el("td", c[0], "t"),
+              el("td", (c[1] || "").split(";")[0].split("/").pop(), "t"));
+    tr.addEventListener("click", () => select(line)); tb.append(tr); });
+}
+function select(line) {
+  sel = line; occ = [];
+  lanes.forEach((L, y) => { for (let i = 0; i < L.line.length; i++)
+    if (L.line[i] === line) occ.push([y, i]); });
+  occ.sort((a, b) => lanes[a[0]].start[a[1]] - lanes[b[0]].start[b[1]]);
+  document.querySelectorAll("#hot tr.row").forEach(tr =>
+    tr.classList.toggle("sel", Number(tr.dataset.line) === line));
+  const c = D.code[line] || ["?", "", "", 0, 0, 0, 0, ""], p = D.panels[line] || {};
+  document.getElementById("ptitle").textContent = "line " + line + ": " + c[0];
+  const src = document.getElementById("psrc"); src.replaceChildren();
+  if (p.source) { src.append(el("span", p.source.file + ":" + p.source.line + "\n"));
+    p.source.lines.forEach((t, k) => { const n = p.source.first + k;
+      src.append(el("span", String(n).padStart(5) + "  " + t + "\n",
+                    n === p.source.line ? "here" : undefined)); });
+  } else src.append(el("span", c[1] ? c[1] + " (file not in the capture)" :
+                                      "no source location"));
+  const isa = document.getElementById("pisa"); isa.replaceChildren();
+  (p.isa || []).forEach(r => isa.append(el("span", String(r[0]).padStart(5) + " " +
+    String(r[2]).padStart(7) + " " + String(r[3]).padStart(7) + "  " + r[1] + "\n",
+    r[0] === line ? "here" : undefined)));
+  at = -1; step(1);
+}
+function step(d) {
+  const box = document.getElementById("occ"); box.replaceChildren();
+  if (!occ.length) { box.append(el("span", "no execution in the embedded records"));
+    draw(); return; }
+  at = (at + d + occ.length) % occ.length;
+  const [y, i] = occ[at], L = lanes[y];
+  t0 = L.start[i] - 200; t1 = L.start[i] + Math.max(400, L.dur[i] * 4); draw();
+  const prev = el("button", "<"), next = el("button", ">");
+  prev.onclick = () => step(-1); next.onclick = () => step(1);
+  box.append(prev, el("span", " execution " + (at + 1) + " of " + occ.length + " (" +
+    L.label + ", cycle " + (L.start[i] + D.origin) + ", stall " + L.stall[i] + ") "), next);
+}
+buildTable();
 draw();
-window.asterismView = {lanes, find, describe, draw,
+window.asterismView = {lanes, find, describe, draw, select, step,
   zoom(a, b) { t0 = a; t1 = b; draw(); }, xOf, range: () => [t0, t1]};
 // #selftest: zoom onto the first top hotspot, hover it, and write what the page shows.
 if (location.hash === "#selftest") {
@@ -640,6 +746,14 @@ if (location.hash === "#selftest") {
     window.asterismView.zoom(L.start[i] - 50, L.start[i] + 150);
     const h = find(xOf(L.start[i] + 1), 10 + y * LANE + 10);
     out.hover = h ? describe(h) : null; out.line = h ? h.line : null; return true; });
+  // Click the second hotspot's row: the panel and the occurrences follow.
+  const row = document.querySelectorAll("#hot tr.row")[1];
+  if (row) { row.dispatchEvent(new MouseEvent("click"));
+    out.clicked = Number(row.dataset.line); out.occurrences = occ.length;
+    out.panel = document.getElementById("psrc").textContent;
+    out.here = (document.querySelector("#psrc .here") || {}).textContent || null;
+    out.status = document.getElementById("occ").textContent;
+    step(1); out.range = [Math.round(t0), Math.round(t1)]; }
   document.getElementById("selftest").textContent = "SELFTEST " + JSON.stringify(out);
 }
 </script></body></html>

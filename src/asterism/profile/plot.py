@@ -43,8 +43,8 @@ def plot_trace(trace: Trace, out_png: str | Path, report: Report | None = None) 
     out = Path(out_png)
     if not out.parent.is_dir():
         raise PlotError(f"{out.parent}: no such folder for the picture")
-    if report is None:
-        report = analyze(trace)
+    if report is None:  # (only what the picture draws: a bundle passes its full analysis)
+        report = analyze(trace, pictures_only=True)
     arr = trace_arrays(trace)
     rows = max(len(shown_lanes(arr)), 1)
     fig = figure_cls(figsize=(15, 1.6 + 0.42 * rows + 3.0), dpi=100)

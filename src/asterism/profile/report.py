@@ -311,20 +311,43 @@ def _classify(mn: str, category: int, isa: str, drained: list[str],
     return "other"
 
 
-def analyze(trace: Trace, source_map: Mapping[int, str] | None = None) -> Report:
-    """Analyze a trace; `source_map` maps PCs (code-object vaddr) to IR/Python locations."""
+@dataclass(frozen=True, slots=True)
+class _LineFacts:
+    """What the stall rules read from one row's text, worked out once per row."""
+
+    regs: frozenset  # vector registers named after the mnemonic (none for s_waitcnt)
+    dest: frozenset  # vector registers of the first operand
+    mfma: bool
+    writes: bool  # the first operand is a destination
+
+    @classmethod
+    def of(cls, mn: str, isa: str) -> _LineFacts:
+        ops = operand_text(isa)
+        return cls(frozenset(vector_regs(isa[len(mn):]) if not is_waitcnt(mn) else ()),
+                   frozenset(vector_regs(ops[0]) if ops else ()), is_mfma(mn),
+                   writes_first_operand(mn))
+
+
+def analyze(trace: Trace, source_map: Mapping[int, str] | None = None, *,
+            pictures_only: bool = False) -> Report:
+    """Analyze a trace; `source_map` maps PCs (code-object vaddr) to IR/Python locations.
+    `pictures_only`: what the pictures draw (totals, stall causes, per-line figures for the
+    hotspots) without the source texts, the s_waitcnt producer lists and the per-line unit
+    tallies (``trace plot``; a bundle analyzes once in full and draws from that)."""
     code = trace.code
     listing = [
         InstStats(line=r.line, vaddr=r.vaddr, codeobj=r.codeobj, isa=r.isa,
                   source=(source_map or {}).get(r.vaddr, r.source), is_label=r.is_label)
         for r in code.rows
     ]
-    files = source_files(trace)
+    files = source_files(trace) if not pictures_only else {}
     if files:
         for stats in listing:
             stats.source_text = _source_line(stats.source, files)
     by_line = {s.line: s for s in listing}
     text = {r.line: (mnemonic(r.isa), r.isa) for r in code.rows}
+    facts = {ln: _LineFacts.of(mn, isa) for ln, (mn, isa) in text.items()}
+    unit_of: dict[tuple[int, int], str] = {}  # (line, category) -> unit (text facts, cached)
     unit_counts: dict[int, dict[str, int]] = {}
     stalls = dict.fromkeys(STALL_CAUSES, 0)
     states: dict[str, int] = {}
@@ -351,6 +374,7 @@ def analyze(trace: Trace, source_map: Mapping[int, str] | None = None) -> Report
                 unknown += 1
                 continue
             mn, isa = text[rec.line]
+            fact = facts[rec.line]
             wave_n += 1
             stats.hits += 1
             stats.cycles += rec.duration
@@ -359,31 +383,31 @@ def analyze(trace: Trace, source_map: Mapping[int, str] | None = None) -> Report
             stats.idle += gap
             idle_total += gap
             prev_end = max(prev_end, rec.time + rec.duration)
-            unit = unit_name(mn, rec.category)
-            unit_counts.setdefault(rec.line, {})[unit] = (
-                unit_counts.setdefault(rec.line, {}).get(unit, 0) + 1)
+            unit = unit_of.get((rec.line, rec.category))
+            if unit is None:
+                unit = unit_of[(rec.line, rec.category)] = unit_name(mn, rec.category)
+            if not pictures_only:
+                counts = unit_counts.setdefault(rec.line, {})
+                counts[unit] = counts.get(unit, 0) + 1
             u = units.setdefault(unit, UnitStats(unit, 0, 0, 0))
             u.count += 1
             u.cycles += rec.duration
             u.stall += rec.stall
             if rec.stall > 0:
-                regs = vector_regs(isa[len(mn):]) if not is_waitcnt(mn) else set()
                 touches = any(r in mfma_dst and rec.time - mfma_dst[r] < MFMA_WINDOW
-                              for r in regs)
+                              for r in fact.regs)
                 recent = last_mfma is not None and rec.time - last_mfma < MFMA_WINDOW
                 cause = _classify(mn, rec.category, isa, drained_at.get(i, []), recent,
                                   touches)
                 stats.causes[cause] = stats.causes.get(cause, 0) + rec.stall
                 stalls[cause] += rec.stall
             # Track which registers hold MFMA results that may still be in flight.
-            if is_mfma(mn):
+            if fact.mfma:
                 last_mfma = rec.issue_time
-                ops = operand_text(isa)
-                for r in vector_regs(ops[0]) if ops else ():
+                for r in fact.dest:
                     mfma_dst[r] = rec.issue_time
-            elif writes_first_operand(mn) and mfma_dst:
-                ops = operand_text(isa)
-                for r in vector_regs(ops[0]) if ops else ():
+            elif fact.writes and mfma_dst:
+                for r in fact.dest:
                     mfma_dst.pop(r, None)
             wave_stall += rec.stall
             dur_total += rec.duration
@@ -397,7 +421,7 @@ def analyze(trace: Trace, source_map: Mapping[int, str] | None = None) -> Report
         per_wave.append(WaveSummary(wave.filename, wave.se, wave.cu, wave.simd, wave.slot,
                                     wave.id, wave.begin, wave.end, wave.duration, wave_n,
                                     wave_stall, wave_states))
-        for ev in events:
+        for ev in events if not pictures_only else ():
             key = (ev.line, ev.counter)
             wl = links.get(key)
             if wl is None:

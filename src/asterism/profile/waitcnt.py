@@ -136,13 +136,19 @@ def capture_events(wave: Wave, code: CodeListing) -> list[WaitEvent]:
     links, k = wave.waitcnt, 0
     last: dict[int, int] = {}  # line -> index of its latest execution so far
     events: list[WaitEvent] = []
+    kind: dict[int, int] = {}  # line -> 0 not an instruction, 1 other, 2 s_waitcnt (once)
     for i, rec in enumerate(wave.instructions):
-        row = code.row(rec.line)
-        if row is None or row.is_label:
+        what = kind.get(rec.line)
+        if what is None:
+            row = code.row(rec.line)
+            what = kind[rec.line] = (0 if row is None or row.is_label else
+                                     2 if is_waitcnt(mnemonic(row.isa)) else 1)
+        if what == 0:
             continue
-        if not is_waitcnt(mnemonic(row.isa)):
+        if what == 1:
             last[rec.line] = i
             continue
+        row = code.row(rec.line)
         named = waitcnt_counts(row.isa)
         # (a text that names neither counter, e.g. a raw immediate, may drain either)
         counts = [c for c in ("lgkmcnt", "vmcnt") if c in named] or ["lgkmcnt", "vmcnt"]

@@ -38,12 +38,13 @@ tests/test_target.py for the oracle tests):
 from __future__ import annotations
 
 import json
+import os
 from dataclasses import MISSING, dataclass, replace
 from functools import cache
-from importlib import resources
 from typing import Any
 
 from asterism.errors import TargetError, shown
+from asterism.version import package_file
 
 # The triple every HSA code object for these chips uses (AMDGPUUsage "Target Triples").
 HSA_TRIPLE = "amdgcn-amd-amdhsa"
@@ -193,14 +194,14 @@ class Target:
         return dict(self.descriptor_defaults).get(name, 0)
 
 
-_DATA_PACKAGE = "asterism.target.data"
+_DATA_FOLDER = ("target", "data")  # (in the package: version.package_file)
 
 
 @cache
 def known_targets() -> tuple[str, ...]:
     """Names of the processors described in target/data (e.g. ("gfx942", "gfx950"))."""
-    files = resources.files(_DATA_PACKAGE).iterdir()
-    return tuple(sorted(f.name[:-5] for f in files if f.name.endswith(".json")))
+    names = os.listdir(package_file(*_DATA_FOLDER))
+    return tuple(sorted(name[:-5] for name in names if name.endswith(".json")))
 
 
 def _take(data: dict[str, Any], key: str, where: str) -> Any:
@@ -231,7 +232,8 @@ def processor_facts(name: str) -> Target:
     if name not in known_targets():  # (before the name becomes a path: it may come from input)
         raise _unknown(name)
     where = f"target/data/{name}.json"
-    raw = json.loads(resources.files(_DATA_PACKAGE).joinpath(f"{name}.json").read_text())
+    with open(package_file(*_DATA_FOLDER, f"{name}.json"), encoding="utf-8") as f:
+        raw = json.load(f)
     elf = dict(_take(raw, "elf", where))
     elf["mach"] = int(elf["mach"], 0) if isinstance(elf.get("mach"), str) else elf.get("mach")
     target = Target(

@@ -315,6 +315,25 @@ def _tr_read(elem_bits: int, total_bits: int):
         src_lane = np.array([[k * lanes_per_row + jj // per for k in range(per)] for jj in j])
         src_elem = np.array([[jj % per for _ in range(per)] for jj in j])
 
+        if elem_bits in (8, 16):
+            # Whole-byte elements: the transpose is one index of the loaded words seen as
+            # elements (the same permutation the general unpacking below computes).
+            view = U8 if elem_bits == 8 else U16
+
+            def run_bytes(g: Group) -> int:
+                if not g.exec.all():
+                    raise info.fault("transposed LDS reads with inactive lanes are not "
+                                     "modeled")
+                a = addr(g).astype(U64) + off
+                raw = spaces.load(info, g, spaces.LDS, g.exec, a, nbytes)
+                elems = np.ascontiguousarray(raw).view(view).reshape(g.n, 4, 16, per)
+                out = np.ascontiguousarray(elems[:, :, src_lane, src_elem])
+                words = out.view(U32).reshape(g.n, 64, nregs)
+                for k in range(nregs):
+                    vstore(g, g.v[row + k], words[:, :, k], None)
+                return nxt
+            return run_bytes
+
         def run(g: Group) -> int:
             if not g.exec.all():
                 raise info.fault("transposed LDS reads with inactive lanes are not modeled")
@@ -394,4 +413,4 @@ def _register_ds() -> None:
 
 
 _register_ds()
-_unused = (CompileError, U8, U16)
+_unused = (CompileError,)

@@ -79,6 +79,9 @@ def _mfma(info: OpInfo):
     target = info.target
     name = minfo.mnemonic
     nxt = info.next_index
+    fast = _register_run(info, minfo, cbsz, abid, blgp)
+    if fast is not None:
+        return fast
 
     def run(g: Group) -> int:
         d = M.execute_mfma(
@@ -94,10 +97,55 @@ def _mfma(info: OpInfo):
     return run
 
 
+def _register_run(info: OpInfo, minfo, cbsz: int, abid: int, blgp: int):
+    """The op of an MFMA that runs straight on the register file (emu/mfma.py
+    RegisterPlan), or None (then execute_mfma runs it)."""
+    from asterism.emu import mfma as M
+
+    plan = M.register_plan(info.target, minfo.mnemonic, cbsz, abid, blgp)
+    if plan is None:
+        return None
+    ops = [info.op("src0"), info.op("src1"), info.op("src2"), info.op("vdst")]
+    regs = [op.operand if isinstance(op, Mod) else op for op in ops]
+    if any(isinstance(op, Mod) and (op.neg or op.abs) for op in ops):
+        return None
+    a_op, b_op, c_op, d_op = regs
+    for op, need in ((a_op, plan.a_nregs), (b_op, plan.b_nregs), (d_op, plan.d_nregs)):
+        if not isinstance(op, Reg) or op.kind not in ("v", "a") or op.count < need:
+            return None
+    if d_op.count != plan.d_nregs:
+        return None
+    arow, brow, drow = vreg_row(info, a_op), vreg_row(info, b_op), vreg_row(info, d_op)
+    na, nb, nd = plan.a_nregs, plan.b_nregs, plan.d_nregs
+    if is_const(c_op):
+        bits = const_bits(c_op, "f32", 32)
+        c_value = float(np.array([bits], U32).view(np.float32)[0])
+        crow = -1
+    elif isinstance(c_op, Reg) and c_op.kind in ("v", "a") and c_op.count >= nd:
+        crow = vreg_row(info, c_op)
+    else:
+        return None
+    nxt = info.next_index
+
+    def run(g: Group) -> int:
+        v = g.v
+        c = c_value if crow < 0 else v[crow:crow + nd]
+        d = M.mfma_on_registers(plan, v[arow:arow + na], v[brow:brow + nb], c)
+        out = v[drow:drow + nd]
+        if g.exec_full:
+            out.view(np.float32)[...] = d  # (rounded to f32 as astype rounds)
+        else:
+            np.copyto(out, d.astype(np.float32).view(U32), where=g.exec)
+        return nxt
+    return run
+
+
 def _register() -> None:
     for target in ("gfx942", "gfx950"):
-        for m, inst in get_isa(target).instructions.items():
-            if inst.unit == "mfma" and (m.startswith(("v_mfma_", "v_smfmac_"))):
+        db = get_isa(target).instructions
+        for m in db:
+            # (the name first: the database entry is made only when it is needed)
+            if m.startswith(("v_mfma_", "v_smfmac_")) and db[m].unit == "mfma":
                 builder(m)(_mfma)
 
 

@@ -130,6 +130,11 @@ def valu(dst: str, srcs: tuple[str, ...], fn: Callable, *, float_op: bool = True
         dkind_shift = _denorm_field(dst) if dst in FLOAT_KINDS else None
         nxt = info.next_index
         n = len(readers)
+        if zero is None and not check_ftz and clamp_int is None and post is None and \
+                dkind_shift is None and dmask is None and n in (1, 2, 3):
+            # No modifier, no MODE-dependent flushing: the value, written under EXEC.
+            # (Float errors are ignored for the whole batch: Emulator._run_batch.)
+            return _plain_run(fn, readers, write, nxt)
 
         def run(g: Group) -> int:
             vals = [r(g) for r in readers]
@@ -152,6 +157,30 @@ def valu(dst: str, srcs: tuple[str, ...], fn: Callable, *, float_op: bool = True
             return nxt
         return run
     return build
+
+
+def _plain_run(fn: Callable, readers: list, write: Callable, nxt: int):
+    """The op of a table-driven VALU instruction without modifiers: write(fn(sources))."""
+    if len(readers) == 1:
+        (r0,) = readers
+
+        def run1(g: Group) -> int:
+            write(g, fn(r0(g)), None)
+            return nxt
+        return run1
+    if len(readers) == 2:
+        r0, r1 = readers
+
+        def run2(g: Group) -> int:
+            write(g, fn(r0(g), r1(g)), None)
+            return nxt
+        return run2
+    r0, r1, r2 = readers
+
+    def run3(g: Group) -> int:
+        write(g, fn(r0(g), r1(g), r2(g)), None)
+        return nxt
+    return run3
 
 
 def table(entries: dict, **kw):
@@ -690,16 +719,27 @@ SAT_OPS = {
 }
 
 
-def _fast_u32(fn):
-    """v_add_u32 and friends without clamp: plain wrapping uint32 arithmetic (fast path)."""
-    return fn
+# Without clamp the 32-bit ones wrap: the same bits computed in their own 32-bit type (one
+# pass, no int64 temporaries). NumPy arrays wrap silently; scalars (two constant sources)
+# wrap too, their overflow warning ignored like every float exception of a batch.
+WRAP_32 = {
+    "v_add_u32": lambda a, b: a + b,
+    "v_sub_u32": lambda a, b: a - b,
+    "v_subrev_u32": lambda a, b: b - a,
+    "v_add_i32": lambda a, b: a + b,
+    "v_sub_i32": lambda a, b: a - b,
+}
 
 
 for _name, (_dst, _srcs, _fn) in SAT_OPS.items():
-    def _make(dst=_dst, srcs=_srcs, fn=_fn):
+    def _make(dst=_dst, srcs=_srcs, fn=_fn, name=_name):
+        wrap = WRAP_32.get(name)
         sat_build = valu(dst, srcs, fn, float_op=False, sat=True)
+        wrap_build = valu(dst, srcs, wrap, float_op=False) if wrap is not None else None
 
         def build(info: OpInfo):
+            if wrap_build is not None and not info.mods.get("clamp"):
+                return wrap_build(info)
             return sat_build(info)
         return build
     builder(_name)(_make())

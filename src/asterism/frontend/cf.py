@@ -1,0 +1,163 @@
+"""Lowering of a `gpu.func` body of several blocks (`cf.br`, `cf.cond_br`, as
+`mlir-opt --convert-scf-to-cf` writes loops and ifs).
+
+Blocks are laid out in reverse post-order, each behind a label; a block's arguments are
+registers (SGPRs when every value branched to them is uniform, else VGPRs) that each branch
+writes by a parallel copy before it jumps. A branch to the next block of the layout falls
+through.
+
+* `cf.br` = the copies + `s_branch`.
+* `cf.cond_br` on a uniform condition = `s_cbranch_scc0` (on the SCC of the comparison, or
+  after `s_cmp_lg_u32`) to the false
+  block (through its copies when it takes arguments), the true block's copies + `s_branch`.
+* `cf.cond_br` on a per-lane condition: EXEC masking, as for a per-lane `scf.if`. Its paths
+  must meet again at one block (the branch's immediate post-dominator) without a loop or a
+  return on the way and without being entered from elsewhere: the blocks of the true paths run
+  under the lanes whose condition is 1 (`s_and_saveexec_b64`), then those of the false paths
+  under the others (`s_xor_b64`), EXEC is restored (`s_or_b64`) and the meeting block follows.
+  A branch inside those paths (per-lane or not) is masked the same way. Other shapes are an
+  error naming the branch and what is missing.
+"""
+
+from __future__ import annotations
+
+from xdsl.dialects import cf
+from xdsl.ir import Block
+
+from asterism.frontend.blocks import BlockLayout
+from asterism.frontend.cfg import blocks_between, successors
+from asterism.frontend.emit import branch_if_zero, masked_arms, parallel_copy
+from asterism.frontend.lowering import HandlerTable, KernelLowering
+from asterism.frontend.values import LV, LoweringError, fail
+
+
+def _layout(low: KernelLowering, op) -> BlockLayout:
+    layout = low.cfg
+    if layout is None:
+        raise fail(op, "a branch outside a gpu.func body of several blocks")
+    return layout
+
+
+def _copy_args(low: KernelLowering, layout: BlockLayout, values, dest: Block) -> None:
+    parallel_copy(low, list(values), layout.regs.get(dest, []), [a.type for a in dest.args])
+
+
+def _jump(low: KernelLowering, layout: BlockLayout, dest: Block) -> None:
+    """Continue at `dest`: nothing when it is the next block of the layout, else s_branch."""
+    here = layout.order.index(layout.current)
+    following = next((b for b in layout.order[here + 1:] if b not in layout.done), None)
+    if dest is not following:
+        low.kb.s_branch(layout.labels[dest])
+
+
+def _br(low: KernelLowering, op: cf.BranchOp) -> None:
+    layout = _layout(low, op)
+    _copy_args(low, layout, op.arguments, op.successor)
+    if layout.masked_next:
+        layout.masked_next[-1] = op.successor
+        return
+    _jump(low, layout, op.successor)
+
+
+def _cond_br(low: KernelLowering, op: cf.ConditionalBranchOp) -> None:
+    layout = _layout(low, op)
+    cond = low.get(op.cond)
+    kb = low.kb
+    if layout.masked_next:  # inside the paths of a per-lane branch: mask this one too
+        layout.masked_next[-1] = _masked_branch(low, layout, op, cond)
+        return
+    if cond.kind == "c":
+        dest, args = ((op.then_block, op.then_arguments) if cond.scalar else
+                      (op.else_block, op.else_arguments))
+        _copy_args(low, layout, args, dest)
+        _jump(low, layout, dest)
+        return
+    if cond.uniform:
+        copies = bool(op.else_arguments)
+        other = kb.new_label("block_else") if copies else layout.labels[op.else_block]
+        branch_if_zero(low, cond, other)
+        _copy_args(low, layout, op.then_arguments, op.then_block)
+        if copies:
+            kb.s_branch(layout.labels[op.then_block])
+            kb.place(other)
+            _copy_args(low, layout, op.else_arguments, op.else_block)
+            _jump(low, layout, op.else_block)
+        else:
+            _jump(low, layout, op.then_block)
+        return
+    merge = _masked_branch(low, layout, op, cond)
+    _jump(low, layout, merge)
+
+
+def _masked_branch(low: KernelLowering, layout: BlockLayout, op: cf.ConditionalBranchOp,
+                   cond: LV) -> Block:
+    """A cf.cond_br lowered by EXEC masking: both sides' paths up to the block where they
+    meet, which is returned (its arguments written by both sides)."""
+    here = layout.current
+    merge = layout.ipdom.get(here)
+    what = ("the condition differs between lanes" if not cond.uniform else
+            "it is inside the paths of a per-lane branch")
+    if merge is None:
+        raise fail(op, f"{what} and its paths do not meet again before a return; EXEC "
+                       "masking needs the true and false paths to join at one block (an "
+                       "early return of some lanes is not supported)")
+    region = blocks_between(here, merge)
+    for b in region:
+        outside = [p for p in layout.preds.get(b, []) if p is not here and p not in region]
+        if outside:
+            raise fail(op, f"{what} and a block on its paths is also entered from outside "
+                           "them; EXEC masking needs paths entered only by this branch")
+        if any(s is here or s in region and layout.order.index(s) <= layout.order.index(b)
+               for s in successors(b)):
+            raise fail(op, f"{what} and its paths hold a loop; a loop inside per-lane "
+                           "branches is not supported (write it as scf.for inside scf.if)")
+        if not isinstance(b.last_op, cf.BranchOp | cf.ConditionalBranchOp):
+            raise fail(b.last_op, f"ends a path of the per-lane cf.cond_br at {_where(op)} "
+                                  "before the paths meet; a return under a per-lane branch "
+                                  "is not supported")
+
+    def side(block: Block, args) -> None:
+        _copy_args(low, layout, args, block)
+        while block is not merge:
+            if block in layout.done:
+                raise fail(op, f"{what} and block {_name(layout, block)} is reached on two "
+                               "of its paths before they meet (unstructured branches are "
+                               "not supported under EXEC masking)")
+            layout.done.add(block)
+            outer, layout.current = layout.current, block
+            layout.masked_next.append(None)
+            low.lower_block(block)
+            block = layout.masked_next.pop()
+            layout.current = outer
+
+    then_side = (lambda: side(op.then_block, op.then_arguments))
+    else_side = None
+    if op.else_block is not merge or op.else_arguments:
+        else_side = (lambda: side(op.else_block, op.else_arguments))
+    masked_arms(low, cond, then_side, else_side)
+    return merge
+
+
+def _name(layout: BlockLayout, block: Block) -> str:
+    """The block as the user's text names it (^name, or ^bbN by its place, as MLIR prints)."""
+    if block.name_hint:
+        return f"^{block.name_hint}"
+    return f"^bb{list(block.parent.blocks).index(block)}" if block.parent else "^?"
+
+
+def _where(op) -> str:
+    loc = op.location
+    line = getattr(getattr(loc, "line", None), "data", None)
+    return f"line {line}" if line is not None else "its location"
+
+
+def _unsupported(low: KernelLowering, op) -> None:
+    raise LoweringError(f"{op.name} is not supported (cf.br and cf.cond_br are)")
+
+
+HANDLERS: HandlerTable = {
+    cf.BranchOp: _br,
+    cf.ConditionalBranchOp: _cond_br,
+    cf.SwitchOp: _unsupported,
+    cf.AssertOp: _unsupported,
+}
