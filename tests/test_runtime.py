@@ -118,3 +118,23 @@ def test_demo_on_a_real_gpu():
     out = np.zeros(256, np.int32)
     launch(DEMO, "add_10", grid=4, block=64, args=[out], backend="hip")
     np.testing.assert_array_equal(out, np.arange(256) + 10)
+
+
+def test_emulator_runs_the_code_it_is_given_not_a_cached_one():
+    # The backend's decoded-program cache was keyed by the code object's id(): a code object
+    # whose text changed (or a new one that reused a freed one's id, as a test session's
+    # kernels do) ran the old program (seen as "v176 is used but the kernel descriptor
+    # allocates 176 VGPRs" between two attention builds).
+    from asterism.api import load_code_object
+
+    text = open(DEMO).read()
+    obj, _ = load_code_object(asterism.compile(DEMO))
+    twice, _ = load_code_object(asterism.compile(
+        text.replace("arith.constant 1 :", "arith.constant 2 :")))
+    assert len(twice.text) == len(obj.text) and twice.text != obj.text
+    out = np.zeros(64, np.int32)
+    launch(obj, "add_10", grid=1, block=64, args=[out], backend="emu")
+    assert out[5] == 15
+    obj.text = twice.text
+    launch(obj, "add_10", grid=1, block=64, args=[out], backend="emu")
+    assert out[5] == 25

@@ -10,6 +10,8 @@ from asterism.mc.decoder import decode_code
 from asterism.runtime.kernargs import PackedArgs
 from asterism.target import Target
 
+# Decoded kernels kept per backend (a sweep or a test session launches many code objects).
+PROGRAM_CACHE_ENTRIES = 64
 
 class EmuBackend:
     """Executes kernels with asterism's emulator; device memory is the emulator's."""
@@ -20,7 +22,7 @@ class EmuBackend:
         self.sanitizer = sanitizer  # the default mode (a launch may name another)
         self.instruction_budget = instruction_budget
         self._emulators: dict[str, Emulator] = {}
-        self._programs: dict[tuple[int, str], list] = {}
+        self._programs: dict[tuple[str, int, bytes], list] = {}
         self.memory = DeviceMemory()
 
     def device_name(self) -> str:
@@ -39,14 +41,19 @@ class EmuBackend:
         return emu
 
     def _program(self, obj: CodeObject, kernel) -> list:
-        key = (id(obj), kernel.name)
-        program = self._programs.get(key)
+        """The decoded instructions of `kernel`, cached by what is decoded (target, address,
+        bytes): an id-keyed cache handed a later code object that reused a freed one's id
+        the old program (a stale kernel run with a new descriptor)."""
+        start = kernel.offset
+        end = start + (kernel.size or len(obj.text) - start)
+        code = bytes(obj.text[start:end])
+        key = (obj.target.name, obj.text_address + start, code)
+        program = self._programs.pop(key, None)
         if program is None:
-            start = kernel.offset
-            end = start + (kernel.size or len(obj.text) - start)
-            program = decode_code(obj.text[start:end], obj.target.name,
-                                  base=obj.text_address + start)
-            self._programs[key] = program
+            program = decode_code(code, obj.target.name, base=obj.text_address + start)
+        self._programs[key] = program  # (most recent last: the oldest goes first)
+        while len(self._programs) > PROGRAM_CACHE_ENTRIES:
+            del self._programs[next(iter(self._programs))]
         return program
 
     def launch(self, obj: CodeObject, kernel, packed: PackedArgs, grid, block,
