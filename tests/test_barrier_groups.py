@@ -87,6 +87,31 @@ def test_two_resident_workgroups_release_their_barriers_independently(tmp_path):
     assert res.to_json()["barrier_groups"] == groups
 
 
+def test_one_barrier_per_cu_makes_resident_workgroups_wait_for_each_other():
+    """TimingOptions.off "wg_barriers" (the model before issue 23): every wave resident on
+    the CU is one barrier group, so workgroup 1 waits for workgroup 0's late arrival; by
+    hand as in the test above, one release for all four waves."""
+    on = asterism.launch(skewed_kernel(), "skew", grid=2, block=128, args=[],
+                         timing=TimingOptions(compute_units=1)).timing
+    res = asterism.launch(skewed_kernel(), "skew", grid=2, block=128, args=[],
+                          timing=TimingOptions(compute_units=1,
+                                               off=frozenset({"wg_barriers"}))).timing
+    begins = {(w.workgroup[0], w.wave): w.begin for w in res.waves}
+    assert begins == {(0, 0): 0, (0, 1): LAUNCH, (1, 0): 2 * LAUNCH, (1, 1): 3 * LAUNCH}
+    arrive = {k: b + START + 8 + (TAKEN if k[0] == 1 else NOPS * 64)
+              for k, b in begins.items()}
+    release = max(arrive.values()) + BARRIER
+    for w in res.waves:
+        k = (w.workgroup[0], w.wave)
+        rec = _barrier_record(res, w)
+        assert rec[:4] == (arrive[k], CAT_IMMED, release - arrive[k], release - arrive[k])
+    stall = {g["workgroup"][0]: g["barrier_stall"] for g in res.barrier_groups()}
+    assert stall[1] == sum(release - a for k, a in arrive.items() if k[0] == 1)
+    assert stall[1] > {g["workgroup"][0]: g["barrier_stall"]
+                       for g in on.barrier_groups()}[1]
+    assert "one per CU (wg_barriers off" in res.summary()
+
+
 def test_modeled_trace_of_two_workgroups_per_cu_replays_exactly(tmp_path):
     """The functional model's trace (two workgroups on one CU) replays record for record
     once its workgroups are inferred; as one barrier group per CU (the replay before

@@ -19,9 +19,12 @@ from asterism.profile.calibrate import (
     calibrate,
     capture_error,
     fit_parameters,
+    format_sensitivity,
     leave_one_out,
     leave_one_out_traces,
     objective,
+    prior_penalty,
+    sensitivity,
 )
 from asterism.profile.replay import ReplayError, replay
 from asterism.target import timing as tt
@@ -170,3 +173,75 @@ def test_cli_calibrate(tmp_path, capsys):
     assert main(["trace", "replay", str(PA), "--params", str(bad)]) == 1
     assert f"{bad}:2:1: error: gfx950 memory.vmem_unknown = 2000 is outside its bounds" in \
         capsys.readouterr().err
+
+
+def _hbm_errors(model):
+    """A synthetic capture whose total and only wave are off by (800 - hbm) / 10 percent:
+    the error alone wants memory.hbm at its highest bound, 800."""
+    e = (800 - model.value("memory.hbm")) / 10
+    return [CaptureError("synthetic", e, (e,))]
+
+
+def test_prior_penalty_by_hand():
+    bounds = {"a": (500, 800), "b": (0, 16), "c": (8, 8)}
+    start = {"a": 600, "b": 4, "c": 8}
+    # 2 x ((750 - 600) / 300)^2 + 2 x ((12 - 4) / 16)^2 = 2 x 0.25 + 2 x 0.25 = 1.0
+    assert prior_penalty({"a": 750, "b": 12, "c": 8}, start, bounds, 2.0) == pytest.approx(1.0)
+    assert prior_penalty({"a": 750, "b": 12, "c": 8}, start, bounds, 0.0) == 0.0
+    assert prior_penalty(start, start, bounds, 5.0) == 0.0
+
+
+def test_map_fit_by_hand():
+    """On the synthetic capture (objective (800 - h) / 10 for hbm = h, start 600, range 300),
+    the plain fit goes to 800; the MAP fit with prior 45 minimizes (800 - h) / 10 +
+    45 ((h - 600) / 300)^2, whose minimum is at h = 600 + 4500 / 45 = 700 (a grid point:
+    696 and 704 cost 15.008): objective 10, penalty 5."""
+    tm = tt.get_timing("gfx950")
+    assert tm.value("memory.hbm") == 600 and tm.bounds["memory.hbm"].low == 500
+    trace = [(None, "synthetic")]
+    plain = fit_parameters(trace, tm, names=["memory.hbm"], evaluate=_hbm_errors)
+    assert plain.after == {"memory.hbm": 800} and plain.objective_after == 0.0
+    assert plain.penalty == 0.0 and "plain fit" in plain.summary()
+    fit = fit_parameters(trace, tm, names=["memory.hbm"], prior=45.0, evaluate=_hbm_errors)
+    assert fit.after == {"memory.hbm": 700}
+    assert fit.objective_before == 20.0
+    assert fit.objective_after == pytest.approx(10.0)
+    assert fit.penalty == pytest.approx(5.0)
+    assert "regularized (MAP) fit: objective + 45 x" in fit.summary()
+    assert "(prior penalty 5.00)" in fit.to_toml()
+    assert fit.to_json()["prior_penalty_after"] == 5.0
+    # A parameter the capture does not see stays at its prior's centre (every move costs).
+    flat = fit_parameters(trace, tm, names=["memory.lds"], prior=1.0, evaluate=_hbm_errors)
+    assert flat.after == {"memory.lds": tm.value("memory.lds")}
+    with pytest.raises(ReplayError, match="the prior's weight must be 0 or more"):
+        fit_parameters(trace, tm, names=["memory.hbm"], prior=-1.0, evaluate=_hbm_errors)
+
+
+def test_sensitivity_by_hand():
+    """memory.hbm alone at 500 / 600 / 800: (800 - h) / 10 = 30 / 20 / 0 %, swing 30;
+    memory.lds does not move the synthetic error: swing 0."""
+    tm = tt.get_timing("gfx950")
+    rows = sensitivity([(None, "synthetic")], tm, names=["memory.hbm", "memory.lds"],
+                       evaluate=_hbm_errors)
+    hbm, lds = rows
+    assert (hbm.low, hbm.start, hbm.high) == (500, 600, 800)
+    assert (hbm.at_low, hbm.at_start, hbm.at_high, hbm.swing) == ((30.0,), (20.0,), (0.0,),
+                                                                  (30.0,))
+    assert lds.swing == (0.0,)
+    text = format_sensitivity(rows, ["synthetic"])
+    assert "memory.hbm                  [ 500,  800]    +30.0 %   +20.0 %     +0.0 %    30.0" \
+        in text
+
+
+def test_cli_prior_and_sensitivity(tmp_path, capsys):
+    assert main(["trace", "calibrate", str(PA), "--sensitivity", "--fit",
+                 "memory.vmem_unknown"]) == 0
+    out = capsys.readouterr().out
+    base = capture_error(replay(PA)).total
+    assert "memory.vmem_unknown         [ 144,  800]" in out and f"{base:+7.1f} %" in out
+    assert main(["trace", "calibrate", str(PA), "--sensitivity", "-o",
+                 str(tmp_path / "f.toml")]) == 1
+    assert "--sensitivity fits nothing" in capsys.readouterr().err
+    assert not (tmp_path / "f.toml").exists()
+    assert main(["trace", "calibrate", str(PA), "--prior", "-2"]) == 1
+    assert "--prior must be 0 or more, got -2.0" in capsys.readouterr().err

@@ -425,7 +425,8 @@ def test_the_report_lists_the_worst_instructions():
 
 def test_mechanism_names_and_bounds_are_checked(monkeypatch):
     with pytest.raises(TimingError, match="unknown timing mechanism banks to turn off; "
-                                          "choose from lds_banks, vmem_lines, bandwidth"):
+                                          "choose from lds_banks, vmem_lines, bandwidth, "
+                                          "wg_barriers"):
         TimingOptions(off={"banks"})
     assert TimingOptions(off=["lds_banks"]).off == frozenset({"lds_banks"})
     for tm, banks in ((GFX942, 32), (GFX950, 64)):

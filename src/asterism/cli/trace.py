@@ -23,9 +23,19 @@ Figures on the captures a fit saw are fitted (in-sample), not predictions.
 the table shows, per capture, the default values' errors (predicted), the fit on all
 (fitted) and the leave-one-out error (predicted). Progress on stderr.
 
+A few captures under-determine several parameters: a fit to one capture pins the ones it
+barely sees at a bound. --prior W makes it a regularized (MAP) fit: it minimizes the
+objective + W x sum over the fitted parameters of ((value - starting value) / bound range)^2,
+so a parameter leaves its sourced value only as far as the error it removes pays for (W
+points of objective for a move across its whole range). --sensitivity prints, instead of a
+fit, each parameter alone at its lowest and highest bound and each capture's error there:
+what the captures can identify.
+
   asterism trace calibrate tests/data/shared/att/* -o fit.toml
   asterism trace replay tests/data/shared/att/flash_attn_func_small --params fit.toml
   asterism trace calibrate tests/data/shared/att/* --leave-one-out --json
+  asterism trace calibrate tests/data/shared/att/* --leave-one-out --prior 4
+  asterism trace calibrate tests/data/shared/att/* --sensitivity
 """
 
 
@@ -117,7 +127,8 @@ def cmd_trace_calibrate(args) -> int:
     import json
 
     from asterism.cli.io import timing_params
-    from asterism.profile.calibrate import calibrate, leave_one_out
+    from asterism.profile.calibrate import calibrate, leave_one_out, sensitivity_of
+    from asterism.profile.replay import ReplayError
 
     def progress(message: str) -> None:
         sys.stderr.write(f"calibrate: {message}\n")
@@ -125,15 +136,24 @@ def cmd_trace_calibrate(args) -> int:
 
     params = timing_params(args.params)
     names = [n.strip() for n in args.fit.split(",") if n.strip()] if args.fit else None
+    if not args.prior >= 0:
+        raise ReplayError(f"--prior must be 0 or more, got {args.prior}")
+    if args.sensitivity:
+        if args.leave_one_out or args.output or args.json:
+            raise ReplayError("--sensitivity fits nothing: it takes no --leave-one-out, "
+                              "--json or -o")
+        sys.stdout.write(sensitivity_of(args.dirs, target=args.target, memory=args.memory,
+                                        params=params, names=names))
+        return 0
     if args.leave_one_out:
         loo = leave_one_out(args.dirs, target=args.target, rounds=args.rounds,
                             memory=args.memory, params=params, progress=progress,
-                            names=names)
+                            names=names, prior=args.prior)
         fit = loo.fitted
         text = json.dumps(loo.to_json(), indent=1) + "\n" if args.json else loo.summary()
     else:
         fit = calibrate(args.dirs, target=args.target, rounds=args.rounds, memory=args.memory,
-                        params=params, progress=progress, names=names)
+                        params=params, progress=progress, names=names, prior=args.prior)
         text = json.dumps(fit.to_json(), indent=1) + "\n" if args.json else fit.summary()
     if args.output:
         write_output(args.output, fit.to_toml())
@@ -223,6 +243,12 @@ def register(verb) -> None:
     ca.add_argument("--leave-one-out", action="store_true",
                     help="also fit on every capture but one and predict the held-out one, "
                          "for each capture (needs two or more)")
+    ca.add_argument("--prior", type=float, default=0.0, metavar="W",
+                    help="regularized (MAP) fit: add W x sum(((value - starting value) / "
+                         "bound range)^2) to the objective (default 0: plain fit)")
+    ca.add_argument("--sensitivity", action="store_true",
+                    help="fit nothing: print each fittable parameter's effect alone (at its "
+                         "bounds) on each capture's error")
     ca.add_argument("--fit", metavar="NAME,...",
                     help="fit only these fittable parameters, e.g. memory.vmem_unknown,"
                          "memory.hbm (default: every fittable one)")

@@ -11,6 +11,19 @@ The objective is the error the model is judged by: per capture, the mean of |tot
 error| and the mean |error| of its waves (both in percent of measured cycles), averaged over
 the captures. Both parts are reported, with the largest wave error.
 
+Regularized (MAP) fit, `prior` > 0: a few captures under-determine several parameters (a fit
+to one capture pins the ones it barely sees at a bound), so the search minimizes
+
+    objective + prior x sum over fitted parameters of ((value - start) / (high - low))^2
+
+instead: the starting value (timing.toml's sourced figure) is the prior's centre, each
+parameter's bound range its width. A parameter moves only as far as the error it removes
+pays for: `prior` percentage points of objective per whole bound range, squared. prior = 0
+is the plain fit. The penalty is reported beside the objective, which stays the error alone.
+
+`sensitivity` says what the captures can identify: each parameter alone at its lowest and
+highest bound, every other at its starting value, and each capture's total error there.
+
 Figures on a capture the parameters were fitted to are *fitted* (in-sample); figures on a
 capture they were not fitted to (timing.toml's own values, or a leave-one-out fit on the
 other captures) are *predicted*. Every summary says which.
@@ -94,6 +107,20 @@ def objective(errors: Sequence[CaptureError]) -> float:
     return sum(e.score for e in errors) / max(1, len(errors))
 
 
+def prior_penalty(values: dict[str, int], start: dict[str, int],
+                  bounds: dict[str, tuple[int, int]], prior: float) -> float:
+    """The MAP fit's penalty: prior x sum of ((value - start) / (high - low))^2 over the
+    parameters of `values` (a parameter whose range is one value adds nothing)."""
+    if not prior:
+        return 0.0
+    total = 0.0
+    for name, value in values.items():
+        low, high = bounds[name]
+        if high > low:
+            total += ((value - start[name]) / (high - low)) ** 2
+    return prior * total
+
+
 @dataclass
 class Fit:
     """Fitted values of the fittable parameters on some captures, with the errors before
@@ -110,6 +137,19 @@ class Fit:
     errors_after: list[CaptureError]
     evaluations: int
     model: Any = field(repr=False, default=None)  # the fitted target.timing.TimingModel
+    prior: float = 0.0  # the MAP fit's weight (0: plain fit; see the module docstring)
+
+    @property
+    def penalty(self) -> float:
+        """The prior's penalty at the fitted values (0 for a plain fit)."""
+        return prior_penalty(self.after, self.before, self.bounds, self.prior)
+
+    def method(self) -> str:
+        """How the values were fitted, in words."""
+        if not self.prior:
+            return "plain fit (no prior)"
+        return (f"regularized (MAP) fit: objective + {self.prior:g} x sum(((value - start) / "
+                "bound range)^2)")
 
     @property
     def objective_before(self) -> float:
@@ -129,8 +169,10 @@ class Fit:
                f"{', '.join(self.captures)}",
                f"# (replay, memory: {self.memory}; starting values: {self.start}).",
                "# Only parameters timing.toml marks \"fittable\", each within its bounds.",
+               f"# Method: {self.method()}.",
                f"# Objective ({OBJECTIVE}):",
-               f"#   {self.objective_before:.2f} -> {self.objective_after:.2f}",
+               f"#   {self.objective_before:.2f} -> {self.objective_after:.2f}"
+               + (f" (prior penalty {self.penalty:.2f})" if self.prior else ""),
                "# Errors on these captures, before -> after (after: fitted to them, not a "
                "prediction):"]
         for b, a in zip(self.errors_before, self.errors_after, strict=True):
@@ -166,8 +208,10 @@ class Fit:
         """The fit as plain data."""
         return {"target": self.target, "captures": self.captures, "memory": self.memory,
                 "start": self.start, "evaluations": self.evaluations, "objective": OBJECTIVE,
+                "prior": self.prior, "method": self.method(),
                 "objective_before": round(self.objective_before, 3),
                 "objective_after": round(self.objective_after, 3),
+                "prior_penalty_after": round(self.penalty, 3),
                 "parameters": {n: {"before": self.before[n], "after": v,
                                    "bounds": list(self.bounds[n])}
                                for n, v in self.after.items()},
@@ -179,8 +223,10 @@ class Fit:
         out = [f"calibration of the timing model for {self.target} on "
                f"{len(self.captures)} capture(s), {self.evaluations} replays (memory: "
                f"{self.memory}; starting values: {self.start})",
+               f"  method: {self.method()}",
                f"  objective ({OBJECTIVE}): {self.objective_before:.2f} -> "
-               f"{self.objective_after:.2f}",
+               f"{self.objective_after:.2f}"
+               + (f" (prior penalty {self.penalty:.2f})" if self.prior else ""),
                "  parameter (fittable)        bounds        before    after"]
         for n, v in self.after.items():
             low, high = self.bounds[n]
@@ -239,22 +285,36 @@ def fittable_names(tm: Any, names: Sequence[str] | None = None) -> list[str]:
 def fit_parameters(traces: Sequence[tuple[Trace, str]], tm: Any, memory: str = "model",
                    rounds: int = 3, start: str = "timing.toml",
                    progress: Callable[[str], None] | None = None,
-                   names: Sequence[str] | None = None) -> Fit:
+                   names: Sequence[str] | None = None, prior: float = 0.0,
+                   evaluate: Callable[[Any], list[CaptureError]] | None = None) -> Fit:
     """Fit `tm`'s fittable parameters (or the fittable `names` only) to the traces (see the
-    module docstring); `tm`: the starting target.timing.TimingModel."""
+    module docstring); `tm`: the starting target.timing.TimingModel (its values are the
+    prior's centre when `prior` > 0); `evaluate`: the errors of a candidate model (default:
+    replay the traces)."""
     if not traces:
         raise ReplayError("calibration needs at least one capture")
     if memory not in MEMORY_MODES:
         raise ReplayError(f"memory must be one of {', '.join(MEMORY_MODES)}, got {memory!r}")
     if rounds < 1:
         raise ReplayError(f"rounds must be at least 1, got {rounds}")
-    evaluate = _Evaluator(traces, tm.target, memory)
+    if not prior >= 0:
+        raise ReplayError(f"the prior's weight must be 0 or more, got {prior}")
+    run = evaluate or _Evaluator(traces, tm.target, memory)
     names = fittable_names(tm, names)
     bounds = {n: (tm.bounds[n].low, tm.bounds[n].high) for n in names}
     before = {n: tm.value(n) for n in names}
-    errors0 = evaluate(tm)
+
+    def score(model: Any, errors: list[CaptureError]) -> tuple[float, float]:
+        """(objective + penalty, objective) of a candidate."""
+        raw = objective(errors)
+        values = {n: model.value(n) for n in names}
+        return raw + prior_penalty(values, before, bounds, prior), raw
+
+    evaluations = 0
+    errors0 = run(tm)
+    evaluations += len(traces)
     best, best_errors = tm, errors0
-    best_score = objective(errors0)
+    best_score, best_raw = score(tm, errors0)
     for rnd in range(rounds):
         changed = False
         for name in names:
@@ -267,15 +327,17 @@ def fit_parameters(traces: Sequence[tuple[Trace, str]], tm: Any, memory: str = "
                 for value in {_snap(current - step, low, high, grain),
                               _snap(current + step, low, high, grain)} - {current}:
                     trial = best.with_values({name: value})
-                    errors = evaluate(trial)
-                    scores[value] = (objective(errors), trial, errors)
+                    errors = run(trial)
+                    evaluations += len(traces)
+                    scores[value] = (*score(trial, errors), trial, errors)
                 if scores:
-                    value, (score, trial, errors) = min(scores.items(),
-                                                        key=lambda kv: (kv[1][0], kv[0]))
-                    if score < best_score - 1e-9:
-                        best, best_score, best_errors, changed = trial, score, errors, True
+                    value, (total, raw, trial, errors) = min(
+                        scores.items(), key=lambda kv: (kv[1][0], kv[0]))
+                    if total < best_score - 1e-9:
+                        best, best_score, best_raw, best_errors = trial, total, raw, errors
+                        changed = True
                         continue  # the same step again from the new value
-                    if all(s == best_score for s, _t, _e in scores.values()) and \
+                    if all(r == best_raw for _t, r, _m, _e in scores.values()) and \
                             step == max(grain, (high - low) // 4):
                         break  # the replay does not see this parameter
                 if step == grain:
@@ -283,13 +345,67 @@ def fit_parameters(traces: Sequence[tuple[Trace, str]], tm: Any, memory: str = "
                 step = max(grain, step // 2)
             if progress:
                 progress(f"round {rnd + 1}/{rounds}: {name} = {best.value(name)} "
-                         f"(objective {best_score:.2f})")
+                         f"(objective {best_raw:.2f}"
+                         + (f", with the prior {best_score:.2f})" if prior else ")"))
         if not changed:
             break
     after = {n: best.value(n) for n in names}
     best = tm.with_values(after, source=f"fit on {len(traces)} capture(s)")  # (bounds checked)
     return Fit(tm.target, [n for _t, n in traces], memory, start, bounds, before, after,
-               errors0, best_errors, evaluate.count, best)
+               errors0, best_errors, evaluations, best, prior)
+
+
+@dataclass(frozen=True)
+class Sensitivity:
+    """One parameter alone at its lowest and highest bound (the others at their starting
+    values): each capture's total cycles error there (percent)."""
+
+    name: str
+    low: int
+    start: int
+    high: int
+    at_low: tuple[float, ...]
+    at_start: tuple[float, ...]
+    at_high: tuple[float, ...]
+
+    @property
+    def swing(self) -> tuple[float, ...]:
+        """Per capture: how far the total error moves across the whole range (points)."""
+        return tuple(abs(h - lo) for lo, h in zip(self.at_low, self.at_high, strict=True))
+
+
+def sensitivity(traces: Sequence[tuple[Trace, str]], tm: Any, memory: str = "model",
+                names: Sequence[str] | None = None,
+                evaluate: Callable[[Any], list[CaptureError]] | None = None
+                ) -> list[Sensitivity]:
+    """What the captures can identify: each fittable parameter (or each of `names`) alone
+    at its bounds, each capture's total error (see the module docstring)."""
+    run = evaluate or _Evaluator(traces, tm.target, memory)
+    base = tuple(e.total for e in run(tm))
+    out = []
+    for name in fittable_names(tm, names):
+        b = tm.bounds[name]
+        low = tuple(e.total for e in run(tm.with_values({name: b.low})))
+        high = tuple(e.total for e in run(tm.with_values({name: b.high})))
+        out.append(Sensitivity(name, b.low, tm.value(name), b.high, low, base, high))
+    return out
+
+
+def format_sensitivity(rows: Sequence[Sensitivity], captures: Sequence[str]) -> str:
+    """The sensitivity table: per parameter and capture, the total error at low / start /
+    high and the swing (modeled vs measured)."""
+    out = ["sensitivity of the replay error to each fittable parameter alone (the others at "
+           "their starting values); cells: total cycles error at the lowest bound / the "
+           "starting value / the highest bound, and the swing (points)"]
+    for k, cap in enumerate(captures):
+        out += ["", f"  {cap}", "  parameter (fittable)        bounds          low     start"
+                "      high     swing"]
+        for r in rows:
+            out.append(f"  {r.name:<27s} [{r.low:4d}, {r.high:4d}] {r.at_low[k]:+8.1f} % "
+                       f"{r.at_start[k]:+7.1f} % {r.at_high[k]:+8.1f} % {r.swing[k]:7.1f}")
+    out.append("")
+    out.append("  a swing of a fraction of a point: the capture cannot identify the parameter")
+    return "\n".join(out) + "\n"
 
 
 def _start(target: str, params: Any) -> tuple[Any, str]:
@@ -314,12 +430,23 @@ def _traces(paths: Sequence[str | Path]) -> list[tuple[Trace, str]]:
 def calibrate(paths: Sequence[str | Path], target: str = "gfx950", rounds: int = 3,
               memory: str = "model", params: Any = None,
               progress: Callable[[str], None] | None = None,
-              names: Sequence[str] | None = None) -> Fit:
+              names: Sequence[str] | None = None, prior: float = 0.0) -> Fit:
     """Fit the fittable parameters (or the fittable `names`) to the captures at `paths`,
-    starting from timing.toml's values (or `params`, a parameter file over them)."""
+    starting from timing.toml's values (or `params`, a parameter file over them); `prior`
+    > 0: the regularized (MAP) fit around the starting values."""
     tm, start = _start(target, params)
     fittable_names(tm, names)  # (a bad name fails before the captures are read)
-    return fit_parameters(_traces(paths), tm, memory, rounds, start, progress, names)
+    return fit_parameters(_traces(paths), tm, memory, rounds, start, progress, names, prior)
+
+
+def sensitivity_of(paths: Sequence[str | Path], target: str = "gfx950",
+                   memory: str = "model", params: Any = None,
+                   names: Sequence[str] | None = None) -> str:
+    """The sensitivity table (`sensitivity`) of the captures at `paths`."""
+    tm, _start_name = _start(target, params)
+    fittable_names(tm, names)
+    traces = _traces(paths)
+    return format_sensitivity(sensitivity(traces, tm, memory, names), [n for _t, n in traces])
 
 
 @dataclass
@@ -347,7 +474,8 @@ class LeaveOneOut:
         """Everything as plain data; each figure says whether it is fitted or predicted."""
         return {
             "target": self.target, "memory": self.memory, "start": self.start,
-            "objective": OBJECTIVE, "modeled": True,
+            "objective": OBJECTIVE, "modeled": True, "prior": self.fitted.prior,
+            "method": self.fitted.method(),
             "note": "default: the starting values (predicted: nothing fitted); fitted: "
                     "parameters fitted to every capture (in-sample); leave_one_out: each "
                     "capture predicted by parameters fitted to the others",
@@ -367,6 +495,7 @@ class LeaveOneOut:
         n = len(self.default)
         out = [f"leave-one-out calibration of the timing model for {self.target} on {n} "
                f"captures (replay, memory: {self.memory}; starting values: {self.start})",
+               f"  method: {self.fitted.method()}",
                "  modeled cycles vs measured; each cell: total error, and the mean / max "
                "|error| of the capture's waves",
                "", f"  {'capture':<26s} {'default (predicted)':<28s} "
@@ -401,20 +530,22 @@ class LeaveOneOut:
 def leave_one_out(paths: Sequence[str | Path], target: str = "gfx950", rounds: int = 3,
                   memory: str = "model", params: Any = None,
                   progress: Callable[[str], None] | None = None,
-                  names: Sequence[str] | None = None) -> LeaveOneOut:
+                  names: Sequence[str] | None = None, prior: float = 0.0) -> LeaveOneOut:
     """For N captures: the starting values' errors, a fit on all N, and for each capture a
-    fit on the other N-1 with its error on the held-out one."""
+    fit on the other N-1 with its error on the held-out one (`prior`: as for calibrate)."""
     if len(paths) < 2:
         raise ReplayError("--leave-one-out needs at least two captures")
     tm, start = _start(target, params)
     fittable_names(tm, names)
-    return leave_one_out_traces(_traces(paths), tm, memory, rounds, start, progress, names)
+    return leave_one_out_traces(_traces(paths), tm, memory, rounds, start, progress, names,
+                                prior)
 
 
 def leave_one_out_traces(traces: Sequence[tuple[Trace, str]], tm: Any, memory: str = "model",
                          rounds: int = 3, start: str = "timing.toml",
                          progress: Callable[[str], None] | None = None,
-                         names: Sequence[str] | None = None) -> LeaveOneOut:
+                         names: Sequence[str] | None = None, prior: float = 0.0
+                         ) -> LeaveOneOut:
     """`leave_one_out` on read captures (trace, name), from the TimingModel `tm`."""
     if len(traces) < 2:
         raise ReplayError("--leave-one-out needs at least two captures")
@@ -422,17 +553,19 @@ def leave_one_out_traces(traces: Sequence[tuple[Trace, str]], tm: Any, memory: s
     def tagged(tag: str) -> Callable[[str], None] | None:
         return (lambda m: progress(f"{tag}: {m}")) if progress else None
 
-    fitted = fit_parameters(traces, tm, memory, rounds, start, tagged("all captures"), names)
+    fitted = fit_parameters(traces, tm, memory, rounds, start, tagged("all captures"), names,
+                            prior)
     held = []
     for k, (trace, name) in enumerate(traces):
         others = list(traces[:k]) + list(traces[k + 1:])
         fit = fit_parameters(others, tm, memory, rounds, start, tagged(f"without {name}"),
-                             names)
+                             names, prior)
         predicted = cycles_error(name, replay_cycles(trace, tm.target, memory, fit.model))
         held.append(HeldOut(name, fit, predicted))
     return LeaveOneOut(tm.target, memory, start, fitted.errors_before, fitted, held)
 
 
-__all__ = ["OBJECTIVE", "CaptureError", "Fit", "HeldOut", "LeaveOneOut", "calibrate",
-           "capture_error", "cycles_error", "fit_parameters", "fittable_names",
-           "leave_one_out", "leave_one_out_traces", "objective"]
+__all__ = ["OBJECTIVE", "CaptureError", "Fit", "HeldOut", "LeaveOneOut", "Sensitivity",
+           "calibrate", "capture_error", "cycles_error", "fit_parameters", "fittable_names",
+           "format_sensitivity", "leave_one_out", "leave_one_out_traces", "objective",
+           "prior_penalty", "sensitivity", "sensitivity_of"]

@@ -290,10 +290,12 @@ class TimedDispatch(IssueModel):
             by_wg.setdefault(w.wg, []).append(w)
         alive = {wg: len(ws) for wg, ws in by_wg.items()}  # waves holding a slot
         self.running = dict(alive)  # waves that have not executed s_endpgm
-        self.barriers = Barriers(self.tm, self.running)
+        self.barriers = Barriers(self.tm, self.running, per_cu="wg_barriers" in off)
         self.dispatch = dispatch.QueueDispatcher(self.tm, self.target, alive, self.lds_size,
                                                  self.wgs_per_cu)
-        self._loop(self._place(by_wg, ctx), waves)
+        cus = self._place(by_wg, ctx)
+        self.barriers.bind(cus)
+        self._loop(cus, waves)
         self.result = self._make_result(waves, np.arange(n_wg))
 
     def _place(self, by_wg: dict[int, list[ModelWave]], ctx: LaunchInfo) -> list[Cu]:
@@ -395,10 +397,11 @@ class TimedDispatch(IssueModel):
         if w is None:
             return super()._deadlock_error(None)
         info = self.comp.infos[w.barrier_index]
+        group = self.barriers.group(w)
         return DeadlockError(
             "waves wait at s_barrier but the other waves of their workgroup "
-            f"can never arrive ({self.barriers.waiting(w.wg)} of "
-            f"{self.running[w.wg]} arrived)", kernel=self.kernel,
+            f"can never arrive ({self.barriers.waiting(group)} of "
+            f"{self.barriers.expected(group)} arrived)", kernel=self.kernel,
             pc=info.address, inst=info.text, workgroup=self._workgroup(w),
             wave=int(self._ctx.wave_in_wg[w.row]))
 

@@ -87,9 +87,11 @@ class IssueModel:
     def _deadlock_error(self, w: ModelWave | None) -> EmulatorError:
         """The error for a model that cannot progress (`w`: a wave stuck at a barrier)."""
         if w is not None:
+            group = self.barriers.group(w)
             return DeadlockError("waves wait at s_barrier but the other waves of their "
-                                 f"workgroup can never arrive ({self.barriers.waiting(w.wg)} "
-                                 f"of {self.running[w.wg]} arrived)", kernel=self.kernel)
+                                 f"workgroup can never arrive ({self.barriers.waiting(group)} "
+                                 f"of {self.barriers.expected(group)} arrived)",
+                                 kernel=self.kernel)
         return DeadlockError("the timing model cannot make progress (no wave can issue)",
                              kernel=self.kernel)
 
@@ -253,7 +255,7 @@ class IssueModel:
         w.state = "done"
         w.end = w.ready
         self.running[w.wg] -= 1
-        self.barriers.release(w.wg, now)
+        self.barriers.ended(w, now)
 
     def _record(self, w: ModelWave, index: int, category: int, cycles: int,
                 state: int) -> None:

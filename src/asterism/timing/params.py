@@ -26,8 +26,9 @@ class TimingError(AsterismError):
 
 # Mechanisms a timed run may turn off (TimingOptions.off), to measure what each one moves:
 # LDS bank conflicts (lds.py), the vector memory cost by cache lines (memory.py) and the
-# whole-grid L2 / HBM bandwidth ceiling (bandwidth.py).
-MECHANISMS = ("lds_banks", "vmem_lines", "bandwidth")
+# whole-grid L2 / HBM bandwidth ceiling (bandwidth.py), and one barrier per workgroup
+# (barriers.py; off: one barrier for all waves resident on a CU, the model before issue 23).
+MECHANISMS = ("lds_banks", "vmem_lines", "bandwidth", "wg_barriers")
 
 
 @dataclass(frozen=True)
@@ -38,7 +39,8 @@ class TimingOptions:
     / MI355X 256; a device of fewer CUs has that part of the chip's L2 and HBM bandwidth),
     `params`, a parameter file over timing.toml (a path, or a target.timing.TimingParams;
     its values are checked against their bounds) and the mechanisms turned `off` (names of
-    MECHANISMS; "bandwidth" off: each CU's memory path is its only limit)."""
+    MECHANISMS; "bandwidth" off: each CU's memory path is its only limit; "wg_barriers"
+    off: one barrier for all waves resident on a CU)."""
 
     cus: int = 1
     latency: Mapping[str, int] = field(default_factory=dict)

@@ -335,8 +335,10 @@ class TimingResult:
         for g in groups:
             per_cu[g["cu"]] = per_cu.get(g["cu"], 0) + 1
         cus = ", ".join(f"CU {cu}: {n}" for cu, n in sorted(per_cu.items()))
-        out = [f"  barriers ({MODEL_NOTE}): one per workgroup, released when its last running "
-               f"wave arrives; workgroups per CU: {cus}",
+        rule = ("one per CU (wg_barriers off: every wave resident on the CU waits for the "
+                "others)" if "wg_barriers" in self.parameters.get("off", ()) else
+                "one per workgroup, released when its last running wave arrives")
+        out = [f"  barriers ({MODEL_NOTE}): {rule}; workgroups per CU: {cus}",
                "    workgroup     cu  waves  barriers  barrier stall  (of its wave-cycles)"]
         for g in groups:
             wg = ",".join(str(x) for x in g["workgroup"])
