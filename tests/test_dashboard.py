@@ -56,3 +56,16 @@ def test_dashboard_bad_inputs(tmp_path: Path, capsys: pytest.CaptureFixture[str]
     out.mkdir()
     assert main(["trace", "dashboard", str(good), "-o", str(out)]) == 1
     assert "already exists" in capsys.readouterr().err
+
+
+def test_dashboard_does_not_follow_a_report_link(tmp_path: Path,
+                                                 capsys: pytest.CaptureFixture[str]) -> None:
+    # A bundle folder from elsewhere whose report.json is a link reads nothing outside it.
+    outside = _bundle(tmp_path, "outside", "secret", "latency", 7)
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    (shared / "report.json").symlink_to(outside / "report.json")
+    out = tmp_path / "dash"
+    assert main(["trace", "dashboard", str(shared), "-o", str(out)]) == 1
+    err = capsys.readouterr().err
+    assert "link" in err and "secret" not in err and not out.exists()

@@ -59,7 +59,9 @@ def read_row(bundle: str | Path) -> Row:
     if not path.is_file():
         raise DashboardError(f"{bundle}: not a bundle (no report.json; make one with "
                              "`asterism trace bundle`)")
-    data = load_json_bounded(path, error=DashboardError, what="bundle report")
+    # (a file inside a bundle folder someone else made: a link there could point anywhere)
+    data = load_json_bounded(path, follow_links=False, error=DashboardError,
+                             what="bundle report")
     if not isinstance(data, dict):
         raise DashboardError(f"{path}: expected a JSON object")
     kernels = data.get("kernels") if isinstance(data.get("kernels"), list) else []
