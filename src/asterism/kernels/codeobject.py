@@ -67,14 +67,7 @@ _MANIFEST_KEYS = {"name", "code_object", "kernel", "grid", "block", "args", "exp
                   "tolerance", "description", "origin"}
 
 
-def register_code_object(name: str, code: CodeSource, *, args: Any, grid: Any,
-                         outputs: Sequence[str] = (), reference: Any = None,
-                         kernel: str | None = None, block: Any = None, pack: Any = None,
-                         params: Sequence[Param] = (), shape: Shape = NO_SHAPE,
-                         targets: Sequence[str] | None = None, atol: Any = 0.0,
-                         rtol: float = 0.0, decode: Any = None, flops: Any = 0,
-                         check: Any = None, arg_names: Sequence[str] | None = None,
-                         description: str = "", origin: str = "") -> KernelGenerator:
+def register_code_object(name: str, code: CodeSource, **options: Any) -> KernelGenerator:
     """Register a code object as the library entry `name` (see the module docstring) and
     return its generator. What may depend on the problem is a value or a function of `p`:
     the entry's parameters (a dict), or whatever `check` returns for them:
@@ -97,11 +90,7 @@ def register_code_object(name: str, code: CodeSource, *, args: Any, grid: Any,
     params / shape / targets / description / origin as KernelGenerator's (origin: what the
     code object is and where it comes from, shown by `kernels list`).
     """
-    return register(code_object_entry(
-        name, code, args=args, grid=grid, outputs=outputs, reference=reference, kernel=kernel,
-        block=block, pack=pack, params=params, shape=shape, targets=targets, atol=atol,
-        rtol=rtol, decode=decode, flops=flops, check=check, arg_names=arg_names,
-        description=description, origin=origin))
+    return register(code_object_entry(name, code, **options))
 
 
 def code_object_entry(name: str, code: CodeSource, *, args: Any, grid: Any,
@@ -112,7 +101,8 @@ def code_object_entry(name: str, code: CodeSource, *, args: Any, grid: Any,
                       rtol: float = 0.0, decode: Any = None, flops: Any = 0,
                       check: Any = None, arg_names: Sequence[str] | None = None,
                       description: str = "", origin: str = "") -> KernelGenerator:
-    """The generator `register_code_object` registers (same arguments), not registered."""
+    """The generator `register_code_object` registers (its options, as keywords), not
+    registered."""
     if targets is None:
         if callable(code):
             raise KernelParamError(f"kernel {name}: a code object given as a function needs "
