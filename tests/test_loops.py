@@ -631,3 +631,46 @@ def test_yield_of_a_carried_argument_is_a_located_error():
     with pytest.raises(VerifyError, match=r"three.mlir:\d+:\d+: .*iter_arg #0 yields the "
                                           r"loop-carried argument #0"):
         api.optimize(parse_ir(_three_stage_with_carried("%c"), "three.mlir"), "scf-pipeline")
+
+
+@pytest.mark.parametrize("target", TARGETS)
+@pytest.mark.parametrize("shift", [0.0, -100.0])
+def test_if_on_vcc_inside_a_loop(target, shift):
+    # out[t] = sum_r y_r[t], y_r = 2 x_r when some lane of row r is above 0 (vcc not zero),
+    # else x_r: scf.if on vcc is tested by s_cbranch_vccz itself (no compare of an SGPR).
+    module = build_vcc_if(target)
+    assert "scf.if %" in print_ir(module) and "!amdgcn.special<vcc>" in print_ir(module)
+    assert print_ir(parse_ir(print_ir(module))) == print_ir(module)
+    body = _asm_body(asterism.translate(module, pipeline="auto"))
+    assert any(s.startswith("s_cbranch_vccz") for s in body)
+    assert not any(s.startswith("s_cmp_lg_u32") for s in body)
+    n = 3
+    rng = np.random.default_rng(3)
+    x = (rng.standard_normal(64 * n) + np.repeat([shift, 0.0, shift], 64)).astype(np.float32)
+    x[64:128] = -np.abs(x[64:128])  # row 1: no lane above 0, never doubled
+    out = np.zeros(64, np.float32)
+    asterism.launch(asterism.compile(build_vcc_if(target), pipeline="auto"), "vcc_if",
+                    args=[x, out, n], block=(64, 1, 1), backend="emu")
+    rows = x.reshape(n, 64)
+    expected = sum(rows[r] * (2 if (rows[r] > 0).any() else 1) for r in range(n))
+    np.testing.assert_allclose(out, expected, rtol=1e-6, atol=1e-6)
+
+
+def build_vcc_if(target: str):
+    """The kernel of test_if_on_vcc_inside_a_loop."""
+    kb = KernelBuilder("vcc_if", target=target, workgroup_size=(64, 1, 1))
+    px, po, cnt, off = _args(kb)
+    acc = kb.v_mov_b32(None, 0)
+    with kb.loop(0, cnt, 1, iter_args=[acc, off]) as loop:
+        _i, (a, o) = loop
+        v = kb.global_load_dword(None, o, px)
+        kb.v_cmp_lt_f32(kb.vcc, 0.0, v)
+        br = kb.if_(kb.vcc, [kb.vreg().type])
+        with br.then():
+            br.yield_(kb.v_add_f32(None, v, v))
+        with br.otherwise():
+            br.yield_(v)
+        loop.yield_(kb.v_add_f32(None, a, br.results[0]), kb.v_add_u32(None, 256, o))
+    kb.global_store_dword(off, loop.results[0], po)
+    kb.s_endpgm()
+    return kb.finish()

@@ -692,7 +692,7 @@ class KernelBuilder:
         return build_loop(self, lo, hi, step, iter_args, caller_location())
 
     def if_(self, cond: SSAValue, result_types: Sequence[Attribute] = ()) -> If:
-        """An scf.if on the SGPR `cond` (taken when not zero): `with br.then():`,
+        """An scf.if on the SGPR `cond` or `kb.vcc` (taken when not zero): `with br.then():`,
         `with br.otherwise():`, `br.yield_(...)`, `br.results`."""
         return build_if(self, cond, result_types, caller_location())
 

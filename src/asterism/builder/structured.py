@@ -8,7 +8,7 @@
     with kb.loop(0, n) as loop:              # the same, by attribute
         kb.s_add_u32(x, x, loop.iv)
 
-    br = kb.if_(flag)                        # flag: an SGPR, taken when not zero
+    br = kb.if_(flag)                        # flag: an SGPR or kb.vcc, taken when not zero
     with br.then():
         ...; br.yield_(x1)
     with br.otherwise():
@@ -31,7 +31,7 @@ from xdsl.ir import Block, Operation, Region, SSAValue
 
 from asterism.builder.location import caller_location, source_location
 from asterism.errors import VerifyError
-from asterism.ir.loops import KernelForOp, KernelIfOp
+from asterism.ir.loops import KernelForOp, KernelIfOp, is_vcc
 from asterism.ir.types import SGPRType, TokenType, type_text
 
 
@@ -179,9 +179,9 @@ def build_loop(host: StructuredHost, lo, hi, step, iter_args: Sequence[SSAValue]
 
 def build_if(host: StructuredHost, cond: SSAValue, result_types: Sequence, loc) -> If:
     """`kb.if_` (see the module docstring)."""
-    if not isinstance(cond, SSAValue) or type(cond.type) is not SGPRType or \
-            cond.type.width != 1:  # type: ignore[attr-defined]
-        raise VerifyError("kb.if_ branches on one SGPR value (taken when not zero)",
+    if not isinstance(cond, SSAValue) or not (is_vcc(cond.type) or (
+            type(cond.type) is SGPRType and cond.type.width == 1)):  # type: ignore[attr-defined]
+        raise VerifyError("kb.if_ branches on one SGPR value or kb.vcc (taken when not zero)",
                           source_location(loc))
     op = KernelIfOp(cond, list(result_types), Region(Block()), Region())
     host._insert(op, loc)

@@ -18,6 +18,7 @@ from asterism.ir.loops import (
     TokenSetOp,
     TokenVarOp,
     has_structured,
+    is_vcc,
 )
 from asterism.ir.ops import (
     AllocaOp,
@@ -332,9 +333,12 @@ class _Lowering:
                 outs.append(var.result)
             else:
                 outs.append(self.fresh(r.type, pre, op, loc))  # type: ignore[arg-type]
-        test = _make(SOPCOp, "s_cmp_lg_u32", [op.cond, _zero(pre, op, loc)], loc,
-                     results=False)
-        pre.insert_op_before(test, op)
+        # An SGPR is compared with 0 (SCC); vcc is tested by the branch itself.
+        skip_if = "s_cbranch_vccz" if is_vcc(op.cond.type) else "s_cbranch_scc0"
+        if not is_vcc(op.cond.type):
+            test = _make(SOPCOp, "s_cmp_lg_u32", [op.cond, _zero(pre, op, loc)], loc,
+                         results=False)
+            pre.insert_op_before(test, op)
         then_block = self._take_region_block(op.true_region, pre)
         self._finish_branch(then_block, outs, loc)
         else_block = None
@@ -344,7 +348,7 @@ class _Lowering:
             jump = BranchOp("s_branch", merge)
             jump.location = loc
             then_block.add_op(jump)
-        skip = BranchOp("s_cbranch_scc0", else_block or merge, then_block)
+        skip = BranchOp(skip_if, else_block or merge, then_block)
         skip.location = loc
         pre.insert_op_before(skip, op)
         for r, v in zip(op.output, outs):

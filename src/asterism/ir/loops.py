@@ -9,7 +9,8 @@ The ops (xDSL's `scf` dialect, with the kernel forms of its loop and branch):
   accumulators) and memory tokens (``!amdgcn.token``) across the back edge; ``scf.yield``
   gives the next iteration's values; the results are the last ones.
 * ``scf.if %c : !amdgcn.sgpr -> (T) { ... } else { ... }``: taken when the uniform SGPR
-  ``%c`` is not zero.
+  ``%c`` is not zero; ``scf.if %vcc : !amdgcn.special<vcc>``: taken when vcc is not zero
+  (a VOPC compare's lanes, tested as one: ``s_cbranch_vccz`` past the branch, no compare).
 * ``%t = amdgcn.token_var %init`` / ``amdgcn.token_set %t, %new``: a token variable (what
   a carried token becomes in the lowered form): an `amdgcn.wait %t` waits for the memory
   instruction whose token was last stored in it on the path taken (the waits pass follows
@@ -54,7 +55,14 @@ from xdsl.printer import Printer
 from xdsl.traits import RecursiveMemoryEffect, SingleBlockImplicitTerminator
 from xdsl.utils.exceptions import VerifyException
 
-from asterism.ir.types import REGISTER_TYPES, RegisterType, SGPRType, TokenType, type_text
+from asterism.ir.types import (
+    REGISTER_TYPES,
+    RegisterType,
+    SGPRType,
+    SpecialRegType,
+    TokenType,
+    type_text,
+)
 
 COPY_ATTR = "loops.copy"  # marks the copies the lowering adds (entry, latch, branch)
 STAGE_ATTR = "sched.stage"  # the software pipelining stage of an op (passes.stages)
@@ -75,6 +83,11 @@ def _compatible(a: Attribute, b: Attribute) -> bool:
     if isinstance(a, RegisterType) and isinstance(b, RegisterType):
         return type(a) is type(b) and a.width == b.width
     return a == b
+
+
+def is_vcc(t: Attribute) -> bool:
+    """Whether `t` is the vcc pair (an scf.if may branch on it: s_cbranch_vccz)."""
+    return type(t) is SpecialRegType and t.reg_name == "vcc"  # type: ignore[attr-defined]
 
 
 def _carried_ok(t: Attribute) -> bool:
@@ -142,7 +155,7 @@ def _check_yield(op: Operation, region: Region, types: Sequence[Attribute]) -> N
 @irdl_op_definition
 class KernelIfOp(scf.IfOp):
     """`scf.if %c : !amdgcn.sgpr -> (types) {...} else {...}`: taken when the uniform SGPR
-    `%c` is not zero."""
+    `%c` is not zero (or `%vcc : !amdgcn.special<vcc>`: when vcc is not zero)."""
 
     name = "scf.if"
 
@@ -188,9 +201,9 @@ class KernelIfOp(scf.IfOp):
             printer.print_attr_dict(self.attributes)
 
     def verify_(self) -> None:
-        if not _is_sgpr(self.cond.type):
-            raise VerifyException(f"scf.if in an amdgcn kernel branches on one SGPR (taken "
-                                  f"when not zero), not {type_text(self.cond.type)}")
+        if not (_is_sgpr(self.cond.type) or is_vcc(self.cond.type)):
+            raise VerifyException(f"scf.if in an amdgcn kernel branches on one SGPR or vcc "
+                                  f"(taken when not zero), not {type_text(self.cond.type)}")
         types = [r.type for r in self.output]
         for k, t in enumerate(types):
             if not _carried_ok(t):
@@ -247,4 +260,4 @@ def has_structured(kernel: Operation) -> bool:
 
 
 __all__ = ["COPY_ATTR", "SCF", "STAGE_ATTR", "STRUCTURED_OPS", "TOKEN_VAR_OPS", "KernelForOp",
-           "KernelIfOp", "TokenSetOp", "TokenVarOp", "has_structured"]
+           "KernelIfOp", "TokenSetOp", "TokenVarOp", "has_structured", "is_vcc"]
