@@ -111,6 +111,11 @@ PARAMS = (
           choices=("nearest", "truncate")),
     Param("lse", False, "also write the log-sum-exp of each row (natural log, float32 "
           "[batch, heads, seq_q]: what a backward pass reads) to the output buffer lse"),
+    Param("loop", "unrolled", "how the key loops are written: scf = scf.for (kb.loop) whose "
+          "iter_args carry the key offsets, LDS stages and read addresses, the deferred "
+          "rescale an scf.if on vcc, ping-pong S two bodies per trip with the odd trip after "
+          "the loop; unrolled = blocks and branches written by the generator",
+          choices=("scf", "unrolled")),
     Param("seed", 0, "random seed of the inputs"),
 )
 
@@ -140,6 +145,7 @@ class Config:
     packed: bool = False
     causal_order: str = "in_order"
     truncate: bool = False  # gfx942 bf16: round toward zero
+    loop: str = "unrolled"  # key loops: scf.for or blocks and branches
 
     @property
     def row_tiles(self) -> int:
@@ -323,7 +329,7 @@ def check(target: str, p: dict[str, Any]) -> Config:
                  p["block_n"], waves, stages=_stages(target, p, chip),
                  heads_kv=heads_kv, lse=p["lse"], swizzle=p["lds_layout"] == "swizzle",
                  packed=p["packed"], causal_order=_causal_order(p, block_m, chip),
-                 truncate=p["bf16_round"] == "truncate")
+                 truncate=p["bf16_round"] == "truncate", loop=p["loop"])
     cfg = _with_registers(cfg, p, chip.vgpr.arch)
     require(cfg.tile_bytes % (16 * 64 * cfg.waves) == 0, "waves",
             f"{cfg.waves} waves cannot split a {cfg.block_n}x{cfg.head_dim} tile into 16-byte "
@@ -851,8 +857,16 @@ class _Builder:
                                                                             st[0])))
 
         def branch(kb):
+            if cfg.loop == "scf":  # structured: an scf.if on vcc (s_cbranch_vccz)
+                with kb.if_(kb.vcc).then():
+                    rescale(kb)
+                return
             same = kb.new_label("max_kept")
             kb.s_cbranch_vccz(same)
+            rescale(kb)
+            kb.place(same)
+
+        def rescale(kb):
             alpha = kb.v_exp_f32(None, kb.v_sub_f32(None, st[0], v["m"]))
             if cfg.packed:
                 # (alpha, alpha): a VALU op reading v_exp_f32's result costs a wait state
@@ -872,7 +886,6 @@ class _Builder:
                 else:
                     kb.v_mul_f32(acc_o[r], alpha, acc_o[r])
             kb.v_mov_b32(st[0], v["m"])
-            kb.place(same)
 
         second = [lambda kb: v.__setitem__("neg_m", kb.v_sub_f32(None, 0, st[0]))]
         # fma, exp and sum in separate sweeps: a VALU op reading a v_exp_f32 result right
@@ -1017,6 +1030,9 @@ class _Builder:
         self.key0 = kb.s_mov_b32(None, 0)  # its first key
         if cfg.stages == 2:
             self.first_stage()
+        if cfg.loop == "scf":
+            self.loops_scf()
+            return
         count = self.block_count()
         loop = self.key_loop_pingpong if cfg.s_buffers == 2 else self.key_loop
         if not (cfg.causal or cfg.ragged):
@@ -1027,9 +1043,103 @@ class _Builder:
         loop(full, masked=False, name="key_loop")
         loop(rest, masked=True, name="masked_loop")
 
+    def loops_scf(self) -> None:
+        """The key loops as scf.for (`loop=scf`): the blocks no mask touches, then the
+        masked ones; trip counts known at build time (no causal mask) as ints."""
+        cfg, kb = self.cfg, self.kb
+        run = self.key_loop_pingpong_scf if cfg.s_buffers == 2 else self.key_loop_scf
+        if not (cfg.causal or cfg.ragged):
+            run(cfg.key_blocks, masked=False)
+            return
+        if cfg.causal:
+            count, full = self.block_count(), self.full_blocks()
+            rest = kb.s_sub_u32(None, count, full)
+        else:  # ragged: the last block alone is masked
+            full, rest = cfg.seq_k // cfg.block_n, 1
+        left = run(full, masked=False, odd_to_next=True)
+        if left is not None:  # ping-pong: the unmasked loop's odd block, masked
+            rest = rest + 1 if isinstance(rest, int) else kb.s_add_u32(None, rest, left)
+        run(rest, masked=True)
+
+    def carried(self) -> list:
+        """What an iteration of the key loop updates (the scf.for iter_args): the key
+        offset and first key; double-buffered, the DMA stage(s) and the LDS read
+        addresses."""
+        cfg = self.cfg
+        values = [self.key_off, self.key0]
+        if cfg.stages == 2:
+            values.append(self.dma_stage)
+            if cfg.s_buffers == 2:
+                values.append(self.k_stage)
+            values += [*self.addr_k.values(), *self.addr_v.values()]
+        return values
+
+    def take_carried(self, values) -> None:
+        """Set what `carried` lists from the loop's arguments (in the body) or results."""
+        it = iter(values)
+        self.key_off, self.key0 = next(it), next(it)
+        if self.cfg.stages == 2:
+            self.dma_stage = next(it)
+            if self.cfg.s_buffers == 2:
+                self.k_stage = next(it)
+            self.addr_k = {x: next(it) for x in self.addr_k}
+            self.addr_v = {x: next(it) for x in self.addr_v}
+
+    def scf_loop(self, count, bodies) -> None:
+        """`count` (int or SGPR, may be 0) trips of `bodies()` as an scf.for carrying
+        `carried()`; a known count of one is the bodies alone (no loop control)."""
+        kb = self.kb
+        if isinstance(count, int) and count <= 1:
+            if count == 1:
+                bodies()
+            return
+        with kb.loop(0, count, 1, iter_args=self.carried()) as loop:
+            self.take_carried(loop.args)
+            bodies()
+            loop.yield_(*self.carried())
+        self.take_carried(loop.results)
+
+    def key_loop_scf(self, count, masked: bool, odd_to_next: bool = False) -> None:
+        """`count` (int or SGPR, may be 0) iterations of the loop body as an scf.for."""
+        del odd_to_next  # one body per trip: no trip is left over
+        self.scf_loop(count, lambda: self.body(masked))
+
+    def key_loop_pingpong_scf(self, count, masked: bool, odd_to_next: bool = False):
+        """Ping-pong S as an scf.for over pairs of key blocks: two bodies per trip, S and S2
+        swapping roles between them (pinned registers: no copies, no iter_args), so the
+        scores of the next block are in S at the top of every trip. An odd count leaves one
+        block: with `odd_to_next` it is handed to the next (masked) loop (returns the SGPR
+        or int 0/1 to add to its count: a mask on blocks it does not touch changes nothing,
+        and "scores in S" stays true with no copy); else it runs after the loop (in an
+        scf.if when the count is known at launch only), where what it leaves in S2 is read
+        by nothing."""
+        kb = self.kb
+        S, S2 = self.region["S"], self.region["S2"]
+        if isinstance(count, int):
+            pairs, odd = divmod(count, 2)
+        else:
+            pairs = kb.s_lshr_b32(None, count, 1)
+            odd = kb.s_and_b32(None, count, 1)
+
+        def two() -> None:
+            self.body(masked, S, S2)
+            self.body(masked, S2, S)
+
+        self.scf_loop(pairs, two)
+        if odd_to_next:
+            return odd if not isinstance(odd, int) or odd else None
+        if isinstance(odd, int):
+            if odd:
+                self.body(masked, S, S2)
+            return None
+        with kb.if_(odd).then():
+            self.body(masked, S, S2)
+        return None
+
     def key_loop(self, count, masked: bool, name: str) -> None:
         """`count` (SGPR, may be 0) iterations of the loop body."""
         kb = self.kb
+        before = self.carried()  # the body updates them in place: these registers after it
         done = kb.new_label(f"{name}_end")
         kb.s_cmp_eq_u32(count, 0)
         kb.s_cbranch_scc1(done)
@@ -1039,6 +1149,7 @@ class _Builder:
         kb.s_cmp_lg_u32(count, 0)
         kb.s_cbranch_scc1(top)
         kb.place(done)
+        self.take_carried(before)
 
     def key_loop_pingpong(self, count, masked: bool, name: str) -> None:
         """`count` (SGPR, may be 0) iterations, unrolled by two so that the S buffers swap
@@ -1046,6 +1157,7 @@ class _Builder:
         the top of the second). An odd count leaves the next block's scores in S2: one copy
         to S at the exit keeps "scores in S" true between the loops."""
         kb = self.kb
+        before = self.carried()  # the bodies update them in place: these registers after
         S, S2 = self.region["S"], self.region["S2"]
         done = kb.new_label(f"{name}_end")
         odd = kb.new_label(f"{name}_odd")
@@ -1065,6 +1177,7 @@ class _Builder:
         for r in range(len(S)):
             kb.v_mov_b32(S[r], S2[r])
         kb.place(done)
+        self.take_carried(before)
 
     def body(self, masked: bool, S=None, S_next=None) -> None:
         """One key block: tiles to LDS, S, (mask), softmax, O += P V. Double-buffered: the
@@ -1100,8 +1213,8 @@ class _Builder:
         self.accumulate()
         if cfg.stages == 2:
             self.next_stage()
-        kb.s_add_u32(self.key_off, self.key_off, cfg.tile_bytes)
-        kb.s_add_u32(self.key0, self.key0, cfg.block_n)
+        self.key_off = kb.s_add_u32(self.key_off, self.key_off, cfg.tile_bytes)
+        self.key0 = kb.s_add_u32(self.key0, self.key0, cfg.block_n)
 
     def first_stage(self) -> None:
         """Double buffering: the first key block's tiles into buffer 0, then the loop reads
@@ -1136,8 +1249,8 @@ class _Builder:
 
     def toggle(self, regs: dict) -> None:
         """Point LDS read addresses at the other buffer stage."""
-        for reg in regs.values():
-            self.kb.v_xor_b32(reg, self.cfg.stage_bytes, reg)
+        for x, reg in regs.items():
+            regs[x] = self.kb.v_xor_b32(reg, self.cfg.stage_bytes, reg)
 
     def next_stage(self) -> None:
         """End of a double-buffered iteration: the next block's tiles are complete (this
@@ -1145,9 +1258,9 @@ class _Builder:
         cfg, kb = self.cfg, self.kb
         kb.wait(*self.dma_tokens)
         kb.s_barrier()
-        kb.s_xor_b32(self.dma_stage, self.dma_stage, cfg.stage_bytes)
+        self.dma_stage = kb.s_xor_b32(self.dma_stage, self.dma_stage, cfg.stage_bytes)
         if cfg.s_buffers == 2:
-            kb.s_xor_b32(self.k_stage, self.k_stage, cfg.stage_bytes)
+            self.k_stage = kb.s_xor_b32(self.k_stage, self.k_stage, cfg.stage_bytes)
         self.toggle(self.addr_k)
         self.toggle(self.addr_v)
 
