@@ -359,10 +359,10 @@ def test_packed_f32_math():
     # packed (the default): the scaling, the rescale and the running sum two values per
     # instruction; packed=false: none.
     def count(params, op):
-        return str(kernels.get(GEN).build("gfx950", dict(seq_q=64, waves=2, block_n=64,
+        return str(kernels.get(GEN).build("gfx950", dict(seq_q=128, waves=2, block_n=64,
                                                          **params)).module).count(op)
 
-    n = 16 * 2  # S registers per lane at block_n 64; the ping-pong loop has two bodies
+    n = 16 * 2  # S registers per lane at block_n 64; two key blocks: two ping-pong bodies
     assert count({}, "v_pk_fma_f32") == 2 * n // 2
     assert count({}, "v_pk_mul_f32") == 2 * (1 + 64 // 2)  # l and the 64 O registers (d128)
     assert count({}, "v_pk_add_f32") == 2 * n // 2

@@ -172,15 +172,58 @@ def test_lowered_form_and_liveness_across_back_edge():
     assert len(blocks) == 3  # entry (guard), body, exit
     branch = blocks[1].last_op
     assert branch.mnemonic_text == "s_cbranch_scc1" and branch.target is blocks[1]
-    assert blocks[0].last_op.mnemonic_text == "s_cbranch_scc0"  # n may be 0: a guard
+    assert blocks[0].last_op.mnemonic_text == "s_cbranch_scc1"  # n may be < 1: a guard
     live = KernelLiveness(kernel)
     # Around the back edge: the accumulator, the row offset (and its first value, stored
-    # after the loop), the counter, the bound and the buffer addresses are live into the
-    # body and out of it; the step (a constant) is the add's operand, in no register.
+    # after the loop), the trips left (the bound's register, counted down: nothing reads
+    # the bound after the loop) and the buffer addresses are live into the body and out
+    # of it; the step (a constant) is the subtraction's operand, in no register.
     into, out = live.live_in(blocks[1]), live.live_out(blocks[1])
     assert into == out
     kinds = sorted((c.kind, c.width) for c in into)
-    assert kinds == [("s", 1), ("s", 1), ("s", 2), ("s", 2), ("v", 1), ("v", 1), ("v", 1)]
+    assert kinds == [("s", 1), ("s", 2), ("s", 2), ("v", 1), ("v", 1), ("v", 1)]
+
+
+def test_launch_time_bound_counts_down():
+    # n known at launch, the counter read by no op, n by nothing after the loop: n's
+    # register counts the trips left (no counter to set); guard n < 1.
+    body = _asm_body(asterism.translate(build_row_sum(), pipeline="auto"))
+    assert not any(s.startswith("s_mov_b32") for s in body)  # no counter to set
+    start = body.index(".Lrow_sum_bb1:")
+    assert body[start - 2:start] == ["s_cmp_lt_i32 s6, 1", "s_cbranch_scc1 .Lrow_sum_bb2"]
+    end = body.index(".Lrow_sum_bb2:")
+    assert body[end - 3:end] == ["s_sub_u32 s6, s6, 1", "s_cmp_lg_u32 s6, 0",
+                                 "s_cbranch_scc1 .Lrow_sum_bb1"]
+
+
+@pytest.mark.parametrize("n", [0, 3])
+def test_bound_read_after_the_loop_counts_up(n):
+    # out[t] = n + sum_r x[r, t]: n is read after the loop, so it keeps its value and a
+    # counter of its own counts up to it.
+    body = _asm_body(asterism.translate(build_sum_n(), pipeline="auto"))
+    assert any(s.startswith("s_add_u32") for s in body) and \
+        not any(s.startswith("s_sub_u32") for s in body)
+    x = np.random.default_rng(4).standard_normal(64 * max(n, 1)).astype(np.float32)
+    out = np.zeros(64, np.float32)
+    asterism.launch(asterism.compile(build_sum_n(), pipeline="auto"), "sum_n",
+                    args=[x, out, n], block=(64, 1, 1), backend="emu")
+    rows = x[:64 * n].reshape(n, 64).sum(0, dtype=np.float32) if n else np.zeros(64)
+    np.testing.assert_allclose(out, rows + n, rtol=1e-6, atol=1e-6)
+
+
+def build_sum_n():
+    """The kernel of test_bound_read_after_the_loop_counts_up."""
+    kb = KernelBuilder("sum_n", target="gfx942", workgroup_size=(64, 1, 1))
+    px, po, cnt, off = _args(kb)
+    acc = kb.v_mov_b32(None, 0)
+    with kb.loop(0, cnt, 1, iter_args=[acc, off]) as loop:
+        _i, (a, o) = loop
+        v = kb.global_load_dword(None, o, px)
+        loop.yield_(kb.v_add_f32(None, a, v), kb.v_add_u32(None, 256, o))
+    total = kb.v_add_f32(None, loop.results[0], kb.v_cvt_f32_i32(None, cnt))
+    kb.global_store_dword(off, total, po)
+    kb.s_endpgm()
+    return kb.finish()
 
 
 def test_constant_trip_count_has_no_guard():
@@ -642,8 +685,8 @@ def test_if_on_vcc_inside_a_loop(target, shift):
     assert "scf.if %" in print_ir(module) and "!amdgcn.special<vcc>" in print_ir(module)
     assert print_ir(parse_ir(print_ir(module))) == print_ir(module)
     body = _asm_body(asterism.translate(module, pipeline="auto"))
-    assert any(s.startswith("s_cbranch_vccz") for s in body)
-    assert not any(s.startswith("s_cmp_lg_u32") for s in body)
+    at = next(k for k, s in enumerate(body) if s.startswith("s_cbranch_vccz"))
+    assert body[at - 1].startswith("v_cmp_lt_f32")  # the branch tests vcc itself
     n = 3
     rng = np.random.default_rng(3)
     x = (rng.standard_normal(64 * n) + np.repeat([shift, 0.0, shift], 64)).astype(np.float32)

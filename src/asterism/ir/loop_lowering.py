@@ -170,16 +170,19 @@ class _Lowering:
         pre = op.parent_block()
         assert pre is not None
         exit_ = self._split_after(op)
-        iv_reg = self.fresh(SGPRType.relocatable(), pre, op, loc)
-        iv = _make(SOP1Op, "s_mov_b32", [iv_reg, op.lb], loc)
-        iv.attributes[COPY_ATTR] = StringAttr("iv")
-        pre.insert_op_before(iv, op)
-        iv0 = iv.results[0]
         body = op.body.block
         ind, *args = body.args
         yield_op = body.last_op
         assert isinstance(yield_op, scf.YieldOp)
         counters = _counter_args(op, yield_op)
+        if _counts_down(op, counters):
+            iv0 = op.ub  # its register counts the trips left (nothing reads it after)
+        else:
+            iv_reg = self.fresh(SGPRType.relocatable(), pre, op, loc)
+            iv = _make(SOP1Op, "s_mov_b32", [iv_reg, op.lb], loc)
+            iv.attributes[COPY_ATTR] = StringAttr("iv")
+            pre.insert_op_before(iv, op)
+            iv0 = iv.results[0]
         carried: list[SSAValue] = []
         for j, (arg, init) in enumerate(zip(args, op.iter_args)):
             if j in counters:  # the loop's own counter: its register, after the loop too
@@ -212,9 +215,14 @@ class _Lowering:
             block.erase_op(add)
         self.carry_all([c for j, c in enumerate(carried) if j not in counters],
                        [v for j, v in enumerate(values) if j not in counters], block, loc)
-        by, bound = _immediate(op.step, block, loc), _immediate(op.ub, block, loc)
-        step = _make(SOP2Op, "s_add_u32", [iv0, iv0, by], loc)
-        cmp = _make(SOPCOp, "s_cmp_lt_i32", [step.results[0], bound], loc, results=False)
+        if iv0 is op.ub:  # trips left - 1, again while not zero
+            step = _make(SOP2Op, "s_sub_u32", [iv0, iv0, _constant(1, block, loc)], loc)
+            cmp = _make(SOPCOp, "s_cmp_lg_u32", [step.results[0], _constant(0, block, loc)],
+                        loc, results=False)
+        else:
+            by, bound = _immediate(op.step, block, loc), _immediate(op.ub, block, loc)
+            step = _make(SOP2Op, "s_add_u32", [iv0, iv0, by], loc)
+            cmp = _make(SOPCOp, "s_cmp_lt_i32", [step.results[0], bound], loc, results=False)
         back = BranchOp("s_cbranch_scc1", block, exit_)
         back.location = loc
         for o in (step, cmp, back):
@@ -222,8 +230,13 @@ class _Lowering:
         for res, value in zip(op.res, carried):
             res.replace_all_uses_with(value)
         if guard:
-            check = _make(SOPCOp, "s_cmp_lt_i32", [iv0, op.ub], loc, results=False)
-            skip = BranchOp("s_cbranch_scc0", exit_, block)
+            if iv0 is op.ub:  # skipped when the trip count is below 1
+                one = _constant_before(1, pre, op, loc)
+                check = _make(SOPCOp, "s_cmp_lt_i32", [iv0, one], loc, results=False)
+                skip = BranchOp("s_cbranch_scc1", exit_, block)
+            else:
+                check = _make(SOPCOp, "s_cmp_lt_i32", [iv0, op.ub], loc, results=False)
+                skip = BranchOp("s_cbranch_scc0", exit_, block)
             skip.location = loc
             pre.insert_op_before(check, op)
             pre.insert_op_before(skip, op)
@@ -336,8 +349,8 @@ class _Lowering:
         # An SGPR is compared with 0 (SCC); vcc is tested by the branch itself.
         skip_if = "s_cbranch_vccz" if is_vcc(op.cond.type) else "s_cbranch_scc0"
         if not is_vcc(op.cond.type):
-            test = _make(SOPCOp, "s_cmp_lg_u32", [op.cond, _zero(pre, op, loc)], loc,
-                         results=False)
+            zero = _constant_before(0, pre, op, loc)
+            test = _make(SOPCOp, "s_cmp_lg_u32", [op.cond, zero], loc, results=False)
             pre.insert_op_before(test, op)
         then_block = self._take_region_block(op.true_region, pre)
         self._finish_branch(then_block, outs, loc)
@@ -395,8 +408,37 @@ def _make(family: type[InstructionOp], mnemonic: str, operands: list[SSAValue], 
     return op
 
 
-def _zero(block: Block, before: Operation, loc) -> SSAValue:
-    const = arith.ConstantOp(IntegerAttr(0, 32))
+def _counts_down(op: KernelForOp, counters: set[int]) -> bool:
+    """Whether the loop may count its upper bound's register down to zero instead of an
+    induction variable up to it (one instruction less: no counter to set): from 0 by 1 to
+    a bound known at launch only (a relocatable SGPR), no op reading the induction
+    variable (nor a counter iter_arg), and nothing reading the bound after the loop."""
+    if constant_of(op.lb) != 0 or constant_of(op.step) != 1 or \
+            constant_of(op.ub) is not None or counters or op.body.block.args[0].uses:
+        return False
+    if op.ub.type != SGPRType.relocatable():
+        return False
+    block = op.parent_block()
+    for use in op.ub.uses:
+        other = use.operation
+        if other is op:
+            continue
+        if other.parent_block() is not block or not other.is_before_in_block(op):
+            return False
+    return True
+
+
+def _constant(value: int, block: Block, loc) -> SSAValue:
+    """An i32 constant at the end of `block`."""
+    const = arith.ConstantOp(IntegerAttr(value, 32))
+    const.location = loc
+    block.add_op(const)
+    return const.result
+
+
+def _constant_before(value: int, block: Block, before: Operation, loc) -> SSAValue:
+    """An i32 constant in `block` before `before`."""
+    const = arith.ConstantOp(IntegerAttr(value, 32))
     const.location = loc
     block.insert_op_before(const, before)
     return const.result

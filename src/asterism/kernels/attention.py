@@ -111,7 +111,7 @@ PARAMS = (
           choices=("nearest", "truncate")),
     Param("lse", False, "also write the log-sum-exp of each row (natural log, float32 "
           "[batch, heads, seq_q]: what a backward pass reads) to the output buffer lse"),
-    Param("loop", "unrolled", "how the key loops are written: scf = scf.for (kb.loop) whose "
+    Param("loop", "scf", "how the key loops are written: scf = scf.for (kb.loop) whose "
           "iter_args carry the key offsets, LDS stages and read addresses, the deferred "
           "rescale an scf.if on vcc, ping-pong S two bodies per trip with the odd trip after "
           "the loop; unrolled = blocks and branches written by the generator",
@@ -145,7 +145,7 @@ class Config:
     packed: bool = False
     causal_order: str = "in_order"
     truncate: bool = False  # gfx942 bf16: round toward zero
-    loop: str = "unrolled"  # key loops: scf.for or blocks and branches
+    loop: str = "scf"  # key loops: scf.for or blocks and branches
 
     @property
     def row_tiles(self) -> int:
