@@ -50,11 +50,26 @@ CASES = [
     # one LDS buffer on gfx950 (the others there are double-buffered: stages 0 = 2)
     ("gfx950", dict(heads=1, seq_q=64, seq_k=160, head_dim=128, dtype="bf16", waves=2,
                     block_m=64, block_n=64, stages=1)),
-    # ping-pong S (the gfx950 default where it fits), forced: 1 full block (an odd count
-    # through the unrolled loop: the next scores are moved from S2 to S at its exit) then 1
-    # masked one, which reads them from S
+    # ping-pong S (the gfx950 default where it fits), forced: 1 full block then 1 masked
+    # one; scf loops (the default): the odd full block is handed to the masked loop (2
+    # blocks, one trip of two bodies)
     ("gfx950", dict(heads=1, seq_q=64, seq_k=128, head_dim=64, dtype="bf16", causal=True,
                     waves=2, block_m=64, block_n=64, s_buffers=2)),
+    # the same through the unrolled loop: the next scores are moved from S2 to S at its
+    # exit, and the masked loop reads them from S
+    ("gfx950", dict(heads=1, seq_q=64, seq_k=128, head_dim=64, dtype="bf16", causal=True,
+                    waves=2, block_m=64, block_n=64, s_buffers=2, loop="unrolled")),
+    # ping-pong, scf, causal over 4 row tiles: 0..3 full blocks (counts known at launch:
+    # pairs loops of 0 and 1 trips, odd full blocks handed on, an odd masked block in an
+    # scf.if after the pairs)
+    ("gfx950", dict(heads=1, seq_q=256, head_dim=64, dtype="f16", causal=True, waves=2,
+                    block_m=64, block_n=64, s_buffers=2, causal_order="in_order")),
+    # ping-pong, scf, no mask: 3 blocks (one pair, the odd one after); ragged: 3 full
+    # blocks (the odd one joins the masked last block)
+    ("gfx950", dict(heads=1, seq_q=64, seq_k=192, head_dim=64, waves=2, block_n=64,
+                    s_buffers=2)),
+    ("gfx950", dict(heads=1, seq_q=64, seq_k=200, head_dim=64, waves=2, block_n=64,
+                    s_buffers=2)),
     # O in AGPRs (MFMA C/D; the rescale and the output through v_accvgpr_read/write)
     ("gfx942", dict(heads=1, seq_q=40, head_dim=64, dtype="f16", waves=1, block_m=32,
                     block_n=32, o_regs="agpr")),
@@ -64,7 +79,36 @@ CASES = [
     # 8 waves (the default: two per SIMD, 256 query rows), ragged and causal, both targets
     ("gfx950", dict(heads=1, seq_q=300, seq_k=330, head_dim=64, causal=True, waves=8)),
     ("gfx942", dict(heads=1, seq_q=260, seq_k=270, head_dim=128, dtype="f16", waves=8)),
+    # the key loops as blocks and branches (loop=unrolled), both targets
+    ("gfx950", dict(heads=1, seq_q=300, seq_k=330, head_dim=64, causal=True, waves=8,
+                    loop="unrolled")),
+    ("gfx942", dict(heads=1, seq_q=96, seq_k=140, head_dim=64, causal=True, waves=2,
+                    block_n=64, loop="unrolled")),
 ]
+
+
+@pytest.mark.parametrize("target", ["gfx950", "gfx942"])
+def test_key_loops_are_scf_loops(target):
+    # loop=scf: the key loops are scf.for (the rescale an scf.if on vcc, no label); after
+    # lowering, the same instructions as loop=unrolled but the loop control (SALU).
+    from collections import Counter
+
+    params = dict(heads=1, seq_q=256, seq_k=300, causal=True)
+    gen = kernels.get(GEN)
+    scf = gen.build(target, dict(params, loop="scf")).module
+    text = str(scf)
+    assert text.count("scf.for") == 2 and text.count("scf.if") == 2
+    assert "amdgcn.branch" not in text.split("scf.for", 1)[1].rsplit("scf.yield", 1)[0]
+    unrolled = gen.build(target, dict(params, loop="unrolled")).module
+    assert "scf.for" not in str(unrolled)
+
+    def vector_ops(module) -> Counter:
+        asm = asterism.translate(module, pipeline="auto")
+        return Counter(line.split()[0] for line in asm.splitlines()
+                       if line.startswith("\t") and line.split()[0][:2] in ("v_", "ds",
+                                                                                "bu"))
+
+    assert vector_ops(scf) == vector_ops(unrolled)
 
 
 @pytest.mark.parametrize(("target", "params"), CASES,
