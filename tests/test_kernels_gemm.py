@@ -265,13 +265,16 @@ def test_gfx950_fp8_matches_numpy(params):
     assert run.peak_tflops == 5033.2
 
 
-# kloop=scf: the K loop as an scf.for (kb.loop). K tiles of 32: gfx942 (register-staged)
-# loops over pairs from 6 tiles on; gfx950 (direct-to-LDS, 3 LDS buffers) over threes from
-# 7 on. 264 = 8 tiles + 8 (ragged), 416 = 13 tiles (3 trips), 160 = 5 tiles (no loop).
+# The K loop as an scf.for (kloop=scf, the default) and as blocks and a branch written by
+# the generator (kloop=unrolled). K tiles of 32: gfx942 (register-staged) loops over pairs
+# from 6 tiles on; gfx950 (direct-to-LDS, 3 LDS buffers) over threes from 7 on. 264 = 8
+# tiles + 8 (ragged), 416 = 13 tiles (3 trips), 160 = 5 tiles (no loop).
 SCF_CASES = [
     dict(m=64, n=64, k=264, tile_m=64, tile_n=64, kloop="scf"),
     dict(m=64, n=72, k=416, tile_m=64, tile_n=64, kloop="scf", dtype="bf16"),
     dict(m=64, n=64, k=160, tile_m=64, tile_n=64, kloop="scf", layout="tn"),
+    dict(m=64, n=64, k=264, tile_m=64, tile_n=64, kloop="unrolled"),
+    dict(m=64, n=72, k=416, tile_m=64, tile_n=64, kloop="unrolled", dtype="bf16"),
 ]
 
 
@@ -303,7 +306,7 @@ def test_gemm_scf_k_loop_is_an_scf_for_with_the_same_waits(target):
     # unrolled variant writes by hand (its vmcnt counts: the loads of the tiles after the
     # one waited for, D per tile), in the same places.
     params = dict(m=64, n=64, k=416, tile_m=64, tile_n=64)
-    hand, hand_ir = _waits_and_loop(target, params)
+    hand, hand_ir = _waits_and_loop(target, dict(params, kloop="unrolled"))
     made, scf_ir = _waits_and_loop(target, dict(params, kloop="scf"))
     assert "scf.for" in scf_ir and "scf.for" not in hand_ir
     assert "s_waitcnt" not in scf_ir

@@ -110,11 +110,11 @@ PARAMS = (
           "fragment = one before each MFMA whose fragment is still in flight; auto = step on "
           "the direct-to-LDS path, fragment on the register-staged one (faster there in the "
           "timing model)", ("auto", "step", "fragment")),
-    Param("kloop", "unrolled", "how the K loop is written: unrolled = blocks and a branch "
-          "written by the generator (the cross-iteration waits of the direct-to-LDS loads by "
-          "hand); scf = an scf.for (kb.loop) whose iter_args carry the global offsets, the "
-          "staging registers and the load tokens, so the waits pass makes every wait",
-          ("unrolled", "scf")),
+    Param("kloop", "scf", "how the K loop is written: scf = an scf.for (kb.loop) whose "
+          "iter_args carry the global offsets, the staging registers and the load tokens, so "
+          "the waits pass makes every wait; unrolled = blocks and a branch written by the "
+          "generator (the cross-iteration waits of the direct-to-LDS loads by hand; the same "
+          "code but the loop control)", ("scf", "unrolled")),
     Param("seed", 0, "random seed of the inputs"),
 )
 
@@ -143,7 +143,7 @@ class GemmConfig:
     lds_stages: int = 0
     read_waits: str = "auto"
     c_dtype: str = "f32"
-    kloop: str = "unrolled"
+    kloop: str = "scf"
 
     @property
     def c_bytes(self) -> int:
@@ -510,7 +510,7 @@ def config(target: str, params: dict[str, Any]) -> GemmConfig:
                      params["waves"], params["mfma"], params["lds_pad"], params["interleave"],
                      params["reads_per_mfma"], params["vmem_every"], params["seed"],
                      params["dma"], params["lds_stages"], params["read_waits"],
-                     params["c_dtype"], params.get("kloop", "unrolled"))
+                     params["c_dtype"], params.get("kloop", "scf"))
     _check(cfg)
     return cfg
 
