@@ -51,8 +51,8 @@ CASES = [
     ("gfx950", dict(heads=1, seq_q=64, seq_k=160, head_dim=128, dtype="bf16", waves=2,
                     block_m=64, block_n=64, stages=1)),
     # ping-pong S (the gfx950 default where it fits), forced: 1 full block then 1 masked
-    # one; scf loops (the default): the odd full block is handed to the masked loop (2
-    # blocks, one trip of two bodies)
+    # one; scf loops (the default): the odd full block runs after the (empty) pairs loop
+    # and moves the next scores to S, as the unrolled loop's odd exit
     ("gfx950", dict(heads=1, seq_q=64, seq_k=128, head_dim=64, dtype="bf16", causal=True,
                     waves=2, block_m=64, block_n=64, s_buffers=2)),
     # the same through the unrolled loop: the next scores are moved from S2 to S at its
@@ -60,12 +60,12 @@ CASES = [
     ("gfx950", dict(heads=1, seq_q=64, seq_k=128, head_dim=64, dtype="bf16", causal=True,
                     waves=2, block_m=64, block_n=64, s_buffers=2, loop="unrolled")),
     # ping-pong, scf, causal over 4 row tiles: 0..3 full blocks (counts known at launch:
-    # pairs loops of 0 and 1 trips, odd full blocks handed on, an odd masked block in an
-    # scf.if after the pairs)
+    # pairs loops of 0 and 1 trips, the odd blocks in scf.ifs after them, the full ones
+    # with the carried values as results)
     ("gfx950", dict(heads=1, seq_q=256, head_dim=64, dtype="f16", causal=True, waves=2,
                     block_m=64, block_n=64, s_buffers=2, causal_order="in_order")),
     # ping-pong, scf, no mask: 3 blocks (one pair, the odd one after); ragged: 3 full
-    # blocks (the odd one joins the masked last block)
+    # blocks (the odd one after the pair, S2 moved to S for the masked last block)
     ("gfx950", dict(heads=1, seq_q=64, seq_k=192, head_dim=64, waves=2, block_n=64,
                     s_buffers=2)),
     ("gfx950", dict(heads=1, seq_q=64, seq_k=200, head_dim=64, waves=2, block_n=64,

@@ -1056,9 +1056,7 @@ class _Builder:
             rest = kb.s_sub_u32(None, count, full)
         else:  # ragged: the last block alone is masked
             full, rest = cfg.seq_k // cfg.block_n, 1
-        left = run(full, masked=False, odd_to_next=True)
-        if left is not None:  # ping-pong: the unmasked loop's odd block, masked
-            rest = rest + 1 if isinstance(rest, int) else kb.s_add_u32(None, rest, left)
+        run(full, masked=False, then_scores=True)
         run(rest, masked=True)
 
     def carried(self) -> list:
@@ -1099,20 +1097,19 @@ class _Builder:
             loop.yield_(*self.carried())
         self.take_carried(loop.results)
 
-    def key_loop_scf(self, count, masked: bool, odd_to_next: bool = False) -> None:
+    def key_loop_scf(self, count, masked: bool, then_scores: bool = False) -> None:
         """`count` (int or SGPR, may be 0) iterations of the loop body as an scf.for."""
-        del odd_to_next  # one body per trip: no trip is left over
+        del then_scores  # one S buffer: the body leaves nothing in flight
         self.scf_loop(count, lambda: self.body(masked))
 
-    def key_loop_pingpong_scf(self, count, masked: bool, odd_to_next: bool = False):
+    def key_loop_pingpong_scf(self, count, masked: bool, then_scores: bool = False) -> None:
         """Ping-pong S as an scf.for over pairs of key blocks: two bodies per trip, S and S2
         swapping roles between them (pinned registers: no copies, no iter_args), so the
         scores of the next block are in S at the top of every trip. An odd count leaves one
-        block: with `odd_to_next` it is handed to the next (masked) loop (returns the SGPR
-        or int 0/1 to add to its count: a mask on blocks it does not touch changes nothing,
-        and "scores in S" stays true with no copy); else it runs after the loop (in an
-        scf.if when the count is known at launch only), where what it leaves in S2 is read
-        by nothing."""
+        block, run after the loop (in an scf.if when the count is known at launch only);
+        `then_scores` (another loop follows): it moves the next block's scores from S2 to
+        S, as the unrolled loop does at an odd exit (cheaper in the timing model than
+        handing the block to the masked loop: a copy of S against the mask's VALU)."""
         kb = self.kb
         S, S2 = self.region["S"], self.region["S2"]
         if isinstance(count, int):
@@ -1125,16 +1122,28 @@ class _Builder:
             self.body(masked, S, S2)
             self.body(masked, S2, S)
 
+        def one() -> None:
+            self.body(masked, S, S2)
+            if then_scores:
+                for r in range(len(S)):
+                    kb.v_mov_b32(S[r], S2[r])
+
         self.scf_loop(pairs, two)
-        if odd_to_next:
-            return odd if not isinstance(odd, int) or odd else None
         if isinstance(odd, int):
             if odd:
-                self.body(masked, S, S2)
-            return None
-        with kb.if_(odd).then():
-            self.body(masked, S, S2)
-        return None
+                one()
+            return
+        before = self.carried()
+        br = kb.if_(odd, [v.type for v in before] if then_scores else [])
+        with br.then():
+            one()
+            if then_scores:
+                br.yield_(*self.carried())
+        self.take_carried(before)
+        if then_scores:
+            with br.otherwise():
+                br.yield_(*before)
+            self.take_carried(br.results)
 
     def key_loop(self, count, masked: bool, name: str) -> None:
         """`count` (SGPR, may be 0) iterations of the loop body."""
