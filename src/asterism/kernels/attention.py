@@ -109,6 +109,11 @@ PARAMS = (
           "pair), truncate = toward zero (1 v_perm_b32 per pair; what AITER's gfx942 "
           "fmha_fwd_hd128_bf16_rtz object does; P and O biased low by up to 2^-8)",
           choices=("nearest", "truncate")),
+    Param("v_layout", "auto", "V tile in LDS: transposed = gfx942 writes V^T at copy time "
+          "(4 key rows per lane, v_perm_b32 into 4-key pairs, ds_write_b128; a V^T operand "
+          "is one ds_read_b64), rows = row-major as in memory (gfx942: 4 ds_read_u16 per "
+          "operand; gfx950 reads rows transposed with ds_read_b64_tr_b16); auto = transposed "
+          "on gfx942, rows on gfx950", choices=("auto", "rows", "transposed")),
     Param("lse", False, "also write the log-sum-exp of each row (natural log, float32 "
           "[batch, heads, seq_q]: what a backward pass reads) to the output buffer lse"),
     Param("seed", 0, "random seed of the inputs"),
@@ -140,6 +145,7 @@ class Config:
     packed: bool = False
     causal_order: str = "in_order"
     truncate: bool = False  # gfx942 bf16: round toward zero
+    vt: bool = False  # gfx942: V stored transposed in LDS (v_layout transposed)
 
     @property
     def row_tiles(self) -> int:
@@ -191,6 +197,20 @@ class Config:
         if not self.swizzle or self.target != "gfx950":
             return self.rows_per_line
         return self.rows_per_line * (self.row_bytes // 64)
+
+    @property
+    def vt_width(self) -> int:
+        """Bytes of a V row each lane copies per group of 4 key rows (v_layout transposed):
+        16 where the tile has a 4-row x 16-byte piece for every lane, else 8 or 4."""
+        lanes = 64 * self.waves
+        pieces = (self.block_n // 4) * (self.row_bytes // 16)
+        return 16 if pieces >= lanes else 16 * pieces // lanes
+
+    @property
+    def vt_reps(self) -> int:
+        """Groups of 4 key rows each lane copies per V tile (v_layout transposed)."""
+        lanes = 64 * self.waves
+        return max(1, (self.block_n // 4) * (self.row_bytes // 16) // lanes)
 
     @property
     def group(self) -> int:
@@ -323,11 +343,19 @@ def check(target: str, p: dict[str, Any]) -> Config:
                  p["block_n"], waves, stages=_stages(target, p, chip),
                  heads_kv=heads_kv, lse=p["lse"], swizzle=p["lds_layout"] == "swizzle",
                  packed=p["packed"], causal_order=_causal_order(p, block_m, chip),
-                 truncate=p["bf16_round"] == "truncate")
+                 truncate=p["bf16_round"] == "truncate",
+                 vt=target == "gfx942" and p["v_layout"] != "rows")
+    require(p["v_layout"] != "transposed" or target == "gfx942", "v_layout",
+            "transposed is the gfx942 copy (gfx950 reads V rows transposed with "
+            "ds_read_b64_tr_b16 straight from its DMA-written tiles)")
     cfg = _with_registers(cfg, p, chip.vgpr.arch)
     require(cfg.tile_bytes % (16 * 64 * cfg.waves) == 0, "waves",
             f"{cfg.waves} waves cannot split a {cfg.block_n}x{cfg.head_dim} tile into 16-byte "
             f"loads evenly ({cfg.tile_bytes} bytes); use fewer waves or a larger block_n")
+    require(not cfg.vt or cfg.vt_width >= 4, "v_layout",
+            f"transposed needs a 4-key x 4-byte piece of the {cfg.block_n}x{cfg.head_dim} V "
+            f"tile per lane of {cfg.waves} waves; use fewer waves, a larger block_n or "
+            f"v_layout=rows")
     require(cfg.lds_bytes <= chip.lds.bytes_per_workgroup,
             "stages" if cfg.stages > 1 else "block_n",
             f"{cfg.stages} stage(s) of K and V tiles need {cfg.lds_bytes} bytes of LDS, "
@@ -532,6 +560,8 @@ class _Builder:
                 None, col, 1, kb.v_mov_b32(None, cfg.tile_bytes)))
             self.addr_v = self.swizzled(addr_v, krow, cfg.v_swizzle_rows, 6,
                                         [64 * db for db in range(cfg.head_dim // 32)])
+        elif cfg.vt:
+            self.addr_v = self.vt_read_addresses()
         else:
             # Lane l reads the 2-byte column l % 32 of rows 4h + kk.
             self.addr_v = {0: self.row_offset(kb.v_lshlrev_b32(None, 2, self.half),
@@ -566,6 +596,104 @@ class _Builder:
                                    self.swizzle_bits(row, cfg.v_swizzle_rows, 6))
         if cfg.target == "gfx950":
             self.dma_m0()
+        if cfg.vt:
+            self.vt_copy_offsets()
+
+    # --- gfx942: V^T in LDS (v_layout transposed) -----------------------------------------
+    # The V^T tile holds, per group g of 4 keys, head_dim entries of 8 bytes (the 4 keys'
+    # values of one head-dim d, key order): entry (g, d) in 16-byte unit (g, d / 2), the units
+    # of a group XOR-permuted (`vt_unit`) so that both the ds_write_b128 of the copy (8 lanes
+    # per phase: 8 chunks of one group) and the ds_read_b64 of an operand (16 lanes: head-dims
+    # 16m..16m+15 of one group) hit 32 distinct banks.
+
+    def vt_unit(self, unit: int) -> int:
+        """The stored position of 16-byte unit `unit` (head-dims 2 unit, 2 unit + 1) of a
+        group: its low 3 bits XORed with the next 3 (none with lds_layout=plain)."""
+        return unit ^ ((unit >> 3) & 7) if self.cfg.swizzle else unit
+
+    def vt_copy_offsets(self) -> None:
+        """Lane t copies rows 4g..4g+3, bytes c w..c w + w - 1 of the V tile (w = vt_width,
+        per = row_bytes / w chunks per row; c = t % per, g = t / per, then + lanes / per groups
+        per repetition): self.vt_src its source offset, self.vt_dst {q: LDS address of unit
+        c w / 4 + q of group g} (units q share the lane's XOR: vt_unit(u0 + q) = vt_unit(u0)
+        ^ q for u0 = c w / 4, aligned to w / 4)."""
+        cfg, kb = self.cfg, self.kb
+        per = cfg.row_bytes // cfg.vt_width
+        c = kb.v_and_b32(None, per - 1, self.tid)
+        g = kb.v_lshrrev_b32(None, _log2(per), self.tid)
+        group_bytes = 4 * cfg.row_bytes
+        self.vt_src = kb.v_lshl_add_u32(None, g, _log2(group_bytes),
+                                        kb.v_lshlrev_b32(None, _log2(cfg.vt_width), c))
+        u0 = kb.v_lshlrev_b32(None, _log2(cfg.vt_width // 4), c)
+        unit = kb.v_xor_b32(None, u0, kb.v_bfe_u32(None, u0, 3, 3)) if cfg.swizzle else u0
+        first = kb.v_lshl_add_u32(None, unit, 4, kb.v_lshlrev_b32(None, _log2(group_bytes), g))
+        self.vt_dst = {q: first if q == 0 else kb.v_xor_b32(None, 16 * q, first)
+                       for q in range(cfg.vt_width // 4)}
+        self.c_perm_lo = kb.s_mov_b32(None, 0x05040100)
+        self.c_perm_hi = kb.s_mov_b32(None, 0x07060302)
+
+    def vt_read_addresses(self) -> dict:
+        """{db % 4: LDS address} of the V^T operand reads: lane (i, h) reads entry (g, d) of
+        group g = key0 / 4 + h, head-dim d = 32 db + i: unit 16 db + i / 2 of the group, whose
+        stored position is (16 db + ((i / 2) ^ i / 16)) ^ 2 (db % 4) (`vt_unit`): a register
+        per db % 4, the rest (tile base, group, 256 db) in the immediate offset."""
+        cfg, kb = self.cfg, self.kb
+        i = self.lane32
+        half_unit = kb.v_lshrrev_b32(None, 1, i)
+        if cfg.swizzle:
+            half_unit = kb.v_xor_b32(None, half_unit, kb.v_lshrrev_b32(None, 4, i))
+        # 16 * unit + 8 * (i % 2) + 4 row_bytes * h
+        lane = kb.v_lshl_add_u32(None, half_unit, 4,
+                                 kb.v_lshlrev_b32(None, 3, kb.v_and_b32(None, 1, i)))
+        base = kb.v_lshl_add_u32(None, self.half, _log2(4 * cfg.row_bytes), lane)
+        if not cfg.swizzle:
+            return {0: base}
+        return {x: base if x == 0 else kb.v_xor_b32(None, 32 * x, base)
+                for x in sorted({db % 4 for db in range(cfg.head_dim // 32)})}
+
+    def load_vt(self, key_off) -> list:
+        """The copy of the V tile at byte offset `key_off` as (loads, writes) emitters per
+        repetition: the loads of 4 key rows of vt_width bytes per lane, the transposing
+        writes (4 v_perm_b32 and one ds_write_b128 per dword of a row piece)."""
+        cfg, kb = self.cfg, self.kb
+        lanes = 64 * cfg.waves
+        per = cfg.row_bytes // cfg.vt_width
+        rep_bytes = lanes // per * 4 * cfg.row_bytes  # the groups of one repetition
+        dwords = cfg.vt_width // 4
+        first = kb.v_add_u32(None, key_off, self.vt_src)
+        voffs = {0: first}
+        rows: dict[int, list] = {}
+
+        def loads(kb, r):
+            load = {4: kb.buffer_load_dword, 8: kb.buffer_load_dwordx2,
+                    16: kb.buffer_load_dwordx4}[cfg.vt_width]
+            rows[r] = []
+            for j in range(4):
+                hi, lo = divmod(r * rep_bytes + j * cfg.row_bytes, 4096)
+                if hi not in voffs:
+                    voffs[hi] = kb.v_add_u32(None, 4096 * hi, first)
+                data = load(kb.vregs(dwords, align=min(dwords, 4)), voffs[hi], self.rv, 0,
+                            offen=True, offset=lo)
+                rows[r].append(kb.split(data) if dwords > 1 else [data])
+
+        def writes(kb, r):
+            for q in range(dwords):
+                self.write_vt_unit([row[q] for row in rows[r]], q,
+                                   cfg.tile_bytes + r * rep_bytes)
+            del rows[r]
+
+        return [(lambda kb, r=r: loads(kb, r), lambda kb, r=r: writes(kb, r))
+                for r in range(cfg.vt_reps)]
+
+    def write_vt_unit(self, x: list, q: int, offset: int) -> None:
+        """One 16-byte unit of V^T from dword q of 4 key rows x[0..3] (head-dims d, d + 1):
+        (d: keys 0, 1 | keys 2, 3), (d + 1: keys 0, 1 | keys 2, 3)."""
+        kb = self.kb
+        lo, hi = self.c_perm_lo, self.c_perm_hi
+        data = kb.join(kb.v_perm_b32(None, x[1], x[0], lo), kb.v_perm_b32(None, x[3], x[2], lo),
+                       kb.v_perm_b32(None, x[1], x[0], hi), kb.v_perm_b32(None, x[3], x[2], hi),
+                       align=4)
+        kb.ds_write_b128(self.vt_dst[q], data, offset=offset)
 
     def swizzle_bits(self, row, period: int, shift: int):
         """The byte XOR of a tile row's swizzle: ((row % period) / rows_per_line) << shift
@@ -650,10 +778,15 @@ class _Builder:
             self.load_tiles_dma(kb.v_add_u32(None, key_off, self.copy_k),
                                 kb.v_add_u32(None, key_off, self.copy_v))
             return
+        # v_layout transposed: V's first loads go first, its writes after K's, each
+        # repetition's writes after the next one's loads.
+        vt = self.load_vt(key_off) if cfg.vt else []
+        if vt:
+            vt[0][0](kb)
         first = kb.v_add_u32(None, key_off, self.copy_voff)
         voffs = {0: first}
-        copies = [(rsrc, base, r) for rsrc, base in ((self.rk, 0), (self.rv, cfg.tile_bytes))
-                  for r in range(cfg.loads_per_lane)]
+        tiles = ((self.rk, 0),) if cfg.vt else ((self.rk, 0), (self.rv, cfg.tile_bytes))
+        copies = [(rsrc, base, r) for rsrc, base in tiles for r in range(cfg.loads_per_lane)]
         loaded = []
 
         def load(rsrc, base, r):
@@ -675,6 +808,10 @@ class _Builder:
                 write()
         while loaded:
             write()
+        for r, (_loads, writes) in enumerate(vt):
+            if r + 1 < len(vt):
+                vt[r + 1][0](kb)
+            writes(kb)
 
     def pipelined(self, reads: Stream, mfmas: Stream, per_step: int, valu: int = 0,
                   dma: tuple[Stream, Stream] | None = None, softmax: Stream | None = None,
@@ -987,8 +1124,9 @@ class _Builder:
         space = unroll(cfg.head_dim // 32, cfg.tiles, steps)
         gfx950 = cfg.target == "gfx950"
         late = Stream("valu", self.late) if self.late else None  # ping-pong: the l adds
+        one_read = gfx950 or cfg.vt  # gfx942 rows: 4 ds_read_u16 + 2 VALU per operand
         self.pipelined(Stream.over("ds_read", space, read_v), Stream.over("mfma", space, mfma),
-                       2 if gfx950 else 4, valu=0 if gfx950 else 2,
+                       2 if gfx950 else 1 if cfg.vt else 4, valu=0 if one_read else 2,
                        ahead=PV_READ_AHEAD if gfx950 else READ_AHEAD, softmax=late)
         self.late = []
 
@@ -1003,6 +1141,9 @@ class _Builder:
             second = kb.ds_read_b64_tr_b16(kb.vregs(2, align=2), addr,
                                            offset=(key + 8) * rb + off)
             return kb.join(*kb.split(first), *kb.split(second), align=4)
+        if cfg.vt:  # V^T in LDS: the 4 keys of head-dim 32 db + i are one 8-byte entry
+            return kb.ds_read_b64(kb.vregs(2, align=2), self.addr_v[db % len(self.addr_v)],
+                                  offset=cfg.tile_bytes + key * rb + 256 * db)
         # Four zero-extended 16-bit reads, paired by one VALU op each at the MFMA.
         # (ds_read_u16_d16_hi into the first read's register would save that op, but a d16
         # load reads the half it keeps: LLVM and the sanitizer want lgkmcnt(0) between.)
