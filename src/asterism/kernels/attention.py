@@ -114,6 +114,12 @@ PARAMS = (
           "is one ds_read_b64), rows = row-major as in memory (gfx942: 4 ds_read_u16 per "
           "operand; gfx950 reads rows transposed with ds_read_b64_tr_b16); auto = transposed "
           "on gfx942, rows on gfx950", choices=("auto", "rows", "transposed")),
+    Param("k_read", "auto", "K operand reads: b128 = one ds_read_b128 per two 32x32x8 MFMA "
+          "steps on gfx942 (lane half h takes head-dims 16 p + 8 h..+7 for steps 2p, 2p + 1; "
+          "Q loaded in the same order; the XOR swizzle makes its 8-lane phases "
+          "conflict-free), b64 = one ds_read_b64 per step (2-way conflicts on gfx942); "
+          "auto = b128 (gfx950 always reads 16 bytes: one 32x32x16 step)",
+          choices=("auto", "b64", "b128")),
     Param("lse", False, "also write the log-sum-exp of each row (natural log, float32 "
           "[batch, heads, seq_q]: what a backward pass reads) to the output buffer lse"),
     Param("seed", 0, "random seed of the inputs"),
@@ -146,6 +152,7 @@ class Config:
     causal_order: str = "in_order"
     truncate: bool = False  # gfx942 bf16: round toward zero
     vt: bool = False  # gfx942: V stored transposed in LDS (v_layout transposed)
+    k_bytes: int = 16  # bytes of a lane's K read (8 on gfx942 with k_read b64)
 
     @property
     def row_tiles(self) -> int:
@@ -226,6 +233,11 @@ class Config:
     def frag(self) -> int:
         """VGPRs of one 16-bit MFMA operand fragment (kstep / 2 values per lane... / 2)."""
         return self.kstep // 4
+
+    @property
+    def k_steps(self) -> int:
+        """MFMA steps one K read (k_bytes per lane) serves: kstep bytes per lane and step."""
+        return self.k_bytes // self.kstep
 
     @property
     def mfma(self) -> str:
@@ -344,7 +356,10 @@ def check(target: str, p: dict[str, Any]) -> Config:
                  heads_kv=heads_kv, lse=p["lse"], swizzle=p["lds_layout"] == "swizzle",
                  packed=p["packed"], causal_order=_causal_order(p, block_m, chip),
                  truncate=p["bf16_round"] == "truncate",
-                 vt=target == "gfx942" and p["v_layout"] != "rows")
+                 vt=target == "gfx942" and p["v_layout"] != "rows",
+                 k_bytes=8 if target == "gfx942" and p["k_read"] == "b64" else 16)
+    require(p["k_read"] != "b64" or target == "gfx942", "k_read",
+            "b64 is the gfx942 choice (a gfx950 32x32x16 step reads 16 bytes per lane)")
     require(p["v_layout"] != "transposed" or target == "gfx942", "v_layout",
             "transposed is the gfx942 copy (gfx950 reads V rows transposed with "
             "ds_read_b64_tr_b16 straight from its DMA-written tiles)")
@@ -529,26 +544,30 @@ class _Builder:
         kb.v_mov_b32(st[0], M_INIT)
         kb.v_mov_b32(st[2], 0)
         kb.v_mov_b32(st[3], 0)
-        # Lane l holds Q[row][kstep * s + (kstep / 2) * h ...] for each MFMA step s.
-        chunk = cfg.kstep  # bytes of the lane's part of one step (kstep / 2 values * 2)
+        # Lane l holds Q[row][2 chunk r + chunk h ...] (chunk = k_bytes / 2 values) for each
+        # K read r: the k_steps MFMA steps it serves take them in order (the same head-dims
+        # as the lane's K read: the contraction order is permuted alike in both operands).
+        chunk = cfg.k_bytes
         Q = self.region["Q"]
         # Raw buffers range-check voffset + offset, not soffset: rows go into voffset.
         voff = self.row_offset(self.query_row(), kb.v_lshlrev_b32(None, _log2(chunk), self.half))
         soff = 0
-        load = "buffer_load_dwordx4" if cfg.frag == 4 else "buffer_load_dwordx2"
-        for s in range(cfg.head_dim // cfg.kstep):
-            getattr(kb, load)(Q[cfg.frag * s:cfg.frag * (s + 1)], voff, self.rq, soff,
-                              offen=True, offset=2 * chunk * s)
+        load = "buffer_load_dwordx4" if chunk == 16 else "buffer_load_dwordx2"
+        n = chunk // 4  # VGPRs per read
+        for r in range(cfg.row_bytes // (2 * chunk)):
+            getattr(kb, load)(Q[n * r:n * (r + 1)], voff, self.rq, soff,
+                              offen=True, offset=2 * chunk * r)
 
     def read_addresses(self) -> None:
         """Per-lane LDS addresses of the K/V fragments (in the first buffer stage; the
         double-buffered loop toggles them, so each row tile's pass makes them afresh)."""
         cfg, kb = self.cfg, self.kb
-        # K fragment: row l % 32 of the 32-key tile, bytes kstep * h of each step.
-        addr_k = self.row_offset(self.lane32, kb.v_lshlrev_b32(None, _log2(cfg.kstep),
+        # K fragment: row l % 32 of the 32-key tile, bytes k_bytes * h of each read.
+        addr_k = self.row_offset(self.lane32, kb.v_lshlrev_b32(None, _log2(cfg.k_bytes),
                                                                self.half))
         self.addr_k = self.swizzled(addr_k, self.lane32, cfg.k_swizzle_rows, 4,
-                                    [2 * cfg.kstep * s for s in range(cfg.head_dim // cfg.kstep)])
+                                    [2 * cfg.k_bytes * r
+                                     for r in range(cfg.row_bytes // (2 * cfg.k_bytes))])
         if cfg.target == "gfx950":
             # Transposed reads: lane i of 16-lane group g reads row 4h + i/4 of the key
             # block, head-dim columns 16 (g % 2) + 4 (i % 4).
@@ -815,7 +834,8 @@ class _Builder:
 
     def pipelined(self, reads: Stream, mfmas: Stream, per_step: int, valu: int = 0,
                   dma: tuple[Stream, Stream] | None = None, softmax: Stream | None = None,
-                  total: int = 0, first: int = 0, ahead: int = READ_AHEAD) -> None:
+                  total: int = 0, first: int = 0, ahead: int = READ_AHEAD,
+                  every: int = 1) -> None:
         """MFMA step k co-issued with the LDS reads of step k + READ_AHEAD (the first
         READ_AHEAD steps' reads go first): the waits become lgkmcnt(n > 0). `dma`: direct-
         to-LDS loads of the next key block spread evenly over the MFMA steps (their
@@ -823,7 +843,9 @@ class _Builder:
         state an LDS DMA needs after an M0 write: no s_nop). `softmax`: VALU work of the
         other S buffer spread evenly after the MFMAs (ping-pong; what is left goes after
         the last one). A sequence of MFMAs may be split over several calls: `total` MFMA
-        steps in all, this call's first being step `first` (0, total 0: this call is all)."""
+        steps in all, this call's first being step `first` (0, total 0: this call is all).
+        `every` > 1: one group of reads after every `every`-th MFMA (each read serves
+        `every` steps; `ahead` counts reads)."""
         kb = self.kb
         if first == 0:
             for emit in reads.take(ahead):
@@ -831,9 +853,10 @@ class _Builder:
         n = len(mfmas)
         total = total or n
         extra = {"valu": valu} if valu else {}
-        groups = [Group(mfma=1, ds_read=per_step if first + k < total - ahead else 0,
-                        **extra) for k in range(n)]
-        rules = [after(reads, exhausted="stop")]
+        groups = [Group(mfma=1, ds_read=per_step if (first + k) % every == every - 1
+                        and first + k < total - every * ahead else 0, **extra)
+                  for k in range(n)]
+        rules = [after(reads, every=every, exhausted="stop")]
         if dma is not None:
             m0s, loads = dma
             per = -(-len(loads) // total)  # DMA loads per MFMA step
@@ -929,16 +952,22 @@ class _Builder:
         at the branch in proportion to the VALU work on either side."""
         cfg, kb = self.cfg, self.kb
         Q = self.region["Q"]
-        read = kb.ds_read_b128 if cfg.frag == 4 else kb.ds_read_b64
+        read = kb.ds_read_b128 if cfg.k_bytes == 16 else kb.ds_read_b64
         steps = cfg.head_dim // cfg.kstep
+        per = cfg.k_steps  # MFMA steps one read serves (2: gfx942 k_read b128)
         frags = {}
 
         mask = self.swizzle_mask(cfg.k_swizzle_rows, 4)
 
-        def read_k(kb, u, s):
-            addr, off = self.swizzle_offset(self.addr_k, 2 * cfg.kstep * s, mask)
-            frags[u, s] = read(kb.vregs(cfg.frag, align=2), addr,
-                               offset=32 * u * cfg.row_bytes + off)
+        def read_k(kb, u, r):
+            addr, off = self.swizzle_offset(self.addr_k, 2 * cfg.k_bytes * r, mask)
+            data = read(kb.vregs(cfg.k_bytes // 4, align=2), addr,
+                        offset=32 * u * cfg.row_bytes + off)
+            if per == 1:
+                frags[u, r] = data
+                return
+            for k, part in enumerate(kb.split(data, *[cfg.frag] * per)):
+                frags[u, per * r + k] = part
 
         def mfma(kb, u, s):
             acc = S[16 * u:16 * u + 16]
@@ -946,9 +975,9 @@ class _Builder:
                     0 if s == 0 else acc)
 
         space = list(unroll(cfg.tiles, steps))
-        reads = Stream.over("ds_read", space, read_k)
+        reads = Stream.over("ds_read", list(unroll(cfg.tiles, steps // per)), read_k)
         if softmax is None:
-            self.pipelined(reads, Stream.over("mfma", space, mfma), 1, dma=dma)
+            self.pipelined(reads, Stream.over("mfma", space, mfma), 1, dma=dma, every=per)
             return
         before_branch, branch, after_branch = softmax
         n = len(space)
