@@ -117,8 +117,9 @@ PARAMS = (
     Param("k_read", "auto", "K operand reads: b128 = one ds_read_b128 per two 32x32x8 MFMA "
           "steps on gfx942 (lane half h takes head-dims 16 p + 8 h..+7 for steps 2p, 2p + 1; "
           "Q loaded in the same order; the XOR swizzle makes its 8-lane phases "
-          "conflict-free), b64 = one ds_read_b64 per step (2-way conflicts on gfx942); "
-          "auto = b128 (gfx950 always reads 16 bytes: one 32x32x16 step)",
+          "conflict-free; modeled slower at 1x2x512x128: 59534 vs 57510 cycles, its waves "
+          "meet at the MFMAs), b64 = one ds_read_b64 per step (2-way conflicts on gfx942); "
+          "auto = b64 on gfx942 (gfx950 always reads 16 bytes: one 32x32x16 step)",
           choices=("auto", "b64", "b128")),
     Param("lse", False, "also write the log-sum-exp of each row (natural log, float32 "
           "[batch, heads, seq_q]: what a backward pass reads) to the output buffer lse"),
@@ -357,7 +358,7 @@ def check(target: str, p: dict[str, Any]) -> Config:
                  packed=p["packed"], causal_order=_causal_order(p, block_m, chip),
                  truncate=p["bf16_round"] == "truncate",
                  vt=target == "gfx942" and p["v_layout"] != "rows",
-                 k_bytes=8 if target == "gfx942" and p["k_read"] == "b64" else 16)
+                 k_bytes=16 if target == "gfx950" or p["k_read"] == "b128" else 8)
     require(p["k_read"] != "b64" or target == "gfx942", "k_read",
             "b64 is the gfx942 choice (a gfx950 32x32x16 step reads 16 bytes per lane)")
     require(p["v_layout"] != "transposed" or target == "gfx942", "v_layout",
