@@ -121,6 +121,10 @@ PARAMS = (
           "meet at the MFMAs), b64 = one ds_read_b64 per step (2-way conflicts on gfx942); "
           "auto = b64 on gfx942 (gfx950 always reads 16 bytes: one 32x32x16 step)",
           choices=("auto", "b64", "b128")),
+    Param("prefetch", True, "gfx942 (one LDS stage): the global loads of the next key "
+          "block's K/V tiles are issued before this block's P V MFMAs, into the S registers "
+          "(free once P is packed), and only their LDS writes sit between the two barriers "
+          "(where the S registers hold them; false: loads and writes between the barriers)"),
     Param("lse", False, "also write the log-sum-exp of each row (natural log, float32 "
           "[batch, heads, seq_q]: what a backward pass reads) to the output buffer lse"),
     Param("seed", 0, "random seed of the inputs"),
@@ -154,6 +158,7 @@ class Config:
     truncate: bool = False  # gfx942 bf16: round toward zero
     vt: bool = False  # gfx942: V stored transposed in LDS (v_layout transposed)
     k_bytes: int = 16  # bytes of a lane's K read (8 on gfx942 with k_read b64)
+    prefetch: bool = False  # gfx942: next block's K/V loaded into the S registers early
 
     @property
     def row_tiles(self) -> int:
@@ -234,6 +239,12 @@ class Config:
     def frag(self) -> int:
         """VGPRs of one 16-bit MFMA operand fragment (kstep / 2 values per lane... / 2)."""
         return self.kstep // 4
+
+    @property
+    def copy_vgprs(self) -> int:
+        """VGPRs per lane that hold one key block's K and V tiles on their way to LDS."""
+        v = 4 * self.vt_reps * (self.vt_width // 4) if self.vt else 4 * self.loads_per_lane
+        return 4 * self.loads_per_lane + v
 
     @property
     def k_steps(self) -> int:
@@ -365,6 +376,11 @@ def check(target: str, p: dict[str, Any]) -> Config:
             "transposed is the gfx942 copy (gfx950 reads V rows transposed with "
             "ds_read_b64_tr_b16 straight from its DMA-written tiles)")
     cfg = _with_registers(cfg, p, chip.vgpr.arch)
+    if target == "gfx942" and p["prefetch"] and cfg.tile_bytes % (16 * 64 * cfg.waves) == 0:
+        import dataclasses
+
+        # Where the S registers hold a block's K and V (the copy's VGPRs per lane).
+        cfg = dataclasses.replace(cfg, prefetch=cfg.copy_vgprs <= 16 * cfg.tiles)
     require(cfg.tile_bytes % (16 * 64 * cfg.waves) == 0, "waves",
             f"{cfg.waves} waves cannot split a {cfg.block_n}x{cfg.head_dim} tile into 16-byte "
             f"loads evenly ({cfg.tile_bytes} bytes); use fewer waves or a larger block_n")
@@ -671,10 +687,11 @@ class _Builder:
         return {x: base if x == 0 else kb.v_xor_b32(None, 32 * x, base)
                 for x in sorted({db % 4 for db in range(cfg.head_dim // 32)})}
 
-    def load_vt(self, key_off) -> list:
+    def load_vt(self, key_off, dest=None) -> list:
         """The copy of the V tile at byte offset `key_off` as (loads, writes) emitters per
-        repetition: the loads of 4 key rows of vt_width bytes per lane, the transposing
-        writes (4 v_perm_b32 and one ds_write_b128 per dword of a row piece)."""
+        repetition: the loads of 4 key rows of vt_width bytes per lane (into `dest(n)`'s
+        registers, default new ones), the transposing writes (4 v_perm_b32 and one
+        ds_write_b128 per dword of a row piece)."""
         cfg, kb = self.cfg, self.kb
         lanes = 64 * cfg.waves
         per = cfg.row_bytes // cfg.vt_width
@@ -692,8 +709,8 @@ class _Builder:
                 hi, lo = divmod(r * rep_bytes + j * cfg.row_bytes, 4096)
                 if hi not in voffs:
                     voffs[hi] = kb.v_add_u32(None, 4096 * hi, first)
-                data = load(kb.vregs(dwords, align=min(dwords, 4)), voffs[hi], self.rv, 0,
-                            offen=True, offset=lo)
+                regs = dest(dwords) if dest else kb.vregs(dwords, align=min(dwords, 4))
+                data = load(regs, voffs[hi], self.rv, 0, offen=True, offset=lo)
                 rows[r].append(kb.split(data) if dwords > 1 else [data])
 
         def writes(kb, r):
@@ -798,6 +815,11 @@ class _Builder:
             self.load_tiles_dma(kb.v_add_u32(None, key_off, self.copy_k),
                                 kb.v_add_u32(None, key_off, self.copy_v))
             return
+        if cfg.prefetch:  # loaded by prefetch_tiles already
+            for emit in self.pending:
+                emit(kb)
+            self.pending = []
+            return
         # v_layout transposed: V's first loads go first, its writes after K's, each
         # repetition's writes after the next one's loads.
         vt = self.load_vt(key_off) if cfg.vt else []
@@ -832,6 +854,42 @@ class _Builder:
             if r + 1 < len(vt):
                 vt[r + 1][0](kb)
             writes(kb)
+
+    def prefetch_tiles(self, key_off) -> None:
+        """gfx942 prefetch: issue the loads of the K and V tiles at byte offset `key_off`
+        (SGPR) into the S registers (dead from P's packing to the next S MFMAs); their LDS
+        writes wait in self.pending for load_tiles, between the barriers of the next
+        iteration (the last iteration's loads read past seq_k: zeros, never written)."""
+        cfg, kb = self.cfg, self.kb
+        S = self.region["S"]
+        used = [0]
+
+        def dest(n: int):
+            regs = S[used[0]:used[0] + n]
+            used[0] += n
+            return regs
+
+        step = 16 * 64 * cfg.waves
+        first = kb.v_add_u32(None, key_off, self.copy_voff)
+        voffs = {0: first}
+        tiles = ((self.rk, 0),) if cfg.vt else ((self.rk, 0), (self.rv, cfg.tile_bytes))
+        writes = []
+        for rsrc, base in tiles:
+            for r in range(cfg.loads_per_lane):
+                hi, lo = divmod(r * step, 4096)
+                if hi not in voffs:
+                    voffs[hi] = kb.v_add_u32(None, 4096 * hi, first)
+                data = kb.buffer_load_dwordx4(dest(4), voffs[hi], rsrc, 0, offen=True,
+                                              offset=lo)
+                offset = base + r * step
+                addr = self.copy_k if offset < cfg.tile_bytes else self.copy_v
+                writes.append(lambda kb, a=addr, d=data, o=offset:
+                              kb.ds_write_b128(a, d, offset=o))
+        if cfg.vt:
+            for loads, vt_writes in self.load_vt(key_off, dest):
+                loads(kb)
+                writes.append(vt_writes)
+        self.pending = writes
 
     def pipelined(self, reads: Stream, mfmas: Stream, per_step: int, valu: int = 0,
                   dma: tuple[Stream, Stream] | None = None, softmax: Stream | None = None,
@@ -1136,6 +1194,8 @@ class _Builder:
         """O^T += V^T P^T: P packed in self.p (by the softmax), V^T read transposed from
         LDS."""
         cfg, acc_o = self.cfg, self.region["O"]
+        if cfg.prefetch:  # the next key block's tiles, into the S registers (P is packed)
+            self.prefetch_tiles(self.kb.s_add_u32(None, self.key_off, cfg.tile_bytes))
         steps = 32 // cfg.kstep
         p = self.p
         frags = {}
@@ -1188,6 +1248,8 @@ class _Builder:
         self.key0 = kb.s_mov_b32(None, 0)  # its first key
         if cfg.stages == 2:
             self.first_stage()
+        elif cfg.prefetch:
+            self.prefetch_tiles(self.key_off)
         count = self.block_count()
         loop = self.key_loop_pingpong if cfg.s_buffers == 2 else self.key_loop
         if not (cfg.causal or cfg.ragged):
