@@ -1217,7 +1217,7 @@ class _Builder:
         one_read = gfx950 or cfg.vt  # gfx942 rows: 4 ds_read_u16 + 2 VALU per operand
         self.pipelined(Stream.over("ds_read", space, read_v), Stream.over("mfma", space, mfma),
                        2 if gfx950 else 1 if cfg.vt else 4, valu=0 if one_read else 2,
-                       ahead=PV_READ_AHEAD if gfx950 else READ_AHEAD, softmax=late)
+                       ahead=PV_READ_AHEAD if one_read else READ_AHEAD, softmax=late)
         self.late = []
 
     def v_fragment(self, key: int, db: int):
