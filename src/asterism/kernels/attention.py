@@ -125,6 +125,11 @@ PARAMS = (
           "block's K/V tiles are issued before this block's P V MFMAs, into the S registers "
           "(free once P is packed), and only their LDS writes sit between the two barriers "
           "(where the S registers hold them; false: loads and writes between the barriers)"),
+    Param("q_staging", "auto", "how Q reaches its registers: lds = row-contiguous "
+          "buffer_load_dwordx4 (4 rows of 1 KiB per instruction) into the wave's part of the "
+          "LDS (chunks XOR-swizzled by row), then read in the MFMA layout; direct = each lane "
+          "loads its own row (32 rows, 32 cache lines per instruction); auto = lds on gfx942 "
+          "where 32 rows per wave fit the kernel's LDS", choices=("auto", "lds", "direct")),
     Param("lse", False, "also write the log-sum-exp of each row (natural log, float32 "
           "[batch, heads, seq_q]: what a backward pass reads) to the output buffer lse"),
     Param("seed", 0, "random seed of the inputs"),
@@ -159,6 +164,7 @@ class Config:
     vt: bool = False  # gfx942: V stored transposed in LDS (v_layout transposed)
     k_bytes: int = 16  # bytes of a lane's K read (8 on gfx942 with k_read b64)
     prefetch: bool = False  # gfx942: next block's K/V loaded into the S registers early
+    q_lds: bool = False  # gfx942: Q staged through LDS with row-contiguous loads
 
     @property
     def row_tiles(self) -> int:
@@ -376,6 +382,15 @@ def check(target: str, p: dict[str, Any]) -> Config:
             "transposed is the gfx942 copy (gfx950 reads V rows transposed with "
             "ds_read_b64_tr_b16 straight from its DMA-written tiles)")
     cfg = _with_registers(cfg, p, chip.vgpr.arch)
+    q_fits = cfg.waves * ROWS_PER_WAVE * cfg.row_bytes <= cfg.lds_bytes
+    require(p["q_staging"] != "lds" or (target == "gfx942" and q_fits), "q_staging",
+            f"lds is the gfx942 choice and needs {cfg.waves} x 32 Q rows "
+            f"({cfg.waves * ROWS_PER_WAVE * cfg.row_bytes} bytes) within the kernel's "
+            f"{cfg.lds_bytes} bytes of LDS")
+    if target == "gfx942" and p["q_staging"] != "direct" and q_fits:
+        import dataclasses
+
+        cfg = dataclasses.replace(cfg, q_lds=True)
     if target == "gfx942" and p["prefetch"] and cfg.tile_bytes % (16 * 64 * cfg.waves) == 0:
         import dataclasses
 
@@ -564,6 +579,9 @@ class _Builder:
         # Lane l holds Q[row][2 chunk r + chunk h ...] (chunk = k_bytes / 2 values) for each
         # K read r: the k_steps MFMA steps it serves take them in order (the same head-dims
         # as the lane's K read: the contraction order is permuted alike in both operands).
+        if cfg.q_lds:
+            self.load_q_lds()
+            return
         chunk = cfg.k_bytes
         Q = self.region["Q"]
         # Raw buffers range-check voffset + offset, not soffset: rows go into voffset.
@@ -574,6 +592,51 @@ class _Builder:
         for r in range(cfg.row_bytes // (2 * chunk)):
             getattr(kb, load)(Q[n * r:n * (r + 1)], voff, self.rq, soff,
                               offen=True, offset=2 * chunk * r)
+
+    def load_q_lds(self) -> None:
+        """gfx942 q_staging lds: the wave's 32 Q rows by row-contiguous buffer_load_dwordx4
+        (lane t: row t / per + rows * k, chunk t % per, per = row_bytes / 16 chunks a row,
+        rows = 64 / per rows an instruction) into its 32 x row_bytes part of the LDS (chunk c
+        of row r at c ^ (r % 8): the 8 rows of a read phase on 8 different 16-byte bank
+        groups), then read in the MFMA layout as the K fragments are (k_bytes per lane and
+        read). A barrier first: in a second row-tile pass other waves may still read the last
+        K/V tiles there."""
+        cfg, kb = self.cfg, self.kb
+        per = cfg.row_bytes // 16
+        rows = 64 // per
+        lane = kb.v_and_b32(None, 63, self.tid)
+        t_row = kb.v_lshrrev_b32(None, _log2(per), lane)
+        chunk = kb.v_and_b32(None, per - 1, lane)
+        wave_rows = kb.v_lshrrev_b32(None, 1, kb.v_and_b32(None, 0xFFFFFFC0, self.tid))
+        row = kb.v_add_u32(None, wave_rows, t_row)  # row of the workgroup's tile, for k = 0
+        src = self.row_offset(kb.v_add_u32(None, self.row0, row),
+                              kb.v_lshlrev_b32(None, 4, chunk))
+        voffs = {0: src}
+        data = []
+        for k in range(32 // rows):
+            hi, lo = divmod(k * rows * cfg.row_bytes, 4096)
+            if hi not in voffs:
+                voffs[hi] = kb.v_add_u32(None, 4096 * hi, src)
+            data.append(kb.buffer_load_dwordx4(kb.vregs(4, align=4), voffs[hi], self.rq, 0,
+                                               offen=True, offset=lo))
+        kb.s_barrier()
+        # r % 8 = t_row ^ (rows k % 8) (t_row < rows, a power of two): one register per value.
+        dst = self.row_offset(row, kb.v_lshlrev_b32(None, 4, kb.v_xor_b32(None, chunk, t_row)))
+        regs = {x: dst if x == 0 else kb.v_xor_b32(None, 16 * x, dst)
+                for x in sorted({rows * k % 8 for k in range(32 // rows)})}
+        for k, d in enumerate(data):
+            kb.ds_write_b128(regs[rows * k % 8], d, offset=k * rows * cfg.row_bytes)
+        # Reads: lane (i, h) row 32 w + i, bytes 2 k_bytes r + k_bytes h.
+        base = self.row_offset(self.row_in_wg, kb.v_lshlrev_b32(None, _log2(cfg.k_bytes),
+                                                                self.half))
+        offsets = [2 * cfg.k_bytes * r for r in range(cfg.row_bytes // (2 * cfg.k_bytes))]
+        addr = self.swizzled(base, self.lane32, 8, 4, offsets)
+        mask = self.swizzle_mask(8, 4)
+        Q, n = self.region["Q"], cfg.k_bytes // 4
+        read = kb.ds_read_b128 if cfg.k_bytes == 16 else kb.ds_read_b64
+        for r, off in enumerate(offsets):
+            reg, imm = self.swizzle_offset(addr, off, mask)
+            read(Q[n * r:n * (r + 1)], reg, offset=imm)
 
     def read_addresses(self) -> None:
         """Per-lane LDS addresses of the K/V fragments (in the first buffer stage; the
