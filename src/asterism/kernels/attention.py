@@ -106,9 +106,10 @@ PARAMS = (
           "lanes' values per VALU instruction; false: one)"),
     Param("bf16_round", "nearest", "gfx942, bf16: how P and O are rounded to bf16 (gfx942 has "
           "no conversion instruction): nearest = to nearest even (2 VALU per value + 1 per "
-          "pair), truncate = toward zero (1 v_perm_b32 per pair; what AITER's gfx942 "
-          "fmha_fwd_hd128_bf16_rtz object does; P and O biased low by up to 2^-8)",
-          choices=("nearest", "truncate")),
+          "pair), nearest_away = to nearest, ties away from zero (1 v_add_u32 per value + 1 "
+          "per pair; AITER's rtna rounding), truncate = toward zero (1 v_perm_b32 per pair; "
+          "what AITER's gfx942 fmha_fwd_hd128_bf16_rtz object does; P and O biased low by "
+          "up to 2^-8)", choices=("nearest", "nearest_away", "truncate")),
     Param("v_layout", "auto", "V tile in LDS: transposed = gfx942 writes V^T at copy time "
           "(4 key rows per lane, v_perm_b32 into 4-key pairs, ds_write_b128; a V^T operand "
           "is one ds_read_b64), rows = row-major as in memory (gfx942: 4 ds_read_u16 per "
@@ -161,6 +162,7 @@ class Config:
     packed: bool = False
     causal_order: str = "in_order"
     truncate: bool = False  # gfx942 bf16: round toward zero
+    away: bool = False  # gfx942 bf16: round to nearest, ties away from zero
     vt: bool = False  # gfx942: V stored transposed in LDS (v_layout transposed)
     k_bytes: int = 16  # bytes of a lane's K read (8 on gfx942 with k_read b64)
     prefetch: bool = False  # gfx942: next block's K/V loaded into the S registers early
@@ -345,7 +347,7 @@ def check(target: str, p: dict[str, Any]) -> Config:
     for name in ("batch", "heads", "seq_q"):
         require(p[name] >= 1, name, f"must be at least 1, got {p[name]}")
     require(p["bf16_round"] == "nearest" or (target == "gfx942" and p["dtype"] == "bf16"),
-            "bf16_round", "truncate is for bf16 on gfx942 (gfx950 converts with "
+            "bf16_round", f"{p['bf16_round']} is for bf16 on gfx942 (gfx950 converts with "
             "v_cvt_pk_bf16_f32 at no cost; f16 converts in hardware)")
     heads_kv = p["heads_kv"] or p["heads"]
     require(heads_kv >= 1 and p["heads"] % heads_kv == 0, "heads_kv",
@@ -374,6 +376,7 @@ def check(target: str, p: dict[str, Any]) -> Config:
                  heads_kv=heads_kv, lse=p["lse"], swizzle=p["lds_layout"] == "swizzle",
                  packed=p["packed"], causal_order=_causal_order(p, block_m, chip),
                  truncate=p["bf16_round"] == "truncate",
+                 away=p["bf16_round"] == "nearest_away",
                  vt=target == "gfx942" and p["v_layout"] != "rows",
                  k_bytes=16 if target == "gfx950" or p["k_read"] == "b128" else 8)
     require(p["k_read"] != "b64" or target == "gfx942", "k_read",
@@ -1249,6 +1252,9 @@ class _Builder:
         # gfx942 has no bf16 conversion: round to nearest even by hand, keep the high halves.
         if cfg.truncate:  # the high halves as they are: round toward zero
             return kb.v_perm_b32(None, hi, lo, self.c_perm)
+        if cfg.away:  # + half an ulp of bf16 carries into the kept half: ties away from 0
+            return kb.v_perm_b32(None, kb.v_add_u32(None, 0x8000, hi),
+                                 kb.v_add_u32(None, 0x8000, lo), self.c_perm)
         lo_r = kb.v_add3_u32(None, lo, self.c_round, kb.v_bfe_u32(None, lo, 16, 1))
         hi_r = kb.v_add3_u32(None, hi, self.c_round, kb.v_bfe_u32(None, hi, 16, 1))
         return kb.v_perm_b32(None, hi_r, lo_r, self.c_perm)
