@@ -753,7 +753,7 @@ class _Builder:
         return {x: base if x == 0 else kb.v_xor_b32(None, 32 * x, base)
                 for x in sorted({db % 4 for db in range(cfg.head_dim // 32)})}
 
-    def load_vt(self, key_off, dest=None) -> list:
+    def load_vt(self, key_off, dest=None, split: bool = False) -> list:
         """The copy of the V tile at byte offset `key_off` as (loads, writes) emitters per
         repetition: the loads of 4 key rows of vt_width bytes per lane (into `dest(n)`'s
         registers, default new ones), the transposing writes (4 v_perm_b32 and one
@@ -764,27 +764,43 @@ class _Builder:
         rep_bytes = lanes // per * 4 * cfg.row_bytes  # the groups of one repetition
         dwords = cfg.vt_width // 4
         first = kb.v_add_u32(None, key_off, self.vt_src)
-        voffs = {0: first}
+        pages = sorted({(r * rep_bytes + j * cfg.row_bytes) // 4096
+                        for r in range(cfg.vt_reps) for j in range(4)})
+        voffs = {hi: first if hi == 0 else kb.v_add_u32(None, 4096 * hi, first) for hi in pages}
         rows: dict[int, list] = {}
+        dests = {(r, j): dest(dwords) for r in range(cfg.vt_reps)
+                 for j in range(4)} if dest else {}
 
-        def loads(kb, r):
+        def pieces(kb, data) -> list:
+            return kb.split(data) if dwords > 1 else [data]
+
+        def load_row(kb, r, j):
             load = {4: kb.buffer_load_dword, 8: kb.buffer_load_dwordx2,
                     16: kb.buffer_load_dwordx4}[cfg.vt_width]
-            rows[r] = []
+            hi, lo = divmod(r * rep_bytes + j * cfg.row_bytes, 4096)
+            if dest:  # pinned registers: the writes name them afresh where they are
+                at = dests[r, j]
+                load(self.region["S"][at:at + dwords], voffs[hi], self.rv, 0, offen=True,
+                     offset=lo)
+                rows.setdefault(r, []).append(
+                    lambda kb, at=at: pieces(kb, self.region["S"][at:at + dwords]))
+                return
+            data = load(kb.vregs(dwords, align=min(dwords, 4)), voffs[hi], self.rv, 0,
+                        offen=True, offset=lo)
+            rows.setdefault(r, []).append(lambda kb, data=data: pieces(kb, data))
+
+        def loads(kb, r):
             for j in range(4):
-                hi, lo = divmod(r * rep_bytes + j * cfg.row_bytes, 4096)
-                if hi not in voffs:
-                    voffs[hi] = kb.v_add_u32(None, 4096 * hi, first)
-                regs = dest(dwords) if dest else kb.vregs(dwords, align=min(dwords, 4))
-                data = load(regs, voffs[hi], self.rv, 0, offen=True, offset=lo)
-                rows[r].append(kb.split(data) if dwords > 1 else [data])
+                load_row(kb, r, j)
 
         def writes(kb, r):
+            data = [row(kb) for row in rows.pop(r)]
             for q in range(dwords):
-                self.write_vt_unit([row[q] for row in rows[r]], q,
-                                   cfg.tile_bytes + r * rep_bytes)
-            del rows[r]
+                self.write_vt_unit([row[q] for row in data], q, cfg.tile_bytes + r * rep_bytes)
 
+        if split:  # one emitter per load instruction
+            return [([lambda kb, r=r, j=j: load_row(kb, r, j) for j in range(4)],
+                     lambda kb, r=r: writes(kb, r)) for r in range(cfg.vt_reps)]
         return [(lambda kb, r=r: loads(kb, r), lambda kb, r=r: writes(kb, r))
                 for r in range(cfg.vt_reps)]
 
@@ -921,46 +937,62 @@ class _Builder:
                 vt[r + 1][0](kb)
             writes(kb)
 
-    def prefetch_tiles(self, key_off) -> None:
-        """gfx942 prefetch: issue the loads of the K and V tiles at byte offset `key_off`
-        (SGPR) into the S registers (dead from P's packing to the next S MFMAs); their LDS
-        writes wait in self.pending for load_tiles, between the barriers of the next
-        iteration (the last iteration's loads read past seq_k: zeros, never written)."""
+    def prefetch_tiles(self, key_off, issue: bool = True) -> list:
+        """gfx942 prefetch: the loads of the K and V tiles at byte offset `key_off` (SGPR)
+        into the S registers (dead from P's packing to the next S MFMAs), issued now or
+        (issue false) returned as one emitter per load instruction; their LDS writes wait
+        in self.pending for load_tiles, between the barriers of the next iteration (the
+        last iteration's loads read past seq_k: zeros, never written)."""
         cfg, kb = self.cfg, self.kb
         S = self.region["S"]
         used = [0]
 
-        def dest(n: int):
-            regs = S[used[0]:used[0] + n]
+        def dest(n: int) -> int:
+            """The first of n S registers for a load (the loads and the writes, in another
+            block of a later iteration, name them afresh: S[at:at + n])."""
+            at = used[0]
             used[0] += n
-            return regs
+            return at
 
         step = 16 * 64 * cfg.waves
         first = kb.v_add_u32(None, key_off, self.copy_voff)
-        voffs = {0: first}
+        voffs = {hi: first if hi == 0 else kb.v_add_u32(None, 4096 * hi, first)
+                 for hi in sorted({r * step // 4096 for r in range(cfg.loads_per_lane)})}
         tiles = ((self.rk, 0),) if cfg.vt else ((self.rk, 0), (self.rv, cfg.tile_bytes))
-        writes = []
+        writes, loads = [], []
+
+        def load(kb, rsrc, r, offset):
+            hi, lo = divmod(r * step, 4096)
+            at = regs[offset]
+            kb.buffer_load_dwordx4(S[at:at + 4], voffs[hi], rsrc, 0, offen=True, offset=lo)
+
+        def write(kb, offset):
+            addr = self.copy_k if offset < cfg.tile_bytes else self.copy_v
+            at = regs[offset]
+            kb.ds_write_b128(addr, S[at:at + 4], offset=offset)
+
+        regs = {}
         for rsrc, base in tiles:
             for r in range(cfg.loads_per_lane):
-                hi, lo = divmod(r * step, 4096)
-                if hi not in voffs:
-                    voffs[hi] = kb.v_add_u32(None, 4096 * hi, first)
-                data = kb.buffer_load_dwordx4(dest(4), voffs[hi], rsrc, 0, offen=True,
-                                              offset=lo)
                 offset = base + r * step
-                addr = self.copy_k if offset < cfg.tile_bytes else self.copy_v
-                writes.append(lambda kb, a=addr, d=data, o=offset:
-                              kb.ds_write_b128(a, d, offset=o))
+                regs[offset] = dest(4)
+                loads.append(lambda kb, rs=rsrc, r=r, o=offset: load(kb, rs, r, o))
+                writes.append(lambda kb, o=offset: write(kb, o))
         if cfg.vt:
-            for loads, vt_writes in self.load_vt(key_off, dest):
-                loads(kb)
+            for rep_loads, vt_writes in self.load_vt(key_off, dest, split=True):
+                loads += rep_loads
                 writes.append(vt_writes)
         self.pending = writes
+        if issue:
+            for emit in loads:
+                emit(kb)
+            return []
+        return loads
 
     def pipelined(self, reads: Stream, mfmas: Stream, per_step: int, valu: int = 0,
                   dma: tuple[Stream, Stream] | None = None, softmax: Stream | None = None,
                   total: int = 0, first: int = 0, ahead: int = READ_AHEAD,
-                  every: int = 1) -> None:
+                  every: int = 1, loads: Stream | None = None) -> None:
         """MFMA step k co-issued with the LDS reads of step k + READ_AHEAD (the first
         READ_AHEAD steps' reads go first): the waits become lgkmcnt(n > 0). `dma`: direct-
         to-LDS loads of the next key block spread evenly over the MFMA steps (their
@@ -970,7 +1002,8 @@ class _Builder:
         the last one). A sequence of MFMAs may be split over several calls: `total` MFMA
         steps in all, this call's first being step `first` (0, total 0: this call is all).
         `every` > 1: one group of reads after every `every`-th MFMA (each read serves
-        `every` steps; `ahead` counts reads)."""
+        `every` steps; `ahead` counts reads). `loads`: vector memory loads spread evenly
+        after the MFMAs (gfx942 prefetch), as the DMA loads are."""
         kb = self.kb
         if first == 0:
             for emit in reads.take(ahead):
@@ -983,16 +1016,25 @@ class _Builder:
                   for k in range(n)]
         rules = [after(reads, every=every, exhausted="stop")]
         if dma is not None:
-            m0s, loads = dma
-            per = -(-len(loads) // total)  # DMA loads per MFMA step
-            left = loads.left
+            m0s, dma_loads = dma
+            per = -(-len(dma_loads) // total)  # DMA loads per MFMA step
+            left = dma_loads.left
             for k, g in enumerate(groups):
                 took = min(per, left)
                 left -= took
                 if took:
                     groups[k] = Group(**g.counts, salu=took, vmem_read=took)
             rules += [before(m0s, count=per, exhausted="stop"),
-                      after(loads, count=per, exhausted="stop")]
+                      after(dma_loads, count=per, exhausted="stop")]
+        if loads is not None:
+            per = -(-loads.left // n)
+            left = loads.left
+            for k, g in enumerate(groups):
+                took = min(per, left)
+                left -= took
+                if took:
+                    groups[k] = Group(**g.counts, vmem_read=took)
+            rules.append(after(loads, count=per, exhausted="stop"))
         if softmax is not None:
             per = -(-softmax.left // n)
             rules.append(after(softmax, count=per, exhausted="stop"))
@@ -1263,8 +1305,10 @@ class _Builder:
         """O^T += V^T P^T: P packed in self.p (by the softmax), V^T read transposed from
         LDS."""
         cfg, acc_o = self.cfg, self.region["O"]
+        loads = None
         if cfg.prefetch:  # the next key block's tiles, into the S registers (P is packed)
-            self.prefetch_tiles(self.kb.s_add_u32(None, self.key_off, cfg.tile_bytes))
+            key_off = self.kb.s_add_u32(None, self.key_off, cfg.tile_bytes)
+            loads = Stream("vmem_read", self.prefetch_tiles(key_off, issue=False))
         steps = 32 // cfg.kstep
         p = self.p
         frags = {}
@@ -1286,7 +1330,8 @@ class _Builder:
         one_read = gfx950 or cfg.vt  # gfx942 rows: 4 ds_read_u16 + 2 VALU per operand
         self.pipelined(Stream.over("ds_read", space, read_v), Stream.over("mfma", space, mfma),
                        2 if gfx950 else 1 if cfg.vt else 4, valu=0 if one_read else 2,
-                       ahead=PV_READ_AHEAD if one_read else READ_AHEAD, softmax=late)
+                       ahead=PV_READ_AHEAD if one_read else READ_AHEAD, softmax=late,
+                       loads=loads)
         self.late = []
 
     def v_fragment(self, key: int, db: int):
