@@ -992,7 +992,7 @@ class _Builder:
     def pipelined(self, reads: Stream, mfmas: Stream, per_step: int, valu: int = 0,
                   dma: tuple[Stream, Stream] | None = None, softmax: Stream | None = None,
                   total: int = 0, first: int = 0, ahead: int = READ_AHEAD,
-                  every: int = 1, loads: Stream | None = None) -> None:
+                  every: int = 1) -> None:
         """MFMA step k co-issued with the LDS reads of step k + READ_AHEAD (the first
         READ_AHEAD steps' reads go first): the waits become lgkmcnt(n > 0). `dma`: direct-
         to-LDS loads of the next key block spread evenly over the MFMA steps (their
@@ -1002,8 +1002,7 @@ class _Builder:
         the last one). A sequence of MFMAs may be split over several calls: `total` MFMA
         steps in all, this call's first being step `first` (0, total 0: this call is all).
         `every` > 1: one group of reads after every `every`-th MFMA (each read serves
-        `every` steps; `ahead` counts reads). `loads`: vector memory loads spread evenly
-        after the MFMAs (gfx942 prefetch), as the DMA loads are."""
+        `every` steps; `ahead` counts reads)."""
         kb = self.kb
         if first == 0:
             for emit in reads.take(ahead):
@@ -1026,15 +1025,6 @@ class _Builder:
                     groups[k] = Group(**g.counts, salu=took, vmem_read=took)
             rules += [before(m0s, count=per, exhausted="stop"),
                       after(dma_loads, count=per, exhausted="stop")]
-        if loads is not None:
-            per = -(-loads.left // n)
-            left = loads.left
-            for k, g in enumerate(groups):
-                took = min(per, left)
-                left -= took
-                if took:
-                    groups[k] = Group(**g.counts, vmem_read=took)
-            rules.append(after(loads, count=per, exhausted="stop"))
         if softmax is not None:
             per = -(-softmax.left // n)
             rules.append(after(softmax, count=per, exhausted="stop"))
@@ -1244,9 +1234,14 @@ class _Builder:
         for emit in first:
             emit(self.kb)
         branch(self.kb)
-        for emit in second + self.late:
+        for emit in second:
             emit(self.kb)
-        self.late = []
+        if self.cfg.target == "gfx950":
+            # gfx942 keeps the running-sum adds for the P V MFMAs (accumulate): off the
+            # path from the S MFMAs to the P V MFMAs.
+            for emit in self.late:
+                emit(self.kb)
+            self.late = []
 
     def exchange_items(self, v: dict, src: str, dst: str) -> list:
         """Emitters setting v[dst] to the max of v[src] with lane l ^ 32's (the other half of
@@ -1305,10 +1300,10 @@ class _Builder:
         """O^T += V^T P^T: P packed in self.p (by the softmax), V^T read transposed from
         LDS."""
         cfg, acc_o = self.cfg, self.region["O"]
-        loads = None
+        loads = []
         if cfg.prefetch:  # the next key block's tiles, into the S registers (P is packed)
             key_off = self.kb.s_add_u32(None, self.key_off, cfg.tile_bytes)
-            loads = Stream("vmem_read", self.prefetch_tiles(key_off, issue=False))
+            loads = self.prefetch_tiles(key_off, issue=False)
         steps = 32 // cfg.kstep
         p = self.p
         frags = {}
@@ -1326,12 +1321,13 @@ class _Builder:
 
         space = unroll(cfg.head_dim // 32, cfg.tiles, steps)
         gfx950 = cfg.target == "gfx950"
-        late = Stream("valu", self.late) if self.late else None  # ping-pong: the l adds
+        # The running-sum adds (ping-pong, gfx942), then the prefetch loads (into the S
+        # registers those adds read), one of them after each MFMA.
+        late = Stream("valu", self.late + loads) if self.late or loads else None
         one_read = gfx950 or cfg.vt  # gfx942 rows: 4 ds_read_u16 + 2 VALU per operand
         self.pipelined(Stream.over("ds_read", space, read_v), Stream.over("mfma", space, mfma),
                        2 if gfx950 else 1 if cfg.vt else 4, valu=0 if one_read else 2,
-                       ahead=PV_READ_AHEAD if one_read else READ_AHEAD, softmax=late,
-                       loads=loads)
+                       ahead=PV_READ_AHEAD if one_read else READ_AHEAD, softmax=late)
         self.late = []
 
     def v_fragment(self, key: int, db: int):
