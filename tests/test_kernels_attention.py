@@ -460,3 +460,78 @@ def test_gfx942_bf16_truncation_matches_its_rounding_model():
     assert bias_plain < -1e-4 and abs(bias_model) < abs(bias_plain) / 4
     with pytest.raises(KernelParamError, match="bf16_round: truncate is for bf16 on gfx942"):
         kernels.get(GEN).build("gfx950", {"bf16_round": "truncate"})
+
+
+# gfx942 copy and read techniques (issue 24), each with the others at their defaults where
+# it matters: V^T written at copy time in all three piece widths (16, 8, 4 bytes of a row
+# per lane and group of 4 keys), the prefetch into the S registers across the unmasked and
+# the masked loop and across the two passes of a causal pair, Q staged through LDS, the
+# ds_read_b128 K reads, and the old paths (rows, no prefetch, direct Q).
+G942_CASES = [
+    dict(heads=1, seq_q=64, seq_k=300, head_dim=128),  # 8 waves, block_n 128: width 16
+    dict(heads=1, seq_q=40, seq_k=130, head_dim=128, block_n=64, dtype="f16"),  # width 8
+    dict(heads=1, seq_q=64, seq_k=96, head_dim=128, block_n=32, causal=True),  # width 4
+    dict(heads=1, seq_q=300, head_dim=64, causal=True, causal_order="paired"),
+    dict(heads=2, heads_kv=1, seq_q=64, seq_k=200, head_dim=128, k_read="b128", lse=True),
+    dict(heads=1, seq_q=64, seq_k=140, head_dim=128, v_layout="rows", prefetch=False,
+         q_staging="direct", k_read="b64"),
+    dict(heads=1, seq_q=64, seq_k=140, head_dim=128, v_layout="rows"),  # prefetch of rows
+]
+
+
+@pytest.mark.parametrize("extra", G942_CASES, ids=[
+    "vt16", "vt8-f16", "vt4-causal", "d64-paired", "gqa-b128-lse", "all-off", "rows-prefetch"])
+def test_gfx942_copy_techniques(extra):
+    from asterism.kernels.attention import check
+
+    cfg = check("gfx942", kernels.get(GEN).resolve(extra))
+    off = extra.get("v_layout") == "rows"
+    assert cfg.vt == (not off)
+    assert cfg.vt_width == {128: 16, 64: 8, 32: 4}[cfg.block_n] or cfg.head_dim == 64
+    assert cfg.prefetch == extra.get("prefetch", True)
+    fits = cfg.waves * 32 * cfg.row_bytes <= cfg.lds_bytes  # 32 Q rows per wave in LDS
+    assert cfg.q_lds == (extra.get("q_staging") != "direct" and fits)
+    excess, err = run_case(kernels.get(GEN).build("gfx942", extra))
+    assert excess <= 0, f"max error {err} above the tolerance"
+
+
+def test_gfx942_transposed_v_and_b128_k_reads_are_conflict_free():
+    # k_read=b128 and v_layout=transposed (every piece width): no bank conflict anywhere
+    # in the kernel (Q staging, K/V^T writes, K and V^T reads) under the gfx942 bank model;
+    # lds_layout=plain (no swizzle of K, Q or the V^T units) conflicts.
+    base = dict(heads=1, seq_q=32, head_dim=128, k_read="b128")
+    for block_n in (128, 64, 32):  # one key block each
+        assert lds_conflict_cycles("gfx942", dict(base, block_n=block_n, seq_k=block_n)) == 0
+    assert lds_conflict_cycles("gfx942", dict(base, block_n=32, seq_k=32,
+                                              lds_layout="plain")) > 0
+
+
+def test_gfx942_bf16_nearest_away_is_unbiased_and_cheaper():
+    # nearest_away (+ half a bf16 ulp, keep the high half): the output is not biased low as
+    # truncate's is, within the plain tolerance; 1 v_add_u32 per value instead of 2 VALU.
+    params = dict(heads=1, seq_q=64, seq_k=256, head_dim=128, waves=2)
+    biases = {}
+    for mode in ("nearest_away", "truncate"):
+        case = kernels.get(GEN).build("gfx942", dict(params, bf16_round=mode))
+        excess, err = run_case(case)
+        assert excess <= 0, f"{mode}: max error {err} above the tolerance"
+        got = case.output_values("o")
+        q, k, v = (case.decode(n, case.args[n]) for n in "qkv")
+        plain = reference(q, k, v, 1 / np.sqrt(128), False)
+        biases[mode] = np.mean((got - plain) * np.sign(plain))
+    assert abs(biases["nearest_away"]) < abs(biases["truncate"]) / 4
+    text = {mode: str(kernels.get(GEN).build("gfx942", dict(params, bf16_round=mode)).module)
+            for mode in ("nearest", "nearest_away")}
+    assert text["nearest_away"].count("v_bfe_u32") < text["nearest"].count("v_bfe_u32")
+
+
+def test_gfx942_technique_params_refused_where_they_do_not_apply():
+    gen = kernels.get(GEN)
+    with pytest.raises(KernelParamError, match="v_layout: transposed is the gfx942 copy"):
+        gen.build("gfx950", {"v_layout": "transposed"})
+    with pytest.raises(KernelParamError, match="k_read: b64 is the gfx942 choice"):
+        gen.build("gfx950", {"k_read": "b64"})
+    with pytest.raises(KernelParamError, match="q_staging: lds is the gfx942 choice"):
+        gen.build("gfx942", {"q_staging": "lds", "block_n": 64})
+    with pytest.raises(KernelParamError, match="bf16_round: nearest_away is for bf16 on gfx942"):
+        gen.build("gfx942", {"bf16_round": "nearest_away", "dtype": "f16"})

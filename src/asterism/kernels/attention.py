@@ -106,9 +106,31 @@ PARAMS = (
           "lanes' values per VALU instruction; false: one)"),
     Param("bf16_round", "nearest", "gfx942, bf16: how P and O are rounded to bf16 (gfx942 has "
           "no conversion instruction): nearest = to nearest even (2 VALU per value + 1 per "
-          "pair), truncate = toward zero (1 v_perm_b32 per pair; what AITER's gfx942 "
-          "fmha_fwd_hd128_bf16_rtz object does; P and O biased low by up to 2^-8)",
-          choices=("nearest", "truncate")),
+          "pair), nearest_away = to nearest, ties away from zero (1 v_add_u32 per value + 1 "
+          "per pair; AITER's rtna rounding), truncate = toward zero (1 v_perm_b32 per pair; "
+          "what AITER's gfx942 fmha_fwd_hd128_bf16_rtz object does; P and O biased low by "
+          "up to 2^-8)", choices=("nearest", "nearest_away", "truncate")),
+    Param("v_layout", "auto", "V tile in LDS: transposed = gfx942 writes V^T at copy time "
+          "(4 key rows per lane, v_perm_b32 into 4-key pairs, ds_write_b128; a V^T operand "
+          "is one ds_read_b64), rows = row-major as in memory (gfx942: 4 ds_read_u16 per "
+          "operand; gfx950 reads rows transposed with ds_read_b64_tr_b16); auto = transposed "
+          "on gfx942, rows on gfx950", choices=("auto", "rows", "transposed")),
+    Param("k_read", "auto", "K operand reads: b128 = one ds_read_b128 per two 32x32x8 MFMA "
+          "steps on gfx942 (lane half h takes head-dims 16 p + 8 h..+7 for steps 2p, 2p + 1; "
+          "Q loaded in the same order; the XOR swizzle makes its 8-lane phases "
+          "conflict-free; modeled slower at 1x2x512x128: 59534 vs 57510 cycles, its waves "
+          "meet at the MFMAs), b64 = one ds_read_b64 per step (2-way conflicts on gfx942); "
+          "auto = b64 on gfx942 (gfx950 always reads 16 bytes: one 32x32x16 step)",
+          choices=("auto", "b64", "b128")),
+    Param("prefetch", True, "gfx942 (one LDS stage): the global loads of the next key "
+          "block's K/V tiles are issued before this block's P V MFMAs, into the S registers "
+          "(free once P is packed), and only their LDS writes sit between the two barriers "
+          "(where the S registers hold them; false: loads and writes between the barriers)"),
+    Param("q_staging", "auto", "how Q reaches its registers: lds = row-contiguous "
+          "buffer_load_dwordx4 (4 rows of 1 KiB per instruction) into the wave's part of the "
+          "LDS (chunks XOR-swizzled by row), then read in the MFMA layout; direct = each lane "
+          "loads its own row (32 rows, 32 cache lines per instruction); auto = lds on gfx942 "
+          "where 32 rows per wave fit the kernel's LDS", choices=("auto", "lds", "direct")),
     Param("lse", False, "also write the log-sum-exp of each row (natural log, float32 "
           "[batch, heads, seq_q]: what a backward pass reads) to the output buffer lse"),
     Param("loop", "scf", "how the key loops are written: scf = scf.for (kb.loop) whose "
@@ -146,6 +168,11 @@ class Config:
     causal_order: str = "in_order"
     truncate: bool = False  # gfx942 bf16: round toward zero
     loop: str = "scf"  # key loops: scf.for or blocks and branches
+    away: bool = False  # gfx942 bf16: round to nearest, ties away from zero
+    vt: bool = False  # gfx942: V stored transposed in LDS (v_layout transposed)
+    k_bytes: int = 16  # bytes of a lane's K read (8 on gfx942 with k_read b64)
+    prefetch: bool = False  # gfx942: next block's K/V loaded into the S registers early
+    q_lds: bool = False  # gfx942: Q staged through LDS with row-contiguous loads
 
     @property
     def row_tiles(self) -> int:
@@ -199,6 +226,20 @@ class Config:
         return self.rows_per_line * (self.row_bytes // 64)
 
     @property
+    def vt_width(self) -> int:
+        """Bytes of a V row each lane copies per group of 4 key rows (v_layout transposed):
+        16 where the tile has a 4-row x 16-byte piece for every lane, else 8 or 4."""
+        lanes = 64 * self.waves
+        pieces = (self.block_n // 4) * (self.row_bytes // 16)
+        return 16 if pieces >= lanes else 16 * pieces // lanes
+
+    @property
+    def vt_reps(self) -> int:
+        """Groups of 4 key rows each lane copies per V tile (v_layout transposed)."""
+        lanes = 64 * self.waves
+        return max(1, (self.block_n // 4) * (self.row_bytes // 16) // lanes)
+
+    @property
     def group(self) -> int:
         """Query heads per K/V head (grouped-query attention; 1: plain multi-head)."""
         return self.heads // (self.heads_kv or self.heads)
@@ -212,6 +253,17 @@ class Config:
     def frag(self) -> int:
         """VGPRs of one 16-bit MFMA operand fragment (kstep / 2 values per lane... / 2)."""
         return self.kstep // 4
+
+    @property
+    def copy_vgprs(self) -> int:
+        """VGPRs per lane that hold one key block's K and V tiles on their way to LDS."""
+        v = 4 * self.vt_reps * (self.vt_width // 4) if self.vt else 4 * self.loads_per_lane
+        return 4 * self.loads_per_lane + v
+
+    @property
+    def k_steps(self) -> int:
+        """MFMA steps one K read (k_bytes per lane) serves: kstep bytes per lane and step."""
+        return self.k_bytes // self.kstep
 
     @property
     def mfma(self) -> str:
@@ -301,7 +353,7 @@ def check(target: str, p: dict[str, Any]) -> Config:
     for name in ("batch", "heads", "seq_q"):
         require(p[name] >= 1, name, f"must be at least 1, got {p[name]}")
     require(p["bf16_round"] == "nearest" or (target == "gfx942" and p["dtype"] == "bf16"),
-            "bf16_round", "truncate is for bf16 on gfx942 (gfx950 converts with "
+            "bf16_round", f"{p['bf16_round']} is for bf16 on gfx942 (gfx950 converts with "
             "v_cvt_pk_bf16_f32 at no cost; f16 converts in hardware)")
     heads_kv = p["heads_kv"] or p["heads"]
     require(heads_kv >= 1 and p["heads"] % heads_kv == 0, "heads_kv",
@@ -329,11 +381,37 @@ def check(target: str, p: dict[str, Any]) -> Config:
                  p["block_n"], waves, stages=_stages(target, p, chip),
                  heads_kv=heads_kv, lse=p["lse"], swizzle=p["lds_layout"] == "swizzle",
                  packed=p["packed"], causal_order=_causal_order(p, block_m, chip),
-                 truncate=p["bf16_round"] == "truncate", loop=p["loop"])
+                 truncate=p["bf16_round"] == "truncate", loop=p["loop"],
+                 away=p["bf16_round"] == "nearest_away",
+                 vt=target == "gfx942" and p["v_layout"] != "rows",
+                 k_bytes=16 if target == "gfx950" or p["k_read"] == "b128" else 8)
+    require(p["k_read"] != "b64" or target == "gfx942", "k_read",
+            "b64 is the gfx942 choice (a gfx950 32x32x16 step reads 16 bytes per lane)")
+    require(p["v_layout"] != "transposed" or target == "gfx942", "v_layout",
+            "transposed is the gfx942 copy (gfx950 reads V rows transposed with "
+            "ds_read_b64_tr_b16 straight from its DMA-written tiles)")
     cfg = _with_registers(cfg, p, chip.vgpr.arch)
+    q_fits = cfg.waves * ROWS_PER_WAVE * cfg.row_bytes <= cfg.lds_bytes
+    require(p["q_staging"] != "lds" or (target == "gfx942" and q_fits), "q_staging",
+            f"lds is the gfx942 choice and needs {cfg.waves} x 32 Q rows "
+            f"({cfg.waves * ROWS_PER_WAVE * cfg.row_bytes} bytes) within the kernel's "
+            f"{cfg.lds_bytes} bytes of LDS")
+    if target == "gfx942" and p["q_staging"] != "direct" and q_fits:
+        import dataclasses
+
+        cfg = dataclasses.replace(cfg, q_lds=True)
+    if target == "gfx942" and p["prefetch"] and cfg.tile_bytes % (16 * 64 * cfg.waves) == 0:
+        import dataclasses
+
+        # Where the S registers hold a block's K and V (the copy's VGPRs per lane).
+        cfg = dataclasses.replace(cfg, prefetch=cfg.copy_vgprs <= 16 * cfg.tiles)
     require(cfg.tile_bytes % (16 * 64 * cfg.waves) == 0, "waves",
             f"{cfg.waves} waves cannot split a {cfg.block_n}x{cfg.head_dim} tile into 16-byte "
             f"loads evenly ({cfg.tile_bytes} bytes); use fewer waves or a larger block_n")
+    require(not cfg.vt or cfg.vt_width >= 4, "v_layout",
+            f"transposed needs a 4-key x 4-byte piece of the {cfg.block_n}x{cfg.head_dim} V "
+            f"tile per lane of {cfg.waves} waves; use fewer waves, a larger block_n or "
+            f"v_layout=rows")
     require(cfg.lds_bytes <= chip.lds.bytes_per_workgroup,
             "stages" if cfg.stages > 1 else "block_n",
             f"{cfg.stages} stage(s) of K and V tiles need {cfg.lds_bytes} bytes of LDS, "
@@ -507,26 +585,78 @@ class _Builder:
         kb.v_mov_b32(st[0], M_INIT)
         kb.v_mov_b32(st[2], 0)
         kb.v_mov_b32(st[3], 0)
-        # Lane l holds Q[row][kstep * s + (kstep / 2) * h ...] for each MFMA step s.
-        chunk = cfg.kstep  # bytes of the lane's part of one step (kstep / 2 values * 2)
+        # Lane l holds Q[row][2 chunk r + chunk h ...] (chunk = k_bytes / 2 values) for each
+        # K read r: the k_steps MFMA steps it serves take them in order (the same head-dims
+        # as the lane's K read: the contraction order is permuted alike in both operands).
+        if cfg.q_lds:
+            self.load_q_lds()
+            return
+        chunk = cfg.k_bytes
         Q = self.region["Q"]
         # Raw buffers range-check voffset + offset, not soffset: rows go into voffset.
         voff = self.row_offset(self.query_row(), kb.v_lshlrev_b32(None, _log2(chunk), self.half))
         soff = 0
-        load = "buffer_load_dwordx4" if cfg.frag == 4 else "buffer_load_dwordx2"
-        for s in range(cfg.head_dim // cfg.kstep):
-            getattr(kb, load)(Q[cfg.frag * s:cfg.frag * (s + 1)], voff, self.rq, soff,
-                              offen=True, offset=2 * chunk * s)
+        load = "buffer_load_dwordx4" if chunk == 16 else "buffer_load_dwordx2"
+        n = chunk // 4  # VGPRs per read
+        for r in range(cfg.row_bytes // (2 * chunk)):
+            getattr(kb, load)(Q[n * r:n * (r + 1)], voff, self.rq, soff,
+                              offen=True, offset=2 * chunk * r)
+
+    def load_q_lds(self) -> None:
+        """gfx942 q_staging lds: the wave's 32 Q rows by row-contiguous buffer_load_dwordx4
+        (lane t: row t / per + rows * k, chunk t % per, per = row_bytes / 16 chunks a row,
+        rows = 64 / per rows an instruction) into its 32 x row_bytes part of the LDS (chunk c
+        of row r at c ^ (r % 8): the 8 rows of a read phase on 8 different 16-byte bank
+        groups), then read in the MFMA layout as the K fragments are (k_bytes per lane and
+        read). A barrier first: in a second row-tile pass other waves may still read the last
+        K/V tiles there."""
+        cfg, kb = self.cfg, self.kb
+        per = cfg.row_bytes // 16
+        rows = 64 // per
+        lane = kb.v_and_b32(None, 63, self.tid)
+        t_row = kb.v_lshrrev_b32(None, _log2(per), lane)
+        chunk = kb.v_and_b32(None, per - 1, lane)
+        wave_rows = kb.v_lshrrev_b32(None, 1, kb.v_and_b32(None, 0xFFFFFFC0, self.tid))
+        row = kb.v_add_u32(None, wave_rows, t_row)  # row of the workgroup's tile, for k = 0
+        src = self.row_offset(kb.v_add_u32(None, self.row0, row),
+                              kb.v_lshlrev_b32(None, 4, chunk))
+        voffs = {0: src}
+        data = []
+        for k in range(32 // rows):
+            hi, lo = divmod(k * rows * cfg.row_bytes, 4096)
+            if hi not in voffs:
+                voffs[hi] = kb.v_add_u32(None, 4096 * hi, src)
+            data.append(kb.buffer_load_dwordx4(kb.vregs(4, align=4), voffs[hi], self.rq, 0,
+                                               offen=True, offset=lo))
+        kb.s_barrier()
+        # r % 8 = t_row ^ (rows k % 8) (t_row < rows, a power of two): one register per value.
+        dst = self.row_offset(row, kb.v_lshlrev_b32(None, 4, kb.v_xor_b32(None, chunk, t_row)))
+        regs = {x: dst if x == 0 else kb.v_xor_b32(None, 16 * x, dst)
+                for x in sorted({rows * k % 8 for k in range(32 // rows)})}
+        for k, d in enumerate(data):
+            kb.ds_write_b128(regs[rows * k % 8], d, offset=k * rows * cfg.row_bytes)
+        # Reads: lane (i, h) row 32 w + i, bytes 2 k_bytes r + k_bytes h.
+        base = self.row_offset(self.row_in_wg, kb.v_lshlrev_b32(None, _log2(cfg.k_bytes),
+                                                                self.half))
+        offsets = [2 * cfg.k_bytes * r for r in range(cfg.row_bytes // (2 * cfg.k_bytes))]
+        addr = self.swizzled(base, self.lane32, 8, 4, offsets)
+        mask = self.swizzle_mask(8, 4)
+        Q, n = self.region["Q"], cfg.k_bytes // 4
+        read = kb.ds_read_b128 if cfg.k_bytes == 16 else kb.ds_read_b64
+        for r, off in enumerate(offsets):
+            reg, imm = self.swizzle_offset(addr, off, mask)
+            read(Q[n * r:n * (r + 1)], reg, offset=imm)
 
     def read_addresses(self) -> None:
         """Per-lane LDS addresses of the K/V fragments (in the first buffer stage; the
         double-buffered loop toggles them, so each row tile's pass makes them afresh)."""
         cfg, kb = self.cfg, self.kb
-        # K fragment: row l % 32 of the 32-key tile, bytes kstep * h of each step.
-        addr_k = self.row_offset(self.lane32, kb.v_lshlrev_b32(None, _log2(cfg.kstep),
+        # K fragment: row l % 32 of the 32-key tile, bytes k_bytes * h of each read.
+        addr_k = self.row_offset(self.lane32, kb.v_lshlrev_b32(None, _log2(cfg.k_bytes),
                                                                self.half))
         self.addr_k = self.swizzled(addr_k, self.lane32, cfg.k_swizzle_rows, 4,
-                                    [2 * cfg.kstep * s for s in range(cfg.head_dim // cfg.kstep)])
+                                    [2 * cfg.k_bytes * r
+                                     for r in range(cfg.row_bytes // (2 * cfg.k_bytes))])
         if cfg.target == "gfx950":
             # Transposed reads: lane i of 16-lane group g reads row 4h + i/4 of the key
             # block, head-dim columns 16 (g % 2) + 4 (i % 4).
@@ -538,6 +668,8 @@ class _Builder:
                 None, col, 1, kb.v_mov_b32(None, cfg.tile_bytes)))
             self.addr_v = self.swizzled(addr_v, krow, cfg.v_swizzle_rows, 6,
                                         [64 * db for db in range(cfg.head_dim // 32)])
+        elif cfg.vt:
+            self.addr_v = self.vt_read_addresses()
         else:
             # Lane l reads the 2-byte column l % 32 of rows 4h + kk.
             self.addr_v = {0: self.row_offset(kb.v_lshlrev_b32(None, 2, self.half),
@@ -572,6 +704,121 @@ class _Builder:
                                    self.swizzle_bits(row, cfg.v_swizzle_rows, 6))
         if cfg.target == "gfx950":
             self.dma_m0()
+        if cfg.vt:
+            self.vt_copy_offsets()
+
+    # --- gfx942: V^T in LDS (v_layout transposed) -----------------------------------------
+    # The V^T tile holds, per group g of 4 keys, head_dim entries of 8 bytes (the 4 keys'
+    # values of one head-dim d, key order): entry (g, d) in 16-byte unit (g, d / 2), the units
+    # of a group XOR-permuted (`vt_unit`) so that both the ds_write_b128 of the copy (8 lanes
+    # per phase: 8 chunks of one group) and the ds_read_b64 of an operand (16 lanes: head-dims
+    # 16m..16m+15 of one group) hit 32 distinct banks.
+
+    def vt_unit(self, unit: int) -> int:
+        """The stored position of 16-byte unit `unit` (head-dims 2 unit, 2 unit + 1) of a
+        group: its low 3 bits XORed with the next 3 (none with lds_layout=plain)."""
+        return unit ^ ((unit >> 3) & 7) if self.cfg.swizzle else unit
+
+    def vt_copy_offsets(self) -> None:
+        """Lane t copies rows 4g..4g+3, bytes c w..c w + w - 1 of the V tile (w = vt_width,
+        per = row_bytes / w chunks per row; c = t % per, g = t / per, then + lanes / per groups
+        per repetition): self.vt_src its source offset, self.vt_dst {q: LDS address of unit
+        c w / 4 + q of group g} (units q share the lane's XOR: vt_unit(u0 + q) = vt_unit(u0)
+        ^ q for u0 = c w / 4, aligned to w / 4)."""
+        cfg, kb = self.cfg, self.kb
+        per = cfg.row_bytes // cfg.vt_width
+        c = kb.v_and_b32(None, per - 1, self.tid)
+        g = kb.v_lshrrev_b32(None, _log2(per), self.tid)
+        group_bytes = 4 * cfg.row_bytes
+        self.vt_src = kb.v_lshl_add_u32(None, g, _log2(group_bytes),
+                                        kb.v_lshlrev_b32(None, _log2(cfg.vt_width), c))
+        u0 = kb.v_lshlrev_b32(None, _log2(cfg.vt_width // 4), c)
+        unit = kb.v_xor_b32(None, u0, kb.v_bfe_u32(None, u0, 3, 3)) if cfg.swizzle else u0
+        first = kb.v_lshl_add_u32(None, unit, 4, kb.v_lshlrev_b32(None, _log2(group_bytes), g))
+        self.vt_dst = {q: first if q == 0 else kb.v_xor_b32(None, 16 * q, first)
+                       for q in range(cfg.vt_width // 4)}
+        self.c_perm_lo = kb.s_mov_b32(None, 0x05040100)
+        self.c_perm_hi = kb.s_mov_b32(None, 0x07060302)
+
+    def vt_read_addresses(self) -> dict:
+        """{db % 4: LDS address} of the V^T operand reads: lane (i, h) reads entry (g, d) of
+        group g = key0 / 4 + h, head-dim d = 32 db + i: unit 16 db + i / 2 of the group, whose
+        stored position is (16 db + ((i / 2) ^ i / 16)) ^ 2 (db % 4) (`vt_unit`): a register
+        per db % 4, the rest (tile base, group, 256 db) in the immediate offset."""
+        cfg, kb = self.cfg, self.kb
+        i = self.lane32
+        half_unit = kb.v_lshrrev_b32(None, 1, i)
+        if cfg.swizzle:
+            half_unit = kb.v_xor_b32(None, half_unit, kb.v_lshrrev_b32(None, 4, i))
+        # 16 * unit + 8 * (i % 2) + 4 row_bytes * h
+        lane = kb.v_lshl_add_u32(None, half_unit, 4,
+                                 kb.v_lshlrev_b32(None, 3, kb.v_and_b32(None, 1, i)))
+        base = kb.v_lshl_add_u32(None, self.half, _log2(4 * cfg.row_bytes), lane)
+        if not cfg.swizzle:
+            return {0: base}
+        return {x: base if x == 0 else kb.v_xor_b32(None, 32 * x, base)
+                for x in sorted({db % 4 for db in range(cfg.head_dim // 32)})}
+
+    def load_vt(self, key_off, dest=None, split: bool = False) -> list:
+        """The copy of the V tile at byte offset `key_off` as (loads, writes) emitters per
+        repetition: the loads of 4 key rows of vt_width bytes per lane (into `dest(n)`'s
+        registers, default new ones), the transposing writes (4 v_perm_b32 and one
+        ds_write_b128 per dword of a row piece)."""
+        cfg, kb = self.cfg, self.kb
+        lanes = 64 * cfg.waves
+        per = cfg.row_bytes // cfg.vt_width
+        rep_bytes = lanes // per * 4 * cfg.row_bytes  # the groups of one repetition
+        dwords = cfg.vt_width // 4
+        first = kb.v_add_u32(None, key_off, self.vt_src)
+        pages = sorted({(r * rep_bytes + j * cfg.row_bytes) // 4096
+                        for r in range(cfg.vt_reps) for j in range(4)})
+        voffs = {hi: first if hi == 0 else kb.v_add_u32(None, 4096 * hi, first) for hi in pages}
+        rows: dict[int, list] = {}
+        dests = {(r, j): dest(dwords) for r in range(cfg.vt_reps)
+                 for j in range(4)} if dest else {}
+
+        def pieces(kb, data) -> list:
+            return kb.split(data) if dwords > 1 else [data]
+
+        def load_row(kb, r, j):
+            load = {4: kb.buffer_load_dword, 8: kb.buffer_load_dwordx2,
+                    16: kb.buffer_load_dwordx4}[cfg.vt_width]
+            hi, lo = divmod(r * rep_bytes + j * cfg.row_bytes, 4096)
+            if dest:  # pinned registers: the writes name them afresh where they are
+                at = dests[r, j]
+                load(self.region["S"][at:at + dwords], voffs[hi], self.rv, 0, offen=True,
+                     offset=lo)
+                rows.setdefault(r, []).append(
+                    lambda kb, at=at: pieces(kb, self.region["S"][at:at + dwords]))
+                return
+            data = load(kb.vregs(dwords, align=min(dwords, 4)), voffs[hi], self.rv, 0,
+                        offen=True, offset=lo)
+            rows.setdefault(r, []).append(lambda kb, data=data: pieces(kb, data))
+
+        def loads(kb, r):
+            for j in range(4):
+                load_row(kb, r, j)
+
+        def writes(kb, r):
+            data = [row(kb) for row in rows.pop(r)]
+            for q in range(dwords):
+                self.write_vt_unit([row[q] for row in data], q, cfg.tile_bytes + r * rep_bytes)
+
+        if split:  # one emitter per load instruction
+            return [([lambda kb, r=r, j=j: load_row(kb, r, j) for j in range(4)],
+                     lambda kb, r=r: writes(kb, r)) for r in range(cfg.vt_reps)]
+        return [(lambda kb, r=r: loads(kb, r), lambda kb, r=r: writes(kb, r))
+                for r in range(cfg.vt_reps)]
+
+    def write_vt_unit(self, x: list, q: int, offset: int) -> None:
+        """One 16-byte unit of V^T from dword q of 4 key rows x[0..3] (head-dims d, d + 1):
+        (d: keys 0, 1 | keys 2, 3), (d + 1: keys 0, 1 | keys 2, 3)."""
+        kb = self.kb
+        lo, hi = self.c_perm_lo, self.c_perm_hi
+        data = kb.join(kb.v_perm_b32(None, x[1], x[0], lo), kb.v_perm_b32(None, x[3], x[2], lo),
+                       kb.v_perm_b32(None, x[1], x[0], hi), kb.v_perm_b32(None, x[3], x[2], hi),
+                       align=4)
+        kb.ds_write_b128(self.vt_dst[q], data, offset=offset)
 
     def swizzle_bits(self, row, period: int, shift: int):
         """The byte XOR of a tile row's swizzle: ((row % period) / rows_per_line) << shift
@@ -656,10 +903,20 @@ class _Builder:
             self.load_tiles_dma(kb.v_add_u32(None, key_off, self.copy_k),
                                 kb.v_add_u32(None, key_off, self.copy_v))
             return
+        if cfg.prefetch:  # loaded by prefetch_tiles already
+            for emit in self.pending:
+                emit(kb)
+            self.pending = []
+            return
+        # v_layout transposed: V's first loads go first, its writes after K's, each
+        # repetition's writes after the next one's loads.
+        vt = self.load_vt(key_off) if cfg.vt else []
+        if vt:
+            vt[0][0](kb)
         first = kb.v_add_u32(None, key_off, self.copy_voff)
         voffs = {0: first}
-        copies = [(rsrc, base, r) for rsrc, base in ((self.rk, 0), (self.rv, cfg.tile_bytes))
-                  for r in range(cfg.loads_per_lane)]
+        tiles = ((self.rk, 0),) if cfg.vt else ((self.rk, 0), (self.rv, cfg.tile_bytes))
+        copies = [(rsrc, base, r) for rsrc, base in tiles for r in range(cfg.loads_per_lane)]
         loaded = []
 
         def load(rsrc, base, r):
@@ -681,10 +938,67 @@ class _Builder:
                 write()
         while loaded:
             write()
+        for r, (_loads, writes) in enumerate(vt):
+            if r + 1 < len(vt):
+                vt[r + 1][0](kb)
+            writes(kb)
+
+    def prefetch_tiles(self, key_off, issue: bool = True) -> list:
+        """gfx942 prefetch: the loads of the K and V tiles at byte offset `key_off` (SGPR)
+        into the S registers (dead from P's packing to the next S MFMAs), issued now or
+        (issue false) returned as one emitter per load instruction; their LDS writes wait
+        in self.pending for load_tiles, between the barriers of the next iteration (the
+        last iteration's loads read past seq_k: zeros, never written)."""
+        cfg, kb = self.cfg, self.kb
+        S = self.region["S"]
+        used = [0]
+
+        def dest(n: int) -> int:
+            """The first of n S registers for a load (the loads and the writes, in another
+            block of a later iteration, name them afresh: S[at:at + n])."""
+            at = used[0]
+            used[0] += n
+            return at
+
+        step = 16 * 64 * cfg.waves
+        first = kb.v_add_u32(None, key_off, self.copy_voff)
+        voffs = {hi: first if hi == 0 else kb.v_add_u32(None, 4096 * hi, first)
+                 for hi in sorted({r * step // 4096 for r in range(cfg.loads_per_lane)})}
+        tiles = ((self.rk, 0),) if cfg.vt else ((self.rk, 0), (self.rv, cfg.tile_bytes))
+        writes, loads = [], []
+
+        def load(kb, rsrc, r, offset):
+            hi, lo = divmod(r * step, 4096)
+            at = regs[offset]
+            kb.buffer_load_dwordx4(S[at:at + 4], voffs[hi], rsrc, 0, offen=True, offset=lo)
+
+        def write(kb, offset):
+            addr = self.copy_k if offset < cfg.tile_bytes else self.copy_v
+            at = regs[offset]
+            kb.ds_write_b128(addr, S[at:at + 4], offset=offset)
+
+        regs = {}
+        for rsrc, base in tiles:
+            for r in range(cfg.loads_per_lane):
+                offset = base + r * step
+                regs[offset] = dest(4)
+                loads.append(lambda kb, rs=rsrc, r=r, o=offset: load(kb, rs, r, o))
+                writes.append(lambda kb, o=offset: write(kb, o))
+        if cfg.vt:
+            for rep_loads, vt_writes in self.load_vt(key_off, dest, split=True):
+                loads += rep_loads
+                writes.append(vt_writes)
+        self.pending = writes
+        if issue:
+            for emit in loads:
+                emit(kb)
+            return []
+        return loads
 
     def pipelined(self, reads: Stream, mfmas: Stream, per_step: int, valu: int = 0,
                   dma: tuple[Stream, Stream] | None = None, softmax: Stream | None = None,
-                  total: int = 0, first: int = 0, ahead: int = READ_AHEAD) -> None:
+                  total: int = 0, first: int = 0, ahead: int = READ_AHEAD,
+                  every: int = 1) -> None:
         """MFMA step k co-issued with the LDS reads of step k + READ_AHEAD (the first
         READ_AHEAD steps' reads go first): the waits become lgkmcnt(n > 0). `dma`: direct-
         to-LDS loads of the next key block spread evenly over the MFMA steps (their
@@ -692,7 +1006,9 @@ class _Builder:
         state an LDS DMA needs after an M0 write: no s_nop). `softmax`: VALU work of the
         other S buffer spread evenly after the MFMAs (ping-pong; what is left goes after
         the last one). A sequence of MFMAs may be split over several calls: `total` MFMA
-        steps in all, this call's first being step `first` (0, total 0: this call is all)."""
+        steps in all, this call's first being step `first` (0, total 0: this call is all).
+        `every` > 1: one group of reads after every `every`-th MFMA (each read serves
+        `every` steps; `ahead` counts reads)."""
         kb = self.kb
         if first == 0:
             for emit in reads.take(ahead):
@@ -700,20 +1016,21 @@ class _Builder:
         n = len(mfmas)
         total = total or n
         extra = {"valu": valu} if valu else {}
-        groups = [Group(mfma=1, ds_read=per_step if first + k < total - ahead else 0,
-                        **extra) for k in range(n)]
-        rules = [after(reads, exhausted="stop")]
+        groups = [Group(mfma=1, ds_read=per_step if (first + k) % every == every - 1
+                        and first + k < total - every * ahead else 0, **extra)
+                  for k in range(n)]
+        rules = [after(reads, every=every, exhausted="stop")]
         if dma is not None:
-            m0s, loads = dma
-            per = -(-len(loads) // total)  # DMA loads per MFMA step
-            left = loads.left
+            m0s, dma_loads = dma
+            per = -(-len(dma_loads) // total)  # DMA loads per MFMA step
+            left = dma_loads.left
             for k, g in enumerate(groups):
                 took = min(per, left)
                 left -= took
                 if took:
                     groups[k] = Group(**g.counts, salu=took, vmem_read=took)
             rules += [before(m0s, count=per, exhausted="stop"),
-                      after(loads, count=per, exhausted="stop")]
+                      after(dma_loads, count=per, exhausted="stop")]
         if softmax is not None:
             per = -(-softmax.left // n)
             rules.append(after(softmax, count=per, exhausted="stop"))
@@ -798,16 +1115,22 @@ class _Builder:
         at the branch in proportion to the VALU work on either side."""
         cfg, kb = self.cfg, self.kb
         Q = self.region["Q"]
-        read = kb.ds_read_b128 if cfg.frag == 4 else kb.ds_read_b64
+        read = kb.ds_read_b128 if cfg.k_bytes == 16 else kb.ds_read_b64
         steps = cfg.head_dim // cfg.kstep
+        per = cfg.k_steps  # MFMA steps one read serves (2: gfx942 k_read b128)
         frags = {}
 
         mask = self.swizzle_mask(cfg.k_swizzle_rows, 4)
 
-        def read_k(kb, u, s):
-            addr, off = self.swizzle_offset(self.addr_k, 2 * cfg.kstep * s, mask)
-            frags[u, s] = read(kb.vregs(cfg.frag, align=2), addr,
-                               offset=32 * u * cfg.row_bytes + off)
+        def read_k(kb, u, r):
+            addr, off = self.swizzle_offset(self.addr_k, 2 * cfg.k_bytes * r, mask)
+            data = read(kb.vregs(cfg.k_bytes // 4, align=2), addr,
+                        offset=32 * u * cfg.row_bytes + off)
+            if per == 1:
+                frags[u, r] = data
+                return
+            for k, part in enumerate(kb.split(data, *[cfg.frag] * per)):
+                frags[u, per * r + k] = part
 
         def mfma(kb, u, s):
             acc = S[16 * u:16 * u + 16]
@@ -815,9 +1138,9 @@ class _Builder:
                     0 if s == 0 else acc)
 
         space = list(unroll(cfg.tiles, steps))
-        reads = Stream.over("ds_read", space, read_k)
+        reads = Stream.over("ds_read", list(unroll(cfg.tiles, steps // per)), read_k)
         if softmax is None:
-            self.pipelined(reads, Stream.over("mfma", space, mfma), 1, dma=dma)
+            self.pipelined(reads, Stream.over("mfma", space, mfma), 1, dma=dma, every=per)
             return
         before_branch, branch, after_branch = softmax
         n = len(space)
@@ -924,9 +1247,14 @@ class _Builder:
         for emit in first:
             emit(self.kb)
         branch(self.kb)
-        for emit in second + self.late:
+        for emit in second:
             emit(self.kb)
-        self.late = []
+        if self.cfg.target == "gfx950":
+            # gfx942 keeps the running-sum adds for the P V MFMAs (accumulate): off the
+            # path from the S MFMAs to the P V MFMAs.
+            for emit in self.late:
+                emit(self.kb)
+            self.late = []
 
     def exchange_items(self, v: dict, src: str, dst: str) -> list:
         """Emitters setting v[dst] to the max of v[src] with lane l ^ 32's (the other half of
@@ -974,6 +1302,9 @@ class _Builder:
         # gfx942 has no bf16 conversion: round to nearest even by hand, keep the high halves.
         if cfg.truncate:  # the high halves as they are: round toward zero
             return kb.v_perm_b32(None, hi, lo, self.c_perm)
+        if cfg.away:  # + half an ulp of bf16 carries into the kept half: ties away from 0
+            return kb.v_perm_b32(None, kb.v_add_u32(None, 0x8000, hi),
+                                 kb.v_add_u32(None, 0x8000, lo), self.c_perm)
         lo_r = kb.v_add3_u32(None, lo, self.c_round, kb.v_bfe_u32(None, lo, 16, 1))
         hi_r = kb.v_add3_u32(None, hi, self.c_round, kb.v_bfe_u32(None, hi, 16, 1))
         return kb.v_perm_b32(None, hi_r, lo_r, self.c_perm)
@@ -982,6 +1313,10 @@ class _Builder:
         """O^T += V^T P^T: P packed in self.p (by the softmax), V^T read transposed from
         LDS."""
         cfg, acc_o = self.cfg, self.region["O"]
+        loads = []
+        if cfg.prefetch:  # the next key block's tiles, into the S registers (P is packed)
+            key_off = self.kb.s_add_u32(None, self.key_off, cfg.tile_bytes)
+            loads = self.prefetch_tiles(key_off, issue=False)
         steps = 32 // cfg.kstep
         p = self.p
         frags = {}
@@ -999,10 +1334,13 @@ class _Builder:
 
         space = unroll(cfg.head_dim // 32, cfg.tiles, steps)
         gfx950 = cfg.target == "gfx950"
-        late = Stream("valu", self.late) if self.late else None  # ping-pong: the l adds
+        # The running-sum adds (ping-pong, gfx942), then the prefetch loads (into the S
+        # registers those adds read), one of them after each MFMA.
+        late = Stream("valu", self.late + loads) if self.late or loads else None
+        one_read = gfx950 or cfg.vt  # gfx942 rows: 4 ds_read_u16 + 2 VALU per operand
         self.pipelined(Stream.over("ds_read", space, read_v), Stream.over("mfma", space, mfma),
-                       2 if gfx950 else 4, valu=0 if gfx950 else 2,
-                       ahead=PV_READ_AHEAD if gfx950 else READ_AHEAD, softmax=late)
+                       2 if gfx950 else 1 if cfg.vt else 4, valu=0 if one_read else 2,
+                       ahead=PV_READ_AHEAD if one_read else READ_AHEAD, softmax=late)
         self.late = []
 
     def v_fragment(self, key: int, db: int):
@@ -1016,6 +1354,9 @@ class _Builder:
             second = kb.ds_read_b64_tr_b16(kb.vregs(2, align=2), addr,
                                            offset=(key + 8) * rb + off)
             return kb.join(*kb.split(first), *kb.split(second), align=4)
+        if cfg.vt:  # V^T in LDS: the 4 keys of head-dim 32 db + i are one 8-byte entry
+            return kb.ds_read_b64(kb.vregs(2, align=2), self.addr_v[db % len(self.addr_v)],
+                                  offset=cfg.tile_bytes + key * rb + 256 * db)
         # Four zero-extended 16-bit reads, paired by one VALU op each at the MFMA.
         # (ds_read_u16_d16_hi into the first read's register would save that op, but a d16
         # load reads the half it keeps: LLVM and the sanitizer want lgkmcnt(0) between.)
@@ -1030,6 +1371,8 @@ class _Builder:
         self.key0 = kb.s_mov_b32(None, 0)  # its first key
         if cfg.stages == 2:
             self.first_stage()
+        elif cfg.prefetch:
+            self.prefetch_tiles(self.key_off)
         if cfg.loop == "scf":
             self.loops_scf()
             return
