@@ -583,6 +583,50 @@ def kernels_attention_figures(run, doc: str | None = None):
     _quoted(doc, f"gfx942 (block_n 128, one stage of 64 KiB, 8 waves): {vgprs} VGPRs")
 
 
+_ATT942 = ("asterism kernels compare flash_attention_fwd flash_attention_fwd@away "
+           "flash_attention_fwd@rtz flash_attention_fwd@rows flash_attention_fwd@noprefetch "
+           "flash_attention_fwd@qdirect flash_attention_fwd@b128 flash_attention_fwd@plain "
+           "flash_attention_fwd@before aiter_fmha_fwd --target gfx942 --shape 1x2x512x128 "
+           "--param flash_attention_fwd@away.bf16_round=nearest_away --param "
+           "flash_attention_fwd@rtz.bf16_round=truncate --param "
+           "flash_attention_fwd@rows.v_layout=rows --param "
+           "flash_attention_fwd@noprefetch.prefetch=false --param "
+           "flash_attention_fwd@qdirect.q_staging=direct --param "
+           "flash_attention_fwd@b128.k_read=b128 --param "
+           "flash_attention_fwd@plain.lds_layout=plain --param "
+           "flash_attention_fwd@before.v_layout=rows --param "
+           "flash_attention_fwd@before.prefetch=false --param "
+           "flash_attention_fwd@before.q_staging=direct --timing -q")
+
+
+@figure
+def kernels_attention_gfx942_techniques(run, doc: str | None = None):
+    """kernels.md: the gfx942 per-technique table and the side-by-side sentence."""
+    doc = doc or _doc_text("docs/kernels.md")
+    out = run(_ATT942)
+    cycles = _one(r"^modeled cycles \(CU 0\) +(.+)$", out)[0].split()
+    per_cu = re.findall(r"([\d.]+) \([\d.]+%\)",
+                        _one(r"^modeled TFLOPS, per CU x CUs +(.+)$", out)[0])
+    labels = ["default (V^T at copy time, prefetch, Q through LDS, `k_read=b64`, round to "
+              "nearest even)", "`bf16_round=nearest_away`",
+              "`bf16_round=truncate` (AITER's rounding)",
+              "`v_layout=rows` (4 `ds_read_u16` per V^T operand)",
+              "`prefetch=false` (loads between the barriers)",
+              "`q_staging=direct` (a lane loads its own Q row)", "`k_read=b128`",
+              "`lds_layout=plain` (no swizzle: K, Q and V^T conflicts)",
+              "`v_layout=rows prefetch=false q_staging=direct` (the kernel before these "
+              "techniques)", "`aiter_fmha_fwd` (rtz object)"]
+    assert len(cycles) == len(per_cu) == len(labels)
+    for label, c, t in zip(labels, cycles, per_cu, strict=True):
+        _quoted(doc, f"| {label} | {c} | {t} |")
+    ratio = int(cycles[-1]) / int(cycles[0])
+    _quoted(doc, f"ours {cycles[0]} cycles at its default rounding (to nearest even), "
+                 f"{cycles[2]} with `bf16_round=truncate`")
+    _quoted(doc, f"ratio {ratio:.3f} at the default, "
+                 f"{int(cycles[-1]) / int(cycles[2]):.3f} at the same rounding "
+                 f"({int(cycles[-1]) / int(cycles[1]):.3f} with `nearest_away`)")
+
+
 @pytest.fixture(scope="session")
 def run_figure_command(tmp_path_factory, doc_env):
     """run(command) -> its output, run once in a reader's folder."""

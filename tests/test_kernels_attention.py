@@ -535,3 +535,20 @@ def test_gfx942_technique_params_refused_where_they_do_not_apply():
         gen.build("gfx942", {"q_staging": "lds", "block_n": 64})
     with pytest.raises(KernelParamError, match="bf16_round: nearest_away is for bf16 on gfx942"):
         gen.build("gfx942", {"bf16_round": "nearest_away", "dtype": "f16"})
+
+
+def test_gfx942_v_transposed_reads_one_b64_per_operand():
+    # v_layout=transposed: a V^T operand is one ds_read_b64 (64 per block of 128 keys at
+    # d128: 4 head-dim blocks x 4 tiles x 4 steps) and the copy's v_perm_b32 pairs (16 per
+    # lane); rows: 4 ds_read_u16 per operand, no perm in the copy.
+    def count(params, op):
+        return str(kernels.get(GEN).build("gfx942", dict(seq_q=64, bf16_round="truncate",
+                                                         **params)).module).count(op)
+
+    rows, vt = {"v_layout": "rows"}, {}
+    assert count(vt, "ds_read_u16") == 0
+    # the module text names each op the same number of times, whatever the op
+    b64 = count(vt, "ds_read_b64") - count(rows, "ds_read_b64")  # the V^T reads
+    assert b64 > 0 and count(rows, "ds_read_u16") == 4 * b64
+    # v_perm_b32: 16 in the V copy per 64 V^T reads over the rows layout's (P, O packing)
+    assert 64 * (count(vt, "v_perm_b32") - count(rows, "v_perm_b32")) == 16 * b64

@@ -504,6 +504,7 @@ class _Builder:
         from asterism.builder import KernelBuilder
 
         self.cfg = cfg
+        self.late_packs: list = []  # gfx942: P packing of tiles 1.. (accumulate)
         self.kb = KernelBuilder(NAME, cfg.target, workgroup_size=(64 * cfg.waves, 1, 1),
                                 lds_size=cfg.lds_bytes)
 
@@ -1222,7 +1223,13 @@ class _Builder:
             second += [lambda kb, r=r: kb.v_fma_f32(S[r], S[r], self.c_scale, v["neg_m"])
                        for r in range(n)]
         second += [lambda kb, r=r: kb.v_exp_f32(S[r], S[r]) for r in range(n)]
-        second += self.pack_items(S)
+        packs = self.pack_items(S)
+        if cfg.target == "gfx942":
+            # Only tile 0's P before the P V MFMAs, which go tile by tile on gfx942: the
+            # packing of tile u + 1 runs under tile u's MFMAs (accumulate).
+            first_tile = len(packs) // cfg.tiles
+            packs, self.late_packs = packs[:first_tile], packs[first_tile:]
+        second += packs
         # The running sum is not needed by P V: its adds can wait for the P V MFMAs. Two
         # partial sums l = (l0, l1): keys of even and odd registers, added at the end.
         if cfg.packed:
@@ -1332,11 +1339,18 @@ class _Builder:
                                for w in range(2)), align=2)
             kb.emit(cfg.mfma, acc, vf, p[u, t], acc)
 
-        space = unroll(cfg.head_dim // 32, cfg.tiles, steps)
         gfx950 = cfg.target == "gfx950"
-        # The running-sum adds (ping-pong, gfx942), then the prefetch loads (into the S
-        # registers those adds read), one of them after each MFMA.
-        late = Stream("valu", self.late + loads) if self.late or loads else None
+        if gfx950:
+            space = list(unroll(cfg.head_dim // 32, cfg.tiles, steps))
+        else:  # tile by tile: the packing of the next tile's P under this tile's MFMAs
+            space = [(db, u, t) for u in range(cfg.tiles) for db in range(cfg.head_dim // 32)
+                     for t in range(steps)]
+        # gfx942: the packing of tiles 1.., the running-sum adds (ping-pong, gfx942), then the
+        # prefetch loads (into the S registers the packing and the adds read), in this order
+        # after the MFMAs (at least as many per MFMA as keep each tile's P ahead of its MFMAs).
+        packs, self.late_packs = self.late_packs, []
+        late_items = packs + self.late + loads
+        late = Stream("valu", late_items) if late_items else None
         one_read = gfx950 or cfg.vt  # gfx942 rows: 4 ds_read_u16 + 2 VALU per operand
         self.pipelined(Stream.over("ds_read", space, read_v), Stream.over("mfma", space, mfma),
                        2 if gfx950 else 1 if cfg.vt else 4, valu=0 if one_read else 2,
