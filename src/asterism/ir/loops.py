@@ -21,9 +21,10 @@ The ops (xDSL's `scf` dialect, with the kernel forms of its loop and branch):
 (``s_cmp_lt_i32`` + ``s_cbranch_scc0`` past the loop) unless the bounds are constants that
 run it at least once. A loop from 0 by 1 to a bound known at launch only, whose counter no
 op reads and whose bound nothing reads after it, counts the bound's register down instead
-(``s_sub_u32``, ``s_cmp_lg_u32``; guard ``s_cmp_lt_i32 n, 1``): no counter to set. Register iter_args become one register class (destination passing):
-the yielded value is made to write that register where nothing reads the old value after
-the op that starts it (no copy), else it is copied there at the end of the body
+(``s_sub_u32``, ``s_cmp_lg_u32``; guard ``s_cmp_lt_i32 n, 1``): no counter to set.
+Register iter_args become one register class (destination passing): the yielded value is
+made to write that register where nothing reads the old value after the op that starts it
+(no copy), else it is copied there at the end of the body
 (`v_mov_b32` / `s_mov_b32` / `v_accvgpr_mov_b32`, marked `loops.copy`); the register
 allocator gives both sides one register where it can and drops the copies that became
 moves of a register onto itself (`drop_coalesced_copies`). The passes run on the lowered
