@@ -1350,6 +1350,14 @@ class _Builder:
         # after the MFMAs (at least as many per MFMA as keep each tile's P ahead of its MFMAs).
         packs, self.late_packs = self.late_packs, []
         late_items = packs + self.late + loads
+        if packs:  # one item stream, ceil(items / MFMAs) after each MFMA: tile u's P first
+            per, tile_items = -(-len(late_items) // len(space)), len(packs) // (cfg.tiles - 1)
+            mfmas_per_tile = len(space) // cfg.tiles
+            if any(-(-u * tile_items // per) > u * mfmas_per_tile
+                   for u in range(1, cfg.tiles)):
+                raise NotImplementedError(
+                    f"{NAME}: the P packing of a tile would come after its P V MFMAs "
+                    f"({cfg.tiles} tiles, {len(space)} MFMAs, {len(late_items)} items)")
         late = Stream("valu", late_items) if late_items else None
         one_read = gfx950 or cfg.vt  # gfx942 rows: 4 ds_read_u16 + 2 VALU per operand
         self.pipelined(Stream.over("ds_read", space, read_v), Stream.over("mfma", space, mfma),
