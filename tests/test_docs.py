@@ -614,8 +614,8 @@ def kernels_attention_gfx942_techniques(run, doc: str | None = None):
               "`prefetch=false` (loads between the barriers)",
               "`q_staging=direct` (a lane loads its own Q row)", "`k_read=b128`",
               "`lds_layout=plain` (no swizzle: K, Q and V^T conflicts)",
-              "`v_layout=rows prefetch=false q_staging=direct` (the kernel before these "
-              "techniques)", "`aiter_fmha_fwd` (rtz object)"]
+              "`v_layout=rows prefetch=false q_staging=direct` (the three copy techniques "
+              "off; the scheduling of the P V phase stays)", "`aiter_fmha_fwd` (rtz object)"]
     assert len(cycles) == len(per_cu) == len(labels)
     for label, c, t in zip(labels, cycles, per_cu, strict=True):
         _quoted(doc, f"| {label} | {c} | {t} |")
