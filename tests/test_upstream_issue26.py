@@ -7,10 +7,10 @@ referenced, not duplicated; `test_every_item_has_a_test` keeps this table honest
 | item | input | test |
 |---|---|---|
 | 2-D raw_buffer load/store/atomics, custom form | buffers_2d.mlir | test_upstream_ops::test_raw_buffer_ops_on_2d_memrefs_and_sgpr_offset_in_elements |
-| sgprOffset counts elements | buffers_2d.mlir | (the same test) |
+| sgprOffset counts elements | buffers_2d.mlir | test_upstream_ops::test_raw_buffer_ops_on_2d_memrefs_and_sgpr_offset_in_elements |
 | cmpf ogt with 0.0 on the right | arith_vectors.mlir, issue26_fresh.mlir | test_upstream_ops::test_arith_on_vectors_and_cmpf_with_zero_on_the_right, test_fresh_kernel_of_vector_arith_atomics_and_shuffles |
-| vector select, custom form | arith_vectors.mlir, issue26_fresh.mlir | (the same two) |
-| cmpf/negf on vectors, mulf on f16 vectors | arith_vectors.mlir, issue26_fresh.mlir | (the same two) |
+| vector select, custom form | arith_vectors.mlir, issue26_fresh.mlir | test_upstream_ops::test_arith_on_vectors_and_cmpf_with_zero_on_the_right, test_fresh_kernel_of_vector_arith_atomics_and_shuffles |
+| cmpf/negf on vectors, mulf on f16 vectors | arith_vectors.mlir, issue26_fresh.mlir | test_upstream_ops::test_arith_on_vectors_and_cmpf_with_zero_on_the_right, test_fresh_kernel_of_vector_arith_atomics_and_shuffles |
 | vector.transfer_read/write | transfer.mlir | test_upstream_transfer::test_transfers_read_padding_and_drop_writes_as_mlir_says |
 | vector.reduction | reduction.mlir | test_upstream_ops::test_vector_reduction_within_a_lane |
 | gpu.shuffle | math_shuffle.mlir, issue26_fresh.mlir | test_upstream_ops::test_math_ops_and_gpu_shuffle |
