@@ -48,20 +48,3 @@ def test_vector_load_across_a_strided_dimension_is_a_located_error():
         asterism.compile(api.parse(text, "s.mlir"))
     assert "vector.load: the memref's last dimension has stride 2" in err.value.message
     assert err.value.location.file == "s.mlir" and err.value.location.line == 6
-
-
-@pytest.mark.parametrize("mem", ["memref<?xf32>", "memref<4x?xf32>"])
-def test_a_dynamic_memref_shape_is_a_located_error(mem):
-    text = f"""module {{
-  gpu.module @m {{
-    gpu.func @k(%a: {mem}) kernel {{
-      gpu.return
-    }}
-  }}
-}}
-"""
-    with pytest.raises(AsterismError) as err:
-        asterism.compile(api.parse(text, "d.mlir"))
-    assert f"memref {mem} has a dynamic size: not supported yet" in err.value.message
-    assert "give the memref a static shape" in err.value.message
-    assert err.value.location.file == "d.mlir" and err.value.location.line == 3

@@ -160,6 +160,8 @@ def _transfer(low: KernelLowering, op, mem_value, index_values, vt: VectorType, 
     mem_t = mem.type
     if not isinstance(mem_t, MemRefType):
         raise fail(op, "only memrefs are supported (tensors are not)")
+    if mem.value.dynamic:
+        raise fail(op, "a transfer on a memref with a dynamic size is not supported yet")
     shape = list(vt.get_shape())
     dims = _dims(op, perm, len(mem_t.get_shape()), len(shape))
     indices = [low.get(i) for i in index_values]

@@ -7,7 +7,7 @@ paths)."""
 
 from __future__ import annotations
 
-from xdsl.dialects import arith, cf, scf
+from xdsl.dialects import arith, cf, memref, scf
 from xdsl.dialects.builtin import IndexType, IntegerType
 from xdsl.ir import SSAValue
 
@@ -24,7 +24,7 @@ UNIFORM_OPS = frozenset({
     arith.MaxUIOp, arith.MinUIOp, arith.DivUIOp, arith.RemUIOp, arith.DivSIOp, arith.RemSIOp,
     arith.FloorDivSIOp, arith.CeilDivSIOp, arith.CeilDivUIOp, CmpiOp, SelectOp,
     arith.IndexCastOp, arith.ExtUIOp, arith.ExtSIOp, arith.TruncIOp,
-    BlockIdOp, BlockDimOp, GridDimOp,
+    BlockIdOp, BlockDimOp, GridDimOp, memref.DimOp,
 })
 
 
