@@ -1,6 +1,7 @@
 """Several-block gpu.func bodies (cf.br / cf.cond_br) on the emulator against NumPy: loops and
 two-way branches on uniform conditions, per-lane diamonds and triangles under EXEC masking
-(tests/upstream/cf_branches.mlir, cf_lanes.mlir), the kernels mlir-opt-22's
+(tests/upstream/cf_branches.mlir, cf_lanes.mlir), per-lane loops (cf_lane_loops.mlir), the
+kernels mlir-opt-22's
 --convert-scf-to-cf makes of the scf test inputs, and the located errors for shapes EXEC
 masking cannot take."""
 
@@ -132,6 +133,37 @@ def test_scf_to_cf_of_saxpy(mlir_opt):
     np.testing.assert_array_equal(y, want)
 
 
+def _collatz_steps(n: int) -> int:
+    steps = 0
+    while n != 1:
+        n, steps = (n // 2 if n % 2 == 0 else 3 * n + 1), steps + 1
+    return steps
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_per_lane_loops_leave_lane_by_lane(target):
+    code = _code(DIR / "cf_lane_loops.mlir", target)
+    x = RNG.integers(-8, 8, 64).astype(np.float32) * np.float32(0.5)  # sums exact
+    s, c, steps = np.zeros(64, np.float32), np.zeros(64, np.int32), np.zeros(64, np.int32)
+    _launch(code, "lane_loops", [x, s, c, steps])
+    np.testing.assert_array_equal(s, [x[:lane].sum() for lane in range(64)])
+    np.testing.assert_array_equal(c, np.arange(64))  # the head's counter, used after the loop
+    np.testing.assert_array_equal(steps, [_collatz_steps(lane + 1) for lane in range(64)])
+
+
+@pytest.mark.llvm
+@pytest.mark.parametrize("target", TARGETS)
+def test_scf_to_cf_of_a_per_lane_while(mlir_opt, target):
+    code = _code(_to_cf(mlir_opt, "while_lanes.mlir"), target)
+    x = RNG.standard_normal(64).astype(np.float32)
+    o, trips = np.zeros(64, np.float32), np.zeros(64, np.int32)
+    _launch(code, "while_lanes", [x, o, trips])
+    ref_o, ref_t = np.zeros(64, np.float32), np.zeros(64, np.int32)
+    _launch(_code(DIR / "while_lanes.mlir", target), "while_lanes", [x, ref_o, ref_t])
+    np.testing.assert_array_equal(trips, [max(0, lane.bit_length()) for lane in range(64)])
+    np.testing.assert_array_equal(o, ref_o)  # (the scf form: checked against NumPy)
+
+
 KERNEL = """module {{
   gpu.module @m {{
     gpu.func @k(%x: memref<64xf32>, %n: i32) kernel {{
@@ -146,12 +178,13 @@ KERNEL = """module {{
 
 
 @pytest.mark.parametrize("body, line, message", [
-    # a loop whose exit differs between lanes
+    # a per-lane loop also left from its body (a break)
     ("      cf.br ^head(%c0 : index)\n    ^head(%i: index):\n"
      "      %go = arith.cmpi ult, %i, %l : index\n      cf.cond_br %go, ^body, ^done\n"
-     "    ^body:\n      %j = arith.addi %i, %c1 : index\n      cf.br ^head(%j : index)\n"
-     "    ^done:\n      gpu.return\n    }", 11, "cf.cond_br: the condition differs between "
-     "lanes and its paths hold a loop"),
+     "    ^body:\n      %j = arith.addi %i, %c1 : index\n"
+     "      %b = arith.cmpi eq, %j, %c1 : index\n      cf.cond_br %b, ^done, ^head(%j : index)"
+     "\n    ^done:\n      gpu.return\n    }", 11, "cf.cond_br: the condition differs between "
+     "lanes and the loop it heads is also left from block ^body (to ^done)"),
     # some lanes return early
     ("      %go = arith.cmpi ult, %l, %c1 : index\n      cf.cond_br %go, ^a, ^b\n"
      "    ^a:\n      gpu.return\n    ^b:\n      memref.store %f, %x[%l] : memref<64xf32>\n"

@@ -274,12 +274,6 @@ KERNEL = """module {{
      "vector<4xf32>", "amdgpu.wmma: WMMA exists only on RDNA"),
     ("      %c3 = arith.constant 3 : index\n      %q = arith.divui %l, %c3 : index",
      "arith.divui: divides by a value that is not a constant power of two"),
-    ("      %c1 = arith.constant 1 : index\n"
-     "      %r = scf.while (%i = %l) : (index) -> index {\n"
-     "        %go = arith.cmpi ult, %i, %c1 : index\n"
-     "        scf.condition(%go) %i : index\n"
-     "      } do {\n      ^bb0(%j: index):\n        scf.yield %j : index\n      }",
-     "scf.while: the condition differs between lanes"),
 ])
 def test_unsupported_input_is_an_error_with_location(body, message):
     err = _error(KERNEL.format(body=body))
@@ -564,3 +558,21 @@ def test_subgroup_reduce_errors_are_located(line, message):
         asterism.compile(api.parse(text, "r.mlir"))
     assert f"gpu.subgroup_reduce: {message}" in err.value.message
     assert err.value.location.file == "r.mlir" and err.value.location.line == 4
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_scf_while_on_a_per_lane_condition(target):
+    # lane l doubles i from 1 while i <= l: 0 to 6 trips, the lanes leave one by one
+    code = compile_file("while_lanes.mlir", target)
+    x = RNG.standard_normal(64).astype(np.float32)
+    o, trips = np.zeros(64, np.float32), np.zeros(64, np.int32)
+    launch(code, "while_lanes", (1, 1, 1), (64, 1, 1), [x, o, trips])
+    want_o, want_t = np.zeros(64, np.float32), np.zeros(64, np.int32)
+    for lane in range(64):
+        i, acc = 1, np.float32(0)
+        while i <= lane:
+            acc = np.float32(acc + x[lane] * np.float32(i))
+            i, want_t[lane] = i * 2, want_t[lane] + 1
+        want_o[lane] = acc
+    np.testing.assert_array_equal(trips, want_t)
+    np.testing.assert_array_equal(o, want_o)

@@ -25,8 +25,8 @@ from xdsl.dialects import cf
 from xdsl.ir import Block
 
 from asterism.frontend.blocks import BlockLayout
-from asterism.frontend.cfg import blocks_between, successors
-from asterism.frontend.emit import branch_if_zero, masked_arms, parallel_copy
+from asterism.frontend.cfg import blocks_between, loop_body, successors
+from asterism.frontend.emit import branch_if_zero, flag_of, masked_arms, parallel_copy
 from asterism.frontend.lowering import HandlerTable, KernelLowering
 from asterism.frontend.values import LV, LoweringError, fail
 
@@ -85,8 +85,73 @@ def _cond_br(low: KernelLowering, op: cf.ConditionalBranchOp) -> None:
         else:
             _jump(low, layout, op.then_block)
         return
+    if layout.current in layout.lane_loops:
+        _jump(low, layout, _lane_loop(low, layout, op, cond))
+        return
     merge = _masked_branch(low, layout, op, cond)
     _jump(low, layout, merge)
+
+
+def _lane_loop(low: KernelLowering, layout: BlockLayout, op: cf.ConditionalBranchOp,
+               cond: LV) -> Block:
+    """The per-lane cf.cond_br at the head of a loop (one successor leads back here, the
+    other leaves): the lanes that leave get the exit block's arguments and are taken out of
+    EXEC (`s_andn2_b64`), remembered in an SGPR pair; the others run the body's blocks and
+    branch back; once no lane is left (`s_cbranch_execz`) EXEC is the lanes that left and the
+    exit block follows. Returns the exit block."""
+    kb = low.kb
+    here = layout.current
+    inner, exited = layout.lane_loops[here]
+    then_loop = loop_body(here, op.then_block, layout.order)
+    else_loop = loop_body(here, op.else_block, layout.order)
+    if then_loop is not None and else_loop is not None:
+        raise fail(op, "the condition differs between lanes and both of its successors lead "
+                       "back to it; a per-lane loop needs one successor that leaves")
+    stay_on_true = then_loop is not None
+    body, exits = then_loop if stay_on_true else else_loop  # type: ignore[misc]
+    entry, entry_args = ((op.then_block, op.then_arguments) if stay_on_true else
+                         (op.else_block, op.else_arguments))
+    out, out_args = ((op.else_block, op.else_arguments) if stay_on_true else
+                     (op.then_block, op.then_arguments))
+    if exits:
+        src = next(b for b in body if any(s in exits for s in successors(b)))
+        dst = next(s for s in successors(src) if s in exits)
+        raise fail(op, f"the condition differs between lanes and the loop it heads is also "
+                       f"left from block {_name(layout, src)} (to {_name(layout, dst)}); a "
+                       "per-lane loop may be left only at its head")
+    for b in body:
+        outside = [p for p in layout.preds.get(b, []) if p is not here and p not in body]
+        if outside:
+            raise fail(op, f"the condition differs between lanes and block {_name(layout, b)} "
+                           "of the loop it heads is also entered from outside the loop")
+    if flag_of(low, cond) != "vcc":
+        kb.v_cmp_ne_u32(kb.vcc, 0, low.vgpr(cond))
+    ones = kb.s_mov_b64(None, kb.vcc)  # (the copies below may use VCC)
+    leave = (kb.s_andn2_b64 if stay_on_true else kb.s_and_b64)(None, kb.exec, ones)
+    saved = kb.s_and_saveexec_b64(None, leave)
+    _copy_args(low, layout, out_args, out)  # the leaving lanes' exit values
+    kb.s_mov_b64(kb.exec, saved)
+    kb.s_or_b64(exited, exited, leave)
+    kb.s_andn2_b64(kb.exec, kb.exec, leave)
+    end = kb.new_label("lane_loop_end")
+    kb.s_cbranch_execz(end)
+    _copy_args(low, layout, entry_args, entry)
+    block = entry
+    while block is not here:
+        if block in layout.done:
+            raise fail(op, f"the condition differs between lanes and block "
+                           f"{_name(layout, block)} of its loop is reached twice (unstructured "
+                           "branches are not supported under EXEC masking)")
+        layout.done.add(block)
+        outer, layout.current = layout.current, block
+        layout.masked_next.append(None)
+        low.lower_block(block)
+        block = layout.masked_next.pop()
+        layout.current = outer
+    kb.s_branch(inner)
+    kb.place(end)
+    kb.s_mov_b64(kb.exec, exited)  # (EXEC is 0 here: back to every lane that came in)
+    return out
 
 
 def _masked_branch(low: KernelLowering, layout: BlockLayout, op: cf.ConditionalBranchOp,
