@@ -84,6 +84,25 @@ def test_an_array_of_the_wrong_rank_is_an_argument_error():
                         backend="emu")
 
 
+@pytest.mark.parametrize("field, change, message", [
+    ("a.size1", {".size": 4}, "argument 'a.size1' of the memref descriptor of 'a' is not an "
+                              "8-byte field of the kernarg segment"),
+    ("a.stride0", {".offset": 10**9}, "argument 'a.stride0' of the memref descriptor of 'a' "
+                                      "is not an 8-byte field"),
+    ("a.size1", {".name": "a.size7"}, "argument 'a.size7': 'a' has rank 2"),
+])
+def test_a_bad_descriptor_in_the_metadata_is_an_argument_error(field, change, message):
+    # metadata from elsewhere: a field of the wrong size, outside the segment, past the rank
+    obj, _ = api.load_code_object(_code("gfx942"))
+    meta = dict(obj.kernels[0].metadata)
+    meta[".args"] = [dict(a, **change) if a.get(".name") == field else a
+                     for a in meta[".args"]]
+    with pytest.raises(ArgumentError, match=message):
+        pack_kernargs(meta, [np.zeros((1, 128), np.float16), np.zeros((1, 128), np.float16),
+                             np.zeros(4, np.float32), np.zeros((2, 2), np.int32)],
+                      (1, 1, 1), (64, 1, 1))
+
+
 def test_asterism_run_packs_the_descriptors_from_the_array_shapes(tmp_path):
     res = subprocess.run(
         [sys.executable, "-m", "asterism.cli", "run", str(DIR / "dynamic.mlir"), "--grid", "4",

@@ -218,8 +218,9 @@ def _pack_descriptor(fields: list[dict], array: np.ndarray, name: str,
     aliases = []
     for f in fields:
         kind = _FIELD.fullmatch(f[".name"]).group(2)
-        offset, size = int(f[".offset"]), int(f.get(".size", 8))
-        if offset + size > len(segment) or (kind != "aligned" and size != 8):
+        offset, size = f.get(".offset"), f.get(".size", 8)
+        if not isinstance(offset, int) or not isinstance(size, int) or offset < 0 or \
+                offset + size > len(segment) or size != 8:
             raise ArgumentError(f"argument '{f['.name']}' of the memref descriptor of "
                                 f"'{name}' is not an 8-byte field of the kernarg segment")
         if kind == "aligned":
