@@ -1,7 +1,7 @@
 """Dynamic memref shapes (tests/upstream/dynamic.mlir): a memref argument with a `?` size is
 MLIR's memref descriptor (allocated and aligned pointers, offset, sizes, strides: the default
 convention of MLIR's gpu-to-rocdl lowering), `memref.dim` reads it, index arithmetic uses its
-runtime strides and the buffer's range its runtime size; one code object runs on two sizes
+runtime strides, the buffer's range and the transfers' bounds checks its runtime sizes; one code object runs on two sizes
 against NumPy, with the descriptors packed from the arrays (API and `asterism run`)."""
 
 from __future__ import annotations
@@ -26,6 +26,12 @@ def _code(target: str) -> bytes:
     return asterism.compile(module)
 
 
+def _meta() -> dict:
+    """The metadata of kernel `dyn`."""
+    obj, _ = api.load_code_object(_code("gfx942"))
+    return next(k.metadata for k in obj.kernels if k.name == "dyn")
+
+
 def _run_and_check(code: bytes, rows: int, n: int, mr: int, mc: int) -> None:
     rng = np.random.default_rng(rows)
     a = rng.standard_normal((rows, 128)).astype(np.float16)
@@ -47,9 +53,23 @@ def test_dynamic_shapes_with_two_runtime_sizes_on_one_code_object(target):
     _run_and_check(code, 7, 300, 5, 64)
 
 
+@pytest.mark.parametrize("target", TARGETS)
+def test_transfers_check_bounds_against_runtime_sizes(target):
+    code = _code(target)
+    for (rows, cols), out_rows in (((5, 6), 4), ((70, 11), 66)):
+        a = np.arange(rows * cols, dtype=np.float32).reshape(rows, cols)
+        o = np.full((out_rows, 8), 7.0, np.float32)
+        asterism.launch(code, "dyn_transfer", grid=(1, 1, 1), block=(64, 1, 1), args=[a, o],
+                        backend="emu")
+        want = np.full((out_rows, 8), -1.0, np.float32)  # the padding past a's end
+        r, c = min(rows, out_rows), min(cols, 8)
+        want[:r, :c] = a[:r, :c]
+        want[64:] = 7.0  # (rows 64.. : no lane)
+        np.testing.assert_array_equal(o, want)
+
+
 def test_descriptor_fields_are_kernel_arguments_in_mlirs_order():
-    obj, _ = api.load_code_object(_code("gfx942"))
-    meta = obj.kernels[0].metadata
+    meta = _meta()
     args = [(a[".name"], a[".value_kind"], a[".offset"], a[".size"]) for a in meta[".args"]
             if not a[".value_kind"].startswith("hidden")]
     assert args[:7] == [("a", "global_buffer", 0, 8), ("a.aligned", "global_buffer", 8, 8),
@@ -93,8 +113,7 @@ def test_an_array_of_the_wrong_rank_is_an_argument_error():
 ])
 def test_a_bad_descriptor_in_the_metadata_is_an_argument_error(field, change, message):
     # metadata from elsewhere: a field of the wrong size, outside the segment, past the rank
-    obj, _ = api.load_code_object(_code("gfx942"))
-    meta = dict(obj.kernels[0].metadata)
+    meta = dict(_meta())
     meta[".args"] = [dict(a, **change) if a.get(".name") == field else a
                      for a in meta[".args"]]
     with pytest.raises(ArgumentError, match=message):
@@ -105,7 +124,8 @@ def test_a_bad_descriptor_in_the_metadata_is_an_argument_error(field, change, me
 
 def test_asterism_run_packs_the_descriptors_from_the_array_shapes(tmp_path):
     res = subprocess.run(
-        [sys.executable, "-m", "asterism.cli", "run", str(DIR / "dynamic.mlir"), "--grid", "4",
+        [sys.executable, "-m", "asterism.cli", "run", str(DIR / "dynamic.mlir"), "--kernel",
+         "dyn", "--grid", "4",
          "--arg", "a=rand:2x128:f16", "--arg", "out=zeros:2x128:f16", "--arg",
          "v=zeros:70:f32", "--arg", "m=zeros:3x5:i32", "--json"],
         capture_output=True, text=True)
@@ -115,7 +135,7 @@ def test_asterism_run_packs_the_descriptors_from_the_array_shapes(tmp_path):
     assert np.array_equal(outputs["m"], np.arange(15).reshape(3, 5))
 
 
-def _kernel(body: str, args: str = "%a: memref<?xf32>") -> str:
+def _kernel(body: str, args: str = "%a: memref<?xf32>, %m: memref<?x?xf32>") -> str:
     return f"""module {{
   gpu.module @m {{
     gpu.func @k({args}) kernel {{
@@ -135,8 +155,10 @@ def _kernel(body: str, args: str = "%a: memref<?xf32>") -> str:
     ("      %s = memref.subview %a[0] [4] [1] : memref<?xf32> to memref<4xf32>", 5,
      "memref.subview: a subview of a memref with a dynamic size is not supported yet"),
     ("      %p = arith.constant 0.0 : f32\n"
-     "      %t = vector.transfer_read %a[%c0], %p : memref<?xf32>, vector<4xf32>", 6,
-     "vector.transfer_read: a transfer on a memref with a dynamic size is not supported yet"),
+     "      %t = vector.transfer_read %m[%c0, %c0], %p {permutation_map = affine_map<(d0, d1) "
+     "-> (d0)>} : memref<?x?xf32>, vector<4xf32>", 6,
+     "vector.transfer_read: a vector dimension runs along a memref dimension whose stride is "
+     "dynamic"),
     ("      %d = memref.dim %a, %c0 : memref<?xf32>\n"
      "      %e = memref.dim %a, %d : memref<?xf32>", 6,
      "memref.dim: the dimension must be a constant"),

@@ -90,7 +90,8 @@ def _subview(low: KernelLowering, op: memref.SubviewOp) -> None:
     rank = len(t.get_shape())
     if rank != len(strides):
         strides = _kept_strides(op, t, sizes, strides)
-    view = dataclasses.replace(info, type=t, strides=strides, offset=start)
+    view = dataclasses.replace(info, type=t, strides=strides, offset=start,
+                               sizes=list(t.get_shape()))
     low.set(op.result, LV("m", t, view))
 
 
