@@ -177,3 +177,60 @@ def test_cas_loop_is_a_cmpswap_loop_under_exec(tmp_path, llvm_objdump):
     loop = ops[ops.index("v_mul_f32_e32"):ops.index("s_cbranch_execnz") + 1]
     assert "buffer_atomic_cmpswap" in loop and "s_andn2_b64" in loop
     assert ops[ops.index("s_cbranch_execnz") + 1] == "s_or_b64"  # EXEC back
+
+
+LDS_CAS = """module {
+  gpu.module @m {
+    gpu.func @lds_cas(%dv: memref<64xf64>, %iv: memref<64xi32>, %out: memref<2xf64>,
+                      %iout: memref<1xi32>) kernel
+        attributes {known_block_size = array<i32: 64, 1, 1>} {
+      %l = gpu.thread_id x
+      %c0 = arith.constant 0 : index
+      %c1 = arith.constant 1 : index
+      %w = memref.alloc() : memref<2xf64, #gpu.address_space<workgroup>>
+      %wi = memref.alloc() : memref<1xi32, #gpu.address_space<workgroup>>
+      %first = arith.cmpi eq, %l, %c0 : index
+      scf.if %first {
+        %lo = arith.constant -1.0e300 : f64
+        %one = arith.constant 1.0 : f64
+        %onei = arith.constant 1 : i32
+        memref.store %lo, %w[%c0] : memref<2xf64, #gpu.address_space<workgroup>>
+        memref.store %one, %w[%c1] : memref<2xf64, #gpu.address_space<workgroup>>
+        memref.store %onei, %wi[%c0] : memref<1xi32, #gpu.address_space<workgroup>>
+      }
+      gpu.barrier
+      %d = memref.load %dv[%l] : memref<64xf64>
+      %i = memref.load %iv[%l] : memref<64xi32>
+      %a = memref.atomic_rmw maxnumf %d, %w[%c0] : (f64, memref<2xf64, #gpu.address_space<workgroup>>) -> f64
+      %b = memref.atomic_rmw mulf %d, %w[%c1] : (f64, memref<2xf64, #gpu.address_space<workgroup>>) -> f64
+      %c = memref.atomic_rmw muli %i, %wi[%c0] : (i32, memref<1xi32, #gpu.address_space<workgroup>>) -> i32
+      gpu.barrier
+      scf.if %first {
+        %x = memref.load %w[%c0] : memref<2xf64, #gpu.address_space<workgroup>>
+        %y = memref.load %w[%c1] : memref<2xf64, #gpu.address_space<workgroup>>
+        %z = memref.load %wi[%c0] : memref<1xi32, #gpu.address_space<workgroup>>
+        memref.store %x, %out[%c0] : memref<2xf64>
+        memref.store %y, %out[%c1] : memref<2xf64>
+        memref.store %z, %iout[%c0] : memref<1xi32>
+      }
+      gpu.return
+    }
+  }
+}
+"""
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_cas_loops_on_lds_with_64_and_32_bit_values(target):
+    # ds_cmpst_rtn_b64 / _b32 loops, all 64 lanes on one address
+    module = api.parse(LDS_CAS, "lds.mlir")
+    api.retarget(module, target)
+    code = asterism.compile(module)
+    rng = np.random.default_rng(29)
+    dv = 2.0 ** rng.integers(-6, 7, 64) * rng.choice([-1.0, 1.0], 64)
+    iv = rng.integers(-9, 10, 64).astype(np.int32)
+    out, iout = np.zeros(2), np.zeros(1, np.int32)
+    asterism.launch(code, "lds_cas", grid=(1, 1, 1), block=(64, 1, 1), args=[dv, iv, out, iout],
+                    backend="emu")
+    assert out[0] == dv.max() and out[1] == np.prod(dv)
+    assert iout[0] == _signed32(int(np.prod(iv.astype(object))))
