@@ -1,7 +1,7 @@
 """Several-block gpu.func bodies (cf.br / cf.cond_br) on the emulator against NumPy: loops and
 two-way branches on uniform conditions, per-lane diamonds and triangles under EXEC masking
-(tests/upstream/cf_branches.mlir, cf_lanes.mlir), per-lane loops (cf_lane_loops.mlir), the
-kernels mlir-opt-22's
+(tests/upstream/cf_branches.mlir, cf_lanes.mlir), per-lane loops (cf_lane_loops.mlir) and
+loops inside per-lane branches (nested_lane_loops.mlir), the kernels mlir-opt-22's
 --convert-scf-to-cf makes of the scf test inputs, and the located errors for shapes EXEC
 masking cannot take."""
 
@@ -162,6 +162,25 @@ def test_scf_to_cf_of_a_per_lane_while(mlir_opt, target):
     _launch(_code(DIR / "while_lanes.mlir", target), "while_lanes", [x, ref_o, ref_t])
     np.testing.assert_array_equal(trips, [max(0, lane.bit_length()) for lane in range(64)])
     np.testing.assert_array_equal(o, ref_o)  # (the scf form: checked against NumPy)
+
+
+@pytest.mark.llvm
+@pytest.mark.parametrize("target", TARGETS)
+def test_loops_inside_a_per_lane_branch(mlir_opt, target):
+    # a per-lane scf.while and a uniform scf.for inside a per-lane scf.if, and the loops
+    # inside the paths of a per-lane cf.cond_br that --convert-scf-to-cf makes of them
+    x = RNG.standard_normal(64).astype(np.float32)
+    lane = np.arange(64)
+    odd = lane % 2 == 1
+    for source in (DIR / "nested_lane_loops.mlir", _to_cf(mlir_opt, "nested_lane_loops.mlir")):
+        bits, total = np.zeros(64, np.int32), np.zeros(64, np.float32)
+        _launch(_code(source, target), "nested", [x, bits, total])
+        np.testing.assert_array_equal(bits, np.where(odd, [int(v + 1).bit_length()
+                                                           for v in lane], -1))
+        want = np.float32(0)
+        for _ in range(4):
+            want = want + x  # (float32 steps, as the loop adds)
+        np.testing.assert_array_equal(total, np.where(odd, want, -1))
 
 
 KERNEL = """module {{

@@ -1,7 +1,8 @@
 """Dynamic memref shapes (tests/upstream/dynamic.mlir): a memref argument with a `?` size is
 MLIR's memref descriptor (allocated and aligned pointers, offset, sizes, strides: the default
 convention of MLIR's gpu-to-rocdl lowering), `memref.dim` reads it, index arithmetic uses its
-runtime strides, the buffer's range and the transfers' bounds checks its runtime sizes; one code object runs on two sizes
+runtime strides, the buffer's range and the transfers' bounds checks (dynamic_transfer.mlir)
+its runtime sizes; one code object runs on two sizes
 against NumPy, with the descriptors packed from the arrays (API and `asterism run`)."""
 
 from __future__ import annotations
@@ -20,8 +21,8 @@ from asterism.errors import AsterismError
 from asterism.runtime.kernargs import ArgumentError, describe_signature, pack_kernargs
 
 
-def _code(target: str) -> bytes:
-    module = api.parse(DIR / "dynamic.mlir")
+def _code(target: str, name: str = "dynamic.mlir") -> bytes:
+    module = api.parse(DIR / name)
     api.retarget(module, target)
     return asterism.compile(module)
 
@@ -55,7 +56,7 @@ def test_dynamic_shapes_with_two_runtime_sizes_on_one_code_object(target):
 
 @pytest.mark.parametrize("target", TARGETS)
 def test_transfers_check_bounds_against_runtime_sizes(target):
-    code = _code(target)
+    code = _code(target, "dynamic_transfer.mlir")
     for (rows, cols), out_rows in (((5, 6), 4), ((70, 11), 66)):
         a = np.arange(rows * cols, dtype=np.float32).reshape(rows, cols)
         o = np.full((out_rows, 8), 7.0, np.float32)

@@ -4,8 +4,6 @@
 // workgroup does one row: out[r, j] = a[r, j] * 2 for rows < dim 0; v[i] += the row count
 // + v[dim(v)] for i < dim(v) (v[dim(v)] is past the buffer's end, whose range comes from the
 // runtime size: it reads 0); m[i, j] = i * dim1 + j (a runtime stride) inside the matrix.
-// @dyn_transfer: lane l copies row l of a memref<?x?xf32> (vector<8xf32> past its end:
-// padding -1) into a memref<?x8xf32> (rows past its end not written).
 module {
   gpu.module @m {
     gpu.func @dyn(%a: memref<?x128xf16>, %out: memref<?x128xf16>, %v: memref<?xf32>,
@@ -51,15 +49,6 @@ module {
         %ei = arith.index_cast %e : index to i32
         memref.store %ei, %m[%r, %l] : memref<?x?xi32>
       }
-      gpu.return
-    }
-    gpu.func @dyn_transfer(%a: memref<?x?xf32>, %o: memref<?x8xf32>) kernel
-        attributes {known_block_size = array<i32: 64, 1, 1>} {
-      %l = gpu.thread_id x
-      %c0 = arith.constant 0 : index
-      %pad = arith.constant -1.0 : f32
-      %row = vector.transfer_read %a[%l, %c0], %pad : memref<?x?xf32>, vector<8xf32>
-      vector.transfer_write %row, %o[%l, %c0] : vector<8xf32>, memref<?x8xf32>
       gpu.return
     }
   }

@@ -15,8 +15,13 @@ through.
   return on the way and without being entered from elsewhere: the blocks of the true paths run
   under the lanes whose condition is 1 (`s_and_saveexec_b64`), then those of the false paths
   under the others (`s_xor_b64`), EXEC is restored (`s_or_b64`) and the meeting block follows.
-  A branch inside those paths (per-lane or not) is masked the same way. Other shapes are an
-  error naming the branch and what is missing.
+  A branch inside those paths (per-lane or not) is masked the same way, and a loop there runs
+  as a per-lane loop (below).
+* `cf.cond_br` at the head of a loop on a per-lane condition (or any loop inside masked
+  paths): the lanes that leave get the exit block's arguments and leave EXEC, remembered in
+  an SGPR pair zeroed on entry; the others run the body and branch back until none is left
+  (`s_cbranch_execz`); then EXEC is every lane that came in. Other shapes are an error naming
+  the branch and what is missing.
 """
 
 from __future__ import annotations
@@ -64,7 +69,10 @@ def _cond_br(low: KernelLowering, op: cf.ConditionalBranchOp) -> None:
     cond = low.get(op.cond)
     kb = low.kb
     if layout.masked_next:  # inside the paths of a per-lane branch: mask this one too
-        layout.masked_next[-1] = _masked_branch(low, layout, op, cond)
+        if layout.current in layout.lane_loops:  # a loop there: lanes leave under EXEC
+            layout.masked_next[-1] = _lane_loop(low, layout, op, cond)
+        else:
+            layout.masked_next[-1] = _masked_branch(low, layout, op, cond)
         return
     if cond.kind == "c":
         dest, args = ((op.then_block, op.then_arguments) if cond.scalar else
@@ -90,6 +98,31 @@ def _cond_br(low: KernelLowering, op: cf.ConditionalBranchOp) -> None:
         return
     merge = _masked_branch(low, layout, op, cond)
     _jump(low, layout, merge)
+
+
+def _walk(low: KernelLowering, layout: BlockLayout, op, block: Block, stop: Block,
+          what: str) -> None:
+    """Lower the blocks from `block` on, each followed by where its branch goes on (set in
+    `masked_next` by the branch handlers), until `stop`: the paths of a masked branch or the
+    body of a per-lane loop. A loop head met on the way (a loop inside them) gets its
+    per-lane loop entry: the SGPR pair of the lanes that left, zeroed, and the label its back
+    edge jumps to."""
+    kb = low.kb
+    while block is not stop:
+        if block in layout.done:
+            raise fail(op, f"{what} and block {_name(layout, block)} is reached on two of its "
+                           "paths (unstructured branches are not supported under EXEC "
+                           "masking)")
+        layout.done.add(block)
+        if any(loop_body(block, s, layout.order) is not None for s in successors(block)):
+            exited = kb.sregs(2, 2)
+            kb.s_mov_b64(exited, 0)
+            layout.lane_loops[block] = (kb.label("lane_loop"), exited)
+        outer, layout.current = layout.current, block
+        layout.masked_next.append(None)
+        low.lower_block(block)
+        block = layout.masked_next.pop()
+        layout.current = outer
 
 
 def _lane_loop(low: KernelLowering, layout: BlockLayout, op: cf.ConditionalBranchOp,
@@ -136,18 +169,7 @@ def _lane_loop(low: KernelLowering, layout: BlockLayout, op: cf.ConditionalBranc
     end = kb.new_label("lane_loop_end")
     kb.s_cbranch_execz(end)
     _copy_args(low, layout, entry_args, entry)
-    block = entry
-    while block is not here:
-        if block in layout.done:
-            raise fail(op, f"the condition differs between lanes and block "
-                           f"{_name(layout, block)} of its loop is reached twice (unstructured "
-                           "branches are not supported under EXEC masking)")
-        layout.done.add(block)
-        outer, layout.current = layout.current, block
-        layout.masked_next.append(None)
-        low.lower_block(block)
-        block = layout.masked_next.pop()
-        layout.current = outer
+    _walk(low, layout, op, entry, here, "the loop it heads is run lane by lane")
     kb.s_branch(inner)
     kb.place(end)
     kb.s_mov_b64(kb.exec, exited)  # (EXEC is 0 here: back to every lane that came in)
@@ -172,10 +194,9 @@ def _masked_branch(low: KernelLowering, layout: BlockLayout, op: cf.ConditionalB
         if outside:
             raise fail(op, f"{what} and a block on its paths is also entered from outside "
                            "them; EXEC masking needs paths entered only by this branch")
-        if any(s is here or s in region and layout.order.index(s) <= layout.order.index(b)
-               for s in successors(b)):
-            raise fail(op, f"{what} and its paths hold a loop; a loop inside per-lane "
-                           "branches is not supported (write it as scf.for inside scf.if)")
+        if any(s is here for s in successors(b)):
+            raise fail(op, f"{what} and its paths lead back to it before they meet; EXEC "
+                           "masking needs the true and false paths to join at one block")
         if not isinstance(b.last_op, cf.BranchOp | cf.ConditionalBranchOp):
             raise fail(b.last_op, f"ends a path of the per-lane cf.cond_br at {_where(op)} "
                                   "before the paths meet; a return under a per-lane branch "
@@ -183,17 +204,7 @@ def _masked_branch(low: KernelLowering, layout: BlockLayout, op: cf.ConditionalB
 
     def side(block: Block, args) -> None:
         _copy_args(low, layout, args, block)
-        while block is not merge:
-            if block in layout.done:
-                raise fail(op, f"{what} and block {_name(layout, block)} is reached on two "
-                               "of its paths before they meet (unstructured branches are "
-                               "not supported under EXEC masking)")
-            layout.done.add(block)
-            outer, layout.current = layout.current, block
-            layout.masked_next.append(None)
-            low.lower_block(block)
-            block = layout.masked_next.pop()
-            layout.current = outer
+        _walk(low, layout, op, block, merge, what)
 
     then_side = (lambda: side(op.then_block, op.then_arguments))
     else_side = None
