@@ -74,8 +74,9 @@ def _subview(low: KernelLowering, op: memref.SubviewOp) -> None:
     found from the result type's strides."""
     src = memref_operand(low, op, op.source)
     info = src.value
-    if info.dynamic:
-        raise fail(op, "a subview of a memref with a dynamic size is not supported yet")
+    if any(isinstance(s, LV) for s in info.strides):
+        raise fail(op, "a subview of a memref with a dynamic stride is not supported yet "
+                       "(a dynamic size is: the view keeps the memref's runtime range)")
     offsets = _values(low, op, op.static_offsets.get_values(), op.offsets)
     sizes = list(op.static_sizes.get_values())
     steps = list(op.static_strides.get_values())
