@@ -7,8 +7,7 @@ from __future__ import annotations
 from xdsl.dialects.builtin import i32
 from xdsl.ir import SSAValue
 
-from asterism.frontend.arith import float_binary
-from asterism.frontend.emit import copy_into, int_binary, new_regs, words_of
+from asterism.frontend.emit import copy_into, float_binary, int_binary, new_regs, words_of
 from asterism.frontend.lowering import KernelLowering
 from asterism.frontend.values import LV, const_lv, fail, reg_count, signed32, type_bits
 
