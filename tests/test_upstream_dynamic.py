@@ -79,6 +79,21 @@ def test_a_subview_of_a_dynamic_memref_keeps_its_runtime_range():
         np.testing.assert_array_equal(o, a[r] if r < 3 else 0)
 
 
+@pytest.mark.parametrize("target", TARGETS)
+def test_raw_buffer_ops_and_fat_buffer_cast_on_dynamic_memrefs(target):
+    code = _code(target, "dynamic_raw_buffer.mlir")
+    lane = np.arange(64)
+    for rows, cols, n in ((2, 40, 50), (3, 70, 64)):
+        a = np.arange(rows * cols, dtype=np.float32).reshape(rows, cols) + 1
+        o = np.full(n, -1, np.float32)
+        asterism.launch(code, "dyn_raw", grid=(1, 1, 1), block=(64, 1, 1), args=[a, o],
+                        backend="emu")
+        # the raw buffer ops address linearly (row 1 + lane, past a row's end into the next)
+        # and read 0 past the whole memref's runtime size
+        flat = np.concatenate([a.ravel(), np.zeros(cols + 64, np.float32)])
+        np.testing.assert_array_equal(o, (flat[cols + lane] + flat[lane])[:n])
+
+
 def test_descriptor_fields_are_kernel_arguments_in_mlirs_order():
     meta = _meta()
     args = [(a[".name"], a[".value_kind"], a[".offset"], a[".size"]) for a in meta[".args"]
