@@ -1,6 +1,6 @@
 """Several-block gpu.func bodies (cf.br / cf.cond_br) on the emulator against NumPy: loops and
 two-way branches on uniform conditions, per-lane diamonds and triangles under EXEC masking
-(tests/upstream/cf_branches.mlir, cf_lanes.mlir), per-lane loops (cf_lane_loops.mlir) and
+(tests/upstream/cf_branches.mlir, cf_lanes.mlir), per-lane loops (cf_lane_loops.mlir; a break: cf_lane_break.mlir) and
 loops inside per-lane branches (nested_lane_loops.mlir), the kernels mlir-opt-22's
 --convert-scf-to-cf makes of the scf test inputs, and the located errors for shapes EXEC
 masking cannot take."""
@@ -151,6 +151,22 @@ def test_per_lane_loops_leave_lane_by_lane(target):
     np.testing.assert_array_equal(steps, [_collatz_steps(lane + 1) for lane in range(64)])
 
 
+@pytest.mark.parametrize("target", TARGETS)
+def test_a_break_leaves_a_per_lane_loop(target):
+    code = _code(DIR / "cf_lane_break.mlir", target)
+    x = np.linspace(-1.0, 3.0, 64).astype(np.float32)[::-1].copy()
+    x[:6] = -5.0  # (so no lane breaks at once)
+    found = np.zeros(64, np.int32)
+    _launch(code, "search", [x, found])
+    want = []
+    for lane in range(64):
+        n, thr = lane % 32 + 8, np.float32(lane) * np.float32(0.05)
+        want.append(next((i for i in range(n) if x[i] > thr), n))
+    np.testing.assert_array_equal(found, want)
+    n_of = np.arange(64) % 32 + 8
+    assert (found < n_of).any() and (found == n_of).any()  # both exits taken
+
+
 @pytest.mark.llvm
 @pytest.mark.parametrize("target", TARGETS)
 def test_scf_to_cf_of_a_per_lane_while(mlir_opt, target):
@@ -197,13 +213,14 @@ KERNEL = """module {{
 
 
 @pytest.mark.parametrize("body, line, message", [
-    # a per-lane loop also left from its body (a break)
+    # a per-lane loop also left from its body to another block than the head's exit
     ("      cf.br ^head(%c0 : index)\n    ^head(%i: index):\n"
      "      %go = arith.cmpi ult, %i, %l : index\n      cf.cond_br %go, ^body, ^done\n"
      "    ^body:\n      %j = arith.addi %i, %c1 : index\n"
-     "      %b = arith.cmpi eq, %j, %c1 : index\n      cf.cond_br %b, ^done, ^head(%j : index)"
-     "\n    ^done:\n      gpu.return\n    }", 11, "cf.cond_br: the condition differs between "
-     "lanes and the loop it heads is also left from block ^body (to ^done)"),
+     "      %b = arith.cmpi eq, %j, %c1 : index\n      cf.cond_br %b, ^out, ^head(%j : index)"
+     "\n    ^out:\n      cf.br ^done\n    ^done:\n      gpu.return\n    }", 11,
+     "cf.cond_br: the condition differs between lanes and the loop it heads is also left "
+     "from block ^body (to ^out)"),
     # some lanes return early
     ("      %go = arith.cmpi ult, %l, %c1 : index\n      cf.cond_br %go, ^a, ^b\n"
      "    ^a:\n      gpu.return\n    ^b:\n      memref.store %f, %x[%l] : memref<64xf32>\n"

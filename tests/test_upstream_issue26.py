@@ -16,7 +16,7 @@ referenced, not duplicated; `test_every_item_has_a_test` keeps this table honest
 | gpu.shuffle | math_shuffle.mlir, issue26_fresh.mlir | test_upstream_ops::test_math_ops_and_gpu_shuffle |
 | gpu.subgroup_reduce (beyond the list: the cross-lane reduction) | subgroup_reduce.mlir | test_upstream_ops::test_subgroup_reduce_over_the_wave_and_clusters |
 | scf.while (uniform and per-lane conditions) | while.mlir, while_lanes.mlir | test_upstream_ops::test_scf_while_on_a_uniform_condition, test_upstream_ops::test_scf_while_on_a_per_lane_condition |
-| cf.br/cond_br (per-lane loops too) | cf_branches.mlir, cf_lanes.mlir, cf_lane_loops.mlir, nested_lane_loops.mlir | test_upstream_cf::test_uniform_loop_and_branch_with_block_arguments, test_upstream_cf::test_per_lane_diamonds_and_triangle_under_exec_masking, test_upstream_cf::test_per_lane_loops_leave_lane_by_lane, test_upstream_cf::test_loops_inside_a_per_lane_branch |
+| cf.br/cond_br (per-lane loops too) | cf_branches.mlir, cf_lanes.mlir, cf_lane_loops.mlir, nested_lane_loops.mlir, cf_lane_break.mlir | test_upstream_cf::test_uniform_loop_and_branch_with_block_arguments, test_upstream_cf::test_per_lane_diamonds_and_triangle_under_exec_masking, test_upstream_cf::test_per_lane_loops_leave_lane_by_lane, test_upstream_cf::test_loops_inside_a_per_lane_branch, test_upstream_cf::test_a_break_leaves_a_per_lane_loop |
 | math exp2/exp/log/rsqrt/sqrt/fma | math_shuffle.mlir | test_upstream_ops::test_math_ops_and_gpu_shuffle |
 | memref.subview | subview.mlir | test_upstream_subview::test_subviews_fold_into_the_address |
 | memref.atomic_rmw (instruction kinds) | atomic_rmw.mlir, atomic_rmw_wide.mlir | test_upstream_atomic_rmw::test_atomic_rmw_kinds_return_the_old_value |

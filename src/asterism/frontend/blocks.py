@@ -34,6 +34,9 @@ class BlockLayout:
     # per-lane loop heads: Block -> (the label the back edge jumps to, the SGPR pair of the
     # lanes that have left the loop); asterism.frontend.cf lowers them
     lane_loops: dict = field(default_factory=dict)
+    # the per-lane loops whose body is being lowered: (exit block, SGPR pair of the lanes
+    # that left), innermost last (asterism.frontend.cf: a break leaves to the exit block)
+    loop_exits: list = field(default_factory=list)
 
 
 def lower_blocks(low: KernelLowering, region: Region) -> None:

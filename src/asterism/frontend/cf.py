@@ -20,8 +20,9 @@ through.
 * `cf.cond_br` at the head of a loop on a per-lane condition (or any loop inside masked
   paths): the lanes that leave get the exit block's arguments and leave EXEC, remembered in
   an SGPR pair zeroed on entry; the others run the body and branch back until none is left
-  (`s_cbranch_execz`); then EXEC is every lane that came in. Other shapes are an error naming
-  the branch and what is missing.
+  (`s_cbranch_execz`); then EXEC is every lane that came in. A break (a cf.cond_br in the
+  body to the head's exit block) takes its lanes out of EXEC the same way. Other shapes are an
+  error naming the branch and what is missing.
 """
 
 from __future__ import annotations
@@ -69,7 +70,9 @@ def _cond_br(low: KernelLowering, op: cf.ConditionalBranchOp) -> None:
     cond = low.get(op.cond)
     kb = low.kb
     if layout.masked_next:  # inside the paths of a per-lane branch: mask this one too
-        if layout.current in layout.lane_loops:  # a loop there: lanes leave under EXEC
+        if layout.loop_exits and layout.loop_exits[-1][0] in (op.then_block, op.else_block):
+            layout.masked_next[-1] = _break(low, layout, op, cond)
+        elif layout.current in layout.lane_loops:  # a loop there: lanes leave under EXEC
             layout.masked_next[-1] = _lane_loop(low, layout, op, cond)
         else:
             layout.masked_next[-1] = _masked_branch(low, layout, op, cond)
@@ -146,12 +149,14 @@ def _lane_loop(low: KernelLowering, layout: BlockLayout, op: cf.ConditionalBranc
                          (op.else_block, op.else_arguments))
     out, out_args = ((op.else_block, op.else_arguments) if stay_on_true else
                      (op.then_block, op.then_arguments))
-    if exits:
-        src = next(b for b in body if any(s in exits for s in successors(b)))
-        dst = next(s for s in successors(src) if s in exits)
-        raise fail(op, f"the condition differs between lanes and the loop it heads is also "
-                       f"left from block {_name(layout, src)} (to {_name(layout, dst)}); a "
-                       "per-lane loop may be left only at its head")
+    for b in body:  # other exits: a cf.cond_br to the head's exit block (a break)
+        for s in successors(b):
+            if s in exits and (s is not out or not isinstance(b.last_op,
+                                                               cf.ConditionalBranchOp)):
+                raise fail(op, f"the condition differs between lanes and the loop it heads "
+                               f"is also left from block {_name(layout, b)} (to "
+                               f"{_name(layout, s)}); a per-lane loop may be left only at its "
+                               "head or by a cf.cond_br to the head's exit block")
     for b in body:
         outside = [p for p in layout.preds.get(b, []) if p is not here and p not in body]
         if outside:
@@ -169,11 +174,36 @@ def _lane_loop(low: KernelLowering, layout: BlockLayout, op: cf.ConditionalBranc
     end = kb.new_label("lane_loop_end")
     kb.s_cbranch_execz(end)
     _copy_args(low, layout, entry_args, entry)
+    layout.loop_exits.append((out, exited))
     _walk(low, layout, op, entry, here, "the loop it heads is run lane by lane")
+    layout.loop_exits.pop()
     kb.s_branch(inner)
     kb.place(end)
     kb.s_mov_b64(kb.exec, exited)  # (EXEC is 0 here: back to every lane that came in)
     return out
+
+
+def _break(low: KernelLowering, layout: BlockLayout, op: cf.ConditionalBranchOp,
+           cond: LV) -> Block:
+    """A cf.cond_br in a per-lane loop's body to the loop's exit block (a break): the lanes
+    that take it get the exit block's arguments and leave EXEC, as at the head; the others go
+    on to the other successor, which is returned."""
+    kb = low.kb
+    out, exited = layout.loop_exits[-1]
+    leave_on_true = op.then_block is out
+    if flag_of(low, cond) != "vcc":
+        kb.v_cmp_ne_u32(kb.vcc, 0, low.vgpr(cond))
+    ones = kb.s_mov_b64(None, kb.vcc)
+    leave = (kb.s_and_b64 if leave_on_true else kb.s_andn2_b64)(None, kb.exec, ones)
+    saved = kb.s_and_saveexec_b64(None, leave)
+    _copy_args(low, layout, op.then_arguments if leave_on_true else op.else_arguments, out)
+    kb.s_mov_b64(kb.exec, saved)
+    kb.s_or_b64(exited, exited, leave)
+    kb.s_andn2_b64(kb.exec, kb.exec, leave)
+    stay, stay_args = ((op.else_block, op.else_arguments) if leave_on_true else
+                       (op.then_block, op.then_arguments))
+    _copy_args(low, layout, stay_args, stay)
+    return stay
 
 
 def _masked_branch(low: KernelLowering, layout: BlockLayout, op: cf.ConditionalBranchOp,
