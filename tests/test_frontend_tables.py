@@ -67,7 +67,7 @@ ADDED = {
     "math.rsqrt", "math.sqrt", "scf.while", "vector.reduction",
     "cf.br", "cf.cond_br", "cf.switch", "cf.assert", "memref.subview", "vector.create_mask",
     "vector.maskedload", "vector.maskedstore", "vector.transfer_read", "vector.transfer_write",
-    "memref.atomic_rmw",
+    "memref.atomic_rmw", "memref.dim", "gpu.subgroup_reduce",
 }
 
 

@@ -1,6 +1,7 @@
 """Several-block gpu.func bodies (cf.br / cf.cond_br) on the emulator against NumPy: loops and
 two-way branches on uniform conditions, per-lane diamonds and triangles under EXEC masking
-(tests/upstream/cf_branches.mlir, cf_lanes.mlir), the kernels mlir-opt-22's
+(tests/upstream/cf_branches.mlir, cf_lanes.mlir), per-lane loops (cf_lane_loops.mlir; a break: cf_lane_break.mlir) and
+loops inside per-lane branches (nested_lane_loops.mlir), the kernels mlir-opt-22's
 --convert-scf-to-cf makes of the scf test inputs, and the located errors for shapes EXEC
 masking cannot take."""
 
@@ -132,6 +133,72 @@ def test_scf_to_cf_of_saxpy(mlir_opt):
     np.testing.assert_array_equal(y, want)
 
 
+def _collatz_steps(n: int) -> int:
+    steps = 0
+    while n != 1:
+        n, steps = (n // 2 if n % 2 == 0 else 3 * n + 1), steps + 1
+    return steps
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_per_lane_loops_leave_lane_by_lane(target):
+    code = _code(DIR / "cf_lane_loops.mlir", target)
+    x = RNG.integers(-8, 8, 64).astype(np.float32) * np.float32(0.5)  # sums exact
+    s, c, steps = np.zeros(64, np.float32), np.zeros(64, np.int32), np.zeros(64, np.int32)
+    _launch(code, "lane_loops", [x, s, c, steps])
+    np.testing.assert_array_equal(s, [x[:lane].sum() for lane in range(64)])
+    np.testing.assert_array_equal(c, np.arange(64))  # the head's counter, used after the loop
+    np.testing.assert_array_equal(steps, [_collatz_steps(lane + 1) for lane in range(64)])
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_a_break_leaves_a_per_lane_loop(target):
+    code = _code(DIR / "cf_lane_break.mlir", target)
+    x = np.linspace(-1.0, 3.0, 64).astype(np.float32)[::-1].copy()
+    x[:6] = -5.0  # (so no lane breaks at once)
+    found = np.zeros(64, np.int32)
+    _launch(code, "search", [x, found])
+    want = []
+    for lane in range(64):
+        n, thr = lane % 32 + 8, np.float32(lane) * np.float32(0.05)
+        want.append(next((i for i in range(n) if x[i] > thr), n))
+    np.testing.assert_array_equal(found, want)
+    n_of = np.arange(64) % 32 + 8
+    assert (found < n_of).any() and (found == n_of).any()  # both exits taken
+
+
+@pytest.mark.llvm
+@pytest.mark.parametrize("target", TARGETS)
+def test_scf_to_cf_of_a_per_lane_while(mlir_opt, target):
+    code = _code(_to_cf(mlir_opt, "while_lanes.mlir"), target)
+    x = RNG.standard_normal(64).astype(np.float32)
+    o, trips = np.zeros(64, np.float32), np.zeros(64, np.int32)
+    _launch(code, "while_lanes", [x, o, trips])
+    ref_o, ref_t = np.zeros(64, np.float32), np.zeros(64, np.int32)
+    _launch(_code(DIR / "while_lanes.mlir", target), "while_lanes", [x, ref_o, ref_t])
+    np.testing.assert_array_equal(trips, [max(0, lane.bit_length()) for lane in range(64)])
+    np.testing.assert_array_equal(o, ref_o)  # (the scf form: checked against NumPy)
+
+
+@pytest.mark.llvm
+@pytest.mark.parametrize("target", TARGETS)
+def test_loops_inside_a_per_lane_branch(mlir_opt, target):
+    # a per-lane scf.while and a uniform scf.for inside a per-lane scf.if, and the loops
+    # inside the paths of a per-lane cf.cond_br that --convert-scf-to-cf makes of them
+    x = RNG.standard_normal(64).astype(np.float32)
+    lane = np.arange(64)
+    odd = lane % 2 == 1
+    for source in (DIR / "nested_lane_loops.mlir", _to_cf(mlir_opt, "nested_lane_loops.mlir")):
+        bits, total = np.zeros(64, np.int32), np.zeros(64, np.float32)
+        _launch(_code(source, target), "nested", [x, bits, total])
+        np.testing.assert_array_equal(bits, np.where(odd, [int(v + 1).bit_length()
+                                                           for v in lane], -1))
+        want = np.float32(0)
+        for _ in range(4):
+            want = want + x  # (float32 steps, as the loop adds)
+        np.testing.assert_array_equal(total, np.where(odd, want, -1))
+
+
 KERNEL = """module {{
   gpu.module @m {{
     gpu.func @k(%x: memref<64xf32>, %n: i32) kernel {{
@@ -146,12 +213,14 @@ KERNEL = """module {{
 
 
 @pytest.mark.parametrize("body, line, message", [
-    # a loop whose exit differs between lanes
+    # a per-lane loop also left from its body to another block than the head's exit
     ("      cf.br ^head(%c0 : index)\n    ^head(%i: index):\n"
      "      %go = arith.cmpi ult, %i, %l : index\n      cf.cond_br %go, ^body, ^done\n"
-     "    ^body:\n      %j = arith.addi %i, %c1 : index\n      cf.br ^head(%j : index)\n"
-     "    ^done:\n      gpu.return\n    }", 11, "cf.cond_br: the condition differs between "
-     "lanes and its paths hold a loop"),
+     "    ^body:\n      %j = arith.addi %i, %c1 : index\n"
+     "      %b = arith.cmpi eq, %j, %c1 : index\n      cf.cond_br %b, ^out, ^head(%j : index)"
+     "\n    ^out:\n      cf.br ^done\n    ^done:\n      gpu.return\n    }", 11,
+     "cf.cond_br: the condition differs between lanes and the loop it heads is also left "
+     "from block ^body (to ^out)"),
     # some lanes return early
     ("      %go = arith.cmpi ult, %l, %c1 : index\n      cf.cond_br %go, ^a, ^b\n"
      "    ^a:\n      gpu.return\n    ^b:\n      memref.store %f, %x[%l] : memref<64xf32>\n"

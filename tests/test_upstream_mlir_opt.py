@@ -1,7 +1,9 @@
 """mlir-opt-22 as the oracle of upstream MLIR: every upstream test input (tests/upstream/*.mlir
 and the generated MFMA kernels) is accepted by mlir-opt-22, and its custom-form and
 generic-form (`--mlir-print-op-generic`) prints compile to the same code object (mlir-opt
-renames values to %argN/%N in both, so the kernel argument names agree)."""
+renames values to %argN/%N in both, so the kernel argument names agree; in a file of one
+gpu.func: the generic print numbers a second function's arguments on from the first's, which
+changes the kernel argument names, so each input holds one kernel)."""
 
 from __future__ import annotations
 

@@ -274,12 +274,6 @@ KERNEL = """module {{
      "vector<4xf32>", "amdgpu.wmma: WMMA exists only on RDNA"),
     ("      %c3 = arith.constant 3 : index\n      %q = arith.divui %l, %c3 : index",
      "arith.divui: divides by a value that is not a constant power of two"),
-    ("      %c1 = arith.constant 1 : index\n"
-     "      %r = scf.while (%i = %l) : (index) -> index {\n"
-     "        %go = arith.cmpi ult, %i, %c1 : index\n"
-     "        scf.condition(%go) %i : index\n"
-     "      } do {\n      ^bb0(%j: index):\n        scf.yield %j : index\n      }",
-     "scf.while: the condition differs between lanes"),
 ])
 def test_unsupported_input_is_an_error_with_location(body, message):
     err = _error(KERNEL.format(body=body))
@@ -516,3 +510,69 @@ def test_scf_while_on_a_uniform_condition(target, n):
         i, t = i * 2, t + 1
     np.testing.assert_array_equal(o, want)
     assert trips[0] == t
+
+
+def _clusters(size: int, stride: int) -> np.ndarray:
+    """The lanes of each lane's cluster (MLIR: base + i * stride, i < size)."""
+    lane = np.arange(64)
+    base = lane // (size * stride) * size * stride + lane % stride
+    return base[:, None] + stride * np.arange(size)[None, :]
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_subgroup_reduce_over_the_wave_and_clusters(target):
+    code = compile_file("subgroup_reduce.mlir", target)
+    f = RNG.integers(-50, 50, 64).astype(np.float32)  # integers: sums exact in any order
+    i = RNG.integers(-2**31, 2**31, 64, dtype=np.int64).astype(np.int32)
+    h = (2.0 ** RNG.integers(-2, 3, (64, 2)) * RNG.choice([-1, 1], (64, 2))).astype(np.float16)
+    of, oi, oh = np.zeros((64, 5), np.float32), np.zeros((64, 2), np.int32), np.zeros_like(h)
+    launch(code, "sred", (1, 1, 1), (64, 1, 1), [f, i, h, of, oi, oh])
+    np.testing.assert_array_equal(of[:, 0], f.sum())
+    np.testing.assert_array_equal(of[:, 1], f[_clusters(4, 1)].sum(1))
+    np.testing.assert_array_equal(of[:, 2], f[_clusters(8, 4)].max(1))
+    np.testing.assert_array_equal(of[:, 3], f[_clusters(16, 2)].min(1))
+    np.testing.assert_array_equal(of[:, 4], f[_clusters(2, 32)].sum(1))
+    np.testing.assert_array_equal(oi[:, 0], i.max())
+    np.testing.assert_array_equal(oi[:, 1], np.bitwise_xor.reduce(i[_clusters(32, 1)], axis=1))
+    np.testing.assert_array_equal(oh, h[_clusters(4, 1)].prod(1))
+
+
+@pytest.mark.parametrize("line, message", [
+    ("%r = gpu.subgroup_reduce add %x cluster(size = 3) : (f32) -> f32",
+     "the cluster size must be a power of two, got 3"),
+    ("%r = gpu.subgroup_reduce add %x cluster(size = 16, stride = 8) : (f32) -> f32",
+     "a cluster of 16 lanes 8 apart does not fit the 64-lane wave"),
+    ("%r = gpu.subgroup_reduce and %x : (f32) -> f32", "and over f32 is not supported"),
+])
+def test_subgroup_reduce_errors_are_located(line, message):
+    text = f"""module {{
+  gpu.module @m {{
+    gpu.func @k(%x: f32) kernel {{
+      {line}
+      gpu.return
+    }}
+  }}
+}}
+"""
+    with pytest.raises(AsterismError) as err:
+        asterism.compile(api.parse(text, "r.mlir"))
+    assert f"gpu.subgroup_reduce: {message}" in err.value.message
+    assert err.value.location.file == "r.mlir" and err.value.location.line == 4
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_scf_while_on_a_per_lane_condition(target):
+    # lane l doubles i from 1 while i <= l: 0 to 6 trips, the lanes leave one by one
+    code = compile_file("while_lanes.mlir", target)
+    x = RNG.standard_normal(64).astype(np.float32)
+    o, trips = np.zeros(64, np.float32), np.zeros(64, np.int32)
+    launch(code, "while_lanes", (1, 1, 1), (64, 1, 1), [x, o, trips])
+    want_o, want_t = np.zeros(64, np.float32), np.zeros(64, np.int32)
+    for lane in range(64):
+        i, acc = 1, np.float32(0)
+        while i <= lane:
+            acc = np.float32(acc + x[lane] * np.float32(i))
+            i, want_t[lane] = i * 2, want_t[lane] + 1
+        want_o[lane] = acc
+    np.testing.assert_array_equal(trips, want_t)
+    np.testing.assert_array_equal(o, want_o)

@@ -50,18 +50,25 @@ def test_vector_load_across_a_strided_dimension_is_a_located_error():
     assert err.value.location.file == "s.mlir" and err.value.location.line == 6
 
 
-@pytest.mark.parametrize("mem", ["memref<?xf32>", "memref<4x?xf32>"])
-def test_a_dynamic_memref_shape_is_a_located_error(mem):
-    text = f"""module {{
-  gpu.module @m {{
-    gpu.func @k(%a: {mem}) kernel {{
+def test_memref_dim_of_a_subview_is_the_views_size():
+    text = """module {
+  gpu.module @m {
+    gpu.func @k(%a: memref<16x8xi32>, %o: memref<2xi32>) kernel {
+      %c0 = arith.constant 0 : index
+      %c1 = arith.constant 1 : index
+      %v = memref.subview %a[2, 1] [5, 3] [1, 1] : memref<16x8xi32> to memref<5x3xi32, strided<[8, 1], offset: 17>>
+      %d0 = memref.dim %v, %c0 : memref<5x3xi32, strided<[8, 1], offset: 17>>
+      %d1 = memref.dim %v, %c1 : memref<5x3xi32, strided<[8, 1], offset: 17>>
+      %i0 = arith.index_cast %d0 : index to i32
+      %i1 = arith.index_cast %d1 : index to i32
+      memref.store %i0, %o[%c0] : memref<2xi32>
+      memref.store %i1, %o[%c1] : memref<2xi32>
       gpu.return
-    }}
-  }}
-}}
+    }
+  }
+}
 """
-    with pytest.raises(AsterismError) as err:
-        asterism.compile(api.parse(text, "d.mlir"))
-    assert f"memref {mem} has a dynamic size: not supported yet" in err.value.message
-    assert "give the memref a static shape" in err.value.message
-    assert err.value.location.file == "d.mlir" and err.value.location.line == 3
+    o = np.zeros(2, np.int32)
+    asterism.launch(asterism.compile(api.parse(text, "s.mlir")), "k", grid=(1, 1, 1),
+                    block=(64, 1, 1), args=[np.zeros((16, 8), np.int32), o], backend="emu")
+    assert o.tolist() == [5, 3]

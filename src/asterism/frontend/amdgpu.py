@@ -29,6 +29,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 from xdsl.dialects.builtin import (
     Float32Type,
     Float64Type,
@@ -42,7 +44,15 @@ from xdsl.irdl import IRDLOperation
 from asterism.frontend.dialects import amdgpu
 from asterism.frontend.emit import align, int_binary, words_of
 from asterism.frontend.lowering import HandlerTable, KernelLowering
-from asterism.frontend.memory import RSRC_WORD3, address, byte_offset, load, store, wait_all
+from asterism.frontend.memory import (
+    RSRC_WORD3,
+    address,
+    byte_offset,
+    cas_loop,
+    load,
+    store,
+    wait_all,
+)
 from asterism.frontend.values import (
     LV,
     const_lv,
@@ -152,6 +162,12 @@ RAW_ATOMICS = (amdgpu.RawBufferAtomicFaddOp, amdgpu.RawBufferAtomicFmaxOp,
 
 def _raw_atomic(low: KernelLowering, op: IRDLOperation) -> None:  # one of RAW_ATOMICS
     mem = _buffer_memref(low, op, op.memref)
+    if isinstance(op, amdgpu.RawBufferAtomicFmaxOp) and type_name(op.value.type) == "f32":
+        # CDNA has no f32 buffer max (buffer_atomic_max_f64 only): a compare-and-swap loop
+        # of v_max_f32 (the maximum the f64 instruction and non-GFX9 chips' f32 one take)
+        cas_loop(low, op, mem, _offset(low, op, mem), low.get(op.value), op.value.type,
+                 "arith.maxnumf", _soffset(low, op, mem))
+        return
     name = _atomic_mnemonic(op, op.value.type, low.target)
     off = low.vgpr(_offset(low, op, mem))
     low.kb.emit(name, low.vgpr(low.get(op.value)), off, mem.value.rsrc, _soffset(low, op, mem),
@@ -175,7 +191,9 @@ def _raw_cmpswap(low: KernelLowering, op: amdgpu.RawBufferAtomicCmpswapOp) -> No
 
 def _fat_cast(low: KernelLowering, op: amdgpu.FatRawBufferCastOp) -> None:
     src = _buffer_memref(low, op, op.source)
-    info = memref_info(op.result.type, op)
+    # the same sizes and strides (dynamic ones: the source's registers)
+    info = dataclasses.replace(memref_info(op.result.type, op, dynamic=True),
+                               sizes=src.value.sizes, strides=src.value.strides)
     info.nbytes = src.value.nbytes
     kb = low.kb
     if op.validBytes is None:

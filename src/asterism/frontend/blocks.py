@@ -7,9 +7,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from xdsl.dialects import cf
 from xdsl.ir import Block, Region
 
-from asterism.frontend.cfg import post_dominators, reverse_post_order, successors
+from asterism.frontend.cfg import loop_body, post_dominators, reverse_post_order, successors
 from asterism.frontend.emit import new_regs
 from asterism.frontend.lowering import KernelLowering
 from asterism.frontend.uniformity import is_divergent
@@ -30,6 +31,12 @@ class BlockLayout:
     # in place (KernelLowering.dest)
     current: Block | None = None  # the block whose ops are being lowered
     masked_next: list = field(default_factory=list)  # inside masked paths: where they go on
+    # per-lane loop heads: Block -> (the label the back edge jumps to, the SGPR pair of the
+    # lanes that have left the loop); asterism.frontend.cf lowers them
+    lane_loops: dict = field(default_factory=dict)
+    # the per-lane loops whose body is being lowered: (exit block, SGPR pair of the lanes
+    # that left), innermost last (asterism.frontend.cf: a break leaves to the exit block)
+    loop_exits: list = field(default_factory=list)
 
 
 def lower_blocks(low: KernelLowering, region: Region) -> None:
@@ -56,6 +63,12 @@ def lower_blocks(low: KernelLowering, region: Region) -> None:
             continue  # lowered inside the masked paths of a per-lane branch
         if b is not entry:
             kb.place(layout.labels[b])
+        if is_lane_loop_head(low, b, order):
+            # entered from outside: no lane has left yet; the back edge comes in after this
+            exited = kb.sregs(2, 2)
+            kb.s_mov_b64(exited, 0)
+            inner = kb.label("lane_loop")
+            layout.lane_loops[b] = (inner, exited)
         layout.done.add(b)
         layout.current = b
         low.lower_block(b)
@@ -64,4 +77,13 @@ def lower_blocks(low: KernelLowering, region: Region) -> None:
 
 
 
-__all__ = ["BlockLayout", "lower_blocks"]
+def is_lane_loop_head(low: KernelLowering, block: Block, order: list[Block]) -> bool:
+    """Whether `block` ends in a per-lane cf.cond_br one of whose successors leads back to
+    it (the head of a loop the lanes leave in different iterations)."""
+    last = block.last_op
+    if not isinstance(last, cf.ConditionalBranchOp) or not is_divergent(low, last.cond):
+        return False
+    return any(loop_body(block, s, order) is not None for s in successors(block))
+
+
+__all__ = ["BlockLayout", "is_lane_loop_head", "lower_blocks"]

@@ -15,7 +15,13 @@ through.
   return on the way and without being entered from elsewhere: the blocks of the true paths run
   under the lanes whose condition is 1 (`s_and_saveexec_b64`), then those of the false paths
   under the others (`s_xor_b64`), EXEC is restored (`s_or_b64`) and the meeting block follows.
-  A branch inside those paths (per-lane or not) is masked the same way. Other shapes are an
+  A branch inside those paths (per-lane or not) is masked the same way, and a loop there runs
+  as a per-lane loop (below).
+* `cf.cond_br` at the head of a loop on a per-lane condition (or any loop inside masked
+  paths): the lanes that leave get the exit block's arguments and leave EXEC, remembered in
+  an SGPR pair zeroed on entry; the others run the body and branch back until none is left
+  (`s_cbranch_execz`); then EXEC is every lane that came in. A break (a cf.cond_br in the
+  body to the head's exit block) takes its lanes out of EXEC the same way. Other shapes are an
   error naming the branch and what is missing.
 """
 
@@ -25,8 +31,8 @@ from xdsl.dialects import cf
 from xdsl.ir import Block
 
 from asterism.frontend.blocks import BlockLayout
-from asterism.frontend.cfg import blocks_between, successors
-from asterism.frontend.emit import branch_if_zero, masked_arms, parallel_copy
+from asterism.frontend.cfg import blocks_between, loop_body, successors
+from asterism.frontend.emit import branch_if_zero, flag_of, masked_arms, parallel_copy
 from asterism.frontend.lowering import HandlerTable, KernelLowering
 from asterism.frontend.values import LV, LoweringError, fail
 
@@ -64,7 +70,12 @@ def _cond_br(low: KernelLowering, op: cf.ConditionalBranchOp) -> None:
     cond = low.get(op.cond)
     kb = low.kb
     if layout.masked_next:  # inside the paths of a per-lane branch: mask this one too
-        layout.masked_next[-1] = _masked_branch(low, layout, op, cond)
+        if layout.loop_exits and layout.loop_exits[-1][0] in (op.then_block, op.else_block):
+            layout.masked_next[-1] = _break(low, layout, op, cond)
+        elif layout.current in layout.lane_loops:  # a loop there: lanes leave under EXEC
+            layout.masked_next[-1] = _lane_loop(low, layout, op, cond)
+        else:
+            layout.masked_next[-1] = _masked_branch(low, layout, op, cond)
         return
     if cond.kind == "c":
         dest, args = ((op.then_block, op.then_arguments) if cond.scalar else
@@ -85,8 +96,114 @@ def _cond_br(low: KernelLowering, op: cf.ConditionalBranchOp) -> None:
         else:
             _jump(low, layout, op.then_block)
         return
+    if layout.current in layout.lane_loops:
+        _jump(low, layout, _lane_loop(low, layout, op, cond))
+        return
     merge = _masked_branch(low, layout, op, cond)
     _jump(low, layout, merge)
+
+
+def _walk(low: KernelLowering, layout: BlockLayout, op, block: Block, stop: Block,
+          what: str) -> None:
+    """Lower the blocks from `block` on, each followed by where its branch goes on (set in
+    `masked_next` by the branch handlers), until `stop`: the paths of a masked branch or the
+    body of a per-lane loop. A loop head met on the way (a loop inside them) gets its
+    per-lane loop entry: the SGPR pair of the lanes that left, zeroed, and the label its back
+    edge jumps to."""
+    kb = low.kb
+    while block is not stop:
+        if block in layout.done:
+            raise fail(op, f"{what} and block {_name(layout, block)} is reached on two of its "
+                           "paths (unstructured branches are not supported under EXEC "
+                           "masking)")
+        layout.done.add(block)
+        if any(loop_body(block, s, layout.order) is not None for s in successors(block)):
+            exited = kb.sregs(2, 2)
+            kb.s_mov_b64(exited, 0)
+            layout.lane_loops[block] = (kb.label("lane_loop"), exited)
+        outer, layout.current = layout.current, block
+        layout.masked_next.append(None)
+        low.lower_block(block)
+        block = layout.masked_next.pop()
+        layout.current = outer
+
+
+def _lane_loop(low: KernelLowering, layout: BlockLayout, op: cf.ConditionalBranchOp,
+               cond: LV) -> Block:
+    """The per-lane cf.cond_br at the head of a loop (one successor leads back here, the
+    other leaves): the lanes that leave get the exit block's arguments and are taken out of
+    EXEC (`s_andn2_b64`), remembered in an SGPR pair; the others run the body's blocks and
+    branch back; once no lane is left (`s_cbranch_execz`) EXEC is the lanes that left and the
+    exit block follows. Returns the exit block."""
+    kb = low.kb
+    here = layout.current
+    inner, exited = layout.lane_loops[here]
+    then_loop = loop_body(here, op.then_block, layout.order)
+    else_loop = loop_body(here, op.else_block, layout.order)
+    if then_loop is not None and else_loop is not None:
+        raise fail(op, "the condition differs between lanes and both of its successors lead "
+                       "back to it; a per-lane loop needs one successor that leaves")
+    stay_on_true = then_loop is not None
+    body, exits = then_loop if stay_on_true else else_loop  # type: ignore[misc]
+    entry, entry_args = ((op.then_block, op.then_arguments) if stay_on_true else
+                         (op.else_block, op.else_arguments))
+    out, out_args = ((op.else_block, op.else_arguments) if stay_on_true else
+                     (op.then_block, op.then_arguments))
+    for b in body:  # other exits: a cf.cond_br to the head's exit block (a break)
+        for s in successors(b):
+            if s in exits and (s is not out or not isinstance(b.last_op,
+                                                               cf.ConditionalBranchOp)):
+                raise fail(op, f"the condition differs between lanes and the loop it heads "
+                               f"is also left from block {_name(layout, b)} (to "
+                               f"{_name(layout, s)}); a per-lane loop may be left only at its "
+                               "head or by a cf.cond_br to the head's exit block")
+    for b in body:
+        outside = [p for p in layout.preds.get(b, []) if p is not here and p not in body]
+        if outside:
+            raise fail(op, f"the condition differs between lanes and block {_name(layout, b)} "
+                           "of the loop it heads is also entered from outside the loop")
+    if flag_of(low, cond) != "vcc":
+        kb.v_cmp_ne_u32(kb.vcc, 0, low.vgpr(cond))
+    ones = kb.s_mov_b64(None, kb.vcc)  # (the copies below may use VCC)
+    leave = (kb.s_andn2_b64 if stay_on_true else kb.s_and_b64)(None, kb.exec, ones)
+    saved = kb.s_and_saveexec_b64(None, leave)
+    _copy_args(low, layout, out_args, out)  # the leaving lanes' exit values
+    kb.s_mov_b64(kb.exec, saved)
+    kb.s_or_b64(exited, exited, leave)
+    kb.s_andn2_b64(kb.exec, kb.exec, leave)
+    end = kb.new_label("lane_loop_end")
+    kb.s_cbranch_execz(end)
+    _copy_args(low, layout, entry_args, entry)
+    layout.loop_exits.append((out, exited))
+    _walk(low, layout, op, entry, here, "the loop it heads is run lane by lane")
+    layout.loop_exits.pop()
+    kb.s_branch(inner)
+    kb.place(end)
+    kb.s_mov_b64(kb.exec, exited)  # (EXEC is 0 here: back to every lane that came in)
+    return out
+
+
+def _break(low: KernelLowering, layout: BlockLayout, op: cf.ConditionalBranchOp,
+           cond: LV) -> Block:
+    """A cf.cond_br in a per-lane loop's body to the loop's exit block (a break): the lanes
+    that take it get the exit block's arguments and leave EXEC, as at the head; the others go
+    on to the other successor, which is returned."""
+    kb = low.kb
+    out, exited = layout.loop_exits[-1]
+    leave_on_true = op.then_block is out
+    if flag_of(low, cond) != "vcc":
+        kb.v_cmp_ne_u32(kb.vcc, 0, low.vgpr(cond))
+    ones = kb.s_mov_b64(None, kb.vcc)
+    leave = (kb.s_and_b64 if leave_on_true else kb.s_andn2_b64)(None, kb.exec, ones)
+    saved = kb.s_and_saveexec_b64(None, leave)
+    _copy_args(low, layout, op.then_arguments if leave_on_true else op.else_arguments, out)
+    kb.s_mov_b64(kb.exec, saved)
+    kb.s_or_b64(exited, exited, leave)
+    kb.s_andn2_b64(kb.exec, kb.exec, leave)
+    stay, stay_args = ((op.else_block, op.else_arguments) if leave_on_true else
+                       (op.then_block, op.then_arguments))
+    _copy_args(low, layout, stay_args, stay)
+    return stay
 
 
 def _masked_branch(low: KernelLowering, layout: BlockLayout, op: cf.ConditionalBranchOp,
@@ -107,10 +224,9 @@ def _masked_branch(low: KernelLowering, layout: BlockLayout, op: cf.ConditionalB
         if outside:
             raise fail(op, f"{what} and a block on its paths is also entered from outside "
                            "them; EXEC masking needs paths entered only by this branch")
-        if any(s is here or s in region and layout.order.index(s) <= layout.order.index(b)
-               for s in successors(b)):
-            raise fail(op, f"{what} and its paths hold a loop; a loop inside per-lane "
-                           "branches is not supported (write it as scf.for inside scf.if)")
+        if any(s is here for s in successors(b)):
+            raise fail(op, f"{what} and its paths lead back to it before they meet; EXEC "
+                           "masking needs the true and false paths to join at one block")
         if not isinstance(b.last_op, cf.BranchOp | cf.ConditionalBranchOp):
             raise fail(b.last_op, f"ends a path of the per-lane cf.cond_br at {_where(op)} "
                                   "before the paths meet; a return under a per-lane branch "
@@ -118,17 +234,7 @@ def _masked_branch(low: KernelLowering, layout: BlockLayout, op: cf.ConditionalB
 
     def side(block: Block, args) -> None:
         _copy_args(low, layout, args, block)
-        while block is not merge:
-            if block in layout.done:
-                raise fail(op, f"{what} and block {_name(layout, block)} is reached on two "
-                               "of its paths before they meet (unstructured branches are "
-                               "not supported under EXEC masking)")
-            layout.done.add(block)
-            outer, layout.current = layout.current, block
-            layout.masked_next.append(None)
-            low.lower_block(block)
-            block = layout.masked_next.pop()
-            layout.current = outer
+        _walk(low, layout, op, block, merge, what)
 
     then_side = (lambda: side(op.then_block, op.then_arguments))
     else_side = None

@@ -76,4 +76,39 @@ def blocks_between(start: Block, merge: Block | None) -> list[Block]:
     return seen[1:]
 
 
-__all__ = ["blocks_between", "post_dominators", "reverse_post_order", "successors"]
+def loop_body(head: Block, entry: Block, order: list[Block]
+              ) -> tuple[list[Block], list[Block]] | None:
+    """The blocks of the loop `head` heads when its successor `entry` leads back to it: (the
+    blocks reachable from `entry` without passing `head` that lead back to it, those that do
+    not: the loop's other exits); None when `entry` does not come back, or does so only
+    through a block laid out before `head` in `order` (the reverse post-order: an enclosing
+    loop's head, so `entry` leaves this loop)."""
+    reach: list[Block] = []
+    todo = [entry]
+    back = False
+    while todo:
+        b = todo.pop()
+        if b is head:
+            back = True
+            continue
+        if b in reach:
+            continue
+        reach.append(b)
+        todo.extend(successors(b))
+    if not back:
+        return None
+    inside = {head}  # blocks that reach the head (a fixpoint backwards)
+    changed = True
+    while changed:
+        changed = False
+        for b in reach:
+            if b not in inside and any(s in inside for s in successors(b)):
+                inside.add(b)
+                changed = True
+    first = order.index(head)
+    if any(b is not head and b in order and order.index(b) < first for b in inside):
+        return None
+    return [b for b in reach if b in inside], [b for b in reach if b not in inside]
+
+
+__all__ = ["blocks_between", "loop_body", "post_dominators", "reverse_post_order", "successors"]

@@ -14,6 +14,7 @@ from xdsl.ir import Operation
 from asterism.frontend.lowering import KernelLowering
 from asterism.frontend.values import (
     LV,
+    LoweringError,
     const_lv,
     const_words,
     elem_bits,
@@ -408,7 +409,79 @@ def select_value(low: KernelLowering, c: LV, a: LV, b: LV, t) -> LV:
     return LV("v", t, out[0] if n == 1 else kb.join(*out, align=align(n)))
 
 
+# float binary ops (here, not in .arith: the memory helpers combine values with them too)
+_FLOAT_OPS = {
+    "arith.addf": "v_add", "arith.subf": "v_sub", "arith.mulf": "v_mul",
+    "arith.maximumf": "v_max", "arith.minimumf": "v_min", "arith.maxnumf": "v_max",
+    "arith.minnumf": "v_min",
+}
+
+
+def float_binary(low: KernelLowering, name: str, a: LV, b: LV, t, dest=None) -> LV:
+    """A float binary op (f16, f32, f64; elementwise on vectors of f32)."""
+    tn = type_name(t)
+    if isinstance(t, VectorType):
+        et = t.element_type
+        if type_name(et) == "f16" and name in _PACKED_F16:
+            return _packed_f16(low, _PACKED_F16[name], a, b, t)
+        if type_bits(et) != 32:
+            parts = [float_binary(low, name, x, y, et) for x, y in
+                     zip(elements(low, a, t), elements(low, b, t))]
+            return pack(low, parts, elem_bits(et), t)
+        n = reg_count(t)
+        parts = [float_binary(low, name, x, y, et) for x, y in
+                 zip(words_of(low, a, n), words_of(low, b, n))]
+        regs = [low.vgpr(p) for p in parts]
+        return LV("v", t, regs[0] if n == 1 else low.kb.join(*regs, align=align(n)))
+    if tn not in ("f16", "f32", "f64"):
+        raise LoweringError(f"{t} arithmetic is not supported (f16, f32, f64)")
+    if name == "arith.divf":
+        return _divf(low, a, b, t)
+    mnemonic = f"{_FLOAT_OPS[name]}_{tn}"
+    if tn == "f64" and mnemonic in ("v_sub_f64",):
+        raise LoweringError("f64 subtraction is not supported yet")
+    if tn == "f64" and mnemonic.startswith(("v_max", "v_min")):
+        mnemonic = mnemonic.replace("_f64", "_f64")
+    x, y = float_sources(low, [a, b], t)
+    if not isinstance(y, float) and hasattr(y, "type") and y.type.KIND != "v" and \
+            not isinstance(x, float) and x.type.KIND == "v" and name != "arith.subf":
+        x, y = y, x
+    return LV("v", t, low.kb.emit(mnemonic, dest, x, y))
+
+
+# f16 vector ops a hand-writer does two elements at a time (VOP3P packed math).
+_PACKED_F16 = {"arith.addf": "v_pk_add_f16", "arith.mulf": "v_pk_mul_f16",
+               "arith.maximumf": "v_pk_max_f16", "arith.minimumf": "v_pk_min_f16",
+               "arith.maxnumf": "v_pk_max_f16", "arith.minnumf": "v_pk_min_f16"}
+
+
+def _packed_f16(low: KernelLowering, mnemonic: str, a: LV, b: LV, t) -> LV:
+    """An f16 vector op, one packed instruction per register (two elements)."""
+    n = reg_count(t)
+    out = []
+    for x, y in zip(words_of(low, a, n), words_of(low, b, n)):
+        xs, ys = low.valu_operands([x, y])
+        # (an inline constant would apply to the low half only: constants go in registers)
+        xs = low.vgpr(x) if isinstance(xs, int) else xs
+        ys = low.vgpr(y) if isinstance(ys, int) else ys
+        out.append(low.kb.emit(mnemonic, None, xs, ys))
+    return LV("v", t, out[0] if n == 1 else low.kb.join(*out, align=align(n)))
+
+
+def _divf(low: KernelLowering, a: LV, b: LV, t) -> LV:
+    """a / b as a * rcp(b) (v_rcp: 1 ulp), f32 and f16."""
+    tn = type_name(t)
+    if tn not in ("f32", "f16"):
+        raise LoweringError(f"divf on {t} is not supported (f16, f32)")
+    kb = low.kb
+    (bv,) = float_sources(low, [b], t)
+    r = kb.emit(f"v_rcp_{tn}", None, bv)
+    (av,) = float_sources(low, [a], t)
+    return LV("v", t, kb.emit(f"v_mul_{tn}", None, av, r))
+
+
 __all__ = ["CMPI_FOLD", "INT_FOLD", "INT_OPS", "MASK32", "align", "branch_if_zero", "cmp_suffix",
-           "compare_int", "copy_into", "elements", "extract_bits", "flag_of", "float_sources",
+           "compare_int", "copy_into", "elements", "extract_bits", "flag_of", "float_binary",
+           "float_sources",
            "int_binary", "masked_arms", "new_regs", "pack", "parallel_copy", "pow2",
            "select_value", "words_of", "written_into"]

@@ -5,7 +5,7 @@ gpu.func themselves: asterism.frontend.lower and .kernel.)"""
 
 from __future__ import annotations
 
-from xdsl.dialects.builtin import IndexType, IntegerType, i32
+from xdsl.dialects.builtin import IndexType, IntegerType, VectorType, i32
 
 from asterism.frontend.dialects.gpu import (
     BlockDimOp,
@@ -15,12 +15,13 @@ from asterism.frontend.dialects.gpu import (
     GridDimOp,
     LaneIdOp,
     ShuffleOp,
+    SubgroupReduceOp,
     ThreadIdOp,
 )
 from asterism.frontend.emit import align, int_binary, words_of
 from asterism.frontend.lowering import HandlerTable, KernelLowering
-from asterism.frontend.memory import wait_all
-from asterism.frontend.values import LV, const_lv, fail, reg_count
+from asterism.frontend.memory import combine, wait_all
+from asterism.frontend.values import LV, const_lv, fail, reg_count, type_name
 
 
 def _thread_id(low: KernelLowering, op: ThreadIdOp) -> None:
@@ -104,6 +105,22 @@ def _each_register(low: KernelLowering, value: LV, t, move) -> LV:
     return LV("v", t, out[0] if n == 1 else low.kb.join(*out, align=align(n)))
 
 
+def xor_lanes(low: KernelLowering, value: LV, t, m: int) -> LV:
+    """`value` of lane l ^ m in every lane l (0 < m < 64): a DPP quad_perm below 4, a
+    ds_swizzle (bit-mask mode, no address) below 32, else ds_bpermute_b32."""
+    kb = low.kb
+    if m in _QUAD_XOR:
+        return _each_register(low, value, t, lambda r: kb.v_mov_b32(
+            kb.v_mov_b32(None, r), r, dpp_ctrl=_QUAD_XOR[m], row_mask=0xF, bank_mask=0xF))
+    if m < 32:  # bit-mask mode: and 0x1f, or 0, xor m
+        return _each_register(low, value, t, lambda r: kb.ds_swizzle_b32(
+            None, r, offset=0x1F | m << 10))
+    addr = int_binary(low, "arith.shli", int_binary(low, "arith.xori", _lane(low),
+                                                    const_lv(m, i32), i32),
+                      const_lv(2, i32), i32)
+    return _each_register(low, value, t, lambda r: kb.ds_bpermute_b32(None, addr.value, r))
+
+
 def _shuffle(low: KernelLowering, op: ShuffleOp) -> None:
     """gpu.shuffle: lanes split in segments of `width`; lane l reads lane l ^ offset (xor),
     l + offset (down), l - offset (up) or offset (idx; the absolute lane, as MLIR's ROCDL
@@ -120,20 +137,7 @@ def _shuffle(low: KernelLowering, op: ShuffleOp) -> None:
         raise fail(op, "the width must be a constant power of two up to 64 (the wave size); "
                        "a variable width is not supported")
     if mode == "xor" and off.kind == "c" and 0 < off.scalar < w:
-        m = off.scalar
-        if m in _QUAD_XOR:
-            res = _each_register(low, value, t, lambda r: kb.v_mov_b32(
-                kb.v_mov_b32(None, r), r, dpp_ctrl=_QUAD_XOR[m], row_mask=0xF, bank_mask=0xF))
-        elif m < 32:  # bit-mask mode: and 0x1f, or 0, xor m
-            res = _each_register(low, value, t, lambda r: kb.ds_swizzle_b32(
-                None, r, offset=0x1F | m << 10))
-        else:
-            lane = _lane(low)
-            addr = int_binary(low, "arith.shli", int_binary(low, "arith.xori", lane, off, i32),
-                              const_lv(2, i32), i32)
-            res = _each_register(low, value, t, lambda r: kb.ds_bpermute_b32(None, addr.value,
-                                                                             r))
-        low.set(op.shuffleResult, res)
+        low.set(op.shuffleResult, xor_lanes(low, value, t, off.scalar))
         low.set(op.valid, const_lv(1, IntegerType(1)))
         return
     lane = _lane(low)
@@ -154,7 +158,55 @@ def _shuffle(low: KernelLowering, op: ShuffleOp) -> None:
     low.set(op.valid, valid)
 
 
+# gpu.subgroup_reduce kinds -> the arith op that combines two values, by integer / float
+_REDUCE_INT = {"add": "arith.addi", "mul": "arith.muli", "minui": "arith.minui",
+               "minsi": "arith.minsi", "maxui": "arith.maxui", "maxsi": "arith.maxsi",
+               "and": "arith.andi", "or": "arith.ori", "xor": "arith.xori"}
+_REDUCE_FLOAT = {"add": "arith.addf", "mul": "arith.mulf", "minnumf": "arith.minnumf",
+                 "maxnumf": "arith.maxnumf", "minimumf": "arith.minimumf",
+                 "maximumf": "arith.maximumf"}
+
+
+def _subgroup_reduce(low: KernelLowering, op: SubgroupReduceOp) -> None:
+    """gpu.subgroup_reduce: a butterfly over the cluster (lanes base + i * stride, i < size;
+    the whole wave of 64 by default): log2(size) steps, each combining the value with lane
+    l ^ (k * stride)'s (`xor_lanes`: DPP, ds_swizzle or ds_bpermute), so every lane of the
+    cluster ends with the reduction, as MLIR defines it. Floats combine in butterfly order
+    (a sum rounds as a pairwise tree does)."""
+    t = op.value.type
+    et = t.element_type if isinstance(t, VectorType) else t
+    kind = op.op.data.value
+    tn = type_name(et)
+    if tn in ("f16", "f32"):
+        name = _REDUCE_FLOAT.get(kind)
+    elif tn in ("i32", "index") and not isinstance(t, VectorType):
+        name = _REDUCE_INT.get(kind)
+    else:
+        name = None
+    if name is None:
+        raise fail(op, f"{kind} over {t} is not supported (add, mul, max/min kinds on f16, f32 "
+                       "and their vectors; add, mul, max/min, and, or, xor on i32/index)")
+    size = op.cluster_size.value.data if op.cluster_size is not None else WAVE
+    stride = op.stride()
+    for what, v in (("cluster size", size), ("cluster stride", stride)):
+        if v <= 0 or v & (v - 1):
+            raise fail(op, f"the {what} must be a power of two, got {v}")
+    if size * stride > WAVE:
+        raise fail(op, f"a cluster of {size} lanes {stride} apart does not fit the "
+                       f"{WAVE}-lane wave")
+    value = low.get(op.value)
+    k = 1
+    while k < size:
+        value = combine(low, name, value, xor_lanes(low, value, t, k * stride), t)
+        k *= 2
+    low.set(op.result, LV("v", t, low.vgpr(value)) if value.kind != "v" else value)
+
+
+WAVE = 64  # lanes of a wave (the subgroup) on CDNA
+
+
 HANDLERS: HandlerTable = {
+    SubgroupReduceOp: _subgroup_reduce,
     ThreadIdOp: _thread_id,
     LaneIdOp: _lane_id,
     BlockIdOp: _block_id,

@@ -7,20 +7,22 @@ from __future__ import annotations
 from xdsl.dialects.builtin import i32
 from xdsl.ir import SSAValue
 
-from asterism.frontend.emit import int_binary
+from asterism.frontend.emit import copy_into, float_binary, int_binary, new_regs, words_of
 from asterism.frontend.lowering import KernelLowering
-from asterism.frontend.values import LV, const_lv, fail, signed32, type_bits
+from asterism.frontend.values import LV, const_lv, fail, reg_count, signed32, type_bits
 
 # dword3 of a raw buffer resource on gfx9: DST_SEL_XYZW = XYZW, DATA_FORMAT = 32 (as LLVM).
 RSRC_WORD3 = 0x00027000
 
 
-def buffer_resource(kb, ptr: SSAValue, nbytes: int) -> SSAValue:
+def buffer_resource(kb, ptr: SSAValue, nbytes: int | SSAValue) -> SSAValue:
     """A raw buffer resource for the 64-bit pointer `ptr`: stride 0, num_records =
-    `nbytes`, so accesses past the end read 0 and write nothing (hardware clamping)."""
+    `nbytes` (a constant or an SGPR), so accesses past the end read 0 and write nothing
+    (hardware clamping)."""
     lo, hi = kb.split(ptr)
     hi16 = kb.s_and_b32(None, hi, 0xFFFF)
-    return kb.join(kb.s_mov_b32(None, lo), hi16, kb.s_mov_b32(None, signed32(nbytes)),
+    num = signed32(nbytes) if isinstance(nbytes, int) else nbytes
+    return kb.join(kb.s_mov_b32(None, lo), hi16, kb.s_mov_b32(None, num),
                    kb.s_mov_b32(None, signed32(RSRC_WORD3)), align=4)
 
 
@@ -42,6 +44,8 @@ def byte_offset(low: KernelLowering, op, mem, indices: list[LV], extra: int = 0)
         total = scaled(low, info.offset, info.elem_bytes)
         total = int_binary(low, "arith.addi", total, const_lv(extra * info.elem_bytes, i32), i32)
     for idx, stride in zip(indices, info.strides):
+        if isinstance(stride, LV):  # a dynamic stride (elements), from the descriptor
+            idx, stride = int_binary(low, "arith.muli", idx, stride, i32), 1
         total = int_binary(low, "arith.addi", total,
                            scaled(low, idx, stride * info.elem_bytes), i32)
     return total
@@ -136,6 +140,61 @@ def store(low: KernelLowering, op, mem: LV, offset: LV, value: LV, t, soffset=0,
             kb.emit(table[n], piece, addr, info.rsrc, soffset, offen=True, **mods)
 
 
+# the compare-and-swap instruction by bytes: global (MUBUF; data = {new, compare}) and LDS
+# (DS; data0 = compare, data1 = new)
+_BUFFER_CMPSWAP = {4: "buffer_atomic_cmpswap", 8: "buffer_atomic_cmpswap_x2"}
+_DS_CMPST = {4: "ds_cmpst_rtn_b32", 8: "ds_cmpst_rtn_b64"}
+
+
+def combine(low: KernelLowering, name: str, a: LV, b: LV, t) -> LV:
+    """`a name b` for the arith op `name` (integer or float) on lowered values."""
+    if name.endswith("f"):
+        return float_binary(low, name, a, b, t)
+    return int_binary(low, name, a, b, t)
+
+
+def cas_loop(low: KernelLowering, op, mem: LV, off: LV, value: LV, t, name: str,
+             soffset=0) -> LV:
+    """An atomic `mem[off] = mem[off] name value` with no instruction of its own, as a
+    compare-and-swap loop (as LLVM expands such an atomicrmw): each lane loads the old
+    value, computes the new one and swaps it in if memory still holds the old one; the lanes
+    whose swap failed (another lane or wave wrote first) retry with the value they got,
+    under EXEC, until every lane has succeeded. Returns the old value each lane replaced.
+    Lanes contending for one address succeed one per pass (the instruction's lanes go in
+    order), so the result is the sequential reduction in some lane order."""
+    kb = low.kb
+    info = mem.value
+    n = reg_count(t)
+    nbytes = 4 * n
+    lds = info.space == "workgroup"
+    old = new_regs(low, t, "v")
+    copy_into(low, old, load(low, op, mem, off, t, soffset), t)
+    vaddr = address(low, mem, off)
+    done = kb.sregs(2, 2)
+    kb.s_mov_b64(done, 0)
+    head = kb.label("cas_loop")
+    new = combine(low, name, LV("v", t, old), value, t)
+    # fresh registers: the returning atomic overwrites its data with the old value
+    new_words = [kb.v_mov_b32(None, low.operand(w)) for w in words_of(low, new, n)]
+    old_words = [kb.v_mov_b32(None, w) for w in (kb.split(old) if n > 1 else [old])]
+    if lds:
+        data0 = old_words[0] if n == 1 else kb.join(*old_words, align=2)
+        data1 = new_words[0] if n == 1 else kb.join(*new_words, align=2)
+        got = kb.emit(_DS_CMPST[nbytes], None, vaddr, data0, data1)
+    else:
+        data = kb.join(*new_words, *old_words, align=2 if n == 1 else 4)
+        ret = kb.emit(_BUFFER_CMPSWAP[nbytes], data, vaddr, info.rsrc, soffset, offen=True,
+                      sc0=True)
+        got = kb.sub(ret, 0) if n == 1 else kb.sub(ret, 0, 2)
+    kb.emit("v_cmp_eq_u32" if n == 1 else "v_cmp_eq_u64", kb.vcc, got, old)
+    copy_into(low, old, LV("v", t, got), t)
+    kb.s_or_b64(done, done, kb.vcc)
+    kb.s_andn2_b64(kb.exec, kb.exec, kb.vcc)  # the lanes that swapped are done
+    kb.s_cbranch_execnz(head)
+    kb.s_or_b64(kb.exec, kb.exec, done)  # (EXEC is 0 here: back to the lanes that came in)
+    return LV("v", t, old)
+
+
 def memref_operand(low: KernelLowering, op, value) -> LV:
     """The lowered memref `value` (an error naming `op` if it is not one)."""
     lv = low.get(value)
@@ -144,5 +203,6 @@ def memref_operand(low: KernelLowering, op, value) -> LV:
     return lv
 
 
-__all__ = ["RSRC_WORD3", "address", "scaled", "buffer_resource", "byte_offset", "load",
+__all__ = ["RSRC_WORD3", "address", "scaled", "buffer_resource", "byte_offset", "cas_loop",
+           "combine", "load",
            "memref_operand", "store", "wait_all"]

@@ -14,7 +14,15 @@ from xdsl.dialects.builtin import StridedLayoutAttr, i32
 from asterism.frontend.dialects.memref import AtomicRMWOp
 from asterism.frontend.emit import int_binary, words_of
 from asterism.frontend.lowering import HandlerTable, KernelLowering
-from asterism.frontend.memory import address, byte_offset, load, memref_operand, scaled, store
+from asterism.frontend.memory import (
+    address,
+    byte_offset,
+    cas_loop,
+    load,
+    memref_operand,
+    scaled,
+    store,
+)
 from asterism.frontend.values import LV, const_lv, fail, memref_info, reg_count, type_name
 
 DYNAMIC = -(1 << 63)  # MLIR's marker of a dynamic offset, size or stride
@@ -30,6 +38,22 @@ def _memref_store(low: KernelLowering, op: memref.StoreOp) -> None:
     mem = memref_operand(low, op, op.memref)
     off = byte_offset(low, op, mem, [low.get(i) for i in op.indices])
     store(low, op, mem, off, low.get(op.value), op.value.type)
+
+
+def _dim(low: KernelLowering, op: memref.DimOp) -> None:
+    """memref.dim: a static size is a constant, a dynamic one the SGPR read from the
+    kernel argument's descriptor (asterism.frontend.kernel)."""
+    mem = memref_operand(low, op, op.source)
+    index = low.get(op.index)
+    sizes = mem.value.sizes
+    if index.kind != "c":
+        raise fail(op, "the dimension must be a constant")
+    d = int(index.scalar)
+    if not 0 <= d < len(sizes):
+        raise fail(op, f"dimension {d} of a rank-{len(sizes)} memref")
+    size = sizes[d]
+    low.set(op.result, const_lv(size, op.result.type) if isinstance(size, int) else
+            LV(size.kind, op.result.type, size.value))
 
 
 def _alloc(low: KernelLowering, op: memref.AllocOp | memref.AllocaOp) -> None:
@@ -50,6 +74,9 @@ def _subview(low: KernelLowering, op: memref.SubviewOp) -> None:
     found from the result type's strides."""
     src = memref_operand(low, op, op.source)
     info = src.value
+    if any(isinstance(s, LV) for s in info.strides):
+        raise fail(op, "a subview of a memref with a dynamic stride is not supported yet "
+                       "(a dynamic size is: the view keeps the memref's runtime range)")
     offsets = _values(low, op, op.static_offsets.get_values(), op.offsets)
     sizes = list(op.static_sizes.get_values())
     steps = list(op.static_strides.get_values())
@@ -64,7 +91,8 @@ def _subview(low: KernelLowering, op: memref.SubviewOp) -> None:
     rank = len(t.get_shape())
     if rank != len(strides):
         strides = _kept_strides(op, t, sizes, strides)
-    view = dataclasses.replace(info, type=t, strides=strides, offset=start)
+    view = dataclasses.replace(info, type=t, strides=strides, offset=start,
+                               sizes=list(t.get_shape()))
     low.set(op.result, LV("m", t, view))
 
 
@@ -113,8 +141,17 @@ _DS_ATOMICS = {
 _DS_ATOMICS["i64"] = {k: v.replace("32", "64") for k, v in _DS_ATOMICS["i32"].items()}
 
 
+# kinds with no atomic instruction, done by a compare-and-swap loop: kind -> the arith op
+# that combines the old value with the operand, by element type
+_CAS_KINDS = {
+    "i32": {"muli": "arith.muli"},
+    "f32": {"mulf": "arith.mulf", "maximumf": "arith.maximumf", "minimumf": "arith.minimumf",
+            "maxnumf": "arith.maxnumf", "minnumf": "arith.minnumf"},
+}
+_CAS_KINDS["f64"] = dict(_CAS_KINDS["f32"])
 def _atomic_rmw(low: KernelLowering, op: AtomicRMWOp) -> None:
-    """memref.atomic_rmw: one returning atomic instruction (the old value is the result)."""
+    """memref.atomic_rmw: one returning atomic instruction (the old value is the result), or
+    a compare-and-swap loop for the kinds with no instruction (`cas_loop`)."""
     from asterism.isa import get_isa
 
     mem = memref_operand(low, op, op.memref)
@@ -122,9 +159,16 @@ def _atomic_rmw(low: KernelLowering, op: AtomicRMWOp) -> None:
     kind, tn = op.kind_name(), type_name(op.value.type)
     table = _DS_ATOMICS if info.space == "workgroup" else _BUFFER_ATOMICS
     name = table.get(tn, {}).get(kind, "")
-    if not name or name not in get_isa(low.target).instructions:
-        have = sorted(k for k, n in table.get(tn, {}).items()
-                      if n in get_isa(low.target).instructions)
+    isa = get_isa(low.target).instructions
+    if not name or name not in isa:
+        cas = _CAS_KINDS.get(tn, {}).get(kind)
+        if cas is not None:
+            off = byte_offset(low, op, mem, [low.get(i) for i in op.indices])
+            low.set(op.result, cas_loop(low, op, mem, off, low.get(op.value), op.value.type,
+                                              cas))
+            return
+        have = sorted({k for k, n in table.get(tn, {}).items() if n in isa} |
+                      set(_CAS_KINDS.get(tn, {})))
         where = "LDS" if info.space == "workgroup" else "global memory"
         raise fail(op, f"kind '{kind}' on {tn} has no atomic instruction in {where} on "
                        f"{low.target} (kinds on {tn}: {', '.join(have) or 'none'})")
@@ -146,6 +190,7 @@ def _atomic_rmw(low: KernelLowering, op: AtomicRMWOp) -> None:
 HANDLERS: HandlerTable = {
     AtomicRMWOp: _atomic_rmw,
     memref.SubviewOp: _subview,
+    memref.DimOp: _dim,
     memref.LoadOp: _memref_load,
     memref.StoreOp: _memref_store,
     memref.AllocOp: _alloc,

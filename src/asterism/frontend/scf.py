@@ -1,6 +1,7 @@
 """Lowering of the upstream `scf` ops: scf.for with uniform bounds (a scalar loop counter and
-branches; loop-carried values in registers the body writes in place), scf.while on a uniform
-condition (a loop-head branch) and scf.if (branches on a uniform condition, EXEC masking on a
+branches; loop-carried values in registers the body writes in place), scf.while (a loop-head
+branch on a uniform condition; on a per-lane one, lanes leave EXEC as their condition turns
+0 until none is left) and scf.if (branches on a uniform condition, EXEC masking on a
 per-lane one)."""
 
 from __future__ import annotations
@@ -10,6 +11,7 @@ from xdsl.dialects import scf
 from asterism.frontend.emit import (
     branch_if_zero,
     copy_into,
+    flag_of,
     masked_arms,
     new_regs,
     parallel_copy,
@@ -109,9 +111,11 @@ def _if(low: KernelLowering, op: scf.IfOp) -> None:
 
 
 def _while(low: KernelLowering, op: scf.WhileOp) -> None:
-    """scf.while on a uniform condition: the `before` region computes the condition at the
-    loop head, a scalar branch leaves, the `after` region runs and branches back; values
-    carried around the loop live in registers written by parallel copies."""
+    """scf.while: the `before` region computes the condition at the loop head, a scalar
+    branch leaves (uniform condition; per-lane: the lanes whose condition is 0 leave EXEC,
+    remembered in an SGPR pair, and the loop ends when EXEC is empty, as LLVM's structurizer
+    does), the `after` region runs and branches back; values carried around the loop live in
+    registers written by parallel copies (a lane's results stay in its lanes of `out`)."""
     kb = low.kb
     before = op.before_region.blocks[0]
     after = op.after_region.blocks[0]
@@ -124,6 +128,10 @@ def _while(low: KernelLowering, op: scf.WhileOp) -> None:
         regs.append(r)
     out = [new_regs(low, res.type, "v" if is_divergent(low, res) else "s")
            for res in op.res]
+    exited = None
+    if is_divergent(low, cond_op.condition):
+        exited = kb.sregs(2, 2)  # the lanes that have left
+        kb.s_mov_b64(exited, 0)
     head = kb.label("while_head")
     for arg, r in zip(before.args, regs):
         low.set(arg, LV(r.type.KIND, arg.type, r))
@@ -131,12 +139,21 @@ def _while(low: KernelLowering, op: scf.WhileOp) -> None:
         if inner is not cond_op:
             low.lower_op(inner)
     cond = low.get(cond_op.condition)
-    if not cond.uniform:
-        raise fail(op, "the condition differs between lanes; only a uniform scf.condition "
-                       "(from constants, arguments, block ids and sizes) is supported")
     parallel_copy(low, cond_op.args, out, [r.type for r in op.res])
     end = kb.new_label("while_end")
-    if cond.kind == "c":
+    if not cond.uniform and exited is None:
+        raise fail(op, "the condition differs between lanes in a way the uniformity "
+                       "analysis did not foresee")
+    if not cond.uniform:
+        # lanes leave in different iterations: out of EXEC when their condition is 0 (their
+        # results stay in their VGPR lanes of `out`), the loop ends when none is left
+        if flag_of(low, cond) != "vcc":
+            kb.v_cmp_ne_u32(kb.vcc, 0, low.vgpr(cond))
+        leave = kb.s_andn2_b64(None, kb.exec, kb.vcc)
+        kb.s_or_b64(exited, exited, leave)
+        kb.s_andn2_b64(kb.exec, kb.exec, leave)
+        kb.s_cbranch_execz(end)
+    elif cond.kind == "c":
         if not cond.scalar:
             kb.s_branch(end)
     else:
@@ -149,6 +166,8 @@ def _while(low: KernelLowering, op: scf.WhileOp) -> None:
     parallel_copy(low, yld.operands, regs, [a.type for a in before.args])
     kb.s_branch(head)
     kb.place(end)
+    if not cond.uniform:
+        kb.s_mov_b64(kb.exec, exited)  # (EXEC is 0 here: back to every lane that came in)
     for res, r in zip(op.res, out):
         low.set(res, LV(r.type.KIND, res.type, r))
 

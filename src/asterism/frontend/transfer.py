@@ -21,7 +21,8 @@ How it lowers, as by hand:
   resource's range check (num_records = the memref's size in bytes) then makes the load read 0
   and drops the store, in hardware; a non-zero padding is selected in after the load
   (`v_cndmask_b32`). The bounds check of an element k of dimension d is `i_d < size_d - k`
-  (unsigned, so a start past the end is out of bounds too).
+  (unsigned, so a start past the end is out of bounds too); a dynamic size (memref<?x...>)
+  is the descriptor's, checked as `i_d + k < size_d` and the range is the runtime size.
 * A mask is one bit per element (i1 vectors are held so); `vector.create_mask` builds it with
   integer ops (sizes clamped to [0, dim] as MLIR says of negative and large operands).
 
@@ -97,33 +98,39 @@ def _padding(pad, k: int, et) -> LV:
     return pad(k) if pad is not None else const_lv(0.0 if is_float(et) else 0, et)
 
 
-def _element_checks(low: KernelLowering, op, mem_t: MemRefType, indices: list[LV],
+def _element_checks(low: KernelLowering, op, mem: LV, indices: list[LV],
                     dims: list[int | None], in_bounds: list[bool], pos: tuple[int, ...],
                     skip_last: bool = False) -> LV | None:
     """Whether the element at vector position `pos` is within the memref (None: always),
-    for the dimensions not declared in bounds (the last one left out when `skip_last`)."""
-    shape = mem_t.get_shape()
+    for the dimensions not declared in bounds (the last one left out when `skip_last`). A
+    dynamic size (an SGPR from the memref descriptor) is checked as `i_d + k < size_d`."""
+    sizes = mem.value.sizes
     valid = None
     for j, (d, k) in enumerate(zip(dims, pos)):
         if d is None or in_bounds[j] or (skip_last and j == len(dims) - 1):
             continue
-        limit = shape[d] - k
+        if not isinstance(sizes[d], int):
+            at = int_binary(low, "arith.addi", indices[d], const_lv(k, i32), i32)
+            valid = _and(low, valid, compare_int(low, "ult", at, sizes[d]))
+            continue
+        limit = sizes[d] - k
         if limit <= 0:
             return const_lv(0, IntegerType(1))
         valid = _and(low, valid, compare_int(low, "ult", indices[d], const_lv(limit, i32)))
     return valid
 
 
-def _row_needs_no_check(indices: list[LV], dims, in_bounds: list[bool], mem_t: MemRefType,
+def _row_needs_no_check(indices: list[LV], dims, in_bounds: list[bool], mem: LV,
                         length: int, masked: bool) -> bool:
     """A row along the memref's last dimension that can be one access: declared in bounds
-    (or a constant start that fits) and not masked."""
-    last = len(mem_t.get_shape()) - 1
+    (or a constant start that fits a static size) and not masked."""
+    sizes = mem.value.sizes
+    last = len(sizes) - 1
     if masked or dims[-1] != last:
         return False
     start = indices[last]
-    fits = start.kind == "c" and 0 <= int(start.scalar) and \
-        int(start.scalar) + length <= mem_t.get_shape()[last]
+    fits = start.kind == "c" and isinstance(sizes[last], int) and 0 <= int(start.scalar) and \
+        int(start.scalar) + length <= sizes[last]
     return in_bounds[-1] or fits
 
 
@@ -136,7 +143,9 @@ def _guarded_offset(low: KernelLowering, op, mem: LV, off: LV, valid: LV | None)
         raise fail(op, "an access to workgroup (LDS) memory that may be out of bounds or "
                        "masked: LDS has no range check (declare in_bounds = [true] without "
                        "a mask, or use a global memref)")
-    return select_value(low, valid, off, const_lv(mem.value.nbytes, i32), i32)
+    nbytes = mem.value.nbytes  # (an LV when a size is dynamic)
+    return select_value(low, valid, off, nbytes if isinstance(nbytes, LV) else
+                        const_lv(nbytes, i32), i32)
 
 
 def _split_offset(low: KernelLowering, base: LV, delta: int) -> tuple[LV, int]:
@@ -162,6 +171,10 @@ def _transfer(low: KernelLowering, op, mem_value, index_values, vt: VectorType, 
         raise fail(op, "only memrefs are supported (tensors are not)")
     shape = list(vt.get_shape())
     dims = _dims(op, perm, len(mem_t.get_shape()), len(shape))
+    if any(d is not None and not isinstance(mem.value.strides[d], int) for d in dims):
+        raise fail(op, "a vector dimension runs along a memref dimension whose stride is "
+                       "dynamic; only dimensions of static stride are supported (e.g. the "
+                       "last one)")
     indices = [low.get(i) for i in index_values]
     et = vt.element_type
     ebits = elem_bits(et)
@@ -179,10 +192,10 @@ def _transfer(low: KernelLowering, op, mem_value, index_values, vt: VectorType, 
     for row in rows:
         row_pos = row + (0,)
         if strides[-1] == 1 and \
-                _row_needs_no_check(indices, dims, in_bounds, mem_t, n, mask is not None) and \
+                _row_needs_no_check(indices, dims, in_bounds, mem, n, mask is not None) and \
                 type_bits(row_t) // 8 in (1, 2, 4, 8, 12) + tuple(range(16, 1 << 16, 16)):
             delta = sum(k * strides[d] for d, k in zip(dims, row_pos) if d is not None) * ebytes
-            valid = _element_checks(low, op, mem_t, indices, dims, in_bounds, row_pos,
+            valid = _element_checks(low, op, mem, indices, dims, in_bounds, row_pos,
                                     skip_last=True)
             off, inst = _split_offset(low, _guarded_offset(low, op, mem, base, valid), delta)
             first = _linear(row_pos, shape)
@@ -207,7 +220,7 @@ def _transfer(low: KernelLowering, op, mem_value, index_values, vt: VectorType, 
             pos = row + (k,)
             lin = _linear(pos, shape)
             delta = sum(p * strides[d] for d, p in zip(dims, pos) if d is not None) * ebytes
-            valid = _element_checks(low, op, mem_t, indices, dims, in_bounds, pos)
+            valid = _element_checks(low, op, mem, indices, dims, in_bounds, pos)
             if mask is not None:
                 valid = _and(low, valid, extract_bits(low, mask, lin, 1, IntegerType(1)))
             if _is_false(valid):  # known out of bounds or masked out: nothing to access

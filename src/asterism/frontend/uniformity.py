@@ -7,11 +7,17 @@ paths)."""
 
 from __future__ import annotations
 
-from xdsl.dialects import arith, cf, scf
+from xdsl.dialects import arith, cf, memref, scf
 from xdsl.dialects.builtin import IndexType, IntegerType
 from xdsl.ir import SSAValue
 
-from asterism.frontend.cfg import blocks_between, post_dominators
+from asterism.frontend.cfg import (
+    blocks_between,
+    loop_body,
+    post_dominators,
+    reverse_post_order,
+    successors,
+)
 from asterism.frontend.dialects.arith import CmpiOp, SelectOp
 from asterism.frontend.dialects.gpu import BlockDimOp, BlockIdOp, GridDimOp
 from asterism.frontend.lowering import KernelLowering
@@ -24,7 +30,7 @@ UNIFORM_OPS = frozenset({
     arith.MaxUIOp, arith.MinUIOp, arith.DivUIOp, arith.RemUIOp, arith.DivSIOp, arith.RemSIOp,
     arith.FloorDivSIOp, arith.CeilDivSIOp, arith.CeilDivUIOp, CmpiOp, SelectOp,
     arith.IndexCastOp, arith.ExtUIOp, arith.ExtSIOp, arith.TruncIOp,
-    BlockIdOp, BlockDimOp, GridDimOp,
+    BlockIdOp, BlockDimOp, GridDimOp, memref.DimOp,
 })
 
 
@@ -38,6 +44,7 @@ def divergent_values(func_op) -> set:
     div: set = set()
     body = func_op.body
     ipdom = post_dominators(body) if len(body.blocks) > 1 else {}
+    order = reverse_post_order(body.blocks[0]) if len(body.blocks) > 1 else []
     changed = True
     while changed:
         changed = False
@@ -88,6 +95,12 @@ def divergent_values(func_op) -> set:
                             mark(arg)
                 if isinstance(op, cf.ConditionalBranchOp) and op.cond in div:
                     here = op.parent_block()
+                    if any(loop_body(here, s, order) is not None for s in successors(here)):
+                        # a per-lane loop's head: lanes leave it in different iterations, so
+                        # what it defines differs between lanes after the loop (and each
+                        # lane's last value must stay in its own VGPR lane)
+                        for v in [*here.args, *(r for o in here.ops for r in o.results)]:
+                            mark(v)
                     merge = ipdom.get(here)
                     for b in [*blocks_between(here, merge), *([merge] if merge else [])]:
                         for arg in b.args:

@@ -148,9 +148,17 @@ class MemInfo:
     space: str  # "global" or "workgroup"
     rsrc: SSAValue | None = None  # 4 SGPRs (global)
     lds_offset: int = 0  # byte offset of the allocation (workgroup)
-    nbytes: int = 0
-    strides: list[int] = field(default_factory=list)
+    nbytes: int | LV = 0  # an LV (SGPR) when a size is dynamic
+    # elements; a dynamic stride or size (memref<?x128xf16>) is an LV read from the kernel
+    # argument's memref descriptor (asterism.frontend.kernel)
+    strides: list[int | LV] = field(default_factory=list)
     offset: LV | None = None  # elements from the resource's start (a memref.subview's)
+    sizes: list[int | LV] = field(default_factory=list)
+
+    @property
+    def dynamic(self) -> bool:
+        """Whether a size or stride is known only at run time."""
+        return any(not isinstance(v, int) for v in self.sizes + self.strides)
 
     @property
     def elem(self) -> Attribute:
@@ -184,31 +192,33 @@ class LV:
         return self.kind in ("c", "s")
 
 
-def memref_info(t: MemRefType, op: Operation) -> MemInfo:
+def memref_info(t: MemRefType, op: Operation, dynamic: bool = False) -> MemInfo:
     """Shape, strides and size of a static memref (identity or strided layout); `op` is
-    what an error names."""
+    what an error names. With `dynamic`, dynamic sizes are allowed (a kernel argument's,
+    whose descriptor gives them): such sizes, the strides that depend on them and `nbytes`
+    are None for the caller to fill."""
     shape = list(t.get_shape())
-    if any(d < 0 for d in shape):
-        raise fail(op, f"memref {t} has a dynamic size: not supported yet (its sizes would be "
-                       "extra kernel arguments, which asterism's kernel ABI and launch do not "
-                       "pass); give the memref a static shape")
+    if any(d < 0 for d in shape) and not dynamic:
+        raise fail(op, f"memref {t} has a dynamic size: only a kernel argument's sizes may be "
+                       "dynamic (they are passed in its memref descriptor); give the memref "
+                       "a static shape")
     where = memref_space(t)
     if where not in ("global", "workgroup", "fat_raw_buffer"):
         raise fail(op, f"memref {t} is in {where}; global and workgroup memory are "
                        "supported")
-    strides = []
-    acc = 1
+    strides: list = []
+    acc: int | None = 1
     for d in reversed(shape):
-        strides.insert(0, acc)
-        acc *= d
+        strides.insert(0, acc)  # identity layout: None once a later size is dynamic
+        acc = acc * d if acc is not None and d >= 0 else None
     layout = getattr(t, "layout", None)
     if layout is not None and type(layout).__name__ not in ("NoneAttr",):
         get = getattr(layout, "get_strides", None)
         if get is not None and get() is not None and list(get()) != strides:
             raise fail(op, f"memref {t}: only the identity layout is supported")
     info = MemInfo(t, "workgroup" if where == "workgroup" else "global",
-                   strides=strides)
-    info.nbytes = acc * info.elem_bytes
+                   strides=strides, sizes=[d if d >= 0 else None for d in shape])
+    info.nbytes = acc * info.elem_bytes if acc is not None else None  # type: ignore[assignment]
     return info
 
 

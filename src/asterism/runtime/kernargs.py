@@ -4,10 +4,17 @@ The metadata's `.args` says where each argument lives in the kernarg segment, ho
 what kind it is (global_buffer, by_value, hidden_*) and, when known, its C type. Buffers are
 given as NumPy arrays (the backend supplies their device addresses), by-value arguments as
 Python or NumPy scalars; hidden arguments are filled from the launch geometry.
+
+A memref descriptor (an upstream MLIR kernel's memref with a dynamic size, passed as MLIR's
+gpu-to-rocdl lowering passes it: allocated pointer, aligned pointer, offset, sizes, strides)
+is the buffer argument `NAME` followed by arguments named `NAME.aligned`, `NAME.offset`,
+`NAME.size0`..., `NAME.stride0`...: the caller gives one array for it, whose shape fills the
+sizes and whose C-order layout the strides (in elements; the offset is 0).
 """
 
 from __future__ import annotations
 
+import re
 import struct
 from dataclasses import dataclass
 from typing import Any
@@ -36,6 +43,7 @@ class BufferArg:
     offset: int
     copy_in: bool
     copy_out: bool
+    aliases: tuple[int, ...] = ()  # more offsets that get the same address (a descriptor's)
 
 
 @dataclass
@@ -47,22 +55,52 @@ class PackedArgs:
 
     def set_pointer(self, buf: BufferArg, address: int) -> None:
         """Write a buffer's device address into the segment."""
-        struct.pack_into("<Q", self.segment, buf.offset, address)
+        for offset in (buf.offset, *buf.aliases):
+            struct.pack_into("<Q", self.segment, offset, address)
+
+
+# the fields of a memref descriptor after its allocated pointer (see the module docstring)
+_FIELD = re.compile(r"(.+)\.(aligned|offset|size\d+|stride\d+)")
+
+
+def _all_explicit(meta: dict) -> list[dict]:
+    return [a for a in meta.get(".args", []) or []
+            if not str(a.get(".value_kind", "")).startswith("hidden_")]
+
+
+def descriptor_fields(meta: dict) -> dict[str, list[dict]]:
+    """The memref descriptors among the explicit arguments: buffer name -> the arguments
+    after it that hold its descriptor's other fields."""
+    fields: dict[str, list[dict]] = {}
+    buffers = set()
+    for a in _all_explicit(meta):
+        name = str(a.get(".name", ""))
+        match = _FIELD.fullmatch(name)
+        if match and match.group(1) in buffers:
+            fields.setdefault(match.group(1), []).append(a)
+        elif a.get(".value_kind") == "global_buffer":
+            buffers.add(name)
+    return fields
 
 
 def explicit_args(meta: dict) -> list[dict]:
-    """The kernel's explicit (non-hidden) arguments, in order."""
-    return [a for a in meta.get(".args", []) or []
-            if not str(a.get(".value_kind", "")).startswith("hidden_")]
+    """The kernel's explicit (non-hidden) arguments, in order; a memref descriptor counts as
+    its buffer (one array fills every field)."""
+    inner = {id(f) for group in descriptor_fields(meta).values() for f in group}
+    return [a for a in _all_explicit(meta) if id(a) not in inner]
 
 
 def describe_signature(meta: dict) -> str:
     """`name: kind type` for every explicit argument (for error messages and --help)."""
     parts = []
+    descriptors = descriptor_fields(meta)
     for a in explicit_args(meta):
         kind = "buffer" if a.get(".value_kind") == "global_buffer" else "value"
         tname = a.get(".type_name", "")
-        parts.append(f"{a.get('.name', '?')}: {kind}{' ' + tname if tname else ''}")
+        fields = descriptors.get(a.get(".name", "?"), [])
+        rank = sum(1 for f in fields if ".size" in f.get(".name", ""))
+        note = f" (memref descriptor, rank {rank})" if fields else ""
+        parts.append(f"{a.get('.name', '?')}: {kind}{' ' + tname if tname else ''}{note}")
     return ", ".join(parts) or "(no arguments)"
 
 
@@ -137,6 +175,7 @@ def pack_kernargs(meta: dict, args: list[Any] | dict[str, Any], grid: tuple[int,
     check_memory(size, f"the kernarg segment of {name} (.kernarg_segment_size {size})")
     segment = bytearray(size)
     buffers: list[BufferArg] = []
+    descriptors = descriptor_fields(meta)
     for param, value in zip(params, values):
         pname = param.get(".name", f"arg{len(buffers)}")
         offset, psize = int(param[".offset"]), int(param.get(".size", 8))
@@ -151,9 +190,10 @@ def pack_kernargs(meta: dict, args: list[Any] | dict[str, Any], grid: tuple[int,
                 raise ArgumentError(f"argument '{pname}': expected an array of {want} "
                                     f"({param.get('.type_name')}), got {value.dtype}")
             access = param.get(".access") or param.get(".actual_access")
+            aliases = _pack_descriptor(descriptors.get(pname, []), value, pname, segment)
             buffers.append(BufferArg(pname, value, offset,
                                      copy_in=access != "write_only",
-                                     copy_out=access != "read_only"))
+                                     copy_out=access != "read_only", aliases=aliases))
         elif param.get(".value_kind") == "by_value":
             segment[offset:offset + psize] = _pack_value(param, value, pname)
         else:
@@ -161,6 +201,39 @@ def pack_kernargs(meta: dict, args: list[Any] | dict[str, Any], grid: tuple[int,
                                 "is not supported")
     _fill_hidden(meta, segment, grid, block)
     return PackedArgs(segment, buffers)
+
+
+def _pack_descriptor(fields: list[dict], array: np.ndarray, name: str,
+                     segment: bytearray) -> tuple[int, ...]:
+    """Fill a memref descriptor's fields from `array` (the sizes its shape, the strides its
+    C-order layout's, in elements; the offset 0); returns the offsets of the aligned
+    pointer."""
+    if not fields:
+        return ()
+    rank = sum(1 for f in fields if _FIELD.fullmatch(f[".name"]).group(2).startswith("size"))
+    if array.ndim != rank:
+        raise ArgumentError(f"argument '{name}' is a rank-{rank} memref: expected a {rank}-D "
+                            f"array, got shape {array.shape}")
+    strides = [int(np.prod(array.shape[d + 1:], dtype=np.int64)) for d in range(rank)]
+    aliases = []
+    for f in fields:
+        kind = _FIELD.fullmatch(f[".name"]).group(2)
+        offset, size = f.get(".offset"), f.get(".size", 8)
+        if not isinstance(offset, int) or not isinstance(size, int) or offset < 0 or \
+                offset + size > len(segment) or size != 8:
+            raise ArgumentError(f"argument '{f['.name']}' of the memref descriptor of "
+                                f"'{name}' is not an 8-byte field of the kernarg segment")
+        if kind == "aligned":
+            aliases.append(offset)
+            continue
+        value = 0  # the offset
+        if kind != "offset":
+            d = int(kind.removeprefix("size").removeprefix("stride"))
+            if d >= rank:
+                raise ArgumentError(f"argument '{f['.name']}': '{name}' has rank {rank}")
+            value = array.shape[d] if kind.startswith("size") else strides[d]
+        struct.pack_into("<q", segment, offset, value)
+    return tuple(aliases)
 
 
 def _fill_hidden(meta: dict, segment: bytearray, grid, block) -> None:

@@ -332,6 +332,100 @@ class ShuffleOp(IRDLOperation):
         printer.print_attribute(self.value.type)
 
 
+class ReduceKind(StrEnum):
+    """The combining operations of gpu.subgroup_reduce (MLIR 22's `#gpu<all_reduce_op>`)."""
+
+    ADD = "add"
+    MUL = "mul"
+    MINUI = "minui"
+    MINSI = "minsi"
+    MINNUMF = "minnumf"
+    MAXUI = "maxui"
+    MAXSI = "maxsi"
+    MAXNUMF = "maxnumf"
+    AND = "and"
+    OR = "or"
+    XOR = "xor"
+    MINIMUMF = "minimumf"
+    MAXIMUMF = "maximumf"
+
+
+@irdl_attr_definition
+class ReduceKindAttr(EnumAttribute[ReduceKind], SpacedOpaqueSyntaxAttribute):
+    """`#gpu<all_reduce_op add>`."""
+
+    name = "gpu.all_reduce_op"
+
+
+@irdl_op_definition
+class SubgroupReduceOp(IRDLOperation):
+    """`%r = gpu.subgroup_reduce add %x [uniform] [cluster(size = N[, stride = S])] :
+    (f32) -> f32`: the value combined over the lanes of each cluster (every lane of the
+    subgroup, or clusters of N lanes S apart), given to every lane of the cluster."""
+
+    name = "gpu.subgroup_reduce"
+    value = operand_def()
+    result = result_def()
+    op = prop_def(ReduceKindAttr)
+    uniform = opt_prop_def(UnitAttr)
+    cluster_size = opt_prop_def(IntegerAttr)
+    cluster_stride = opt_prop_def(IntegerAttr)
+
+    @classmethod
+    def parse(cls, parser: Parser) -> SubgroupReduceOp:
+        """`$op $value (`uniform`)? (`cluster` `(` `size` `=` N (`,` `stride` `=` S)? `)`)?
+        attr-dict `:` functional-type`."""
+        kind = parser.parse_keyword_in([k.value for k in ReduceKind], " (a reduction)")
+        name = parser.parse_unresolved_operand()
+        props: dict[str, Attribute] = {"op": ReduceKindAttr(ReduceKind(kind))}
+        if parser.parse_optional_keyword("uniform") is not None:
+            props["uniform"] = UnitAttr()
+        if parser.parse_optional_keyword("cluster") is not None:
+            parser.parse_punctuation("(")
+            parser.parse_keyword("size")
+            parser.parse_punctuation("=")
+            props["cluster_size"] = IntegerAttr(parser.parse_integer(), IntegerType(32))
+            if parser.parse_optional_punctuation(",") is not None:
+                parser.parse_keyword("stride")
+                parser.parse_punctuation("=")
+                props["cluster_stride"] = IntegerAttr(parser.parse_integer(), IntegerType(32))
+            parser.parse_punctuation(")")
+        props.setdefault("cluster_stride", IntegerAttr(1, IntegerType(32)))
+        attrs = parser.parse_optional_attr_dict()
+        parser.parse_punctuation(":")
+        ft = parser.parse_function_type()
+        if len(ft.inputs.data) != 1 or len(ft.outputs.data) != 1:
+            parser.raise_error("expected (T) -> T")
+        return cls.create(operands=[parser.resolve_operand(name, ft.inputs.data[0])],
+                          properties=props, attributes=attrs,
+                          result_types=[ft.outputs.data[0]])
+
+    def print(self, printer: Printer) -> None:
+        """Custom form."""
+        printer.print_string(f" {self.op.data.value} ")
+        printer.print_operand(self.value)
+        if self.uniform is not None:
+            printer.print_string(" uniform")
+        if self.cluster_size is not None:
+            printer.print_string(f" cluster(size = {self.cluster_size.value.data}")
+            stride = self.stride()
+            printer.print_string(f", stride = {stride})" if stride != 1 else ")")
+        printer.print_op_attributes(self.attributes)
+        printer.print_string(f" : ({self.value.type}) -> {self.result.type}")
+
+    def stride(self) -> int:
+        """The cluster stride (1 when not given)."""
+        return self.cluster_stride.value.data if self.cluster_stride is not None else 1
+
+    def verify_(self) -> None:
+        """Result type = operand type (MLIR's AllTypesMatch)."""
+        if self.value.type != self.result.type:
+            from xdsl.utils.exceptions import VerifyException
+
+            raise VerifyException("gpu.subgroup_reduce: the result type must be the "
+                                  "operand's")
+
+
 @irdl_op_definition
 class LaunchFuncOp(IRDLOperation):
     """`gpu.launch_func @mod::@kernel blocks in (..) threads in (..) args(%a : T, ..)`: host
@@ -416,8 +510,9 @@ class RocdlTargetAttr(ParametrizedAttribute):
 ROCDL = Dialect("rocdl", [], [RocdlTargetAttr])
 
 GPU = Dialect("gpu", [GpuModuleOp, GpuFuncOp, ThreadIdOp, BlockIdOp, BlockDimOp, GridDimOp,
-                      LaneIdOp, GpuBarrierOp, GpuReturnOp, ShuffleOp, LaunchFuncOp],
-              [DimensionAttr, GpuAddressSpaceAttr, ShuffleModeAttr])
+                      LaneIdOp, GpuBarrierOp, GpuReturnOp, ShuffleOp, SubgroupReduceOp,
+                      LaunchFuncOp],
+              [DimensionAttr, GpuAddressSpaceAttr, ShuffleModeAttr, ReduceKindAttr])
 
 
 def memref_space(t: MemRefType) -> str:
