@@ -243,7 +243,18 @@ SCF = Dialect("scf", [KernelForOp, KernelIfOp, scf.YieldOp, scf.WhileOp, scf.Con
 
 def has_structured(kernel: Operation) -> bool:
     """Whether a kernel (or module) holds scf ops still to lower."""
-    return any(isinstance(op, STRUCTURED_OPS) for op in kernel.walk())
+    # Only ops with regions can be (or hold) one: the others are skipped without a
+    # generator step or an isinstance each (the pipeline asks before every pass).
+    if isinstance(kernel, STRUCTURED_OPS):
+        return True
+    for region in kernel.regions:
+        for block in region.blocks:
+            op = block._first_op
+            while op is not None:
+                if op.regions and has_structured(op):
+                    return True
+                op = op._next_op
+    return False
 
 
 __all__ = ["COPY_ATTR", "SCF", "STAGE_ATTR", "STRUCTURED_OPS", "TOKEN_VAR_OPS", "KernelForOp",

@@ -57,6 +57,7 @@ from asterism.passes.machine import (
     kernel_cfg,
     kernel_target,
     kernels_of,
+    machine_kernel,
     special_keys,
 )
 from asterism.support.gcpause import gc_paused
@@ -402,7 +403,7 @@ class _KernelHazards:
     def __init__(self, kernel: KernelOp):
         self.kernel = kernel
         target = kernel_target(kernel)
-        self.mk = MachineKernel(kernel, get_isa(target.name))
+        self.mk = machine_kernel(kernel, get_isa(target.name))
         every = rules_for(target)
         self.rules = distance_rules(every)
         self.clause_rules = clause_rules(every)
@@ -753,6 +754,7 @@ class HazardsPass(Pass):
 
     name = "hazards"
     summary = "insert the minimal s_nops the target's wait-state rules need"
+    keeps_machine_facts = True  # (it inserts s_nops and their constants, and changes no op)
 
     check_only: bool = option(False, "insert nothing; report the violations (an error)")
 

@@ -67,6 +67,7 @@ from asterism.passes.machine import (
     MachineKernel,
     kernel_cfg,
     kernels_of,
+    machine_kernel,
     module_target,
 )
 from asterism.support.gcpause import gc_paused
@@ -266,6 +267,8 @@ class WaitsPass(Pass):
     name = "waits"
     summary = "resolve amdgcn.wait and place the minimal s_waitcnt before uses of in-flight " \
               "results (hand-written waits are kept)"
+    # (it inserts and erases s_waitcnt, amdgcn.wait and token ops, and changes no other op)
+    keeps_machine_facts = True
 
     barrier: Literal["lds", "none"] = option("lds", "wait for this wave's LDS accesses before "
                                                     "s_barrier (none: do not)")
@@ -304,7 +307,7 @@ class _KernelWaits:
     def __init__(self, kernel: KernelOp, options: WaitsPass):
         self.kernel = kernel
         self.options = options
-        self.mk = MachineKernel(kernel, get_isa(module_target(kernel)))
+        self.mk = machine_kernel(kernel, get_isa(module_target(kernel)))
         self.cfg = kernel_cfg(kernel)
         self.facts: dict[Block, list[_OpFacts]] = {}
         self.index_of: dict[Operation, int] = {}
