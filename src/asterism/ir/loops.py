@@ -54,6 +54,7 @@ from xdsl.printer import Printer
 from xdsl.traits import RecursiveMemoryEffect, SingleBlockImplicitTerminator
 from xdsl.utils.exceptions import VerifyException
 
+from asterism.ir.ops import ops_with_regions
 from asterism.ir.types import REGISTER_TYPES, RegisterType, SGPRType, TokenType, type_text
 
 COPY_ATTR = "loops.copy"  # marks the copies the lowering adds (entry, latch, branch)
@@ -243,18 +244,9 @@ SCF = Dialect("scf", [KernelForOp, KernelIfOp, scf.YieldOp, scf.WhileOp, scf.Con
 
 def has_structured(kernel: Operation) -> bool:
     """Whether a kernel (or module) holds scf ops still to lower."""
-    # Only ops with regions can be (or hold) one: the others are skipped without a
-    # generator step or an isinstance each (the pipeline asks before every pass).
-    if isinstance(kernel, STRUCTURED_OPS):
-        return True
-    for region in kernel.regions:
-        for block in region.blocks:
-            op = block._first_op
-            while op is not None:
-                if op.regions and has_structured(op):
-                    return True
-                op = op._next_op
-    return False
+    # (scf ops have regions: ops_with_regions skips the instructions; the pipeline asks
+    # before every pass)
+    return any(isinstance(op, STRUCTURED_OPS) for op in ops_with_regions(kernel))
 
 
 __all__ = ["COPY_ATTR", "SCF", "STAGE_ATTR", "STRUCTURED_OPS", "TOKEN_VAR_OPS", "KernelForOp",

@@ -58,6 +58,7 @@ from asterism.passes.machine import (
     kernel_target,
     kernels_of,
     machine_kernel,
+    op_kind,
     special_keys,
 )
 from asterism.support.gcpause import gc_paused
@@ -427,7 +428,7 @@ class _KernelHazards:
         for block in self.cfg.blocks:
             items = []
             for op in block.ops:
-                if isinstance(op, InstructionOp | BranchOp | EndKernelOp):
+                if op_kind(type(op)) is not None:  # an instruction, branch or end
                     for value in (*op.operands, *op.results):
                         if not is_fixed_register(value):
                             raise error_at(op, "the hazards pass needs fixed registers: run "

@@ -142,12 +142,12 @@ _FORM_CACHE: dict[str, dict[tuple, Match]] = {}
 _OP_KINDS: dict[type, type | None] = {}
 
 
-def _op_kind(cls: type) -> type | None:
+def op_kind(cls: type) -> type | None:
     """InstructionOp, BranchOp, EndKernelOp or None: which of them `cls` is a subclass of
     (memoised: isinstance on these ABC-based classes is slow, and most ops of a kernel are
     allocas that are none of them)."""
-    kind = _OP_KINDS.get(cls, _op_kind)
-    if kind is _op_kind:
+    kind = _OP_KINDS.get(cls, op_kind)
+    if kind is op_kind:
         kind = _OP_KINDS[cls] = next(
             (k for k in (InstructionOp, BranchOp, EndKernelOp) if issubclass(cls, k)), None)
     return kind  # type: ignore[return-value]
@@ -197,7 +197,7 @@ class MachineKernel:
 
     def instruction(self, op: Operation) -> Instruction | None:
         """The ISA instruction of an instruction or branch op."""
-        kind = _op_kind(type(op))
+        kind = op_kind(type(op))
         if kind is InstructionOp:
             return self.match(op).instruction  # type: ignore[arg-type]
         if kind is BranchOp:

@@ -69,6 +69,7 @@ from asterism.passes.machine import (
     kernels_of,
     machine_kernel,
     module_target,
+    op_kind,
 )
 from asterism.support.gcpause import gc_paused
 
@@ -323,22 +324,26 @@ class _KernelWaits:
 
     def _facts(self, op: Operation) -> _OpFacts:
         f = _OpFacts(op, self.index_of[op])
-        if isinstance(op, WaitOp):
-            f.tokens, f.variables = self._token_sources(op, op.tokens)
-            return f
-        if isinstance(op, TokenVarOp | TokenSetOp):
-            var = op.result if isinstance(op, TokenVarOp) else op.var
-            given = [op.init] if isinstance(op, TokenVarOp) else [op.value]
-            statics, variables = self._token_sources(op, [t for t in given if t is not None])
-            f.bind = (self.index_of[var.owner], statics, variables)
+        # (the op's kind first, memoised by class: isinstance on ops is slow, and nearly
+        # every op is an instruction)
+        kind = op_kind(type(op))
+        if kind is None:
+            if isinstance(op, WaitOp):
+                f.tokens, f.variables = self._token_sources(op, op.tokens)
+            elif isinstance(op, TokenVarOp | TokenSetOp):
+                var = op.result if isinstance(op, TokenVarOp) else op.var
+                given = [op.init] if isinstance(op, TokenVarOp) else [op.value]
+                statics, variables = self._token_sources(op, [t for t in given
+                                                              if t is not None])
+                f.bind = (self.index_of[var.owner], statics, variables)
             return f
         inst = self.mk.instruction(op)
         if inst is None:
             return f
         regs = self.mk.regs(op)
         f.uses, f.defs = regs.uses, regs.defs
-        if isinstance(op, InstructionOp):
-            if isinstance(op, SOPPOp) and inst.mnemonic == "s_waitcnt":
+        if kind is InstructionOp:
+            if inst.mnemonic == "s_waitcnt" and isinstance(op, SOPPOp):
                 mods = op.mods
                 f.hand_wait = {c: int(mods[c]) for c in COUNTERS
                                if c in mods and int(mods[c]) < WAIT_MAX[c]}
