@@ -34,6 +34,7 @@ from asterism.ir.ops import (
     close_blocks,
     op_location,
     ops_with_regions,
+    walk_ops,
 )
 from asterism.ir.types import REGISTER_TYPES, RegisterType, SGPRType, TokenType
 from asterism.ir.verify import match_instruction
@@ -476,7 +477,7 @@ def drop_coalesced_copies(kernel: KernelOp) -> list[str]:
     """After register allocation: erase the loop copies (`loops.copy`) that move a register
     onto itself; returns one line per copy that stays (where, what)."""
     kept: list[str] = []
-    for op in list(kernel.walk()):
+    for op in list(walk_ops(kernel)):
         # (the attributes first: most ops have none, and isinstance on ops is slow)
         if not op.attributes or COPY_ATTR not in op.attributes or \
                 not isinstance(op, InstructionOp):
