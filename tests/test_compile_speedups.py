@@ -195,3 +195,25 @@ def test_the_structural_short_cut_for_values_only_accepts_what_xdsl_accepts():
     last = arith.ConstantOp(IntegerAttr(7, i32))
     Block([last])  # the last op of its block: the terminator rule is xDSL's
     assert not ir_verify._passes_xdsl_checks(last)
+
+
+def test_lower_leaves_the_collector_as_it_found_it():
+    """api.lower pauses the cyclic collector for the whole compile (parse, verify, passes,
+    lowering) and gives it back as it was: on, off, and after an error."""
+    import pytest
+
+    from asterism.errors import AsterismError
+
+    good = "amdgcn.module @m target = \"gfx942\" {\n}\n"
+    assert gc.isenabled()
+    api.lower(good, "auto")
+    assert gc.isenabled()
+    with pytest.raises(AsterismError):
+        api.lower("amdgcn.module @m target = \"gfx942\" {\n  amdgcn.bogus\n}\n", "auto")
+    assert gc.isenabled()
+    gc.disable()
+    try:
+        api.lower(good, "auto")
+        assert not gc.isenabled()
+    finally:
+        gc.enable()

@@ -50,7 +50,10 @@ def is_upstream_text(text: str) -> bool:
 
 def has_upstream(module: Operation) -> bool:
     """Whether a module holds upstream kernels (a gpu.module) still to lower."""
-    return any(isinstance(op, GpuModuleOp) for op in module.walk())
+    from asterism.ir.ops import ops_with_regions
+
+    # (a gpu.module has a region: the instructions of a kernel are not looked at one by one)
+    return any(isinstance(op, GpuModuleOp) for op in ops_with_regions(module))
 
 
 def unsupported_op_message(name: str) -> str:

@@ -34,6 +34,8 @@ from asterism.ir.ops import (
     VOP1Op,
     close_blocks,
     op_location,
+    ops_with_regions,
+    walk_ops,
 )
 from asterism.ir.types import REGISTER_TYPES, RegisterType, SGPRType, TokenType
 from asterism.ir.verify import match_instruction
@@ -511,7 +513,7 @@ def lower_structured(kernel: KernelOp) -> int:
 def lower_structured_module(module: Operation) -> int:
     """`lower_structured` on every kernel of a module that holds scf ops."""
     total = 0
-    for op in [k for k in module.walk() if isinstance(k, KernelOp)]:
+    for op in [k for k in ops_with_regions(module) if isinstance(k, KernelOp)]:
         if has_structured(op):
             total += lower_structured(op)
     return total
@@ -521,8 +523,10 @@ def drop_coalesced_copies(kernel: KernelOp) -> list[str]:
     """After register allocation: erase the loop copies (`loops.copy`) that move a register
     onto itself; returns one line per copy that stays (where, what)."""
     kept: list[str] = []
-    for op in list(kernel.walk()):
-        if not isinstance(op, InstructionOp) or COPY_ATTR not in op.attributes:
+    for op in list(walk_ops(kernel)):
+        # (the attributes first: most ops have none, and isinstance on ops is slow)
+        if not op.attributes or COPY_ATTR not in op.attributes or \
+                not isinstance(op, InstructionOp):
             continue
         dst, src = op.args[0].type, op.args[1].type
         if isinstance(dst, RegisterType) and dst == src and dst.is_fixed:

@@ -58,6 +58,7 @@ from xdsl.printer import Printer
 from xdsl.traits import RecursiveMemoryEffect, SingleBlockImplicitTerminator
 from xdsl.utils.exceptions import VerifyException
 
+from asterism.ir.ops import ops_with_regions
 from asterism.ir.types import (
     REGISTER_TYPES,
     RegisterType,
@@ -259,7 +260,9 @@ SCF = Dialect("scf", [KernelForOp, KernelIfOp, scf.YieldOp, scf.WhileOp, scf.Con
 
 def has_structured(kernel: Operation) -> bool:
     """Whether a kernel (or module) holds scf ops still to lower."""
-    return any(isinstance(op, STRUCTURED_OPS) for op in kernel.walk())
+    # (scf ops have regions: ops_with_regions skips the instructions; the pipeline asks
+    # before every pass)
+    return any(isinstance(op, STRUCTURED_OPS) for op in ops_with_regions(kernel))
 
 
 __all__ = ["COPY_ATTR", "SCF", "STAGE_ATTR", "STRUCTURED_OPS", "TOKEN_VAR_OPS", "KernelForOp",

@@ -1465,6 +1465,20 @@ def walk_ops(op: Operation) -> Iterator[Operation]:
                 child = child._next_op
 
 
+def ops_with_regions(op: Operation) -> Iterator[Operation]:
+    """`op` and every op nested in it that has regions (in walk order): where a question
+    is about such ops only (loops, kernels, modules), the plain instructions, nearly all of
+    a kernel, are skipped without a generator step or an isinstance each."""
+    yield op
+    for region in op.regions:
+        for block in region.blocks:
+            child = block._first_op
+            while child is not None:
+                if child.regions:
+                    yield from ops_with_regions(child)
+                child = child._next_op
+
+
 # --- making ops fast --------------------------------------------------------------------------
 
 
@@ -1535,4 +1549,5 @@ __all__ = [c.__name__ for c in AMDGCN_OPS] + [
     "MODIFIER_NAMES", "FLAG_MODIFIERS", "INT_MODIFIERS", "LIST_MODIFIERS", "NAME_MODIFIERS",
     "modifiers_to_attr", "attr_to_modifiers", "close_blocks", "KEEP_ORDER_ATTR",
     "LDS_DMA_TOKENS_ATTR", "append_new_op", "op_location", "remember_spelled_name",
-    "remember_forward_definition", "forward_definition_line", "value_name", "walk_ops"]
+    "remember_forward_definition", "forward_definition_line", "value_name", "walk_ops",
+    "ops_with_regions"]

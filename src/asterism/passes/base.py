@@ -48,6 +48,10 @@ class Pass(ABC):
     # True for a pass that works on scf loops (the software pipeliner); before any other,
     # run_pipeline lowers them to blocks and branches (ir.loop_lowering).
     structured: ClassVar[bool] = False
+    # True for a pass that only inserts or erases whole ops and changes no operand, result
+    # or type of an op it leaves: the machine facts (passes.machine) of the ops before it
+    # stay true after it, so the next pass of the pipeline reuses them.
+    keeps_machine_facts: ClassVar[bool] = False
 
     @abstractmethod
     def apply(self, module: Operation) -> Operation | None:

@@ -57,6 +57,8 @@ from asterism.passes.machine import (
     kernel_cfg,
     kernel_target,
     kernels_of,
+    machine_kernel,
+    op_kind,
     special_keys,
 )
 from asterism.support.gcpause import gc_paused
@@ -402,7 +404,7 @@ class _KernelHazards:
     def __init__(self, kernel: KernelOp):
         self.kernel = kernel
         target = kernel_target(kernel)
-        self.mk = MachineKernel(kernel, get_isa(target.name))
+        self.mk = machine_kernel(kernel, get_isa(target.name))
         every = rules_for(target)
         self.rules = distance_rules(every)
         self.clause_rules = clause_rules(every)
@@ -426,7 +428,7 @@ class _KernelHazards:
         for block in self.cfg.blocks:
             items = []
             for op in block.ops:
-                if isinstance(op, InstructionOp | BranchOp | EndKernelOp):
+                if op_kind(type(op)) is not None:  # an instruction, branch or end
                     for value in (*op.operands, *op.results):
                         if not is_fixed_register(value):
                             raise error_at(op, "the hazards pass needs fixed registers: run "
@@ -753,6 +755,7 @@ class HazardsPass(Pass):
 
     name = "hazards"
     summary = "insert the minimal s_nops the target's wait-state rules need"
+    keeps_machine_facts = True  # (it inserts s_nops and their constants, and changes no op)
 
     check_only: bool = option(False, "insert nothing; report the violations (an error)")
 

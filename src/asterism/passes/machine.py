@@ -13,6 +13,8 @@ operands' keys (a load into a range and a read of one of its registers share tha
 from __future__ import annotations
 
 from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 
 from xdsl.ir import Block, Operation, SSAValue
@@ -140,12 +142,12 @@ _FORM_CACHE: dict[str, dict[tuple, Match]] = {}
 _OP_KINDS: dict[type, type | None] = {}
 
 
-def _op_kind(cls: type) -> type | None:
+def op_kind(cls: type) -> type | None:
     """InstructionOp, BranchOp, EndKernelOp or None: which of them `cls` is a subclass of
     (memoised: isinstance on these ABC-based classes is slow, and most ops of a kernel are
     allocas that are none of them)."""
-    kind = _OP_KINDS.get(cls, _op_kind)
-    if kind is _op_kind:
+    kind = _OP_KINDS.get(cls, op_kind)
+    if kind is op_kind:
         kind = _OP_KINDS[cls] = next(
             (k for k in (InstructionOp, BranchOp, EndKernelOp) if issubclass(cls, k)), None)
     return kind  # type: ignore[return-value]
@@ -195,7 +197,7 @@ class MachineKernel:
 
     def instruction(self, op: Operation) -> Instruction | None:
         """The ISA instruction of an instruction or branch op."""
-        kind = _op_kind(type(op))
+        kind = op_kind(type(op))
         if kind is InstructionOp:
             return self.match(op).instruction  # type: ignore[arg-type]
         if kind is BranchOp:
@@ -295,6 +297,42 @@ class MachineKernel:
         found = OpRegs(tuple(dict.fromkeys(uses)), tuple(dict.fromkeys(defs)), explicit)
         self._regs[op] = found
         return found
+
+
+# --- machine facts shared by the passes of a pipeline -------------------------------------
+#
+# The waits and hazards passes both need every instruction's form, register keys and reads /
+# writes (MachineKernel). Within `shared_machine_facts()` (run_pipeline opens one) they get
+# one MachineKernel per kernel, computed once; the pipeline drops it after any pass that
+# may change an existing op (`Pass.keeps_machine_facts` is False), so what a pass reads was
+# computed on the code as it is. Ops a pass inserts are computed when first asked about.
+
+_SHARED: ContextVar[dict[KernelOp, MachineKernel] | None] = ContextVar(
+    "asterism_shared_machine_facts", default=None)
+
+
+@contextmanager
+def shared_machine_facts() -> Iterator[dict[KernelOp, MachineKernel]]:
+    """Within it, `machine_kernel` returns one MachineKernel per kernel (the store is
+    yielded: clear it when the code changes under it)."""
+    store: dict[KernelOp, MachineKernel] = {}
+    token = _SHARED.set(store)
+    try:
+        yield store
+    finally:
+        _SHARED.reset(token)
+
+
+def machine_kernel(kernel: KernelOp, isa: IsaDatabase) -> MachineKernel:
+    """The MachineKernel of `kernel`: the shared one within `shared_machine_facts`, else a
+    new one."""
+    store = _SHARED.get()
+    if store is None:
+        return MachineKernel(kernel, isa)
+    found = store.get(kernel)
+    if found is None or found.isa is not isa:
+        found = store[kernel] = MachineKernel(kernel, isa)
+    return found
 
 
 _ACCESS: dict[int, tuple[Match, tuple[tuple[bool, bool], ...]]] = {}

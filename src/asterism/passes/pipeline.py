@@ -131,20 +131,27 @@ def run_pipeline(module, pipeline: str | list[Pass], *, print_after_all=None,
     follow def-use chains, and a cycle would never end liveness. (The rest of verification
     happens where a module comes in: parse_ir, the builder's finish, api.optimize.)
     """
+    # (imported here: importing the pipeline and the registry imports no pass)
+    from asterism.passes.machine import shared_machine_facts
+
     steps = parse_pipeline(pipeline) if isinstance(pipeline, str) else pipeline
     if steps:
         check_dominance(module)
-    for step in steps:
-        start = time.perf_counter()
-        if not step.structured and has_structured(module):
-            lower_structured_module(module)
-        result = step.apply(module)
-        if result is not None:
-            module = result
-        if timings is not None:
-            timings.append(PassTiming(step.name, time.perf_counter() - start))
-        if print_after_all is not None:
-            print_after_all(step.name, module)
+    with shared_machine_facts() as machine_facts:
+        for step in steps:
+            start = time.perf_counter()
+            if not step.structured and has_structured(module):
+                lower_structured_module(module)
+                machine_facts.clear()
+            result = step.apply(module)
+            if result is not None:
+                module = result
+            if not step.keeps_machine_facts or result is not None:
+                machine_facts.clear()
+            if timings is not None:
+                timings.append(PassTiming(step.name, time.perf_counter() - start))
+            if print_after_all is not None:
+                print_after_all(step.name, module)
     return module
 
 

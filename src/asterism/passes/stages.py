@@ -51,6 +51,7 @@ from asterism.ir.ops import (
     SOP1Op,
     SOP2Op,
     SOPCOp,
+    ops_with_regions,
 )
 from asterism.ir.types import RegisterType, SGPRType
 from asterism.ir.verify import error_at, match_instruction
@@ -93,7 +94,7 @@ class ScfPipelinePass(Pass):
         for kernel in kernels_of(module):
             isa = get_isa(module_target(kernel))
             layout = compute_layout(kernel)
-            loops = [op for op in kernel.walk() if isinstance(op, KernelForOp)]
+            loops = [op for op in ops_with_regions(kernel) if isinstance(op, KernelForOp)]
             for loop in reversed(loops):
                 if any(STAGE_ATTR in o.attributes for o in loop.body.block.ops):
                     _Pipeliner(kernel, loop, isa, layout, self.rotate).run()

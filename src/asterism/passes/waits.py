@@ -67,7 +67,9 @@ from asterism.passes.machine import (
     MachineKernel,
     kernel_cfg,
     kernels_of,
+    machine_kernel,
     module_target,
+    op_kind,
 )
 from asterism.support.gcpause import gc_paused
 
@@ -266,6 +268,8 @@ class WaitsPass(Pass):
     name = "waits"
     summary = "resolve amdgcn.wait and place the minimal s_waitcnt before uses of in-flight " \
               "results (hand-written waits are kept)"
+    # (it inserts and erases s_waitcnt, amdgcn.wait and token ops, and changes no other op)
+    keeps_machine_facts = True
 
     barrier: Literal["lds", "none"] = option("lds", "wait for this wave's LDS accesses before "
                                                     "s_barrier (none: do not)")
@@ -304,7 +308,7 @@ class _KernelWaits:
     def __init__(self, kernel: KernelOp, options: WaitsPass):
         self.kernel = kernel
         self.options = options
-        self.mk = MachineKernel(kernel, get_isa(module_target(kernel)))
+        self.mk = machine_kernel(kernel, get_isa(module_target(kernel)))
         self.cfg = kernel_cfg(kernel)
         self.facts: dict[Block, list[_OpFacts]] = {}
         self.index_of: dict[Operation, int] = {}
@@ -320,22 +324,26 @@ class _KernelWaits:
 
     def _facts(self, op: Operation) -> _OpFacts:
         f = _OpFacts(op, self.index_of[op])
-        if isinstance(op, WaitOp):
-            f.tokens, f.variables = self._token_sources(op, op.tokens)
-            return f
-        if isinstance(op, TokenVarOp | TokenSetOp):
-            var = op.result if isinstance(op, TokenVarOp) else op.var
-            given = [op.init] if isinstance(op, TokenVarOp) else [op.value]
-            statics, variables = self._token_sources(op, [t for t in given if t is not None])
-            f.bind = (self.index_of[var.owner], statics, variables)
+        # (the op's kind first, memoised by class: isinstance on ops is slow, and nearly
+        # every op is an instruction)
+        kind = op_kind(type(op))
+        if kind is None:
+            if isinstance(op, WaitOp):
+                f.tokens, f.variables = self._token_sources(op, op.tokens)
+            elif isinstance(op, TokenVarOp | TokenSetOp):
+                var = op.result if isinstance(op, TokenVarOp) else op.var
+                given = [op.init] if isinstance(op, TokenVarOp) else [op.value]
+                statics, variables = self._token_sources(op, [t for t in given
+                                                              if t is not None])
+                f.bind = (self.index_of[var.owner], statics, variables)
             return f
         inst = self.mk.instruction(op)
         if inst is None:
             return f
         regs = self.mk.regs(op)
         f.uses, f.defs = regs.uses, regs.defs
-        if isinstance(op, InstructionOp):
-            if isinstance(op, SOPPOp) and inst.mnemonic == "s_waitcnt":
+        if kind is InstructionOp:
+            if inst.mnemonic == "s_waitcnt" and isinstance(op, SOPPOp):
                 mods = op.mods
                 f.hand_wait = {c: int(mods[c]) for c in COUNTERS
                                if c in mods and int(mods[c]) < WAIT_MAX[c]}
