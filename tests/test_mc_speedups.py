@@ -2,7 +2,8 @@
 
 * the matcher's quick acceptance tests accept only what match_form accepts, its quick
   refusals refuse only what match_form refuses, and select_form picks the form a plain
-  match_form loop picks (with the same error);
+  match_form loop picks (with the same error), also when it reuses a choice made for an
+  instruction of the same shape;
 * parse results reused by text never depend on `.set` symbols;
 * the decoder's shared operand tables give the same instructions as fresh decoding;
 * decode_code with skip_undecodable lists words like api.disassemble's loop.
@@ -16,7 +17,7 @@ import pytest
 
 from asterism.errors import AsterismError, VerifyError
 from asterism.isa import get_isa
-from asterism.mc import asm_syntax, decoder
+from asterism.mc import asm_syntax, decoder, matcher
 from asterism.mc.asm_syntax import InstParser
 from asterism.mc.decoder import Decoder
 from asterism.mc.encoder import encode_inst
@@ -101,6 +102,69 @@ def test_quick_match_accepts_only_what_match_form_accepts(target):
                     got = err.message
                 assert got == _select_by_match_form(inst, target), format_inst(inst)
     assert checked > 1000 and refused > 1000
+
+
+def _same_shape(inst: Inst, rng: random.Random) -> Inst:
+    """`inst` with other register numbers (same alignment), other constants of the same
+    class (inline / literal) and other modifier values: the same shape for select_form's
+    table of choices, so that the rules reading values (an MFMA's C overlapping its
+    destination, gds, op_sel, cbsz/blgp, DPP controls...) are what decides."""
+    def other(op):
+        t = type(op)
+        if t is Mod:
+            return Mod(other(op.operand), neg=op.neg, abs=op.abs, sext=op.sext)
+        if t is Reg and op.kind != "ttmp":
+            # (a low index keeps every kind in range; many such operands overlap)
+            return Reg(op.kind, (op.index & 3) + 4 * rng.randrange(4), op.count)
+        if t is Imm:
+            if -16 <= op.value <= 64:
+                return Imm(rng.randint(-16, 64))
+            return Imm(op.value + 1 if op.value > 64 else op.value - 1)
+        return op
+
+    def other_value(name, value):
+        if name in matcher._VALUE_MODIFIERS:
+            return value
+        if type(value) is bool:
+            return rng.random() < 0.5
+        if type(value) is int:
+            return rng.choice([0, 1, 2, 3, value, 0x150, 0x15F])
+        if type(value) is tuple:
+            return tuple(rng.randint(0, 1) for _ in value)
+        return value
+
+    return Inst(inst.mnemonic, [other(op) for op in inst.operands],
+                {name: other_value(name, value) for name, value in inst.modifiers.items()})
+
+
+def _select_or_message(inst: Inst, target: str):
+    try:
+        return select_form(inst, target)
+    except VerifyError as err:
+        return err.message
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_choices_reused_by_shape_equal_the_full_path(target, monkeypatch):
+    monkeypatch.setattr(matcher, "_BY_SHAPE", {})
+    rng = random.Random(f"shape-{target}")
+    isa = get_isa(target)
+    reused = 0
+    for instruction in isa.instructions.values():
+        for form in instruction.forms:
+            if not form.assembles:
+                continue
+            base = random_inst(form, rng)
+            base.mnemonic = form.printed_mnemonic
+            for inst in [base, *_mutations(base, rng)[:3]]:
+                _select_or_message(inst, target)  # (remembers the choice by shape)
+                for _ in range(3):
+                    variant = _same_shape(inst, rng)
+                    key = matcher._shape_key(variant, target)
+                    reused += key is not None and key in matcher._BY_SHAPE
+                    assert _select_or_message(variant, target) == \
+                        _select_by_match_form(variant, target), format_inst(variant)
+    assert reused > 2000
 
 
 def test_reused_operands_do_not_depend_on_symbols():
