@@ -313,14 +313,14 @@ def test_format_table_gives_the_first_matching_format():
 @pytest.mark.parametrize("target", TARGETS)
 def test_generated_operand_encoders_equal_the_slot_handlers(target, monkeypatch):
     # Every form with a generated operand encoder, random instructions and mutations (other
-    # kinds, constants, literals, named registers): where it answers, its bytes are the slot
-    # handlers' (and where they refuse, it does not answer).
+    # kinds, constants, literals, named registers, modifiers): where it answers, its bytes
+    # are the slot and modifier handlers' (and where they refuse, it does not answer).
     from asterism.errors import EncodeError
     from asterism.mc import encoder
 
     rng = random.Random(f"fast-encode-{target}")
     isa = get_isa(target)
-    answered = 0
+    answered = with_modifiers = 0
     for instruction in isa.instructions.values():
         for form in instruction.forms:
             if not form.assembles:
@@ -339,7 +339,9 @@ def test_generated_operand_encoders_equal_the_slot_handlers(target, monkeypatch)
                     except (EncodeError, AttributeError, TypeError, KeyError, ValueError):
                         want = None
                     monkeypatch.undo()
-                    got = fast(inst.operands)
+                    got = fast(inst.operands) if plan.modifiers is None else \
+                        encoder._fast_with_modifiers(plan, fast, inst)
                     assert got is None or got == want, (format_inst(inst), got, want)
                     answered += got is not None
-    assert answered > 2000
+                    with_modifiers += got is not None and plan.modifiers is not None
+    assert answered > 2000 and with_modifiers > 1000

@@ -143,7 +143,8 @@ class Encoder:
             if fast is _first_fast:
                 fast = plan.fast = _compile_fast(plan)
             if fast is not None:
-                data = fast(inst.operands)
+                data = fast(inst.operands) if plan.modifiers is None else \
+                    _fast_with_modifiers(plan, fast, inst)
                 if data is not None:
                     return data
         st = _State(plan, inst, address, labels)
@@ -197,7 +198,10 @@ class _Plan:
         self.mix = "_mix" in form.mnemonic
         self.modifiers = _modifier_handler(form)
         # (made on the first encoding: most plans of a process are never encoded)
-        self.fast: Callable[[list[Operand]], bytes | None] | None = _first_fast
+        self.fast: Callable[..., bytes | None] | None = _first_fast
+        # modifiers (as items) -> what the modifier handler does to the word, (bits kept,
+        # bits set), or None where it refuses them (see _fast_with_modifiers)
+        self.modifier_effects: dict[tuple, tuple[int, int] | None] = {}
 
 
 _PLANS = PerForm(_Plan)
@@ -241,14 +245,70 @@ def _cacheable(op: Operand) -> bool:
     return type(op) is not FloatImm or op.value != 0.0
 
 
-def _compile_fast(plan: _Plan) -> Callable[[list[Operand]], bytes | None] | None:
+def _fast_with_modifiers(plan: _Plan, fast: Callable[..., bytes | None], inst: Inst
+                         ) -> bytes | None:
+    """The bytes of `inst` by the generated operand encoder of a plan with a modifier
+    handler, the handler's effect on the word applied; None where the slot and modifier
+    handlers must encode it.
+
+    Without source modifiers on the operands (the generated encoder refuses those), a
+    modifier handler reads only the modifiers, and sets fields or bits that the operands
+    do not decide: its effect is `word & keep | bits`, the same for every instruction with
+    those modifiers, found once by running the handler on words of all zeros and all
+    ones (and checked on a third)."""
+    mods = inst.modifiers
+    try:
+        key = tuple(mods.items()) if mods else ()
+        effect = plan.modifier_effects.get(key, _UNKNOWN_EFFECT)
+    except TypeError:  # (an unhashable modifier value: the handlers decide)
+        return None
+    if effect is _UNKNOWN_EFFECT:
+        if len(plan.modifier_effects) >= _EFFECTS_LIMIT:
+            plan.modifier_effects.clear()
+        effect = plan.modifier_effects[key] = _modifier_effect(plan, inst)
+    if effect is None:
+        return None
+    return fast(inst.operands, *effect)
+
+
+_UNKNOWN_EFFECT = object()
+_EFFECTS_LIMIT = 4096  # modifier sets remembered per plan
+
+
+def _modifier_effect(plan: _Plan, inst: Inst) -> tuple[int, int] | None:
+    """(keep, bits): the modifier handler turns a word `w` into `w & keep | bits` for
+    instructions with `inst`'s modifiers and no source modifiers; None if it refuses them,
+    touches anything but the word, or its effect is not of that shape."""
+    probe = Inst(inst.mnemonic, [], inst.modifiers, plan.form, inst.loc)  # (no Mod operand)
+    ones = (1 << (8 * plan.size)) - 1
+    results = []
+    for start in (0, ones, 0x5A5A5A5A5A5A5A5A & ones):
+        st = _State(plan, probe, 0, {})
+        st.value = start
+        try:
+            plan.modifiers(plan, probe, st)  # type: ignore[misc]
+        except (EncodeError, TypeError, ValueError, KeyError):
+            return None  # (the handlers say why, with the operands' errors first)
+        if st.literal is not None or st.extra is not None or st.prefix is not None:
+            return None
+        results.append(st.value)
+    zeros, all_ones, mixed = results
+    keep = zeros ^ all_ones  # (the bits passed through; set bits are equal in both)
+    if (0x5A5A5A5A5A5A5A5A & ones & keep) | zeros != mixed:
+        return None
+    return keep, zeros
+
+
+def _compile_fast(plan: _Plan) -> Callable[..., bytes | None] | None:
     """fast(operands) -> the instruction's bytes, or None where the slot handlers must
-    encode it; None for plans it does not cover."""
-    if plan.modifiers is not None or plan.extra is not None or plan.prefix_word is not None:
+    encode it; None for plans it does not cover. A plan with a modifier handler gets
+    fast(operands, keep, bits), the handler's effect (see _fast_with_modifiers)."""
+    if plan.extra is not None or plan.prefix_word is not None:
         return None
     env: dict[str, object] = {"Reg": Reg, "Special": Special, "SRC_CODES": _SRC_CODES,
                               "src_known": _src_known, "scalar_code": scalar_code}
-    lines = ["def fast(ops):", f"    if len(ops) != {len(plan.slots)}:", "        return None",
+    head = "def fast(ops):" if plan.modifiers is None else "def fast(ops, keep, bits):"
+    lines = [head, f"    if len(ops) != {len(plan.slots)}:", "        return None",
              f"    value = {plan.word:#x}"]
     literal = False
     for k, (spec, handler) in enumerate(plan.slots):
@@ -286,6 +346,8 @@ def _compile_fast(plan: _Plan) -> Callable[[list[Operand]], bytes | None] | None
             lines += ["    else:", "        return None"]
         lines += [f"    if code > {mask}:", "        return None",
                   f"    value = value & {~(mask << lo)} | code << {lo}"]
+    if plan.modifiers is not None:
+        lines.append("    value = value & keep | bits")
     if literal:
         lines.insert(4, "    literal = None")  # (after `value = ...`, before the slots)
         lines += [f"    data = value.to_bytes({plan.size}, 'little')",
