@@ -299,6 +299,25 @@ def _modifier_effect(plan: _Plan, inst: Inst) -> tuple[int, int] | None:
     return keep, zeros
 
 
+def _agpr_bits(plan: _Plan, spec: OperandSpec, inner: SlotHandler) -> int | None:
+    """The bits a slot's handler sets beside the field for an AGPR (_acc's AGPR-select
+    bit, or 0), found by running _acc on an empty word; None where the generated encoder
+    leaves AGPRs to the handler."""
+    if inner is _op_register and "s" in spec.kinds:
+        return 0  # (_op_register sets no select bit there)
+    if inner not in (_op_register, _op_src, _op_vgpr_src):
+        return None
+    st = _State(plan, Inst(plan.form.mnemonic), 0, {})
+    st.value = 0
+    try:
+        _acc(plan.form, spec, Reg("a", 0), st)
+    except (EncodeError, KeyError):
+        return None
+    if st.literal is not None or st.extra is not None or st.prefix is not None:
+        return None
+    return st.value
+
+
 def _compile_fast(plan: _Plan) -> Callable[..., bytes | None] | None:
     """fast(operands) -> the instruction's bytes, or None where the slot handlers must
     encode it; None for plans it does not cover. A plan with a modifier handler gets
@@ -320,6 +339,11 @@ def _compile_fast(plan: _Plan) -> Callable[..., bytes | None] | None:
         inner, lo, mask, vgpr_base, sgpr = shortcut
         lines += [f"    op = ops[{k}]", "    if type(op) is Reg:", "        kind = op.kind",
                   "        if kind == 'v':", f"            code = op.index + {vgpr_base}"]
+        acc = _agpr_bits(plan, spec, inner)
+        if acc is not None:  # (an AGPR: the VGPR's code and its family's AGPR-select bit)
+            lines += ["        elif kind == 'a':", f"            code = op.index + {vgpr_base}"]
+            if acc:
+                lines += [f"            value |= {acc:#x}"]
         if sgpr:  # (scalar_code's codes)
             lines += ["        elif kind == 's':", "            code = op.index",
                       "        elif kind == 'ttmp':", f"            code = op.index + {TTMP_BASE}"]
