@@ -345,3 +345,26 @@ def test_generated_operand_encoders_equal_the_slot_handlers(target, monkeypatch)
                     answered += got is not None
                     with_modifiers += got is not None and plan.modifiers is not None
     assert answered > 2000 and with_modifiers > 1000
+
+
+@pytest.mark.parametrize("line", ["ds_read_b32 v1, v2 offset:70000",
+                                  "ds_write_b32 v1, v2 offset:-1",
+                                  "v_mfma_f32_16x16x16_bf16 v[0:3], v[4:5], v[6:7], v[0:3] cbsz:9"])
+def test_generated_encoder_reports_bad_modifiers_as_the_handlers_do(line, monkeypatch):
+    # (the modifier handler runs on the generated encoder's word: its error, with the
+    # instruction's name and place, is the one the slot-handler path gives)
+    from asterism.errors import EncodeError
+    from asterism.mc import encoder
+
+    inst = parse_asm(f'.amdgcn_target "amdgcn-amd-amdhsa--gfx942"\n{line}\n', "k.s"
+                     ).kernels[0].body[0]
+    plan = encoder._PLANS(inst.form)
+    assert encoder._compile_fast(plan) is not None  # (the generated encoder serves it)
+    messages = []
+    for fast in (True, False):
+        if not fast:
+            monkeypatch.setattr(plan, "fast", None)
+        with pytest.raises(EncodeError) as err:
+            encoder.ENCODER.encode(inst)
+        messages.append((err.value.message, str(err.value.location)))
+    assert messages[0] == messages[1] and messages[0][1] == "k.s:2:1"

@@ -199,9 +199,8 @@ class _Plan:
         self.modifiers = _modifier_handler(form)
         # (made on the first encoding: most plans of a process are never encoded)
         self.fast: Callable[..., bytes | None] | None = _first_fast
-        # modifiers (as items) -> what the modifier handler does to the word, (bits kept,
-        # bits set), or None where it refuses them (see _fast_with_modifiers)
-        self.modifier_effects: dict[tuple, tuple[int, int] | None] = {}
+        # (what the modifier handler does to a word without modifiers: _fast_with_modifiers)
+        self.bare_effect: Callable[[int], int] | None | object = _UNKNOWN_EFFECT
 
 
 _PLANS = PerForm(_Plan)
@@ -248,41 +247,41 @@ def _cacheable(op: Operand) -> bool:
 def _fast_with_modifiers(plan: _Plan, fast: Callable[..., bytes | None], inst: Inst
                          ) -> bytes | None:
     """The bytes of `inst` by the generated operand encoder of a plan with a modifier
-    handler, the handler's effect on the word applied; None where the slot and modifier
-    handlers must encode it.
+    handler, the handler applied to the word the operands make; None where the slot and
+    modifier handlers must encode it (the generated encoder refuses source modifiers, the
+    only operands a modifier handler reads).
 
-    Without source modifiers on the operands (the generated encoder refuses those), a
-    modifier handler reads only the modifiers, and sets fields or bits that the operands
-    do not decide: its effect is `word & keep | bits`, the same for every instruction with
-    those modifiers, found once by running the handler on words of all zeros and all
-    ones (and checked on a third)."""
-    mods = inst.modifiers
-    try:
-        key = tuple(mods.items()) if mods else ()
-        effect = plan.modifier_effects.get(key, _UNKNOWN_EFFECT)
-    except TypeError:  # (an unhashable modifier value: the handlers decide)
-        return None
+    Without modifiers written, the handler sets fields or bits that the operands do not
+    decide: its effect is `word & keep | bits` for every such instruction, found once per
+    plan by running it on words of all zeros and all ones (and checked on a third)."""
+    if inst.modifiers:
+        def finish(value: int) -> int:
+            st = _State(plan, inst, 0, {})  # (modifier handlers read no address or label)
+            st.value = value
+            plan.modifiers(plan, inst, st)  # type: ignore[misc]
+            return st.value
+
+        return fast(inst.operands, finish)
+    effect = plan.bare_effect
     if effect is _UNKNOWN_EFFECT:
-        if len(plan.modifier_effects) >= _EFFECTS_LIMIT:
-            plan.modifier_effects.clear()
-        effect = plan.modifier_effects[key] = _modifier_effect(plan, inst)
+        effect = plan.bare_effect = _modifier_effect(plan, inst)
     if effect is None:
         return None
-    return fast(inst.operands, *effect)
+    return fast(inst.operands, effect)
 
 
 _UNKNOWN_EFFECT = object()
-_EFFECTS_LIMIT = 4096  # modifier sets remembered per plan
 
 
-def _modifier_effect(plan: _Plan, inst: Inst) -> tuple[int, int] | None:
-    """(keep, bits): the modifier handler turns a word `w` into `w & keep | bits` for
-    instructions with `inst`'s modifiers and no source modifiers; None if it refuses them,
-    touches anything but the word, or its effect is not of that shape."""
-    probe = Inst(inst.mnemonic, [], inst.modifiers, plan.form, inst.loc)  # (no Mod operand)
+def _modifier_effect(plan: _Plan, inst: Inst) -> Callable[[int], int] | None:
+    """The modifier handler's effect on a word for instructions without modifiers or
+    source modifiers, as `word & keep | bits`; None if it refuses them, touches anything
+    but the word, or its effect is not of that shape."""
+    probe = Inst(inst.mnemonic, [], {}, plan.form, inst.loc)
     ones = (1 << (8 * plan.size)) - 1
+    mixed = 0x5A5A5A5A5A5A5A5A & ones
     results = []
-    for start in (0, ones, 0x5A5A5A5A5A5A5A5A & ones):
+    for start in (0, ones, mixed):
         st = _State(plan, probe, 0, {})
         st.value = start
         try:
@@ -292,11 +291,11 @@ def _modifier_effect(plan: _Plan, inst: Inst) -> tuple[int, int] | None:
         if st.literal is not None or st.extra is not None or st.prefix is not None:
             return None
         results.append(st.value)
-    zeros, all_ones, mixed = results
-    keep = zeros ^ all_ones  # (the bits passed through; set bits are equal in both)
-    if (0x5A5A5A5A5A5A5A5A & ones & keep) | zeros != mixed:
+    bits, all_ones, mixed_out = results
+    keep = bits ^ all_ones  # (the bits passed through; set bits are equal in both)
+    if mixed & keep | bits != mixed_out:
         return None
-    return keep, zeros
+    return lambda value: value & keep | bits
 
 
 def _agpr_bits(plan: _Plan, spec: OperandSpec, inner: SlotHandler) -> int | None:
@@ -321,12 +320,12 @@ def _agpr_bits(plan: _Plan, spec: OperandSpec, inner: SlotHandler) -> int | None
 def _compile_fast(plan: _Plan) -> Callable[..., bytes | None] | None:
     """fast(operands) -> the instruction's bytes, or None where the slot handlers must
     encode it; None for plans it does not cover. A plan with a modifier handler gets
-    fast(operands, keep, bits), the handler's effect (see _fast_with_modifiers)."""
+    fast(operands, finish), finish(word) the handler's work (see _fast_with_modifiers)."""
     if plan.extra is not None or plan.prefix_word is not None:
         return None
     env: dict[str, object] = {"Reg": Reg, "Special": Special, "SRC_CODES": _SRC_CODES,
                               "src_known": _src_known, "scalar_code": scalar_code}
-    head = "def fast(ops):" if plan.modifiers is None else "def fast(ops, keep, bits):"
+    head = "def fast(ops):" if plan.modifiers is None else "def fast(ops, finish):"
     lines = [head, f"    if len(ops) != {len(plan.slots)}:", "        return None",
              f"    value = {plan.word:#x}"]
     literal = False
@@ -371,7 +370,7 @@ def _compile_fast(plan: _Plan) -> Callable[..., bytes | None] | None:
         lines += [f"    if code > {mask}:", "        return None",
                   f"    value = value & {~(mask << lo)} | code << {lo}"]
     if plan.modifiers is not None:
-        lines.append("    value = value & keep | bits")
+        lines.append("    value = finish(value)")
     if literal:
         lines.insert(4, "    literal = None")  # (after `value = ...`, before the slots)
         lines += [f"    data = value.to_bytes({plan.size}, 'little')",
