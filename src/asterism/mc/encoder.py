@@ -317,14 +317,44 @@ def _agpr_bits(plan: _Plan, spec: OperandSpec, inner: SlotHandler) -> int | None
     return st.value
 
 
+def _buffer_slot_lines(plan: _Plan, k: int, handler: SlotHandler) -> list[str] | None:
+    """The generated lines of a buffer instruction's vaddr, srsrc or soffset slot (operand
+    `k`), as its handler encodes the common operands (anything else: return None, the
+    handler decides); None for other handlers."""
+    if handler not in (_op_buffer_vaddr, _op_buffer_srsrc, _op_buffer_soffset):
+        return None
+    name = {_op_buffer_vaddr: "vaddr", _op_buffer_srsrc: "srsrc",
+            _op_buffer_soffset: "soffset"}[handler]
+    lo, mask, _width, keep = plan.field_table[name]
+    put = [f"    if code > {mask}:", "        return None",
+           f"    value = value & {keep} | code << {lo}"]
+    lines = [f"    op = ops[{k}]"]
+    if handler is _op_buffer_vaddr:  # (any register's index; nothing for `off`)
+        return lines + ["    if type(op) is Reg:", "        code = op.index",
+                        *("    " + line for line in put),
+                        "    elif type(op) is not Off:", "        return None"]
+    if handler is _op_buffer_srsrc:  # (an SGPR / TTMP quad starting at a multiple of 4)
+        lines += ["    if type(op) is not Reg or op.index % 4:", "        return None",
+                  "    if op.kind == 's':", "        code = op.index // 4",
+                  "    elif op.kind == 'ttmp':", f"        code = (op.index + {TTMP_BASE}) // 4",
+                  "    else:", "        return None"]
+    else:  # (src_code's answer as an i32 operand, no literal)
+        lines += ["    known = SRC_CODES.get((op, 'i32'))", "    if known is None:",
+                  "        known = src_known(op, 'i32')", "        if known is None:",
+                  "            return None", "    code, lit = known", "    if lit is not None:",
+                  "        return None"]
+    return lines + put
+
+
 def _compile_fast(plan: _Plan) -> Callable[..., bytes | None] | None:
     """fast(operands) -> the instruction's bytes, or None where the slot handlers must
     encode it; None for plans it does not cover. A plan with a modifier handler gets
     fast(operands, finish), finish(word) the handler's work (see _fast_with_modifiers)."""
     if plan.extra is not None or plan.prefix_word is not None:
         return None
-    env: dict[str, object] = {"Reg": Reg, "Special": Special, "SRC_CODES": _SRC_CODES,
-                              "src_known": _src_known, "scalar_code": scalar_code}
+    env: dict[str, object] = {"Reg": Reg, "Special": Special, "Off": Off,
+                              "SRC_CODES": _SRC_CODES, "src_known": _src_known,
+                              "scalar_code": scalar_code}
     head = "def fast(ops):" if plan.modifiers is None else "def fast(ops, finish):"
     lines = [head, f"    if len(ops) != {len(plan.slots)}:", "        return None",
              f"    value = {plan.word:#x}"]
@@ -332,6 +362,10 @@ def _compile_fast(plan: _Plan) -> Callable[..., bytes | None] | None:
     for k, (spec, handler) in enumerate(plan.slots):
         if handler is None:
             continue  # (a fixed register: nothing to encode)
+        buffer_lines = _buffer_slot_lines(plan, k, handler)
+        if buffer_lines is not None:
+            lines += buffer_lines
+            continue
         shortcut = getattr(handler, "shortcut", None)
         if shortcut is None:
             return None
