@@ -36,6 +36,7 @@ from asterism.mc.codeobject import (
     write_file_atomic,
 )
 from asterism.mc.codeobject.elf import build_gnu_hash, gnu_hash, parse_elf, sysv_hash
+from asterism.mc.codeobject.reader import path_text
 from asterism.target import get_target
 
 SAMPLES_DIR = Path(__file__).resolve().parent / "data" / "shared" / "codeobjects"
@@ -377,6 +378,21 @@ def test_read_error_names_the_file(tmp_path: Path) -> None:
         read_code_object(bad)
     with pytest.raises(CodeObjectError, match=r"nope\.co: cannot read code object"):
         read_code_object(tmp_path / "nope.co")
+
+
+@given(st.text(alphabet="/.ab", max_size=10))
+def test_path_text_is_pathlib_text(text: str) -> None:
+    # (the reader names a file as pathlib would, without importing pathlib)
+    assert path_text(text) == str(Path(text))
+
+
+def test_read_errors_name_the_file_as_pathlib_does(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.co"
+    bad.write_bytes(b"hello")
+    with pytest.raises(CodeObjectError, match=r"^/.*[^/]/bad\.co: not an ELF file"):
+        read_code_object(f"/{tmp_path}/./bad.co")
+    with pytest.raises(CodeObjectError, match=r"^\.: cannot read code object"):
+        read_code_object("")
 
 
 def _read_only_code_object_errors(data: bytes) -> None:

@@ -2,7 +2,8 @@
 
 * the matcher's quick acceptance tests accept only what match_form accepts, its quick
   refusals refuse only what match_form refuses, and select_form picks the form a plain
-  match_form loop picks (with the same error);
+  match_form loop picks (with the same error), also when it reuses a choice made for an
+  instruction of the same shape;
 * parse results reused by text never depend on `.set` symbols;
 * the decoder's shared operand tables give the same instructions as fresh decoding;
 * decode_code with skip_undecodable lists words like api.disassemble's loop.
@@ -16,7 +17,7 @@ import pytest
 
 from asterism.errors import AsterismError, VerifyError
 from asterism.isa import get_isa
-from asterism.mc import asm_syntax, decoder
+from asterism.mc import asm_syntax, decoder, matcher
 from asterism.mc.asm_syntax import InstParser
 from asterism.mc.decoder import Decoder
 from asterism.mc.encoder import encode_inst
@@ -101,6 +102,69 @@ def test_quick_match_accepts_only_what_match_form_accepts(target):
                     got = err.message
                 assert got == _select_by_match_form(inst, target), format_inst(inst)
     assert checked > 1000 and refused > 1000
+
+
+def _same_shape(inst: Inst, rng: random.Random) -> Inst:
+    """`inst` with other register numbers (same alignment), other constants of the same
+    class (inline / literal) and other modifier values: the same shape for select_form's
+    table of choices, so that the rules reading values (an MFMA's C overlapping its
+    destination, gds, op_sel, cbsz/blgp, DPP controls...) are what decides."""
+    def other(op):
+        t = type(op)
+        if t is Mod:
+            return Mod(other(op.operand), neg=op.neg, abs=op.abs, sext=op.sext)
+        if t is Reg and op.kind != "ttmp":
+            # (a low index keeps every kind in range; many such operands overlap)
+            return Reg(op.kind, (op.index & 3) + 4 * rng.randrange(4), op.count)
+        if t is Imm:
+            if -16 <= op.value <= 64:
+                return Imm(rng.randint(-16, 64))
+            return Imm(op.value + 1 if op.value > 64 else op.value - 1)
+        return op
+
+    def other_value(name, value):
+        if name in matcher._VALUE_MODIFIERS:
+            return value
+        if type(value) is bool:
+            return rng.random() < 0.5
+        if type(value) is int:
+            return rng.choice([0, 1, 2, 3, value, 0x150, 0x15F])
+        if type(value) is tuple:
+            return tuple(rng.randint(0, 1) for _ in value)
+        return value
+
+    return Inst(inst.mnemonic, [other(op) for op in inst.operands],
+                {name: other_value(name, value) for name, value in inst.modifiers.items()})
+
+
+def _select_or_message(inst: Inst, target: str):
+    try:
+        return select_form(inst, target)
+    except VerifyError as err:
+        return err.message
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_choices_reused_by_shape_equal_the_full_path(target, monkeypatch):
+    monkeypatch.setattr(matcher, "_BY_SHAPE", {})
+    rng = random.Random(f"shape-{target}")
+    isa = get_isa(target)
+    reused = 0
+    for instruction in isa.instructions.values():
+        for form in instruction.forms:
+            if not form.assembles:
+                continue
+            base = random_inst(form, rng)
+            base.mnemonic = form.printed_mnemonic
+            for inst in [base, *_mutations(base, rng)[:3]]:
+                _select_or_message(inst, target)  # (remembers the choice by shape)
+                for _ in range(3):
+                    variant = _same_shape(inst, rng)
+                    key = matcher._shape_key(variant, target)
+                    reused += key is not None and key in matcher._BY_SHAPE
+                    assert _select_or_message(variant, target) == \
+                        _select_by_match_form(variant, target), format_inst(variant)
+    assert reused > 2000
 
 
 def test_reused_operands_do_not_depend_on_symbols():
@@ -249,14 +313,14 @@ def test_format_table_gives_the_first_matching_format():
 @pytest.mark.parametrize("target", TARGETS)
 def test_generated_operand_encoders_equal_the_slot_handlers(target, monkeypatch):
     # Every form with a generated operand encoder, random instructions and mutations (other
-    # kinds, constants, literals, named registers): where it answers, its bytes are the slot
-    # handlers' (and where they refuse, it does not answer).
+    # kinds, constants, literals, named registers, modifiers): where it answers, its bytes
+    # are the slot and modifier handlers' (and where they refuse, it does not answer).
     from asterism.errors import EncodeError
     from asterism.mc import encoder
 
     rng = random.Random(f"fast-encode-{target}")
     isa = get_isa(target)
-    answered = 0
+    answered = with_modifiers = 0
     for instruction in isa.instructions.values():
         for form in instruction.forms:
             if not form.assembles:
@@ -275,7 +339,32 @@ def test_generated_operand_encoders_equal_the_slot_handlers(target, monkeypatch)
                     except (EncodeError, AttributeError, TypeError, KeyError, ValueError):
                         want = None
                     monkeypatch.undo()
-                    got = fast(inst.operands)
+                    got = fast(inst.operands) if plan.modifiers is None else \
+                        encoder._fast_with_modifiers(plan, fast, inst)
                     assert got is None or got == want, (format_inst(inst), got, want)
                     answered += got is not None
-    assert answered > 2000
+                    with_modifiers += got is not None and plan.modifiers is not None
+    assert answered > 2000 and with_modifiers > 1000
+
+
+@pytest.mark.parametrize("line", ["ds_read_b32 v1, v2 offset:70000",
+                                  "ds_write_b32 v1, v2 offset:-1",
+                                  "v_mfma_f32_16x16x16_bf16 v[0:3], v[4:5], v[6:7], v[0:3] cbsz:9"])
+def test_generated_encoder_reports_bad_modifiers_as_the_handlers_do(line, monkeypatch):
+    # (the modifier handler runs on the generated encoder's word: its error, with the
+    # instruction's name and place, is the one the slot-handler path gives)
+    from asterism.errors import EncodeError
+    from asterism.mc import encoder
+
+    inst = parse_asm(f'.amdgcn_target "amdgcn-amd-amdhsa--gfx942"\n{line}\n', "k.s"
+                     ).kernels[0].body[0]
+    plan = encoder._PLANS(inst.form)
+    assert encoder._compile_fast(plan) is not None  # (the generated encoder serves it)
+    messages = []
+    for fast in (True, False):
+        if not fast:
+            monkeypatch.setattr(plan, "fast", None)
+        with pytest.raises(EncodeError) as err:
+            encoder.ENCODER.encode(inst)
+        messages.append((err.value.message, str(err.value.location)))
+    assert messages[0] == messages[1] and messages[0][1] == "k.s:2:1"

@@ -3,12 +3,19 @@ lower layers need (cache keys, the .comment of a code object, sweep cache keys),
 so that no module imports the package root `asterism` (which sits above every layer)."""
 
 import os
-from pathlib import Path
 
 __version__ = "0.1.0"  # (pyproject.toml's version: keep the two equal)
 
-# The folder of the `asterism` package this process imported (source files and data).
-PACKAGE_DIR = Path(__file__).parent
+
+def __getattr__(name: str):
+    """PACKAGE_DIR, the folder (a pathlib.Path) of the `asterism` package this process
+    imported, made on first use: pathlib costs ~5 ms of a start-up that does not need it
+    (`asterism disasm`)."""
+    if name == "PACKAGE_DIR":
+        from pathlib import Path
+
+        return Path(__file__).parent
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def package_file(*parts: str) -> str:

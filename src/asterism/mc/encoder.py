@@ -143,7 +143,8 @@ class Encoder:
             if fast is _first_fast:
                 fast = plan.fast = _compile_fast(plan)
             if fast is not None:
-                data = fast(inst.operands)
+                data = fast(inst.operands) if plan.modifiers is None else \
+                    _fast_with_modifiers(plan, fast, inst)
                 if data is not None:
                     return data
         st = _State(plan, inst, address, labels)
@@ -197,7 +198,9 @@ class _Plan:
         self.mix = "_mix" in form.mnemonic
         self.modifiers = _modifier_handler(form)
         # (made on the first encoding: most plans of a process are never encoded)
-        self.fast: Callable[[list[Operand]], bytes | None] | None = _first_fast
+        self.fast: Callable[..., bytes | None] | None = _first_fast
+        # (what the modifier handler does to a word without modifiers: _fast_with_modifiers)
+        self.bare_effect: Callable[[int], int] | None | object = _UNKNOWN_EFFECT
 
 
 _PLANS = PerForm(_Plan)
@@ -241,25 +244,139 @@ def _cacheable(op: Operand) -> bool:
     return type(op) is not FloatImm or op.value != 0.0
 
 
-def _compile_fast(plan: _Plan) -> Callable[[list[Operand]], bytes | None] | None:
-    """fast(operands) -> the instruction's bytes, or None where the slot handlers must
-    encode it; None for plans it does not cover."""
-    if plan.modifiers is not None or plan.extra is not None or plan.prefix_word is not None:
+def _fast_with_modifiers(plan: _Plan, fast: Callable[..., bytes | None], inst: Inst
+                         ) -> bytes | None:
+    """The bytes of `inst` by the generated operand encoder of a plan with a modifier
+    handler, the handler applied to the word the operands make; None where the slot and
+    modifier handlers must encode it (the generated encoder refuses source modifiers, the
+    only operands a modifier handler reads).
+
+    Without modifiers written, the handler sets fields or bits that the operands do not
+    decide: its effect is `word & keep | bits` for every such instruction, found once per
+    plan by running it on words of all zeros and all ones (and checked on a third)."""
+    if inst.modifiers:
+        def finish(value: int) -> int:
+            st = _State(plan, inst, 0, {})  # (modifier handlers read no address or label)
+            st.value = value
+            plan.modifiers(plan, inst, st)  # type: ignore[misc]
+            return st.value
+
+        return fast(inst.operands, finish)
+    effect = plan.bare_effect
+    if effect is _UNKNOWN_EFFECT:
+        effect = plan.bare_effect = _modifier_effect(plan, inst)
+    if effect is None:
         return None
-    env: dict[str, object] = {"Reg": Reg, "Special": Special, "SRC_CODES": _SRC_CODES,
-                              "src_known": _src_known, "scalar_code": scalar_code}
-    lines = ["def fast(ops):", f"    if len(ops) != {len(plan.slots)}:", "        return None",
+    return fast(inst.operands, effect)
+
+
+_UNKNOWN_EFFECT = object()
+
+
+def _modifier_effect(plan: _Plan, inst: Inst) -> Callable[[int], int] | None:
+    """The modifier handler's effect on a word for instructions without modifiers or
+    source modifiers, as `word & keep | bits`; None if it refuses them, touches anything
+    but the word, or its effect is not of that shape."""
+    probe = Inst(inst.mnemonic, [], {}, plan.form, inst.loc)
+    ones = (1 << (8 * plan.size)) - 1
+    mixed = 0x5A5A5A5A5A5A5A5A & ones
+    results = []
+    for start in (0, ones, mixed):
+        st = _State(plan, probe, 0, {})
+        st.value = start
+        try:
+            plan.modifiers(plan, probe, st)  # type: ignore[misc]
+        except (EncodeError, TypeError, ValueError, KeyError):
+            return None  # (the handlers say why, with the operands' errors first)
+        if st.literal is not None or st.extra is not None or st.prefix is not None:
+            return None
+        results.append(st.value)
+    bits, all_ones, mixed_out = results
+    keep = bits ^ all_ones  # (the bits passed through; set bits are equal in both)
+    if mixed & keep | bits != mixed_out:
+        return None
+    return lambda value: value & keep | bits
+
+
+def _agpr_bits(plan: _Plan, spec: OperandSpec, inner: SlotHandler) -> int | None:
+    """The bits a slot's handler sets beside the field for an AGPR (_acc's AGPR-select
+    bit, or 0), found by running _acc on an empty word; None where the generated encoder
+    leaves AGPRs to the handler."""
+    if inner is _op_register and "s" in spec.kinds:
+        return 0  # (_op_register sets no select bit there)
+    if inner not in (_op_register, _op_src, _op_vgpr_src):
+        return None
+    st = _State(plan, Inst(plan.form.mnemonic), 0, {})
+    st.value = 0
+    try:
+        _acc(plan.form, spec, Reg("a", 0), st)
+    except (EncodeError, KeyError):
+        return None
+    if st.literal is not None or st.extra is not None or st.prefix is not None:
+        return None
+    return st.value
+
+
+def _buffer_slot_lines(plan: _Plan, k: int, handler: SlotHandler) -> list[str] | None:
+    """The generated lines of a buffer instruction's vaddr, srsrc or soffset slot (operand
+    `k`), as its handler encodes the common operands (anything else: return None, the
+    handler decides); None for other handlers."""
+    if handler not in (_op_buffer_vaddr, _op_buffer_srsrc, _op_buffer_soffset):
+        return None
+    name = {_op_buffer_vaddr: "vaddr", _op_buffer_srsrc: "srsrc",
+            _op_buffer_soffset: "soffset"}[handler]
+    lo, mask, _width, keep = plan.field_table[name]
+    put = [f"    if code > {mask}:", "        return None",
+           f"    value = value & {keep} | code << {lo}"]
+    lines = [f"    op = ops[{k}]"]
+    if handler is _op_buffer_vaddr:  # (any register's index; nothing for `off`)
+        return lines + ["    if type(op) is Reg:", "        code = op.index",
+                        *("    " + line for line in put),
+                        "    elif type(op) is not Off:", "        return None"]
+    if handler is _op_buffer_srsrc:  # (an SGPR / TTMP quad starting at a multiple of 4)
+        lines += ["    if type(op) is not Reg or op.index % 4:", "        return None",
+                  "    if op.kind == 's':", "        code = op.index // 4",
+                  "    elif op.kind == 'ttmp':", f"        code = (op.index + {TTMP_BASE}) // 4",
+                  "    else:", "        return None"]
+    else:  # (src_code's answer as an i32 operand, no literal)
+        lines += ["    known = SRC_CODES.get((op, 'i32'))", "    if known is None:",
+                  "        known = src_known(op, 'i32')", "        if known is None:",
+                  "            return None", "    code, lit = known", "    if lit is not None:",
+                  "        return None"]
+    return lines + put
+
+
+def _compile_fast(plan: _Plan) -> Callable[..., bytes | None] | None:
+    """fast(operands) -> the instruction's bytes, or None where the slot handlers must
+    encode it; None for plans it does not cover. A plan with a modifier handler gets
+    fast(operands, finish), finish(word) the handler's work (see _fast_with_modifiers)."""
+    if plan.extra is not None or plan.prefix_word is not None:
+        return None
+    env: dict[str, object] = {"Reg": Reg, "Special": Special, "Off": Off,
+                              "SRC_CODES": _SRC_CODES, "src_known": _src_known,
+                              "scalar_code": scalar_code}
+    head = "def fast(ops):" if plan.modifiers is None else "def fast(ops, finish):"
+    lines = [head, f"    if len(ops) != {len(plan.slots)}:", "        return None",
              f"    value = {plan.word:#x}"]
     literal = False
     for k, (spec, handler) in enumerate(plan.slots):
         if handler is None:
             continue  # (a fixed register: nothing to encode)
+        buffer_lines = _buffer_slot_lines(plan, k, handler)
+        if buffer_lines is not None:
+            lines += buffer_lines
+            continue
         shortcut = getattr(handler, "shortcut", None)
         if shortcut is None:
             return None
         inner, lo, mask, vgpr_base, sgpr = shortcut
         lines += [f"    op = ops[{k}]", "    if type(op) is Reg:", "        kind = op.kind",
                   "        if kind == 'v':", f"            code = op.index + {vgpr_base}"]
+        acc = _agpr_bits(plan, spec, inner)
+        if acc is not None:  # (an AGPR: the VGPR's code and its family's AGPR-select bit)
+            lines += ["        elif kind == 'a':", f"            code = op.index + {vgpr_base}"]
+            if acc:
+                lines += [f"            value |= {acc:#x}"]
         if sgpr:  # (scalar_code's codes)
             lines += ["        elif kind == 's':", "            code = op.index",
                       "        elif kind == 'ttmp':", f"            code = op.index + {TTMP_BASE}"]
@@ -286,6 +403,8 @@ def _compile_fast(plan: _Plan) -> Callable[[list[Operand]], bytes | None] | None
             lines += ["    else:", "        return None"]
         lines += [f"    if code > {mask}:", "        return None",
                   f"    value = value & {~(mask << lo)} | code << {lo}"]
+    if plan.modifiers is not None:
+        lines.append("    value = finish(value)")
     if literal:
         lines.insert(4, "    literal = None")  # (after `value = ...`, before the slots)
         lines += [f"    data = value.to_bytes({plan.size}, 'little')",

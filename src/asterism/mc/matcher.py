@@ -315,14 +315,32 @@ def _candidate_forms(isa: IsaDatabase, mnemonic: str) -> list[Form]:
 
 def select_form(inst: Inst, target: str) -> Form:
     """Choose the form that encodes `inst` as written; raises VerifyError if none fits."""
+    key = _shape_key(inst, target)
+    if key is not None:
+        known = _BY_SHAPE.get(key)
+        if known is not None:
+            form, value_checks = known
+            try:
+                for rule in value_checks:
+                    rule(inst, form)
+            except MatchError:
+                pass  # (this instruction's values decide: the full path below)
+            else:
+                return form
     candidates = _RESOLVED.get((target, inst.mnemonic))
     if candidates is None:
         candidates = _resolve_forms(inst, target)
+    refused_so_far = True  # (every earlier candidate refused whatever the values)
     for form, quick in candidates:
         if quick.fits(inst):
+            if key is not None and refused_so_far:
+                if len(_BY_SHAPE) >= _BY_SHAPE_LIMIT:
+                    _BY_SHAPE.clear()
+                _BY_SHAPE[key] = (form, quick.rules.value_checks)
             return form
         if quick.refuses(inst):
             continue  # (match_form would raise: its message is made below if needed)
+        refused_so_far = False
         try:
             match_form(inst, form)  # the authority: decides and explains
             return form
@@ -346,6 +364,76 @@ def select_form(inst: Inst, target: str) -> Form:
     err = VerifyError(f"{inst.mnemonic}: {best.message}", inst.loc)
     err.operand = best.operand  # the parser turns it into the operand's column
     raise err
+
+
+# ---------------------------------------------------------------- choices by shape
+#
+# select_form's choice is remembered by the instruction's shape: its mnemonic, its modifier
+# names (with the values of those whose value _modifier_fits or the buffer-address test
+# reads) and, per operand, what the quick tests read of it (a register's kind, count and
+# index alignment; whether a constant is inline; a special register's name; a literal's
+# spelling...), never the register numbers or constant values themselves. A choice is
+# remembered only when _QuickMatch decided it from the shape alone: every earlier candidate
+# refused (refuses() reads the shape only) and the chosen one fits. The rules that read
+# values (an MFMA's C overlapping its destination, gds, DPP64, dot op_sel, f8f6f4 sizes, a
+# buffer SMEM offset) are run again on every reuse; if one refuses, the full path decides.
+# tests/test_mc_speedups.py holds the remembered choice equal to the full path's.
+
+# Modifiers whose value (not only their presence) a quick test reads.
+_VALUE_MODIFIERS = frozenset({"sc0", "glc", "offen", "idxen"})
+_BY_SHAPE: dict[tuple, tuple[Form, tuple[Callable[[Inst, Form], None], ...]]] = {}
+_BY_SHAPE_LIMIT = 1 << 16
+
+
+def _shape_key(inst: Inst, target: str) -> tuple | None:
+    """The shape of `inst` (see above), or None for an operand kind the table does not
+    take (then the full path decides every time)."""
+    key: list = [target, inst.mnemonic]
+    mods = inst.modifiers
+    if mods:
+        key.append(tuple([(name, value) if name in _VALUE_MODIFIERS else name
+                          for name, value in mods.items()]))
+    for op in inst.operands:
+        shape = _operand_shape(op)
+        if shape is None:
+            return None
+        key.append(shape)
+    try:
+        return tuple(key)
+    except TypeError:  # pragma: no cover - (modifier values are hashable)
+        return None
+
+
+def _operand_shape(op: Operand) -> object:
+    """What the quick tests read of one operand (None: not kept by shape)."""
+    t = type(op)
+    if t is Reg:
+        # (the index only as far as alignment goes: SGPR tuples by 2 or 4, VGPRs and AGPRs
+        # by 2; a trap temporary's never)
+        kind, count = op.kind, op.count
+        if kind == "s":
+            return (kind, count, 0 if count == 1 else op.index & (1 if count == 2 else 3))
+        return (kind, count, 0 if kind == "ttmp" else op.index & 1)
+    if t is Imm:
+        return 1 if -16 <= op.value <= 64 else 2
+    if t is Special:
+        return op.name
+    if t is FloatImm:
+        if op.lit:
+            return 3
+        return 4 if syntax.inline_float_code(op.value) is not None else 5
+    if t is Literal:
+        return 6 if op.spelling == "lit" else 7
+    if t is Syntax:
+        return 8
+    if t is Label:
+        return 9
+    if t is Off:
+        return 10
+    if t is Mod:
+        inner = _operand_shape(op.operand)
+        return None if inner is None else ("mod", op.neg, op.abs, op.sext, inner)
+    return None
 
 
 def _decode_only_family(inst: Inst, form: Form) -> str | None:
@@ -649,6 +737,9 @@ class _FormRules:
 
     allowed: frozenset[str]
     checks: tuple[Callable[[Inst, Form], None], ...]
+    # (the checks that read operand or modifier values, not only the shape: run again when
+    # select_form reuses a choice by shape)
+    value_checks: tuple[Callable[[Inst, Form], None], ...] = ()
 
 
 def _form_rules(form: Form) -> _FormRules:
@@ -677,7 +768,8 @@ def _form_rules(form: Form) -> _FormRules:
         checks.append(_mfma_overlap_rule(form))
     if form.enc == "SMEM" and form.mnemonic.startswith(("s_buffer_", "s_atc_probe_buffer")):
         checks.append(_rule_smem_buffer_offset)
-    return _FormRules(frozenset(allowed), tuple(checks))
+    value_checks = tuple(c for c in checks if not getattr(c, "shape_only", False))
+    return _FormRules(frozenset(allowed), tuple(checks), value_checks)
 
 
 _RULES = PerForm(_form_rules)
@@ -719,12 +811,16 @@ def _joint_agpr_rule(form: Form) -> Callable[[Inst, Form], None]:
         if len(kinds) > 1:
             raise MatchError(50, message)
 
+    rule_joint_agpr.shape_only = True  # type: ignore[attr-defined]  # (register kinds only)
     return rule_joint_agpr
 
 
 def _rule_packed_mods(inst: Inst, form: Form) -> None:
     if any(isinstance(op, Mod) for op in inst.operands):
         raise MatchError(50, "packed instructions take neg_lo/neg_hi, not -x or |x|")
+
+
+_rule_packed_mods.shape_only = True  # type: ignore[attr-defined]  # (source modifiers only)
 
 
 def _rule_dot_op_sel(inst: Inst, form: Form) -> None:
