@@ -347,7 +347,11 @@ def analyze(trace: Trace, source_map: Mapping[int, str] | None = None, *,
     by_line = {s.line: s for s in listing}
     text = {r.line: (mnemonic(r.isa), r.isa) for r in code.rows}
     facts = {ln: _LineFacts.of(mn, isa) for ln, (mn, isa) in text.items()}
-    unit_of: dict[tuple[int, int], str] = {}  # (line, category) -> unit (text facts, cached)
+    # Per (line, category), in order of first execution: [executions, cycles, stall]; the
+    # per-line and per-unit totals are added up from these after the records (one dict
+    # update per record instead of one per total).
+    pairs: dict[tuple[int, int], list[int]] = {}
+    fact_of = {ln: None if by_line[ln].is_label else facts[ln] for ln in by_line}
     unit_counts: dict[int, dict[str, int]] = {}
     stalls = dict.fromkeys(STALL_CAUSES, 0)
     states: dict[str, int] = {}
@@ -355,6 +359,8 @@ def analyze(trace: Trace, source_map: Mapping[int, str] | None = None, *,
     links: dict[tuple[int, str], WaitLinkStats] = {}
     units: dict[str, UnitStats] = {}
     n_inst = stall_total = dur_total = idle_total = unknown = 0
+    causes_of: dict[tuple[int, int, bool, bool], str] = {}  # _classify of a non-wait stall
+    missing = object()
 
     for wave in trace.waves:
         events = trace_wait_events(wave, code, trace.modeled)
@@ -364,53 +370,60 @@ def analyze(trace: Trace, source_map: Mapping[int, str] | None = None, *,
         last_mfma: int | None = None
         mfma_dst: dict[tuple[str, int], int] = {}  # register -> issue time of its MFMA
         prev_end = wave.begin
-        wave_stall = wave_n = 0
+        wave_stall = wave_dur = wave_unknown = 0
         for i, rec in enumerate(wave.instructions):
-            stats = by_line.get(rec.line)
-            if stats is None:
-                raise TraceError(f"wave {wave.filename}: instruction #{i} refers to line "
-                                 f"{rec.line}, which the code listing does not have")
-            if stats.is_label:
-                unknown += 1
+            line = rec.line
+            fact = fact_of.get(line, missing)
+            if fact is None:
+                wave_unknown += 1
                 continue
-            mn, isa = text[rec.line]
-            fact = facts[rec.line]
-            wave_n += 1
-            stats.hits += 1
-            stats.cycles += rec.duration
-            stats.stall += rec.stall
-            gap = max(rec.time - prev_end, 0)
-            stats.idle += gap
-            idle_total += gap
-            prev_end = max(prev_end, rec.time + rec.duration)
-            unit = unit_of.get((rec.line, rec.category))
-            if unit is None:
-                unit = unit_of[(rec.line, rec.category)] = unit_name(mn, rec.category)
-            if not pictures_only:
-                counts = unit_counts.setdefault(rec.line, {})
-                counts[unit] = counts.get(unit, 0) + 1
-            u = units.setdefault(unit, UnitStats(unit, 0, 0, 0))
-            u.count += 1
-            u.cycles += rec.duration
-            u.stall += rec.stall
-            if rec.stall > 0:
-                touches = any(r in mfma_dst and rec.time - mfma_dst[r] < MFMA_WINDOW
+            if fact is missing:
+                raise TraceError(f"wave {wave.filename}: instruction #{i} refers to line "
+                                 f"{line}, which the code listing does not have")
+            t, category, st, dur = rec.time, rec.category, rec.stall, rec.duration
+            pair = pairs.get((line, category))
+            if pair is None:
+                pair = pairs[(line, category)] = [0, 0, 0]
+            pair[0] += 1
+            pair[1] += dur
+            pair[2] += st
+            gap = t - prev_end
+            if gap > 0:
+                by_line[line].idle += gap
+                idle_total += gap
+            if t + dur > prev_end:
+                prev_end = t + dur
+            if st > 0:
+                touches = any(r in mfma_dst and t - mfma_dst[r] < MFMA_WINDOW
                               for r in fact.regs)
-                recent = last_mfma is not None and rec.time - last_mfma < MFMA_WINDOW
-                cause = _classify(mn, rec.category, isa, drained_at.get(i, []), recent,
-                                  touches)
-                stats.causes[cause] = stats.causes.get(cause, 0) + rec.stall
-                stalls[cause] += rec.stall
+                recent = last_mfma is not None and t - last_mfma < MFMA_WINDOW
+                drained = drained_at.get(i)
+                if drained is None:
+                    key = (line, category, recent, touches)
+                    cause = causes_of.get(key)
+                    if cause is None:
+                        mn, isa = text[line]
+                        cause = causes_of[key] = _classify(mn, category, isa, [], recent,
+                                                           touches)
+                else:
+                    mn, isa = text[line]
+                    cause = _classify(mn, category, isa, drained, recent, touches)
+                causes = by_line[line].causes
+                causes[cause] = causes.get(cause, 0) + st
+                stalls[cause] += st
             # Track which registers hold MFMA results that may still be in flight.
             if fact.mfma:
-                last_mfma = rec.issue_time
+                last_mfma = t + st
                 for r in fact.dest:
-                    mfma_dst[r] = rec.issue_time
+                    mfma_dst[r] = t + st
             elif fact.writes and mfma_dst:
                 for r in fact.dest:
                     mfma_dst.pop(r, None)
-            wave_stall += rec.stall
-            dur_total += rec.duration
+            wave_stall += st
+            wave_dur += dur
+        wave_n = len(wave.instructions) - wave_unknown
+        unknown += wave_unknown
+        dur_total += wave_dur
         n_inst += wave_n
         stall_total += wave_stall
         wave_states: dict[str, int] = {}
@@ -440,6 +453,21 @@ def analyze(trace: Trace, source_map: Mapping[int, str] | None = None, *,
                     wl.producers.append(ProducerRef(prow.line, prow.vaddr, prow.isa,
                                                     memory_kind(pmn, prec.category) or "?"))
 
+    for (line, category), (count, cycles, stall) in pairs.items():
+        unit = unit_name(text[line][0], category)
+        stats = by_line[line]
+        stats.hits += count
+        stats.cycles += cycles
+        stats.stall += stall
+        if not pictures_only:
+            counts = unit_counts.setdefault(line, {})
+            counts[unit] = counts.get(unit, 0) + count
+        u = units.get(unit)
+        if u is None:
+            u = units[unit] = UnitStats(unit, 0, 0, 0)
+        u.count += count
+        u.cycles += cycles
+        u.stall += stall
     for stats in listing:
         counts = unit_counts.get(stats.line)
         if counts:

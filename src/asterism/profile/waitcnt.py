@@ -110,21 +110,32 @@ def wait_events(wave: Wave, code: CodeListing) -> list[WaitEvent]:
 
 
 def _link_counter(link: WaitcntLink, last: dict[int, int], wave: Wave,
-                  code: CodeListing) -> str | None:
-    """The counter a recorded link drained, from its producers' kinds (None: either)."""
+                  code: CodeListing, kinds_of: dict[tuple[int, int], str | None]
+                  ) -> str | None:
+    """The counter a recorded link drained, from its producers' kinds (None: either);
+    `kinds_of` keeps the memory kind of each (line, category) once worked out."""
     kinds = set()
     for line in link.producers:
         index = last.get(line)
         if index is not None:
-            row = code.row(line)
-            kinds.add(memory_kind(mnemonic(row.isa) if row else "",
-                                  wave.instructions[index].category))
+            key = (line, wave.instructions[index].category)
+            if key not in kinds_of:
+                row = code.row(line)
+                kinds_of[key] = memory_kind(mnemonic(row.isa) if row else "", key[1])
+            kinds.add(kinds_of[key])
     counters = {c for k in kinds for c in counters_of(k)}
     if counters == {"vmcnt"} or counters == {"lgkmcnt"}:
         return counters.pop()
     if kinds & {"SMEM", "LDS", "MSG"}:
         return "lgkmcnt"
     return None
+
+
+def _named_counters(isa: str) -> list[str]:
+    """The counters an s_waitcnt's text names, lgkmcnt first (a text that names neither,
+    e.g. a raw immediate, may drain either)."""
+    named = waitcnt_counts(isa)
+    return [c for c in ("lgkmcnt", "vmcnt") if c in named] or ["lgkmcnt", "vmcnt"]
 
 
 def capture_events(wave: Wave, code: CodeListing) -> list[WaitEvent]:
@@ -136,27 +147,28 @@ def capture_events(wave: Wave, code: CodeListing) -> list[WaitEvent]:
     links, k = wave.waitcnt, 0
     last: dict[int, int] = {}  # line -> index of its latest execution so far
     events: list[WaitEvent] = []
-    kind: dict[int, int] = {}  # line -> 0 not an instruction, 1 other, 2 s_waitcnt (once)
+    # line -> 0 not an instruction, 1 other, or the counters an s_waitcnt's text names
+    kind: dict[int, int | list[str]] = {}
+    kinds_of: dict[tuple[int, int], str | None] = {}  # (line, category) -> memory kind
     for i, rec in enumerate(wave.instructions):
-        what = kind.get(rec.line)
+        line = rec.line
+        what = kind.get(line)
         if what is None:
-            row = code.row(rec.line)
-            what = kind[rec.line] = (0 if row is None or row.is_label else
-                                     2 if is_waitcnt(mnemonic(row.isa)) else 1)
+            row = code.row(line)
+            what = kind[line] = (0 if row is None or row.is_label else
+                                 _named_counters(row.isa) if is_waitcnt(mnemonic(row.isa))
+                                 else 1)
+        if what == 1:
+            last[line] = i
+            continue
         if what == 0:
             continue
-        if what == 1:
-            last[rec.line] = i
-            continue
-        row = code.row(rec.line)
-        named = waitcnt_counts(row.isa)
-        # (a text that names neither counter, e.g. a raw immediate, may drain either)
-        counts = [c for c in ("lgkmcnt", "vmcnt") if c in named] or ["lgkmcnt", "vmcnt"]
+        counts = what
         # One link per counter the text names, lgkmcnt before vmcnt; a second link for the
         # same line belongs here only if it can be the vmcnt one after an lgkmcnt one.
         taken: list[str] = []
-        while k < len(links) and links[k].line == rec.line and len(taken) < len(counts):
-            counter = _link_counter(links[k], last, wave, code)
+        while k < len(links) and links[k].line == line and len(taken) < len(counts):
+            counter = _link_counter(links[k], last, wave, code, kinds_of)
             choices = [c for c in counts if c not in taken and counter in (None, c)]
             if not choices or (taken and choices[0] != "vmcnt"):
                 break
