@@ -632,6 +632,21 @@ _WAVE_TOP_KEYS = ("duration", "name", "num_insts", "num_stitched", "wave")
 _WAVE_KEYS = ("begin", "cu", "end", "id", "instructions", "simd", "slot", "timeline", "waitcnt")
 
 
+def _plain_deps(raw: list[Any]) -> tuple[tuple[int, int], ...] | None:
+    """A waitcnt link's ``[[producer_line, 0], ...]`` when every pair is plainly valid
+    (None: read it the located way, which names what is wrong)."""
+    out = []
+    for dep in raw:
+        if type(dep) is list and len(dep) == 2:
+            line, reserved = dep
+            if type(line) is int and type(reserved) is int and 0 <= line <= INDEX[1] \
+                    and I64[0] <= reserved <= I64[1]:
+                out.append((line, reserved))
+                continue
+        return None
+    return tuple(out)
+
+
 def _read_wave(file: Path, ident: tuple[int, int, int, int]) -> Wave:
     ctx = _Ctx(file)
     data = _obj(_load_json(file), ctx)
@@ -669,6 +684,12 @@ def _read_wave(file: Path, ident: tuple[int, int, int, int]) -> Wave:
     timeline: list[StateSpan] = []
     tc = wc.at("timeline")
     for i, raw in enumerate(_list(w.get("timeline"), tc, null_ok=True)):
+        if type(raw) is list and len(raw) == 2:  # the common entry, checked inline
+            state, cycles = raw
+            if type(state) is int and type(cycles) is int and 0 <= state <= 255 \
+                    and 0 <= cycles <= top:
+                timeline.append(StateSpan(state, cycles))
+                continue
         rc = tc.at(i)
         raw = _list(raw, rc)
         if len(raw) != 2:
@@ -677,6 +698,12 @@ def _read_wave(file: Path, ident: tuple[int, int, int, int]) -> Wave:
     links: list[WaitcntLink] = []
     lc = wc.at("waitcnt")
     for i, raw in enumerate(_list(w.get("waitcnt"), lc, null_ok=True)):
+        if type(raw) is list and len(raw) == 2 and type(raw[0]) is int \
+                and 0 <= raw[0] <= idx and type(raw[1]) is list:  # the common link, inline
+            deps = _plain_deps(raw[1])
+            if deps is not None:
+                links.append(WaitcntLink(raw[0], deps))
+                continue
         rc = lc.at(i)
         raw = _list(raw, rc)
         if len(raw) != 2:
@@ -899,6 +926,8 @@ def read_att(path: str | Path) -> Trace:
 
     lines = {r.line for r in code.rows}
     for wave in waves:
+        if {rec.line for rec in wave.instructions} <= lines:
+            continue  # (the common case, one pass in C: which record is wrong only if any)
         for i, rec in enumerate(wave.instructions):
             if rec.line not in lines:
                 raise TraceError(f"{root / wave.filename}: instruction #{i} refers to line "
