@@ -51,10 +51,13 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from asterism.profile.att import (
     FORMAT_VERSION,
     Trace,
     TraceError,
+    Wave,
     source_files,
     state_name,
 )
@@ -71,7 +74,7 @@ from asterism.profile.isa_text import (
     waitcnt_counts,
     writes_first_operand,
 )
-from asterism.profile.waitcnt import trace_wait_events
+from asterism.profile.waitcnt import LineKinds, trace_wait_events
 from asterism.textio import load_json_bounded
 from asterism.timing.result import InstCategory, WaveState
 
@@ -328,6 +331,84 @@ class _LineFacts:
                    writes_first_operand(mn))
 
 
+@dataclass
+class _WaveSums:
+    """What :func:`_wave_sums` adds up of one wave's records (label records left out)."""
+
+    unknown: int  # records of a label row (unknown PC)
+    stall: int
+    duration: int
+    idle: dict[int, int]  # line -> idle gap before its executions (lines with one)
+    idle_total: int
+    watched: list[tuple[int, int, int, int, int]]  # (index, time, category, stall, line)
+
+
+def _sums_by(values: np.ndarray, groups: np.ndarray, n_groups: int) -> list[int]:
+    """The sum of `values` per group index (exact: Python integers where int64 could
+    overflow)."""
+    bound = int(np.abs(values).max()) * len(values) if len(values) else 0
+    if bound < 1 << 53:  # every partial sum exact in float64
+        return np.bincount(groups, weights=values, minlength=n_groups).astype(np.int64).tolist()
+    if bound < 1 << 62:
+        sums = np.zeros(n_groups, dtype=np.int64)
+        np.add.at(sums, groups, values)
+        return sums.tolist()
+    out = [0] * n_groups
+    for g, v in zip(groups.tolist(), values.tolist(), strict=True):
+        out[g] += v
+    return out
+
+
+def _wave_sums(wave: Wave, label: Mapping[int, bool], tracked: Mapping[int, bool],
+               pairs: dict[tuple[int, int], list[int]]) -> _WaveSums:
+    """Add the wave's records into `pairs` ((line, category) -> [executions, cycles, stall],
+    new pairs in order of first execution) in NumPy; its idle gaps per line, totals, and
+    the records the stall causes need in order: stalled ones and those of `tracked` lines.
+    A line the code listing does not have is an error; a label row's records are unknown."""
+    recs = wave.instructions
+    n = len(recs)
+    if not n:
+        return _WaveSums(0, 0, 0, {}, 0, [])
+    raw = np.fromiter((v for r in recs for v in (r.time, r.category, r.stall, r.duration,
+                                                   r.line)), dtype=np.int64,
+                      count=5 * n).reshape(n, 5)
+    lines, first, inv = np.unique(raw[:, 4], return_index=True, return_inverse=True)
+    line_list = lines.tolist()
+    missing = [k for k, ln in enumerate(line_list) if ln not in label]
+    if missing:
+        i = min(int(first[k]) for k in missing)
+        raise TraceError(f"wave {wave.filename}: instruction #{i} refers to line "
+                         f"{recs[i].line}, which the code listing does not have")
+    is_label = np.array([label[ln] for ln in line_list], dtype=bool)[inv]
+    index = np.flatnonzero(~is_label)
+    v, vinv = raw[index], inv[index]
+    t, cat, st, dur = v[:, 0], v[:, 1], v[:, 2], v[:, 3]
+    # (line, category) pairs of this wave, first executions first
+    width = int(cat.max()) + 1 if len(cat) else 1
+    keys, kfirst, kinv = np.unique(vinv * width + cat, return_index=True, return_inverse=True)
+    counts = np.bincount(kinv, minlength=len(keys)).tolist()
+    cycles = _sums_by(dur, kinv, len(keys))
+    stall = _sums_by(st, kinv, len(keys))
+    for k in np.argsort(kfirst, kind="stable").tolist():
+        line_k, cat_k = divmod(int(keys[k]), width)
+        pair = pairs.get((line_list[line_k], cat_k))
+        if pair is None:
+            pair = pairs[(line_list[line_k], cat_k)] = [0, 0, 0]
+        pair[0] += counts[k]
+        pair[1] += cycles[k]
+        pair[2] += stall[k]
+    # Idle gap before each record: from the latest end so far (the wave's begin at first).
+    ends = np.maximum.accumulate(np.concatenate(([wave.begin], (t + dur)[:-1])))
+    gaps = np.maximum(t - ends, 0)
+    idle_lines = _sums_by(gaps, vinv, len(lines))
+    idle = {line_list[k]: g for k, g in enumerate(idle_lines) if g}
+    watch = (st > 0) | np.array([tracked[ln] for ln in line_list], dtype=bool)[vinv]
+    sel = np.flatnonzero(watch)
+    watched = list(zip(index[sel].tolist(), t[sel].tolist(), cat[sel].tolist(),
+                       st[sel].tolist(), v[sel, 4].tolist(), strict=True))
+    return _WaveSums(n - len(index), sum(stall), sum(cycles), idle, sum(idle_lines), watched)
+
+
 def analyze(trace: Trace, source_map: Mapping[int, str] | None = None, *,
             pictures_only: bool = False) -> Report:
     """Analyze a trace; `source_map` maps PCs (code-object vaddr) to IR/Python locations.
@@ -348,10 +429,13 @@ def analyze(trace: Trace, source_map: Mapping[int, str] | None = None, *,
     text = {r.line: (mnemonic(r.isa), r.isa) for r in code.rows}
     facts = {ln: _LineFacts.of(mn, isa) for ln, (mn, isa) in text.items()}
     # Per (line, category), in order of first execution: [executions, cycles, stall]; the
-    # per-line and per-unit totals are added up from these after the records (one dict
-    # update per record instead of one per total).
+    # per-line and per-unit totals are added up from these after the records.
     pairs: dict[tuple[int, int], list[int]] = {}
-    fact_of = {ln: None if by_line[ln].is_label else facts[ln] for ln in by_line}
+    label = {ln: s.is_label for ln, s in by_line.items()}
+    # Registers an MFMA writes: only writes to these can end an MFMA result's flight.
+    mfma_regs = frozenset().union(*(f.dest for f in facts.values() if f.mfma))
+    tracked = {ln: f.mfma or (f.writes and not f.dest.isdisjoint(mfma_regs))
+               for ln, f in facts.items()}
     unit_counts: dict[int, dict[str, int]] = {}
     stalls = dict.fromkeys(STALL_CAUSES, 0)
     states: dict[str, int] = {}
@@ -360,39 +444,23 @@ def analyze(trace: Trace, source_map: Mapping[int, str] | None = None, *,
     units: dict[str, UnitStats] = {}
     n_inst = stall_total = dur_total = idle_total = unknown = 0
     causes_of: dict[tuple[int, int, bool, bool], str] = {}  # _classify of a non-wait stall
-    missing = object()
+    line_kinds = LineKinds()  # (the rows' wait kinds, worked out once for all waves)
 
     for wave in trace.waves:
-        events = trace_wait_events(wave, code, trace.modeled)
+        events = trace_wait_events(wave, code, trace.modeled, line_kinds)
         drained_at: dict[int, list[str]] = {}
         for ev in events:
             drained_at.setdefault(ev.index, []).append(ev.counter)
+        sums = _wave_sums(wave, label, tracked, pairs)
+        for line, gap in sums.idle.items():
+            by_line[line].idle += gap
+        idle_total += sums.idle_total
         last_mfma: int | None = None
         mfma_dst: dict[tuple[str, int], int] = {}  # register -> issue time of its MFMA
-        prev_end = wave.begin
-        wave_stall = wave_dur = wave_unknown = 0
-        for i, rec in enumerate(wave.instructions):
-            line = rec.line
-            fact = fact_of.get(line, missing)
-            if fact is None:
-                wave_unknown += 1
-                continue
-            if fact is missing:
-                raise TraceError(f"wave {wave.filename}: instruction #{i} refers to line "
-                                 f"{line}, which the code listing does not have")
-            t, category, st, dur = rec.time, rec.category, rec.stall, rec.duration
-            pair = pairs.get((line, category))
-            if pair is None:
-                pair = pairs[(line, category)] = [0, 0, 0]
-            pair[0] += 1
-            pair[1] += dur
-            pair[2] += st
-            gap = t - prev_end
-            if gap > 0:
-                by_line[line].idle += gap
-                idle_total += gap
-            if t + dur > prev_end:
-                prev_end = t + dur
+        # In record order: the stalled records and those that start or end an MFMA
+        # result's flight (the only ones the stall causes depend on).
+        for i, t, category, st, line in sums.watched:
+            fact = facts[line]
             if st > 0:
                 touches = any(r in mfma_dst and t - mfma_dst[r] < MFMA_WINDOW
                               for r in fact.regs)
@@ -419,11 +487,10 @@ def analyze(trace: Trace, source_map: Mapping[int, str] | None = None, *,
             elif fact.writes and mfma_dst:
                 for r in fact.dest:
                     mfma_dst.pop(r, None)
-            wave_stall += st
-            wave_dur += dur
-        wave_n = len(wave.instructions) - wave_unknown
-        unknown += wave_unknown
-        dur_total += wave_dur
+        wave_n = len(wave.instructions) - sums.unknown
+        wave_stall = sums.stall
+        unknown += sums.unknown
+        dur_total += sums.duration
         n_inst += wave_n
         stall_total += wave_stall
         wave_states: dict[str, int] = {}

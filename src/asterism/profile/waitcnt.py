@@ -24,7 +24,7 @@ in the decoder's form; on both shared MI350X captures it equals the decoder's ow
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from asterism.profile.att import CodeListing, TraceError, WaitcntLink, Wave
 from asterism.profile.isa_text import (
@@ -138,18 +138,29 @@ def _named_counters(isa: str) -> list[str]:
     return [c for c in ("lgkmcnt", "vmcnt") if c in named] or ["lgkmcnt", "vmcnt"]
 
 
-def capture_events(wave: Wave, code: CodeListing) -> list[WaitEvent]:
+@dataclass
+class LineKinds:
+    """What :func:`capture_events` works out of the code rows, kept across the waves of one
+    code listing: per line 0 (not an instruction), 1 (other) or the counters an
+    s_waitcnt's text names; per (line, category) the memory kind."""
+
+    kind: dict[int, int | list[str]] = field(default_factory=dict)
+    memory: dict[tuple[int, int], str | None] = field(default_factory=dict)
+
+
+def capture_events(wave: Wave, code: CodeListing, kinds: LineKinds | None = None
+                   ) -> list[WaitEvent]:
     """The wave's recorded ``waitcnt`` links (a hardware capture's) as WaitEvents.
 
     Each link is matched to the executed s_waitcnt it belongs to (links are in execution
-    order) and each producer line to its latest execution before that wait.
+    order) and each producer line to its latest execution before that wait. `kinds`: the
+    rows' kinds of earlier waves of the same code listing (filled in here).
     """
     links, k = wave.waitcnt, 0
     last: dict[int, int] = {}  # line -> index of its latest execution so far
     events: list[WaitEvent] = []
-    # line -> 0 not an instruction, 1 other, or the counters an s_waitcnt's text names
-    kind: dict[int, int | list[str]] = {}
-    kinds_of: dict[tuple[int, int], str | None] = {}  # (line, category) -> memory kind
+    kinds = kinds if kinds is not None else LineKinds()
+    kind, kinds_of = kinds.kind, kinds.memory
     for i, rec in enumerate(wave.instructions):
         line = rec.line
         what = kind.get(line)
@@ -182,9 +193,11 @@ def capture_events(wave: Wave, code: CodeListing) -> list[WaitEvent]:
     return events
 
 
-def trace_wait_events(wave: Wave, code: CodeListing, modeled: bool) -> list[WaitEvent]:
-    """The wave's wait events: the capture's own links, recomputed for a modeled trace."""
-    return wait_events(wave, code) if modeled else capture_events(wave, code)
+def trace_wait_events(wave: Wave, code: CodeListing, modeled: bool,
+                      kinds: LineKinds | None = None) -> list[WaitEvent]:
+    """The wave's wait events: the capture's own links, recomputed for a modeled trace
+    (`kinds`: see :func:`capture_events`)."""
+    return wait_events(wave, code) if modeled else capture_events(wave, code, kinds)
 
 
 def decoder_links(wave: Wave, code: CodeListing) -> list[WaitcntLink]:
