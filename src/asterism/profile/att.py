@@ -328,6 +328,27 @@ class WaveStateSeries:
             self.name = f"wstates{self.state}.json"
 
 
+RECORD_COLUMNS = ("time", "category", "stall", "duration", "line")  # of record_array
+
+
+def record_array(wave: Wave) -> Any:
+    """The wave's instruction records as an int64 NumPy array of shape (records, 5), columns
+    :data:`RECORD_COLUMNS` (the reader bounds every value: exact in int64)."""
+    import numpy as np
+
+    recs = wave.instructions
+    n = len(recs)
+    return np.fromiter((v for r in recs for v in (r.time, r.category, r.stall, r.duration,
+                                                   r.line)),
+                       dtype=np.int64, count=5 * n).reshape(n, 5)
+
+
+def record_arrays(trace: Trace) -> list[Any]:
+    """:func:`record_array` of every wave of the trace, in wave order (made once by a caller
+    whose analysis and pictures both read them)."""
+    return [record_array(w) for w in trace.waves]
+
+
 @dataclass
 class Realtime:
     """realtime.json: ``(gfx_clock, realtime_clock)`` pairs per SE; realtime ticks at

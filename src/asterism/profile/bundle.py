@@ -40,7 +40,14 @@ from pathlib import Path
 from typing import Any
 
 from asterism.errors import AsterismError
-from asterism.profile.att import Trace, TraceError, folder_entries, read_att, source_files
+from asterism.profile.att import (
+    Trace,
+    TraceError,
+    folder_entries,
+    read_att,
+    record_arrays,
+    source_files,
+)
 from asterism.profile.counters import CounterData, derived_metrics, read_counters_each
 from asterism.profile.escape import md_code, md_text
 from asterism.profile.insights import (
@@ -783,8 +790,10 @@ def build_bundle(req: BundleRequest, note: Callable[[str], None] | None = None,
 
         stats = code_object_stats(str(req.kernel_file))
     work = Work(req.flops, req.bytes, req.peak_gbps)
+    records = record_arrays(trace)  # (read by the analysis and by the pictures)
     analysis = analyze_capture(trace, counters, stats, req.what_if, req.what_if_records,
-                               req.target, progress, work=work)
+                               req.target, progress, report=analyze(trace, records=records),
+                               work=work)
     base = None
     if req.baseline is not None:
         base_trace = read_att(req.baseline)
@@ -795,7 +804,7 @@ def build_bundle(req: BundleRequest, note: Callable[[str], None] | None = None,
     tmp = out.parent / f".{out.name}.tmp-{uuid.uuid4().hex}"
     try:
         tmp.mkdir()
-        files = _write_contents(req, tmp, analysis, stats, skipped, used_counters)
+        files = _write_contents(req, tmp, analysis, stats, skipped, used_counters, records)
         for s in skipped:
             if note is not None:
                 note(f"left out: {s.input} {s.name}: {s.reason}")
@@ -830,14 +839,15 @@ def _copy_capture(folder: Path, dest: Path) -> None:
 
 def _write_contents(req: BundleRequest, tmp: Path, a: Analysis,
                     stats: list[Any] | None, skipped: list[Skipped],
-                    counters: list[str | Path]) -> list[str]:
-    """Everything but REPORT.md and report.json; returns the entries made."""
+                    counters: list[str | Path], records: list[Any] | None = None) -> list[str]:
+    """Everything but REPORT.md and report.json (`records`: the capture's record arrays);
+    returns the entries made."""
     from asterism.profile import pictures
 
     made = ["REPORT.md", "report.json", "pictures/"]
     pics = tmp / "pictures"
     pics.mkdir()
-    arrays = pictures.trace_arrays(a.trace)
+    arrays = pictures.trace_arrays(a.trace, records)
     pictures.plot_timeline(a.trace, a.report, pics / "timeline.png", arrays=arrays)
     pictures.plot_stalls(a.report, pics / "stalls.png")
     pictures.plot_hotspots(a.report, pics / "hotspots.png")

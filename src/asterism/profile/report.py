@@ -46,7 +46,7 @@ all instruction cycles. When the capture ships the source files its rows point t
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -58,6 +58,7 @@ from asterism.profile.att import (
     Trace,
     TraceError,
     Wave,
+    record_array,
     source_files,
     state_name,
 )
@@ -360,18 +361,18 @@ def _sums_by(values: np.ndarray, groups: np.ndarray, n_groups: int) -> list[int]
 
 
 def _wave_sums(wave: Wave, label: Mapping[int, bool], tracked: Mapping[int, bool],
-               pairs: dict[tuple[int, int], list[int]]) -> _WaveSums:
+               pairs: dict[tuple[int, int], list[int]], raw: np.ndarray | None = None
+               ) -> _WaveSums:
     """Add the wave's records into `pairs` ((line, category) -> [executions, cycles, stall],
     new pairs in order of first execution) in NumPy; its idle gaps per line, totals, and
     the records the stall causes need in order: stalled ones and those of `tracked` lines.
-    A line the code listing does not have is an error; a label row's records are unknown."""
+    A line the code listing does not have is an error; a label row's records are unknown.
+    `raw`: the wave's :func:`~asterism.profile.att.record_array` when the caller has it."""
     recs = wave.instructions
     n = len(recs)
     if not n:
         return _WaveSums(0, 0, 0, {}, 0, [])
-    raw = np.fromiter((v for r in recs for v in (r.time, r.category, r.stall, r.duration,
-                                                   r.line)), dtype=np.int64,
-                      count=5 * n).reshape(n, 5)
+    raw = record_array(wave) if raw is None else raw
     lines, first, inv = np.unique(raw[:, 4], return_index=True, return_inverse=True)
     line_list = lines.tolist()
     missing = [k for k, ln in enumerate(line_list) if ln not in label]
@@ -410,11 +411,14 @@ def _wave_sums(wave: Wave, label: Mapping[int, bool], tracked: Mapping[int, bool
 
 
 def analyze(trace: Trace, source_map: Mapping[int, str] | None = None, *,
-            pictures_only: bool = False) -> Report:
+            pictures_only: bool = False, records: Sequence[np.ndarray] | None = None
+            ) -> Report:
     """Analyze a trace; `source_map` maps PCs (code-object vaddr) to IR/Python locations.
     `pictures_only`: what the pictures draw (totals, stall causes, per-line figures for the
     hotspots) without the source texts, the s_waitcnt producer lists and the per-line unit
-    tallies (``trace plot``; a bundle analyzes once in full and draws from that)."""
+    tallies (``trace plot``; a bundle analyzes once in full and draws from that).
+    `records`: the waves' :func:`~asterism.profile.att.record_arrays`, when the caller has
+    them (the pictures read them too)."""
     code = trace.code
     listing = [
         InstStats(line=r.line, vaddr=r.vaddr, codeobj=r.codeobj, isa=r.isa,
@@ -446,12 +450,12 @@ def analyze(trace: Trace, source_map: Mapping[int, str] | None = None, *,
     causes_of: dict[tuple[int, int, bool, bool], str] = {}  # _classify of a non-wait stall
     line_kinds = LineKinds()  # (the rows' wait kinds, worked out once for all waves)
 
-    for wave in trace.waves:
+    for k, wave in enumerate(trace.waves):
         events = trace_wait_events(wave, code, trace.modeled, line_kinds)
         drained_at: dict[int, list[str]] = {}
         for ev in events:
             drained_at.setdefault(ev.index, []).append(ev.counter)
-        sums = _wave_sums(wave, label, tracked, pairs)
+        sums = _wave_sums(wave, label, tracked, pairs, records[k] if records else None)
         for line, gap in sums.idle.items():
             by_line[line].idle += gap
         idle_total += sums.idle_total
