@@ -216,6 +216,26 @@ class InstRecord:
         return category_name(self.category)
 
 
+# The reader makes hundreds of thousands of records: it fills their slots directly, without
+# the frozen dataclass __init__'s object.__setattr__ call per field (same objects: equal,
+# same hash).
+_SLOT_SETTERS = tuple(InstRecord.__dict__[name].__set__
+                      for name in ("time", "category", "stall", "duration", "line", "extra"))
+
+
+def _plain_record(time: int, category: int, stall: int, duration: int, line: int,
+                  _new: Any = object.__new__, _set: tuple = _SLOT_SETTERS) -> InstRecord:
+    """``InstRecord(time, category, stall, duration, line)``, made faster (see above)."""
+    rec = _new(InstRecord)
+    _set[0](rec, time)
+    _set[1](rec, category)
+    _set[2](rec, stall)
+    _set[3](rec, duration)
+    _set[4](rec, line)
+    _set[5](rec, ())
+    return rec
+
+
 @dataclass(frozen=True, slots=True)
 class StateSpan:
     """One run of the wave timeline: ``cycles`` cycles in ``state``."""
@@ -692,7 +712,7 @@ def _read_wave(file: Path, ident: tuple[int, int, int, int]) -> Wave:
             if type(t) is int and type(c) is int and type(st) is int and type(d) is int \
                     and type(ln) is int and 0 <= t <= top and 0 <= c <= 255 \
                     and 0 <= st <= top and 0 <= d <= top and 0 <= ln <= idx:
-                insts.append(InstRecord(t, c, st, d, ln))
+                insts.append(_plain_record(t, c, st, d, ln))
                 continue
         rc = ic.at(i)
         raw = _list(raw, rc)
