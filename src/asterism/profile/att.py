@@ -97,6 +97,7 @@ from pathlib import Path
 from typing import Any
 
 from asterism.errors import AsterismError
+from asterism.support.gcpause import pause_cyclic_gc, resume_cyclic_gc
 from asterism.textio import (
     decode_text,
     load_json_bounded,
@@ -943,6 +944,18 @@ def read_att(path: str | Path) -> Trace:
             raise TraceError(f"{root}: not a decoded ATT folder: {required} is missing "
                              "(expected the ui_output_agent_<pid>_dispatch_<n> directory "
                              "rocprofv3's ATT decoder writes)")
+    # The collector paused while the files' objects are made (a wave file holds hundreds of
+    # thousands of records; see asterism.support.gcpause).
+    was_enabled = pause_cyclic_gc()
+    try:
+        return _read_folder(root, files, skipped, present)
+    finally:
+        resume_cyclic_gc(was_enabled)
+
+
+def _read_folder(root: Path, files: list[str], skipped: list[tuple[str, str]],
+                 present: set[str]) -> Trace:
+    """read_att of a folder whose entries are listed (see there)."""
     code = _read_code(root / CODE_FILE)
     info, index, modeled, producer = _read_filenames(root / FILENAMES_FILE)
 

@@ -773,12 +773,16 @@ def _check_inputs(req: BundleRequest) -> None:
 
 
 def build_bundle(req: BundleRequest, note: Callable[[str], None] | None = None,
-                 progress: Callable[[str], None] | None = None) -> Path:
+                 progress: Callable[[str], None] | None = None,
+                 after_read: Callable[[Trace], None] | None = None) -> Path:
     """Write the bundle directory of `req` (see the module doc); returns its path. `note`
     hears about every input left out (see :class:`Skipped`), `progress` about each what-if
-    replay."""
+    replay, `after_read` gets the capture as soon as it is read (the `asterism` command
+    keeps it out of the garbage collector's scans)."""
     _check_inputs(req)
     trace = read_att(req.capture)
+    if after_read is not None:
+        after_read(trace)
     skipped = [Skipped("capture", n, why) for n, why in trace.skipped]
     # A counter file that cannot be used is left out (and named), never fatal to the bundle.
     counters, bad_counters = read_counters_each(req.counters)

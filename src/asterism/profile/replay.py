@@ -40,6 +40,7 @@ from typing import Any
 from asterism.errors import AsterismError
 from asterism.profile.att import Trace, Wave, category_name, read_att
 from asterism.profile.workgroups import BY_BARRIERS, WorkgroupGuess, infer_workgroups
+from asterism.support.gcpause import gc_paused
 from asterism.timing.params import params_note
 from asterism.timing.result import InstCategory
 
@@ -462,9 +463,12 @@ def _run(trace: Trace, target: str, memory: str, timing, barrier_groups: str = "
         inputs.append(StreamWave(cu, wave.simd, wave.slot, wave.begin, stream, lat, accept,
                                  workgroup_of[wi]))
         kept.append((wave, records))
-    model = TraceDrivenModel(tgt, tm, prog.statics, prog.fallthrough, inputs,
-                             kernel=trace.path.name if trace.path else "replay")
-    by_row = {m.wave: m for m in model.run()}
+    # The collector paused while the model runs: it makes a record tuple per instruction and
+    # no cycles that matter (see asterism.support.gcpause).
+    with gc_paused():
+        model = TraceDrivenModel(tgt, tm, prog.statics, prog.fallthrough, inputs,
+                                 kernel=trace.path.name if trace.path else "replay")
+        by_row = {m.wave: m for m in model.run()}
     return tgt, tm, prog, kept, by_row, n_measured, guesses
 
 
