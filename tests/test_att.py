@@ -290,6 +290,33 @@ def test_unknown_pc_and_bad_line() -> None:
         analyze(mini)
 
 
+def test_read_records_are_plain_records(trace: Trace, capture_dir: Path) -> None:
+    # The reader fills the records' slots itself: each must be what InstRecord(...) makes
+    # from the file's five numbers (equal, same hash, frozen).
+    raw = json.loads((capture_dir / trace.waves[0].filename).read_text())
+    rows = raw["wave"]["instructions"]
+    made = [InstRecord(*row) for row in rows]
+    assert trace.waves[0].instructions == made and len(made) > 100
+    assert [hash(r) for r in trace.waves[0].instructions] == [hash(r) for r in made]
+    with pytest.raises(AttributeError):
+        trace.waves[0].instructions[0].time = 1  # type: ignore[misc]
+
+
+@pytest.mark.parametrize("n", [2, 1100])
+def test_totals_stay_exact_past_float64_and_int64(n: int) -> None:
+    # n records of 2^53 - 1 cycles on line 12 (VALU, "other" stall): their sum is past
+    # float64's exact integers (n = 2) and past int64 (n = 1100); expected by hand.
+    mini = _mini_trace()
+    big = 2**53 - 1
+    mini.waves[0].instructions += [InstRecord(4000 + k, InstCategory.VALU, big, big, 12)
+                                   for k in range(n)]
+    report = analyze(mini)
+    row = next(r for r in report.listing if r.line == 12)
+    assert (row.hits, row.cycles, row.stall) == (1 + n, 9 + n * big, 5 + n * big)
+    assert report.stalls["other"] == 5 + 6 + n * big
+    assert report.stall_cycles == 30 + 50 + 7 + 20 + 8 + 3 + 2 + 5 + 40 + 6 + 9 + n * big
+
+
 def test_reports_render(trace: Trace) -> None:
     report = analyze(trace)
     md = render_markdown(report, top=3, context=2)

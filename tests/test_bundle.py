@@ -26,7 +26,13 @@ from asterism.profile.att import (
     Wave,
     read_att,
 )
-from asterism.profile.bundle import BundleError, BundleRequest, analyze_capture, build_bundle
+from asterism.profile.bundle import (
+    BundleError,
+    BundleRequest,
+    TraceError,
+    analyze_capture,
+    build_bundle,
+)
 from asterism.profile.counters import (
     CounterError,
     Dispatch,
@@ -585,3 +591,29 @@ def test_plot_analyzes_only_what_it_draws(tmp_path: Path, monkeypatch: pytest.Mo
     assert light.stalls == full.stalls
     assert [h.line for h in light.hotspots(10)] == [h.line for h in full.hotspots(10)]
     assert light.wait_links == [] and full.wait_links
+
+
+def test_trace_commands_leave_the_garbage_collector_running(tmp_path: Path) -> None:
+    # bundle and plot pause the collector while they read a capture: a caller's process
+    # (main([...]), build_bundle, read_att) gets it back running, also after an error.
+    import gc
+
+    assert gc.isenabled()
+    seen = []
+    build_bundle(BundleRequest(PA, tmp_path / "api", what_if=False),
+                 after_read=lambda trace: seen.append((gc.isenabled(), len(trace.waves))))
+    assert gc.isenabled() and seen == [(True, len(read_att(PA).waves))]
+    assert main(["trace", "bundle", str(PA), "-o", str(tmp_path / "b"), "--no-what-if"]) == 0
+    assert gc.isenabled()
+    assert main(["trace", "plot", str(PA), "-o", str(tmp_path / "p.png")]) == 0
+    assert gc.isenabled()
+    broken = tmp_path / "broken"
+    shutil.copytree(PA, broken)
+    (broken / "code.json").write_text("{", encoding="utf-8")
+    assert main(["trace", "bundle", str(broken), "-o", str(tmp_path / "c")]) == 1
+    assert gc.isenabled() and not (tmp_path / "c").exists()
+    assert main(["trace", "plot", str(broken), "-o", str(tmp_path / "q.png")]) == 1
+    assert gc.isenabled()
+    with pytest.raises(TraceError):
+        read_att(broken)
+    assert gc.isenabled()

@@ -72,6 +72,18 @@ def test_json_depth_helper_locates_the_first_bracket_too_deep() -> None:
     assert str(exc.value.location) == "y.json:2:3" and "5000 digits" in exc.value.message
 
 
+def test_json_depth_counts_objects_and_lists_between_non_ascii_text() -> None:
+    # {"é": {"é": ... ["ü"] ... }}: objects and a list, by hand 64 then 65 levels deep
+    def nested(objects: int) -> str:
+        return '{"é": ' * objects + '["ü", "]]"]' + "}" * objects
+
+    assert parse_json_bounded(nested(JSON_MAX_DEPTH - 1), "x.json") is not None
+    with pytest.raises(AsterismError) as exc:
+        parse_json_bounded(nested(JSON_MAX_DEPTH), "x.json")
+    # the 65th level is the list, after 64 '{"é": ' of 6 characters each
+    assert str(exc.value.location) == f"x.json:1:{6 * JSON_MAX_DEPTH + 1}"
+
+
 @pytest.mark.parametrize("file", ["code.json", WAVE, "filenames.json", "occupancy.json",
                                   "realtime.json", "wstates2.json"])
 def test_deep_json_in_a_capture_is_a_located_error(pa_copy: Path, file: str,

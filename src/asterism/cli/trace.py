@@ -50,9 +50,19 @@ def cmd_trace_report(args) -> int:
 
 def cmd_trace_plot(args) -> int:
     """Draw the wave timeline and stall breakdown of a trace."""
-    from asterism.profile import trace_plot
+    from asterism.profile.att import read_att
+    from asterism.profile.plot import plot_trace
+    from asterism.support.gcpause import keep_until_exit, pause_cyclic_gc, resume_cyclic_gc
 
-    trace_plot(args.dir, args.output)
+    # (paused until frozen: the first allocation after resuming would scan the capture once)
+    was_enabled = pause_cyclic_gc()
+    try:
+        trace = read_att(args.dir)
+        if getattr(args, "whole_process", False):
+            keep_until_exit()  # (the capture lives until the process ends)
+    finally:
+        resume_cyclic_gc(was_enabled)
+    plot_trace(trace, args.output)
     sys.stderr.write(f"wrote {args.output}\n")
     return 0
 
@@ -70,13 +80,29 @@ def cmd_trace_bundle(args) -> int:
         if value is not None and not 0 < value < float("inf"):
             raise BundleError(f"--{opt.replace('_', '-')} must be a positive number, "
                               f"got {value}")
-    out = build_bundle(BundleRequest(args.capture, args.output, args.counters, args.source,
-                                     args.kernel_file, args.baseline, args.title, args.top,
-                                     args.source_dir, not args.no_what_if,
-                                     args.what_if_records, args.target, args.flops,
-                                     args.bytes, args.peak_gbps),
-                       note=lambda message: sys.stderr.write(f"note: {message}\n"),
-                       progress=lambda message: sys.stderr.write(f"bundle: {message}\n"))
+    from asterism.support.gcpause import keep_until_exit, pause_cyclic_gc, resume_cyclic_gc
+
+    # The collector paused until the capture is read and, in the `asterism` process itself,
+    # frozen out of its scans (it lives until the process ends; see support.gcpause).
+    paused = [pause_cyclic_gc()]
+
+    def after_read(_trace) -> None:
+        if getattr(args, "whole_process", False):
+            keep_until_exit()
+        resume_cyclic_gc(paused.pop())
+
+    try:
+        out = build_bundle(BundleRequest(args.capture, args.output, args.counters, args.source,
+                                         args.kernel_file, args.baseline, args.title, args.top,
+                                         args.source_dir, not args.no_what_if,
+                                         args.what_if_records, args.target, args.flops,
+                                         args.bytes, args.peak_gbps),
+                           note=lambda message: sys.stderr.write(f"note: {message}\n"),
+                           progress=lambda message: sys.stderr.write(f"bundle: {message}\n"),
+                           after_read=after_read)
+    finally:
+        if paused:  # (the capture was not read: an error before)
+            resume_cyclic_gc(paused.pop())
     sys.stderr.write(f"wrote {out}/REPORT.md\n")
     return 0
 

@@ -97,6 +97,7 @@ from pathlib import Path
 from typing import Any
 
 from asterism.errors import AsterismError
+from asterism.support.gcpause import pause_cyclic_gc, resume_cyclic_gc
 from asterism.textio import (
     decode_text,
     load_json_bounded,
@@ -216,6 +217,26 @@ class InstRecord:
         return category_name(self.category)
 
 
+# The reader makes hundreds of thousands of records: it fills their slots directly, without
+# the frozen dataclass __init__'s object.__setattr__ call per field (same objects: equal,
+# same hash).
+_SLOT_SETTERS = tuple(InstRecord.__dict__[name].__set__
+                      for name in ("time", "category", "stall", "duration", "line", "extra"))
+
+
+def _plain_record(time: int, category: int, stall: int, duration: int, line: int,
+                  _new: Any = object.__new__, _set: tuple = _SLOT_SETTERS) -> InstRecord:
+    """``InstRecord(time, category, stall, duration, line)``, made faster (see above)."""
+    rec = _new(InstRecord)
+    _set[0](rec, time)
+    _set[1](rec, category)
+    _set[2](rec, stall)
+    _set[3](rec, duration)
+    _set[4](rec, line)
+    _set[5](rec, ())
+    return rec
+
+
 @dataclass(frozen=True, slots=True)
 class StateSpan:
     """One run of the wave timeline: ``cycles`` cycles in ``state``."""
@@ -326,6 +347,27 @@ class WaveStateSeries:
     def __post_init__(self) -> None:
         if self.name is None:
             self.name = f"wstates{self.state}.json"
+
+
+RECORD_COLUMNS = ("time", "category", "stall", "duration", "line")  # of record_array
+
+
+def record_array(wave: Wave) -> Any:
+    """The wave's instruction records as an int64 NumPy array of shape (records, 5), columns
+    :data:`RECORD_COLUMNS` (the reader bounds every value: exact in int64)."""
+    import numpy as np
+
+    recs = wave.instructions
+    n = len(recs)
+    return np.fromiter((v for r in recs for v in (r.time, r.category, r.stall, r.duration,
+                                                   r.line)),
+                       dtype=np.int64, count=5 * n).reshape(n, 5)
+
+
+def record_arrays(trace: Trace) -> list[Any]:
+    """:func:`record_array` of every wave of the trace, in wave order (made once by a caller
+    whose analysis and pictures both read them)."""
+    return [record_array(w) for w in trace.waves]
 
 
 @dataclass
@@ -632,6 +674,21 @@ _WAVE_TOP_KEYS = ("duration", "name", "num_insts", "num_stitched", "wave")
 _WAVE_KEYS = ("begin", "cu", "end", "id", "instructions", "simd", "slot", "timeline", "waitcnt")
 
 
+def _plain_deps(raw: list[Any]) -> tuple[tuple[int, int], ...] | None:
+    """A waitcnt link's ``[[producer_line, 0], ...]`` when every pair is plainly valid
+    (None: read it the located way, which names what is wrong)."""
+    out = []
+    for dep in raw:
+        if type(dep) is list and len(dep) == 2:
+            line, reserved = dep
+            if type(line) is int and type(reserved) is int and 0 <= line <= INDEX[1] \
+                    and I64[0] <= reserved <= I64[1]:
+                out.append((line, reserved))
+                continue
+        return None
+    return tuple(out)
+
+
 def _read_wave(file: Path, ident: tuple[int, int, int, int]) -> Wave:
     ctx = _Ctx(file)
     data = _obj(_load_json(file), ctx)
@@ -656,7 +713,7 @@ def _read_wave(file: Path, ident: tuple[int, int, int, int]) -> Wave:
             if type(t) is int and type(c) is int and type(st) is int and type(d) is int \
                     and type(ln) is int and 0 <= t <= top and 0 <= c <= 255 \
                     and 0 <= st <= top and 0 <= d <= top and 0 <= ln <= idx:
-                insts.append(InstRecord(t, c, st, d, ln))
+                insts.append(_plain_record(t, c, st, d, ln))
                 continue
         rc = ic.at(i)
         raw = _list(raw, rc)
@@ -669,6 +726,12 @@ def _read_wave(file: Path, ident: tuple[int, int, int, int]) -> Wave:
     timeline: list[StateSpan] = []
     tc = wc.at("timeline")
     for i, raw in enumerate(_list(w.get("timeline"), tc, null_ok=True)):
+        if type(raw) is list and len(raw) == 2:  # the common entry, checked inline
+            state, cycles = raw
+            if type(state) is int and type(cycles) is int and 0 <= state <= 255 \
+                    and 0 <= cycles <= top:
+                timeline.append(StateSpan(state, cycles))
+                continue
         rc = tc.at(i)
         raw = _list(raw, rc)
         if len(raw) != 2:
@@ -677,6 +740,12 @@ def _read_wave(file: Path, ident: tuple[int, int, int, int]) -> Wave:
     links: list[WaitcntLink] = []
     lc = wc.at("waitcnt")
     for i, raw in enumerate(_list(w.get("waitcnt"), lc, null_ok=True)):
+        if type(raw) is list and len(raw) == 2 and type(raw[0]) is int \
+                and 0 <= raw[0] <= idx and type(raw[1]) is list:  # the common link, inline
+            deps = _plain_deps(raw[1])
+            if deps is not None:
+                links.append(WaitcntLink(raw[0], deps))
+                continue
         rc = lc.at(i)
         raw = _list(raw, rc)
         if len(raw) != 2:
@@ -875,6 +944,18 @@ def read_att(path: str | Path) -> Trace:
             raise TraceError(f"{root}: not a decoded ATT folder: {required} is missing "
                              "(expected the ui_output_agent_<pid>_dispatch_<n> directory "
                              "rocprofv3's ATT decoder writes)")
+    # The collector paused while the files' objects are made (a wave file holds hundreds of
+    # thousands of records; see asterism.support.gcpause).
+    was_enabled = pause_cyclic_gc()
+    try:
+        return _read_folder(root, files, skipped, present)
+    finally:
+        resume_cyclic_gc(was_enabled)
+
+
+def _read_folder(root: Path, files: list[str], skipped: list[tuple[str, str]],
+                 present: set[str]) -> Trace:
+    """read_att of a folder whose entries are listed (see there)."""
     code = _read_code(root / CODE_FILE)
     info, index, modeled, producer = _read_filenames(root / FILENAMES_FILE)
 
@@ -899,6 +980,8 @@ def read_att(path: str | Path) -> Trace:
 
     lines = {r.line for r in code.rows}
     for wave in waves:
+        if {rec.line for rec in wave.instructions} <= lines:
+            continue  # (the common case, one pass in C: which record is wrong only if any)
         for i, rec in enumerate(wave.instructions):
             if rec.line not in lines:
                 raise TraceError(f"{root / wave.filename}: instruction #{i} refers to line "

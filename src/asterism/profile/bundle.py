@@ -40,7 +40,14 @@ from pathlib import Path
 from typing import Any
 
 from asterism.errors import AsterismError
-from asterism.profile.att import Trace, TraceError, folder_entries, read_att, source_files
+from asterism.profile.att import (
+    Trace,
+    TraceError,
+    folder_entries,
+    read_att,
+    record_arrays,
+    source_files,
+)
 from asterism.profile.counters import CounterData, derived_metrics, read_counters_each
 from asterism.profile.escape import md_code, md_text
 from asterism.profile.insights import (
@@ -766,12 +773,16 @@ def _check_inputs(req: BundleRequest) -> None:
 
 
 def build_bundle(req: BundleRequest, note: Callable[[str], None] | None = None,
-                 progress: Callable[[str], None] | None = None) -> Path:
+                 progress: Callable[[str], None] | None = None,
+                 after_read: Callable[[Trace], None] | None = None) -> Path:
     """Write the bundle directory of `req` (see the module doc); returns its path. `note`
     hears about every input left out (see :class:`Skipped`), `progress` about each what-if
-    replay."""
+    replay, `after_read` gets the capture as soon as it is read (the `asterism` command
+    keeps it out of the garbage collector's scans)."""
     _check_inputs(req)
     trace = read_att(req.capture)
+    if after_read is not None:
+        after_read(trace)
     skipped = [Skipped("capture", n, why) for n, why in trace.skipped]
     # A counter file that cannot be used is left out (and named), never fatal to the bundle.
     counters, bad_counters = read_counters_each(req.counters)
@@ -783,8 +794,10 @@ def build_bundle(req: BundleRequest, note: Callable[[str], None] | None = None,
 
         stats = code_object_stats(str(req.kernel_file))
     work = Work(req.flops, req.bytes, req.peak_gbps)
+    records = record_arrays(trace)  # (read by the analysis and by the pictures)
     analysis = analyze_capture(trace, counters, stats, req.what_if, req.what_if_records,
-                               req.target, progress, work=work)
+                               req.target, progress, report=analyze(trace, records=records),
+                               work=work)
     base = None
     if req.baseline is not None:
         base_trace = read_att(req.baseline)
@@ -795,7 +808,7 @@ def build_bundle(req: BundleRequest, note: Callable[[str], None] | None = None,
     tmp = out.parent / f".{out.name}.tmp-{uuid.uuid4().hex}"
     try:
         tmp.mkdir()
-        files = _write_contents(req, tmp, analysis, stats, skipped, used_counters)
+        files = _write_contents(req, tmp, analysis, stats, skipped, used_counters, records)
         for s in skipped:
             if note is not None:
                 note(f"left out: {s.input} {s.name}: {s.reason}")
@@ -830,14 +843,15 @@ def _copy_capture(folder: Path, dest: Path) -> None:
 
 def _write_contents(req: BundleRequest, tmp: Path, a: Analysis,
                     stats: list[Any] | None, skipped: list[Skipped],
-                    counters: list[str | Path]) -> list[str]:
-    """Everything but REPORT.md and report.json; returns the entries made."""
+                    counters: list[str | Path], records: list[Any] | None = None) -> list[str]:
+    """Everything but REPORT.md and report.json (`records`: the capture's record arrays);
+    returns the entries made."""
     from asterism.profile import pictures
 
     made = ["REPORT.md", "report.json", "pictures/"]
     pics = tmp / "pictures"
     pics.mkdir()
-    arrays = pictures.trace_arrays(a.trace)
+    arrays = pictures.trace_arrays(a.trace, records)
     pictures.plot_timeline(a.trace, a.report, pics / "timeline.png", arrays=arrays)
     pictures.plot_stalls(a.report, pics / "stalls.png")
     pictures.plot_hotspots(a.report, pics / "hotspots.png")

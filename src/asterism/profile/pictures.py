@@ -18,7 +18,7 @@ from __future__ import annotations
 import base64
 import os
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -26,7 +26,7 @@ from typing import Any
 import numpy as np
 
 from asterism.errors import AsterismError
-from asterism.profile.att import Trace, source_files
+from asterism.profile.att import RECORD_COLUMNS, Trace, record_array, source_files
 from asterism.profile.escape import mpl_text, script_json
 from asterism.profile.isa_text import mnemonic, unit_name
 from asterism.profile.report import STALL_CAUSES, Report
@@ -138,8 +138,9 @@ class TraceArrays:
         return max(self.end - self.origin, 1)
 
 
-def trace_arrays(trace: Trace) -> TraceArrays:
-    """The records of every wave as arrays, one Lane per SIMD slot, in time order."""
+def trace_arrays(trace: Trace, records: Sequence[np.ndarray] | None = None) -> TraceArrays:
+    """The records of every wave as arrays, one Lane per SIMD slot, in time order
+    (`records`: the waves' :func:`~asterism.profile.att.record_arrays` when made already)."""
     waves = trace.waves
     origin = min((w.begin for w in waves), default=0)
     end = max((w.end for w in waves), default=origin + 1)
@@ -152,13 +153,12 @@ def trace_arrays(trace: Trace) -> TraceArrays:
     lanes = []
     for (se, cu, simd, slot), idx in sorted(groups.items()):
         idx.sort(key=lambda i: waves[i].begin)
-        recs = [r for i in idx for r in waves[i].instructions]
-        n = len(recs)
-        raw = np.fromiter((v for r in recs for v in (r.time, r.stall, r.duration, r.line,
-                                                     r.category)),
-                          dtype=np.int64, count=5 * n).reshape(n, 5)
+        per_wave = [records[i] if records else record_array(waves[i]) for i in idx]
+        raw = np.concatenate(per_wave) if per_wave else np.empty((0, 5), dtype=np.int64)
+        n = len(raw)
+        col = {c: raw[:, k] for k, c in enumerate(RECORD_COLUMNS)}
         codes = np.empty(n, dtype=np.int16)
-        keys = raw[:, 3] * 256 + raw[:, 4]  # (the reader bounds categories to 0..255)
+        keys = col["line"] * 256 + col["category"]  # (the reader bounds categories to 0..255)
         uniq, inverse = np.unique(keys, return_inverse=True)
         table = np.empty(len(uniq), dtype=np.int16)
         for j, key in enumerate(uniq.tolist()):
@@ -174,9 +174,9 @@ def trace_arrays(trace: Trace) -> TraceArrays:
         lanes.append(Lane(
             label=f"se{se} cu{cu} simd{simd} slot{slot}" + (f" ({len(idx)} waves)"
                                                            if len(idx) > 1 else ""),
-            waves=idx, start=raw[:, 0] - origin, stall=raw[:, 1], dur=raw[:, 2],
-            line=raw[:, 3], unit=codes, span_start=sp[:, 0] - origin, span_len=sp[:, 1],
-            span_state=sp[:, 2]))
+            waves=idx, start=col["time"] - origin, stall=col["stall"], dur=col["duration"],
+            line=col["line"], unit=codes,
+            span_start=sp[:, 0] - origin, span_len=sp[:, 1], span_state=sp[:, 2]))
     names = sorted(units, key=lambda k: units[k])
     return TraceArrays(origin, end, lanes, names)
 

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from asterism.profile.att import Trace
+from asterism.profile.att import Trace, record_arrays
 from asterism.profile.pictures import (
     CAUSE_COLORS,
     OTHER_COLOR,
@@ -43,9 +43,10 @@ def plot_trace(trace: Trace, out_png: str | Path, report: Report | None = None) 
     out = Path(out_png)
     if not out.parent.is_dir():
         raise PlotError(f"{out.parent}: no such folder for the picture")
+    records = record_arrays(trace)  # (read by the analysis and by the picture)
     if report is None:  # (only what the picture draws: a bundle passes its full analysis)
-        report = analyze(trace, pictures_only=True)
-    arr = trace_arrays(trace)
+        report = analyze(trace, pictures_only=True, records=records)
+    arr = trace_arrays(trace, records)
     rows = max(len(shown_lanes(arr)), 1)
     fig = figure_cls(figsize=(15, 1.6 + 0.42 * rows + 3.0), dpi=100)
     grid = fig.add_gridspec(2, 1, height_ratios=[max(0.42 * rows + 1.0, 2.0), 2.6],

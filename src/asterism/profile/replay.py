@@ -40,6 +40,7 @@ from typing import Any
 from asterism.errors import AsterismError
 from asterism.profile.att import Trace, Wave, category_name, read_att
 from asterism.profile.workgroups import BY_BARRIERS, WorkgroupGuess, infer_workgroups
+from asterism.support.gcpause import gc_paused
 from asterism.timing.params import params_note
 from asterism.timing.result import InstCategory
 
@@ -320,7 +321,24 @@ def _instructions(trace: Trace, target: str) -> tuple[list, list]:
     return rows, infos
 
 
+_PROGRAMS: dict[tuple[int, str, int], tuple[Any, Any, _Program]] = {}
+
+
 def _program(trace: Trace, target: str, tm) -> _Program:
+    """The trace's code rows as model instructions (made once per code listing, target and
+    timing model: the what-if replays run one trace many times with its waves swapped)."""
+    key = (id(trace.code), target, id(tm))
+    cached = _PROGRAMS.get(key)
+    if cached is not None and cached[0] is trace.code and cached[1] is tm:
+        return cached[2]
+    prog = _make_program(trace, target, tm)
+    if len(_PROGRAMS) >= 8:  # as _INFOS: a few traces (and timing models) at a time
+        _PROGRAMS.pop(next(iter(_PROGRAMS)))
+    _PROGRAMS[key] = (trace.code, tm, prog)
+    return prog
+
+
+def _make_program(trace: Trace, target: str, tm) -> _Program:
     from asterism.timing.static import make_static
 
     rows, infos = _instructions(trace, target)
@@ -346,24 +364,31 @@ def measured_latencies(wave: Wave, memory_lines: set[int]) -> dict[int, int]:
     The links list, per executed wait that drained something, the static lines it waited
     for; a link belongs to the next execution of its wait line whose producers all have an
     executed, not yet drained instance (a wait that drained nothing has no link)."""
-    records = [r for r in wave.instructions if r.line != 0]
-    links = list(wave.waitcnt)
+    return _latencies([r for r in wave.instructions if r.line != 0], wave.waitcnt,
+                      memory_lines)
+
+
+def _latencies(records: Sequence, links: Sequence, memory_lines: set[int]) -> dict[int, int]:
+    """measured_latencies of a wave's records without the line-0 ones (`links`: its
+    waitcnt links)."""
     out: dict[int, int] = {}
     pending: dict[int, int] = {}  # line -> position of its latest undrained execution
-    k = 0
+    k, n = 0, len(links)
+    want = links[0].line if n else -1  # the wait line of the next link (-1: none left)
     last = records[-1] if records else None
     message = InstCategory.MESSAGE
     for pos, rec in enumerate(records):
-        if rec.line in memory_lines:
-            pending[rec.line] = pos
+        line = rec.line
+        if line in memory_lines:
+            pending[line] = pos
             continue
-        while k < len(links) and links[k].line == rec.line and \
-                all(p in pending for p in links[k].producers):
+        while line == want and all(p in pending for p in links[k].producers):
             release = rec.time + rec.duration
             for p in links[k].producers:
                 q = pending.pop(p)
                 out[q] = max(1, release - records[q].issue_time)
             k += 1
+            want = links[k].line if k < n else -1
         if rec is last and rec.category == message:
             # s_endpgm waits for every outstanding access: its end bounds their completion
             release = rec.time + rec.duration
@@ -376,10 +401,14 @@ def measured_latencies(wave: Wave, memory_lines: set[int]) -> dict[int, int]:
 def measured_acceptance(wave: Wave, memory_lines: set[int]) -> dict[int, int]:
     """Stream position -> measured issue stall of each vector memory instruction (VMEM or
     FLAT category): how long the memory path made it wait."""
-    records = [r for r in wave.instructions if r.line != 0]
+    return _acceptance([r for r in wave.instructions if r.line != 0], memory_lines)
+
+
+def _acceptance(records: Sequence, memory_lines: set[int]) -> dict[int, int]:
+    """measured_acceptance of a wave's records without the line-0 ones."""
+    vector = (InstCategory.VMEM, InstCategory.FLAT)
     return {pos: r.stall for pos, r in enumerate(records)
-            if r.line in memory_lines and r.stall
-            and r.category in (InstCategory.VMEM, InstCategory.FLAT)}
+            if r.stall and r.line in memory_lines and r.category in vector}
 
 
 def _guesses(trace: Trace, barrier_lines: set[int], grouping: str) -> list[WorkgroupGuess]:
@@ -413,29 +442,33 @@ def _run(trace: Trace, target: str, memory: str, timing, barrier_groups: str = "
     prog = _program(trace, tgt.name, tm)
     guesses = _guesses(trace, prog.barrier_lines, barrier_groups)
     workgroup_of = {i: k for k, g in enumerate(guesses) for i in g.waves}
+    index_of_line = prog.index_of_line
     cu_ids: dict[tuple[int, int], int] = {}
     inputs, kept = [], []
     n_measured = 0
     for wi, wave in enumerate(trace.waves):
         records = [r for r in wave.instructions if r.line != 0]
-        missing = [r.line for r in records if r.line not in prog.index_of_line]
-        if missing:
-            raise ReplayError(f"{wave.filename}: record names code.json line {missing[0]}, "
-                              "which is not an instruction")
+        try:
+            stream = [index_of_line[r.line] for r in records]
+        except KeyError as err:
+            raise ReplayError(f"{wave.filename}: record names code.json line {err.args[0]}, "
+                              "which is not an instruction") from None
         lat = accept = None
         if memory == "measured":
-            lat = measured_latencies(wave, prog.memory_lines)
+            lat = _latencies(records, wave.waitcnt, prog.memory_lines)
         if memory in ("measured", "accept"):
-            accept = measured_acceptance(wave, prog.memory_lines)
+            accept = _acceptance(records, prog.memory_lines)
         n_measured += len(lat or {})
         cu = cu_ids.setdefault((wave.se, wave.cu), len(cu_ids))
-        inputs.append(StreamWave(cu, wave.simd, wave.slot, wave.begin,
-                                 [prog.index_of_line[r.line] for r in records], lat, accept,
+        inputs.append(StreamWave(cu, wave.simd, wave.slot, wave.begin, stream, lat, accept,
                                  workgroup_of[wi]))
         kept.append((wave, records))
-    model = TraceDrivenModel(tgt, tm, prog.statics, prog.fallthrough, inputs,
-                             kernel=trace.path.name if trace.path else "replay")
-    by_row = {m.wave: m for m in model.run()}
+    # The collector paused while the model runs: it makes a record tuple per instruction and
+    # no cycles that matter (see asterism.support.gcpause).
+    with gc_paused():
+        model = TraceDrivenModel(tgt, tm, prog.statics, prog.fallthrough, inputs,
+                                 kernel=trace.path.name if trace.path else "replay")
+        by_row = {m.wave: m for m in model.run()}
     return tgt, tm, prog, kept, by_row, n_measured, guesses
 
 

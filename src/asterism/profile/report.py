@@ -46,15 +46,19 @@ all instruction cycles. When the capture ships the source files its rows point t
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
+
+import numpy as np
 
 from asterism.profile.att import (
     FORMAT_VERSION,
     Trace,
     TraceError,
+    Wave,
+    record_array,
     source_files,
     state_name,
 )
@@ -71,7 +75,7 @@ from asterism.profile.isa_text import (
     waitcnt_counts,
     writes_first_operand,
 )
-from asterism.profile.waitcnt import trace_wait_events
+from asterism.profile.waitcnt import LineKinds, trace_wait_events
 from asterism.textio import load_json_bounded
 from asterism.timing.result import InstCategory, WaveState
 
@@ -328,12 +332,93 @@ class _LineFacts:
                    writes_first_operand(mn))
 
 
+@dataclass
+class _WaveSums:
+    """What :func:`_wave_sums` adds up of one wave's records (label records left out)."""
+
+    unknown: int  # records of a label row (unknown PC)
+    stall: int
+    duration: int
+    idle: dict[int, int]  # line -> idle gap before its executions (lines with one)
+    idle_total: int
+    watched: list[tuple[int, int, int, int, int]]  # (index, time, category, stall, line)
+
+
+def _sums_by(values: np.ndarray, groups: np.ndarray, n_groups: int) -> list[int]:
+    """The sum of `values` per group index (exact: Python integers where int64 could
+    overflow)."""
+    bound = int(np.abs(values).max()) * len(values) if len(values) else 0
+    if bound < 1 << 53:  # every partial sum exact in float64
+        return np.bincount(groups, weights=values, minlength=n_groups).astype(np.int64).tolist()
+    if bound < 1 << 62:
+        sums = np.zeros(n_groups, dtype=np.int64)
+        np.add.at(sums, groups, values)
+        return sums.tolist()
+    out = [0] * n_groups
+    for g, v in zip(groups.tolist(), values.tolist(), strict=True):
+        out[g] += v
+    return out
+
+
+def _wave_sums(wave: Wave, label: Mapping[int, bool], tracked: Mapping[int, bool],
+               pairs: dict[tuple[int, int], list[int]], raw: np.ndarray | None = None
+               ) -> _WaveSums:
+    """Add the wave's records into `pairs` ((line, category) -> [executions, cycles, stall],
+    new pairs in order of first execution) in NumPy; its idle gaps per line, totals, and
+    the records the stall causes need in order: stalled ones and those of `tracked` lines.
+    A line the code listing does not have is an error; a label row's records are unknown.
+    `raw`: the wave's :func:`~asterism.profile.att.record_array` when the caller has it."""
+    recs = wave.instructions
+    n = len(recs)
+    if not n:
+        return _WaveSums(0, 0, 0, {}, 0, [])
+    raw = record_array(wave) if raw is None else raw
+    lines, first, inv = np.unique(raw[:, 4], return_index=True, return_inverse=True)
+    line_list = lines.tolist()
+    missing = [k for k, ln in enumerate(line_list) if ln not in label]
+    if missing:
+        i = min(int(first[k]) for k in missing)
+        raise TraceError(f"wave {wave.filename}: instruction #{i} refers to line "
+                         f"{recs[i].line}, which the code listing does not have")
+    is_label = np.array([label[ln] for ln in line_list], dtype=bool)[inv]
+    index = np.flatnonzero(~is_label)
+    v, vinv = raw[index], inv[index]
+    t, cat, st, dur = v[:, 0], v[:, 1], v[:, 2], v[:, 3]
+    # (line, category) pairs of this wave, first executions first
+    width = int(cat.max()) + 1 if len(cat) else 1
+    keys, kfirst, kinv = np.unique(vinv * width + cat, return_index=True, return_inverse=True)
+    counts = np.bincount(kinv, minlength=len(keys)).tolist()
+    cycles = _sums_by(dur, kinv, len(keys))
+    stall = _sums_by(st, kinv, len(keys))
+    for k in np.argsort(kfirst, kind="stable").tolist():
+        line_k, cat_k = divmod(int(keys[k]), width)
+        pair = pairs.get((line_list[line_k], cat_k))
+        if pair is None:
+            pair = pairs[(line_list[line_k], cat_k)] = [0, 0, 0]
+        pair[0] += counts[k]
+        pair[1] += cycles[k]
+        pair[2] += stall[k]
+    # Idle gap before each record: from the latest end so far (the wave's begin at first).
+    ends = np.maximum.accumulate(np.concatenate(([wave.begin], (t + dur)[:-1])))
+    gaps = np.maximum(t - ends, 0)
+    idle_lines = _sums_by(gaps, vinv, len(lines))
+    idle = {line_list[k]: g for k, g in enumerate(idle_lines) if g}
+    watch = (st > 0) | np.array([tracked[ln] for ln in line_list], dtype=bool)[vinv]
+    sel = np.flatnonzero(watch)
+    watched = list(zip(index[sel].tolist(), t[sel].tolist(), cat[sel].tolist(),
+                       st[sel].tolist(), v[sel, 4].tolist(), strict=True))
+    return _WaveSums(n - len(index), sum(stall), sum(cycles), idle, sum(idle_lines), watched)
+
+
 def analyze(trace: Trace, source_map: Mapping[int, str] | None = None, *,
-            pictures_only: bool = False) -> Report:
+            pictures_only: bool = False, records: Sequence[np.ndarray] | None = None
+            ) -> Report:
     """Analyze a trace; `source_map` maps PCs (code-object vaddr) to IR/Python locations.
     `pictures_only`: what the pictures draw (totals, stall causes, per-line figures for the
     hotspots) without the source texts, the s_waitcnt producer lists and the per-line unit
-    tallies (``trace plot``; a bundle analyzes once in full and draws from that)."""
+    tallies (``trace plot``; a bundle analyzes once in full and draws from that).
+    `records`: the waves' :func:`~asterism.profile.att.record_arrays`, when the caller has
+    them (the pictures read them too)."""
     code = trace.code
     listing = [
         InstStats(line=r.line, vaddr=r.vaddr, codeobj=r.codeobj, isa=r.isa,
@@ -347,7 +432,14 @@ def analyze(trace: Trace, source_map: Mapping[int, str] | None = None, *,
     by_line = {s.line: s for s in listing}
     text = {r.line: (mnemonic(r.isa), r.isa) for r in code.rows}
     facts = {ln: _LineFacts.of(mn, isa) for ln, (mn, isa) in text.items()}
-    unit_of: dict[tuple[int, int], str] = {}  # (line, category) -> unit (text facts, cached)
+    # Per (line, category), in order of first execution: [executions, cycles, stall]; the
+    # per-line and per-unit totals are added up from these after the records.
+    pairs: dict[tuple[int, int], list[int]] = {}
+    label = {ln: s.is_label for ln, s in by_line.items()}
+    # Registers an MFMA writes: only writes to these can end an MFMA result's flight.
+    mfma_regs = frozenset().union(*(f.dest for f in facts.values() if f.mfma))
+    tracked = {ln: f.mfma or (f.writes and not f.dest.isdisjoint(mfma_regs))
+               for ln, f in facts.items()}
     unit_counts: dict[int, dict[str, int]] = {}
     stalls = dict.fromkeys(STALL_CAUSES, 0)
     states: dict[str, int] = {}
@@ -355,62 +447,54 @@ def analyze(trace: Trace, source_map: Mapping[int, str] | None = None, *,
     links: dict[tuple[int, str], WaitLinkStats] = {}
     units: dict[str, UnitStats] = {}
     n_inst = stall_total = dur_total = idle_total = unknown = 0
+    causes_of: dict[tuple[int, int, bool, bool], str] = {}  # _classify of a non-wait stall
+    line_kinds = LineKinds()  # (the rows' wait kinds, worked out once for all waves)
 
-    for wave in trace.waves:
-        events = trace_wait_events(wave, code, trace.modeled)
+    for k, wave in enumerate(trace.waves):
+        events = trace_wait_events(wave, code, trace.modeled, line_kinds)
         drained_at: dict[int, list[str]] = {}
         for ev in events:
             drained_at.setdefault(ev.index, []).append(ev.counter)
+        sums = _wave_sums(wave, label, tracked, pairs, records[k] if records else None)
+        for line, gap in sums.idle.items():
+            by_line[line].idle += gap
+        idle_total += sums.idle_total
         last_mfma: int | None = None
         mfma_dst: dict[tuple[str, int], int] = {}  # register -> issue time of its MFMA
-        prev_end = wave.begin
-        wave_stall = wave_n = 0
-        for i, rec in enumerate(wave.instructions):
-            stats = by_line.get(rec.line)
-            if stats is None:
-                raise TraceError(f"wave {wave.filename}: instruction #{i} refers to line "
-                                 f"{rec.line}, which the code listing does not have")
-            if stats.is_label:
-                unknown += 1
-                continue
-            mn, isa = text[rec.line]
-            fact = facts[rec.line]
-            wave_n += 1
-            stats.hits += 1
-            stats.cycles += rec.duration
-            stats.stall += rec.stall
-            gap = max(rec.time - prev_end, 0)
-            stats.idle += gap
-            idle_total += gap
-            prev_end = max(prev_end, rec.time + rec.duration)
-            unit = unit_of.get((rec.line, rec.category))
-            if unit is None:
-                unit = unit_of[(rec.line, rec.category)] = unit_name(mn, rec.category)
-            if not pictures_only:
-                counts = unit_counts.setdefault(rec.line, {})
-                counts[unit] = counts.get(unit, 0) + 1
-            u = units.setdefault(unit, UnitStats(unit, 0, 0, 0))
-            u.count += 1
-            u.cycles += rec.duration
-            u.stall += rec.stall
-            if rec.stall > 0:
-                touches = any(r in mfma_dst and rec.time - mfma_dst[r] < MFMA_WINDOW
+        # In record order: the stalled records and those that start or end an MFMA
+        # result's flight (the only ones the stall causes depend on).
+        for i, t, category, st, line in sums.watched:
+            fact = facts[line]
+            if st > 0:
+                touches = any(r in mfma_dst and t - mfma_dst[r] < MFMA_WINDOW
                               for r in fact.regs)
-                recent = last_mfma is not None and rec.time - last_mfma < MFMA_WINDOW
-                cause = _classify(mn, rec.category, isa, drained_at.get(i, []), recent,
-                                  touches)
-                stats.causes[cause] = stats.causes.get(cause, 0) + rec.stall
-                stalls[cause] += rec.stall
+                recent = last_mfma is not None and t - last_mfma < MFMA_WINDOW
+                drained = drained_at.get(i)
+                if drained is None:
+                    key = (line, category, recent, touches)
+                    cause = causes_of.get(key)
+                    if cause is None:
+                        mn, isa = text[line]
+                        cause = causes_of[key] = _classify(mn, category, isa, [], recent,
+                                                           touches)
+                else:
+                    mn, isa = text[line]
+                    cause = _classify(mn, category, isa, drained, recent, touches)
+                causes = by_line[line].causes
+                causes[cause] = causes.get(cause, 0) + st
+                stalls[cause] += st
             # Track which registers hold MFMA results that may still be in flight.
             if fact.mfma:
-                last_mfma = rec.issue_time
+                last_mfma = t + st
                 for r in fact.dest:
-                    mfma_dst[r] = rec.issue_time
+                    mfma_dst[r] = t + st
             elif fact.writes and mfma_dst:
                 for r in fact.dest:
                     mfma_dst.pop(r, None)
-            wave_stall += rec.stall
-            dur_total += rec.duration
+        wave_n = len(wave.instructions) - sums.unknown
+        wave_stall = sums.stall
+        unknown += sums.unknown
+        dur_total += sums.duration
         n_inst += wave_n
         stall_total += wave_stall
         wave_states: dict[str, int] = {}
@@ -440,6 +524,21 @@ def analyze(trace: Trace, source_map: Mapping[int, str] | None = None, *,
                     wl.producers.append(ProducerRef(prow.line, prow.vaddr, prow.isa,
                                                     memory_kind(pmn, prec.category) or "?"))
 
+    for (line, category), (count, cycles, stall) in pairs.items():
+        unit = unit_name(text[line][0], category)
+        stats = by_line[line]
+        stats.hits += count
+        stats.cycles += cycles
+        stats.stall += stall
+        if not pictures_only:
+            counts = unit_counts.setdefault(line, {})
+            counts[unit] = counts.get(unit, 0) + count
+        u = units.get(unit)
+        if u is None:
+            u = units[unit] = UnitStats(unit, 0, 0, 0)
+        u.count += count
+        u.cycles += cycles
+        u.stall += stall
     for stats in listing:
         counts = unit_counts.get(stats.line)
         if counts:

@@ -314,22 +314,31 @@ def find_phases(trace: Trace, loops: list[Loop]) -> list[Phase]:
 
 def phase_times(trace: Trace, phases: list[Phase]) -> None:
     """Fill each phase's cycles and stall per wave (see the module doc)."""
-    of_line: dict[int, Phase] = {}
-    for ph in phases:
+    of_line: dict[int, int] = {}  # line -> index of its phase
+    for k, ph in enumerate(phases):
         for ln in range(ph.first, ph.last + 1):
-            of_line[ln] = ph
+            of_line[ln] = k
     for wave in trace.waves:
-        name = wave_name(wave)
+        # This wave's sums per phase index (None: not in this wave), then into the phases.
+        cycles: list[int | None] = [None] * len(phases)
+        stall = [0] * len(phases)
         prev_end = wave.begin
-        current = None
+        current = -1
         for rec in wave.instructions:
-            ph = of_line.get(rec.line, current)  # barriers and waits between phases: the last
+            k = of_line.get(rec.line, current)  # barriers and waits between phases: the last
             end = rec.time + rec.duration
-            if ph is not None:
-                ph.cycles[name] = ph.cycles.get(name, 0) + max(end - prev_end, 0)
-                ph.stall[name] = ph.stall.get(name, 0) + rec.stall
-                current = ph
-            prev_end = max(prev_end, end)
+            if k >= 0:
+                gap = end - prev_end
+                cycles[k] = (cycles[k] or 0) + (gap if gap > 0 else 0)
+                stall[k] += rec.stall
+                current = k
+            if end > prev_end:
+                prev_end = end
+        name = wave_name(wave)
+        for ph, cyc, st in zip(phases, cycles, stall, strict=True):
+            if cyc is not None:
+                ph.cycles[name] = ph.cycles.get(name, 0) + cyc
+                ph.stall[name] = ph.stall.get(name, 0) + st
 
 
 # ---------------------------------------------------------------------------- balance
@@ -387,14 +396,18 @@ def mfma_usage(trace: Trace, target: str | None) -> tuple[dict[str, int], int]:
     busy: dict[str, int] = {}
     flops = 0
     for w in trace.waves:
-        key = f"SE{w.se} CU{w.cu} SIMD{w.simd}"
+        ran, mfmas = 0, False  # this wave's matrix-core cycles; whether it ran an MFMA
         for rec in w.instructions:
             got = info.get(rec.line)
             if got is None:
                 continue
             cyc, fl = got
-            busy[key] = busy.get(key, 0) + (cyc or max(rec.duration - rec.stall, 1))
+            ran += cyc or max(rec.duration - rec.stall, 1)
             flops += fl
+            mfmas = True
+        if mfmas:
+            key = f"SE{w.se} CU{w.cu} SIMD{w.simd}"
+            busy[key] = busy.get(key, 0) + ran
     return busy, flops
 
 

@@ -24,7 +24,7 @@ in the decoder's form; on both shared MI350X captures it equals the decoder's ow
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from asterism.profile.att import CodeListing, TraceError, WaitcntLink, Wave
 from asterism.profile.isa_text import (
@@ -110,15 +110,19 @@ def wait_events(wave: Wave, code: CodeListing) -> list[WaitEvent]:
 
 
 def _link_counter(link: WaitcntLink, last: dict[int, int], wave: Wave,
-                  code: CodeListing) -> str | None:
-    """The counter a recorded link drained, from its producers' kinds (None: either)."""
+                  code: CodeListing, kinds_of: dict[tuple[int, int], str | None]
+                  ) -> str | None:
+    """The counter a recorded link drained, from its producers' kinds (None: either);
+    `kinds_of` keeps the memory kind of each (line, category) once worked out."""
     kinds = set()
     for line in link.producers:
         index = last.get(line)
         if index is not None:
-            row = code.row(line)
-            kinds.add(memory_kind(mnemonic(row.isa) if row else "",
-                                  wave.instructions[index].category))
+            key = (line, wave.instructions[index].category)
+            if key not in kinds_of:
+                row = code.row(line)
+                kinds_of[key] = memory_kind(mnemonic(row.isa) if row else "", key[1])
+            kinds.add(kinds_of[key])
     counters = {c for k in kinds for c in counters_of(k)}
     if counters == {"vmcnt"} or counters == {"lgkmcnt"}:
         return counters.pop()
@@ -127,36 +131,55 @@ def _link_counter(link: WaitcntLink, last: dict[int, int], wave: Wave,
     return None
 
 
-def capture_events(wave: Wave, code: CodeListing) -> list[WaitEvent]:
+def _named_counters(isa: str) -> list[str]:
+    """The counters an s_waitcnt's text names, lgkmcnt first (a text that names neither,
+    e.g. a raw immediate, may drain either)."""
+    named = waitcnt_counts(isa)
+    return [c for c in ("lgkmcnt", "vmcnt") if c in named] or ["lgkmcnt", "vmcnt"]
+
+
+@dataclass
+class LineKinds:
+    """What :func:`capture_events` works out of the code rows, kept across the waves of one
+    code listing: per line 0 (not an instruction), 1 (other) or the counters an
+    s_waitcnt's text names; per (line, category) the memory kind."""
+
+    kind: dict[int, int | list[str]] = field(default_factory=dict)
+    memory: dict[tuple[int, int], str | None] = field(default_factory=dict)
+
+
+def capture_events(wave: Wave, code: CodeListing, kinds: LineKinds | None = None
+                   ) -> list[WaitEvent]:
     """The wave's recorded ``waitcnt`` links (a hardware capture's) as WaitEvents.
 
     Each link is matched to the executed s_waitcnt it belongs to (links are in execution
-    order) and each producer line to its latest execution before that wait.
+    order) and each producer line to its latest execution before that wait. `kinds`: the
+    rows' kinds of earlier waves of the same code listing (filled in here).
     """
     links, k = wave.waitcnt, 0
     last: dict[int, int] = {}  # line -> index of its latest execution so far
     events: list[WaitEvent] = []
-    kind: dict[int, int] = {}  # line -> 0 not an instruction, 1 other, 2 s_waitcnt (once)
+    kinds = kinds if kinds is not None else LineKinds()
+    kind, kinds_of = kinds.kind, kinds.memory
     for i, rec in enumerate(wave.instructions):
-        what = kind.get(rec.line)
+        line = rec.line
+        what = kind.get(line)
         if what is None:
-            row = code.row(rec.line)
-            what = kind[rec.line] = (0 if row is None or row.is_label else
-                                     2 if is_waitcnt(mnemonic(row.isa)) else 1)
+            row = code.row(line)
+            what = kind[line] = (0 if row is None or row.is_label else
+                                 _named_counters(row.isa) if is_waitcnt(mnemonic(row.isa))
+                                 else 1)
+        if what == 1:
+            last[line] = i
+            continue
         if what == 0:
             continue
-        if what == 1:
-            last[rec.line] = i
-            continue
-        row = code.row(rec.line)
-        named = waitcnt_counts(row.isa)
-        # (a text that names neither counter, e.g. a raw immediate, may drain either)
-        counts = [c for c in ("lgkmcnt", "vmcnt") if c in named] or ["lgkmcnt", "vmcnt"]
+        counts = what
         # One link per counter the text names, lgkmcnt before vmcnt; a second link for the
         # same line belongs here only if it can be the vmcnt one after an lgkmcnt one.
         taken: list[str] = []
-        while k < len(links) and links[k].line == rec.line and len(taken) < len(counts):
-            counter = _link_counter(links[k], last, wave, code)
+        while k < len(links) and links[k].line == line and len(taken) < len(counts):
+            counter = _link_counter(links[k], last, wave, code, kinds_of)
             choices = [c for c in counts if c not in taken and counter in (None, c)]
             if not choices or (taken and choices[0] != "vmcnt"):
                 break
@@ -170,9 +193,11 @@ def capture_events(wave: Wave, code: CodeListing) -> list[WaitEvent]:
     return events
 
 
-def trace_wait_events(wave: Wave, code: CodeListing, modeled: bool) -> list[WaitEvent]:
-    """The wave's wait events: the capture's own links, recomputed for a modeled trace."""
-    return wait_events(wave, code) if modeled else capture_events(wave, code)
+def trace_wait_events(wave: Wave, code: CodeListing, modeled: bool,
+                      kinds: LineKinds | None = None) -> list[WaitEvent]:
+    """The wave's wait events: the capture's own links, recomputed for a modeled trace
+    (`kinds`: see :func:`capture_events`)."""
+    return wait_events(wave, code) if modeled else capture_events(wave, code, kinds)
 
 
 def decoder_links(wave: Wave, code: CodeListing) -> list[WaitcntLink]:
