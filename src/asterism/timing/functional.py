@@ -282,7 +282,8 @@ class TimedDispatch(IssueModel):
             self.bandwidth = Bandwidth(self.tm, self.target.compute_units, self.num_cus, grid,
                                        n_wg, self.footprint)
         self.memory = LineMemory(self.tm, self.recorder, self.lds,
-                                 lines="vmem_lines" not in off, bandwidth=self.bandwidth)
+                                 lines="vmem_lines" not in off, bandwidth=self.bandwidth,
+                                 off=off)
         self.ops = comp.ops
         waves = [ModelWave(k, g0.take(np.array([k])), int(wg_of_wave[k])) for k in range(g0.n)]
         by_wg: dict[int, list[ModelWave]] = {}

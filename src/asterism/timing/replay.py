@@ -55,10 +55,12 @@ class StreamWave:
 
 class TraceDrivenModel(IssueModel):
     """The timing model driven by recorded instruction streams (see the module docstring);
-    `fallthrough[i]`: the index after instruction i (a branch to anywhere else is taken)."""
+    `fallthrough[i]`: the index after instruction i (a branch to anywhere else is taken);
+    `off`: mechanisms left out (timing.params.REPLAY_MECHANISMS)."""
 
     def __init__(self, target: Any, tm: TimingModel, statics: list[Static],
-                 fallthrough: list[int], waves: list[StreamWave], kernel: str = ""):
+                 fallthrough: list[int], waves: list[StreamWave], kernel: str = "",
+                 off: frozenset[str] = frozenset()):
         self.target = target
         self.tm = tm
         self.statics = statics
@@ -68,7 +70,7 @@ class TraceDrivenModel(IssueModel):
         lines = [scalar_line_keys(sw.stream, statics, sw.cu, tm.memory["line_bytes"])
                  for sw in waves]
         self.memory = StreamMemory(tm, [sw.latency for sw in waves],
-                                   [sw.accept for sw in waves], lines)
+                                   [sw.accept for sw in waves], lines, off=off)
         self.lds = Lds(tm)
 
     def run(self) -> list[WaveTiming]:
