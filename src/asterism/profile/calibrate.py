@@ -42,13 +42,13 @@ from pathlib import Path
 from typing import Any
 
 from asterism.profile.att import Trace, read_att
-from asterism.timing.params import replay_off
 from asterism.profile.replay import (
     MEMORY_MODES,
     ReplayError,
     ReplayResult,
     replay_cycles,
 )
+from asterism.timing.params import replay_off
 
 OBJECTIVE = ("mean over captures of (|total cycles error| + mean |per-wave error|) / 2, in "
              "percent of measured cycles")

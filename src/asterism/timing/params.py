@@ -133,6 +133,5 @@ def params_note(source: str | None) -> str:
         if source else ""
 
 
-__all__ = ["MECHANISMS", "REPLAY_MECHANISMS", "TimingError", "TimingOptions", "model_for", "parameters",
-           "params_note",
-           "parse_latencies", "replay_off"]
+__all__ = ["MECHANISMS", "REPLAY_MECHANISMS", "TimingError", "TimingOptions", "model_for",
+           "parameters", "params_note", "parse_latencies", "replay_off"]
