@@ -55,6 +55,7 @@ from asterism.timing.params import TimingError, TimingOptions, model_for, parame
 from asterism.timing.result import TimingResult, WaveTiming
 from asterism.timing.state import NEVER, Cu, ModelWave
 from asterism.timing.static import Static, make_static
+from asterism.timing.valu import ValuPaths
 
 TICK = 4096  # modeled instructions between two looks at the clock (progress) and memory
 RECORD_BYTES = 160  # host memory of one instruction record of the modeled trace (measured)
@@ -281,6 +282,7 @@ class TimedDispatch(IssueModel):
             grid = self.grid3[0] * self.grid3[1] * self.grid3[2]
             self.bandwidth = Bandwidth(self.tm, self.target.compute_units, self.num_cus, grid,
                                        n_wg, self.footprint)
+        self.valu = ValuPaths(self.statics, self.tm, on="valu_paths" not in off)
         self.memory = LineMemory(self.tm, self.recorder, self.lds,
                                  lines="vmem_lines" not in off, bandwidth=self.bandwidth,
                                  off=off)

@@ -29,12 +29,13 @@ class TimingError(AsterismError):
 # whole-grid L2 / HBM bandwidth ceiling (bandwidth.py), and one barrier per workgroup
 # (barriers.py; off: one barrier for all waves resident on a CU, the model before issue 23),
 # the measured scalar-cache miss (memory.py; off: a cold scalar load pays memory.hbm) and the
-# store write-out queue (stores.py; off: a store completes memory.l2_hit after issue).
+# store write-out queue (stores.py; off: a store completes memory.l2_hit after issue) and the
+# VALU result paths to other units (valu.py; off: every reader one issue cycle after a VALU).
 MECHANISMS = ("lds_banks", "vmem_lines", "bandwidth", "wg_barriers", "smem_miss",
-              "store_queue")
+              "store_queue", "valu_paths")
 # The ones a capture's replay models (it has no addresses: no banks, lines or bandwidth;
 # its barrier groups are `trace replay --barrier-groups`).
-REPLAY_MECHANISMS = ("smem_miss", "store_queue")
+REPLAY_MECHANISMS = ("smem_miss", "store_queue", "valu_paths")
 
 
 @dataclass(frozen=True)

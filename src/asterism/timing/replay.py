@@ -29,6 +29,7 @@ from asterism.timing.memory import StreamMemory, scalar_line_keys
 from asterism.timing.result import WaveTiming
 from asterism.timing.state import Cu, ModelWave
 from asterism.timing.static import Static
+from asterism.timing.valu import ValuPaths
 
 
 @dataclass
@@ -72,6 +73,7 @@ class TraceDrivenModel(IssueModel):
         self.memory = StreamMemory(tm, [sw.latency for sw in waves],
                                    [sw.accept for sw in waves], lines, off=off)
         self.lds = Lds(tm)
+        self.valu = ValuPaths(statics, tm, on="valu_paths" not in off)
 
     def run(self) -> list[WaveTiming]:
         """Replay every wave together (same CU: shared units; same workgroup: barriers)."""
