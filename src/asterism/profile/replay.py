@@ -135,6 +135,7 @@ class ReplayResult:
     barrier_grouping: str = "workgroup"
     barrier_groups: list[BarrierGroup] = field(default_factory=list)
     off: tuple[str, ...] = ()  # mechanisms left out (--timing-off)
+    paths: Any = None  # timing.result.PathUse: scalar misses, store write-out, VALU paths
 
     @property
     def cycles_error(self) -> float:
@@ -173,6 +174,7 @@ class ReplayResult:
                                              self.stall_split_error().items()},
                 "measured_memory_latencies": self.measured_latencies,
                 "timing_off": list(self.off),
+                "paths": self.paths.to_json() if self.paths else None,
                 "barrier_grouping": self.barrier_grouping,
                 "barrier_groups": [g.to_json() for g in self.barrier_groups],
                 "waves": [{"name": w.name, "cu": w.cu, "simd": w.simd, "slot": w.slot,
@@ -206,6 +208,8 @@ class ReplayResult:
         for k in STALL_CLASSES:
             out.append(f"  {k:<12s} {ms[k]:9.1f} % {os_[k]:8.1f} %   {os_[k] - ms[k]:+6.1f}")
         out += self._barrier_lines()
+        if self.paths is not None and (lines := self.paths.lines()):
+            out += ["", *lines]
         out += ["", f"  top-{TOP_N} hotspots by stall: {self.hotspot_overlap('stall')} of "
                     f"{TOP_N} in both lists (by cycles: {self.hotspot_overlap('cycles')})",
                 "     line  measured stall  modeled stall  instruction"]
@@ -397,12 +401,14 @@ def _guesses(trace: Trace, barrier_lines: set[int], grouping: str) -> list[Workg
 
 def _run(trace: Trace, target: str, memory: str, timing, barrier_groups: str = "workgroup",
          off: Iterable[str] = ()
-         ) -> tuple[Any, Any, _Program, list, dict[int, Any], int, list[WorkgroupGuess]]:
+         ) -> tuple[Any, Any, _Program, list, dict[int, Any], int, list[WorkgroupGuess], Any]:
     """Run the model on the trace's streams: (target, model, program, [(wave, records)],
     wave row -> modeled WaveTiming, memory instructions given a measured latency, the
-    barrier groups); `off`: mechanisms left out (timing.params.REPLAY_MECHANISMS)."""
+    barrier groups, what the scalar-miss / store / VALU-path mechanisms did: a
+    timing.result.PathUse); `off`: mechanisms left out (timing.params.REPLAY_MECHANISMS)."""
     from asterism.target import get_target
     from asterism.target.timing import get_timing
+    from asterism.timing.memory import path_use
     from asterism.timing.replay import StreamWave, TraceDrivenModel
 
     if memory not in MEMORY_MODES:
@@ -441,7 +447,7 @@ def _run(trace: Trace, target: str, memory: str, timing, barrier_groups: str = "
     model = TraceDrivenModel(tgt, tm, prog.statics, prog.fallthrough, inputs,
                              kernel=trace.path.name if trace.path else "replay", off=off)
     by_row = {m.wave: m for m in model.run()}
-    return tgt, tm, prog, kept, by_row, n_measured, guesses
+    return tgt, tm, prog, kept, by_row, n_measured, guesses, path_use(model.memory, model.valu)
 
 
 def replay_cycles(trace: Trace, target: str = "gfx950", memory: str = "model",
@@ -449,8 +455,8 @@ def replay_cycles(trace: Trace, target: str = "gfx950", memory: str = "model",
                   ) -> list[tuple[int, int]]:
     """(measured, modeled) cycles of each traced wave: what a calibration scores, without
     the figures `replay_trace` adds up."""
-    _tgt, _tm, _prog, kept, by_row, _n, _g = _run(trace, target, memory, timing,
-                                                  barrier_groups, off)
+    _tgt, _tm, _prog, kept, by_row, _n, _g, _p = _run(trace, target, memory, timing,
+                                                      barrier_groups, off)
     return [(wave.duration, (by_row[k].end if k in by_row else wave.begin) - wave.begin)
             for k, (wave, _records) in enumerate(kept)]
 
@@ -463,8 +469,8 @@ def replay_trace(trace: Trace, target: str = "gfx950", memory: str = "model",
     `memory`: one of MEMORY_MODES (see the module docstring); `barrier_groups`: a barrier
     per inferred workgroup or per traced CU (BARRIER_GROUPS); `off`: mechanisms left out
     (timing.params.REPLAY_MECHANISMS: smem_miss, store_queue)."""
-    tgt, tm, prog, kept, by_row, n_measured, guesses = _run(trace, target, memory, timing,
-                                                            barrier_groups, off)
+    tgt, tm, prog, kept, by_row, n_measured, guesses, paths = _run(
+        trace, target, memory, timing, barrier_groups, off)
     comparisons, modeled_side, measured_side = [], [], []
     modeled_records, measured_records = {}, {}
     for k, (wave, records) in enumerate(kept):
@@ -488,7 +494,7 @@ def replay_trace(trace: Trace, target: str = "gfx950", memory: str = "model",
                         memory, comparisons, _figures(measured_side, prog.classify),
                         _figures(modeled_side, prog.classify), prog.texts, n_measured,
                         tm.source or None, modeled_records, measured_records, barrier_groups,
-                        groups, tuple(sorted(replay_off(off))))
+                        groups, tuple(sorted(replay_off(off))), paths)
 
 
 def _barrier_group(guess: WorkgroupGuess, comparisons: Sequence[WaveComparison],

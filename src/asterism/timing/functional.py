@@ -50,7 +50,7 @@ from asterism.timing.bandwidth import Bandwidth, Footprint, LineSet
 from asterism.timing.barriers import Barriers
 from asterism.timing.issue import IssueModel
 from asterism.timing.lds import Lds, LdsAccesses
-from asterism.timing.memory import LineMemory, Recorder
+from asterism.timing.memory import LineMemory, Recorder, path_use
 from asterism.timing.params import TimingError, TimingOptions, model_for, parameters
 from asterism.timing.result import TimingResult, WaveTiming
 from asterism.timing.state import NEVER, Cu, ModelWave
@@ -259,6 +259,8 @@ class TimedDispatch(IssueModel):
                               dict(self.lds.costs), dict(memory.costs) if memory else {})
         if self.bandwidth is not None:
             result.bandwidth = self.bandwidth.report(result.cycles)
+        if memory is not None:
+            result.paths = path_use(memory, self.valu)
         return result
 
     # ------------------------------------------------------------------ the model

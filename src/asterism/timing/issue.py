@@ -217,6 +217,10 @@ class IssueModel:
             if st.port in used:
                 return  # an older wave of this SIMD took the port in this issue cycle
             used.add(st.port)
+            if self.valu.on:
+                self.valu.held(w, index, max(w.ready, self._deps(w, st),
+                                             self._unit_free(cu, w, st.unit),
+                                             self.memory.accepted(w, st)))
         start = w.ready
         self._before_issue(w)
         nxt = self._advance(w)

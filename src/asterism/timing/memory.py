@@ -55,7 +55,7 @@ from asterism.emu import sanitizer as san
 from asterism.emu.info import OpInfo
 from asterism.target.timing import TimingModel
 from asterism.timing import lds
-from asterism.timing.result import LineCost
+from asterism.timing.result import LineCost, PathUse
 from asterism.timing.state import ModelWave
 from asterism.timing.stores import StoreQueue, write_requests
 
@@ -138,6 +138,15 @@ def scalar_miss(mem: Mapping[str, int], off: frozenset[str]) -> int:
     return mem["hbm"] if "smem_miss" in off else mem["smem_miss"]
 
 
+def path_use(memory: Any, valu: Any) -> PathUse:
+    """What the scalar-miss, store write-out and VALU-path mechanisms did in a run (from its
+    memory model, LineMemory or StreamMemory, and its valu.ValuPaths)."""
+    q = memory.stores
+    return PathUse(memory.scalar_misses, memory.scalar_misses * memory.smem_miss,
+                   q.stores if q else 0, q.cycles if q else 0, q.queued if q else 0,
+                   valu.waits, valu.wait_cycles)
+
+
 class Recorder:
     """Stands in for the dispatch's DeviceMemory to note the addresses each access touches
     (everything else is delegated): the cache-line helper of the functional model."""
@@ -211,6 +220,7 @@ class LineMemory:
         self.bandwidth = bandwidth
         self.smem_miss = scalar_miss(self.mem, off)
         self.stores = None if "store_queue" in off else StoreQueue()
+        self.scalar_misses = 0  # scalar loads that missed (for the report)
         self._spans: list[tuple[np.ndarray, int]] = []
         self.line_ready: dict[int, int] = {}  # cache line -> when its first fill arrives
         self.costs: dict[int, LineCost] = {}
@@ -256,6 +266,8 @@ class LineMemory:
             return ack if bw is None else bw.store(w.cu, now, lines, ack)
         hit = mem["smem" if smem else "l2_hit"]
         miss = self.smem_miss if smem else mem["hbm"]
+        if smem and any(line not in self.line_ready for line in lines):
+            self.scalar_misses += 1
         if bw is not None:
             hit, miss = bw.read(w.cu, now, lines, self.line_ready, hit, miss, smem)
         return cached_latency(self.line_ready, lines, now, hit, miss) + extra
@@ -320,6 +332,7 @@ class StreamMemory:
         self.line_ready: dict[Any, int] = {}
         self.smem_miss = scalar_miss(self.mem, off)
         self.stores = None if "store_queue" in off else StoreQueue()
+        self.scalar_misses = 0  # scalar loads that missed (for the report)
 
     def latency(self, w: ModelWave, st: Static, now: int) -> int:
         """Cycles from issue until the instruction's counter entries complete."""
@@ -335,6 +348,8 @@ class StreamMemory:
             key = self.lines[w.row].get(w.issue_pos) if self.lines else None
             if key is None:
                 key = (w.cu, w.stream[w.issue_pos])
+            if key not in self.line_ready:
+                self.scalar_misses += 1
             return cached_latency(self.line_ready, (key,), now, mem["smem"], self.smem_miss)
         if st.mem == "lds":
             return lds.latency(self.tm)
@@ -358,5 +373,5 @@ class StreamMemory:
 
 
 __all__ = ["LineMemory", "Recorder", "StreamMemory", "cached_latency", "counter_streams",
-           "scalar_line_keys", "scalar_miss",
+           "path_use", "scalar_line_keys", "scalar_miss",
            "outstanding", "queue", "vmem_busy", "wait"]

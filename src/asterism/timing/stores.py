@@ -44,6 +44,7 @@ class StoreQueue:
 
     def __init__(self) -> None:
         self.free: dict[int, int] = {}  # CU -> when its write-out path is free
+        self.stores = self.cycles = self.queued = 0  # for the report (result.PathUse)
 
     def write(self, cu: int, start: int, cycles: int) -> int:
         """A store ready to leave at `start` whose requests take `cycles`: when its last
@@ -51,6 +52,9 @@ class StoreQueue:
         begin = max(start, self.free.get(cu, 0))
         done = begin + max(cycles, 0)
         self.free[cu] = done
+        self.stores += 1
+        self.cycles += max(cycles, 0)
+        self.queued += begin - start
         return done
 
 

@@ -62,6 +62,7 @@ class ValuPaths:
         self.memory = [st.unit in ("lds", "vmem") for st in statics]
         self.reads = [sgpr_keys(st.uses) for st in statics]
         self.writes = [sgpr_keys(st.defs) for st in statics]
+        self.waits = self.wait_cycles = 0  # for the report (result.PathUse)
         self.last_valu: dict[int, int] = {}  # wave row -> issue time of its last VALU
         self.sgpr: dict[int, dict[int, int]] = {}  # wave row -> SGPR key -> VALU write time
 
@@ -82,6 +83,14 @@ class ValuPaths:
                     if v is not None and v + after > t:
                         t = v + after
         return t if t > 0 else 0
+
+    def held(self, w: ModelWave, index: int, other: int) -> None:
+        """Count a hold: instruction `index`, which every other limit let issue at `other`,
+        issues when these paths allow (the report's figure)."""
+        t = self.earliest(w, index)
+        if t > other:
+            self.waits += 1
+            self.wait_cycles += t - other
 
     def issued(self, w: ModelWave, index: int, now: int) -> None:
         """The wave issued instruction `index` at `now`: note a VALU and the SGPRs it wrote
