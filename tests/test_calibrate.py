@@ -246,3 +246,34 @@ def test_cli_prior_and_sensitivity(tmp_path, capsys):
     assert not (tmp_path / "f.toml").exists()
     assert main(["trace", "calibrate", str(PA), "--prior", "-2"]) == 1
     assert "--prior must be 0 or more, got -2.0" in capsys.readouterr().err
+
+
+def test_cli_replay_and_calibrate_leave_mechanisms_out(tmp_path, capsys):
+    """`--timing-off` on trace replay / calibrate: the replay reports what the scalar-miss,
+    store write-out and VALU-path mechanisms did (text and JSON) and leaves the named ones
+    out; a mechanism a replay does not model, or an unknown one, is a one-line error (exit
+    1, no output file)."""
+    assert main(["trace", "replay", str(FLASH), "--json"]) == 0
+    on = json.loads(capsys.readouterr().out)
+    # 8 waves x 16 global_store_dwordx2 (flash's epilogue), every one through the queue
+    assert on["timing_off"] == [] and on["paths"]["stores"] == 128
+    assert on["paths"]["scalar_misses"] >= 1 and on["paths"]["valu_waits"] > 0
+    assert main(["trace", "replay", str(FLASH), "--timing-off", "store_queue,valu_paths",
+                 "--json"]) == 0
+    off = json.loads(capsys.readouterr().out)
+    assert off["timing_off"] == ["store_queue", "valu_paths"]
+    assert off["paths"]["stores"] == off["paths"]["valu_waits"] == 0
+    assert off["modeled_cycles"] < on["modeled_cycles"]
+    assert main(["trace", "replay", str(FLASH)]) == 0
+    text = capsys.readouterr().out
+    assert "store write-out (modeled, not measured): 128 stores" in text
+    for bad, why in (("lds_banks", "a replay cannot turn off lds_banks"),
+                     ("nope", "a replay cannot turn off nope")):
+        out = tmp_path / f"{bad}.toml"
+        assert main(["trace", "calibrate", str(PA), "--rounds", "1", "--fit",
+                     "memory.vmem_unknown", "--timing-off", bad, "-o", str(out)]) == 1
+        err = capsys.readouterr().err
+        assert why in err and "Traceback" not in err and len(err.strip().splitlines()) == 1
+        assert not out.exists()
+        assert main(["trace", "replay", str(PA), "--timing-off", bad]) == 1
+        assert why in capsys.readouterr().err

@@ -17,7 +17,7 @@ from asterism.errors import TargetError
 from asterism.isa import get_isa
 from asterism.target import timing as tt
 from asterism.timing.params import TimingError, TimingOptions, parse_latencies
-from asterism.timing.result import CAT_FLAT, CAT_IMMED, CAT_JUMP, CAT_NEXT, CAT_VALU
+from asterism.timing.result import CAT_FLAT, CAT_IMMED, CAT_JUMP, CAT_NEXT, CAT_VALU, PathUse
 
 DEMO = Path(__file__).resolve().parent.parent / "examples" / "demo"
 TM = tt.get_timing("gfx942")
@@ -176,6 +176,12 @@ def test_load_then_waitcnt_stalls_for_the_modeled_latency(hbm, l2, miss):
     t3 = t2 + l2 + gap
     assert (recs[7][0], recs[8][0], recs[8][2]) == (t2 + l2, t2 + l2 + 4, gap - 4)
     assert wave.end == t3 + 1 + l2
+    # the report: one scalar miss, one store of one request, two instructions held 8 cycles
+    # each by the VALU result path
+    assert res.timing.paths == PathUse(1, miss, 1, 1, 0, 2, 2 * (gap - 4))
+    text = res.timing.summary()
+    assert f"1 scalar loads of a line not read before, {miss} cycles" in text
+    assert "2 instructions waited 16 cycles for a VALU result" in text
 
 
 def test_the_old_model_without_the_mechanisms_of_issue_23():
