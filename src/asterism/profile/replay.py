@@ -11,7 +11,10 @@ split (vmcnt, lgkmcnt, MFMA/VALU dependency, barrier) and the top-10 hotspot lis
 Memory behaviour comes from the model (``memory="model"``: LDS, scalar and vector
 latencies of target/data/timing.toml; a vector load's addresses are unknown, so it takes
 ``memory.vmem_unknown``; scalar loads hit or miss by the cache line their base registers and
-offset name) or from the capture (``memory="measured"``): each memory instruction completes
+offset name, a miss paying ``memory.smem_miss``; stores leave through the CU's write-out queue
+at ``memory.store_unknown`` cycles each; VALU results reach other units as timing/valu.py
+says; ``off`` leaves those three out: timing.params.REPLAY_MECHANISMS) or from the capture
+(``memory="measured"``): each memory instruction completes
 as long after its modeled issue as it did after its measured issue, where that is known
 (the capture's waitcnt links name the accesses each ``s_waitcnt`` drained, and the wait's
 measured end bounds their completion; ``s_endpgm``'s end bounds the rest), and the vector
