@@ -267,6 +267,11 @@ def test_cli_replay_and_calibrate_leave_mechanisms_out(tmp_path, capsys):
     assert main(["trace", "replay", str(FLASH)]) == 0
     text = capsys.readouterr().out
     assert "store write-out (modeled, not measured): 128 stores" in text
+    fit = tmp_path / "fit.toml"
+    assert main(["trace", "calibrate", str(PA), "--rounds", "1", "--fit",
+                 "memory.vmem_unknown", "--timing-off", "store_queue", "-o", str(fit)]) == 0
+    capsys.readouterr()
+    assert "; mechanisms left out: store_queue)." in fit.read_text()
     for bad, why in (("lds_banks", "a replay cannot turn off lds_banks"),
                      ("nope", "a replay cannot turn off nope")):
         out = tmp_path / f"{bad}.toml"

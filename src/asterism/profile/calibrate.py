@@ -139,6 +139,7 @@ class Fit:
     evaluations: int
     model: Any = field(repr=False, default=None)  # the fitted target.timing.TimingModel
     prior: float = 0.0  # the MAP fit's weight (0: plain fit; see the module docstring)
+    off: tuple[str, ...] = ()  # replay mechanisms left out while fitting (--timing-off)
 
     @property
     def penalty(self) -> float:
@@ -168,7 +169,9 @@ class Fit:
         out = [f"# Timing-model parameters for {self.target} fitted by `asterism trace "
                "calibrate` on", f"# {len(self.captures)} capture(s): "
                f"{', '.join(self.captures)}",
-               f"# (replay, memory: {self.memory}; starting values: {self.start}).",
+               f"# (replay, memory: {self.memory}; starting values: {self.start}"
+               + (f"; mechanisms left out: {', '.join(self.off)}" if self.off else "")
+               + ").",
                "# Only parameters timing.toml marks \"fittable\", each within its bounds.",
                f"# Method: {self.method()}.",
                f"# Objective ({OBJECTIVE}):",
@@ -356,7 +359,7 @@ def fit_parameters(traces: Sequence[tuple[Trace, str]], tm: Any, memory: str = "
     after = {n: best.value(n) for n in names}
     best = tm.with_values(after, source=f"fit on {len(traces)} capture(s)")  # (bounds checked)
     return Fit(tm.target, [n for _t, n in traces], memory, start, bounds, before, after,
-               errors0, best_errors, evaluations, best, prior)
+               errors0, best_errors, evaluations, best, prior, tuple(sorted(off)))
 
 
 @dataclass(frozen=True)
