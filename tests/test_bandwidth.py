@@ -57,10 +57,11 @@ def run_copy(workgroups: int, device_cus: int, bandwidth: bool = True):
 def test_streaming_copy_runs_at_the_hbm_share():
     """64 workgroups on a 2-CU device (2/304 of MI300X's 5.3 TB/s): CU 0 copies 32 x 4 KB
     and the grid moves 2 x 256 KB through HBM, so the modeled time is about the grid's bytes
-    over the device's HBM bandwidth (plus one HBM latency to start: within 3 %)."""
+    over the device's HBM bandwidth, plus the first workgroup's cold kernel-argument load (a
+    scalar-cache miss, memory.smem_miss) to start: within 3 %."""
     res = run_copy(64, 2)
     grid_bytes = 2 * 64 * 4096
-    by_hand = grid_bytes / hbm_bytes_per_clock(2)  # 31 577 cycles
+    by_hand = grid_bytes / hbm_bytes_per_clock(2) + TM.memory["smem_miss"]  # 32 641 cycles
     assert abs(res.cycles - by_hand) / by_hand < 0.03, (res.cycles, by_hand)
     bw = res.bandwidth
     hbm, l2 = bw.levels

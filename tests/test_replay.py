@@ -25,6 +25,7 @@ from asterism.profile.replay import (
 from asterism.target import get_target
 from asterism.target.timing import get_timing
 from asterism.timing.memory import cached_latency
+from asterism.timing.params import TimingOptions
 from asterism.timing.replay import StreamWave, TraceDrivenModel
 from asterism.timing.static import make_static
 
@@ -79,11 +80,13 @@ def test_measured_latency_from_links_by_hand():
 
 @pytest.mark.parametrize("memory", ["model", "measured"])
 def test_modeled_trace_replays_to_its_own_cycles(tmp_path, memory):
-    """A trace written by asterism's timing model replays record for record."""
+    """A trace written by asterism's timing model replays record for record (the store
+    write-out queue left out of both: its requests depend on the store's addresses, which a
+    trace does not carry; a replay charges memory.store_unknown instead)."""
     out = np.zeros(64 * 4 * 2, np.uint32)
     asterism.launch(exchange_kernel(4), "exchange", grid=2, block=256, args=[out],
-                    timing=True, trace_dir=tmp_path / "t")
-    r = replay(tmp_path / "t", target="gfx942", memory=memory)
+                    timing=TimingOptions(off={"store_queue"}), trace_dir=tmp_path / "t")
+    r = replay(tmp_path / "t", target="gfx942", memory=memory, off={"store_queue"})
     assert r.modeled.cycles == r.measured.cycles > 0
     for name, recs in r.measured_records.items():
         assert r.modeled_records[name] == recs
@@ -123,12 +126,63 @@ def test_trace_driven_stream_by_hand():
     assert w.end == times[5] + tm.dispatch["endpgm"]
 
 
-def _run_stream(lines, target="gfx950", waves=1):
+def _run_stream(lines, target="gfx950", waves=1, off=frozenset()):
     tm, statics = _statics(lines, target)
     n = len(lines)
     model = TraceDrivenModel(get_target(target), tm, statics, list(range(1, n + 1)),
-                             [StreamWave(0, k, 0, 100, list(range(n))) for k in range(waves)])
+                             [StreamWave(0, k, 0, 100, list(range(n))) for k in range(waves)],
+                             off=off)
     return tm, model.run()
+
+
+def test_replayed_stores_leave_through_the_write_out_queue():
+    """Two waves on one CU (SIMDs 0 and 1) issue two stores each, 4 cycles apart (the CU's
+    vector memory path takes one per issue cycle, the older wave's first): the CU's write-out
+    queue sends them one after the other, memory.store_unknown cycles each, and each is done
+    memory.l2_hit after it left; s_endpgm waits for its wave's last one. By hand: wave 0's
+    stores have left 2 x store_unknown after the first issue, wave 1's 4 x. Without the
+    queue (off) each store is done l2_hit after its own issue."""
+    lines = ["global_store_dword v0, v1, s[0:1]", "global_store_dword v0, v1, s[0:1] "
+             "offset:256", "s_endpgm"]
+    tm, waves = _run_stream(lines, waves=2)
+    cost, ack = tm.memory["store_unknown"], tm.memory["l2_hit"]
+    issue = [[r[0] + r[2] for r in w.records if r[4] in (1, 2)] for w in waves]
+    first = issue[0][0]
+    assert issue == [[first, first + 4], [first + 8, first + 12]]
+    assert [w.end for w in waves] == [first + 2 * cost + ack, first + 4 * cost + ack]
+    _tm, old = _run_stream(lines, waves=2, off=frozenset({"store_queue"}))
+    assert sorted(w.end for w in old) == sorted(
+        [r[0] + r[2] for r in w.records if r[4] == 2][0] + ack for w in old)
+
+
+def test_replayed_valu_results_reach_other_units_later():
+    """[att] the VALU result paths (timing/valu.py): a DS instruction issues
+    dispatch.valu_to_memory (12) after its wave's VALU, even without reading its result; an
+    SGPR a VALU wrote is read by a SALU dispatch.valu_sgpr_salu (20) after it, by a VALU
+    dispatch.valu_sgpr_valu (12) after it. Off: each one issue cycle (4) later."""
+    lines = ["v_mov_b32 v1, 0", "ds_read_b32 v2, v3", "v_cmp_gt_f32_e64 s[4:5], v1, v1",
+             "s_and_b64 s[6:7], s[4:5], exec", "v_cmp_gt_f32_e32 vcc, v1, v1",
+             "v_cndmask_b32_e32 v4, 0, v1, vcc", "s_endpgm"]
+    tm, (w,) = _run_stream(lines)
+    d = tm.dispatch
+    issue = {r[4]: r[0] + r[2] for r in w.records}
+    assert issue[2] - issue[1] == d["valu_to_memory"] == 12
+    assert issue[4] - issue[3] == d["valu_sgpr_salu"] == 20
+    assert issue[6] - issue[5] == d["valu_sgpr_valu"] == 12
+    _tm, (old,) = _run_stream(lines, off=frozenset({"valu_paths"}))
+    issue = {r[4]: r[0] + r[2] for r in old.records}
+    assert [issue[k + 1] - issue[k] for k in (1, 3, 5)] == [4, 4, 4]
+
+
+def test_replayed_cold_scalar_load_is_a_scalar_cache_miss():
+    """A kernel's first scalar load (its argument line) pays memory.smem_miss, measured on
+    MI350X (1064 cycles), not the vector first touch memory.hbm (600); off: hbm."""
+    lines = ["s_load_dword s4, s[0:1], 0x0", "s_waitcnt lgkmcnt(0)", "s_endpgm"]
+    for off, key in ((frozenset(), "smem_miss"), (frozenset({"smem_miss"}), "hbm")):
+        tm, (w,) = _run_stream(lines, off=off)
+        load, wait = w.records[0], w.records[1]
+        assert wait[0] + wait[3] == load[0] + load[2] + tm.memory[key]
+    assert (tm.memory["smem_miss"], tm.memory["hbm"]) == (1064, 600)
 
 
 def test_replayed_scalar_loads_hit_by_base_register_and_offset():
@@ -137,13 +191,13 @@ def test_replayed_scalar_loads_hit_by_base_register_and_offset():
     line (the second waits for the first's HBM fill), 0x40 later hits the scalar cache;
     once s[0:1] is written, its 0x0 is a new line (HBM again). A second wave on the CU
     finds the argument line cached. (Before, each load instruction was its own line: the
-    hit at 0x40 paid HBM.)"""
+    hit at 0x40 paid HBM.) A first touch is a scalar-cache miss: memory.smem_miss."""
     lines = ["s_load_dword s4, s[0:1], 0x0", "s_load_dword s5, s[0:1], 0x20",
              "s_waitcnt lgkmcnt(0)", "s_load_dword s6, s[0:1], 0x40", "s_waitcnt lgkmcnt(0)",
              "s_mov_b64 s[0:1], s[2:3]", "s_load_dword s7, s[0:1], 0x0",
              "s_waitcnt lgkmcnt(0)", "s_endpgm"]
     tm, (w,) = _run_stream(lines)
-    hbm, smem = tm.memory["hbm"], tm.memory["smem"]
+    hbm, smem = tm.memory["smem_miss"], tm.memory["smem"]
     waits = {r[4]: r[0] + r[3] for r in w.records if r[4] in (3, 5, 8)}  # line -> end
     issue = {r[4]: r[0] + r[2] for r in w.records}
     assert waits[3] == issue[1] + hbm  # 0x20 rides on 0x0's fill: no later

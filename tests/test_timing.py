@@ -17,7 +17,7 @@ from asterism.errors import TargetError
 from asterism.isa import get_isa
 from asterism.target import timing as tt
 from asterism.timing.params import TimingError, TimingOptions, parse_latencies
-from asterism.timing.result import CAT_IMMED, CAT_JUMP, CAT_NEXT, CAT_VALU
+from asterism.timing.result import CAT_FLAT, CAT_IMMED, CAT_JUMP, CAT_NEXT, CAT_VALU, PathUse
 
 DEMO = Path(__file__).resolve().parent.parent / "examples" / "demo"
 TM = tt.get_timing("gfx942")
@@ -144,11 +144,12 @@ def load_kernel(second_offset: int = 4):
     return kb.finish()
 
 
-@pytest.mark.parametrize("hbm, l2", [(600, 200), (1000, 252)])
-def test_load_then_waitcnt_stalls_for_the_modeled_latency(hbm, l2):
+@pytest.mark.parametrize("hbm, l2, miss", [(600, 200, 1064), (1000, 252, 800)])
+def test_load_then_waitcnt_stalls_for_the_modeled_latency(hbm, l2, miss):
     inp, out = np.array([5, 7, 0, 0], np.uint32), np.zeros(1, np.uint32)
     res = asterism.launch(load_kernel(), "loads", grid=1, block=64, args=[inp, out],
-                          timing=TimingOptions(latency={"hbm": hbm, "l2_hit": l2}))
+                          timing=TimingOptions(latency={"hbm": hbm, "l2_hit": l2,
+                                                        "smem_miss": miss}))
     assert out[0] == 12
     (wave,) = res.timing.waves
     recs = wave.records
@@ -157,19 +158,51 @@ def test_load_then_waitcnt_stalls_for_the_modeled_latency(hbm, l2):
                      "s_waitcnt", "global_load_dword", "s_waitcnt", "v_add_u32_e32",
                      "global_store_dword", "s_endpgm"]
     t0 = wave.begin + START
-    # By hand: s_load issues at t0 and its kernarg line is new (HBM); the wait after it is
-    # tried at t0 + 4 and ends when the load returns at t0 + hbm.
+    # By hand: s_load issues at t0 and its kernarg line is new to the scalar cache (a miss:
+    # memory.smem_miss); the wait after it is tried at t0 + 4 and ends at t0 + miss.
     assert recs[0][:4] == (t0, 1, 0, 4)
-    assert recs[1][:4] == (t0 + 4, CAT_IMMED, hbm - 4, hbm - 4)
-    t1 = t0 + hbm  # v_mov; the first global load issues at t1 + 4 (new line: HBM)
-    assert (recs[2][0], recs[3][0], recs[3][2]) == (t1, t1 + 4, 0)
-    assert recs[4][:4] == (t1 + 8, CAT_IMMED, hbm - 4, hbm - 4)
-    t2 = t1 + 4 + hbm  # the second load reads the same 128-byte line: an L2 hit
-    assert recs[5][0] == t2
+    assert recs[1][:4] == (t0 + 4, CAT_IMMED, miss - 4, miss - 4)
+    # v_mov at t1; the first global load, tried at t1 + 4, issues dispatch.valu_to_memory
+    # (12) after the VALU (valu.py) and touches a new line: HBM.
+    t1 = t0 + miss
+    gap = TM.dispatch["valu_to_memory"]
+    assert (recs[2][0], recs[3][0], recs[3][2]) == (t1, t1 + 4, gap - 4)
+    assert recs[4][:4] == (t1 + gap + 4, CAT_IMMED, hbm - 4, hbm - 4)
+    t2 = t1 + gap + hbm  # the second load reads the same 128-byte line: an L2 hit
+    assert recs[5][:3] == (t2, CAT_FLAT, 0)
     assert recs[6][:4] == (t2 + 4, CAT_IMMED, l2 - 4, l2 - 4)
-    # The store is acknowledged by the L2; s_endpgm waits for it.
+    # v_add at t2 + l2; the store 12 after it. All 64 lanes write out[0]: one 64-byte write
+    # request (stores.py), acknowledged l2_hit after it left; s_endpgm waits for it.
+    t3 = t2 + l2 + gap
+    assert (recs[7][0], recs[8][0], recs[8][2]) == (t2 + l2, t2 + l2 + 4, gap - 4)
+    assert wave.end == t3 + 1 + l2
+    # the report: one scalar miss, one store of one request, two instructions held 8 cycles
+    # each by the VALU result path
+    assert res.timing.paths == PathUse(1, miss, 1, 1, 0, 2, 2 * (gap - 4))
+    text = res.timing.summary()
+    assert f"1 scalar loads of a line not read before, {miss} cycles" in text
+    assert "2 instructions waited 16 cycles for a VALU result" in text
+
+
+def test_the_old_model_without_the_mechanisms_of_issue_23():
+    """With smem_miss, store_queue and valu_paths off: a cold scalar load pays hbm, every
+    reader one issue cycle after a VALU, a store l2_hit after its issue."""
+    hbm, l2 = 600, 200
+    res = asterism.launch(load_kernel(), "loads", grid=1, block=64,
+                          args=[np.array([5, 7, 0, 0], np.uint32), np.zeros(1, np.uint32)],
+                          timing=TimingOptions(latency={"hbm": hbm, "l2_hit": l2},
+                                               off={"smem_miss", "store_queue",
+                                                    "valu_paths"}))
+    (wave,) = res.timing.waves
+    recs = wave.records
+    t0 = wave.begin + START
+    assert recs[1][:4] == (t0 + 4, CAT_IMMED, hbm - 4, hbm - 4)
+    t1 = t0 + hbm
+    assert (recs[2][0], recs[3][0], recs[3][2]) == (t1, t1 + 4, 0)
+    t2 = t1 + 4 + hbm
+    assert recs[5][0] == t2
     t3 = t2 + l2 + 4
-    assert recs[8][0] == t3
+    assert recs[8][0] == t3 and recs[8][2] == 0
     assert wave.end == t3 + l2
 
 
@@ -178,7 +211,7 @@ def test_a_new_line_costs_hbm_again():
                           args=[np.zeros(128, np.uint32), np.zeros(1, np.uint32)],
                           timing=TimingOptions(latency={"hbm": 800, "l2_hit": 100}))
     waits = [r for r in res.timing.waves[0].records if r[1] == CAT_IMMED]
-    assert [r[2] for r in waits] == [796, 796, 796]
+    assert [r[2] for r in waits] == [TM.memory["smem_miss"] - 4, 796, 796]
 
 
 def test_waits_count_each_counter_separately_and_in_order():
@@ -199,7 +232,8 @@ def test_waits_count_each_counter_separately_and_in_order():
     hbm, smem = 600, TM.memory["smem"]
     res = asterism.launch(kb.finish(), "partial", grid=1, block=64,
                           args=[np.zeros(128, np.uint32), 3],
-                          timing=TimingOptions(latency={"hbm": hbm}))
+                          timing=TimingOptions(latency={"hbm": hbm, "smem_miss": hbm},
+                                               off={"valu_paths"}))
     (wave,) = res.timing.waves
     waits = [r for r in wave.records if r[1] == CAT_IMMED]
     t1 = wave.begin + START + hbm  # after the first wait: v_mov, then the loads every 4

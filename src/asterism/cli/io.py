@@ -67,6 +67,15 @@ def timing_off_option(p: argparse.ArgumentParser) -> None:
                         f"{', '.join(MECHANISMS)} (comma-separated); needs --timing")
 
 
+def replay_off_option(p: argparse.ArgumentParser) -> None:
+    """The --timing-off MECH,... option of a verb that replays a capture."""
+    from asterism.timing.params import REPLAY_MECHANISMS
+
+    p.add_argument("--timing-off", metavar="MECH,...", default="",
+                   help=f"timing-model mechanisms to leave out of the replay, to see what "
+                        f"each moves: {', '.join(REPLAY_MECHANISMS)} (comma-separated)")
+
+
 def timing_off(text: str) -> frozenset[str]:
     """The mechanisms a --timing-off value names (checked by TimingOptions)."""
     return frozenset(n.strip() for n in text.split(",") if n.strip())

@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from asterism.cli.io import params_option, write_output
+from asterism.cli.io import params_option, replay_off_option, write_output
 
 CALIBRATE_HELP = """\
 Replay the captures with candidate values of the timing model's fittable parameters (those
@@ -133,11 +133,12 @@ def cmd_trace_replay(args) -> int:
     """Replay a capture's instruction streams through the timing model; compare."""
     import json
 
-    from asterism.cli.io import timing_params
+    from asterism.cli.io import timing_off, timing_params
     from asterism.profile.replay import plot_replay, replay
 
     result = replay(args.dir, target=args.target, memory=args.memory,
-                    params=timing_params(args.params), barrier_groups=args.barrier_groups)
+                    params=timing_params(args.params), barrier_groups=args.barrier_groups,
+                    off=timing_off(args.timing_off))
     if args.plot:
         plot_replay(result, args.plot, waves=args.plot_waves)
         sys.stderr.write(f"wrote {args.plot}\n")
@@ -152,7 +153,7 @@ def cmd_trace_calibrate(args) -> int:
     to the others."""
     import json
 
-    from asterism.cli.io import timing_params
+    from asterism.cli.io import timing_off, timing_params
     from asterism.profile.calibrate import calibrate, leave_one_out, sensitivity_of
     from asterism.profile.replay import ReplayError
 
@@ -161,6 +162,7 @@ def cmd_trace_calibrate(args) -> int:
         sys.stderr.flush()
 
     params = timing_params(args.params)
+    off = timing_off(args.timing_off)
     names = [n.strip() for n in args.fit.split(",") if n.strip()] if args.fit else None
     if not args.prior >= 0:
         raise ReplayError(f"--prior must be 0 or more, got {args.prior}")
@@ -169,17 +171,18 @@ def cmd_trace_calibrate(args) -> int:
             raise ReplayError("--sensitivity fits nothing: it takes no --leave-one-out, "
                               "--json or -o")
         sys.stdout.write(sensitivity_of(args.dirs, target=args.target, memory=args.memory,
-                                        params=params, names=names))
+                                        params=params, names=names, off=off))
         return 0
     if args.leave_one_out:
         loo = leave_one_out(args.dirs, target=args.target, rounds=args.rounds,
                             memory=args.memory, params=params, progress=progress,
-                            names=names, prior=args.prior)
+                            names=names, prior=args.prior, off=off)
         fit = loo.fitted
         text = json.dumps(loo.to_json(), indent=1) + "\n" if args.json else loo.summary()
     else:
         fit = calibrate(args.dirs, target=args.target, rounds=args.rounds, memory=args.memory,
-                        params=params, progress=progress, names=names, prior=args.prior)
+                        params=params, progress=progress, names=names, prior=args.prior,
+                        off=off)
         text = json.dumps(fit.to_json(), indent=1) + "\n" if args.json else fit.summary()
     if args.output:
         write_output(args.output, fit.to_toml())
@@ -250,6 +253,7 @@ def register(verb) -> None:
                          "workgroups), or one per traced CU (all its traced waves wait "
                          "for each other)")
     params_option(rp, needs="")
+    replay_off_option(rp)
     rp.add_argument("--json", action="store_true", help="machine-readable output "
                     "(measured_cycles, modeled_cycles, ...)")
     rp.add_argument("--plot", metavar="PNG", help="also draw measured vs modeled timelines")
@@ -279,6 +283,7 @@ def register(verb) -> None:
                     help="fit only these fittable parameters, e.g. memory.vmem_unknown,"
                          "memory.hbm (default: every fittable one)")
     params_option(ca, needs="")
+    replay_off_option(ca)
     ca.add_argument("--json", action="store_true", help="machine-readable summary on stdout")
     ca.add_argument("-o", "--output", metavar="FILE",
                     help="write the fit on all captures as a parameter file for --params "

@@ -48,6 +48,7 @@ from asterism.profile.replay import (
     ReplayResult,
     replay_cycles,
 )
+from asterism.timing.params import replay_off
 
 OBJECTIVE = ("mean over captures of (|total cycles error| + mean |per-wave error|) / 2, in "
              "percent of measured cycles")
@@ -138,6 +139,7 @@ class Fit:
     evaluations: int
     model: Any = field(repr=False, default=None)  # the fitted target.timing.TimingModel
     prior: float = 0.0  # the MAP fit's weight (0: plain fit; see the module docstring)
+    off: tuple[str, ...] = ()  # replay mechanisms left out while fitting (--timing-off)
 
     @property
     def penalty(self) -> float:
@@ -167,7 +169,9 @@ class Fit:
         out = [f"# Timing-model parameters for {self.target} fitted by `asterism trace "
                "calibrate` on", f"# {len(self.captures)} capture(s): "
                f"{', '.join(self.captures)}",
-               f"# (replay, memory: {self.memory}; starting values: {self.start}).",
+               f"# (replay, memory: {self.memory}; starting values: {self.start}"
+               + (f"; mechanisms left out: {', '.join(self.off)}" if self.off else "")
+               + ").",
                "# Only parameters timing.toml marks \"fittable\", each within its bounds.",
                f"# Method: {self.method()}.",
                f"# Objective ({OBJECTIVE}):",
@@ -245,15 +249,17 @@ class Fit:
 class _Evaluator:
     """Replays the captures under candidate parameter values and scores them."""
 
-    def __init__(self, traces: Sequence[tuple[Trace, str]], target: str, memory: str):
+    def __init__(self, traces: Sequence[tuple[Trace, str]], target: str, memory: str,
+                 off: frozenset[str] = frozenset()):
         self.traces = traces
         self.target = target
         self.memory = memory
+        self.off = off
         self.count = 0
 
     def __call__(self, tm: Any) -> list[CaptureError]:
         self.count += len(self.traces)
-        return [cycles_error(n, replay_cycles(t, self.target, self.memory, tm))
+        return [cycles_error(n, replay_cycles(t, self.target, self.memory, tm, off=self.off))
                 for t, n in self.traces]
 
 
@@ -286,7 +292,8 @@ def fit_parameters(traces: Sequence[tuple[Trace, str]], tm: Any, memory: str = "
                    rounds: int = 3, start: str = "timing.toml",
                    progress: Callable[[str], None] | None = None,
                    names: Sequence[str] | None = None, prior: float = 0.0,
-                   evaluate: Callable[[Any], list[CaptureError]] | None = None) -> Fit:
+                   evaluate: Callable[[Any], list[CaptureError]] | None = None,
+                   off: frozenset[str] = frozenset()) -> Fit:
     """Fit `tm`'s fittable parameters (or the fittable `names` only) to the traces (see the
     module docstring); `tm`: the starting target.timing.TimingModel (its values are the
     prior's centre when `prior` > 0); `evaluate`: the errors of a candidate model (default:
@@ -299,7 +306,7 @@ def fit_parameters(traces: Sequence[tuple[Trace, str]], tm: Any, memory: str = "
         raise ReplayError(f"rounds must be at least 1, got {rounds}")
     if not prior >= 0:
         raise ReplayError(f"the prior's weight must be 0 or more, got {prior}")
-    run = evaluate or _Evaluator(traces, tm.target, memory)
+    run = evaluate or _Evaluator(traces, tm.target, memory, off)
     names = fittable_names(tm, names)
     bounds = {n: (tm.bounds[n].low, tm.bounds[n].high) for n in names}
     before = {n: tm.value(n) for n in names}
@@ -352,7 +359,7 @@ def fit_parameters(traces: Sequence[tuple[Trace, str]], tm: Any, memory: str = "
     after = {n: best.value(n) for n in names}
     best = tm.with_values(after, source=f"fit on {len(traces)} capture(s)")  # (bounds checked)
     return Fit(tm.target, [n for _t, n in traces], memory, start, bounds, before, after,
-               errors0, best_errors, evaluations, best, prior)
+               errors0, best_errors, evaluations, best, prior, tuple(sorted(off)))
 
 
 @dataclass(frozen=True)
@@ -376,11 +383,11 @@ class Sensitivity:
 
 def sensitivity(traces: Sequence[tuple[Trace, str]], tm: Any, memory: str = "model",
                 names: Sequence[str] | None = None,
-                evaluate: Callable[[Any], list[CaptureError]] | None = None
-                ) -> list[Sensitivity]:
+                evaluate: Callable[[Any], list[CaptureError]] | None = None,
+                off: frozenset[str] = frozenset()) -> list[Sensitivity]:
     """What the captures can identify: each fittable parameter (or each of `names`) alone
     at its bounds, each capture's total error (see the module docstring)."""
-    run = evaluate or _Evaluator(traces, tm.target, memory)
+    run = evaluate or _Evaluator(traces, tm.target, memory, off)
     base = tuple(e.total for e in run(tm))
     out = []
     for name in fittable_names(tm, names):
@@ -430,23 +437,28 @@ def _traces(paths: Sequence[str | Path]) -> list[tuple[Trace, str]]:
 def calibrate(paths: Sequence[str | Path], target: str = "gfx950", rounds: int = 3,
               memory: str = "model", params: Any = None,
               progress: Callable[[str], None] | None = None,
-              names: Sequence[str] | None = None, prior: float = 0.0) -> Fit:
+              names: Sequence[str] | None = None, prior: float = 0.0,
+              off: Sequence[str] = ()) -> Fit:
     """Fit the fittable parameters (or the fittable `names`) to the captures at `paths`,
     starting from timing.toml's values (or `params`, a parameter file over them); `prior`
-    > 0: the regularized (MAP) fit around the starting values."""
+    > 0: the regularized (MAP) fit around the starting values; `off`: replay mechanisms
+    left out (timing.params.REPLAY_MECHANISMS)."""
     tm, start = _start(target, params)
     fittable_names(tm, names)  # (a bad name fails before the captures are read)
-    return fit_parameters(_traces(paths), tm, memory, rounds, start, progress, names, prior)
+    return fit_parameters(_traces(paths), tm, memory, rounds, start, progress, names, prior,
+                          off=replay_off(off))
 
 
 def sensitivity_of(paths: Sequence[str | Path], target: str = "gfx950",
                    memory: str = "model", params: Any = None,
-                   names: Sequence[str] | None = None) -> str:
+                   names: Sequence[str] | None = None, off: Sequence[str] = ()) -> str:
     """The sensitivity table (`sensitivity`) of the captures at `paths`."""
     tm, _start_name = _start(target, params)
     fittable_names(tm, names)
+    off = replay_off(off)
     traces = _traces(paths)
-    return format_sensitivity(sensitivity(traces, tm, memory, names), [n for _t, n in traces])
+    return format_sensitivity(sensitivity(traces, tm, memory, names, off=off),
+                              [n for _t, n in traces])
 
 
 @dataclass
@@ -530,22 +542,24 @@ class LeaveOneOut:
 def leave_one_out(paths: Sequence[str | Path], target: str = "gfx950", rounds: int = 3,
                   memory: str = "model", params: Any = None,
                   progress: Callable[[str], None] | None = None,
-                  names: Sequence[str] | None = None, prior: float = 0.0) -> LeaveOneOut:
+                  names: Sequence[str] | None = None, prior: float = 0.0,
+                  off: Sequence[str] = ()) -> LeaveOneOut:
     """For N captures: the starting values' errors, a fit on all N, and for each capture a
     fit on the other N-1 with its error on the held-out one (`prior`: as for calibrate)."""
     if len(paths) < 2:
         raise ReplayError("--leave-one-out needs at least two captures")
     tm, start = _start(target, params)
     fittable_names(tm, names)
+    off = replay_off(off)
     return leave_one_out_traces(_traces(paths), tm, memory, rounds, start, progress, names,
-                                prior)
+                                prior, off)
 
 
 def leave_one_out_traces(traces: Sequence[tuple[Trace, str]], tm: Any, memory: str = "model",
                          rounds: int = 3, start: str = "timing.toml",
                          progress: Callable[[str], None] | None = None,
-                         names: Sequence[str] | None = None, prior: float = 0.0
-                         ) -> LeaveOneOut:
+                         names: Sequence[str] | None = None, prior: float = 0.0,
+                         off: frozenset[str] = frozenset()) -> LeaveOneOut:
     """`leave_one_out` on read captures (trace, name), from the TimingModel `tm`."""
     if len(traces) < 2:
         raise ReplayError("--leave-one-out needs at least two captures")
@@ -554,13 +568,14 @@ def leave_one_out_traces(traces: Sequence[tuple[Trace, str]], tm: Any, memory: s
         return (lambda m: progress(f"{tag}: {m}")) if progress else None
 
     fitted = fit_parameters(traces, tm, memory, rounds, start, tagged("all captures"), names,
-                            prior)
+                            prior, off=off)
     held = []
     for k, (trace, name) in enumerate(traces):
         others = list(traces[:k]) + list(traces[k + 1:])
         fit = fit_parameters(others, tm, memory, rounds, start, tagged(f"without {name}"),
-                             names, prior)
-        predicted = cycles_error(name, replay_cycles(trace, tm.target, memory, fit.model))
+                             names, prior, off=off)
+        predicted = cycles_error(name, replay_cycles(trace, tm.target, memory, fit.model,
+                                                     off=off))
         held.append(HeldOut(name, fit, predicted))
     return LeaveOneOut(tm.target, memory, start, fitted.errors_before, fitted, held)
 

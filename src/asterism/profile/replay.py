@@ -11,7 +11,10 @@ split (vmcnt, lgkmcnt, MFMA/VALU dependency, barrier) and the top-10 hotspot lis
 Memory behaviour comes from the model (``memory="model"``: LDS, scalar and vector
 latencies of target/data/timing.toml; a vector load's addresses are unknown, so it takes
 ``memory.vmem_unknown``; scalar loads hit or miss by the cache line their base registers and
-offset name) or from the capture (``memory="measured"``): each memory instruction completes
+offset name, a miss paying ``memory.smem_miss``; stores leave through the CU's write-out queue
+at ``memory.store_unknown`` cycles each; VALU results reach other units as timing/valu.py
+says; ``off`` leaves those three out: timing.params.REPLAY_MECHANISMS) or from the capture
+(``memory="measured"``): each memory instruction completes
 as long after its modeled issue as it did after its measured issue, where that is known
 (the capture's waitcnt links name the accesses each ``s_waitcnt`` drained, and the wait's
 measured end bounds their completion; ``s_endpgm``'s end bounds the rest), and the vector
@@ -41,7 +44,7 @@ from asterism.errors import AsterismError
 from asterism.profile.att import Trace, Wave, category_name, read_att
 from asterism.profile.workgroups import BY_BARRIERS, WorkgroupGuess, infer_workgroups
 from asterism.support.gcpause import gc_paused
-from asterism.timing.params import params_note
+from asterism.timing.params import params_note, replay_off
 from asterism.timing.result import InstCategory
 
 MEMORY_MODES = ("model", "measured", "accept")
@@ -135,6 +138,8 @@ class ReplayResult:
         default_factory=dict)
     barrier_grouping: str = "workgroup"
     barrier_groups: list[BarrierGroup] = field(default_factory=list)
+    off: tuple[str, ...] = ()  # mechanisms left out (--timing-off)
+    paths: Any = None  # timing.result.PathUse: scalar misses, store write-out, VALU paths
 
     @property
     def cycles_error(self) -> float:
@@ -172,6 +177,8 @@ class ReplayResult:
                 "stall_split_error_points": {k: round(v, 2) for k, v in
                                              self.stall_split_error().items()},
                 "measured_memory_latencies": self.measured_latencies,
+                "timing_off": list(self.off),
+                "paths": self.paths.to_json() if self.paths else None,
                 "barrier_grouping": self.barrier_grouping,
                 "barrier_groups": [g.to_json() for g in self.barrier_groups],
                 "waves": [{"name": w.name, "cu": w.cu, "simd": w.simd, "slot": w.slot,
@@ -188,6 +195,7 @@ class ReplayResult:
         out = [f"replay of {self.capture} ({self.kernel}, {self.target}), memory latencies: "
                f"{source}",
                *([f"  {note}"] if (note := params_note(self.params_file)) else []),
+               *([f"  mechanisms left out: {', '.join(self.off)}"] if self.off else []),
                f"  total cycles of the traced waves: measured {self.measured.cycles}, "
                f"{MODEL_LABEL} {self.modeled.cycles} ({self.cycles_error:+.1f} %)",
                "", "  wave                  insts   measured    modeled   error"]
@@ -204,6 +212,8 @@ class ReplayResult:
         for k in STALL_CLASSES:
             out.append(f"  {k:<12s} {ms[k]:9.1f} % {os_[k]:8.1f} %   {os_[k] - ms[k]:+6.1f}")
         out += self._barrier_lines()
+        if self.paths is not None and (lines := self.paths.lines()):
+            out += ["", *lines]
         out += ["", f"  top-{TOP_N} hotspots by stall: {self.hotspot_overlap('stall')} of "
                     f"{TOP_N} in both lists (by cycles: {self.hotspot_overlap('cycles')})",
                 "     line  measured stall  modeled stall  instruction"]
@@ -421,13 +431,16 @@ def _guesses(trace: Trace, barrier_lines: set[int], grouping: str) -> list[Workg
     return [WorkgroupGuess(se, cu, tuple(m), BY_CU) for (se, cu), m in by_cu.items()]
 
 
-def _run(trace: Trace, target: str, memory: str, timing, barrier_groups: str = "workgroup"
-         ) -> tuple[Any, Any, _Program, list, dict[int, Any], int, list[WorkgroupGuess]]:
+def _run(trace: Trace, target: str, memory: str, timing, barrier_groups: str = "workgroup",
+         off: Iterable[str] = ()
+         ) -> tuple[Any, Any, _Program, list, dict[int, Any], int, list[WorkgroupGuess], Any]:
     """Run the model on the trace's streams: (target, model, program, [(wave, records)],
     wave row -> modeled WaveTiming, memory instructions given a measured latency, the
-    barrier groups)."""
+    barrier groups, what the scalar-miss / store / VALU-path mechanisms did: a
+    timing.result.PathUse); `off`: mechanisms left out (timing.params.REPLAY_MECHANISMS)."""
     from asterism.target import get_target
     from asterism.target.timing import get_timing
+    from asterism.timing.memory import path_use
     from asterism.timing.replay import StreamWave, TraceDrivenModel
 
     if memory not in MEMORY_MODES:
@@ -435,6 +448,7 @@ def _run(trace: Trace, target: str, memory: str, timing, barrier_groups: str = "
     if barrier_groups not in BARRIER_GROUPS:
         raise ReplayError(f"barrier groups must be one of {', '.join(BARRIER_GROUPS)}, got "
                           f"{barrier_groups!r}")
+    off = replay_off(off)
     if not trace.waves:
         raise ReplayError("the capture has no traced waves to replay")
     tgt = get_target(target)
@@ -467,30 +481,32 @@ def _run(trace: Trace, target: str, memory: str, timing, barrier_groups: str = "
     # no cycles that matter (see asterism.support.gcpause).
     with gc_paused():
         model = TraceDrivenModel(tgt, tm, prog.statics, prog.fallthrough, inputs,
-                                 kernel=trace.path.name if trace.path else "replay")
+                                 kernel=trace.path.name if trace.path else "replay", off=off)
         by_row = {m.wave: m for m in model.run()}
-    return tgt, tm, prog, kept, by_row, n_measured, guesses
+    return tgt, tm, prog, kept, by_row, n_measured, guesses, path_use(model.memory, model.valu)
 
 
 def replay_cycles(trace: Trace, target: str = "gfx950", memory: str = "model",
-                  timing=None, barrier_groups: str = "workgroup") -> list[tuple[int, int]]:
+                  timing=None, barrier_groups: str = "workgroup", off: Iterable[str] = ()
+                  ) -> list[tuple[int, int]]:
     """(measured, modeled) cycles of each traced wave: what a calibration scores, without
     the figures `replay_trace` adds up."""
-    _tgt, _tm, _prog, kept, by_row, _n, _g = _run(trace, target, memory, timing,
-                                                  barrier_groups)
+    _tgt, _tm, _prog, kept, by_row, _n, _g, _p = _run(trace, target, memory, timing,
+                                                      barrier_groups, off)
     return [(wave.duration, (by_row[k].end if k in by_row else wave.begin) - wave.begin)
             for k, (wave, _records) in enumerate(kept)]
 
 
 def replay_trace(trace: Trace, target: str = "gfx950", memory: str = "model",
-                 timing=None, name: str = "", barrier_groups: str = "workgroup"
-                 ) -> ReplayResult:
+                 timing=None, name: str = "", barrier_groups: str = "workgroup",
+                 off: Iterable[str] = ()) -> ReplayResult:
     """Replay every traced wave of `trace` through the timing model (`timing`: a
     target.timing.TimingModel, default the target's) and compare with the capture;
     `memory`: one of MEMORY_MODES (see the module docstring); `barrier_groups`: a barrier
-    per inferred workgroup or per traced CU (BARRIER_GROUPS)."""
-    tgt, tm, prog, kept, by_row, n_measured, guesses = _run(trace, target, memory, timing,
-                                                            barrier_groups)
+    per inferred workgroup or per traced CU (BARRIER_GROUPS); `off`: mechanisms left out
+    (timing.params.REPLAY_MECHANISMS: smem_miss, store_queue)."""
+    tgt, tm, prog, kept, by_row, n_measured, guesses, paths = _run(
+        trace, target, memory, timing, barrier_groups, off)
     comparisons, modeled_side, measured_side = [], [], []
     modeled_records, measured_records = {}, {}
     for k, (wave, records) in enumerate(kept):
@@ -514,7 +530,7 @@ def replay_trace(trace: Trace, target: str = "gfx950", memory: str = "model",
                         memory, comparisons, _figures(measured_side, prog.classify),
                         _figures(modeled_side, prog.classify), prog.texts, n_measured,
                         tm.source or None, modeled_records, measured_records, barrier_groups,
-                        groups)
+                        groups, tuple(sorted(replay_off(off))), paths)
 
 
 def _barrier_group(guess: WorkgroupGuess, comparisons: Sequence[WaveComparison],
@@ -531,10 +547,12 @@ def _barrier_group(guess: WorkgroupGuess, comparisons: Sequence[WaveComparison],
 
 
 def replay(path: str | Path, target: str = "gfx950", memory: str = "model",
-           timing=None, params=None, barrier_groups: str = "workgroup") -> ReplayResult:
+           timing=None, params=None, barrier_groups: str = "workgroup",
+           off: Iterable[str] = ()) -> ReplayResult:
     """Read the ATT capture folder at `path` and replay it (see `replay_trace`); `params`: a
     timing-model parameter file (path or target.timing.TimingParams) when `timing` is not
     given."""
+    replay_off(off)  # (a bad name fails before the capture is read)
     if timing is None and params is not None:
         from asterism.target import get_target
         from asterism.target.timing import get_timing
@@ -542,7 +560,7 @@ def replay(path: str | Path, target: str = "gfx950", memory: str = "model",
         timing = get_timing(get_target(target).name, params)
     trace = read_att(path)
     return replay_trace(trace, target, memory, timing, name=Path(path).name,
-                        barrier_groups=barrier_groups)
+                        barrier_groups=barrier_groups, off=off)
 
 
 def plot_replay(result: ReplayResult, out_png: str | Path, waves: int = 4) -> Path:

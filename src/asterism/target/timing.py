@@ -67,13 +67,15 @@ LDS_PHASE_RULES = ("read_b32", "read_b64", "read_b96", "read_b128", "write_b32",
                    "write_b96", "write_b128")
 LDS_PHASE_OPTIONAL = ("read_tr_b64", "read_tr_b96")
 MEMORY_KEYS = ("lds", "smem", "l2_hit", "hbm", "vmem_unknown", "line_bytes",
-               "vmem_bytes_per_cycle", "cycles_per_line")
+               "vmem_bytes_per_cycle", "cycles_per_line", "smem_miss", "write_bytes",
+               "store_unknown")
 # What `--latency k=v` may override.
-MEMORY_LATENCY_KEYS = ("lds", "smem", "l2_hit", "hbm", "vmem_unknown")
+MEMORY_LATENCY_KEYS = ("lds", "smem", "l2_hit", "hbm", "vmem_unknown", "smem_miss")
 # Latencies of reads that come from the memory section, so that the scheduler's estimate and
 # the emulator's timing model use one number (a vector read is costed at HBM: first touch).
 LATENCY_FROM_MEMORY = {"smem": "smem", "ds_read": "lds", "vmem_read": "hbm"}
-DISPATCH_KEYS = ("wave_launch_interval", "wave_start", "taken_branch", "barrier", "endpgm")
+DISPATCH_KEYS = ("wave_launch_interval", "wave_start", "taken_branch", "barrier", "endpgm",
+                 "valu_to_memory", "valu_sgpr_valu", "valu_sgpr_salu")
 ISSUE_PORTS = ("scalar", "valu", "lds", "vmem", "branch")
 BANDWIDTH_KEYS = ("hbm_gbps", "l2_bytes_per_clock", "l2_channels", "xcds")
 

@@ -14,8 +14,10 @@ Modules, lowest first:
     state.py       the run state the engine and the mechanisms share (ModelWave, Cu)
     mfma.py, lds.py, memory.py, barriers.py, dispatch.py, bandwidth.py   one mechanism each
                    (lds.py: LDS bandwidth and bank conflicts; memory.py: counters, latency,
-                   cost by cache lines; bandwidth.py: the chip's L2 and HBM bandwidth the CUs
-                   share, memory.py asks it)
+                   cost by cache lines, the scalar-cache miss; bandwidth.py: the chip's L2
+                   and HBM bandwidth the CUs share, memory.py asks it)
+    stores.py, valu.py   the store write-out queue (memory.py asks it) and the VALU result
+                   paths to other units (the engine asks `earliest`, tells `issued`)
     static.py      per-instruction facts, by tables (program control by mnemonic, the rest
                    by timing class), built from the mechanisms' numbers
     issue.py       the engine: issue cycles, ports, dependencies, units. It asks the
@@ -32,11 +34,14 @@ workgroups are inferred by asterism.profile.workgroups), the whole-grid bandwidt
 bandwidth.py (memory.py's `LineMemory.latency` asks it). A mechanism with numbers of its own
 per instruction adds them to static.Static where static.py's tables build it; one with
 per-instruction figures to report adds them to the TimingResult (as `lds_costs`,
-`line_costs`). `TimingOptions.off` turns the LDS bank, cache-line and bandwidth mechanisms
-off (params.MECHANISMS). The engine changes only when a new kind of question must be asked.
+`line_costs`; the scalar misses, store write-out and VALU-path holds as `paths`).
+`TimingOptions.off` turns the LDS bank, cache-line, bandwidth, per-workgroup barrier,
+scalar-miss, store-queue and VALU-path mechanisms off (params.MECHANISMS; a replay:
+params.REPLAY_MECHANISMS). The engine changes only when a new kind of question must be asked.
 
 Not modeled: the instruction cache and fetch bandwidth (beyond a taken branch's cost), the
-per-SIMD-pair LDS ports and write issue cost, the vector L1 (hits) and TLB, contention
+per-SIMD-pair LDS ports and write issue cost, the vector L1 (hits) and TLB (a cold scalar
+load's measured latency includes whatever it costs), contention
 between CUs beyond their shares of the L2 and HBM bandwidth (the other CUs are taken to run
 like the modeled ones; the MALL, L2 channel and HBM bank conflicts, the fabric between XCDs
 and the L2's write-back buffering are not modeled), clock changes, s_setprio. A trace

@@ -50,11 +50,12 @@ from asterism.timing.bandwidth import Bandwidth, Footprint, LineSet
 from asterism.timing.barriers import Barriers
 from asterism.timing.issue import IssueModel
 from asterism.timing.lds import Lds, LdsAccesses
-from asterism.timing.memory import LineMemory, Recorder
+from asterism.timing.memory import LineMemory, Recorder, path_use
 from asterism.timing.params import TimingError, TimingOptions, model_for, parameters
 from asterism.timing.result import TimingResult, WaveTiming
 from asterism.timing.state import NEVER, Cu, ModelWave
 from asterism.timing.static import Static, make_static
+from asterism.timing.valu import ValuPaths
 
 TICK = 4096  # modeled instructions between two looks at the clock (progress) and memory
 RECORD_BYTES = 160  # host memory of one instruction record of the modeled trace (measured)
@@ -258,6 +259,8 @@ class TimedDispatch(IssueModel):
                               dict(self.lds.costs), dict(memory.costs) if memory else {})
         if self.bandwidth is not None:
             result.bandwidth = self.bandwidth.report(result.cycles)
+        if memory is not None:
+            result.paths = path_use(memory, self.valu)
         return result
 
     # ------------------------------------------------------------------ the model
@@ -281,8 +284,10 @@ class TimedDispatch(IssueModel):
             grid = self.grid3[0] * self.grid3[1] * self.grid3[2]
             self.bandwidth = Bandwidth(self.tm, self.target.compute_units, self.num_cus, grid,
                                        n_wg, self.footprint)
+        self.valu = ValuPaths(self.statics, self.tm, on="valu_paths" not in off)
         self.memory = LineMemory(self.tm, self.recorder, self.lds,
-                                 lines="vmem_lines" not in off, bandwidth=self.bandwidth)
+                                 lines="vmem_lines" not in off, bandwidth=self.bandwidth,
+                                 off=off)
         self.ops = comp.ops
         waves = [ModelWave(k, g0.take(np.array([k])), int(wg_of_wave[k])) for k in range(g0.n)]
         by_wg: dict[int, list[ModelWave]] = {}

@@ -18,7 +18,8 @@ The engine knows no mechanism's internals; it asks them:
 * `lds` (lds.py): `cost` of a DS instruction on the CU's LDS;
 * mfma.py: `issued`, `drained` (when the last MFMA result is written);
 * `barriers` (barriers.py): `arrive`, `release`;
-* `dispatch` (dispatch.py): `admit` waves to a CU, `release` the slots of ended waves.
+* `dispatch` (dispatch.py): `admit` waves to a CU, `release` the slots of ended waves;
+* `valu` (valu.py): `earliest` a VALU's result reaches a non-VALU reader, `issued`.
 
 A driver subclass says where each wave's next instruction comes from (`_advance`, `_taken`,
 `_past_end`, `_before_issue`, `_after_issue`): the emulator's functional execution
@@ -45,6 +46,7 @@ from asterism.timing.lds import Lds
 from asterism.timing.result import CAT_IMMED, CAT_JUMP, CAT_NEXT, STALL, WAIT
 from asterism.timing.state import NEVER, Cu, ModelWave, round_up
 from asterism.timing.static import Static
+from asterism.timing.valu import ValuPaths
 
 # Execution units shared by the SIMDs of a CU (the others are per SIMD).
 CU_UNITS = ("lds", "vmem")
@@ -62,6 +64,7 @@ class IssueModel:
     lds: Lds
     barriers: Barriers
     dispatch: Dispatcher
+    valu: ValuPaths
     running: dict[int, int]  # barrier group -> waves of it that have not ended
 
     # ------------------------------------------------------------------ driver hooks
@@ -180,7 +183,10 @@ class IssueModel:
             if f > t:
                 t = f
         a = self.memory.accepted(w, st)
-        return a if a > t else t
+        if a > t:
+            t = a
+        v = self.valu.earliest(w, idx)
+        return v if v > t else t
 
     def _step(self, cu: Cu, w: ModelWave, now: int, used: set[str]) -> None:
         index = w.idx
@@ -206,11 +212,15 @@ class IssueModel:
         if st.port is not None:
             # (any of them later than now blocks the issue: ask no further)
             if self._deps(w, st) > now or self._unit_free(cu, w, st.unit) > now or \
-                    self.memory.accepted(w, st) > now:
+                    self.memory.accepted(w, st) > now or self.valu.earliest(w, index) > now:
                 return
             if st.port in used:
                 return  # an older wave of this SIMD took the port in this issue cycle
             used.add(st.port)
+            if self.valu.on:
+                self.valu.held(w, index, max(w.ready, self._deps(w, st),
+                                             self._unit_free(cu, w, st.unit),
+                                             self.memory.accepted(w, st)))
         start = w.ready
         self._before_issue(w)
         nxt = self._advance(w)
@@ -239,6 +249,7 @@ class IssueModel:
             # its SIMD's VALU takes the next instruction mfma.valu_hold after this issue
             valu = cu.simd_units[w.simd]
             valu["valu"] = max(valu.get("valu", 0), now + self.tm.mfma.valu_hold)
+        self.valu.issued(w, index, now)
         self._after_issue(w, st, now)
         if st.streams:
             memory.queue(w, st.streams, now + self.memory.latency(w, st, now))

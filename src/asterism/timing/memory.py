@@ -32,14 +32,21 @@ complete, what a vector memory instruction costs the CU's path, the cache-line h
   the L2); plus the line lookups' extra cycles above, and an LDS DMA's write conflicts. The
   vector L1 is not modeled.
 * Latency, without addresses (`StreamMemory`, a capture's replay): the measured latency of
-  that access where the capture has it; else LDS ``memory.lds``, a scalar load HBM on its
-  first execution on the CU then the scalar cache, a vector store ``l2_hit``, a vector load
-  ``memory.vmem_unknown``. A replay knows no lines: its vector memory costs the bytes rule.
+  that access where the capture has it; else LDS ``memory.lds``, a scalar load
+  ``memory.smem_miss`` on its first execution on the CU then the scalar cache, a vector store
+  the write-out queue below, a vector load ``memory.vmem_unknown``. A replay knows no lines:
+  its vector memory costs the bytes rule.
+* Scalar misses: a scalar load of a line not read before in the dispatch pays
+  ``memory.smem_miss`` (measured on MI350X, 776-1476 cycles: longer than a vector load's
+  first touch, ``memory.hbm``); `scalar_miss`; TimingOptions.off "smem_miss": memory.hbm.
+* Stores: a vector store completes ``l2_hit`` after its data has left the CU through the
+  write-out queue (stores.py: 64-byte requests, one per clock, in acceptance order);
+  TimingOptions.off "store_queue": l2_hit after issue (plus the line lookups).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -48,8 +55,9 @@ from asterism.emu import sanitizer as san
 from asterism.emu.info import OpInfo
 from asterism.target.timing import TimingModel
 from asterism.timing import lds
-from asterism.timing.result import LineCost
+from asterism.timing.result import LineCost, PathUse
 from asterism.timing.state import ModelWave
+from asterism.timing.stores import StoreQueue, write_requests
 
 if TYPE_CHECKING:
     from asterism.timing.bandwidth import Bandwidth
@@ -123,6 +131,22 @@ def cached_latency(line_ready: dict[int, int], lines: Iterable[int], now: int, h
     return ready - now
 
 
+def scalar_miss(mem: Mapping[str, int], off: frozenset[str]) -> int:
+    """Latency of a scalar load of a line the dispatch has not read before: the measured
+    scalar-cache miss (``memory.smem_miss``), or with the mechanism "smem_miss" off the
+    vector path's first touch (``memory.hbm``, the model before it was measured)."""
+    return mem["hbm"] if "smem_miss" in off else mem["smem_miss"]
+
+
+def path_use(memory: Any, valu: Any) -> PathUse:
+    """What the scalar-miss, store write-out and VALU-path mechanisms did in a run (from its
+    memory model, LineMemory or StreamMemory, and its valu.ValuPaths)."""
+    q = memory.stores
+    return PathUse(memory.scalar_misses, memory.scalar_misses * memory.smem_miss,
+                   q.stores if q else 0, q.cycles if q else 0, q.queued if q else 0,
+                   valu.waits, valu.wait_cycles)
+
+
 class Recorder:
     """Stands in for the dispatch's DeviceMemory to note the addresses each access touches
     (everything else is delegated): the cache-line helper of the functional model."""
@@ -182,16 +206,22 @@ class LineMemory:
     instruction issuing now touched (the recorder notes them) and where they are; LDS and
     LDS DMA writes ask `lds` for their bank conflicts. `lines=False` turns the line cost off
     (the bytes rule alone, as before it was modeled). `bandwidth`: the CUs' shares of the
-    chip's L2 and HBM bandwidth (None: not modeled)."""
+    chip's L2 and HBM bandwidth (None: not modeled). `off`: mechanisms left out ("smem_miss":
+    a cold scalar load pays memory.hbm; "store_queue": no store write-out queue)."""
 
     def __init__(self, tm: TimingModel, recorder: Recorder, lds_model: lds.Lds,
-                 lines: bool = True, bandwidth: Bandwidth | None = None) -> None:
+                 lines: bool = True, bandwidth: Bandwidth | None = None,
+                 off: frozenset[str] = frozenset()) -> None:
         self.tm = tm
         self.mem = tm.memory
         self.recorder = recorder
         self.lds = lds_model
         self.line_cost = lines
         self.bandwidth = bandwidth
+        self.smem_miss = scalar_miss(self.mem, off)
+        self.stores = None if "store_queue" in off else StoreQueue()
+        self.scalar_misses = 0  # scalar loads that missed (for the report)
+        self._spans: list[tuple[np.ndarray, int]] = []
         self.line_ready: dict[int, int] = {}  # cache line -> when its first fill arrives
         self.costs: dict[int, LineCost] = {}
         self._serial = -1
@@ -202,6 +232,7 @@ class LineMemory:
         rec = self.recorder
         if rec.serial != self._serial:
             self._serial = rec.serial
+            self._spans = list(rec.spans)  # (the store queue counts its write requests)
             self._lines = rec.take_lines(self.mem["line_bytes"])
         return self._lines
 
@@ -226,10 +257,17 @@ class LineMemory:
         extra = 0 if smem else self._lookup(st) + self.lds.added(st)
         bw = self.bandwidth
         if st.store:
-            # stores are acknowledged by the L2 (write-back)
+            # stores are acknowledged by the L2 (write-back) once their data has left the CU
             ack = mem["l2_hit"] + extra
+            if self.stores is not None and not smem:
+                left = self.stores.write(w.cu, now + extra,
+                                         write_requests(self._spans, mem["write_bytes"]))
+                ack = left - now + mem["l2_hit"]
             return ack if bw is None else bw.store(w.cu, now, lines, ack)
-        hit, miss = mem["smem" if smem else "l2_hit"], mem["hbm"]
+        hit = mem["smem" if smem else "l2_hit"]
+        miss = self.smem_miss if smem else mem["hbm"]
+        if smem and any(line not in self.line_ready for line in lines):
+            self.scalar_misses += 1
         if bw is not None:
             hit, miss = bw.read(w.cu, now, lines, self.line_ready, hit, miss, smem)
         return cached_latency(self.line_ready, lines, now, hit, miss) + extra
@@ -279,16 +317,22 @@ class StreamMemory:
     """Memory without addresses (a capture's replay): measured latencies where the capture
     has them (`latency`: stream position -> cycles), measured acceptance of vector memory
     instructions (`accept`: stream position -> issue stall), the model's otherwise; scalar
-    loads hit or miss by the lines `scalar_line_keys` tells apart (`lines`, per wave)."""
+    loads hit or miss by the lines `scalar_line_keys` tells apart (`lines`, per wave);
+    stores leave through the write-out queue (stores.py) at memory.store_unknown cycles each.
+    `off`: mechanisms left out, as for LineMemory."""
 
     def __init__(self, tm: TimingModel, latency: Sequence[Any], accept: Sequence[Any],
-                 lines: Sequence[dict[int, tuple]] | None = None) -> None:
+                 lines: Sequence[dict[int, tuple]] | None = None,
+                 off: frozenset[str] = frozenset()) -> None:
         self.tm = tm
         self.mem = tm.memory
         self.measured = latency  # per replayed wave (by row): position -> cycles, or None
         self.accept = accept  # per replayed wave: position -> measured issue stall, or None
         self.lines = lines
         self.line_ready: dict[Any, int] = {}
+        self.smem_miss = scalar_miss(self.mem, off)
+        self.stores = None if "store_queue" in off else StoreQueue()
+        self.scalar_misses = 0  # scalar loads that missed (for the report)
 
     def latency(self, w: ModelWave, st: Static, now: int) -> int:
         """Cycles from issue until the instruction's counter entries complete."""
@@ -304,10 +348,16 @@ class StreamMemory:
             key = self.lines[w.row].get(w.issue_pos) if self.lines else None
             if key is None:
                 key = (w.cu, w.stream[w.issue_pos])
-            return cached_latency(self.line_ready, (key,), now, mem["smem"], mem["hbm"])
+            if key not in self.line_ready:
+                self.scalar_misses += 1
+            return cached_latency(self.line_ready, (key,), now, mem["smem"], self.smem_miss)
         if st.mem == "lds":
             return lds.latency(self.tm)
-        return mem["l2_hit"] if st.store else mem["vmem_unknown"]
+        if not st.store:
+            return mem["vmem_unknown"]
+        if self.stores is None:
+            return mem["l2_hit"]
+        return self.stores.write(w.cu, now, mem["store_unknown"]) - now + mem["l2_hit"]
 
     def accepted(self, w: ModelWave, st: Static) -> int:
         """The earliest time the vector memory path accepts the wave's next instruction:
@@ -323,5 +373,5 @@ class StreamMemory:
 
 
 __all__ = ["LineMemory", "Recorder", "StreamMemory", "cached_latency", "counter_streams",
-           "scalar_line_keys",
+           "path_use", "scalar_line_keys", "scalar_miss",
            "outstanding", "queue", "vmem_busy", "wait"]

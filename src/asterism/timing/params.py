@@ -27,8 +27,15 @@ class TimingError(AsterismError):
 # Mechanisms a timed run may turn off (TimingOptions.off), to measure what each one moves:
 # LDS bank conflicts (lds.py), the vector memory cost by cache lines (memory.py) and the
 # whole-grid L2 / HBM bandwidth ceiling (bandwidth.py), and one barrier per workgroup
-# (barriers.py; off: one barrier for all waves resident on a CU, the model before issue 23).
-MECHANISMS = ("lds_banks", "vmem_lines", "bandwidth", "wg_barriers")
+# (barriers.py; off: one barrier for all waves resident on a CU, the model before issue 23),
+# the measured scalar-cache miss (memory.py; off: a cold scalar load pays memory.hbm) and the
+# store write-out queue (stores.py; off: a store completes memory.l2_hit after issue) and the
+# VALU result paths to other units (valu.py; off: every reader one issue cycle after a VALU).
+MECHANISMS = ("lds_banks", "vmem_lines", "bandwidth", "wg_barriers", "smem_miss",
+              "store_queue", "valu_paths")
+# The ones a capture's replay models (it has no addresses: no banks, lines or bandwidth;
+# its barrier groups are `trace replay --barrier-groups`).
+REPLAY_MECHANISMS = ("smem_miss", "store_queue", "valu_paths")
 
 
 @dataclass(frozen=True)
@@ -66,6 +73,17 @@ class TimingOptions:
         if isinstance(value, TimingOptions):
             return value
         raise TimingError(f"timing must be True, False or a TimingOptions, got {value!r}")
+
+
+def replay_off(names) -> frozenset[str]:
+    """The mechanisms a capture's replay leaves out (names of REPLAY_MECHANISMS; checked)."""
+    off = frozenset([names] if isinstance(names, str) else names or ())
+    bad = sorted(str(n) for n in off - set(REPLAY_MECHANISMS))
+    if bad:
+        raise TimingError(f"a replay cannot turn off {', '.join(bad)} (it models only "
+                          f"{', '.join(REPLAY_MECHANISMS)}: a capture has no addresses; "
+                          "barrier groups: --barrier-groups)")
+    return off
 
 
 def parse_latencies(text: str) -> dict[str, int]:
@@ -116,6 +134,5 @@ def params_note(source: str | None) -> str:
         if source else ""
 
 
-__all__ = ["MECHANISMS", "TimingError", "TimingOptions", "model_for", "parameters",
-           "params_note",
-           "parse_latencies"]
+__all__ = ["MECHANISMS", "REPLAY_MECHANISMS", "TimingError", "TimingOptions", "model_for",
+           "parameters", "params_note", "parse_latencies", "replay_off"]

@@ -29,6 +29,7 @@ from asterism.timing.memory import StreamMemory, scalar_line_keys
 from asterism.timing.result import WaveTiming
 from asterism.timing.state import Cu, ModelWave
 from asterism.timing.static import Static
+from asterism.timing.valu import ValuPaths
 
 
 @dataclass
@@ -55,10 +56,12 @@ class StreamWave:
 
 class TraceDrivenModel(IssueModel):
     """The timing model driven by recorded instruction streams (see the module docstring);
-    `fallthrough[i]`: the index after instruction i (a branch to anywhere else is taken)."""
+    `fallthrough[i]`: the index after instruction i (a branch to anywhere else is taken);
+    `off`: mechanisms left out (timing.params.REPLAY_MECHANISMS)."""
 
     def __init__(self, target: Any, tm: TimingModel, statics: list[Static],
-                 fallthrough: list[int], waves: list[StreamWave], kernel: str = ""):
+                 fallthrough: list[int], waves: list[StreamWave], kernel: str = "",
+                 off: frozenset[str] = frozenset()):
         self.target = target
         self.tm = tm
         self.statics = statics
@@ -68,8 +71,9 @@ class TraceDrivenModel(IssueModel):
         lines = [scalar_line_keys(sw.stream, statics, sw.cu, tm.memory["line_bytes"])
                  for sw in waves]
         self.memory = StreamMemory(tm, [sw.latency for sw in waves],
-                                   [sw.accept for sw in waves], lines)
+                                   [sw.accept for sw in waves], lines, off=off)
         self.lds = Lds(tm)
+        self.valu = ValuPaths(statics, tm, on="valu_paths" not in off)
 
     def run(self) -> list[WaveTiming]:
         """Replay every wave together (same CU: shared units; same workgroup: barriers)."""

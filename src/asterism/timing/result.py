@@ -202,6 +202,42 @@ class LineCost:
         return self.lines / self.executions if self.executions else 0.0
 
 
+@dataclass
+class PathUse:
+    """What the scalar-cache miss (memory.py), the store write-out queue (stores.py) and the
+    VALU result paths (valu.py) did in one run, over the modeled waves. Modeled."""
+
+    scalar_misses: int = 0  # scalar loads that paid memory.smem_miss
+    scalar_miss_cycles: int = 0  # ... that latency, summed
+    stores: int = 0  # vector stores through the write-out queue
+    store_cycles: int = 0  # their write requests' cycles (one 64-byte request per clock)
+    store_queued: int = 0  # cycles they waited for the stores ahead of them on their CU
+    valu_waits: int = 0  # instructions a VALU result path held past their other limits
+    valu_wait_cycles: int = 0  # ... by that many cycles, summed
+
+    def lines(self) -> list[str]:
+        """The summary's lines (empty when nothing happened)."""
+        out = []
+        if self.scalar_misses:
+            out.append(f"  scalar-cache misses ({MODEL_NOTE}): {self.scalar_misses} scalar "
+                       f"loads of a line not read before, {self.scalar_miss_cycles} cycles "
+                       "of latency (memory.smem_miss)")
+        if self.stores:
+            out.append(f"  store write-out ({MODEL_NOTE}): {self.stores} stores, "
+                       f"{self.store_cycles} cycles of 64-byte write requests, "
+                       f"{self.store_queued} cycles queued behind earlier stores")
+        if self.valu_waits:
+            out.append(f"  VALU result paths ({MODEL_NOTE}): {self.valu_waits} instructions "
+                       f"waited {self.valu_wait_cycles} cycles for a VALU result on a path "
+                       "other than the VALU's bypass (DS / vector memory after a VALU, SGPRs "
+                       "a VALU wrote)")
+        return out
+
+    def to_json(self) -> dict[str, int]:
+        """The counts as plain data."""
+        return dict(self.__dict__)
+
+
 TOP_INSTRUCTIONS = 5  # instructions the summary lists per mechanism
 
 
@@ -224,6 +260,7 @@ class TimingResult:
     lds_costs: dict[int, LdsCost] = field(default_factory=dict)
     line_costs: dict[int, LineCost] = field(default_factory=dict)
     bandwidth: BandwidthUse | None = None  # None: the ceiling was not modeled
+    paths: PathUse | None = None  # scalar misses, store write-out, VALU result paths
 
     @property
     def cycles(self) -> int:
@@ -259,9 +296,10 @@ class TimingResult:
         return "\n".join(lines) + "\n"
 
     def mechanism_lines(self, top: int = TOP_INSTRUCTIONS) -> list[str]:
-        """The summary's lines on LDS bank conflicts and cache lines: totals and the `top`
-        instructions of each (modeled)."""
-        out: list[str] = []
+        """The summary's lines on LDS bank conflicts and cache lines (totals and the `top`
+        instructions of each), scalar misses, store write-out and VALU result paths
+        (modeled)."""
+        out: list[str] = list(self.paths.lines()) if self.paths else []
         if self.lds_costs:
             total = sum(c.conflict_cycles for c in self.lds_costs.values())
             execs = sum(c.executions for c in self.lds_costs.values())
@@ -360,10 +398,11 @@ class TimingResult:
                           for w in self.waves],
                 "barrier_groups": self.barrier_groups(),
                 "bandwidth": self.bandwidth.to_json() if self.bandwidth else None,
+                "paths": self.paths.to_json() if self.paths else None,
                 "parameters": self.parameters, **self.instructions_json()}
 
 
 __all__ = ["CAT_FLAT", "CAT_IMMED", "CAT_JUMP", "CAT_LDS", "CAT_MESSAGE", "CAT_NEXT",
            "CAT_SALU", "CAT_SMEM", "CAT_VALU", "CAT_VMEM", "EXEC", "IDLE", "MODEL_NOTE",
            "STALL", "TOP_INSTRUCTIONS", "WAIT", "BandwidthUse", "InstCategory", "LdsCost",
-           "LevelUse", "LineCost", "TimingResult", "WaveState", "WaveTiming"]
+           "LevelUse", "LineCost", "PathUse", "TimingResult", "WaveState", "WaveTiming"]
