@@ -276,7 +276,8 @@ class TimedDispatch(IssueModel):
         self.lds_accesses = LdsAccesses()
         if "lds_banks" not in off:
             ctx.lds_observer = self.lds_accesses.note
-        self.lds = Lds(self.tm, None if "lds_banks" in off else self.lds_accesses)
+        self.lds = Lds(self.tm, None if "lds_banks" in off else self.lds_accesses,
+                       ports="lds_ports" not in off)
         if "bandwidth" not in off:
             grid = self.grid3[0] * self.grid3[1] * self.grid3[2]
             self.bandwidth = Bandwidth(self.tm, self.target.compute_units, self.num_cus, grid,

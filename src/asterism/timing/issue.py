@@ -7,7 +7,8 @@ instruction per wave and one per issue port (``[issue]``: VALU incl. MFMA, scala
 SMEM, LDS, VMEM, branch), oldest wave first; waves issue in order. An instruction issues when
 its source registers are ready and its execution unit is free: per SIMD (valu, xdl, salu,
 smem, branch: busy for the instruction's static occupancy) or per CU (lds, vmem: busy for
-what the LDS or memory mechanism says the instruction costs). Memory results are not
+what the LDS or memory mechanism says the instruction costs), and a DS instruction's SIMD-pair
+LDS port too (lds.py). Memory results are not
 interlocked (the program waits with s_waitcnt, as on the hardware).
 
 The engine knows no mechanism's internals; it asks them:
@@ -179,6 +180,10 @@ class IssueModel:
             f = (cu.units if unit in CU_UNITS else cu.simd_units[w.simd]).get(unit, 0)
             if f > t:
                 t = f
+            if st.lds_port:
+                f = self.lds.port_free(cu, w, st)
+                if f > t:
+                    t = f
         a = self.memory.accepted(w, st)
         return a if a > t else t
 
@@ -206,7 +211,8 @@ class IssueModel:
         if st.port is not None:
             # (any of them later than now blocks the issue: ask no further)
             if self._deps(w, st) > now or self._unit_free(cu, w, st.unit) > now or \
-                    self.memory.accepted(w, st) > now:
+                    self.memory.accepted(w, st) > now or \
+                    (st.lds_port and self.lds.port_free(cu, w, st) > now):
                 return
             if st.port in used:
                 return  # an older wave of this SIMD took the port in this issue cycle
@@ -226,6 +232,7 @@ class IssueModel:
         if unit is not None:
             if unit == "lds":
                 cu.units[unit] = now + self.lds.cost(w, st, now)
+                self.lds.take_port(cu, w, st, now)
             elif unit == "vmem":
                 cu.units[unit] = now + self.memory.cost(w, st, now)
             else:

@@ -27,8 +27,9 @@ class TimingError(AsterismError):
 # Mechanisms a timed run may turn off (TimingOptions.off), to measure what each one moves:
 # LDS bank conflicts (lds.py), the vector memory cost by cache lines (memory.py) and the
 # whole-grid L2 / HBM bandwidth ceiling (bandwidth.py), and one barrier per workgroup
-# (barriers.py; off: one barrier for all waves resident on a CU, the model before issue 23).
-MECHANISMS = ("lds_banks", "vmem_lines", "bandwidth", "wg_barriers")
+# (barriers.py; off: one barrier for all waves resident on a CU, the model before issue 23),
+# and the SIMD-pair LDS ports (lds.py; off: only the CU's banks limit a DS instruction).
+MECHANISMS = ("lds_banks", "vmem_lines", "bandwidth", "wg_barriers", "lds_ports")
 
 
 @dataclass(frozen=True)
@@ -103,6 +104,9 @@ def parameters(tm: TimingModel, slots_per_simd: int, workgroups_per_cu: int) -> 
                      "result_extra": tm.mfma.result_extra},
             "lds_bytes_per_cycle": tm.lds_bytes_per_cycle, "lds_banks": tm.lds_banks,
             "lds_conflict_cycles": tm.lds_conflict_cycles,
+            "lds_port_read_bytes": tm.lds_port_read_bytes,
+            "lds_port_write_bytes": tm.lds_port_write_bytes,
+            "lds_write_cycles_per_dword": tm.lds_write_cycles_per_dword,
             "lds_phases": {k: list(v) for k, v in tm.lds_phases.items()},
             "issue_ports": dict(tm.issue_ports), "memory": dict(tm.memory),
             "dispatch": dict(tm.dispatch), "bandwidth": dict(tm.bandwidth),

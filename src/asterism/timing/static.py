@@ -60,6 +60,7 @@ class Static:
     xdl_result: int = 0  # MFMA: cycles until its result is written
     index: int = -1  # the instruction's index (the mechanisms' per-instruction figures)
     lds_form: str = ""  # lds.py's phase-rule family ("tr": a transposed read)
+    lds_port: int = 0  # DS: cycles it holds its SIMD pair's LDS port (lds.port_cycles)
     # cycles the wave spends issuing it (0: one issue cycle): a VALU-unit instruction that
     # keeps the VALU longer than a slot (gfx950 trans: 8) holds its wave as long ([att])
     issue: int = 0
@@ -173,7 +174,8 @@ def _lds(info: OpInfo, isa: Instruction, cls: str, tm: TimingModel) -> Static:
     return Static("mem", tm.issue_ports[cls], CAT_LDS, tm.unit_of(cls),
                   lds.busy_cycles(isa, data_dwords(info), tm), tuple(sorted(info.uses)),
                   streams=memory.counter_streams(info), mem="lds",
-                  lds_form=lds.form_of(info.mnemonic))
+                  lds_form=lds.form_of(info.mnemonic),
+                  lds_port=lds.port_cycles(cls, data_dwords(info), tm))
 
 
 def _smem(info: OpInfo, isa: Instruction, cls: str, tm: TimingModel) -> Static:
