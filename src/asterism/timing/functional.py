@@ -278,6 +278,7 @@ class TimedDispatch(IssueModel):
             ctx.lds_observer = self.lds_accesses.note
         self.lds = Lds(self.tm, None if "lds_banks" in off else self.lds_accesses,
                        ports="lds_ports" not in off)
+        self.priorities = "setprio" not in off
         if "bandwidth" not in off:
             grid = self.grid3[0] * self.grid3[1] * self.grid3[2]
             self.bandwidth = Bandwidth(self.tm, self.target.compute_units, self.num_cus, grid,

@@ -5,7 +5,8 @@ Time advances in issue cycles of ``issue_cycles`` (4) clocks, all SIMDs aligned 
 capture's timestamps are all multiples of 4). In each, every SIMD issues at most one
 instruction per wave and one per issue port (``[issue]``: VALU incl. MFMA, scalar = SALU +
 SMEM, LDS, VMEM, branch), oldest wave first; waves issue in order. An instruction issues when
-its source registers are ready and its execution unit is free: per SIMD (valu, xdl, salu,
+its source registers are ready and its execution unit is free (the SIMD's waves try in
+arbitration order: priority.py, s_setprio then age): per SIMD (valu, xdl, salu,
 smem, branch: busy for the instruction's static occupancy) or per CU (lds, vmem: busy for
 what the LDS or memory mechanism says the instruction costs), and a DS instruction's SIMD-pair
 LDS port too (lds.py). Memory results are not
@@ -43,6 +44,7 @@ from asterism.timing import memory, mfma
 from asterism.timing.barriers import Barriers
 from asterism.timing.dispatch import Dispatcher
 from asterism.timing.lds import Lds
+from asterism.timing.priority import issue_order
 from asterism.timing.result import CAT_IMMED, CAT_JUMP, CAT_NEXT, STALL, WAIT
 from asterism.timing.state import NEVER, Cu, ModelWave, round_up
 from asterism.timing.static import Static
@@ -64,6 +66,7 @@ class IssueModel:
     barriers: Barriers
     dispatch: Dispatcher
     running: dict[int, int]  # barrier group -> waves of it that have not ended
+    priorities: bool = True  # s_setprio orders the arbitration (priority.py)
 
     # ------------------------------------------------------------------ driver hooks
 
@@ -112,7 +115,8 @@ class IssueModel:
             for cu in cus:
                 for s in range(cu.simds):
                     used: set[str] = set()
-                    for w in list(cu.resident[s]):
+                    for w in (issue_order(cu.resident[s]) if self.priorities
+                              else list(cu.resident[s])):
                         if w.state == "run" and w.ready <= now:
                             self._step(cu, w, now, used)
             nxt = NEVER
@@ -201,6 +205,8 @@ class IssueModel:
             self._record(w, index, CAT_IMMED, max(q, round_up(done, q) - w.ready), WAIT)
             return
         if kind == "nop":
+            if st.prio >= 0 and self.priorities:
+                w.prio = st.prio  # s_setprio (priority.py)
             self._advance(w)
             self._record(w, index, st.category, st.cycles, STALL)
             return

@@ -28,8 +28,9 @@ class TimingError(AsterismError):
 # LDS bank conflicts (lds.py), the vector memory cost by cache lines (memory.py) and the
 # whole-grid L2 / HBM bandwidth ceiling (bandwidth.py), and one barrier per workgroup
 # (barriers.py; off: one barrier for all waves resident on a CU, the model before issue 23),
-# and the SIMD-pair LDS ports (lds.py; off: only the CU's banks limit a DS instruction).
-MECHANISMS = ("lds_banks", "vmem_lines", "bandwidth", "wg_barriers", "lds_ports")
+# the SIMD-pair LDS ports (lds.py; off: only the CU's banks limit a DS instruction) and wave
+# priorities (priority.py; off: s_setprio is ignored, waves issue by age alone).
+MECHANISMS = ("lds_banks", "vmem_lines", "bandwidth", "wg_barriers", "lds_ports", "setprio")
 
 
 @dataclass(frozen=True)
