@@ -12,8 +12,10 @@ Modules, lowest first:
     params.py      options (TimingOptions, --latency) and the parameter record of a result
     result.py      ATT record codes, WaveTiming, TimingResult (summary, JSON)
     state.py       the run state the engine and the mechanisms share (ModelWave, Cu)
-    mfma.py, lds.py, memory.py, barriers.py, dispatch.py, bandwidth.py   one mechanism each
-                   (lds.py: LDS bandwidth and bank conflicts; memory.py: counters, latency,
+    mfma.py, lds.py, memory.py, barriers.py, dispatch.py, bandwidth.py, priority.py   one
+                   mechanism each (lds.py: LDS bandwidth, bank conflicts and the SIMD-pair
+                   ports; priority.py: s_setprio in the issue arbitration; memory.py: counters,
+                   latency,
                    cost by cache lines; bandwidth.py: the chip's L2 and HBM bandwidth the CUs
                    share, memory.py asks it)
     static.py      per-instruction facts, by tables (program control by mnemonic, the rest
@@ -36,10 +38,11 @@ per-instruction figures to report adds them to the TimingResult (as `lds_costs`,
 off (params.MECHANISMS). The engine changes only when a new kind of question must be asked.
 
 Not modeled: the instruction cache and fetch bandwidth (beyond a taken branch's cost), the
-per-SIMD-pair LDS ports and write issue cost, the vector L1 (hits) and TLB, contention
+vector L1 (hits) and TLB, contention
 between CUs beyond their shares of the L2 and HBM bandwidth (the other CUs are taken to run
 like the modeled ones; the MALL, L2 channel and HBM bank conflicts, the fabric between XCDs
-and the L2's write-back buffering are not modeled), clock changes, s_setprio. A trace
-replay has no addresses: there DS instructions cost their bandwidth and vector memory its
-bytes rule only (no bank conflicts, no cache lines, no bandwidth ceiling).
+and the L2's write-back buffering are not modeled), clock changes (cycles are converted at
+the peak engine clock). A trace
+replay has no addresses: there DS instructions cost their bandwidth and SIMD-pair port and
+vector memory its bytes rule only (no bank conflicts, no cache lines, no bandwidth ceiling).
 """
