@@ -291,9 +291,13 @@ def test_a_wave_holds_its_simd_pair_lds_port(target, op, width, port, banks):
     res = _run(make(target, op, width), target)
     (first, second), done = _ds_times(res, op)
     assert second - first == port
+    # the report: the one wave (SIMD 0) held port 0 for its two instructions
+    assert res.lds_ports == {"lds_port0": 2 * port}
+    assert res.to_json()["lds_ports"] == {"lds_port0": 2 * port}
+    assert f"port0 {2 * port} (" in res.summary()
     off = _run(make(target, op, width), target, off={"lds_ports"})
     (first_off, second_off), done_off = _ds_times(off, op)
-    assert second_off - first_off == banks
+    assert second_off - first_off == banks and off.lds_ports == {}
     # the port delays the issue, not the answer: lgkmcnt drains as long after the issue
     assert done - second == done_off - second_off
 

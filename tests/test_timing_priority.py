@@ -65,12 +65,13 @@ def test_the_higher_priority_wave_takes_the_simd_first():
     assert w0[0] < w4[0]
     assert all(t < w4[0] or t > w4[-1] for t in w0)
     assert w0[-1] > w4[-1]
+    assert res.raised_priority == 1 and "1 of 5 waves raised theirs" in res.summary()
     # ignoring s_setprio: the older wave 0 keeps the port, wave 4 waits for all of it
     off = _run({"setprio"})
     w0, w4 = _valu_issues(off, 0), _valu_issues(off, 4)
     assert w0 == [w0[0] + Q * k for k in range(N)]
     assert w4[0] == w0[-1] + Q and w4 == [w4[0] + Q * k for k in range(N)]
-    assert off.parameters["off"] == ["setprio"]
+    assert off.parameters["off"] == ["setprio"] and off.raised_priority == 0
 
 
 def test_issue_order_is_priority_then_age():

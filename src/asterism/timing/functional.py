@@ -258,6 +258,8 @@ class TimedDispatch(IssueModel):
                               dict(self.lds.costs), dict(memory.costs) if memory else {})
         if self.bandwidth is not None:
             result.bandwidth = self.bandwidth.report(result.cycles)
+        result.lds_ports = dict(self.lds.port_busy)
+        result.raised_priority = sum(1 for w in waves if w.prio_max > 0)
         return result
 
     # ------------------------------------------------------------------ the model

@@ -207,6 +207,7 @@ class IssueModel:
         if kind == "nop":
             if st.prio >= 0 and self.priorities:
                 w.prio = st.prio  # s_setprio (priority.py)
+                w.prio_max = max(w.prio_max, st.prio)
             self._advance(w)
             self._record(w, index, st.category, st.cycles, STALL)
             return

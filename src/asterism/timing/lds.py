@@ -185,6 +185,7 @@ class Lds:
         self.tm = tm
         self.accesses = accesses
         self.ports = ports  # the SIMD-pair ports (TimingOptions.off "lds_ports")
+        self.port_busy: dict[str, int] = {}  # port -> cycles DS instructions held it
         self.costs: dict[int, LdsCost] = {}
         self._serial = -1
         self._added = 0
@@ -202,7 +203,10 @@ class Lds:
     def take_port(self, cu: Cu, w: ModelWave, st: Static, now: int) -> None:
         """`st` issued at `now`: it holds its SIMD pair's port for st.lds_port cycles."""
         if self.ports and st.lds_port:
-            cu.units[port_of(w.simd)] = now + st.lds_port
+            key = port_of(w.simd)
+            cu.units[key] = now + st.lds_port
+            if cu.index == 0:  # the report's figure: CU 0's ports
+                self.port_busy[key] = self.port_busy.get(key, 0) + st.lds_port
 
     def latency(self, w: ModelWave, st: Static) -> int:
         """Cycles from issue until the instruction's lgkmcnt entry completes."""
