@@ -49,7 +49,7 @@ banks serve two such streams at once. LDS DMA writes come from the vector memory
 not a SIMD port: they hold none. Not modeled: ds_swizzle / ds_permute use no bank.
 
 Trace replay (replay.py) has no addresses: there `Lds` has no `LdsAccesses` and every DS
-instruction costs its bandwidth only, as before bank conflicts were modeled.
+instruction costs its bandwidth and its SIMD-pair port only (no bank conflicts).
 """
 
 from __future__ import annotations
