@@ -245,14 +245,68 @@ def test_inactive_lanes_do_not_conflict_in_a_run():
     assert (cost.conflict_cycles, cost.added_cycles) == (7, 4)
 
 
-@pytest.mark.parametrize("target, pad, busy, conflicts", [
-    ("gfx942", 0, 64, 56), ("gfx950", 0, 64, 60),  # 256-byte rows: 8-way / 16-way
-    ("gfx942", 16, 8, 0), ("gfx950", 16, 4, 0)])    # 272-byte rows: free (bandwidth cost)
-def test_k_tile_reads_through_the_emulator(target, pad, busy, conflicts):
+@pytest.mark.parametrize("target, pad, busy, port, conflicts", [
+    ("gfx942", 0, 64, 16, 56), ("gfx950", 0, 64, 8, 60),  # 256-byte rows: 8-way / 16-way
+    # 272-byte rows: conflict-free: the banks' bandwidth cost (1 KiB at 128 / 256 B per
+    # clock), below the wave's SIMD-pair port (1 KiB at 64 / 128 B per clock)
+    ("gfx942", 16, 8, 16, 0), ("gfx950", 16, 4, 8, 0)])
+def test_k_tile_reads_through_the_emulator(target, pad, busy, port, conflicts):
     res = _run(ds_kernel(target, 8, "ds_read_b128", 4, pad=pad), target)
     (first, second), _done = _ds_times(res, "ds_read_b128")
-    assert second - first == max(4, busy)
+    assert second - first == max(4, busy, port)
     assert res.lds_costs[_by_text(res, "ds_read_b128")[0]].conflict_cycles == conflicts
+    off = _run(ds_kernel(target, 8, "ds_read_b128", 4, pad=pad), target, off={"lds_ports"})
+    (first, second), _done = _ds_times(off, "ds_read_b128")
+    assert second - first == max(4, busy)
+
+
+def ds_write_kernel(target: str, op: str, width: int, times: int = 2):
+    """Lane i writes `width` dwords at byte 4 * width * i (contiguous, conflict-free)
+    `times` times back to back."""
+    kb = KernelBuilder("k", target, workgroup_size=(64, 1, 1), lds_size=65536)
+    kb.v_lshlrev_b32(kb.v(1), {1: 2, 2: 3, 4: 4}[width], kb.workitem_id("x"))
+    for _ in range(times):
+        getattr(kb, op)(kb.v(1), kb.v(4) if width == 1 else kb.v[4:4 + width])
+    kb.s_waitcnt(lgkmcnt=0)
+    kb.s_endpgm()
+    return kb.finish()
+
+
+@pytest.mark.parametrize("target, op, width, port, banks", [
+    # [hip-hw] / [pyhip]: one wave moves at most 64 B per clock through its SIMD pair's port
+    # (gfx942): b128 1 KiB in 16 clocks, b64 in 8; [rocroller]: gfx950 b64 / b128 reads at
+    # 128 B per clock (4 / 8 clocks); b32 reads 4 clocks (the issue cycle) on both
+    ("gfx942", "ds_read_b128", 4, 16, 8), ("gfx950", "ds_read_b128", 4, 8, 4),
+    ("gfx942", "ds_read_b64", 2, 8, 4), ("gfx950", "ds_read_b64", 2, 4, 4),
+    ("gfx942", "ds_read_b32", 1, 4, 4),
+    # [rocroller] / [hip-hw]: a write's issue takes 4 + 4 * dwords clocks (b32 8, b128 20),
+    # on gfx950 too; without the port: the banks' cost (ds_write occupancy 4; 1 KiB / 128)
+    ("gfx942", "ds_write_b32", 1, 8, 4), ("gfx942", "ds_write_b128", 4, 20, 8),
+    # (gfx950 b128 writes: 8 phases of 8 lanes, gfx942's, at 1 clock each: 8)
+    ("gfx950", "ds_write_b64", 2, 12, 4), ("gfx950", "ds_write_b128", 4, 20, 8)])
+def test_a_wave_holds_its_simd_pair_lds_port(target, op, width, port, banks):
+    # lane i at byte (4 * width) * i: contiguous, conflict-free reads
+    make = ds_write_kernel if op.startswith("ds_write") else \
+        (lambda t, o, w: ds_kernel(t, {1: 2, 2: 3, 4: 4}[w], o, w))
+    res = _run(make(target, op, width), target)
+    (first, second), done = _ds_times(res, op)
+    assert second - first == port
+    # the report: the one wave (SIMD 0) held port 0 for its two instructions
+    assert res.lds_ports == {"lds_port0": 2 * port}
+    assert res.to_json()["lds_ports"] == {"lds_port0": 2 * port}
+    assert f"port0 {2 * port} (" in res.summary()
+    off = _run(make(target, op, width), target, off={"lds_ports"})
+    (first_off, second_off), done_off = _ds_times(off, op)
+    assert second_off - first_off == banks and off.lds_ports == {}
+    # the port delays the issue, not the answer: lgkmcnt drains as long after the issue
+    assert done - second == done_off - second_off
+
+
+def test_simd_pairs_share_a_port():
+    from asterism.timing.lds import port_of
+    # [hip-hw] "The SIMDs connect to the LDS in pairs": SIMDs 0-1 and 2-3 (which SIMDs pair
+    # is not documented: inferred)
+    assert port_of(0) == port_of(1) != port_of(2) == port_of(3)
 
 
 @pytest.mark.parametrize("op, width, conflicts", [

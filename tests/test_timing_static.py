@@ -19,7 +19,9 @@ from asterism.mc.operands import Reg
 from asterism.mc.random_inst import random_inst
 from asterism.target.hazards import mfma_passes
 from asterism.target.timing import TimingModel, get_timing, timing_class
-from asterism.timing.static import Static, make_static
+from asterism.timing.lds import port_cycles
+from asterism.timing.priority import priority_of
+from asterism.timing.static import Static, data_dwords, make_static, simm16
 
 CAT_SMEM, CAT_SALU, CAT_VMEM, CAT_FLAT, CAT_LDS, CAT_VALU = 1, 2, 3, 4, 5, 6
 CAT_JUMP, CAT_IMMED, CAT_MESSAGE = 7, 9, 11
@@ -169,7 +171,15 @@ def test_table_gives_the_if_chains_facts_for_every_instruction(target):
             assert got.sbase == tuple(sorted(operand_keys(info.op("sbase")))), info.text
         else:
             assert (got.sbase, got.offset) == ((), 0), info.text
-        plain = replace(got, issue=0, sbase=(), soffset=(), offset=0, index=-1, lds_form="")
+        # the SIMD-pair LDS port a DS instruction holds, the priority s_setprio sets
+        if cls in ("ds_read", "ds_write") and got.mem == "lds":
+            assert got.lds_port == port_cycles(cls, data_dwords(info), tm), info.text
+        else:
+            assert got.lds_port == 0, info.text
+        assert got.prio == (priority_of(simm16(info)) if info.mnemonic == "s_setprio"
+                            else -1), info.text
+        plain = replace(got, issue=0, sbase=(), soffset=(), offset=0, index=-1, lds_form="",
+                        lds_port=0, prio=-1)
         assert astuple(plain) == astuple(want), info.text
         kinds.add(got.kind)
     assert kinds == {"alu", "mem", "waitcnt", "nop", "barrier", "endpgm", "branch"}

@@ -345,6 +345,7 @@ def format_run(run: KernelRun) -> str:
             lines.append(f"  {params_note(run.params_file)}")
         if run.timing_result is not None:  # LDS bank conflicts, cache lines per instruction
             lines += run.timing_result.mechanism_lines()
+            lines += run.timing_result.port_priority_lines()
     elif run.measured_seconds is not None:
         lines.append(f"  measured: {run.measured_seconds * 1e6:.1f} us per launch, "
                      f"{run.tflops:.1f} TFLOPS{_percent(run.tflops, run.peak_tflops)}")

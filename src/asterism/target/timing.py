@@ -56,10 +56,14 @@ NUMBER_TABLES = ("latency", "occupancy", "mfma", "lds", "memory", "dispatch", "b
 NUMBER_KEYS = ("issue_cycles", "clock_mhz")
 PARAMETER_KINDS = ("sourced", "measured", "fittable")
 _MFMA_KEYS = {"cycles_per_pass", "dependent_extra", "result_extra", "valu_hold"}
-_LDS_KEYS = {"bytes_per_cycle", "banks", "conflict_cycles", "phases"}
+_LDS_KEYS = {"bytes_per_cycle", "banks", "conflict_cycles", "phases", "port_read_bytes",
+             "port_write_bytes", "write_cycles_per_dword"}
 # The lds table's numbers and the TimingModel fields that hold them.
 _LDS_FIELDS = {"bytes_per_cycle": "lds_bytes_per_cycle", "banks": "lds_banks",
-               "conflict_cycles": "lds_conflict_cycles"}
+               "conflict_cycles": "lds_conflict_cycles",
+               "port_read_bytes": "lds_port_read_bytes",
+               "port_write_bytes": "lds_port_write_bytes",
+               "write_cycles_per_dword": "lds_write_cycles_per_dword"}
 # LDS phase rules every target defines (asterism.timing.lds: which lanes of a wave64 DS access
 # are checked together for bank conflicts), and the ones only some targets have (gfx950's
 # transposed reads).
@@ -130,6 +134,11 @@ class TimingModel:
     bandwidth: Mapping[str, int] = field(default_factory=dict)  # see BANDWIDTH_KEYS
     bounds: Mapping[str, Bound] = field(default_factory=dict)  # parameter name -> Bound
     source: str = ""  # the parameter file over timing.toml ("": timing.toml alone)
+    # the SIMD pairs' LDS ports (asterism.timing.lds.port_cycles): bytes per clock one wave's
+    # read / write moves through its pair's port, and the write's extra issue cycles per dword
+    lds_port_read_bytes: int = 64
+    lds_port_write_bytes: int = 64
+    lds_write_cycles_per_dword: int = 4
 
     def value(self, name: str) -> int:
         """The value of the parameter `name` ("memory.hbm", "issue_cycles", ...)."""
@@ -330,9 +339,14 @@ def _timing(name: str) -> TimingModel:
     _check_table(f"{where}.bandwidth", bandwidth, set(BANDWIDTH_KEYS))
     bounds = _bounds(where, sec)
     latency = _with_memory_latencies(latency, memory)
+    try:
+        port = {_LDS_FIELDS[k]: int(lds_raw[k]) for k in
+                ("port_read_bytes", "port_write_bytes", "write_cycles_per_dword")}
+    except KeyError as err:
+        raise TargetError(f"target/data/{_FILE} [{where}.lds]: missing key {err}") from None
     tm = TimingModel(name, issue, clock, latency, occupancy, MfmaTiming(**mfma_raw),
                      int(lds_raw["bytes_per_cycle"]), ports, memory, dispatch, banks,
-                     conflict, phases, bandwidth, bounds)
+                     conflict, phases, bandwidth, bounds, **port)
     for pname, bound in bounds.items():
         value = _raw_value(sec, pname)
         if value not in bound:

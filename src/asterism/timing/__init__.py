@@ -12,10 +12,11 @@ Modules, lowest first:
     params.py      options (TimingOptions, --latency) and the parameter record of a result
     result.py      ATT record codes, WaveTiming, TimingResult (summary, JSON)
     state.py       the run state the engine and the mechanisms share (ModelWave, Cu)
-    mfma.py, lds.py, memory.py, barriers.py, dispatch.py, bandwidth.py   one mechanism each
-                   (lds.py: LDS bandwidth and bank conflicts; memory.py: counters, latency,
-                   cost by cache lines, the scalar-cache miss; bandwidth.py: the chip's L2
-                   and HBM bandwidth the CUs share, memory.py asks it)
+    mfma.py, lds.py, memory.py, barriers.py, dispatch.py, bandwidth.py, priority.py   one
+                   mechanism each (lds.py: LDS bandwidth, bank conflicts and the SIMD-pair
+                   ports; priority.py: s_setprio in the issue arbitration; memory.py: counters,
+                   latency, cost by cache lines, the scalar-cache miss; bandwidth.py: the chip's
+                   L2 and HBM bandwidth the CUs share, memory.py asks it)
     stores.py, valu.py   the store write-out queue (memory.py asks it) and the VALU result
                    paths to other units (the engine asks `earliest`, tells `issued`)
     static.py      per-instruction facts, by tables (program control by mnemonic, the rest
@@ -40,11 +41,11 @@ scalar-miss, store-queue and VALU-path mechanisms off (params.MECHANISMS; a repl
 params.REPLAY_MECHANISMS). The engine changes only when a new kind of question must be asked.
 
 Not modeled: the instruction cache and fetch bandwidth (beyond a taken branch's cost), the
-per-SIMD-pair LDS ports and write issue cost, the vector L1 (hits) and TLB (a cold scalar
-load's measured latency includes whatever it costs), contention
+the vector L1 (hits) and TLB (a cold scalar load's measured latency includes whatever it costs), contention
 between CUs beyond their shares of the L2 and HBM bandwidth (the other CUs are taken to run
 like the modeled ones; the MALL, L2 channel and HBM bank conflicts, the fabric between XCDs
-and the L2's write-back buffering are not modeled), clock changes, s_setprio. A trace
-replay has no addresses: there DS instructions cost their bandwidth and vector memory its
-bytes rule only (no bank conflicts, no cache lines, no bandwidth ceiling).
+and the L2's write-back buffering are not modeled), clock changes (cycles are converted at
+the peak engine clock). A trace
+replay has no addresses: there DS instructions cost their bandwidth and SIMD-pair port and
+vector memory its bytes rule only (no bank conflicts, no cache lines, no bandwidth ceiling).
 """

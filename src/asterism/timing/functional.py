@@ -261,6 +261,8 @@ class TimedDispatch(IssueModel):
             result.bandwidth = self.bandwidth.report(result.cycles)
         if memory is not None:
             result.paths = path_use(memory, self.valu)
+        result.lds_ports = dict(self.lds.port_busy)
+        result.raised_priority = sum(1 for w in waves if w.prio_max > 0)
         return result
 
     # ------------------------------------------------------------------ the model
@@ -279,7 +281,9 @@ class TimedDispatch(IssueModel):
         self.lds_accesses = LdsAccesses()
         if "lds_banks" not in off:
             ctx.lds_observer = self.lds_accesses.note
-        self.lds = Lds(self.tm, None if "lds_banks" in off else self.lds_accesses)
+        self.lds = Lds(self.tm, None if "lds_banks" in off else self.lds_accesses,
+                       ports="lds_ports" not in off)
+        self.priorities = "setprio" not in off
         if "bandwidth" not in off:
             grid = self.grid3[0] * self.grid3[1] * self.grid3[2]
             self.bandwidth = Bandwidth(self.tm, self.target.compute_units, self.num_cus, grid,

@@ -5,9 +5,11 @@ Time advances in issue cycles of ``issue_cycles`` (4) clocks, all SIMDs aligned 
 capture's timestamps are all multiples of 4). In each, every SIMD issues at most one
 instruction per wave and one per issue port (``[issue]``: VALU incl. MFMA, scalar = SALU +
 SMEM, LDS, VMEM, branch), oldest wave first; waves issue in order. An instruction issues when
-its source registers are ready and its execution unit is free: per SIMD (valu, xdl, salu,
+its source registers are ready and its execution unit is free (the SIMD's waves try in
+arbitration order: priority.py, s_setprio then age): per SIMD (valu, xdl, salu,
 smem, branch: busy for the instruction's static occupancy) or per CU (lds, vmem: busy for
-what the LDS or memory mechanism says the instruction costs). Memory results are not
+what the LDS or memory mechanism says the instruction costs), and a DS instruction's SIMD-pair
+LDS port too (lds.py). Memory results are not
 interlocked (the program waits with s_waitcnt, as on the hardware).
 
 The engine knows no mechanism's internals; it asks them:
@@ -43,6 +45,7 @@ from asterism.timing import memory, mfma
 from asterism.timing.barriers import Barriers
 from asterism.timing.dispatch import Dispatcher
 from asterism.timing.lds import Lds
+from asterism.timing.priority import issue_order
 from asterism.timing.result import CAT_IMMED, CAT_JUMP, CAT_NEXT, STALL, WAIT
 from asterism.timing.state import NEVER, Cu, ModelWave, round_up
 from asterism.timing.static import Static
@@ -66,6 +69,7 @@ class IssueModel:
     dispatch: Dispatcher
     valu: ValuPaths
     running: dict[int, int]  # barrier group -> waves of it that have not ended
+    priorities: bool = True  # s_setprio orders the arbitration (priority.py)
 
     # ------------------------------------------------------------------ driver hooks
 
@@ -114,7 +118,8 @@ class IssueModel:
             for cu in cus:
                 for s in range(cu.simds):
                     used: set[str] = set()
-                    for w in list(cu.resident[s]):
+                    for w in (issue_order(cu.resident[s]) if self.priorities
+                              else list(cu.resident[s])):
                         if w.state == "run" and w.ready <= now:
                             self._step(cu, w, now, used)
             nxt = NEVER
@@ -182,6 +187,10 @@ class IssueModel:
             f = (cu.units if unit in CU_UNITS else cu.simd_units[w.simd]).get(unit, 0)
             if f > t:
                 t = f
+            if st.lds_port:
+                f = self.lds.port_free(cu, w, st)
+                if f > t:
+                    t = f
         a = self.memory.accepted(w, st)
         if a > t:
             t = a
@@ -202,6 +211,9 @@ class IssueModel:
             self._record(w, index, CAT_IMMED, max(q, round_up(done, q) - w.ready), WAIT)
             return
         if kind == "nop":
+            if st.prio >= 0 and self.priorities:
+                w.prio = st.prio  # s_setprio (priority.py)
+                w.prio_max = max(w.prio_max, st.prio)
             self._advance(w)
             self._record(w, index, st.category, st.cycles, STALL)
             return
@@ -212,7 +224,8 @@ class IssueModel:
         if st.port is not None:
             # (any of them later than now blocks the issue: ask no further)
             if self._deps(w, st) > now or self._unit_free(cu, w, st.unit) > now or \
-                    self.memory.accepted(w, st) > now or self.valu.earliest(w, index) > now:
+                    self.memory.accepted(w, st) > now or self.valu.earliest(w, index) > now or \
+                    (st.lds_port and self.lds.port_free(cu, w, st) > now):
                 return
             if st.port in used:
                 return  # an older wave of this SIMD took the port in this issue cycle
@@ -236,6 +249,7 @@ class IssueModel:
         if unit is not None:
             if unit == "lds":
                 cu.units[unit] = now + self.lds.cost(w, st, now)
+                self.lds.take_port(cu, w, st, now)
             elif unit == "vmem":
                 cu.units[unit] = now + self.memory.cost(w, st, now)
             else:

@@ -36,12 +36,20 @@ Which rule an access uses (inferred where marked; the rules' sources are in timi
   its conflict cycles to the load's vmcnt latency and does not occupy the LDS unit then (no
   source gives the DMA's LDS port cost).
 * A FLAT access that went to LDS: the ds_read / ds_write rule of its width.
-Not modeled: the per-SIMD-pair LDS ports ([rpc-pipe]: 64 B/clk per SIMD pair; one wave can use
-at most that), the gfx942 write issue cost of 4 + 4 * dwords clocks on that port
-([rocroller], [rpc-pipe]), ds_swizzle / ds_permute (they use no bank).
+SIMD-pair ports (`port_cycles`, `Lds.port_free` / `Lds.take_port`; TimingOptions.off
+"lds_ports" turns them off). The SIMDs reach the LDS in pairs (SIMDs 0-1, 2-3; which SIMDs
+pair is not documented), each pair through one port ([hip-hw] in timing.toml: "each pair
+sharing a 64-byte bidirectional port", one wave at most 64 B/clk; gfx950 reads of b64/b128:
+128 B/clk, [rocroller]). One wave's DS instruction holds its pair's port
+max(issue_cycles + ``lds.write_cycles_per_dword`` * dwords for a write, 64 * bytes per lane /
+``lds.port_read_bytes`` or ``port_write_bytes``) cycles: a DS instruction issues when both the
+banks (above) and its pair's port are free. So one wave's ds_read_b128 stream runs at 64 B/clk
+on gfx942 (16 cycles each, [pyhip] measured) and 128 B/clk on gfx950 (8 cycles), while the
+banks serve two such streams at once. LDS DMA writes come from the vector memory return path,
+not a SIMD port: they hold none. Not modeled: ds_swizzle / ds_permute use no bank.
 
 Trace replay (replay.py) has no addresses: there `Lds` has no `LdsAccesses` and every DS
-instruction costs its bandwidth only, as before bank conflicts were modeled.
+instruction costs its bandwidth and its SIMD-pair port only (no bank conflicts).
 """
 
 from __future__ import annotations
@@ -54,7 +62,7 @@ import numpy as np
 from asterism.isa import Instruction
 from asterism.target.timing import TimingModel
 from asterism.timing.result import LdsCost
-from asterism.timing.state import ModelWave
+from asterism.timing.state import Cu, ModelWave
 
 if TYPE_CHECKING:
     from asterism.timing.static import Static
@@ -64,6 +72,26 @@ def busy_cycles(isa: Instruction, data_dwords: int, tm: TimingModel) -> int:
     """Cycles a DS instruction moving `data_dwords` per lane keeps the CU's LDS busy (its
     bandwidth cost, without bank conflicts)."""
     return tm.occupancy_of(isa, data_dwords)
+
+
+# The SIMD pairs' LDS ports, as keys of the CU's unit table (Cu.units: free at).
+PORTS = ("lds_port0", "lds_port1")
+
+
+def port_cycles(kind: str, data_dwords: int, tm: TimingModel) -> int:
+    """Cycles one wave's DS instruction of `kind` "ds_read" / "ds_write" moving `data_dwords`
+    per lane holds its SIMD pair's LDS port (see the module docstring)."""
+    dwords = max(data_dwords, 1)
+    nbytes = 64 * 4 * dwords  # a wave64: 64 lanes
+    if kind == "ds_write":
+        issue = tm.issue_cycles + tm.lds_write_cycles_per_dword * dwords
+        return max(issue, -(-nbytes // tm.lds_port_write_bytes))
+    return max(tm.issue_cycles, -(-nbytes // tm.lds_port_read_bytes))
+
+
+def port_of(simd: int) -> str:
+    """The LDS port key of a SIMD (its pair: SIMDs 0-1 port 0, 2-3 port 1, ...)."""
+    return PORTS[(simd >> 1) % len(PORTS)]
 
 
 def latency(tm: TimingModel) -> int:
@@ -152,9 +180,12 @@ class Lds:
     when its counter entry completes. With `accesses` (the functional driver) bank conflicts
     count; `costs` collects them per instruction index (see result.LdsCost)."""
 
-    def __init__(self, tm: TimingModel, accesses: LdsAccesses | None = None) -> None:
+    def __init__(self, tm: TimingModel, accesses: LdsAccesses | None = None,
+                 ports: bool = True) -> None:
         self.tm = tm
         self.accesses = accesses
+        self.ports = ports  # the SIMD-pair ports (TimingOptions.off "lds_ports")
+        self.port_busy: dict[str, int] = {}  # port -> cycles DS instructions held it
         self.costs: dict[int, LdsCost] = {}
         self._serial = -1
         self._added = 0
@@ -162,6 +193,20 @@ class Lds:
     def cost(self, w: ModelWave, st: Static, now: int) -> int:
         """Cycles the instruction keeps the CU's LDS busy."""
         return st.occupancy + self.added(st)
+
+    def port_free(self, cu: Cu, w: ModelWave, st: Static) -> int:
+        """When the wave's SIMD-pair LDS port can take `st` (0: no port to wait for)."""
+        if not (self.ports and st.lds_port):
+            return 0
+        return cu.units.get(port_of(w.simd), 0)
+
+    def take_port(self, cu: Cu, w: ModelWave, st: Static, now: int) -> None:
+        """`st` issued at `now`: it holds its SIMD pair's port for st.lds_port cycles."""
+        if self.ports and st.lds_port:
+            key = port_of(w.simd)
+            cu.units[key] = now + st.lds_port
+            if cu.index == 0:  # the report's figure: CU 0's ports
+                self.port_busy[key] = self.port_busy.get(key, 0) + st.lds_port
 
     def latency(self, w: ModelWave, st: Static) -> int:
         """Cycles from issue until the instruction's lgkmcnt entry completes."""
@@ -209,5 +254,5 @@ class Lds:
         return added
 
 
-__all__ = ["Lds", "LdsAccesses", "bank_cycles", "busy_cycles", "form_of", "lane_phases",
-           "latency", "rule_of"]
+__all__ = ["PORTS", "Lds", "LdsAccesses", "bank_cycles", "busy_cycles", "form_of",
+           "lane_phases", "latency", "port_cycles", "port_of", "rule_of"]

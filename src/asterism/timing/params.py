@@ -30,9 +30,11 @@ class TimingError(AsterismError):
 # (barriers.py; off: one barrier for all waves resident on a CU, the model before issue 23),
 # the measured scalar-cache miss (memory.py; off: a cold scalar load pays memory.hbm) and the
 # store write-out queue (stores.py; off: a store completes memory.l2_hit after issue) and the
-# VALU result paths to other units (valu.py; off: every reader one issue cycle after a VALU).
+# VALU result paths to other units (valu.py; off: every reader one issue cycle after a VALU);
+# the SIMD-pair LDS ports (lds.py; off: only the CU's banks limit a DS instruction) and wave
+# priorities (priority.py; off: s_setprio is ignored, waves issue by age alone).
 MECHANISMS = ("lds_banks", "vmem_lines", "bandwidth", "wg_barriers", "smem_miss",
-              "store_queue", "valu_paths")
+              "store_queue", "valu_paths", "lds_ports", "setprio")
 # The ones a capture's replay models (it has no addresses: no banks, lines or bandwidth;
 # its barrier groups are `trace replay --barrier-groups`).
 REPLAY_MECHANISMS = ("smem_miss", "store_queue", "valu_paths")
@@ -121,6 +123,9 @@ def parameters(tm: TimingModel, slots_per_simd: int, workgroups_per_cu: int) -> 
                      "result_extra": tm.mfma.result_extra},
             "lds_bytes_per_cycle": tm.lds_bytes_per_cycle, "lds_banks": tm.lds_banks,
             "lds_conflict_cycles": tm.lds_conflict_cycles,
+            "lds_port_read_bytes": tm.lds_port_read_bytes,
+            "lds_port_write_bytes": tm.lds_port_write_bytes,
+            "lds_write_cycles_per_dword": tm.lds_write_cycles_per_dword,
             "lds_phases": {k: list(v) for k, v in tm.lds_phases.items()},
             "issue_ports": dict(tm.issue_ports), "memory": dict(tm.memory),
             "dispatch": dict(tm.dispatch), "bandwidth": dict(tm.bandwidth),

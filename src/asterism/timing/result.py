@@ -261,6 +261,10 @@ class TimingResult:
     line_costs: dict[int, LineCost] = field(default_factory=dict)
     bandwidth: BandwidthUse | None = None  # None: the ceiling was not modeled
     paths: PathUse | None = None  # scalar misses, store write-out, VALU result paths
+    # CU 0's SIMD-pair LDS ports: port -> cycles DS instructions held it (lds.py); empty when
+    # the ports are off or no DS instruction ran
+    lds_ports: dict[str, int] = field(default_factory=dict)
+    raised_priority: int = 0  # modeled waves that raised their priority (s_setprio > 0)
 
     @property
     def cycles(self) -> int:
@@ -290,10 +294,26 @@ class TimingResult:
                          f"{w.slot:4d} {w.begin:7d} {w.end:7d} {w.cycles:7d} "
                          f"{len(w.records):6d} {w.stall:7d}")
         lines += self.mechanism_lines()
+        lines += self.port_priority_lines()
         lines += self._barrier_lines()
         if self.bandwidth is not None:
             lines.append("  " + self.bandwidth.line())
         return "\n".join(lines) + "\n"
+
+    def port_priority_lines(self) -> list[str]:
+        """The summary's lines on the SIMD-pair LDS ports and s_setprio (modeled)."""
+        out: list[str] = []
+        if self.lds_ports:
+            busy = ", ".join(f"{k.removeprefix('lds_')} {v} "
+                             f"({100 * v / max(self.cycles, 1):.1f} %)"
+                             for k, v in sorted(self.lds_ports.items()))
+            out.append(f"  LDS SIMD-pair ports ({MODEL_NOTE}): CU 0's DS instructions held them "
+                       f"{busy} of the {self.cycles} cycles")
+        if self.raised_priority:
+            out.append(f"  wave priority ({MODEL_NOTE}): {self.raised_priority} of "
+                       f"{len(self.waves)} waves raised theirs with s_setprio (they issue "
+                       "before older waves of their SIMD)")
+        return out
 
     def mechanism_lines(self, top: int = TOP_INSTRUCTIONS) -> list[str]:
         """The summary's lines on LDS bank conflicts and cache lines (totals and the `top`
@@ -399,6 +419,7 @@ class TimingResult:
                 "barrier_groups": self.barrier_groups(),
                 "bandwidth": self.bandwidth.to_json() if self.bandwidth else None,
                 "paths": self.paths.to_json() if self.paths else None,
+                "lds_ports": dict(self.lds_ports), "raised_priority": self.raised_priority,
                 "parameters": self.parameters, **self.instructions_json()}
 
 

@@ -23,6 +23,8 @@ class ModelWave:
     group: Any  # the emulator's emu.core.Group of this one wave (None when trace-driven)
     wg: int  # barrier group: its workgroup (the slot in the batch; replay: as inferred)
     order: int = 0  # launch order: lower = older = higher issue priority
+    prio: int = 0  # priority.py: user priority set by s_setprio (0 lowest .. 3 highest)
+    prio_max: int = 0  # ... the highest it set (the report counts waves that raised theirs)
     cu: int = 0
     simd: int = 0
     slot: int = 0

@@ -21,7 +21,7 @@ from asterism.isa import Instruction
 from asterism.isa.syntax import decode_waitcnt
 from asterism.mc.operands import Reg
 from asterism.target.timing import TimingModel, timing_class
-from asterism.timing import lds, memory, mfma
+from asterism.timing import lds, memory, mfma, priority
 from asterism.timing.result import (
     CAT_FLAT,
     CAT_IMMED,
@@ -60,6 +60,7 @@ class Static:
     xdl_result: int = 0  # MFMA: cycles until its result is written
     index: int = -1  # the instruction's index (the mechanisms' per-instruction figures)
     lds_form: str = ""  # lds.py's phase-rule family ("tr": a transposed read)
+    lds_port: int = 0  # DS: cycles it holds its SIMD pair's LDS port (lds.port_cycles)
     # cycles the wave spends issuing it (0: one issue cycle): a VALU-unit instruction that
     # keeps the VALU longer than a slot (gfx950 trans: 8) holds its wave as long ([att])
     issue: int = 0
@@ -68,6 +69,7 @@ class Static:
     sbase: tuple[int, ...] = ()
     soffset: tuple[int, ...] = ()
     offset: int = 0
+    prio: int = -1  # s_setprio: the user priority it sets (priority.py); -1 otherwise
 
 
 def simm16(info: OpInfo) -> int:
@@ -122,18 +124,26 @@ def _barrier(info: OpInfo, tm: TimingModel) -> Static:
     return Static("barrier", None, CAT_IMMED, None)
 
 
+def _setprio(info: OpInfo, tm: TimingModel) -> Static:
+    # one issue cycle, no unit, like the other internal SOPP instructions
+    return Static("nop", None, CAT_IMMED, None, cycles=tm.issue_cycles,
+                  prio=priority.priority_of(simm16(info)))
+
+
 def _internal(category: int) -> Callable[[OpInfo, TimingModel], Static]:
     def rule(info: OpInfo, tm: TimingModel) -> Static:
         return Static("nop", None, category, None, cycles=tm.issue_cycles)
     return rule
 
 
-# Internal SOPP instructions: one issue cycle, no unit (s_sendmsg* are MESSAGE in ATT).
-_INTERNAL = ("s_setprio", "s_sethalt", "s_icache_inv", "s_ttracedata", "s_incperflevel",
+# Internal SOPP instructions: one issue cycle, no unit (s_sendmsg* are MESSAGE in ATT;
+# s_setprio also sets the wave's priority, _setprio).
+_INTERNAL = ("s_sethalt", "s_icache_inv", "s_ttracedata", "s_incperflevel",
              "s_decperflevel", "s_trap", "s_setkill")
 CONTROL: dict[str, Callable[[OpInfo, TimingModel], Static]] = {
     "s_endpgm": _endpgm, "s_waitcnt": _waitcnt, "s_nop": _nop, "s_sleep": _sleep,
-    "s_barrier": _barrier, **dict.fromkeys(_INTERNAL, _internal(CAT_IMMED)),
+    "s_barrier": _barrier, "s_setprio": _setprio,
+    **dict.fromkeys(_INTERNAL, _internal(CAT_IMMED)),
     "s_sendmsg": _internal(CAT_MESSAGE), "s_sendmsghalt": _internal(CAT_MESSAGE)}
 
 
@@ -173,7 +183,8 @@ def _lds(info: OpInfo, isa: Instruction, cls: str, tm: TimingModel) -> Static:
     return Static("mem", tm.issue_ports[cls], CAT_LDS, tm.unit_of(cls),
                   lds.busy_cycles(isa, data_dwords(info), tm), tuple(sorted(info.uses)),
                   streams=memory.counter_streams(info), mem="lds",
-                  lds_form=lds.form_of(info.mnemonic))
+                  lds_form=lds.form_of(info.mnemonic),
+                  lds_port=lds.port_cycles(cls, data_dwords(info), tm))
 
 
 def _smem(info: OpInfo, isa: Instruction, cls: str, tm: TimingModel) -> Static:
