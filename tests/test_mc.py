@@ -367,3 +367,26 @@ def test_64_bit_literal_text_round_trips():
     assert enc("s_mov_b32 s2, lit(1)") == bytes.fromhex("ff0082be01000000")
     with pytest.raises(ParseError, match="32-bit literal"):
         enc("s_mov_b32 s2, lit(0x100000000)")
+
+
+@pytest.mark.parametrize("operand", ["\u00b2", "\u0663", "v\u0663", "s[\u0660:1]"])
+def test_non_ascii_digits_are_not_numbers(operand, tmp_path):
+    """Python's int() and regex \\d take Unicode digits ('²' crashed, '٣' assembled as 3):
+    an operand is ASCII or a located ParseError, from the API and the CLI (exit 1, no file)."""
+    import subprocess
+    import sys
+
+    from asterism import api
+    from asterism.errors import AsterismError
+
+    line = f"s_mov_b32 s0, {operand}\n" if not operand.startswith(("v", "s[")) else \
+        f"v_mov_b32 v0, {operand}\n"
+    with pytest.raises(AsterismError, match=r"<asm>:1:|operand|register"):
+        api.assemble(line, target="gfx942", filename="<asm>")
+    src = tmp_path / "bad.s"
+    src.write_text(line, encoding="utf-8")
+    out = tmp_path / "bad.o"
+    r = subprocess.run([sys.executable, "-m", "asterism.cli", "asm", "--target", "gfx942",
+                        str(src), "-o", str(out)], capture_output=True, text=True)
+    assert r.returncode == 1 and "Traceback" not in r.stderr
+    assert f"{src}:1:" in r.stderr and not out.exists()

@@ -49,6 +49,7 @@ from asterism.kernels.base import (
     register,
     require,
 )
+from asterism.target.timing import get_timing
 
 NAME = "flash_attention_fwd"
 TARGETS = ("gfx950", "gfx942")
@@ -191,8 +192,9 @@ class Config:
 
     @property
     def bank_line(self) -> int:
-        """Bytes of one row of LDS banks (4-byte banks: 64 on gfx950, 32 on gfx942)."""
-        return 256 if self.target == "gfx950" else 128
+        """Bytes of one row of LDS banks (4-byte banks, the target's count: 64 on gfx950,
+        32 on gfx942)."""
+        return 4 * get_timing(self.target).lds_banks
 
     @property
     def rows_per_line(self) -> int:

@@ -25,9 +25,10 @@ from asterism.mc.operands import (
     parse_register,
 )
 
-_INT_RE = re.compile(r"^[-+]?(0x[0-9a-fA-F]+|0b[01]+|0o?[0-7]+|\d+)$")
-_FLOAT_RE = re.compile(r"^[-+]?(\d+\.\d*([eE][-+]?\d+)?|\d+[eE][-+]?\d+|\.\d+)$")
-_IDENT_RE = re.compile(r"^[A-Za-z_.$][\w.$@]*$")
+_INT_RE = re.compile(r"^[-+]?(0x[0-9a-fA-F]+|0b[01]+|0o?[0-7]+|\d+)$", re.ASCII)
+_FLOAT_RE = re.compile(r"^[-+]?(\d+\.\d*([eE][-+]?\d+)?|\d+[eE][-+]?\d+|\.\d+)$",
+                       re.ASCII)
+_IDENT_RE = re.compile(r"^[A-Za-z_.$][\w.$@]*$", re.ASCII)
 
 # Modifiers that are flags (no value).
 FLAG_MODIFIERS = {"clamp", "gds", "sc0", "sc1", "nt", "glc", "slc", "nv", "offen", "idxen",
@@ -93,7 +94,8 @@ MAX_MODIFIER_DEPTH = 8  # source modifiers around one operand (-|x| is two, neg(
 _MAX_QUOTE = 40  # characters of an operand quoted in a message
 # Precedence of the binary operators (LLVM's getGNUBinOpPrecedence; higher binds tighter).
 _PRECEDENCE = {"*": 6, "/": 6, "%": 6, "<<": 6, ">>": 6, "|": 5, "^": 5, "&": 5, "+": 4, "-": 4}
-_TOKEN_RE = re.compile(r"\s*(?:([0-9][0-9a-zA-Z]*)|([A-Za-z_.$][\w.$]*)|(<<|>>|[-+*/%&|^~()]))")
+_TOKEN_RE = re.compile(r"\s*(?:([0-9][0-9a-zA-Z]*)|([A-Za-z_.$][\w.$]*)|(<<|>>|[-+*/%&|^~()]))",
+                       re.ASCII)
 # Digits of the largest 64-bit value per base: more (after leading zeros) cannot fit.
 _MAX_DIGITS = {16: 16, 10: 20, 8: 22, 2: 64}
 
@@ -152,7 +154,7 @@ def eval_int(text: str, symbols: dict[str, int] | None = None,
     t = text.strip()
     if not t:
         return None
-    if t.isdigit() and len(t) < 19 and (t[0] != "0" or len(t) == 1):
+    if t.isascii() and t.isdigit() and len(t) < 19 and (t[0] != "0" or len(t) == 1):
         return int(t)  # the common case: a plain decimal number
     tokens: list[str] = []
     pos = 0
@@ -570,7 +572,7 @@ class InstParser:
 # Parse results reused by text. Only results no `.set` symbol can change are kept (see
 # InstParser._operand / _parse_modifier), so they are shared by every parser; the values are
 # immutable. Each table is emptied when it reaches _TABLE_LIMIT entries to bound memory.
-_MNEMONIC_RE = re.compile(r"[A-Za-z_][\w]*")
+_MNEMONIC_RE = re.compile(r"[A-Za-z_][\w]*", re.ASCII)
 _MNEMONICS: dict[str, str] = {}  # mnemonic as written -> lower case (valid ones only)
 _OPERANDS: dict[str, Operand] = {}  # stripped operand text -> operand
 _MODIFIERS: dict[str, tuple[str, object]] = {}  # modifier token -> (name, value)

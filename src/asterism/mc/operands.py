@@ -236,7 +236,8 @@ def format_float(value: float) -> str:
 
 
 # (at most 9 digits: no register file is that large, and int() of thousands of digits fails)
-_REG_RE = re.compile(r"^(v|s|a|ttmp)(\d{1,9})$|^(v|s|a|ttmp)\[(\d{1,9})(?::(\d{1,9}))?\]$", re.I)
+_REG_RE = re.compile(r"^(v|s|a|ttmp)(\d{1,9})$|^(v|s|a|ttmp)\[(\d{1,9})(?::(\d{1,9}))?\]$",
+                     re.I | re.ASCII)
 
 
 def parse_register(text: str) -> Reg | Special | None:

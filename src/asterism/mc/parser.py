@@ -25,7 +25,7 @@ IGNORED_DIRECTIVES = {
     ".size", ".p2align", ".align", ".balign", ".text", ".rodata", ".data", ".end",
     ".amdgpu_hsa_kernel", ".globl", ".global",
 }
-_LABEL_RE = re.compile(r"[A-Za-z_.$][\w.$@]*:")
+_LABEL_RE = re.compile(r"[A-Za-z_.$][\w.$@]*:", re.ASCII)
 TARGET_RE = re.compile(r'"?amdgcn-amd-amdhsa--(gfx[0-9a-f]+)((?::[a-z]+[+-])*)"?')
 
 
