@@ -60,6 +60,9 @@ RESCALE_SLACK = 8.0  # growth of the running max (log2 units) tolerated before a
 M_INIT = -1.0e30  # finite start of the running max: exp2(M_INIT - m) is 0, never NaN
 COPY_LAG = 4  # global -> LDS copies through registers: loads in flight before the writes
 READ_AHEAD = 2  # MFMA steps the LDS operand reads run ahead of their MFMA
+# gfx942's K reads (k_ahead auto): the LDS latency (64 cycles) plus the SIMD-pair port's queue
+# is more than 2 steps of 32-cycle MFMAs cover.
+K_AHEAD_GFX942 = 3
 PV_READ_AHEAD = 4  # the same for the V^T reads of gfx950 (2 ds_read_b64_tr_b16 per MFMA)
 DMA_M0_SGPR = 64  # first SGPR of the pinned DMA M0 values (gfx950)
 BUFFER_WORD3 = 0x00020000  # raw buffer, 32-bit data format (range-checked, stride 0)
@@ -123,6 +126,9 @@ PARAMS = (
           "meet at the MFMAs), b64 = one ds_read_b64 per step (2-way conflicts on gfx942); "
           "auto = b64 on gfx942 (gfx950 always reads 16 bytes: one 32x32x16 step)",
           choices=("auto", "b64", "b128")),
+    Param("k_ahead", 0, "K operand reads in flight ahead of their S MFMAs (each holds "
+          "a K fragment's VGPRs): 1-6; 0 = auto: 3 on gfx942 (its 32-cycle 32x32x8 MFMAs: 2 "
+          "steps do not cover the LDS latency and the SIMD-pair port's queue), 2 on gfx950"),
     Param("prefetch", True, "gfx942 (one LDS stage): the global loads of the next key "
           "block's K/V tiles are issued before this block's P V MFMAs, into the S registers "
           "(free once P is packed), and only their LDS writes sit between the two barriers "
@@ -174,6 +180,7 @@ class Config:
     k_bytes: int = 16  # bytes of a lane's K read (8 on gfx942 with k_read b64)
     prefetch: bool = False  # gfx942: next block's K/V loaded into the S registers early
     q_lds: bool = False  # gfx942: Q staged through LDS with row-contiguous loads
+    k_ahead: int = READ_AHEAD  # K reads in flight ahead of their S MFMA
 
     @property
     def row_tiles(self) -> int:
@@ -338,7 +345,7 @@ class Config:
         (8-aligned) and what an iteration keeps live at its peak: the packed P of the whole
         block (8 per tile), one V fragment pair and a few addresses and statistics."""
         pinned = sum(-(-n // 8) * 8 for n in self.pinned_vgprs.values())
-        return 8 + pinned + 8 * self.tiles + (READ_AHEAD + 1) * self.frag + 4 * COPY_LAG + 8
+        return 8 + pinned + 8 * self.tiles + (self.k_ahead + 1) * self.frag + 4 * COPY_LAG + 8
 
 
 def check(target: str, p: dict[str, Any]) -> Config:
@@ -374,6 +381,8 @@ def check(target: str, p: dict[str, Any]) -> Config:
     require(p["seed"] >= 0, "seed", f"must be at least 0, got {p['seed']}")
     require(p["scale"] >= 0, "scale", f"must be positive (or 0 for 1/sqrt(head_dim)), "
             f"got {p['scale']}")
+    require(0 <= p["k_ahead"] <= 6, "k_ahead",
+            f"must be 1 to 6 K reads ahead (or 0 for auto), got {p['k_ahead']}")
     if p["causal"]:
         require(seq_k >= p["seq_q"], "causal",
                 f"needs seq_k >= seq_q (bottom-right aligned mask; rows with no visible key "
@@ -386,7 +395,9 @@ def check(target: str, p: dict[str, Any]) -> Config:
                  truncate=p["bf16_round"] == "truncate", loop=p["loop"],
                  away=p["bf16_round"] == "nearest_away",
                  vt=target == "gfx942" and p["v_layout"] != "rows",
-                 k_bytes=16 if target == "gfx950" or p["k_read"] == "b128" else 8)
+                 k_bytes=16 if target == "gfx950" or p["k_read"] == "b128" else 8,
+                 k_ahead=p["k_ahead"] or (K_AHEAD_GFX942 if target == "gfx942"
+                                          else READ_AHEAD))
     require(p["k_read"] != "b64" or target == "gfx942", "k_read",
             "b64 is the gfx942 choice (a gfx950 32x32x16 step reads 16 bytes per lane)")
     require(p["v_layout"] != "transposed" or target == "gfx942", "v_layout",
@@ -1143,17 +1154,19 @@ class _Builder:
         space = list(unroll(cfg.tiles, steps))
         reads = Stream.over("ds_read", list(unroll(cfg.tiles, steps // per)), read_k)
         if softmax is None:
-            self.pipelined(reads, Stream.over("mfma", space, mfma), 1, dma=dma, every=per)
+            self.pipelined(reads, Stream.over("mfma", space, mfma), 1, dma=dma, every=per,
+                           ahead=cfg.k_ahead)
             return
         before_branch, branch, after_branch = softmax
         n = len(space)
         split = min(n - 1, max(1, round(n * len(before_branch)
                                         / (len(before_branch) + len(after_branch)))))
         self.pipelined(reads, Stream.over("mfma", space[:split], mfma), 1, dma=dma,
-                       softmax=Stream("valu", before_branch), total=n)
+                       softmax=Stream("valu", before_branch), total=n, ahead=cfg.k_ahead)
         branch(kb)
         self.pipelined(reads, Stream.over("mfma", space[split:], mfma), 1, dma=dma,
-                       softmax=Stream("valu", after_branch), total=n, first=split)
+                       softmax=Stream("valu", after_branch), total=n, first=split,
+                       ahead=cfg.k_ahead)
 
     def softmax_items(self, S, key0=None) -> tuple[list, Any, list]:
         """The online softmax of the scores in S as (VALU emitters before the branch of the
