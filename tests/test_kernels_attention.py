@@ -552,3 +552,39 @@ def test_gfx942_v_transposed_reads_one_b64_per_operand():
     assert b64 > 0 and count(rows, "ds_read_u16") == 4 * b64
     # v_perm_b32: 16 in the V copy per 64 V^T reads over the rows layout's (P, O packing)
     assert 64 * (count(vt, "v_perm_b32") - count(rows, "v_perm_b32")) == 16 * b64
+
+
+# s_setprio (issue 24): group = waves 4-7 raise their priority once (AITER's placement),
+# mfma = every wave raises it before its MFMA phases and lowers it before its softmax.
+SETPRIO_CASES = [
+    ("group", dict(heads=1, seq_q=256, seq_k=192, head_dim=64, dtype="f16")),
+    ("mfma", dict(heads=1, seq_q=300, seq_k=330, head_dim=64, causal=True, lse=True)),
+]
+
+
+@pytest.mark.parametrize(("setprio", "extra"), SETPRIO_CASES, ids=[c[0] for c in SETPRIO_CASES])
+def test_setprio_matches_numpy_and_emits_s_setprio(setprio, extra):
+    gen = kernels.get(GEN)
+    case = gen.build("gfx950", dict(waves=8, setprio=setprio, **extra))
+    excess, _err = run_case(case)
+    assert excess <= 0
+    text = str(case.module)
+    if setprio == "group":  # once, in the branch only waves 4-7 take
+        assert text.count("s_setprio") == 1
+    else:  # per key block: 1 before the S MFMAs, 0 before the softmax, 1 before P V
+        assert text.count("s_setprio") % 3 == 0 and text.count("s_setprio") >= 3
+    # llvm-mc-22 -mcpu=gfx950: s_setprio 1 is [0x01,0x00,0x8f,0xbf], s_setprio 0
+    # [0x00,0x00,0x8f,0xbf]
+    code = asterism.compile(gen.build("gfx950", dict(waves=8, setprio=setprio, **extra)).module,
+                            pipeline="auto")  # (compile takes a module once: a new build)
+    assert b"\x01\x00\x8f\xbf" in code
+    assert (b"\x00\x00\x8f\xbf" in code) == (setprio == "mfma")
+    assert "s_setprio" not in str(gen.build("gfx950", dict(waves=8, **extra)).module)
+
+
+def test_setprio_needs_two_waves_per_simd_and_phases():
+    gen = kernels.get(GEN)
+    with pytest.raises(KernelParamError, match="setprio: group .* needs 8 waves, got 4"):
+        gen.build("gfx950", {"waves": 4, "setprio": "group"})
+    with pytest.raises(KernelParamError, match="setprio: mfma needs one S buffer"):
+        gen.build("gfx950", {"waves": 8, "block_n": 64, "s_buffers": 2, "setprio": "mfma"})

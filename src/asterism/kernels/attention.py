@@ -145,6 +145,15 @@ PARAMS = (
           "rescale an scf.if on vcc, ping-pong S two bodies per trip with the odd trip after "
           "the loop; unrolled = blocks and branches written by the generator",
           choices=("scf", "unrolled")),
+    Param("setprio", "none", "s_setprio (the wave priority of the SIMD's issue arbitration) "
+          "where two waves share a SIMD (8 waves): group = the second wave group (waves 4-7, "
+          "each the second wave of its SIMD) raises its priority once at the start, as "
+          "AITER's kernel does; mfma = every wave raises it before its MFMA phases and "
+          "lowers it before its softmax VALU (one S buffer); none = issue by age (the "
+          "default: both waves of a SIMD meet the barrier every key block and start the "
+          "block in the same phase, so priority only reorders them; modeled at "
+          "1x2x1024x128: none 51238, group 51294, mfma 51730 cycles)",
+          choices=("none", "group", "mfma")),
     Param("seed", 0, "random seed of the inputs"),
 )
 
@@ -181,6 +190,7 @@ class Config:
     prefetch: bool = False  # gfx942: next block's K/V loaded into the S registers early
     q_lds: bool = False  # gfx942: Q staged through LDS with row-contiguous loads
     k_ahead: int = READ_AHEAD  # K reads in flight ahead of their S MFMA
+    setprio: str = "none"  # s_setprio: none, group (waves 4-7 once) or mfma (per phase)
 
     @property
     def row_tiles(self) -> int:
@@ -397,13 +407,19 @@ def check(target: str, p: dict[str, Any]) -> Config:
                  vt=target == "gfx942" and p["v_layout"] != "rows",
                  k_bytes=16 if target == "gfx950" or p["k_read"] == "b128" else 8,
                  k_ahead=p["k_ahead"] or (K_AHEAD_GFX942 if target == "gfx942"
-                                          else READ_AHEAD))
+                                          else READ_AHEAD),
+                 setprio=p["setprio"])
     require(p["k_read"] != "b64" or target == "gfx942", "k_read",
             "b64 is the gfx942 choice (a gfx950 32x32x16 step reads 16 bytes per lane)")
     require(p["v_layout"] != "transposed" or target == "gfx942", "v_layout",
             "transposed is the gfx942 copy (gfx950 reads V rows transposed with "
             "ds_read_b64_tr_b16 straight from its DMA-written tiles)")
     cfg = _with_registers(cfg, p, chip.vgpr.arch)
+    require(cfg.setprio == "none" or cfg.waves == 8, "setprio",
+            f"{cfg.setprio} orders the two waves of a SIMD: it needs 8 waves, got {cfg.waves}")
+    require(cfg.setprio != "mfma" or cfg.s_buffers == 1, "setprio",
+            "mfma needs one S buffer (with ping-pong S the MFMAs and the softmax co-issue: "
+            "no phases to prioritize)")
     q_fits = cfg.waves * ROWS_PER_WAVE * cfg.row_bytes <= cfg.lds_bytes
     require(p["q_staging"] != "lds" or (target == "gfx942" and q_fits), "q_staging",
             f"lds is the gfx942 choice and needs {cfg.waves} x 32 Q rows "
@@ -1597,8 +1613,11 @@ class _Builder:
                 v_first = kb.v_add_u32(None, self.key_off, self.next_v)
                 dma = self.dma_stream([(self.rk, 0, k_first, self.dma_stage),
                                        (self.rv, 1, v_first, self.dma_stage)])
+            self.priority(1)
             self.scores(S, dma)
+            self.priority(0)
             self.softmax(S, key0)
+            self.priority(1)
         self.accumulate()
         if cfg.stages == 2:
             self.next_stage()
@@ -1746,6 +1765,22 @@ class _Builder:
             return kb.v_cndmask_b32(None, a, b, own_low)
         return kb.ds_bpermute_b32(None, self.partner, value)
 
+    def group_priority(self) -> None:
+        """setprio=group: the second wave of each SIMD (waves waves/2..) raises its priority
+        once, so its MFMA stream goes first and the first group's VALU fills the gaps."""
+        cfg, kb = self.cfg, self.kb
+        if cfg.setprio != "group":
+            return
+        wave = kb.v_readfirstlane_b32(None, kb.v_lshrrev_b32(None, 6, self.tid))
+        with kb.if_(kb.s_lshr_b32(None, wave, _log2(cfg.waves // 2))).then():
+            kb.s_setprio(1)
+
+    def priority(self, level: int) -> None:
+        """setprio=mfma: this wave's priority for the phase that follows (1: MFMAs, 0:
+        softmax VALU)."""
+        if self.cfg.setprio == "mfma":
+            self.kb.s_setprio(level)
+
     def tid_in_wave(self):
         """The lane index 0..63."""
         return self.kb.v_and_b32(None, 63, self.tid)
@@ -1756,6 +1791,7 @@ class _Builder:
         self.regions()
         self.setup()
         self.lane_constants()
+        self.group_priority()
         done = kb.new_label("done")
         for k, set_row0 in enumerate(self.row_tile_passes()):
             if k == 1 and cfg.row_tiles % 2:
