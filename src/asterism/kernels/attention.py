@@ -63,6 +63,11 @@ READ_AHEAD = 2  # MFMA steps the LDS operand reads run ahead of their MFMA
 # gfx942's K reads (k_ahead auto): the LDS latency (64 cycles) plus the SIMD-pair port's queue
 # is more than 2 steps of 32-cycle MFMAs cover.
 K_AHEAD_GFX942 = 3
+# s_setprio levels per setprio mode at the phase points of a key block (_Builder.priority):
+# scores (before the S MFMAs), softmax (after them), exps (after the row max's lane exchange,
+# before the rescale branch), pv (before the P V MFMAs).
+PRIORITY_POINTS = {"mfma": {"scores": 1, "softmax": 0, "pv": 1},
+                   "scores": {"scores": 1, "exps": 0}}
 PV_READ_AHEAD = 4  # the same for the V^T reads of gfx950 (2 ds_read_b64_tr_b16 per MFMA)
 DMA_M0_SGPR = 64  # first SGPR of the pinned DMA M0 values (gfx950)
 BUFFER_WORD3 = 0x00020000  # raw buffer, 32-bit data format (range-checked, stride 0)
@@ -145,15 +150,18 @@ PARAMS = (
           "rescale an scf.if on vcc, ping-pong S two bodies per trip with the odd trip after "
           "the loop; unrolled = blocks and branches written by the generator",
           choices=("scf", "unrolled")),
-    Param("setprio", "none", "s_setprio (the wave priority of the SIMD's issue arbitration) "
+    Param("setprio", "auto", "s_setprio (the wave priority of the SIMD's issue arbitration) "
           "where two waves share a SIMD (8 waves): group = the second wave group (waves 4-7, "
           "each the second wave of its SIMD) raises its priority once at the start, as "
           "AITER's kernel does; mfma = every wave raises it before its MFMA phases and "
-          "lowers it before its softmax VALU (one S buffer); none = issue by age (the "
-          "default: both waves of a SIMD meet the barrier every key block and start the "
-          "block in the same phase, so priority only reorders them; modeled at "
-          "1x2x1024x128: none 51238, group 51294, mfma 51730 cycles)",
-          choices=("none", "group", "mfma")),
+          "lowers it before its softmax VALU (one S buffer); scores = every wave raises it "
+          "before its S MFMAs and lowers it after its row max's lane exchange (one S buffer): "
+          "the second wave's S MFMAs then go before the first wave's P V MFMAs, and the first "
+          "wave's exchange before the second wave's K reads; none = issue by age (gfx950: "
+          "both waves of a SIMD meet the barrier every key block and start the block in the "
+          "same phase, so priority only reorders them; modeled at 1x2x1024x128: none 51238, "
+          "group 51294, mfma 51730 cycles); auto = scores on gfx942 with 8 waves and one S "
+          "buffer, else none", choices=("auto", "none", "group", "mfma", "scores")),
     Param("seed", 0, "random seed of the inputs"),
 )
 
@@ -408,7 +416,7 @@ def check(target: str, p: dict[str, Any]) -> Config:
                  k_bytes=16 if target == "gfx950" or p["k_read"] == "b128" else 8,
                  k_ahead=p["k_ahead"] or (K_AHEAD_GFX942 if target == "gfx942"
                                           else READ_AHEAD),
-                 setprio=p["setprio"])
+                 setprio=p["setprio"] if p["setprio"] != "auto" else "none")
     require(p["k_read"] != "b64" or target == "gfx942", "k_read",
             "b64 is the gfx942 choice (a gfx950 32x32x16 step reads 16 bytes per lane)")
     require(p["v_layout"] != "transposed" or target == "gfx942", "v_layout",
@@ -417,9 +425,14 @@ def check(target: str, p: dict[str, Any]) -> Config:
     cfg = _with_registers(cfg, p, chip.vgpr.arch)
     require(cfg.setprio == "none" or cfg.waves == 8, "setprio",
             f"{cfg.setprio} orders the two waves of a SIMD: it needs 8 waves, got {cfg.waves}")
-    require(cfg.setprio != "mfma" or cfg.s_buffers == 1, "setprio",
-            "mfma needs one S buffer (with ping-pong S the MFMAs and the softmax co-issue: "
-            "no phases to prioritize)")
+    require(cfg.setprio not in ("mfma", "scores") or cfg.s_buffers == 1, "setprio",
+            f"{cfg.setprio} needs one S buffer (with ping-pong S the MFMAs and the softmax "
+            "co-issue: no phases to prioritize)")
+    if p["setprio"] == "auto" and target == "gfx942" and cfg.waves == 8 \
+            and cfg.s_buffers == 1:
+        import dataclasses
+
+        cfg = dataclasses.replace(cfg, setprio="scores")
     q_fits = cfg.waves * ROWS_PER_WAVE * cfg.row_bytes <= cfg.lds_bytes
     require(p["q_staging"] != "lds" or (target == "gfx942" and q_fits), "q_staging",
             f"lds is the gfx942 choice and needs {cfg.waves} x 32 Q rows "
@@ -1284,6 +1297,7 @@ class _Builder:
         first, branch, second = self.softmax_items(S, key0)
         for emit in first:
             emit(self.kb)
+        self.priority("exps")
         branch(self.kb)
         for emit in second:
             emit(self.kb)
@@ -1613,11 +1627,11 @@ class _Builder:
                 v_first = kb.v_add_u32(None, self.key_off, self.next_v)
                 dma = self.dma_stream([(self.rk, 0, k_first, self.dma_stage),
                                        (self.rv, 1, v_first, self.dma_stage)])
-            self.priority(1)
+            self.priority("scores")
             self.scores(S, dma)
-            self.priority(0)
+            self.priority("softmax")
             self.softmax(S, key0)
-            self.priority(1)
+            self.priority("pv")
         self.accumulate()
         if cfg.stages == 2:
             self.next_stage()
@@ -1775,10 +1789,11 @@ class _Builder:
         with kb.if_(kb.s_lshr_b32(None, wave, _log2(cfg.waves // 2))).then():
             kb.s_setprio(1)
 
-    def priority(self, level: int) -> None:
-        """setprio=mfma: this wave's priority for the phase that follows (1: MFMAs, 0:
-        softmax VALU)."""
-        if self.cfg.setprio == "mfma":
+    def priority(self, at: str) -> None:
+        """setprio mfma / scores: this wave's priority for the phase that begins `at`
+        (PRIORITY_POINTS)."""
+        level = PRIORITY_POINTS.get(self.cfg.setprio, {}).get(at)
+        if level is not None:
             self.kb.s_setprio(level)
 
     def tid_in_wave(self):
