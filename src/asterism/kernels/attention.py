@@ -138,6 +138,16 @@ PARAMS = (
           "block's K/V tiles are issued before this block's P V MFMAs, into the S registers "
           "(free once P is packed), and only their LDS writes sit between the two barriers "
           "(where the S registers hold them; false: loads and writes between the barriers)"),
+    Param("lds_writes", "between", "gfx942 with prefetch and transposed V (one LDS stage): "
+          "where the copy's LDS writes go. between = K and V^T of the next block written "
+          "between two barriers at the block's start (no MFMA runs meanwhile); split = V^T "
+          "written after the block's barrier (the previous block's P V reads are done), "
+          "before the S MFMAs, and K of the next block at the end of the P V phase, after a "
+          "second barrier that the waves 4-7 pass after their S MFMAs and the waves 0-3 after "
+          "their softmax (every wave is done with K then; each SIMD's first wave is in its "
+          "softmax and the second in its S MFMAs there anyway). split is modeled slower "
+          "(49854 vs 48210 cycles at 1x2x512x128: the SIMDs, up to 800 cycles apart, now meet "
+          "twice a block)", choices=("between", "split")),
     Param("q_staging", "auto", "how Q reaches its registers: lds = row-contiguous "
           "buffer_load_dwordx4 (4 rows of 1 KiB per instruction) into the wave's part of the "
           "LDS (chunks XOR-swizzled by row), then read in the MFMA layout; direct = each lane "
@@ -198,6 +208,8 @@ class Config:
     prefetch: bool = False  # gfx942: next block's K/V loaded into the S registers early
     q_lds: bool = False  # gfx942: Q staged through LDS with row-contiguous loads
     k_ahead: int = READ_AHEAD  # K reads in flight ahead of their S MFMA
+    split_writes: bool = False  # gfx942 prefetch: V^T writes after the block's barrier, K's
+    # after a mid-block barrier (lds_writes split)
     setprio: str = "none"  # s_setprio: none, group (waves 4-7 once) or mfma (per phase)
 
     @property
@@ -447,6 +459,14 @@ def check(target: str, p: dict[str, Any]) -> Config:
 
         # Where the S registers hold a block's K and V (the copy's VGPRs per lane).
         cfg = dataclasses.replace(cfg, prefetch=cfg.copy_vgprs <= 16 * cfg.tiles)
+    split_fits = cfg.prefetch and cfg.vt and cfg.stages == 1
+    require(p["lds_writes"] != "split" or split_fits, "lds_writes",
+            "split needs the gfx942 copy with prefetch=true and v_layout transposed (the next "
+            "block's tiles in the S registers)")
+    if p["lds_writes"] == "split":
+        import dataclasses
+
+        cfg = dataclasses.replace(cfg, split_writes=True)
     require(cfg.tile_bytes % (16 * 64 * cfg.waves) == 0, "waves",
             f"{cfg.waves} waves cannot split a {cfg.block_n}x{cfg.head_dim} tile into 16-byte "
             f"loads evenly ({cfg.tile_bytes} bytes); use fewer waves or a larger block_n")
@@ -947,9 +967,9 @@ class _Builder:
                                 kb.v_add_u32(None, key_off, self.copy_v))
             return
         if cfg.prefetch:  # loaded by prefetch_tiles already
-            for emit in self.pending:
+            for emit in self.pending + self.pending_v:
                 emit(kb)
-            self.pending = []
+            self.pending, self.pending_v = [], []
             return
         # v_layout transposed: V's first loads go first, its writes after K's, each
         # repetition's writes after the next one's loads.
@@ -1027,11 +1047,13 @@ class _Builder:
                 regs[offset] = dest(4)
                 loads.append(lambda kb, rs=rsrc, r=r, o=offset: load(kb, rs, r, o))
                 writes.append(lambda kb, o=offset: write(kb, o))
+        v_writes = []
         if cfg.vt:
             for rep_loads, vt_writes in self.load_vt(key_off, dest, split=True):
                 loads += rep_loads
-                writes.append(vt_writes)
-        self.pending = writes
+                v_writes.append(vt_writes)
+        # split_writes: K's writes (pending) and V^T's (pending_v) go to different places.
+        self.pending, self.pending_v = writes, v_writes
         if issue:
             for emit in loads:
                 emit(kb)
@@ -1440,6 +1462,8 @@ class _Builder:
             self.first_stage()
         elif cfg.prefetch:
             self.prefetch_tiles(self.key_off)
+            if cfg.split_writes:
+                self.split_prologue()
         if cfg.loop == "scf":
             self.loops_scf()
             return
@@ -1617,7 +1641,13 @@ class _Builder:
         else:
             S = self.region["S"]
             dma = None
-            if cfg.stages == 1:
+            if cfg.split_writes:
+                # Every wave is done with the previous V^T (and K of this block is written).
+                kb.s_barrier()
+                for emit in self.pending_v:
+                    emit(kb)
+                self.pending_v = []
+            elif cfg.stages == 1:
                 kb.s_barrier()  # every wave is done with the previous tiles
                 self.load_tiles(self.key_off)
                 kb.s_barrier()
@@ -1629,14 +1659,51 @@ class _Builder:
                                        (self.rv, 1, v_first, self.dma_stage)])
             self.priority("scores")
             self.scores(S, dma)
+            self.mid_barrier(second=True)
             self.priority("softmax")
             self.softmax(S, key0)
+            self.mid_barrier(second=False)
             self.priority("pv")
         self.accumulate()
+        if cfg.split_writes:  # the next block's K: every wave is past its S MFMAs
+            for emit in self.pending:
+                emit(kb)
+            self.pending = []
         if cfg.stages == 2:
             self.next_stage()
         self.key_off = kb.s_add_u32(self.key_off, self.key_off, cfg.tile_bytes)
         self.key0 = kb.s_add_u32(self.key0, self.key0, cfg.block_n)
+
+    def split_prologue(self) -> None:
+        """lds_writes split, before the key loops: the wave groups (the second wave of each
+        SIMD passes the mid-block barrier after its S MFMAs, the first after its softmax),
+        then a barrier (every wave is done with the LDS: Q staging, a previous pass's tiles)
+        and the first block's K writes (its V^T is written at the top of the first
+        iteration)."""
+        cfg, kb = self.cfg, self.kb
+        self.second_group = None
+        if cfg.waves > 4:
+            wave = kb.v_readfirstlane_b32(None, kb.v_lshrrev_b32(None, 6, self.tid))
+            self.second_group = kb.s_lshr_b32(None, wave, _log2(cfg.waves // 2))
+            self.first_group = kb.s_xor_b32(None, self.second_group, 1)
+        kb.s_barrier()
+        for emit in self.pending:
+            emit(kb)
+        self.pending = []
+
+    def mid_barrier(self, second: bool) -> None:
+        """lds_writes split: the mid-block barrier after which K may be overwritten, for the
+        second wave group after its S MFMAs (second), for the first after its softmax (the
+        only group with 4 waves or fewer)."""
+        cfg, kb = self.cfg, self.kb
+        if not cfg.split_writes:
+            return
+        if self.second_group is None:
+            if not second:
+                kb.s_barrier()
+            return
+        with kb.if_(self.second_group if second else self.first_group).then():
+            kb.s_barrier()
 
     def first_stage(self) -> None:
         """Double buffering: the first key block's tiles into buffer 0, then the loop reads
