@@ -138,6 +138,15 @@ PARAMS = (
           "block's K/V tiles are issued before this block's P V MFMAs, into the S registers "
           "(free once P is packed), and only their LDS writes sit between the two barriers "
           "(where the S registers hold them; false: loads and writes between the barriers)"),
+    Param("max_exchange", "every_block", "where the row max is exchanged with the other half "
+          "of the row (lane l ^ 32; gfx942: ds_bpermute_b32 through the LDS, gfx950: "
+          "v_permlane32_swap_b32): every_block = before the deferred-rescale test; "
+          "on_rescale = only inside the rescale branch (the test on each half's own max "
+          "takes the branch exactly when the row's max grew past the slack; without it the "
+          "old max stays, the same in both halves): no LDS access between the S MFMAs and "
+          "the exps in most blocks, but modeled slower on gfx942 (49558 vs 48210 cycles at "
+          "1x2x512x128: the waves of a SIMD meet at the MFMAs differently)",
+          choices=("every_block", "on_rescale")),
     Param("lds_writes", "between", "gfx942 with prefetch and transposed V (one LDS stage): "
           "where the copy's LDS writes go. between = K and V^T of the next block written "
           "between two barriers at the block's start (no MFMA runs meanwhile); split = V^T "
@@ -208,6 +217,7 @@ class Config:
     prefetch: bool = False  # gfx942: next block's K/V loaded into the S registers early
     q_lds: bool = False  # gfx942: Q staged through LDS with row-contiguous loads
     k_ahead: int = READ_AHEAD  # K reads in flight ahead of their S MFMA
+    exchange_on_rescale: bool = False  # the row max's lane exchange only in the rescale
     split_writes: bool = False  # gfx942 prefetch: V^T writes after the block's barrier, K's
     # after a mid-block barrier (lds_writes split)
     setprio: str = "none"  # s_setprio: none, group (waves 4-7 once) or mfma (per phase)
@@ -428,7 +438,8 @@ def check(target: str, p: dict[str, Any]) -> Config:
                  k_bytes=16 if target == "gfx950" or p["k_read"] == "b128" else 8,
                  k_ahead=p["k_ahead"] or (K_AHEAD_GFX942 if target == "gfx942"
                                           else READ_AHEAD),
-                 setprio=p["setprio"] if p["setprio"] != "auto" else "none")
+                 setprio=p["setprio"] if p["setprio"] != "auto" else "none",
+                 exchange_on_rescale=p["max_exchange"] == "on_rescale")
     require(p["k_read"] != "b64" or target == "gfx942", "k_read",
             "b64 is the gfx942 choice (a gfx950 32x32x16 step reads 16 bytes per lane)")
     require(p["v_layout"] != "transposed" or target == "gfx942", "v_layout",
@@ -1236,10 +1247,18 @@ class _Builder:
         for r in range(2, n - 1, 2):
             first.append(lambda kb, r=r: v.__setitem__(
                 "t", kb.v_max3_f32(None, v["t"], S[r], S[r + 1])))
-        first += self.exchange_items(v, "t", "o")
-        first.append(lambda kb: v.__setitem__("t", kb.v_max_f32(None, v["t"], v["o"])))
-        first.append(lambda kb: v.__setitem__("m", kb.v_max_f32(
-            None, st[0], kb.v_mul_f32(None, self.c_scale, v["t"]))))
+        # The row's max with the other half of the row (lane l ^ 32): every block, or
+        # (max_exchange on_rescale) only in the rescale branch: the test below on each
+        # half's own max takes the branch exactly when the test on the row's max would (the
+        # row's max grew past the slack iff one of its halves' did), and without the branch
+        # the old max, the same in both halves, stays.
+        exchange = self.exchange_items(v, "t", "o") + [
+            lambda kb: v.__setitem__("t", kb.v_max_f32(None, v["t"], v["o"]))]
+        new_max = [lambda kb: v.__setitem__("m", kb.v_max_f32(
+            None, st[0], kb.v_mul_f32(None, self.c_scale, v["t"])))]
+        if not cfg.exchange_on_rescale:
+            first += exchange
+        first += new_max
         # Deferred rescale: while no row's max grew by more than RESCALE_SLACK (log2 units)
         # the old max stays (p <= 2^RESCALE_SLACK, exact: O and l share it); skip the
         # multiplications of l and the D/2 O accumulators.
@@ -1257,6 +1276,9 @@ class _Builder:
             kb.place(same)
 
         def rescale(kb):
+            if cfg.exchange_on_rescale:  # the row's max (both halves) for the new max
+                for emit in exchange + new_max:
+                    emit(kb)
             alpha = kb.v_exp_f32(None, kb.v_sub_f32(None, st[0], v["m"]))
             if cfg.packed:
                 # (alpha, alpha): a VALU op reading v_exp_f32's result costs a wait state
