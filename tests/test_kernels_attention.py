@@ -588,3 +588,126 @@ def test_setprio_needs_two_waves_per_simd_and_phases():
         gen.build("gfx950", {"waves": 4, "setprio": "group"})
     with pytest.raises(KernelParamError, match="setprio: mfma needs one S buffer"):
         gen.build("gfx950", {"waves": 8, "block_n": 64, "s_buffers": 2, "setprio": "mfma"})
+
+
+def test_gfx942_default_raises_priority_for_the_scores_and_reads_k_three_ahead():
+    # gfx942 with 8 waves: setprio auto = scores (s_setprio 1 before the S MFMAs, 0 after
+    # the row max's lane exchange: 2 per key block) and k_ahead auto = 3; 4 waves: none.
+    from asterism.kernels.attention import check
+
+    gen = kernels.get(GEN)
+    extra = dict(heads=1, seq_q=300, seq_k=330, head_dim=64, causal=True, lse=True)
+    cfg = check("gfx942", gen.resolve(extra))
+    assert (cfg.waves, cfg.setprio, cfg.k_ahead) == (8, "scores", 3)
+    assert check("gfx950", gen.resolve(extra)).setprio == "none"
+    assert check("gfx942", gen.resolve(dict(extra, waves=4))).setprio == "none"
+    case = gen.build("gfx942", extra)
+    excess, err = run_case(case)
+    assert excess <= 0, f"max error {err} above the tolerance"
+    text = str(case.module)
+    assert text.count("s_setprio") >= 2 and text.count("s_setprio") % 2 == 0
+    # llvm-mc-22 -mcpu=gfx942: s_setprio 1 is [0x01,0x00,0x8f,0xbf], 0 [0x00,0x00,0x8f,0xbf]
+    code = asterism.compile(gen.build("gfx942", extra).module, pipeline="auto")
+    assert b"\x01\x00\x8f\xbf" in code and b"\x00\x00\x8f\xbf" in code
+    assert "s_setprio" not in str(gen.build("gfx942", dict(extra, setprio="none")).module)
+
+
+@pytest.mark.parametrize("ahead", [1, 3, 5])
+def test_k_ahead_reads_before_the_first_s_mfma(ahead):
+    # The first key block's S MFMAs: `ahead` K reads (ds_read_b64 on gfx942) go before the
+    # first MFMA, and the result still matches.
+    case = kernels.get(GEN).build("gfx942", dict(heads=1, seq_q=64, seq_k=140, head_dim=128,
+                                                 k_ahead=ahead, q_staging="direct"))
+    text = str(case.module)
+    first_mfma = text.index("v_mfma")
+    start = text.rfind("s_barrier", 0, first_mfma)
+    assert text.count("ds_read_b64", start, first_mfma) == ahead
+    excess, err = run_case(case)
+    assert excess <= 0, f"max error {err} above the tolerance"
+    with pytest.raises(KernelParamError, match="k_ahead: must be 1 to 6"):
+        kernels.get(GEN).build("gfx942", {"k_ahead": 7})
+
+
+# lds_writes=split: V^T after the block's barrier, K after a mid-block barrier that waves
+# 4-7 pass after their S MFMAs and waves 0-3 after their softmax (the emulator runs the
+# waves in step, so a missing barrier would not show in the output here:
+# test_gfx942_split_lds_writes_barrier_placement checks where each wave passes it).
+SPLIT_CASES = [
+    dict(heads=1, seq_q=64, seq_k=300, head_dim=128),  # ragged: unmasked then masked loop
+    dict(heads=1, seq_q=300, head_dim=64, causal=True, causal_order="paired"),  # 2 passes
+    dict(heads=2, heads_kv=1, seq_q=64, seq_k=256, head_dim=128, lse=True, dtype="f16"),
+    dict(heads=1, seq_q=64, seq_k=200, head_dim=128, waves=4, block_n=64),  # one group
+    dict(heads=1, seq_q=96, seq_k=300, head_dim=128, loop="unrolled", causal=True),
+]
+
+
+@pytest.mark.parametrize("extra", SPLIT_CASES, ids=["ragged", "d64-paired", "gqa-lse-f16",
+                                                    "4waves", "unrolled-causal"])
+def test_gfx942_split_lds_writes(extra):
+    from asterism.kernels.attention import check
+
+    gen = kernels.get(GEN)
+    assert check("gfx942", gen.resolve(dict(extra, lds_writes="split"))).split_writes
+    assert not check("gfx942", gen.resolve(extra)).split_writes  # between: the default
+    case = gen.build("gfx942", dict(extra, lds_writes="split"))
+    excess, err = run_case(case)
+    assert excess <= 0, f"max error {err} above the tolerance"
+
+
+def test_gfx942_split_lds_writes_refused_without_the_register_copy():
+    gen = kernels.get(GEN)
+    for extra in ({"prefetch": False}, {"v_layout": "rows"}):
+        with pytest.raises(KernelParamError, match="lds_writes: split needs the gfx942 copy"):
+            gen.build("gfx942", dict(extra, lds_writes="split"))
+    with pytest.raises(KernelParamError, match="lds_writes: split needs the gfx942 copy"):
+        gen.build("gfx950", {"lds_writes": "split"})
+
+
+@pytest.mark.parametrize("target", ["gfx942", "gfx950"])
+def test_max_exchange_on_rescale_keeps_every_rescale(target):
+    # on_rescale: the lane exchange of the row max only in the rescale branch; the growing
+    # maxima of test_growing_maxima_need_every_rescale (a rescale needed in every block,
+    # the halves of a row seeing different keys) still match.
+    extra = {"block_n": 32, "waves": 2} if target == "gfx942" else {}
+    case = kernels.get(GEN).build(target, dict(heads=1, seq_q=64, seq_k=256, head_dim=64,
+                                               max_exchange="on_rescale", **extra))
+    q, k = growing_scores(256, 60.0)
+    case.args["q"], case.args["k"] = encode(q, "bf16"), encode(k, "bf16")
+    qf, kf, vf = (case.decode(n, case.args[n]) for n in "qkv")
+    case.reference = lambda: {"o": reference(qf, kf, vf, 1 / 8, False)}
+    excess, err = run_case(case)
+    assert excess <= 0, f"max error {err} above the tolerance"
+
+
+def test_gfx942_split_lds_writes_barrier_placement():
+    # In the timing model's run (every instruction each wave executed, in order): after the
+    # prologue's barriers, each key block is two barrier intervals per wave. Waves 0-3:
+    # their 64 S MFMAs and the exps (64, + 1 for a rescale) before the mid-block barrier,
+    # the 64 P V MFMAs after it; waves 4-7: the S MFMAs before it, exps and P V after. So
+    # every wave passes it only once every wave is done with this block's K (whose next
+    # block's writes follow it) and has written its V^T (written before its S MFMAs).
+    from asterism.kernels.run import run_case as run_timed
+
+    case = kernels.get(GEN).build("gfx942", dict(heads=1, seq_q=64, seq_k=256,
+                                                 head_dim=128, lds_writes="split"))
+    t = run_timed(case, timing=True, check=False).timing_result
+    assert len(t.waves) == 8
+    for w in t.waves:
+        segs, cur = [], [0, 0]
+        for rec in w.records:
+            op = t.code[rec[4] - 1][1].split()[0]
+            if op == "s_barrier":
+                segs.append(tuple(cur))
+                cur = [0, 0]
+            elif op.startswith("v_mfma"):
+                cur[0] += 1
+            elif op.startswith("v_exp"):
+                cur[1] += 1
+        segs.append(tuple(cur))
+        blocks = segs[3:]  # after the Q staging, first-copy and first block barriers
+        assert len(blocks) == 4 and w.barriers == 6, (w.wave, segs)
+        for before, after in zip(blocks[::2], blocks[1::2], strict=True):
+            if w.wave < 4:
+                assert before[0] == 64 and before[1] >= 64 and after == (64, 0), segs
+            else:
+                assert before == (64, 0) and after[0] == 64 and after[1] >= 64, segs
