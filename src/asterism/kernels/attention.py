@@ -60,10 +60,12 @@ RESCALE_SLACK = 8.0  # growth of the running max (log2 units) tolerated before a
 M_INIT = -1.0e30  # finite start of the running max: exp2(M_INIT - m) is 0, never NaN
 COPY_LAG = 4  # global -> LDS copies through registers: loads in flight before the writes
 READ_AHEAD = 2  # MFMA steps the LDS operand reads run ahead of their MFMA
+MAX_LAG = 2  # max_under_s: MFMAs between a tile's last S MFMA and the first read of it
 PV_READ_AHEAD = 4  # the same for the V^T reads of gfx950 (2 ds_read_b64_tr_b16 per MFMA)
 DMA_M0_SGPR = 64  # first SGPR of the pinned DMA M0 values (gfx950)
 BUFFER_WORD3 = 0x00020000  # raw buffer, 32-bit data format (range-checked, stride 0)
 REFERENCE_BLOCK_BYTES = 64 << 20  # float64 scores the reference holds at once, at most
+PHASES = ("pv", "softmax", "scores")  # setprio=stage: a key block's phases, priority 0, 1, 2
 EPS = {"bf16": 2.0 ** -8, "f16": 2.0 ** -11}  # relative rounding error bound of the dtype
 
 PARAMS = (
@@ -142,12 +144,24 @@ PARAMS = (
     Param("setprio", "none", "s_setprio (the wave priority of the SIMD's issue arbitration) "
           "where two waves share a SIMD (8 waves): group = the second wave group (waves 4-7, "
           "each the second wave of its SIMD) raises its priority once at the start, as "
-          "AITER's kernel does; mfma = every wave raises it before its MFMA phases and "
-          "lowers it before its softmax VALU (one S buffer); none = issue by age (the "
-          "default: both waves of a SIMD meet the barrier every key block and start the "
-          "block in the same phase, so priority only reorders them; modeled at "
-          "1x2x1024x128: none 51238, group 51294, mfma 51730 cycles)",
-          choices=("none", "group", "mfma")),
+          "AITER's kernel does; mfma = every wave raises it to 1 before its MFMA phases and "
+          "lowers it to 0 before its softmax; stage = 2 for a key block's S MFMAs, 1 for its "
+          "softmax, 0 for its P V (the wave behind in the block goes first); mfma and stage "
+          "need one S buffer; none = issue by age",
+          choices=("none", "group", "mfma", "stage")),
+    Param("exp_under_pv", "off", "gfx950, one S buffer: on = the P V MFMAs go tile by tile "
+          "(32 keys) and the fma, exp and packing of tile u + 1 run under tile u's MFMAs "
+          "(only tile 0's P before them; the running-sum adds after the exps); off = all of P "
+          "before the P V MFMAs", choices=("on", "off")),
+    Param("max_under_s", "off", "gfx950, one S buffer: on = the row max of each 32-key tile "
+          "(v_max3 over its 16 scores) runs under the S MFMAs of the next tile, one per MFMA "
+          "(unmasked blocks; the last tile's and the combination after the MFMAs); off = "
+          "the whole max after them", choices=("on", "off")),
+    Param("k_ahead", 0, "gfx950: S MFMA steps the K reads (ds_read_b128) run ahead of their "
+          "MFMA with one S buffer (1-4; 0: 2)", choices=(0, 1, 2, 3, 4)),
+    Param("v_ahead", 0, "P V MFMAs the V^T reads run ahead of their MFMA (gfx950: 2 "
+          "ds_read_b64_tr_b16 per MFMA; gfx942 with v_layout transposed: one ds_read_b64) "
+          "(1-6; 0: 4)", choices=(0, 1, 2, 3, 4, 5, 6)),
     Param("seed", 0, "random seed of the inputs"),
 )
 
@@ -184,6 +198,10 @@ class Config:
     prefetch: bool = False  # gfx942: next block's K/V loaded into the S registers early
     q_lds: bool = False  # gfx942: Q staged through LDS with row-contiguous loads
     setprio: str = "none"  # s_setprio: none, group (waves 4-7 once) or mfma (per phase)
+    exp_under_pv: bool = False  # gfx950: tiles 1..'s fma / exp / pack under the P V MFMAs
+    max_under_s: bool = False  # gfx950: tile maxima under the S MFMAs of the next tile
+    k_ahead: int = READ_AHEAD  # S MFMA steps the K reads run ahead (one S buffer)
+    v_ahead: int = PV_READ_AHEAD  # P V MFMAs the V^T reads run ahead (one read per operand)
 
     @property
     def row_tiles(self) -> int:
@@ -397,7 +415,9 @@ def check(target: str, p: dict[str, Any]) -> Config:
                  away=p["bf16_round"] == "nearest_away",
                  vt=target == "gfx942" and p["v_layout"] != "rows",
                  k_bytes=16 if target == "gfx950" or p["k_read"] == "b128" else 8,
-                 setprio=p["setprio"])
+                 setprio=p["setprio"], exp_under_pv=p["exp_under_pv"] == "on",
+                 max_under_s=p["max_under_s"] == "on",
+                 k_ahead=p["k_ahead"] or READ_AHEAD, v_ahead=p["v_ahead"] or PV_READ_AHEAD)
     require(p["k_read"] != "b64" or target == "gfx942", "k_read",
             "b64 is the gfx942 choice (a gfx950 32x32x16 step reads 16 bytes per lane)")
     require(p["v_layout"] != "transposed" or target == "gfx942", "v_layout",
@@ -406,9 +426,17 @@ def check(target: str, p: dict[str, Any]) -> Config:
     cfg = _with_registers(cfg, p, chip.vgpr.arch)
     require(cfg.setprio == "none" or cfg.waves == 8, "setprio",
             f"{cfg.setprio} orders the two waves of a SIMD: it needs 8 waves, got {cfg.waves}")
-    require(cfg.setprio != "mfma" or cfg.s_buffers == 1, "setprio",
-            "mfma needs one S buffer (with ping-pong S the MFMAs and the softmax co-issue: "
-            "no phases to prioritize)")
+    require(cfg.setprio not in ("mfma", "stage") or cfg.s_buffers == 1, "setprio",
+            f"{cfg.setprio} needs one S buffer (with ping-pong S the MFMAs and the softmax "
+            "co-issue: no phases to prioritize)")
+    require(p["k_ahead"] == 0 or (target == "gfx950" and cfg.s_buffers == 1), "k_ahead",
+            "is for gfx950 with one S buffer (ping-pong S and gfx942 keep 2)")
+    require(not cfg.exp_under_pv or (target == "gfx950" and cfg.s_buffers == 1),
+            "exp_under_pv", "on is for gfx950 with one S buffer (gfx942 always packs tiles "
+            "1.. under the P V MFMAs; ping-pong S puts the whole softmax under the S MFMAs)")
+    require(not cfg.max_under_s or (target == "gfx950" and cfg.s_buffers == 1),
+            "max_under_s", "on is for gfx950 with one S buffer (ping-pong S puts the whole "
+            "softmax under the S MFMAs)")
     q_fits = cfg.waves * ROWS_PER_WAVE * cfg.row_bytes <= cfg.lds_bytes
     require(p["q_staging"] != "lds" or (target == "gfx942" and q_fits), "q_staging",
             f"lds is the gfx942 choice and needs {cfg.waves} x 32 Q rows "
@@ -1126,7 +1154,8 @@ class _Builder:
                 Stream.over("dma", space, load, kind="vmem_read"))
 
     def scores(self, S, dma: tuple[Stream, Stream] | None = None,
-               softmax: tuple[list, Any, list] | None = None) -> None:
+               softmax: tuple[list, Any, list] | None = None,
+               valu: list | None = None) -> None:
         """S^T = K Q^T into S for each 32-key tile of the block (MFMAs from LDS and Q);
         `dma`: the next block's direct-to-LDS loads, co-issued with the MFMAs; `softmax`
         (ping-pong): the other S buffer's softmax, (VALU before the rescale branch, the
@@ -1159,7 +1188,9 @@ class _Builder:
         space = list(unroll(cfg.tiles, steps))
         reads = Stream.over("ds_read", list(unroll(cfg.tiles, steps // per)), read_k)
         if softmax is None:
-            self.pipelined(reads, Stream.over("mfma", space, mfma), 1, dma=dma, every=per)
+            own = Stream("valu", valu) if valu else None
+            self.pipelined(reads, Stream.over("mfma", space, mfma), 1, dma=dma, every=per,
+                           softmax=own, ahead=cfg.k_ahead)
             return
         before_branch, branch, after_branch = softmax
         n = len(space)
@@ -1171,23 +1202,48 @@ class _Builder:
         self.pipelined(reads, Stream.over("mfma", space[split:], mfma), 1, dma=dma,
                        softmax=Stream("valu", after_branch), total=n, first=split)
 
-    def softmax_items(self, S, key0=None) -> tuple[list, Any, list]:
+    def tile_max_items(self, S, v: dict, u: int) -> list:
+        """Emitters setting v[("t", u)] to this lane's max over the 16 scores of tile u."""
+        key, r0 = ("t", u), 16 * u
+        items = [lambda kb: v.__setitem__(key, self.kb.v_max_f32(None, S[r0], S[r0 + 1]))]
+        items += [lambda kb, r=r: v.__setitem__(key, kb.v_max3_f32(None, v[key], S[r],
+                                                                   S[r + 1]))
+                  for r in range(r0 + 2, r0 + 16, 2)]
+        return items
+
+    def softmax_items(self, S, key0=None, v: dict | None = None) -> tuple[list, Any, list]:
         """The online softmax of the scores in S as (VALU emitters before the branch of the
         deferred rescale, the branch with the rescale, VALU emitters after it); P, packed
-        to 16 bits, goes to self.p. key0 (SGPR): the block's first key when masked."""
+        to 16 bits, goes to self.p. key0 (SGPR): the block's first key when masked. `v`
+        (max_under_s): the maxima of tiles 0..tiles-2, computed under the S MFMAs (the
+        last tile's and the combination come first here)."""
         cfg = self.cfg
         acc_o, st = self.region["O"], self.region["stats"]
         n = 16 * cfg.tiles
-        v: dict[str, Any] = {}  # values passed between the emitters
         first = []
-        if key0 is not None:
-            first.append(lambda kb: v.__setitem__("rem", kb.v_sub_u32(None, self.lim, key0)))
-            for r in range(n):
-                first.append(lambda kb, r=r: self.mask_one(S, r, v["rem"]))
-        first.append(lambda kb: v.__setitem__("t", kb.v_max_f32(None, S[0], S[1])))
-        for r in range(2, n - 1, 2):
-            first.append(lambda kb, r=r: v.__setitem__(
-                "t", kb.v_max3_f32(None, v["t"], S[r], S[r + 1])))
+        if v is not None:
+            for u in range(v.pop("done"), cfg.tiles):
+                first += self.tile_max_items(S, v, u)
+            keys = [("t", u) for u in range(cfg.tiles)]
+            first.append(lambda kb: v.__setitem__("t", v[keys[0]]))
+            for k in range(1, len(keys), 2):
+                if k + 1 < len(keys):
+                    first.append(lambda kb, k=k: v.__setitem__("t", kb.v_max3_f32(
+                        None, v["t"], v[keys[k]], v[keys[k + 1]])))
+                else:
+                    first.append(lambda kb, k=k: v.__setitem__("t", kb.v_max_f32(
+                        None, v["t"], v[keys[k]])))
+        else:
+            v = {}  # values passed between the emitters
+            if key0 is not None:
+                first.append(lambda kb: v.__setitem__("rem", kb.v_sub_u32(None, self.lim,
+                                                                           key0)))
+                for r in range(n):
+                    first.append(lambda kb, r=r: self.mask_one(S, r, v["rem"]))
+            first.append(lambda kb: v.__setitem__("t", kb.v_max_f32(None, S[0], S[1])))
+            for r in range(2, n - 1, 2):
+                first.append(lambda kb, r=r: v.__setitem__(
+                    "t", kb.v_max3_f32(None, v["t"], S[r], S[r + 1])))
         first += self.exchange_items(v, "t", "o")
         first.append(lambda kb: v.__setitem__("t", kb.v_max_f32(None, v["t"], v["o"])))
         first.append(lambda kb: v.__setitem__("m", kb.v_max_f32(
@@ -1235,19 +1291,29 @@ class _Builder:
         if cfg.packed:
             second.append(lambda kb: v.__setitem__("neg_m2", kb.join(
                 v["neg_m"], kb.v_mov_b32(None, v["neg_m"]), align=2)))
-            second += [lambda kb, r=r: kb.v_pk_fma_f32(S[r:r + 2], S[r:r + 2], self.c_pair,
-                                                       v["neg_m2"]) for r in range(0, n, 2)]
+            fmas = [lambda kb, r=r: kb.v_pk_fma_f32(S[r:r + 2], S[r:r + 2], self.c_pair,
+                                                    v["neg_m2"]) for r in range(0, n, 2)]
         else:
-            second += [lambda kb, r=r: kb.v_fma_f32(S[r], S[r], self.c_scale, v["neg_m"])
-                       for r in range(n)]
-        second += [lambda kb, r=r: kb.v_exp_f32(S[r], S[r]) for r in range(n)]
+            fmas = [lambda kb, r=r: kb.v_fma_f32(S[r], S[r], self.c_scale, v["neg_m"])
+                    for r in range(n)]
+        exps = [lambda kb, r=r: kb.v_exp_f32(S[r], S[r]) for r in range(n)]
         packs = self.pack_items(S)
-        if cfg.target == "gfx942":
-            # Only tile 0's P before the P V MFMAs, which go tile by tile on gfx942: the
-            # packing of tile u + 1 runs under tile u's MFMAs (accumulate).
-            first_tile = len(packs) // cfg.tiles
-            packs, self.late_packs = packs[:first_tile], packs[first_tile:]
-        second += packs
+        if cfg.exp_under_pv:
+            # gfx950: tile u's fma, exp and packing sweeps (in that order: no trans wait
+            # states), only tile 0's before the P V MFMAs, which go tile by tile: tile
+            # u + 1's under tile u's MFMAs (accumulate).
+            tiles = [[*_part(fmas, cfg.tiles, u), *_part(exps, cfg.tiles, u),
+                      *_part(packs, cfg.tiles, u)] for u in range(cfg.tiles)]
+            second += tiles[0]
+            self.late_packs = [item for tile in tiles[1:] for item in tile]
+        else:
+            second += fmas + exps
+            if cfg.target == "gfx942":
+                # Only tile 0's P before the P V MFMAs, which go tile by tile on gfx942: the
+                # packing of tile u + 1 runs under tile u's MFMAs (accumulate).
+                first_tile = len(packs) // cfg.tiles
+                packs, self.late_packs = packs[:first_tile], packs[first_tile:]
+            second += packs
         # The running sum is not needed by P V: its adds can wait for the P V MFMAs. Two
         # partial sums l = (l0, l1): keys of even and odd registers, added at the end.
         if cfg.packed:
@@ -1265,18 +1331,19 @@ class _Builder:
         kb.v_cmp_lt_i32(key, rem)
         kb.v_cndmask_b32(S[r], self.neg_inf, S[r], kb.vcc)
 
-    def softmax(self, S, key0=None) -> None:
+    def softmax(self, S, key0=None, v: dict | None = None) -> None:
         """Online softmax update of S in place (masked when key0 is given), not
-        interleaved: m, l, the O rescale, P = exp2(S * c - m) packed into self.p."""
-        first, branch, second = self.softmax_items(S, key0)
+        interleaved: m, l, the O rescale, P = exp2(S * c - m) packed into self.p; `v`: the
+        tile maxima computed under the S MFMAs (softmax_items)."""
+        first, branch, second = self.softmax_items(S, key0, v)
         for emit in first:
             emit(self.kb)
         branch(self.kb)
         for emit in second:
             emit(self.kb)
-        if self.cfg.target == "gfx950":
+        if self.cfg.target == "gfx950" and not self.cfg.exp_under_pv:
             # gfx942 keeps the running-sum adds for the P V MFMAs (accumulate): off the
-            # path from the S MFMAs to the P V MFMAs.
+            # path from the S MFMAs to the P V MFMAs (and exp_under_pv: after the exps).
             for emit in self.late:
                 emit(self.kb)
             self.late = []
@@ -1358,7 +1425,7 @@ class _Builder:
             kb.emit(cfg.mfma, acc, vf, p[u, t], acc)
 
         gfx950 = cfg.target == "gfx950"
-        if gfx950:
+        if gfx950 and not self.late_packs:
             space = list(unroll(cfg.head_dim // 32, cfg.tiles, steps))
         else:  # tile by tile: the packing of the next tile's P under this tile's MFMAs
             space = [(db, u, t) for u in range(cfg.tiles) for db in range(cfg.head_dim // 32)
@@ -1380,7 +1447,7 @@ class _Builder:
         one_read = gfx950 or cfg.vt  # gfx942 rows: 4 ds_read_u16 + 2 VALU per operand
         self.pipelined(Stream.over("ds_read", space, read_v), Stream.over("mfma", space, mfma),
                        2 if gfx950 else 1 if cfg.vt else 4, valu=0 if one_read else 2,
-                       ahead=PV_READ_AHEAD if one_read else READ_AHEAD, softmax=late)
+                       ahead=cfg.v_ahead if one_read else READ_AHEAD, softmax=late)
         self.late = []
 
     def v_fragment(self, key: int, db: int):
@@ -1600,11 +1667,12 @@ class _Builder:
                 v_first = kb.v_add_u32(None, self.key_off, self.next_v)
                 dma = self.dma_stream([(self.rk, 0, k_first, self.dma_stage),
                                        (self.rv, 1, v_first, self.dma_stage)])
-            self.priority(1)
-            self.scores(S, dma)
-            self.priority(0)
-            self.softmax(S, key0)
-            self.priority(1)
+            self.priority("scores")
+            v = self.max_under_s(S, key0)
+            self.scores(S, dma, valu=v and v.pop("items"))
+            self.priority("softmax")
+            self.softmax(S, key0, v)
+            self.priority("pv")
         self.accumulate()
         if cfg.stages == 2:
             self.next_stage()
@@ -1752,6 +1820,26 @@ class _Builder:
             return kb.v_cndmask_b32(None, a, b, own_low)
         return kb.ds_bpermute_b32(None, self.partner, value)
 
+    def max_under_s(self, S, key0) -> dict | None:
+        """max_under_s (unmasked blocks): the emitters of the maxima of tiles 0..tiles-2,
+        tile u - 1's after tile u's S MFMAs (one per MFMA: its 8 steps are done by then),
+        in v["items"]; None otherwise."""
+        cfg = self.cfg
+        if not cfg.max_under_s or key0 is not None or cfg.tiles < 2:
+            return None
+        v: dict = {"done": cfg.tiles - 1}
+        steps = cfg.head_dim // cfg.kstep
+        # Tile 0's MFMAs and MAX_LAG more: a VALU read of an MFMA result needs wait states.
+        items = [lambda kb: None] * (steps + MAX_LAG)
+        for u in range(cfg.tiles - 1):
+            more = self.tile_max_items(S, v, u)
+            if len(items) + len(more) > steps * cfg.tiles:  # one per MFMA at most
+                v["done"] = u
+                break
+            items += more
+        v["items"] = items
+        return v
+
     def group_priority(self) -> None:
         """setprio=group: the second wave of each SIMD (waves waves/2..) raises its priority
         once, so its MFMA stream goes first and the first group's VALU fills the gaps."""
@@ -1762,11 +1850,14 @@ class _Builder:
         with kb.if_(kb.s_lshr_b32(None, wave, _log2(cfg.waves // 2))).then():
             kb.s_setprio(1)
 
-    def priority(self, level: int) -> None:
-        """setprio=mfma: this wave's priority for the phase that follows (1: MFMAs, 0:
-        softmax VALU)."""
+    def priority(self, phase: str) -> None:
+        """This wave's priority for the phase of the key block that follows ("scores",
+        "softmax", "pv"): setprio=mfma 1 for the MFMA phases, 0 for the softmax;
+        setprio=stage 2, 1, 0 in that order (the wave behind in the block goes first)."""
         if self.cfg.setprio == "mfma":
-            self.kb.s_setprio(level)
+            self.kb.s_setprio(1 if phase in ("scores", "pv") else 0)
+        elif self.cfg.setprio == "stage":
+            self.kb.s_setprio(PHASES.index(phase))
 
     def tid_in_wave(self):
         """The lane index 0..63."""
@@ -1794,6 +1885,12 @@ class _Builder:
         kb.place(done)
         kb.s_endpgm()
         return kb.finish()
+
+
+def _part(items: list, parts: int, k: int) -> list:
+    """Part k of `items` cut into `parts` equal parts."""
+    size = len(items) // parts
+    return items[k * size:(k + 1) * size]
 
 
 def _log2(n: int) -> int:
