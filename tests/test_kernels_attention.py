@@ -579,7 +579,8 @@ def test_setprio_matches_numpy_and_emits_s_setprio(setprio, extra):
                             pipeline="auto")  # (compile takes a module once: a new build)
     assert b"\x01\x00\x8f\xbf" in code
     assert (b"\x00\x00\x8f\xbf" in code) == (setprio == "mfma")
-    assert "s_setprio" not in str(gen.build("gfx950", dict(waves=8, **extra)).module)
+    assert "s_setprio" not in str(gen.build("gfx950", dict(waves=8, setprio="none",
+                                                       **extra)).module)
 
 
 def test_setprio_needs_two_waves_per_simd_and_phases():
@@ -628,7 +629,9 @@ def _order(params) -> str:
 
 
 def test_softmax_placement_moves_the_instructions():
-    base, placed = _order({}), _order(PLACEMENT)
+    base = _order(dict(exp_under_pv="off", max_under_s="off", setprio="none", v_ahead=4))
+    placed = _order(PLACEMENT)
+    assert _order({}) == _order({**PLACEMENT, "k_ahead": 2})  # auto: on with 8 waves
     body = base.split("|")[1]  # one key block (between the barriers)
     body_placed = placed.split("|")[1]
     # exps: all before the first P V MFMA by default; with exp_under_pv, 3 tiles' (48) between
@@ -653,3 +656,17 @@ def test_softmax_placement_params_refused_where_they_do_not_apply():
             gen.build("gfx942", {name: value})
         with pytest.raises(KernelParamError, match=f"{name}: "):
             gen.build("gfx950", {name: value, "waves": 2, "block_n": 64, "s_buffers": 2})
+
+
+def test_placement_auto_choices():
+    from asterism.kernels.attention import check
+
+    gen = kernels.get(GEN)
+    eight = check("gfx950", gen.resolve({}))
+    assert (eight.exp_under_pv, eight.max_under_s, eight.setprio, eight.v_ahead,
+            eight.k_ahead) == (True, True, "stage", 2, 2)
+    for target, params in (("gfx942", {}), ("gfx950", {"waves": 4}),
+                           ("gfx950", {"waves": 2, "block_n": 64})):
+        cfg = check(target, gen.resolve(params))
+        assert (cfg.exp_under_pv, cfg.max_under_s, cfg.setprio, cfg.v_ahead) == (
+            False, False, "none", 4)

@@ -62,6 +62,7 @@ COPY_LAG = 4  # global -> LDS copies through registers: loads in flight before t
 READ_AHEAD = 2  # MFMA steps the LDS operand reads run ahead of their MFMA
 MAX_LAG = 2  # max_under_s: MFMAs between a tile's last S MFMA and the first read of it
 PV_READ_AHEAD = 4  # the same for the V^T reads of gfx950 (2 ds_read_b64_tr_b16 per MFMA)
+AUTO_V_AHEAD = 2  # v_ahead auto with 8 waves and one S buffer on gfx950 (modeled faster)
 DMA_M0_SGPR = 64  # first SGPR of the pinned DMA M0 values (gfx950)
 BUFFER_WORD3 = 0x00020000  # raw buffer, 32-bit data format (range-checked, stride 0)
 REFERENCE_BLOCK_BYTES = 64 << 20  # float64 scores the reference holds at once, at most
@@ -141,27 +142,28 @@ PARAMS = (
           "rescale an scf.if on vcc, ping-pong S two bodies per trip with the odd trip after "
           "the loop; unrolled = blocks and branches written by the generator",
           choices=("scf", "unrolled")),
-    Param("setprio", "none", "s_setprio (the wave priority of the SIMD's issue arbitration) "
+    Param("setprio", "auto", "s_setprio (the wave priority of the SIMD's issue arbitration) "
           "where two waves share a SIMD (8 waves): group = the second wave group (waves 4-7, "
           "each the second wave of its SIMD) raises its priority once at the start, as "
           "AITER's kernel does; mfma = every wave raises it to 1 before its MFMA phases and "
           "lowers it to 0 before its softmax; stage = 2 for a key block's S MFMAs, 1 for its "
           "softmax, 0 for its P V (the wave behind in the block goes first); mfma and stage "
-          "need one S buffer; none = issue by age",
-          choices=("none", "group", "mfma", "stage")),
-    Param("exp_under_pv", "off", "gfx950, one S buffer: on = the P V MFMAs go tile by tile "
+          "need one S buffer; none = issue by age; auto = stage on gfx950 with 8 waves and "
+          "one S buffer, else none", choices=("auto", "none", "group", "mfma", "stage")),
+    Param("exp_under_pv", "auto", "gfx950, one S buffer: on = the P V MFMAs go tile by tile "
           "(32 keys) and the fma, exp and packing of tile u + 1 run under tile u's MFMAs "
           "(only tile 0's P before them; the running-sum adds after the exps); off = all of P "
-          "before the P V MFMAs", choices=("on", "off")),
-    Param("max_under_s", "off", "gfx950, one S buffer: on = the row max of each 32-key tile "
+          "before the P V MFMAs; auto = on with 8 waves", choices=("auto", "on", "off")),
+    Param("max_under_s", "auto", "gfx950, one S buffer: on = the row max of each 32-key tile "
           "(v_max3 over its 16 scores) runs under the S MFMAs of the next tile, one per MFMA "
           "(unmasked blocks; the last tile's and the combination after the MFMAs); off = "
-          "the whole max after them", choices=("on", "off")),
+          "the whole max after them; auto = on with 8 waves", choices=("auto", "on", "off")),
     Param("k_ahead", 0, "gfx950: S MFMA steps the K reads (ds_read_b128) run ahead of their "
           "MFMA with one S buffer (1-4; 0: 2)", choices=(0, 1, 2, 3, 4)),
     Param("v_ahead", 0, "P V MFMAs the V^T reads run ahead of their MFMA (gfx950: 2 "
           "ds_read_b64_tr_b16 per MFMA; gfx942 with v_layout transposed: one ds_read_b64) "
-          "(1-6; 0: 4)", choices=(0, 1, 2, 3, 4, 5, 6)),
+          "(1-6; 0: 2 on gfx950 with 8 waves and one S buffer, else 4)",
+          choices=(0, 1, 2, 3, 4, 5, 6)),
     Param("seed", 0, "random seed of the inputs"),
 )
 
@@ -197,7 +199,7 @@ class Config:
     k_bytes: int = 16  # bytes of a lane's K read (8 on gfx942 with k_read b64)
     prefetch: bool = False  # gfx942: next block's K/V loaded into the S registers early
     q_lds: bool = False  # gfx942: Q staged through LDS with row-contiguous loads
-    setprio: str = "none"  # s_setprio: none, group (waves 4-7 once) or mfma (per phase)
+    setprio: str = "none"  # s_setprio: none, group (waves 4-7 once), mfma or stage (phases)
     exp_under_pv: bool = False  # gfx950: tiles 1..'s fma / exp / pack under the P V MFMAs
     max_under_s: bool = False  # gfx950: tile maxima under the S MFMAs of the next tile
     k_ahead: int = READ_AHEAD  # S MFMA steps the K reads run ahead (one S buffer)
@@ -415,15 +417,14 @@ def check(target: str, p: dict[str, Any]) -> Config:
                  away=p["bf16_round"] == "nearest_away",
                  vt=target == "gfx942" and p["v_layout"] != "rows",
                  k_bytes=16 if target == "gfx950" or p["k_read"] == "b128" else 8,
-                 setprio=p["setprio"], exp_under_pv=p["exp_under_pv"] == "on",
-                 max_under_s=p["max_under_s"] == "on",
-                 k_ahead=p["k_ahead"] or READ_AHEAD, v_ahead=p["v_ahead"] or PV_READ_AHEAD)
+                 k_ahead=p["k_ahead"] or READ_AHEAD)
     require(p["k_read"] != "b64" or target == "gfx942", "k_read",
             "b64 is the gfx942 choice (a gfx950 32x32x16 step reads 16 bytes per lane)")
     require(p["v_layout"] != "transposed" or target == "gfx942", "v_layout",
             "transposed is the gfx942 copy (gfx950 reads V rows transposed with "
             "ds_read_b64_tr_b16 straight from its DMA-written tiles)")
     cfg = _with_registers(cfg, p, chip.vgpr.arch)
+    cfg = _placement(cfg, p)
     require(cfg.setprio == "none" or cfg.waves == 8, "setprio",
             f"{cfg.setprio} orders the two waves of a SIMD: it needs 8 waves, got {cfg.waves}")
     require(cfg.setprio not in ("mfma", "stage") or cfg.s_buffers == 1, "setprio",
@@ -477,6 +478,20 @@ def check(target: str, p: dict[str, Any]) -> Config:
         require(nbytes < 2 ** 32, f"seq_{name}", f"{name} is {nbytes} bytes; buffer "
                 "offsets are 32-bit (at most 4 GiB per tensor)")
     return cfg
+
+
+def _placement(cfg: Config, p: dict[str, Any]) -> Config:
+    """The softmax placement and priority choices, `auto` resolved: on gfx950 with 8 waves
+    and one S buffer exp_under_pv and max_under_s on, setprio stage, v_ahead 2 (modeled
+    fastest at 1x8x4096x128, see docs/kernels.md); elsewhere off, none and 4."""
+    import dataclasses
+
+    auto = cfg.target == "gfx950" and cfg.waves == 8 and cfg.s_buffers == 1
+    return dataclasses.replace(
+        cfg, exp_under_pv=p["exp_under_pv"] == "on" or (p["exp_under_pv"] == "auto" and auto),
+        max_under_s=p["max_under_s"] == "on" or (p["max_under_s"] == "auto" and auto),
+        setprio=("stage" if auto else "none") if p["setprio"] == "auto" else p["setprio"],
+        v_ahead=p["v_ahead"] or (AUTO_V_AHEAD if auto else PV_READ_AHEAD))
 
 
 def _causal_order(p: dict[str, Any], block_m: int, chip) -> str:
