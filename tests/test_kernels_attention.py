@@ -579,7 +579,8 @@ def test_setprio_matches_numpy_and_emits_s_setprio(setprio, extra):
                             pipeline="auto")  # (compile takes a module once: a new build)
     assert b"\x01\x00\x8f\xbf" in code
     assert (b"\x00\x00\x8f\xbf" in code) == (setprio == "mfma")
-    assert "s_setprio" not in str(gen.build("gfx950", dict(waves=8, **extra)).module)
+    assert "s_setprio" not in str(gen.build("gfx950", dict(waves=8, setprio="none",
+                                                       **extra)).module)
 
 
 def test_setprio_needs_two_waves_per_simd_and_phases():
@@ -599,7 +600,7 @@ def test_gfx942_default_raises_priority_for_the_scores_and_reads_k_three_ahead()
     extra = dict(heads=1, seq_q=300, seq_k=330, head_dim=64, causal=True, lse=True)
     cfg = check("gfx942", gen.resolve(extra))
     assert (cfg.waves, cfg.setprio, cfg.k_ahead) == (8, "scores", 3)
-    assert check("gfx950", gen.resolve(extra)).setprio == "none"
+    assert check("gfx950", gen.resolve(extra)).setprio == "stage"
     assert check("gfx942", gen.resolve(dict(extra, waves=4))).setprio == "none"
     case = gen.build("gfx942", extra)
     excess, err = run_case(case)
@@ -624,7 +625,7 @@ def test_k_ahead_reads_before_the_first_s_mfma(ahead):
     assert text.count("ds_read_b64", start, first_mfma) == ahead
     excess, err = run_case(case)
     assert excess <= 0, f"max error {err} above the tolerance"
-    with pytest.raises(KernelParamError, match="k_ahead: must be 1 to 6"):
+    with pytest.raises(KernelParamError, match="k_ahead: 7 is not one of"):
         kernels.get(GEN).build("gfx942", {"k_ahead": 7})
 
 
@@ -711,3 +712,85 @@ def test_gfx942_split_lds_writes_barrier_placement():
                 assert before[0] == 64 and before[1] >= 64 and after == (64, 0), segs
             else:
                 assert before == (64, 0) and after[0] == 64 and after[1] >= 64, segs
+
+
+# Softmax placement (issue 24, gfx950, one S buffer): exp_under_pv = tiles 1..'s fma / exp /
+# pack under the P V MFMAs (tile by tile), max_under_s = the tile maxima under the next
+# tile's S MFMAs, k_ahead / v_ahead = how far the K / V^T reads run ahead of their MFMAs.
+PLACEMENT = dict(exp_under_pv="on", max_under_s="on", setprio="stage", k_ahead=3, v_ahead=2)
+PLACEMENT_CASES = [
+    dict(heads=1, seq_q=256, seq_k=384, head_dim=128),
+    dict(heads=2, heads_kv=1, seq_q=300, seq_k=330, head_dim=64, dtype="f16", causal=True,
+         lse=True),
+]
+
+
+@pytest.mark.parametrize("extra", PLACEMENT_CASES, ids=["plain_d128", "causal_gqa_lse_d64"])
+def test_softmax_placement_matches_numpy(extra):
+    excess, _err = run_case(kernels.get(GEN).build("gfx950", dict(waves=8, **PLACEMENT,
+                                                                   **extra)))
+    assert excess <= 0
+
+
+def _order(params) -> str:
+    """The kernel's MFMAs, exps, max3s, K / V^T reads and barriers in emission order: S / P
+    = an S (accumulator in the S region, v104..) / P V MFMA, x, m, k, v, |."""
+    import re
+
+    text = str(kernels.get(GEN).build("gfx950", dict(heads=1, seq_q=256, seq_k=384,
+                                                     **params)).module)
+    marks = {"v_exp_f32": "x", "v_max3_f32": "m", "ds_read_b128": "k",
+             "ds_read_b64_tr_b16": "v", "s_barrier": "|"}
+    out = []
+    for line in text.splitlines():
+        mfma = re.search(r"%v(\d+)_v\d+(?:_\d+)? = amdgcn.mai", line)
+        if mfma:
+            out.append("S" if int(mfma.group(1)) >= 104 else "P")
+        else:
+            out += [m for op, m in marks.items() if op in line]
+    return "".join(out)
+
+
+def test_softmax_placement_moves_the_instructions():
+    base = _order(dict(exp_under_pv="off", max_under_s="off", setprio="none", v_ahead=4))
+    placed = _order(PLACEMENT)
+    assert _order({}) == _order({**PLACEMENT, "k_ahead": 2})  # auto: on with 8 waves
+    body = base.split("|")[1]  # one key block (between the barriers)
+    body_placed = placed.split("|")[1]
+    # exps: all before the first P V MFMA by default; with exp_under_pv, 3 tiles' (48) between
+    # the P V MFMAs.
+    between = body_placed[body_placed.index("P"):body_placed.rindex("P")]
+    assert between.count("x") == 48
+    assert "x" not in body[body.index("P"):body.rindex("P")]
+    # maxima: none between the S MFMAs by default, two tiles' (2 x 7 max3) with max_under_s.
+    assert "m" not in body[body.index("S"):body.rindex("S")]
+    assert body_placed[body_placed.index("S"):body_placed.rindex("S")].count("m") == 14
+    # read-ahead: K reads before the first S MFMA, V^T reads (2 per MFMA) before the first P V.
+    assert body.index("S") - body.index("k") == 2 and body_placed.index("S") == 3
+    assert body[body.index("v"):body.index("P")].count("v") == 2 * 4
+    assert body_placed[body_placed.index("v"):body_placed.index("P")].count("v") == 2 * 2
+    assert body_placed.count("S") == body.count("S") and body_placed.count("x") == body.count("x")
+
+
+def test_softmax_placement_params_refused_where_they_do_not_apply():
+    gen = kernels.get(GEN)
+    for name, value in (("exp_under_pv", "on"), ("max_under_s", "on"), ("k_ahead", 3)):
+        if name != "k_ahead":  # (k_ahead applies to gfx942 as well: auto 3 there)
+            with pytest.raises(KernelParamError, match=f"{name}: "):
+                gen.build("gfx942", {name: value})
+        with pytest.raises(KernelParamError, match=f"{name}: "):
+            gen.build("gfx950", {name: value, "waves": 2, "block_n": 64, "s_buffers": 2})
+
+
+def test_placement_auto_choices():
+    from asterism.kernels.attention import check
+
+    gen = kernels.get(GEN)
+    eight = check("gfx950", gen.resolve({}))
+    assert (eight.exp_under_pv, eight.max_under_s, eight.setprio, eight.v_ahead,
+            eight.k_ahead) == (True, True, "stage", 2, 2)
+    for target, params in (("gfx942", {}), ("gfx950", {"waves": 4}),
+                           ("gfx950", {"waves": 2, "block_n": 64})):
+        cfg = check(target, gen.resolve(params))
+        assert (cfg.exp_under_pv, cfg.max_under_s, cfg.setprio, cfg.v_ahead) == (
+            False, False, "scores" if target == "gfx942" else "none", 4)

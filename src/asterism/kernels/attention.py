@@ -63,15 +63,18 @@ READ_AHEAD = 2  # MFMA steps the LDS operand reads run ahead of their MFMA
 # gfx942's K reads (k_ahead auto): the LDS latency (64 cycles) plus the SIMD-pair port's queue
 # is more than 2 steps of 32-cycle MFMAs cover.
 K_AHEAD_GFX942 = 3
-# s_setprio levels per setprio mode at the phase points of a key block (_Builder.priority):
-# scores (before the S MFMAs), softmax (after them), exps (after the row max's lane exchange,
-# before the rescale branch), pv (before the P V MFMAs).
-PRIORITY_POINTS = {"mfma": {"scores": 1, "softmax": 0, "pv": 1},
-                   "scores": {"scores": 1, "exps": 0}}
+MAX_LAG = 2  # max_under_s: MFMAs between a tile's last S MFMA and the first read of it
 PV_READ_AHEAD = 4  # the same for the V^T reads of gfx950 (2 ds_read_b64_tr_b16 per MFMA)
+AUTO_V_AHEAD = 2  # v_ahead auto with 8 waves and one S buffer on gfx950 (modeled faster)
 DMA_M0_SGPR = 64  # first SGPR of the pinned DMA M0 values (gfx950)
 BUFFER_WORD3 = 0x00020000  # raw buffer, 32-bit data format (range-checked, stride 0)
 REFERENCE_BLOCK_BYTES = 64 << 20  # float64 scores the reference holds at once, at most
+# s_setprio levels per setprio mode at the points of a key block (_Builder.priority): scores
+# (before the S MFMAs), softmax (after them), exps (after the row max's lane exchange, before
+# the rescale branch), pv (before the P V MFMAs). stage: the wave behind in the block first.
+PRIORITY_POINTS = {"mfma": {"scores": 1, "softmax": 0, "pv": 1},
+                   "stage": {"scores": 2, "softmax": 1, "pv": 0},
+                   "scores": {"scores": 1, "exps": 0}}
 EPS = {"bf16": 2.0 ** -8, "f16": 2.0 ** -11}  # relative rounding error bound of the dtype
 
 PARAMS = (
@@ -131,9 +134,6 @@ PARAMS = (
           "meet at the MFMAs), b64 = one ds_read_b64 per step (2-way conflicts on gfx942); "
           "auto = b64 on gfx942 (gfx950 always reads 16 bytes: one 32x32x16 step)",
           choices=("auto", "b64", "b128")),
-    Param("k_ahead", 0, "K operand reads in flight ahead of their S MFMAs (each holds "
-          "a K fragment's VGPRs): 1-6; 0 = auto: 3 on gfx942 (its 32-cycle 32x32x8 MFMAs: 2 "
-          "steps do not cover the LDS latency and the SIMD-pair port's queue), 2 on gfx950"),
     Param("prefetch", True, "gfx942 (one LDS stage): the global loads of the next key "
           "block's K/V tiles are issued before this block's P V MFMAs, into the S registers "
           "(free once P is packed), and only their LDS writes sit between the two barriers "
@@ -172,15 +172,32 @@ PARAMS = (
     Param("setprio", "auto", "s_setprio (the wave priority of the SIMD's issue arbitration) "
           "where two waves share a SIMD (8 waves): group = the second wave group (waves 4-7, "
           "each the second wave of its SIMD) raises its priority once at the start, as "
-          "AITER's kernel does; mfma = every wave raises it before its MFMA phases and "
-          "lowers it before its softmax VALU (one S buffer); scores = every wave raises it "
-          "before its S MFMAs and lowers it after its row max's lane exchange (one S buffer): "
-          "the second wave's S MFMAs then go before the first wave's P V MFMAs, and the first "
-          "wave's exchange before the second wave's K reads; none = issue by age (gfx950: "
-          "both waves of a SIMD meet the barrier every key block and start the block in the "
-          "same phase, so priority only reorders them; modeled at 1x2x1024x128: none 51238, "
-          "group 51294, mfma 51730 cycles); auto = scores on gfx942 with 8 waves and one S "
-          "buffer, else none", choices=("auto", "none", "group", "mfma", "scores")),
+          "AITER's kernel does; mfma = every wave raises it to 1 before its MFMA phases and "
+          "lowers it to 0 before its softmax; stage = 2 for a key block's S MFMAs, 1 for its "
+          "softmax, 0 for its P V (the wave behind in the block goes first); scores = 1 from "
+          "the S MFMAs through the row max's lane exchange, 0 from the exps on (the second "
+          "wave's S MFMAs go before the first wave's P V MFMAs, the first wave's exchange "
+          "before the second wave's K reads); mfma, stage and scores need one S buffer; "
+          "none = issue by age; auto = stage on gfx950 and scores on gfx942, each with 8 "
+          "waves and one S buffer, else none",
+          choices=("auto", "none", "group", "mfma", "stage", "scores")),
+    Param("exp_under_pv", "auto", "gfx950, one S buffer: on = the P V MFMAs go tile by tile "
+          "(32 keys) and the fma, exp and packing of tile u + 1 run under tile u's MFMAs "
+          "(only tile 0's P before them; the running-sum adds after the exps); off = all of P "
+          "before the P V MFMAs; auto = on with 8 waves", choices=("auto", "on", "off")),
+    Param("max_under_s", "auto", "gfx950, one S buffer: on = the row max of each 32-key tile "
+          "(v_max3 over its 16 scores) runs under the S MFMAs of the next tile, one per MFMA "
+          "(unmasked blocks; the last tile's and the combination after the MFMAs); off = "
+          "the whole max after them; auto = on with 8 waves", choices=("auto", "on", "off")),
+    Param("k_ahead", 0, "S MFMA steps the K reads run ahead of their MFMA with one S buffer "
+          "(gfx950 ds_read_b128; gfx942 ds_read_b64, or with k_read b128 reads of two steps "
+          "each) (1-6; 0: 3 on gfx942, whose 32-cycle 32x32x8 MFMAs do not cover the LDS "
+          "latency and the SIMD-pair port's queue in 2 steps, else 2)",
+          choices=(0, 1, 2, 3, 4, 5, 6)),
+    Param("v_ahead", 0, "P V MFMAs the V^T reads run ahead of their MFMA (gfx950: 2 "
+          "ds_read_b64_tr_b16 per MFMA; gfx942 with v_layout transposed: one ds_read_b64) "
+          "(1-6; 0: 2 on gfx950 with 8 waves and one S buffer, else 4)",
+          choices=(0, 1, 2, 3, 4, 5, 6)),
     Param("seed", 0, "random seed of the inputs"),
 )
 
@@ -216,11 +233,15 @@ class Config:
     k_bytes: int = 16  # bytes of a lane's K read (8 on gfx942 with k_read b64)
     prefetch: bool = False  # gfx942: next block's K/V loaded into the S registers early
     q_lds: bool = False  # gfx942: Q staged through LDS with row-contiguous loads
-    k_ahead: int = READ_AHEAD  # K reads in flight ahead of their S MFMA
+    # s_setprio: none, group (waves 4-7 once), mfma, stage or scores (per phase)
+    setprio: str = "none"
+    exp_under_pv: bool = False  # gfx950: tiles 1..'s fma / exp / pack under the P V MFMAs
+    max_under_s: bool = False  # gfx950: tile maxima under the S MFMAs of the next tile
+    k_ahead: int = READ_AHEAD  # S MFMA steps the K reads run ahead (one S buffer)
+    v_ahead: int = PV_READ_AHEAD  # P V MFMAs the V^T reads run ahead (one read per operand)
     exchange_on_rescale: bool = False  # the row max's lane exchange only in the rescale
     split_writes: bool = False  # gfx942 prefetch: V^T writes after the block's barrier, K's
     # after a mid-block barrier (lds_writes split)
-    setprio: str = "none"  # s_setprio: none, group (waves 4-7 once) or mfma (per phase)
 
     @property
     def row_tiles(self) -> int:
@@ -421,8 +442,6 @@ def check(target: str, p: dict[str, Any]) -> Config:
     require(p["seed"] >= 0, "seed", f"must be at least 0, got {p['seed']}")
     require(p["scale"] >= 0, "scale", f"must be positive (or 0 for 1/sqrt(head_dim)), "
             f"got {p['scale']}")
-    require(0 <= p["k_ahead"] <= 6, "k_ahead",
-            f"must be 1 to 6 K reads ahead (or 0 for auto), got {p['k_ahead']}")
     if p["causal"]:
         require(seq_k >= p["seq_q"], "causal",
                 f"needs seq_k >= seq_q (bottom-right aligned mask; rows with no visible key "
@@ -438,7 +457,6 @@ def check(target: str, p: dict[str, Any]) -> Config:
                  k_bytes=16 if target == "gfx950" or p["k_read"] == "b128" else 8,
                  k_ahead=p["k_ahead"] or (K_AHEAD_GFX942 if target == "gfx942"
                                           else READ_AHEAD),
-                 setprio=p["setprio"] if p["setprio"] != "auto" else "none",
                  exchange_on_rescale=p["max_exchange"] == "on_rescale")
     require(p["k_read"] != "b64" or target == "gfx942", "k_read",
             "b64 is the gfx942 choice (a gfx950 32x32x16 step reads 16 bytes per lane)")
@@ -446,16 +464,20 @@ def check(target: str, p: dict[str, Any]) -> Config:
             "transposed is the gfx942 copy (gfx950 reads V rows transposed with "
             "ds_read_b64_tr_b16 straight from its DMA-written tiles)")
     cfg = _with_registers(cfg, p, chip.vgpr.arch)
+    cfg = _placement(cfg, p)
     require(cfg.setprio == "none" or cfg.waves == 8, "setprio",
             f"{cfg.setprio} orders the two waves of a SIMD: it needs 8 waves, got {cfg.waves}")
-    require(cfg.setprio not in ("mfma", "scores") or cfg.s_buffers == 1, "setprio",
+    require(cfg.setprio not in ("mfma", "stage", "scores") or cfg.s_buffers == 1, "setprio",
             f"{cfg.setprio} needs one S buffer (with ping-pong S the MFMAs and the softmax "
             "co-issue: no phases to prioritize)")
-    if p["setprio"] == "auto" and target == "gfx942" and cfg.waves == 8 \
-            and cfg.s_buffers == 1:
-        import dataclasses
-
-        cfg = dataclasses.replace(cfg, setprio="scores")
+    require(p["k_ahead"] == 0 or cfg.s_buffers == 1, "k_ahead",
+            "is for one S buffer (ping-pong S keeps 2)")
+    require(not cfg.exp_under_pv or (target == "gfx950" and cfg.s_buffers == 1),
+            "exp_under_pv", "on is for gfx950 with one S buffer (gfx942 always packs tiles "
+            "1.. under the P V MFMAs; ping-pong S puts the whole softmax under the S MFMAs)")
+    require(not cfg.max_under_s or (target == "gfx950" and cfg.s_buffers == 1),
+            "max_under_s", "on is for gfx950 with one S buffer (ping-pong S puts the whole "
+            "softmax under the S MFMAs)")
     q_fits = cfg.waves * ROWS_PER_WAVE * cfg.row_bytes <= cfg.lds_bytes
     require(p["q_staging"] != "lds" or (target == "gfx942" and q_fits), "q_staging",
             f"lds is the gfx942 choice and needs {cfg.waves} x 32 Q rows "
@@ -504,6 +526,23 @@ def check(target: str, p: dict[str, Any]) -> Config:
         require(nbytes < 2 ** 32, f"seq_{name}", f"{name} is {nbytes} bytes; buffer "
                 "offsets are 32-bit (at most 4 GiB per tensor)")
     return cfg
+
+
+def _placement(cfg: Config, p: dict[str, Any]) -> Config:
+    """The softmax placement and priority choices, `auto` resolved: on gfx950 with 8 waves
+    and one S buffer exp_under_pv and max_under_s on, setprio stage, v_ahead 2 (modeled
+    fastest at 1x8x4096x128, see docs/kernels.md); elsewhere off, none and 4."""
+    import dataclasses
+
+    auto = cfg.target == "gfx950" and cfg.waves == 8 and cfg.s_buffers == 1
+    # gfx942 (8 waves, one S buffer): setprio scores (see docs/kernels.md's gfx942 table).
+    scores = cfg.target == "gfx942" and cfg.waves == 8 and cfg.s_buffers == 1
+    return dataclasses.replace(
+        cfg, exp_under_pv=p["exp_under_pv"] == "on" or (p["exp_under_pv"] == "auto" and auto),
+        max_under_s=p["max_under_s"] == "on" or (p["max_under_s"] == "auto" and auto),
+        setprio=("stage" if auto else "scores" if scores else "none")
+        if p["setprio"] == "auto" else p["setprio"],
+        v_ahead=p["v_ahead"] or (AUTO_V_AHEAD if auto else PV_READ_AHEAD))
 
 
 def _causal_order(p: dict[str, Any], block_m: int, chip) -> str:
@@ -1183,7 +1222,8 @@ class _Builder:
                 Stream.over("dma", space, load, kind="vmem_read"))
 
     def scores(self, S, dma: tuple[Stream, Stream] | None = None,
-               softmax: tuple[list, Any, list] | None = None) -> None:
+               softmax: tuple[list, Any, list] | None = None,
+               valu: list | None = None) -> None:
         """S^T = K Q^T into S for each 32-key tile of the block (MFMAs from LDS and Q);
         `dma`: the next block's direct-to-LDS loads, co-issued with the MFMAs; `softmax`
         (ping-pong): the other S buffer's softmax, (VALU before the rescale branch, the
@@ -1216,8 +1256,9 @@ class _Builder:
         space = list(unroll(cfg.tiles, steps))
         reads = Stream.over("ds_read", list(unroll(cfg.tiles, steps // per)), read_k)
         if softmax is None:
+            own = Stream("valu", valu) if valu else None
             self.pipelined(reads, Stream.over("mfma", space, mfma), 1, dma=dma, every=per,
-                           ahead=cfg.k_ahead)
+                           softmax=own, ahead=cfg.k_ahead)
             return
         before_branch, branch, after_branch = softmax
         n = len(space)
@@ -1230,23 +1271,48 @@ class _Builder:
                        softmax=Stream("valu", after_branch), total=n, first=split,
                        ahead=cfg.k_ahead)
 
-    def softmax_items(self, S, key0=None) -> tuple[list, Any, list]:
+    def tile_max_items(self, S, v: dict, u: int) -> list:
+        """Emitters setting v[("t", u)] to this lane's max over the 16 scores of tile u."""
+        key, r0 = ("t", u), 16 * u
+        items = [lambda kb: v.__setitem__(key, self.kb.v_max_f32(None, S[r0], S[r0 + 1]))]
+        items += [lambda kb, r=r: v.__setitem__(key, kb.v_max3_f32(None, v[key], S[r],
+                                                                   S[r + 1]))
+                  for r in range(r0 + 2, r0 + 16, 2)]
+        return items
+
+    def softmax_items(self, S, key0=None, v: dict | None = None) -> tuple[list, Any, list]:
         """The online softmax of the scores in S as (VALU emitters before the branch of the
         deferred rescale, the branch with the rescale, VALU emitters after it); P, packed
-        to 16 bits, goes to self.p. key0 (SGPR): the block's first key when masked."""
+        to 16 bits, goes to self.p. key0 (SGPR): the block's first key when masked. `v`
+        (max_under_s): the maxima of tiles 0..tiles-2, computed under the S MFMAs (the
+        last tile's and the combination come first here)."""
         cfg = self.cfg
         acc_o, st = self.region["O"], self.region["stats"]
         n = 16 * cfg.tiles
-        v: dict[str, Any] = {}  # values passed between the emitters
         first = []
-        if key0 is not None:
-            first.append(lambda kb: v.__setitem__("rem", kb.v_sub_u32(None, self.lim, key0)))
-            for r in range(n):
-                first.append(lambda kb, r=r: self.mask_one(S, r, v["rem"]))
-        first.append(lambda kb: v.__setitem__("t", kb.v_max_f32(None, S[0], S[1])))
-        for r in range(2, n - 1, 2):
-            first.append(lambda kb, r=r: v.__setitem__(
-                "t", kb.v_max3_f32(None, v["t"], S[r], S[r + 1])))
+        if v is not None:
+            for u in range(v.pop("done"), cfg.tiles):
+                first += self.tile_max_items(S, v, u)
+            keys = [("t", u) for u in range(cfg.tiles)]
+            first.append(lambda kb: v.__setitem__("t", v[keys[0]]))
+            for k in range(1, len(keys), 2):
+                if k + 1 < len(keys):
+                    first.append(lambda kb, k=k: v.__setitem__("t", kb.v_max3_f32(
+                        None, v["t"], v[keys[k]], v[keys[k + 1]])))
+                else:
+                    first.append(lambda kb, k=k: v.__setitem__("t", kb.v_max_f32(
+                        None, v["t"], v[keys[k]])))
+        else:
+            v = {}  # values passed between the emitters
+            if key0 is not None:
+                first.append(lambda kb: v.__setitem__("rem", kb.v_sub_u32(None, self.lim,
+                                                                           key0)))
+                for r in range(n):
+                    first.append(lambda kb, r=r: self.mask_one(S, r, v["rem"]))
+            first.append(lambda kb: v.__setitem__("t", kb.v_max_f32(None, S[0], S[1])))
+            for r in range(2, n - 1, 2):
+                first.append(lambda kb, r=r: v.__setitem__(
+                    "t", kb.v_max3_f32(None, v["t"], S[r], S[r + 1])))
         # The row's max with the other half of the row (lane l ^ 32): every block, or
         # (max_exchange on_rescale) only in the rescale branch: the test below on each
         # half's own max takes the branch exactly when the test on the row's max would (the
@@ -1305,19 +1371,29 @@ class _Builder:
         if cfg.packed:
             second.append(lambda kb: v.__setitem__("neg_m2", kb.join(
                 v["neg_m"], kb.v_mov_b32(None, v["neg_m"]), align=2)))
-            second += [lambda kb, r=r: kb.v_pk_fma_f32(S[r:r + 2], S[r:r + 2], self.c_pair,
-                                                       v["neg_m2"]) for r in range(0, n, 2)]
+            fmas = [lambda kb, r=r: kb.v_pk_fma_f32(S[r:r + 2], S[r:r + 2], self.c_pair,
+                                                    v["neg_m2"]) for r in range(0, n, 2)]
         else:
-            second += [lambda kb, r=r: kb.v_fma_f32(S[r], S[r], self.c_scale, v["neg_m"])
-                       for r in range(n)]
-        second += [lambda kb, r=r: kb.v_exp_f32(S[r], S[r]) for r in range(n)]
+            fmas = [lambda kb, r=r: kb.v_fma_f32(S[r], S[r], self.c_scale, v["neg_m"])
+                    for r in range(n)]
+        exps = [lambda kb, r=r: kb.v_exp_f32(S[r], S[r]) for r in range(n)]
         packs = self.pack_items(S)
-        if cfg.target == "gfx942":
-            # Only tile 0's P before the P V MFMAs, which go tile by tile on gfx942: the
-            # packing of tile u + 1 runs under tile u's MFMAs (accumulate).
-            first_tile = len(packs) // cfg.tiles
-            packs, self.late_packs = packs[:first_tile], packs[first_tile:]
-        second += packs
+        if cfg.exp_under_pv:
+            # gfx950: tile u's fma, exp and packing sweeps (in that order: no trans wait
+            # states), only tile 0's before the P V MFMAs, which go tile by tile: tile
+            # u + 1's under tile u's MFMAs (accumulate).
+            tiles = [[*_part(fmas, cfg.tiles, u), *_part(exps, cfg.tiles, u),
+                      *_part(packs, cfg.tiles, u)] for u in range(cfg.tiles)]
+            second += tiles[0]
+            self.late_packs = [item for tile in tiles[1:] for item in tile]
+        else:
+            second += fmas + exps
+            if cfg.target == "gfx942":
+                # Only tile 0's P before the P V MFMAs, which go tile by tile on gfx942: the
+                # packing of tile u + 1 runs under tile u's MFMAs (accumulate).
+                first_tile = len(packs) // cfg.tiles
+                packs, self.late_packs = packs[:first_tile], packs[first_tile:]
+            second += packs
         # The running sum is not needed by P V: its adds can wait for the P V MFMAs. Two
         # partial sums l = (l0, l1): keys of even and odd registers, added at the end.
         if cfg.packed:
@@ -1335,19 +1411,20 @@ class _Builder:
         kb.v_cmp_lt_i32(key, rem)
         kb.v_cndmask_b32(S[r], self.neg_inf, S[r], kb.vcc)
 
-    def softmax(self, S, key0=None) -> None:
+    def softmax(self, S, key0=None, v: dict | None = None) -> None:
         """Online softmax update of S in place (masked when key0 is given), not
-        interleaved: m, l, the O rescale, P = exp2(S * c - m) packed into self.p."""
-        first, branch, second = self.softmax_items(S, key0)
+        interleaved: m, l, the O rescale, P = exp2(S * c - m) packed into self.p; `v`: the
+        tile maxima computed under the S MFMAs (softmax_items)."""
+        first, branch, second = self.softmax_items(S, key0, v)
         for emit in first:
             emit(self.kb)
         self.priority("exps")
         branch(self.kb)
         for emit in second:
             emit(self.kb)
-        if self.cfg.target == "gfx950":
+        if self.cfg.target == "gfx950" and not self.cfg.exp_under_pv:
             # gfx942 keeps the running-sum adds for the P V MFMAs (accumulate): off the
-            # path from the S MFMAs to the P V MFMAs.
+            # path from the S MFMAs to the P V MFMAs (and exp_under_pv: after the exps).
             for emit in self.late:
                 emit(self.kb)
             self.late = []
@@ -1429,7 +1506,7 @@ class _Builder:
             kb.emit(cfg.mfma, acc, vf, p[u, t], acc)
 
         gfx950 = cfg.target == "gfx950"
-        if gfx950:
+        if gfx950 and not self.late_packs:
             space = list(unroll(cfg.head_dim // 32, cfg.tiles, steps))
         else:  # tile by tile: the packing of the next tile's P under this tile's MFMAs
             space = [(db, u, t) for u in range(cfg.tiles) for db in range(cfg.head_dim // 32)
@@ -1451,7 +1528,7 @@ class _Builder:
         one_read = gfx950 or cfg.vt  # gfx942 rows: 4 ds_read_u16 + 2 VALU per operand
         self.pipelined(Stream.over("ds_read", space, read_v), Stream.over("mfma", space, mfma),
                        2 if gfx950 else 1 if cfg.vt else 4, valu=0 if one_read else 2,
-                       ahead=PV_READ_AHEAD if one_read else READ_AHEAD, softmax=late)
+                       ahead=cfg.v_ahead if one_read else READ_AHEAD, softmax=late)
         self.late = []
 
     def v_fragment(self, key: int, db: int):
@@ -1680,10 +1757,11 @@ class _Builder:
                 dma = self.dma_stream([(self.rk, 0, k_first, self.dma_stage),
                                        (self.rv, 1, v_first, self.dma_stage)])
             self.priority("scores")
-            self.scores(S, dma)
+            v = self.max_under_s(S, key0)
+            self.scores(S, dma, valu=v and v.pop("items"))
             self.mid_barrier(second=True)
             self.priority("softmax")
-            self.softmax(S, key0)
+            self.softmax(S, key0, v)
             self.mid_barrier(second=False)
             self.priority("pv")
         self.accumulate()
@@ -1868,6 +1946,26 @@ class _Builder:
             return kb.v_cndmask_b32(None, a, b, own_low)
         return kb.ds_bpermute_b32(None, self.partner, value)
 
+    def max_under_s(self, S, key0) -> dict | None:
+        """max_under_s (unmasked blocks): the emitters of the maxima of tiles 0..tiles-2,
+        tile u - 1's after tile u's S MFMAs (one per MFMA: its 8 steps are done by then),
+        in v["items"]; None otherwise."""
+        cfg = self.cfg
+        if not cfg.max_under_s or key0 is not None or cfg.tiles < 2:
+            return None
+        v: dict = {"done": cfg.tiles - 1}
+        steps = cfg.head_dim // cfg.kstep
+        # Tile 0's MFMAs and MAX_LAG more: a VALU read of an MFMA result needs wait states.
+        items = [lambda kb: None] * (steps + MAX_LAG)
+        for u in range(cfg.tiles - 1):
+            more = self.tile_max_items(S, v, u)
+            if len(items) + len(more) > steps * cfg.tiles:  # one per MFMA at most
+                v["done"] = u
+                break
+            items += more
+        v["items"] = items
+        return v
+
     def group_priority(self) -> None:
         """setprio=group: the second wave of each SIMD (waves waves/2..) raises its priority
         once, so its MFMA stream goes first and the first group's VALU fills the gaps."""
@@ -1879,8 +1977,8 @@ class _Builder:
             kb.s_setprio(1)
 
     def priority(self, at: str) -> None:
-        """setprio mfma / scores: this wave's priority for the phase that begins `at`
-        (PRIORITY_POINTS)."""
+        """setprio mfma / stage / scores: this wave's priority for the part of the key block
+        that begins `at` (PRIORITY_POINTS: "scores", "softmax", "exps", "pv")."""
         level = PRIORITY_POINTS.get(self.cfg.setprio, {}).get(at)
         if level is not None:
             self.kb.s_setprio(level)
@@ -1911,6 +2009,12 @@ class _Builder:
         kb.place(done)
         kb.s_endpgm()
         return kb.finish()
+
+
+def _part(items: list, parts: int, k: int) -> list:
+    """Part k of `items` cut into `parts` equal parts."""
+    size = len(items) // parts
+    return items[k * size:(k + 1) * size]
 
 
 def _log2(n: int) -> int:
