@@ -613,16 +613,18 @@ def test_gfx942_default_raises_priority_for_the_scores_and_reads_k_three_ahead()
     assert "s_setprio" not in str(gen.build("gfx942", dict(extra, setprio="none")).module)
 
 
-@pytest.mark.parametrize("ahead", [1, 3, 5])
-def test_k_ahead_reads_before_the_first_s_mfma(ahead):
-    # The first key block's S MFMAs: `ahead` K reads (ds_read_b64 on gfx942) go before the
-    # first MFMA, and the result still matches.
+@pytest.mark.parametrize(("read", "ahead"), [("b64", 1), ("b64", 3), ("b128", 2),
+                                             ("b128", 5)])
+def test_k_ahead_reads_before_the_first_s_mfma(read, ahead):
+    # The first key block's S MFMAs: `ahead` K reads (ds_read_b64 / ds_read_b128 on gfx942,
+    # k_read b64 / b128) go before the first MFMA, and the result still matches.
     case = kernels.get(GEN).build("gfx942", dict(heads=1, seq_q=64, seq_k=140, head_dim=128,
-                                                 k_ahead=ahead, q_staging="direct"))
+                                                 k_ahead=ahead, q_staging="direct",
+                                                 k_read=read))
     text = str(case.module)
     first_mfma = text.index("v_mfma")
     start = text.rfind("s_barrier", 0, first_mfma)
-    assert text.count("ds_read_b64", start, first_mfma) == ahead
+    assert text.count(f"ds_read_{read}", start, first_mfma) == ahead
     excess, err = run_case(case)
     assert excess <= 0, f"max error {err} above the tolerance"
     with pytest.raises(KernelParamError, match="k_ahead: 7 is not one of"):

@@ -130,9 +130,9 @@ PARAMS = (
     Param("k_read", "auto", "K operand reads: b128 = one ds_read_b128 per two 32x32x8 MFMA "
           "steps on gfx942 (lane half h takes head-dims 16 p + 8 h..+7 for steps 2p, 2p + 1; "
           "Q loaded in the same order; the XOR swizzle makes its 8-lane phases "
-          "conflict-free; modeled slower at 1x2x512x128: 59534 vs 57510 cycles, its waves "
-          "meet at the MFMAs), b64 = one ds_read_b64 per step (2-way conflicts on gfx942); "
-          "auto = b64 on gfx942 (gfx950 always reads 16 bytes: one 32x32x16 step)",
+          "conflict-free; half the reads: modeled 47390 vs 48210 cycles at 1x2x512x128 with "
+          "setprio scores and k_ahead 3), b64 = one ds_read_b64 per step (2-way conflicts on "
+          "gfx942); auto = b128 on gfx942 (gfx950 always reads 16 bytes: one 32x32x16 step)",
           choices=("auto", "b64", "b128")),
     Param("prefetch", True, "gfx942 (one LDS stage): the global loads of the next key "
           "block's K/V tiles are issued before this block's P V MFMAs, into the S registers "
@@ -454,7 +454,7 @@ def check(target: str, p: dict[str, Any]) -> Config:
                  truncate=p["bf16_round"] == "truncate", loop=p["loop"],
                  away=p["bf16_round"] == "nearest_away",
                  vt=target == "gfx942" and p["v_layout"] != "rows",
-                 k_bytes=16 if target == "gfx950" or p["k_read"] == "b128" else 8,
+                 k_bytes=16 if target == "gfx950" or p["k_read"] != "b64" else 8,
                  k_ahead=p["k_ahead"] or (K_AHEAD_GFX942 if target == "gfx942"
                                           else READ_AHEAD),
                  exchange_on_rescale=p["max_exchange"] == "on_rescale")
