@@ -584,15 +584,22 @@ def kernels_attention_figures(run, doc: str | None = None):
 
 
 _ATT942 = ("asterism kernels compare flash_attention_fwd flash_attention_fwd@away "
-           "flash_attention_fwd@rtz flash_attention_fwd@rows flash_attention_fwd@noprefetch "
-           "flash_attention_fwd@qdirect flash_attention_fwd@b128 flash_attention_fwd@plain "
+           "flash_attention_fwd@rtz flash_attention_fwd@noprio flash_attention_fwd@k2 "
+           "flash_attention_fwd@b64 flash_attention_fwd@start flash_attention_fwd@split "
+           "flash_attention_fwd@onrescale flash_attention_fwd@rows "
+           "flash_attention_fwd@noprefetch flash_attention_fwd@qdirect flash_attention_fwd@plain "
            "flash_attention_fwd@before aiter_fmha_fwd --target gfx942 --shape 1x2x512x128 "
            "--param flash_attention_fwd@away.bf16_round=nearest_away --param "
            "flash_attention_fwd@rtz.bf16_round=truncate --param "
+           "flash_attention_fwd@noprio.setprio=none --param flash_attention_fwd@k2.k_ahead=2 "
+           "--param flash_attention_fwd@b64.k_read=b64 --param "
+           "flash_attention_fwd@start.setprio=none --param flash_attention_fwd@start.k_ahead=2 "
+           "--param flash_attention_fwd@start.k_read=b64 --param "
+           "flash_attention_fwd@split.lds_writes=split --param "
+           "flash_attention_fwd@onrescale.max_exchange=on_rescale --param "
            "flash_attention_fwd@rows.v_layout=rows --param "
            "flash_attention_fwd@noprefetch.prefetch=false --param "
            "flash_attention_fwd@qdirect.q_staging=direct --param "
-           "flash_attention_fwd@b128.k_read=b128 --param "
            "flash_attention_fwd@plain.lds_layout=plain --param "
            "flash_attention_fwd@before.v_layout=rows --param "
            "flash_attention_fwd@before.prefetch=false --param "
@@ -607,12 +614,15 @@ def kernels_attention_gfx942_techniques(run, doc: str | None = None):
     cycles = _one(r"^modeled cycles \(CU 0\) +(.+)$", out)[0].split()
     per_cu = re.findall(r"([\d.]+) \([\d.]+%\)",
                         _one(r"^modeled TFLOPS, per CU x CUs +(.+)$", out)[0])
-    labels = ["default (V^T at copy time, prefetch, Q through LDS, `k_read=b64`, round to "
-              "nearest even)", "`bf16_round=nearest_away`",
+    labels = ["default (V^T at copy time, prefetch, Q through LDS, `k_read=b128`, "
+              "`setprio=scores`, `k_ahead=3`, round to nearest even)", "`bf16_round=nearest_away`",
               "`bf16_round=truncate` (AITER's rounding)",
+              "`setprio=none` (issue by age)", "`k_ahead=2`", "`k_read=b64`",
+              "`setprio=none k_ahead=2 k_read=b64` (this branch's starting point)",
+              "`lds_writes=split`", "`max_exchange=on_rescale`",
               "`v_layout=rows` (4 `ds_read_u16` per V^T operand)",
               "`prefetch=false` (loads between the barriers)",
-              "`q_staging=direct` (a lane loads its own Q row)", "`k_read=b128`",
+              "`q_staging=direct` (a lane loads its own Q row)",
               "`lds_layout=plain` (no swizzle: K, Q and V^T conflicts)",
               "`v_layout=rows prefetch=false q_staging=direct` (the three copy techniques "
               "off; the scheduling of the P V phase stays)", "`aiter_fmha_fwd` (rtz object)"]
