@@ -637,6 +637,41 @@ def kernels_attention_gfx942_techniques(run, doc: str | None = None):
                  f"({int(cycles[-1]) / int(cycles[1]):.3f} with `nearest_away`)")
 
 
+_ATT950 = ("asterism kernels compare flash_attention_fwd flash_attention_fwd@noprio "
+           "flash_attention_fwd@group flash_attention_fwd@noexp flash_attention_fwd@nomax "
+           "flash_attention_fwd@v4 flash_attention_fwd@k3 flash_attention_fwd@before "
+           "aiter_fmha_fwd --target gfx950 --shape 1x2x1024x128 --param "
+           "flash_attention_fwd@noprio.setprio=none --param "
+           "flash_attention_fwd@group.setprio=group --param "
+           "flash_attention_fwd@noexp.exp_under_pv=off --param "
+           "flash_attention_fwd@nomax.max_under_s=off --param "
+           "flash_attention_fwd@v4.v_ahead=4 --param flash_attention_fwd@k3.k_ahead=3 --param "
+           "flash_attention_fwd@before.exp_under_pv=off --param "
+           "flash_attention_fwd@before.max_under_s=off --param "
+           "flash_attention_fwd@before.setprio=none --param "
+           "flash_attention_fwd@before.v_ahead=4 --timing -q")
+
+
+@figure
+def kernels_attention_gfx950_placement(run, doc: str | None = None):
+    """kernels.md: the gfx950 softmax placement and s_setprio table (issue 24)."""
+    doc = doc or _doc_text("docs/kernels.md")
+    out = run(_ATT950)
+    cycles = _one(r"^modeled cycles \(CU 0\) +(.+)$", out)[0].split()
+    per_cu = re.findall(r"([\d.]+) \([\d.]+%\)",
+                        _one(r"^modeled TFLOPS, per CU x CUs +(.+)$", out)[0])
+    labels = ["default (`exp_under_pv`, `max_under_s`, `setprio=stage`, `v_ahead=2`)",
+              "`setprio=none`", "`setprio=group` (AITER's placement: waves 4-7 priority 1)",
+              "`exp_under_pv=off` (all exps before the P V MFMAs)",
+              "`max_under_s=off` (the whole max after the S MFMAs)", "`v_ahead=4`",
+              "`k_ahead=3`",
+              "`exp_under_pv=off max_under_s=off setprio=none v_ahead=4` (the kernel before)",
+              "`aiter_fmha_fwd`"]
+    assert len(cycles) == len(per_cu) == len(labels)
+    for label, c, t in zip(labels, cycles, per_cu, strict=True):
+        _quoted(doc, f"| {label} | {c} | {t} |")
+
+
 @pytest.fixture(scope="session")
 def run_figure_command(tmp_path_factory, doc_env):
     """run(command) -> its output, run once in a reader's folder."""

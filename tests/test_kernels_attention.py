@@ -724,10 +724,13 @@ PLACEMENT_CASES = [
     dict(heads=1, seq_q=256, seq_k=384, head_dim=128),
     dict(heads=2, heads_kv=1, seq_q=300, seq_k=330, head_dim=64, dtype="f16", causal=True,
          lse=True),
+    # block_n 64: 2 tiles of 8 P V MFMAs, more P items after each MFMA than the even spread
+    dict(heads=1, seq_q=256, seq_k=200, head_dim=128, block_n=64),
 ]
 
 
-@pytest.mark.parametrize("extra", PLACEMENT_CASES, ids=["plain_d128", "causal_gqa_lse_d64"])
+@pytest.mark.parametrize("extra", PLACEMENT_CASES,
+                         ids=["plain_d128", "causal_gqa_lse_d64", "ragged_block_n64"])
 def test_softmax_placement_matches_numpy(extra):
     excess, _err = run_case(kernels.get(GEN).build("gfx950", dict(waves=8, **PLACEMENT,
                                                                    **extra)))

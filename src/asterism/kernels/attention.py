@@ -1519,6 +1519,12 @@ class _Builder:
         if packs:  # one item stream, ceil(items / MFMAs) after each MFMA: tile u's P first
             per, tile_items = -(-len(late_items) // len(space)), len(packs) // (cfg.tiles - 1)
             mfmas_per_tile = len(space) // cfg.tiles
+            if gfx950 and tile_items > per * mfmas_per_tile:
+                # exp_under_pv with few MFMAs per tile (block_n 64, 2 tiles): more items
+                # after each MFMA (no-ops pad the stream to that rate) so that tile u + 1's P
+                # is ready before its MFMAs.
+                per = -(-tile_items // mfmas_per_tile)
+                late_items += [lambda kb: None] * (per * len(space) - len(late_items))
             if any(-(-u * tile_items // per) > u * mfmas_per_tile
                    for u in range(1, cfg.tiles)):
                 raise NotImplementedError(
