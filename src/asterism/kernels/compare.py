@@ -377,7 +377,8 @@ def compare_report(comparison: Comparison) -> dict[str, Any]:
     if device is not None:
         out.update(product=device.product, compute_units=device.compute_units,
                    clock_mhz=device.clock_mhz, load_clock_mhz=device.load_clock_mhz,
-                   load_clock_source=device.load_clock_source, note=f"{MODEL_NOTE}; not a measurement",
+                   load_clock_source=device.load_clock_source,
+                   note=f"{MODEL_NOTE}; not a measurement",
                    stalls_note=STALLS_NOTE)
     return out
 
