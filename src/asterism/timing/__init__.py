@@ -47,6 +47,7 @@ vector L1 (hits) and TLB (a cold scalar load's measured latency includes whateve
 contention between CUs beyond their shares of the L2 and HBM bandwidth (the other CUs are
 taken to run like the modeled ones; the MALL, L2 channel and HBM bank conflicts, the fabric
 between XCDs and the L2's write-back buffering are not modeled), clock changes (cycles are
-converted at the peak engine clock). A trace replay has no addresses: there DS instructions cost their bandwidth and SIMD-pair port and
-vector memory its bytes rule only (no bank conflicts, no cache lines, no bandwidth ceiling).
+converted at the peak engine clock). A trace replay has no addresses: there DS instructions
+cost their bandwidth and SIMD-pair port and vector memory its bytes rule only (no bank
+conflicts, no cache lines, no bandwidth ceiling).
 """
