@@ -297,7 +297,10 @@ def test_load_clock_row_scales_per_cu_tflops_by_the_clock_ratio(gemm_pair):
                                                              rel=1e-12)
     lines = format_compare(gemm_pair).splitlines()
     assert lines[2].startswith("  and at 1207 MHz, its clock under dense MFMA load (measured")
-    row = next(line for line in lines if line.startswith("modeled TFLOPS, per CU x CUs at"))
+    per_cu = lines.index(next(line for line in lines
+                              if line.startswith("modeled TFLOPS, per CU x CUs")))
+    row = lines[per_cu + 1]
+    assert row.startswith("  at 1207 MHz under load")
     assert row.split()[-2:] == [f"{r.run.per_cu_tflops_load_clock:.1f}" for r in gemm_pair.rows]
     report = compare_report(gemm_pair)
     assert report["load_clock_mhz"] == 1207.0

@@ -427,12 +427,12 @@ def _table_rows(comparison: Comparison) -> list[tuple[str, list[str]]]:
                                                                           u.peak_tflops))),
             ("modeled TFLOPS, per CU x CUs",
              modeled(lambda u: _tflops_cell(u.per_cu_tflops, u.peak_tflops))),
-            ("peak TFLOPS (data sheet, dense)", modeled(lambda u: f"{u.peak_tflops}")),
         ]
         if any(r.run and r.run.per_cu_tflops_load_clock is not None for r in rows):
-            table.append((f"modeled TFLOPS, per CU x CUs at {device_load_clock(rows)} MHz",
+            table.append((f"  at {device_load_clock(rows)} MHz under load",
                           modeled(lambda u: _fmt(u.per_cu_tflops_load_clock, ".1f"))))
         table += [
+            ("peak TFLOPS (data sheet, dense)", modeled(lambda u: f"{u.peak_tflops}")),
             ("modeled ratio to first", cells(lambda r: _fmt(r.ratio_to_first, ".3f"))),
             ("modeled stalls, % of wave cycles:", ["" for _ in rows]),
         ]
