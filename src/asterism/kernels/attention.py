@@ -144,7 +144,7 @@ PARAMS = (
           "on_rescale = only inside the rescale branch (the test on each half's own max "
           "takes the branch exactly when the row's max grew past the slack; without it the "
           "old max stays, the same in both halves): no LDS access between the S MFMAs and "
-          "the exps in most blocks, but modeled slower on gfx942 (49558 vs 48210 cycles at "
+          "the exps in most blocks, but modeled slower on gfx942 (47434 vs 47390 cycles at "
           "1x2x512x128: the waves of a SIMD meet at the MFMAs differently)",
           choices=("every_block", "on_rescale")),
     Param("lds_writes", "between", "gfx942 with prefetch and transposed V (one LDS stage): "
@@ -155,7 +155,7 @@ PARAMS = (
           "second barrier that the waves 4-7 pass after their S MFMAs and the waves 0-3 after "
           "their softmax (every wave is done with K then; each SIMD's first wave is in its "
           "softmax and the second in its S MFMAs there anyway). split is modeled slower "
-          "(49854 vs 48210 cycles at 1x2x512x128: the SIMDs, up to 800 cycles apart, now meet "
+          "(48250 vs 47390 cycles at 1x2x512x128: the SIMDs, up to 600 cycles apart, now meet "
           "twice a block)", choices=("between", "split")),
     Param("q_staging", "auto", "how Q reaches its registers: lds = row-contiguous "
           "buffer_load_dwordx4 (4 rows of 1 KiB per instruction) into the wave's part of the "
