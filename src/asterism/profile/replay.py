@@ -13,7 +13,9 @@ latencies of target/data/timing.toml; a vector load's addresses are unknown, so 
 ``memory.vmem_unknown``; scalar loads hit or miss by the cache line their base registers and
 offset name, a miss paying ``memory.smem_miss``; stores leave through the CU's write-out queue
 at ``memory.store_unknown`` cycles each; VALU results reach other units as timing/valu.py
-says; ``off`` leaves those three out: timing.params.REPLAY_MECHANISMS) or from the capture
+says; ``off`` leaves those three out: timing.params.REPLAY_MECHANISMS; a DS instruction
+also holds its SIMD pair's LDS port and ``s_setprio`` orders the issue, as in a kernel run,
+with no off switch in a replay) or from the capture
 (``memory="measured"``): each memory instruction completes
 as long after its modeled issue as it did after its measured issue, where that is known
 (the capture's waitcnt links name the accesses each ``s_waitcnt`` drained, and the wait's

@@ -37,15 +37,17 @@ per instruction adds them to static.Static where static.py's tables build it; on
 per-instruction figures to report adds them to the TimingResult (as `lds_costs`,
 `line_costs`; the scalar misses, store write-out and VALU-path holds as `paths`).
 `TimingOptions.off` turns the LDS bank, cache-line, bandwidth, per-workgroup barrier,
-scalar-miss, store-queue and VALU-path mechanisms off (params.MECHANISMS; a replay:
-params.REPLAY_MECHANISMS). The engine changes only when a new kind of question must be asked.
+scalar-miss, store-queue, VALU-path, SIMD-pair LDS port and s_setprio mechanisms off
+(params.MECHANISMS: lds_banks, vmem_lines, bandwidth, wg_barriers, smem_miss, store_queue,
+valu_paths, lds_ports, setprio; a replay: params.REPLAY_MECHANISMS). The engine changes only
+when a new kind of question must be asked.
 
 Not modeled: the instruction cache and fetch bandwidth (beyond a taken branch's cost), the
-the vector L1 (hits) and TLB (a cold scalar load's measured latency includes whatever it costs), contention
-between CUs beyond their shares of the L2 and HBM bandwidth (the other CUs are taken to run
-like the modeled ones; the MALL, L2 channel and HBM bank conflicts, the fabric between XCDs
-and the L2's write-back buffering are not modeled), clock changes (cycles are converted at
-the peak engine clock). A trace
-replay has no addresses: there DS instructions cost their bandwidth and SIMD-pair port and
-vector memory its bytes rule only (no bank conflicts, no cache lines, no bandwidth ceiling).
+vector L1 (hits) and TLB (a cold scalar load's measured latency includes whatever it costs),
+contention between CUs beyond their shares of the L2 and HBM bandwidth (the other CUs are
+taken to run like the modeled ones; the MALL, L2 channel and HBM bank conflicts, the fabric
+between XCDs and the L2's write-back buffering are not modeled), clock changes (cycles are
+converted at the peak engine clock). A trace replay has no addresses: there DS instructions
+cost their bandwidth and SIMD-pair port and vector memory its bytes rule only (no bank
+conflicts, no cache lines, no bandwidth ceiling).
 """
