@@ -1222,7 +1222,7 @@ class _Builder:
     def tile_max_items(self, S, v: dict, u: int) -> list:
         """Emitters setting v[("t", u)] to this lane's max over the 16 scores of tile u."""
         key, r0 = ("t", u), 16 * u
-        items = [lambda kb: v.__setitem__(key, self.kb.v_max_f32(None, S[r0], S[r0 + 1]))]
+        items = [lambda kb: v.__setitem__(key, kb.v_max_f32(None, S[r0], S[r0 + 1]))]
         items += [lambda kb, r=r: v.__setitem__(key, kb.v_max3_f32(None, v[key], S[r],
                                                                    S[r + 1]))
                   for r in range(r0 + 2, r0 + 16, 2)]
@@ -1844,9 +1844,10 @@ class _Builder:
         return kb.ds_bpermute_b32(None, self.partner, value)
 
     def max_under_s(self, S, key0) -> dict | None:
-        """max_under_s (unmasked blocks): the emitters of the maxima of tiles 0..tiles-2,
-        tile u - 1's after tile u's S MFMAs (one per MFMA: its 8 steps are done by then),
-        in v["items"]; None otherwise."""
+        """max_under_s (unmasked blocks): the emitters of the maxima of the first tiles,
+        one per S MFMA from MAX_LAG MFMAs after tile 0's last one (each tile's after its
+        own MFMAs), as many tiles as fit, in v["items"]; v["done"]: the first tile left for
+        softmax_items; None otherwise."""
         cfg = self.cfg
         if not cfg.max_under_s or key0 is not None or cfg.tiles < 2:
             return None
