@@ -63,7 +63,9 @@ READ_AHEAD = 2  # MFMA steps the LDS operand reads run ahead of their MFMA
 # gfx942's K reads (k_ahead auto): the LDS latency (64 cycles) plus the SIMD-pair port's queue
 # is more than 2 steps of 32-cycle MFMAs cover.
 K_AHEAD_GFX942 = 3
-MAX_LAG = 2  # max_under_s: MFMAs between a tile's last S MFMA and the first read of it
+# max_under_s: MFMAs between a tile's last S MFMA and the first read of it (a VALU read of an
+# MFMA result waits for it; 2: modeled 1.7 % slower at 1x8x4096x128)
+MAX_LAG = 3
 PV_READ_AHEAD = 4  # the same for the V^T reads of gfx950 (2 ds_read_b64_tr_b16 per MFMA)
 AUTO_V_AHEAD = 2  # v_ahead auto with 8 waves and one S buffer on gfx950 (modeled faster)
 DMA_M0_SGPR = 64  # first SGPR of the pinned DMA M0 values (gfx950)
@@ -1274,7 +1276,7 @@ class _Builder:
     def tile_max_items(self, S, v: dict, u: int) -> list:
         """Emitters setting v[("t", u)] to this lane's max over the 16 scores of tile u."""
         key, r0 = ("t", u), 16 * u
-        items = [lambda kb: v.__setitem__(key, self.kb.v_max_f32(None, S[r0], S[r0 + 1]))]
+        items = [lambda kb: v.__setitem__(key, kb.v_max_f32(None, S[r0], S[r0 + 1]))]
         items += [lambda kb, r=r: v.__setitem__(key, kb.v_max3_f32(None, v[key], S[r],
                                                                    S[r + 1]))
                   for r in range(r0 + 2, r0 + 16, 2)]
@@ -1953,9 +1955,10 @@ class _Builder:
         return kb.ds_bpermute_b32(None, self.partner, value)
 
     def max_under_s(self, S, key0) -> dict | None:
-        """max_under_s (unmasked blocks): the emitters of the maxima of tiles 0..tiles-2,
-        tile u - 1's after tile u's S MFMAs (one per MFMA: its 8 steps are done by then),
-        in v["items"]; None otherwise."""
+        """max_under_s (unmasked blocks): the emitters of the maxima of the first tiles,
+        one per S MFMA from MAX_LAG MFMAs after tile 0's last one (each tile's after its
+        own MFMAs), as many tiles as fit, in v["items"]; v["done"]: the first tile left for
+        softmax_items; None otherwise."""
         cfg = self.cfg
         if not cfg.max_under_s or key0 is not None or cfg.tiles < 2:
             return None
