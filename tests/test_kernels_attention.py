@@ -592,17 +592,21 @@ def test_setprio_needs_two_waves_per_simd_and_phases():
         gen.build("gfx950", {"waves": 8, "block_n": 64, "s_buffers": 2, "setprio": "mfma"})
 
 
-def test_gfx942_default_raises_priority_for_the_scores_and_reads_k_three_ahead():
-    # gfx942 with 8 waves: setprio auto = scores (s_setprio 1 before the S MFMAs, 0 after
-    # the row max's lane exchange: 2 per key block) and k_ahead auto = 3; 4 waves: none.
+@pytest.mark.parametrize("setprio", ["auto", "scores"])
+def test_gfx942_default_raises_priority_for_the_scores_and_reads_k_three_ahead(setprio):
+    # gfx942 with 8 waves: setprio auto = s_mfma (s_setprio 1 before the S MFMAs, 0 after
+    # them: 2 per key block; scores: 0 after the row max's lane exchange) and k_ahead auto =
+    # 3; 4 waves: none.
     from asterism.kernels.attention import check
 
     gen = kernels.get(GEN)
-    extra = dict(heads=1, seq_q=300, seq_k=330, head_dim=64, causal=True, lse=True)
+    extra = dict(heads=1, seq_q=300, seq_k=330, head_dim=64, causal=True, lse=True,
+                 setprio=setprio)
     cfg = check("gfx942", gen.resolve(extra))
-    assert (cfg.waves, cfg.setprio, cfg.k_ahead) == (8, "scores", 3)
-    assert check("gfx950", gen.resolve(extra)).setprio == "stage"
-    assert check("gfx942", gen.resolve(dict(extra, waves=4))).setprio == "none"
+    want = "s_mfma" if setprio == "auto" else setprio
+    assert (cfg.waves, cfg.setprio, cfg.k_ahead) == (8, want, 3)
+    assert check("gfx950", gen.resolve(dict(extra, setprio="auto"))).setprio == "stage"
+    assert check("gfx942", gen.resolve(dict(extra, waves=4, setprio="auto"))).setprio == "none"
     case = gen.build("gfx942", extra)
     excess, err = run_case(case)
     assert excess <= 0, f"max error {err} above the tolerance"
@@ -799,4 +803,4 @@ def test_placement_auto_choices():
                            ("gfx950", {"waves": 2, "block_n": 64})):
         cfg = check(target, gen.resolve(params))
         assert (cfg.exp_under_pv, cfg.max_under_s, cfg.setprio, cfg.v_ahead) == (
-            False, False, "scores" if target == "gfx942" else "none", 4)
+            False, False, "s_mfma" if target == "gfx942" else "none", 4)

@@ -76,7 +76,8 @@ REFERENCE_BLOCK_BYTES = 64 << 20  # float64 scores the reference holds at once, 
 # the rescale branch), pv (before the P V MFMAs). stage: the wave behind in the block first.
 PRIORITY_POINTS = {"mfma": {"scores": 1, "softmax": 0, "pv": 1},
                    "stage": {"scores": 2, "softmax": 1, "pv": 0},
-                   "scores": {"scores": 1, "exps": 0}}
+                   "scores": {"scores": 1, "exps": 0},
+                   "s_mfma": {"scores": 1, "softmax": 0}}
 EPS = {"bf16": 2.0 ** -8, "f16": 2.0 ** -11}  # relative rounding error bound of the dtype
 
 PARAMS = (
@@ -179,10 +180,11 @@ PARAMS = (
           "softmax, 0 for its P V (the wave behind in the block goes first); scores = 1 from "
           "the S MFMAs through the row max's lane exchange, 0 from the exps on (the second "
           "wave's S MFMAs go before the first wave's P V MFMAs, the first wave's exchange "
-          "before the second wave's K reads); mfma, stage and scores need one S buffer; "
-          "none = issue by age; auto = stage on gfx950 and scores on gfx942, each with 8 "
-          "waves and one S buffer, else none",
-          choices=("auto", "none", "group", "mfma", "stage", "scores")),
+          "before the second wave's K reads); s_mfma = 1 for the S MFMAs only (gfx942 with "
+          "k_read b128: modeled 46790 vs 47390 for scores at 1x2x512x128; with b64 52410 vs "
+          "48210); mfma, stage, scores and s_mfma need one S buffer; none = issue by age; "
+          "auto = stage on gfx950 and s_mfma on gfx942, each with 8 waves and one S buffer, "
+          "else none", choices=("auto", "none", "group", "mfma", "stage", "scores", "s_mfma")),
     Param("exp_under_pv", "auto", "gfx950, one S buffer: on = the P V MFMAs go tile by tile "
           "(32 keys) and the fma, exp and packing of tile u + 1 run under tile u's MFMAs "
           "(only tile 0's P before them; the running-sum adds after the exps); off = all of P "
@@ -235,7 +237,7 @@ class Config:
     k_bytes: int = 16  # bytes of a lane's K read (8 on gfx942 with k_read b64)
     prefetch: bool = False  # gfx942: next block's K/V loaded into the S registers early
     q_lds: bool = False  # gfx942: Q staged through LDS with row-contiguous loads
-    # s_setprio: none, group (waves 4-7 once), mfma, stage or scores (per phase)
+    # s_setprio: none, group (waves 4-7 once), mfma, stage, scores or s_mfma (per phase)
     setprio: str = "none"
     exp_under_pv: bool = False  # gfx950: tiles 1..'s fma / exp / pack under the P V MFMAs
     max_under_s: bool = False  # gfx950: tile maxima under the S MFMAs of the next tile
@@ -469,7 +471,8 @@ def check(target: str, p: dict[str, Any]) -> Config:
     cfg = _placement(cfg, p)
     require(cfg.setprio == "none" or cfg.waves == 8, "setprio",
             f"{cfg.setprio} orders the two waves of a SIMD: it needs 8 waves, got {cfg.waves}")
-    require(cfg.setprio not in ("mfma", "stage", "scores") or cfg.s_buffers == 1, "setprio",
+    require(cfg.setprio not in ("mfma", "stage", "scores", "s_mfma") or cfg.s_buffers == 1,
+            "setprio",
             f"{cfg.setprio} needs one S buffer (with ping-pong S the MFMAs and the softmax "
             "co-issue: no phases to prioritize)")
     require(p["k_ahead"] == 0 or cfg.s_buffers == 1, "k_ahead",
@@ -537,12 +540,12 @@ def _placement(cfg: Config, p: dict[str, Any]) -> Config:
     import dataclasses
 
     auto = cfg.target == "gfx950" and cfg.waves == 8 and cfg.s_buffers == 1
-    # gfx942 (8 waves, one S buffer): setprio scores (see docs/kernels.md's gfx942 table).
+    # gfx942 (8 waves, one S buffer): setprio s_mfma (see docs/kernels.md's gfx942 table).
     scores = cfg.target == "gfx942" and cfg.waves == 8 and cfg.s_buffers == 1
     return dataclasses.replace(
         cfg, exp_under_pv=p["exp_under_pv"] == "on" or (p["exp_under_pv"] == "auto" and auto),
         max_under_s=p["max_under_s"] == "on" or (p["max_under_s"] == "auto" and auto),
-        setprio=("stage" if auto else "scores" if scores else "none")
+        setprio=("stage" if auto else "s_mfma" if scores else "none")
         if p["setprio"] == "auto" else p["setprio"],
         v_ahead=p["v_ahead"] or (AUTO_V_AHEAD if auto else PV_READ_AHEAD))
 
