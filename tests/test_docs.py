@@ -584,14 +584,15 @@ def kernels_attention_figures(run, doc: str | None = None):
 
 
 _ATT942 = ("asterism kernels compare flash_attention_fwd flash_attention_fwd@away "
-           "flash_attention_fwd@rtz flash_attention_fwd@noprio flash_attention_fwd@k2 "
-           "flash_attention_fwd@b64 flash_attention_fwd@start flash_attention_fwd@split "
-           "flash_attention_fwd@onrescale flash_attention_fwd@rows "
+           "flash_attention_fwd@rtz flash_attention_fwd@noprio flash_attention_fwd@scores "
+           "flash_attention_fwd@k2 flash_attention_fwd@b64 flash_attention_fwd@start "
+           "flash_attention_fwd@split flash_attention_fwd@onrescale flash_attention_fwd@rows "
            "flash_attention_fwd@noprefetch flash_attention_fwd@qdirect flash_attention_fwd@plain "
            "flash_attention_fwd@before aiter_fmha_fwd --target gfx942 --shape 1x2x512x128 "
            "--param flash_attention_fwd@away.bf16_round=nearest_away --param "
            "flash_attention_fwd@rtz.bf16_round=truncate --param "
-           "flash_attention_fwd@noprio.setprio=none --param flash_attention_fwd@k2.k_ahead=2 "
+           "flash_attention_fwd@noprio.setprio=none --param "
+           "flash_attention_fwd@scores.setprio=scores --param flash_attention_fwd@k2.k_ahead=2 "
            "--param flash_attention_fwd@b64.k_read=b64 --param "
            "flash_attention_fwd@start.setprio=none --param flash_attention_fwd@start.k_ahead=2 "
            "--param flash_attention_fwd@start.k_read=b64 --param "
@@ -615,9 +616,10 @@ def kernels_attention_gfx942_techniques(run, doc: str | None = None):
     per_cu = re.findall(r"([\d.]+) \([\d.]+%\)",
                         _one(r"^modeled TFLOPS, per CU x CUs +(.+)$", out)[0])
     labels = ["default (V^T at copy time, prefetch, Q through LDS, `k_read=b128`, "
-              "`setprio=scores`, `k_ahead=3`, round to nearest even)", "`bf16_round=nearest_away`",
-              "`bf16_round=truncate` (AITER's rounding)",
-              "`setprio=none` (issue by age)", "`k_ahead=2`", "`k_read=b64`",
+              "`setprio=s_mfma`, `k_ahead=3`, round to nearest even)",
+              "`bf16_round=nearest_away`", "`bf16_round=truncate` (AITER's rounding)",
+              "`setprio=none` (issue by age)", "`setprio=scores`", "`k_ahead=2`",
+              "`k_read=b64`",
               "`setprio=none k_ahead=2 k_read=b64` (this branch's starting point)",
               "`lds_writes=split`", "`max_exchange=on_rescale`",
               "`v_layout=rows` (4 `ds_read_u16` per V^T operand)",
