@@ -155,6 +155,28 @@ def test_replayed_stores_leave_through_the_write_out_queue():
         [r[0] + r[2] for r in w.records if r[4] == 2][0] + ack for w in old)
 
 
+def test_measured_acceptance_is_not_charged_the_bytes_rule_again():
+    """Two waves of one CU (SIMDs 0 and 1) issue two buffer_load_dwordx4 each. Without the
+    capture's acceptance (--memory model) the CU's vector memory path is busy the bytes rule
+    per instruction, 64 lanes x 16 bytes / 64 B/clk = 16 cycles: issues 16 apart. With it
+    (--memory accept / measured; here every issue stall measured 0) the measured stall
+    already says when the path took the instruction, so the path is busy only its issue
+    cycle (occupancy.vmem_read = 4): issues 4 apart, the older wave first each cycle, as
+    [att] flash_attn_func_small's back-to-back dwordx4 loads of one CU (4 apart, 176 times).
+    Before the fix, accept mode charged the 16 on top of the measured stall."""
+    lines = ["buffer_load_dwordx4 v[4:7], v0, s[4:7], 0 offen",
+             "buffer_load_dwordx4 v[8:11], v0, s[4:7], 0 offen offset:1024", "s_endpgm"]
+    tm, statics = _statics(lines)
+    assert (tm.memory["vmem_bytes_per_cycle"], tm.occupancy["vmem_read"]) == (64, 4)
+    for accept, gap in ((None, 16), ({}, 4)):
+        model = TraceDrivenModel(get_target("gfx950"), tm, statics, [1, 2, 3],
+                                 [StreamWave(0, k, 0, 100, [0, 1, 2], None, accept)
+                                  for k in range(2)])
+        issue = [[r[0] + r[2] for r in w.records if r[4] in (1, 2)] for w in model.run()]
+        first = issue[0][0]
+        assert issue == [[first, first + gap], [first + 2 * gap, first + 3 * gap]], accept
+
+
 def test_replayed_valu_results_reach_other_units_later():
     """[att] the VALU result paths (timing/valu.py): a DS instruction issues
     dispatch.valu_to_memory (12) after its wave's VALU, even without reading its result; an
