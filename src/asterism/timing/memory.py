@@ -139,13 +139,15 @@ def scalar_miss(mem: Mapping[str, int], off: frozenset[str]) -> int:
     return mem["hbm"] if "smem_miss" in off else mem["smem_miss"]
 
 
-def path_use(memory: Any, valu: Any) -> PathUse:
-    """What the scalar-miss, store write-out and VALU-path mechanisms did in a run (from its
-    memory model, LineMemory or StreamMemory, and its valu.ValuPaths)."""
+def path_use(memory: Any, valu: Any, icache: Any = None) -> PathUse:
+    """What the scalar-miss, store write-out, VALU-path and instruction-cache mechanisms did
+    in a run (from its memory model, LineMemory or StreamMemory, its valu.ValuPaths and its
+    icache.InstructionCache)."""
     q = memory.stores
     return PathUse(memory.scalar_misses, memory.scalar_misses * memory.smem_miss,
                    q.stores if q else 0, q.cycles if q else 0, q.queued if q else 0,
-                   valu.waits, valu.wait_cycles)
+                   valu.waits, valu.wait_cycles, icache.misses if icache else 0,
+                   icache.wait_cycles if icache else 0)
 
 
 class Recorder:
