@@ -7,8 +7,9 @@ Profiler docs, "Shader engine": the L1I is shared between CUs of a shader engine
 the L2; [rpc-sol] its gfx942 / gfx950 speed-of-light configs count L1I bandwidth as
 SQC_ICACHE_REQ x 64 bytes, peak 64 bytes per clock: 64-byte requests, ``dispatch.icache_line``):
 
-* The CUs share their instruction cache in pairs (CUs 2k and 2k+1; in a capture's replay,
-  the traced CUs' (SE, CU // 2)). A line is fetched once per pair in a dispatch.
+* The CUs share their instruction cache in pairs (which two is not documented: the model
+  pairs CUs 2k and 2k+1; in a capture's replay, the traced CUs' (SE, CU // 2)). A line is
+  fetched once per pair in a dispatch.
 * Sequential code does not wait: fetching runs ahead of execution. Each instruction a wave
   of the pair executes makes its line and the ``dispatch.icache_ahead`` lines after it
   fetched ([att] flash_attn_func_small: after its waves ran only the entry line 0x1700, the
