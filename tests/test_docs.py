@@ -60,8 +60,8 @@ NOT_RUN: dict[tuple[str, str], str] = {
         "installs Ray into the environment (test_pip_extras_exist checks the extra)",
     ("docs/kernels.md", "asterism kernels compare flash_attention_fwd aiter_fmha_fwd --target "
                         "gfx950 --shape 1x8x4096x128 --timing"):
-        "about 20 minutes of emulation (AITER's 128 workgroups of 4096 keys): the doc quotes "
-        "its figures as a record, marked not re-measured",
+        "a few minutes of emulation (two kernels' 128 workgroups of 4096 keys), too long for "
+        "the doc tests: the doc quotes its figures as a record, marked not re-measured",
 }
 
 # (doc, command) -> the exit code the doc shows (an error example).

@@ -15,7 +15,9 @@ offset name, a miss paying ``memory.smem_miss``; stores leave through the CU's w
 at ``memory.store_unknown`` cycles each; VALU results reach other units as timing/valu.py
 says; a taken branch to code the CU pair has not fetched waits for its instruction line,
 timing/icache.py, by the code.json addresses; ``off`` leaves those four out:
-timing.params.REPLAY_MECHANISMS) or from the capture
+timing.params.REPLAY_MECHANISMS; a DS instruction also holds its SIMD pair's LDS port and
+``s_setprio`` orders the issue, as in a kernel run, with no off switch in a replay) or from
+the capture
 (``memory="measured"``): each memory instruction completes
 as long after its modeled issue as it did after its measured issue, where that is known
 (the capture's waitcnt links name the accesses each ``s_waitcnt`` drained, and the wait's
