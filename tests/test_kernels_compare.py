@@ -18,6 +18,7 @@ from asterism.cli import main
 from asterism.kernels import base
 from asterism.kernels.compare import (
     compare_kernels,
+    compare_report,
     format_compare,
     plan_compare,
     route_params,
@@ -284,3 +285,39 @@ def test_the_sanitizer_option_reaches_every_run(monkeypatch, capsys):
                  SHAPE, "--sanitizer", "warn", "-q"]) == 0
     assert seen == [("warn", True), ("warn", True)]
     capsys.readouterr()
+
+
+def test_load_clock_row_scales_per_cu_tflops_by_the_clock_ratio(gemm_pair):
+    """MI300X's clock under dense MFMA load (1207 MHz, AMD's measured median) beside the
+    peak clock (2100 MHz): the same modeled cycles, time longer by 2100 / 1207."""
+    for row in gemm_pair.rows:
+        run = row.run
+        assert (run.clock_mhz, run.load_clock_mhz) == (2100.0, 1207.0)
+        assert run.per_cu_tflops_load_clock == pytest.approx(run.per_cu_tflops * 1207 / 2100,
+                                                             rel=1e-12)
+    lines = format_compare(gemm_pair).splitlines()
+    assert lines[2].startswith("  and at 1207 MHz, its clock under dense MFMA load (measured")
+    per_cu = lines.index(next(line for line in lines
+                              if line.startswith("modeled TFLOPS, per CU x CUs")))
+    row = lines[per_cu + 1]
+    assert row.startswith("  at 1207 MHz under load")
+    assert row.split()[-2:] == [f"{r.run.per_cu_tflops_load_clock:.1f}" for r in gemm_pair.rows]
+    report = compare_report(gemm_pair)
+    assert report["load_clock_mhz"] == 1207.0
+    assert [k["per_cu_tflops_load_clock"] for k in report["kernels"]] == [
+        r.run.per_cu_tflops_load_clock for r in gemm_pair.rows]
+
+
+def test_the_load_clocks_follow_from_their_sources():
+    """The products' clocks under load: MI355X's estimate recomputed from its two sources
+    (1565.0 TFLOPS measured by mamf-finder over 256 CUs x 4096 flops per clock at 92.39 %
+    MFMA efficiency), inside its bounds (1565.0 TFLOPS needs >= 1492 MHz; peak 2400);
+    MI350X has none published."""
+    from asterism.target import get_target
+
+    gfx950 = get_target("gfx950")
+    mi355x = gfx950.product("MI355X")
+    assert mi355x.load_clock_mhz == round(1565.0e12 / (256 * 4096 * 0.9239) / 1e6) == 1615
+    assert 1565.0e12 / (256 * 4096) / 1e6 < mi355x.load_clock_mhz < 2400
+    assert gfx950.product("MI350X").load_clock_mhz == 0
+    assert get_target("gfx942").product("MI300X").load_clock_mhz == 1207

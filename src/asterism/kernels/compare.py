@@ -350,6 +350,7 @@ def _row_json(row: CompareRow) -> dict[str, Any]:
         "modeled_cycles": run.cycles if modeled else None,
         "modeled_tflops": run.tflops if modeled else None,
         "per_cu_tflops": run.per_cu_tflops if modeled else None,
+        "per_cu_tflops_load_clock": run.per_cu_tflops_load_clock if modeled else None,
         "peak_tflops": run.peak_tflops if modeled else None,
         "percent_of_peak": _percent(run.tflops, run.peak_tflops) if modeled else None,
         "per_cu_percent_of_peak":
@@ -375,7 +376,9 @@ def compare_report(comparison: Comparison) -> dict[str, Any]:
     device = next((r.run for r in comparison.rows if r.run and r.run.modeled), None)
     if device is not None:
         out.update(product=device.product, compute_units=device.compute_units,
-                   clock_mhz=device.clock_mhz, note=f"{MODEL_NOTE}; not a measurement",
+                   clock_mhz=device.clock_mhz, load_clock_mhz=device.load_clock_mhz,
+                   load_clock_source=device.load_clock_source,
+                   note=f"{MODEL_NOTE}; not a measurement",
                    stalls_note=STALLS_NOTE)
     return out
 
@@ -389,6 +392,12 @@ def _tflops_cell(value: float | None, peak: float | None) -> str:
         return "-"
     share = _percent(value, peak)
     return f"{value:.1f}" + ("" if share is None else f" ({share:.1f}%)")
+
+
+def device_load_clock(rows: list[CompareRow]) -> str:
+    """The load clock (MHz) of the first modeled run, as the table's row name shows it."""
+    run = next(r.run for r in rows if r.run and r.run.load_clock_mhz)
+    return f"{run.load_clock_mhz:.0f}"
 
 
 def _table_rows(comparison: Comparison) -> list[tuple[str, list[str]]]:
@@ -418,6 +427,11 @@ def _table_rows(comparison: Comparison) -> list[tuple[str, list[str]]]:
                                                                           u.peak_tflops))),
             ("modeled TFLOPS, per CU x CUs",
              modeled(lambda u: _tflops_cell(u.per_cu_tflops, u.peak_tflops))),
+        ]
+        if any(r.run and r.run.per_cu_tflops_load_clock is not None for r in rows):
+            table.append((f"  at {device_load_clock(rows)} MHz under load",
+                          modeled(lambda u: _fmt(u.per_cu_tflops_load_clock, ".1f"))))
+        table += [
             ("peak TFLOPS (data sheet, dense)", modeled(lambda u: f"{u.peak_tflops}")),
             ("modeled ratio to first", cells(lambda r: _fmt(r.ratio_to_first, ".3f"))),
             ("modeled stalls, % of wave cycles:", ["" for _ in rows]),
@@ -449,6 +463,9 @@ def format_compare(comparison: Comparison) -> str:
         lines.append(f"modeled: {device.product}, {device.compute_units} CUs at "
                      f"{device.clock_mhz:.0f} MHz (timing model of CU 0; every CU assumed "
                      "to run like CU 0)")
+        if device.load_clock_mhz:
+            lines.append(f"  and at {device.load_clock_mhz:.0f} MHz, its clock under dense "
+                         f"MFMA load ({device.load_clock_source})")
         if comparison.params_file:
             lines.append(params_note(comparison.params_file))
     elif not comparison.timing:

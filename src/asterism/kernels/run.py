@@ -68,6 +68,10 @@ class KernelRun:
     tflops: float | None = None  # modeled (timing) or measured (hip)
     per_cu_tflops: float | None = None  # modeled: CU 0's rate times the CU count
     peak_tflops: float | None = None
+    # modeled: per_cu_tflops at the product's clock under dense MFMA load (where one is known)
+    load_clock_mhz: float | None = None
+    load_clock_source: str = ""
+    per_cu_tflops_load_clock: float | None = None
     measured_seconds: float | None = None  # hip: time per launch
     registers: dict[str, int] = field(default_factory=dict)
     # the emulator's TimingResult (timing): the modeled waves' records, for a stall analysis
@@ -211,6 +215,13 @@ def _add_timing(run: KernelRun, case: KernelCase, timing) -> None:
         run.tflops = case.flops / seconds / 1e12
         share = run.modeled_workgroups / max(1, run.workgroups)
         run.per_cu_tflops = case.flops * share / seconds * run.compute_units / 1e12
+        if product.load_clock_mhz:
+            # The same cycles at the lower clock: time scales, the cycle count does not
+            # (an approximation: memory latencies and bandwidth per cycle would change).
+            run.load_clock_mhz = float(product.load_clock_mhz)
+            run.load_clock_source = product.load_clock_source
+            run.per_cu_tflops_load_clock = (run.per_cu_tflops * run.load_clock_mhz
+                                            / run.clock_mhz)
 
 
 def run_case(case: KernelCase, backend: str = "emu", check: bool = True,
@@ -294,6 +305,8 @@ def run_report(run: KernelRun) -> dict[str, Any]:
             "workgroups": run.workgroups, "modeled_workgroups": run.modeled_workgroups,
             "modeled_tflops": run.tflops, "modeled_per_cu_tflops_scaled": run.per_cu_tflops,
             "peak_tflops": run.peak_tflops,
+            "load_clock_mhz": run.load_clock_mhz, "load_clock_source": run.load_clock_source,
+            "modeled_per_cu_tflops_load_clock": run.per_cu_tflops_load_clock,
             "note": "timing model of CU 0; every CU assumed to run like CU 0, sharing only "
                     "the L2 and HBM bandwidth",
             "params_file": run.params_file,
@@ -337,6 +350,10 @@ def format_run(run: KernelRun) -> str:
         lines.append(f"  modeled: {run.per_cu_tflops:.1f} TFLOPS if every CU ran as CU 0 does"
                      f"{_percent(run.per_cu_tflops, run.peak_tflops)}; peak "
                      f"{run.peak_tflops} TFLOPS (data sheet, dense)")
+        if run.per_cu_tflops_load_clock is not None:
+            lines.append(f"  modeled: {run.per_cu_tflops_load_clock:.1f} TFLOPS per CU x CUs "
+                         f"at {run.load_clock_mhz:.0f} MHz, the {run.product}'s clock under "
+                         f"dense MFMA load ({run.load_clock_source})")
         bw = getattr(run.timing_result, "bandwidth", None)
         if bw is not None:
             lines.append(f"  {bw.line()}")

@@ -13,6 +13,14 @@ tests/test_target.py for the oracle tests):
   flops per clock per CU on CDNA3); MI355X FP16/BF16 2.5 PFLOPS (2516.6 = 256 CUs x 2400
   MHz x 4096 flops per clock per CU on CDNA4), MI350X 2.3 PFLOPS (2306.9 at 2200 MHz);
   their OCP FP8 figures are twice that: 5.0 PFLOPS (5033.2) and 4.6 PFLOPS (4613.7).
+  `load_clock_mhz`: the engine clock under dense MFMA load, where a figure exists: MI300X
+  1207 and MI325X 1447 MHz measured by AMD (ROCm blog "Measuring Max-Achievable FLOPs" part 2,
+  Feb 2025: hipBLASLt bf16 GEMM 4096x4864x32896, median engine clock); MI355X 1615 MHz
+  estimated (no measured clock is published): mamf-finder's 1565.0 TFLOPS bf16 matmul on
+  MI355X (stas00/ml-engineering, compute/accelerator/README.md, ROCm 7.0.2) over 256 CUs x
+  4096 flops per clock at the 92.39 % MFMA efficiency hipblaslt-bench reports for that
+  kind of GEMM on gfx950 (ROCm/rocm-libraries PR #4026); 1565.0 TFLOPS alone needs at least
+  1492 MHz. MI350X and MI300A: none found (0).
 * `max_scratch_per_lane`: the most private (scratch) memory a work-item of a wave64 kernel
   can have, 131056 bytes: SPI_TMPRING_SIZE.WAVESIZE is 13 bits in units of 1 KiB per wave
   (8191 KiB / 64 lanes); LLVM 22's llc rejects a larger stack on gfx942 and gfx950
@@ -58,6 +66,11 @@ class Product:
     name: str
     compute_units: int
     peak_tflops: tuple[tuple[str, float], ...] = ()
+    # The engine clock the part holds under dense MFMA load (MHz; 0: none published) and
+    # where that figure comes from: power management lowers the clock well below the peak
+    # when the matrix cores are busy (AMD, "Measuring Max-Achievable FLOPs", part 2).
+    load_clock_mhz: int = 0
+    load_clock_source: str = ""
 
     def peak(self, dtype: str) -> float | None:
         """The data sheet's peak dense TFLOPS for `dtype` (e.g. "f16"), or None."""
