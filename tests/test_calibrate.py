@@ -250,7 +250,7 @@ def test_cli_prior_and_sensitivity(tmp_path, capsys):
 
 def test_cli_replay_and_calibrate_leave_mechanisms_out(tmp_path, capsys):
     """`--timing-off` on trace replay / calibrate: the replay reports what the scalar-miss,
-    store write-out and VALU-path mechanisms did (text and JSON) and leaves the named ones
+    store write-out, VALU-path and instruction-cache mechanisms did (text and JSON) and leaves the named ones
     out; a mechanism a replay does not model, or an unknown one, is a one-line error (exit
     1, no output file)."""
     assert main(["trace", "replay", str(FLASH), "--json"]) == 0
@@ -258,15 +258,20 @@ def test_cli_replay_and_calibrate_leave_mechanisms_out(tmp_path, capsys):
     # 8 waves x 16 global_store_dwordx2 (flash's epilogue), every one through the queue
     assert on["timing_off"] == [] and on["paths"]["stores"] == 128
     assert on["paths"]["scalar_misses"] >= 1 and on["paths"]["valu_waits"] > 0
-    assert main(["trace", "replay", str(FLASH), "--timing-off", "store_queue,valu_paths",
-                 "--json"]) == 0
+    # one instruction-cache miss per traced CU pair (the entry block's far branch), shared
+    # by the pair's 4 waves
+    assert on["paths"]["icache_misses"] == 2 and on["paths"]["icache_wait_cycles"] > 0
+    assert main(["trace", "replay", str(FLASH), "--timing-off",
+                 "store_queue,valu_paths,icache", "--json"]) == 0
     off = json.loads(capsys.readouterr().out)
-    assert off["timing_off"] == ["store_queue", "valu_paths"]
+    assert off["timing_off"] == ["icache", "store_queue", "valu_paths"]
     assert off["paths"]["stores"] == off["paths"]["valu_waits"] == 0
+    assert off["paths"]["icache_misses"] == 0
     assert off["modeled_cycles"] < on["modeled_cycles"]
     assert main(["trace", "replay", str(FLASH)]) == 0
     text = capsys.readouterr().out
     assert "store write-out (modeled, not measured): 128 stores" in text
+    assert "instruction-cache misses (modeled, not measured): 2 taken branches" in text
     fit = tmp_path / "fit.toml"
     assert main(["trace", "calibrate", str(PA), "--rounds", "1", "--fit",
                  "memory.vmem_unknown", "--timing-off", "store_queue", "-o", str(fit)]) == 0
