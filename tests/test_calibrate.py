@@ -101,7 +101,7 @@ def test_a_parameter_moves_only_when_fittable(kind, moves):
 def test_parameter_file_round_trip(tmp_path):
     """The file calibrate writes names the captures and errors, loads with load_params, and
     replaying with it (--params) gives the fitted errors."""
-    fit = calibrate([PA], rounds=1, names=["memory.vmem_unknown", "memory.hbm"])
+    fit = calibrate([PA], rounds=1, names=["memory.l2_hit", "memory.hbm"])
     f = tmp_path / "fit.toml"
     f.write_text(fit.to_toml())
     text = f.read_text()
@@ -124,16 +124,16 @@ def test_leave_one_out_structure(tmp_path):
     copy.mkdir()
     for f in PA.iterdir():
         (copy / f.name).write_bytes(f.read_bytes())
-    names = ["memory.vmem_unknown"]
+    names = ["memory.l2_hit"]
     tm = tt.get_timing("gfx950")
-    start = replace(tm, memory={**tm.memory, "vmem_unknown": 400})  # away from the best
+    start = replace(tm, memory={**tm.memory, "l2_hit": 400})  # away from the best
     traces = [(read_att(PA), PA.name), (read_att(copy), copy.name)]
     loo = leave_one_out_traces(traces, start, rounds=1, names=names)
     assert [h.capture for h in loo.held_out] == [PA.name, copy.name]
     for held, other in zip(loo.held_out, (copy.name, PA.name), strict=True):
         assert held.fit.captures == [other]
         assert set(held.fit.after) == set(names)
-        assert held.fit.after != {"memory.vmem_unknown": 400}  # it moved
+        assert held.fit.after != {"memory.l2_hit": 400}  # it moved
         again = capture_error(replay(PA, timing=tm.with_values(held.fit.after)))
         assert held.predicted.total == pytest.approx(again.total)
         assert held.predicted.waves == pytest.approx(again.waves)
@@ -154,11 +154,11 @@ def test_leave_one_out_structure(tmp_path):
 def test_cli_calibrate(tmp_path, capsys):
     out = tmp_path / "fit.toml"
     assert main(["trace", "calibrate", str(PA), "--rounds", "1", "--fit",
-                 "memory.vmem_unknown", "-o", str(out), "--json"]) == 0
+                 "memory.l2_hit", "-o", str(out), "--json"]) == 0
     data = json.loads(capsys.readouterr().out)
-    assert data["captures"] == [PA.name] and list(data["parameters"]) == ["memory.vmem_unknown"]
+    assert data["captures"] == [PA.name] and list(data["parameters"]) == ["memory.l2_hit"]
     assert tt.load_params(out).for_target("gfx950") == {
-        "memory.vmem_unknown": data["parameters"]["memory.vmem_unknown"]["after"]}
+        "memory.l2_hit": data["parameters"]["memory.l2_hit"]["after"]}
     assert main(["trace", "replay", str(PA), "--params", str(out), "--json"]) == 0
     replayed = json.loads(capsys.readouterr().out)
     assert replayed["params_file"] == str(out)
@@ -236,10 +236,10 @@ def test_sensitivity_by_hand():
 
 def test_cli_prior_and_sensitivity(tmp_path, capsys):
     assert main(["trace", "calibrate", str(PA), "--sensitivity", "--fit",
-                 "memory.vmem_unknown"]) == 0
+                 "memory.l2_hit"]) == 0
     out = capsys.readouterr().out
     base = capture_error(replay(PA)).total
-    assert "memory.vmem_unknown         [ 144,  800]" in out and f"{base:+7.1f} %" in out
+    assert "memory.l2_hit               [ 144,  500]" in out and f"{base:+7.1f} %" in out
     assert main(["trace", "calibrate", str(PA), "--sensitivity", "-o",
                  str(tmp_path / "f.toml")]) == 1
     assert "--sensitivity fits nothing" in capsys.readouterr().err
@@ -250,7 +250,7 @@ def test_cli_prior_and_sensitivity(tmp_path, capsys):
 
 def test_cli_replay_and_calibrate_leave_mechanisms_out(tmp_path, capsys):
     """`--timing-off` on trace replay / calibrate: the replay reports what the scalar-miss,
-    store write-out and VALU-path mechanisms did (text and JSON) and leaves the named ones
+    store write-out, VALU-path and instruction-cache mechanisms did (text and JSON) and leaves the named ones
     out; a mechanism a replay does not model, or an unknown one, is a one-line error (exit
     1, no output file)."""
     assert main(["trace", "replay", str(FLASH), "--json"]) == 0
@@ -258,25 +258,30 @@ def test_cli_replay_and_calibrate_leave_mechanisms_out(tmp_path, capsys):
     # 8 waves x 16 global_store_dwordx2 (flash's epilogue), every one through the queue
     assert on["timing_off"] == [] and on["paths"]["stores"] == 128
     assert on["paths"]["scalar_misses"] >= 1 and on["paths"]["valu_waits"] > 0
-    assert main(["trace", "replay", str(FLASH), "--timing-off", "store_queue,valu_paths",
-                 "--json"]) == 0
+    # one instruction-cache miss per traced CU pair (the entry block's far branch), shared
+    # by the pair's 4 waves
+    assert on["paths"]["icache_misses"] == 2 and on["paths"]["icache_wait_cycles"] > 0
+    assert main(["trace", "replay", str(FLASH), "--timing-off",
+                 "store_queue,valu_paths,icache", "--json"]) == 0
     off = json.loads(capsys.readouterr().out)
-    assert off["timing_off"] == ["store_queue", "valu_paths"]
+    assert off["timing_off"] == ["icache", "store_queue", "valu_paths"]
     assert off["paths"]["stores"] == off["paths"]["valu_waits"] == 0
+    assert off["paths"]["icache_misses"] == 0
     assert off["modeled_cycles"] < on["modeled_cycles"]
     assert main(["trace", "replay", str(FLASH)]) == 0
     text = capsys.readouterr().out
     assert "store write-out (modeled, not measured): 128 stores" in text
+    assert "instruction-cache misses (modeled, not measured): 2 taken branches" in text
     fit = tmp_path / "fit.toml"
     assert main(["trace", "calibrate", str(PA), "--rounds", "1", "--fit",
-                 "memory.vmem_unknown", "--timing-off", "store_queue", "-o", str(fit)]) == 0
+                 "memory.l2_hit", "--timing-off", "store_queue", "-o", str(fit)]) == 0
     capsys.readouterr()
     assert "; mechanisms left out: store_queue)." in fit.read_text()
     for bad, why in (("lds_banks", "a replay cannot turn off lds_banks"),
                      ("nope", "a replay cannot turn off nope")):
         out = tmp_path / f"{bad}.toml"
         assert main(["trace", "calibrate", str(PA), "--rounds", "1", "--fit",
-                     "memory.vmem_unknown", "--timing-off", bad, "-o", str(out)]) == 1
+                     "memory.l2_hit", "--timing-off", bad, "-o", str(out)]) == 1
         err = capsys.readouterr().err
         assert why in err and "Traceback" not in err and len(err.strip().splitlines()) == 1
         assert not out.exists()

@@ -155,6 +155,64 @@ def test_replayed_stores_leave_through_the_write_out_queue():
         [r[0] + r[2] for r in w.records if r[4] == 2][0] + ack for w in old)
 
 
+def test_measured_acceptance_is_not_charged_the_bytes_rule_again():
+    """Two waves of one CU (SIMDs 0 and 1) issue two buffer_load_dwordx4 each. Without the
+    capture's acceptance (--memory model) the CU's vector memory path is busy the bytes rule
+    per instruction, 64 lanes x 16 bytes / 64 B/clk = 16 cycles: issues 16 apart. With it
+    (--memory accept / measured; here every issue stall measured 0) the measured stall
+    already says when the path took the instruction, so the path is busy only its issue
+    cycle (occupancy.vmem_read = 4): issues 4 apart, the older wave first each cycle, as
+    [att] flash_attn_func_small's back-to-back dwordx4 loads of one CU (4 apart, 176 times).
+    Before the fix, accept mode charged the 16 on top of the measured stall."""
+    lines = ["buffer_load_dwordx4 v[4:7], v0, s[4:7], 0 offen",
+             "buffer_load_dwordx4 v[8:11], v0, s[4:7], 0 offen offset:1024", "s_endpgm"]
+    tm, statics = _statics(lines)
+    assert (tm.memory["vmem_bytes_per_cycle"], tm.occupancy["vmem_read"]) == (64, 4)
+    for accept, gap in ((None, 16), ({}, 4)):
+        model = TraceDrivenModel(get_target("gfx950"), tm, statics, [1, 2, 3],
+                                 [StreamWave(0, k, 0, 100, [0, 1, 2], None, accept)
+                                  for k in range(2)])
+        issue = [[r[0] + r[2] for r in w.records if r[4] in (1, 2)] for w in model.run()]
+        first = issue[0][0]
+        assert issue == [[first, first + gap], [first + 2 * gap, first + 3 * gap]], accept
+
+
+def test_a_far_branch_waits_for_its_instruction_line():
+    """timing/icache.py by hand: s_mov at 0x0, s_branch to 0x4000 (line 256 of 64 bytes: not
+    fetched; the entry line 0 and the 46 after it came with the launch), s_mov, s_branch
+    back to 0x100 (line 4: fetched), s_mov, s_endpgm. Wave A (SIMD 0, begin 100) starts at
+    128 (wave_start 28): mov 128, branch 132 ends 136, its target line arrives 136 + 888
+    (dispatch.icache_miss) = 1024: mov 1024, branch 1028 -> 1032 + 16 (taken_branch, a hit)
+    = 1048: mov 1048, s_endpgm 1052, ends 1056. Wave B, same CU pair, begins 200: its
+    branch ends 236 and waits for A's fill in flight (1024), not 236 + 888. Wave C on the
+    other pair (its own CU pair) begins 200 and pays its own miss: 236 + 888 = 1124. Off:
+    every taken branch 16."""
+    lines = ["s_mov_b32 s0, 0", "s_branch 0", "s_mov_b32 s1, 0", "s_branch 0",
+             "s_mov_b32 s2, 0", "s_endpgm"]
+    tm, statics = _statics(lines)
+    d = tm.dispatch
+    assert (d["wave_start"], d["icache_miss"], d["taken_branch"], d["icache_line"],
+            d["icache_ahead"]) == (28, 888, 16, 64, 46)
+    addresses = [0x0, 0x4, 0x4000, 0x4004, 0x100, 0x104]
+    fall = [1, 99, 3, 99, 5, 6]  # the two branches are taken
+    waves = [StreamWave(0, 0, 0, 100, list(range(6)), icache=0),
+             StreamWave(0, 1, 0, 200, list(range(6)), icache=0),
+             StreamWave(1, 0, 0, 200, list(range(6)), icache=1)]
+    for off, miss in ((frozenset(), True), (frozenset({"icache"}), False)):
+        model = TraceDrivenModel(get_target("gfx950"), tm, statics, fall, waves, off=off,
+                                 addresses=addresses)
+        a, b, c = model.run()
+        tries = [[r[0] for r in w.records if r[4] == 3] for w in (a, b, c)]  # the 2nd s_mov
+        if miss:
+            assert tries == [[1024], [1024], [1124]]
+            assert a.end == 1056
+            assert (model.icache.misses, model.icache.wait_cycles) == (
+                2, (1024 - 152) + (1024 - 252) + (1124 - 252))
+        else:
+            assert tries == [[152], [252], [252]]
+            assert model.icache.misses == 0
+
+
 def test_replayed_valu_results_reach_other_units_later():
     """[att] the VALU result paths (timing/valu.py): a DS instruction issues
     dispatch.valu_to_memory (12) after its wave's VALU, even without reading its result; an

@@ -266,6 +266,42 @@ def test_loops_nops_and_taken_branches():
     assert follow == [TM.dispatch["taken_branch"]] * 2 + [0]  # refetch after a taken branch
 
 
+def skip_kernel(nops: int):
+    """A taken s_cbranch_scc1 at 0x8 over `nops` s_nop 0 (4 bytes each) to an s_mov, then
+    s_endpgm."""
+    kb = KernelBuilder("skip", workgroup_size=(64, 1, 1))
+    over = kb.new_label("over")
+    kb.s_mov_b32(kb.s(2), 0)
+    kb.s_cmp_eq_u32(kb.s(2), 0)
+    kb.s_cbranch_scc1(over)
+    for _ in range(nops):
+        kb.s_nop(0)
+    kb.place(over)
+    kb.s_mov_b32(kb.s(3), 0)
+    kb.s_endpgm()
+    return kb.finish()
+
+
+@pytest.mark.parametrize("nops, line, miss", [(700, 43, False), (800, 50, True)])
+def test_a_branch_past_the_fetched_lines_misses_the_instruction_cache(nops, line, miss):
+    """icache.py in the functional model, by hand: the launch fetched the entry line and the
+    dispatch.icache_ahead (46) lines after it; a taken branch at 0x8 over 700 s_nop (target
+    at 12 + 2800 bytes: line 43 of 64 bytes) finds its target fetched and the s_mov is tried
+    dispatch.taken_branch (16) after the branch; over 800 (line 50) it misses, tried
+    dispatch.icache_miss (888) after (gfx942: MI350X's figures). Off: 16 both."""
+    d = TM.dispatch
+    assert (d["icache_line"], d["icache_ahead"], d["icache_miss"]) == (64, 46, 888)
+    for off in ((), ("icache",)):
+        res = timed(skip_kernel(nops), "skip", off=set(off))
+        (wave,) = res.waves
+        branch, mov = wave.records[2], wave.records[3]
+        assert res.code[mov[4] - 1][0] - res.code[0][0] == 12 + 4 * nops
+        assert (res.code[mov[4] - 1][0] // 64) - (res.code[0][0] // 64) == line
+        gap = mov[0] - (branch[0] + branch[3])
+        assert gap == (d["icache_miss"] if miss and not off else d["taken_branch"])
+        assert res.paths.icache_misses == int(miss and not off)
+
+
 def barrier_kernel(waves: int):
     kb = KernelBuilder("bar", workgroup_size=(64 * waves, 1, 1))
     kb.s_barrier()

@@ -137,8 +137,8 @@ def flash_whatifs():
 
 def test_flash_candidates_name_the_kernel(flash_whatifs) -> None:
     """The shipped capture: evening out the KV loop's trips (3 and 5 per wave) saves the
-    most modeled time; its DMA waits follow (dropped, or their loads issued earlier), each
-    with the loads it waits for."""
+    most modeled time; waits follow (DMA waits dropped or their loads issued earlier, or the
+    kernel-argument wait), each with the loads it waits for."""
     from asterism.profile.insights import modeled_candidates, rank_candidates
 
     trace, report, st, res = flash_whatifs
@@ -150,9 +150,12 @@ def test_flash_candidates_name_the_kernel(flash_whatifs) -> None:
     assert "3 times in 4 wave(s), 5 times in 4 wave(s)" in " ".join(cands[0].evidence)
     waits = cands[1:4]
     # (a DMA wait is dropped or its loads moved earlier: which ranks first depends on the
-    # model's LDS costs, e.g. the SIMD-pair ports)
+    # model's LDS costs, e.g. the SIMD-pair ports; the kernel-argument wait, 6.6 % of the
+    # measured stall, may rank among them: with the instruction cache modeled its modeled
+    # saving went from 248 to 1128 cycles, third after the even-out)
     assert all(c.rule.startswith(("whatif-wait", "whatif-load-earlier")) for c in waits)
-    assert all("DMA" in " ".join(c.evidence) for c in waits)
+    assert all(" waits (" in " ".join(c.evidence) for c in waits)
+    assert sum("DMA" in " ".join(c.evidence) for c in waits) >= 2
     assert [c.modeled for c in cands if (c.modeled or 0) > 0] == \
         sorted((c.modeled for c in cands if (c.modeled or 0) > 0), reverse=True)
 

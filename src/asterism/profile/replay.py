@@ -13,9 +13,11 @@ latencies of target/data/timing.toml; a vector load's addresses are unknown, so 
 ``memory.vmem_unknown``; scalar loads hit or miss by the cache line their base registers and
 offset name, a miss paying ``memory.smem_miss``; stores leave through the CU's write-out queue
 at ``memory.store_unknown`` cycles each; VALU results reach other units as timing/valu.py
-says; ``off`` leaves those three out: timing.params.REPLAY_MECHANISMS; a DS instruction
-also holds its SIMD pair's LDS port and ``s_setprio`` orders the issue, as in a kernel run,
-with no off switch in a replay) or from the capture
+says; a taken branch to code the CU pair has not fetched waits for its instruction line,
+timing/icache.py, by the code.json addresses; ``off`` leaves those four out:
+timing.params.REPLAY_MECHANISMS; a DS instruction also holds its SIMD pair's LDS port and
+``s_setprio`` orders the issue, as in a kernel run, with no off switch in a replay) or from
+the capture
 (``memory="measured"``): each memory instruction completes
 as long after its modeled issue as it did after its measured issue, where that is known
 (the capture's waitcnt links name the accesses each ``s_waitcnt`` drained, and the wait's
@@ -294,6 +296,7 @@ class _Program:
     texts: dict[int, str]
     classify: dict[int, str]
     memory_lines: set[int]
+    addresses: list[int]  # each instruction's code-object address (code.json Vaddr)
 
     @property
     def barrier_lines(self) -> set[int]:
@@ -366,7 +369,8 @@ def _make_program(trace: Trace, target: str, tm) -> _Program:
         if st.kind == "mem":
             memory_lines.add(r.line)
     return _Program(statics, fallthrough, index_of_line, line_of_index,
-                    {r.line: r.isa for r in rows}, classify, memory_lines)
+                    {r.line: r.isa for r in rows}, classify, memory_lines,
+                    [r.vaddr for r in rows])
 
 
 def measured_latencies(wave: Wave, memory_lines: set[int]) -> dict[int, int]:
@@ -460,6 +464,7 @@ def _run(trace: Trace, target: str, memory: str, timing, barrier_groups: str = "
     workgroup_of = {i: k for k, g in enumerate(guesses) for i in g.waves}
     index_of_line = prog.index_of_line
     cu_ids: dict[tuple[int, int], int] = {}
+    pairs: dict[tuple[int, int], int] = {}
     inputs, kept = [], []
     n_measured = 0
     for wi, wave in enumerate(trace.waves):
@@ -476,16 +481,20 @@ def _run(trace: Trace, target: str, memory: str, timing, barrier_groups: str = "
             accept = _acceptance(records, prog.memory_lines)
         n_measured += len(lat or {})
         cu = cu_ids.setdefault((wave.se, wave.cu), len(cu_ids))
+        # the CUs of a shader engine share an instruction cache in pairs (timing/icache.py)
+        pair = pairs.setdefault((wave.se, wave.cu // 2), len(pairs))
         inputs.append(StreamWave(cu, wave.simd, wave.slot, wave.begin, stream, lat, accept,
-                                 workgroup_of[wi]))
+                                 workgroup_of[wi], pair))
         kept.append((wave, records))
     # The collector paused while the model runs: it makes a record tuple per instruction and
     # no cycles that matter (see asterism.support.gcpause).
     with gc_paused():
         model = TraceDrivenModel(tgt, tm, prog.statics, prog.fallthrough, inputs,
-                                 kernel=trace.path.name if trace.path else "replay", off=off)
+                                 kernel=trace.path.name if trace.path else "replay", off=off,
+                                 addresses=prog.addresses)
         by_row = {m.wave: m for m in model.run()}
-    return tgt, tm, prog, kept, by_row, n_measured, guesses, path_use(model.memory, model.valu)
+    return tgt, tm, prog, kept, by_row, n_measured, guesses, path_use(model.memory, model.valu,
+                                                                    model.icache)
 
 
 def replay_cycles(trace: Trace, target: str = "gfx950", memory: str = "model",
@@ -506,7 +515,7 @@ def replay_trace(trace: Trace, target: str = "gfx950", memory: str = "model",
     target.timing.TimingModel, default the target's) and compare with the capture;
     `memory`: one of MEMORY_MODES (see the module docstring); `barrier_groups`: a barrier
     per inferred workgroup or per traced CU (BARRIER_GROUPS); `off`: mechanisms left out
-    (timing.params.REPLAY_MECHANISMS: smem_miss, store_queue)."""
+    (timing.params.REPLAY_MECHANISMS: smem_miss, store_queue, valu_paths, icache)."""
     tgt, tm, prog, kept, by_row, n_measured, guesses, paths = _run(
         trace, target, memory, timing, barrier_groups, off)
     comparisons, modeled_side, measured_side = [], [], []

@@ -79,7 +79,8 @@ MEMORY_LATENCY_KEYS = ("lds", "smem", "l2_hit", "hbm", "vmem_unknown", "smem_mis
 # the emulator's timing model use one number (a vector read is costed at HBM: first touch).
 LATENCY_FROM_MEMORY = {"smem": "smem", "ds_read": "lds", "vmem_read": "hbm"}
 DISPATCH_KEYS = ("wave_launch_interval", "wave_start", "taken_branch", "barrier", "endpgm",
-                 "valu_to_memory", "valu_sgpr_valu", "valu_sgpr_salu")
+                 "valu_to_memory", "valu_sgpr_valu", "valu_sgpr_salu", "icache_line",
+                 "icache_ahead", "icache_miss")
 ISSUE_PORTS = ("scalar", "valu", "lds", "vmem", "branch")
 BANDWIDTH_KEYS = ("hbm_gbps", "l2_bytes_per_clock", "l2_channels", "xcds")
 

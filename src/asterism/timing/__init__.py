@@ -19,6 +19,8 @@ Modules, lowest first:
                    L2 and HBM bandwidth the CUs share, memory.py asks it)
     stores.py, valu.py   the store write-out queue (memory.py asks it) and the VALU result
                    paths to other units (the engine asks `earliest`, tells `issued`)
+    icache.py      the instruction cache per CU pair: a taken branch to a line not fetched
+                   yet waits for it (the engine asks `branched`, tells `executed`)
     static.py      per-instruction facts, by tables (program control by mnemonic, the rest
                    by timing class), built from the mechanisms' numbers
     issue.py       the engine: issue cycles, ports, dependencies, units. It asks the
@@ -37,17 +39,18 @@ per instruction adds them to static.Static where static.py's tables build it; on
 per-instruction figures to report adds them to the TimingResult (as `lds_costs`,
 `line_costs`; the scalar misses, store write-out and VALU-path holds as `paths`).
 `TimingOptions.off` turns the LDS bank, cache-line, bandwidth, per-workgroup barrier,
-scalar-miss, store-queue, VALU-path, SIMD-pair LDS port and s_setprio mechanisms off
-(params.MECHANISMS: lds_banks, vmem_lines, bandwidth, wg_barriers, smem_miss, store_queue,
-valu_paths, lds_ports, setprio; a replay: params.REPLAY_MECHANISMS). The engine changes only
-when a new kind of question must be asked.
+scalar-miss, store-queue, VALU-path, SIMD-pair LDS port, s_setprio and instruction-cache
+mechanisms off (params.MECHANISMS: lds_banks, vmem_lines, bandwidth, wg_barriers, smem_miss,
+store_queue, valu_paths, lds_ports, setprio, icache; a replay: params.REPLAY_MECHANISMS).
+The engine changes only when a new kind of question must be asked.
 
-Not modeled: the instruction cache and fetch bandwidth (beyond a taken branch's cost), the
-vector L1 (hits) and TLB (a cold scalar load's measured latency includes whatever it costs),
-contention between CUs beyond their shares of the L2 and HBM bandwidth (the other CUs are
-taken to run like the modeled ones; the MALL, L2 channel and HBM bank conflicts, the fabric
-between XCDs and the L2's write-back buffering are not modeled), clock changes (cycles are
-converted at the peak engine clock). A trace replay has no addresses: there DS instructions
-cost their bandwidth and SIMD-pair port and vector memory its bytes rule only (no bank
-conflicts, no cache lines, no bandwidth ceiling).
+Not modeled: the instruction cache's capacity and fetch bandwidth (icache.py models its
+misses), the vector L1 (hits) and TLB (a cold scalar load's measured latency includes
+whatever it costs), contention between CUs beyond their shares of the L2 and HBM bandwidth
+(the other CUs are taken to run like the modeled ones; the MALL, L2 channel and HBM bank
+conflicts, the fabric between XCDs and the L2's write-back buffering are not modeled), clock
+changes (cycles are converted at the peak engine clock). A trace replay has no addresses:
+there DS instructions cost their bandwidth and SIMD-pair port and vector memory its bytes
+rule only (no bank conflicts, no cache lines, no bandwidth ceiling), or with the capture's
+measured acceptance (``--memory accept|measured``) only its issue cycle.
 """

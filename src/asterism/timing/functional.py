@@ -48,6 +48,7 @@ from asterism.support.limits import MemoryBudgetError, check_memory, format_byte
 from asterism.timing import dispatch
 from asterism.timing.bandwidth import Bandwidth, Footprint, LineSet
 from asterism.timing.barriers import Barriers
+from asterism.timing.icache import InstructionCache
 from asterism.timing.issue import IssueModel
 from asterism.timing.lds import Lds, LdsAccesses
 from asterism.timing.memory import LineMemory, Recorder, path_use
@@ -260,7 +261,7 @@ class TimedDispatch(IssueModel):
         if self.bandwidth is not None:
             result.bandwidth = self.bandwidth.report(result.cycles)
         if memory is not None:
-            result.paths = path_use(memory, self.valu)
+            result.paths = path_use(memory, self.valu, self.icache)
         result.lds_ports = dict(self.lds.port_busy)
         result.raised_priority = sum(1 for w in waves if w.prio_max > 0)
         return result
@@ -289,6 +290,8 @@ class TimedDispatch(IssueModel):
             self.bandwidth = Bandwidth(self.tm, self.target.compute_units, self.num_cus, grid,
                                        n_wg, self.footprint)
         self.valu = ValuPaths(self.statics, self.tm, on="valu_paths" not in off)
+        self.icache = InstructionCache(self.tm, [info.address for info in comp.infos], (0,),
+                                       on="icache" not in off)
         self.memory = LineMemory(self.tm, self.recorder, self.lds,
                                  lines="vmem_lines" not in off, bandwidth=self.bandwidth,
                                  off=off)

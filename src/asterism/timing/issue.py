@@ -21,7 +21,9 @@ The engine knows no mechanism's internals; it asks them:
 * mfma.py: `issued`, `drained` (when the last MFMA result is written);
 * `barriers` (barriers.py): `arrive`, `release`;
 * `dispatch` (dispatch.py): `admit` waves to a CU, `release` the slots of ended waves;
-* `valu` (valu.py): `earliest` a VALU's result reaches a non-VALU reader, `issued`.
+* `valu` (valu.py): `earliest` a VALU's result reaches a non-VALU reader, `issued`;
+* `icache` (icache.py): `branched` (when a taken branch's target may be tried: its
+  instruction line fetched, or a miss), `executed` (sequential fetch).
 
 A driver subclass says where each wave's next instruction comes from (`_advance`, `_taken`,
 `_past_end`, `_before_issue`, `_after_issue`): the emulator's functional execution
@@ -31,7 +33,8 @@ Records follow the ATT decoder's conventions (asterism/timing/result.py): ``time
 the wave first tried the instruction, ``stall`` until it issued, ``duration`` = stall + issue
 cycles; s_waitcnt, s_nop and s_barrier count as stall for their whole duration. ``s_nop N``
 takes N + 1 issue cycles, ``s_sleep N`` 64 N clocks, a taken branch ``dispatch.taken_branch``
-extra cycles (instruction fetch); ``s_endpgm`` ends the wave after ``dispatch.endpgm`` cycles
+extra cycles (instruction fetch), or ``dispatch.icache_miss`` when its target's instruction
+line is not fetched yet (icache.py); ``s_endpgm`` ends the wave after ``dispatch.endpgm`` cycles
 or when its outstanding memory and MFMA results are done.
 """
 
@@ -44,6 +47,7 @@ from asterism.target.timing import TimingModel
 from asterism.timing import memory, mfma
 from asterism.timing.barriers import Barriers
 from asterism.timing.dispatch import Dispatcher
+from asterism.timing.icache import InstructionCache
 from asterism.timing.lds import Lds
 from asterism.timing.priority import issue_order
 from asterism.timing.result import CAT_IMMED, CAT_JUMP, CAT_NEXT, STALL, WAIT
@@ -68,6 +72,7 @@ class IssueModel:
     barriers: Barriers
     dispatch: Dispatcher
     valu: ValuPaths
+    icache: InstructionCache
     running: dict[int, int]  # barrier group -> waves of it that have not ended
     priorities: bool = True  # s_setprio orders the arbitration (priority.py)
 
@@ -271,7 +276,10 @@ class IssueModel:
         w.stall_states.append(STALL)
         w.ready = now + issue
         if category == CAT_JUMP:
-            w.ready += self.tm.dispatch["taken_branch"]
+            # the branch target's instruction line: fetched already, or a miss (icache.py)
+            w.ready = self.icache.branched(w, w.idx, w.ready)
+        elif self.icache.on:
+            self.icache.executed(w, index)
         if kind == "endpgm":
             self._end(w, now)
 

@@ -35,7 +35,8 @@ complete, what a vector memory instruction costs the CU's path, the cache-line h
   that access where the capture has it; else LDS ``memory.lds``, a scalar load
   ``memory.smem_miss`` on its first execution on the CU then the scalar cache, a vector store
   the write-out queue below, a vector load ``memory.vmem_unknown``. A replay knows no lines:
-  its vector memory costs the bytes rule.
+  its vector memory costs the bytes rule, or with the capture's measured acceptance
+  (``--memory accept|measured``) only its issue cycle (`StreamMemory.cost`).
 * Scalar misses: a scalar load of a line not read before in the dispatch pays
   ``memory.smem_miss`` (measured on MI350X, 776-1476 cycles: longer than a vector load's
   first touch, ``memory.hbm``); `scalar_miss`; TimingOptions.off "smem_miss": memory.hbm.
@@ -138,13 +139,15 @@ def scalar_miss(mem: Mapping[str, int], off: frozenset[str]) -> int:
     return mem["hbm"] if "smem_miss" in off else mem["smem_miss"]
 
 
-def path_use(memory: Any, valu: Any) -> PathUse:
-    """What the scalar-miss, store write-out and VALU-path mechanisms did in a run (from its
-    memory model, LineMemory or StreamMemory, and its valu.ValuPaths)."""
+def path_use(memory: Any, valu: Any, icache: Any = None) -> PathUse:
+    """What the scalar-miss, store write-out, VALU-path and instruction-cache mechanisms did
+    in a run (from its memory model, LineMemory or StreamMemory, its valu.ValuPaths and its
+    icache.InstructionCache)."""
     q = memory.stores
     return PathUse(memory.scalar_misses, memory.scalar_misses * memory.smem_miss,
                    q.stores if q else 0, q.cycles if q else 0, q.queued if q else 0,
-                   valu.waits, valu.wait_cycles)
+                   valu.waits, valu.wait_cycles, icache.misses if icache else 0,
+                   icache.wait_cycles if icache else 0)
 
 
 class Recorder:
@@ -368,8 +371,17 @@ class StreamMemory:
         return w.ready + accept.get(w.pos, 0)
 
     def cost(self, w: ModelWave, st: Static, now: int) -> int:
-        """Cycles the instruction keeps the CU's vector memory path busy."""
-        return st.occupancy
+        """Cycles the instruction keeps the CU's vector memory path busy: the bytes rule
+        (`vmem_busy`) when the model decides the path's back-pressure; only the issue cycle
+        (``occupancy.vmem_read`` / ``vmem_write``) when the capture's acceptance of the wave
+        is used (`accepted`): its measured issue stall already holds what the path's
+        occupancy by the CU's other accesses cost it (charging the bytes rule too counted
+        it twice; [att] two back-to-back buffer_load_dwordx4 of one CU issue 4 cycles
+        apart, 176 times across waves in flash_attn_func_small, where the bytes rule at
+        64 B/clk keeps the path 16)."""
+        if self.accept[w.row] is None:
+            return st.occupancy
+        return self.tm.occupancy["vmem_write" if st.store else "vmem_read"]
 
 
 __all__ = ["LineMemory", "Recorder", "StreamMemory", "cached_latency", "counter_streams",

@@ -32,12 +32,13 @@ class TimingError(AsterismError):
 # store write-out queue (stores.py; off: a store completes memory.l2_hit after issue) and the
 # VALU result paths to other units (valu.py; off: every reader one issue cycle after a VALU);
 # the SIMD-pair LDS ports (lds.py; off: only the CU's banks limit a DS instruction) and wave
-# priorities (priority.py; off: s_setprio is ignored, waves issue by age alone).
+# priorities (priority.py; off: s_setprio is ignored, waves issue by age alone); the
+# instruction cache (icache.py; off: every taken branch costs dispatch.taken_branch).
 MECHANISMS = ("lds_banks", "vmem_lines", "bandwidth", "wg_barriers", "smem_miss",
-              "store_queue", "valu_paths", "lds_ports", "setprio")
+              "store_queue", "valu_paths", "lds_ports", "setprio", "icache")
 # The ones a capture's replay models (it has no addresses: no banks, lines or bandwidth;
 # its barrier groups are `trace replay --barrier-groups`).
-REPLAY_MECHANISMS = ("smem_miss", "store_queue", "valu_paths")
+REPLAY_MECHANISMS = ("smem_miss", "store_queue", "valu_paths", "icache")
 
 
 @dataclass(frozen=True)

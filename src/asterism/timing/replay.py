@@ -23,6 +23,7 @@ from asterism.emu.core import END
 from asterism.target.timing import TimingModel
 from asterism.timing.barriers import Barriers
 from asterism.timing.dispatch import Dispatcher
+from asterism.timing.icache import InstructionCache
 from asterism.timing.issue import IssueModel
 from asterism.timing.lds import Lds
 from asterism.timing.memory import StreamMemory, scalar_line_keys
@@ -52,16 +53,18 @@ class StreamWave:
     latency: Mapping[int, int] | None = None
     accept: Mapping[int, int] | None = None  # position -> measured issue stall (vector memory)
     workgroup: int | None = None
+    icache: int | None = None  # waves with the same icache share an instruction cache (None: cu)
 
 
 class TraceDrivenModel(IssueModel):
     """The timing model driven by recorded instruction streams (see the module docstring);
     `fallthrough[i]`: the index after instruction i (a branch to anywhere else is taken);
-    `off`: mechanisms left out (timing.params.REPLAY_MECHANISMS)."""
+    `off`: mechanisms left out (timing.params.REPLAY_MECHANISMS); `addresses`: each
+    instruction's address (the instruction cache's lines; default 4 bytes each)."""
 
     def __init__(self, target: Any, tm: TimingModel, statics: list[Static],
                  fallthrough: list[int], waves: list[StreamWave], kernel: str = "",
-                 off: frozenset[str] = frozenset()):
+                 off: frozenset[str] = frozenset(), addresses: list[int] | None = None):
         self.target = target
         self.tm = tm
         self.statics = statics
@@ -74,6 +77,10 @@ class TraceDrivenModel(IssueModel):
                                    [sw.accept for sw in waves], lines, off=off)
         self.lds = Lds(tm)
         self.valu = ValuPaths(statics, tm, on="valu_paths" not in off)
+        self.icache = InstructionCache(tm, addresses if addresses is not None else
+                                       [4 * i for i in range(len(statics))],
+                                       {sw.stream[0] for sw in waves if sw.stream},
+                                       on="icache" not in off)
 
     def run(self) -> list[WaveTiming]:
         """Replay every wave together (same CU: shared units; same workgroup: barriers)."""
@@ -89,7 +96,8 @@ class TraceDrivenModel(IssueModel):
             w = ModelWave(k, None, group, order=k, cu=sw.cu, simd=sw.simd % t.simds_per_cu,
                           slot=sw.slot % t.max_waves_per_simd, begin=sw.begin,
                           ready=sw.begin + self.tm.dispatch["wave_start"], idx=sw.stream[0],
-                          state="run", stream=sw.stream)
+                          state="run", stream=sw.stream,
+                          icache=sw.cu if sw.icache is None else sw.icache)
             cu.slots[w.simd][w.slot] = w
             cu.resident[w.simd].append(w)
             waves.append(w)

@@ -204,8 +204,9 @@ class LineCost:
 
 @dataclass
 class PathUse:
-    """What the scalar-cache miss (memory.py), the store write-out queue (stores.py) and the
-    VALU result paths (valu.py) did in one run, over the modeled waves. Modeled."""
+    """What the scalar-cache miss (memory.py), the store write-out queue (stores.py), the
+    VALU result paths (valu.py) and the instruction cache (icache.py) did in one run, over
+    the modeled waves. Modeled."""
 
     scalar_misses: int = 0  # scalar loads that paid memory.smem_miss
     scalar_miss_cycles: int = 0  # ... that latency, summed
@@ -214,6 +215,8 @@ class PathUse:
     store_queued: int = 0  # cycles they waited for the stores ahead of them on their CU
     valu_waits: int = 0  # instructions a VALU result path held past their other limits
     valu_wait_cycles: int = 0  # ... by that many cycles, summed
+    icache_misses: int = 0  # instruction lines a taken branch had to fetch (icache.py)
+    icache_wait_cycles: int = 0  # cycles waves waited for them beyond dispatch.taken_branch
 
     def lines(self) -> list[str]:
         """The summary's lines (empty when nothing happened)."""
@@ -231,6 +234,11 @@ class PathUse:
                        f"waited {self.valu_wait_cycles} cycles for a VALU result on a path "
                        "other than the VALU's bypass (DS / vector memory after a VALU, SGPRs "
                        "a VALU wrote)")
+        if self.icache_misses:
+            out.append(f"  instruction-cache misses ({MODEL_NOTE}): {self.icache_misses} "
+                       "taken branches to code not fetched yet in the dispatch, waves waited "
+                       f"{self.icache_wait_cycles} cycles beyond the taken branch's "
+                       "(dispatch.icache_miss)")
         return out
 
     def to_json(self) -> dict[str, int]:

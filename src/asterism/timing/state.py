@@ -56,6 +56,8 @@ class ModelWave:
     stream: list[int] = field(default_factory=list)  # trace-driven: instruction indices
     pos: int = 0  # trace-driven: position of the current instruction in `stream`
     issue_pos: int = 0  # trace-driven: position of the instruction issuing now
+    icache: int = -1  # icache.py: the instruction-cache group (-1: the CU's pair, cu // 2)
+    fetch_line: int = -1  # icache.py: the instruction line the wave last issued from
 
 
 @dataclass(eq=False)
