@@ -607,14 +607,22 @@ _ATT942 = ("asterism kernels compare flash_attention_fwd flash_attention_fwd@awa
            "flash_attention_fwd@before.q_staging=direct --timing -q")
 
 
+def _technique_table(doc: str, out: str, labels: list[str]) -> list[str]:
+    """Check a per-technique table of `doc` (one `| label | cycles | TFLOPS per CU |` row per
+    column of a `kernels compare` output, in order); return the columns' cycles."""
+    cycles = _one(r"^modeled cycles \(CU 0\) +(.+)$", out)[0].split()
+    per_cu = re.findall(r"([\d.]+) \([\d.]+%\)",
+                        _one(r"^modeled TFLOPS, per CU x CUs +(.+)$", out)[0])
+    assert len(cycles) == len(per_cu) == len(labels)
+    for label, c, t in zip(labels, cycles, per_cu, strict=True):
+        _quoted(doc, f"| {label} | {c} | {t} |")
+    return cycles
+
+
 @figure
 def kernels_attention_gfx942_techniques(run, doc: str | None = None):
     """kernels.md: the gfx942 per-technique table and the side-by-side sentence."""
     doc = doc or _doc_text("docs/kernels.md")
-    out = run(_ATT942)
-    cycles = _one(r"^modeled cycles \(CU 0\) +(.+)$", out)[0].split()
-    per_cu = re.findall(r"([\d.]+) \([\d.]+%\)",
-                        _one(r"^modeled TFLOPS, per CU x CUs +(.+)$", out)[0])
     labels = ["default (V^T at copy time, prefetch, Q through LDS, `k_read=b128`, "
               "`setprio=s_mfma`, `k_ahead=3`, round to nearest even)",
               "`bf16_round=nearest_away`", "`bf16_round=truncate` (AITER's rounding)",
@@ -628,9 +636,7 @@ def kernels_attention_gfx942_techniques(run, doc: str | None = None):
               "`lds_layout=plain` (no swizzle: K, Q and V^T conflicts)",
               "`v_layout=rows prefetch=false q_staging=direct` (the three copy techniques "
               "off; the scheduling of the P V phase stays)", "`aiter_fmha_fwd` (rtz object)"]
-    assert len(cycles) == len(per_cu) == len(labels)
-    for label, c, t in zip(labels, cycles, per_cu, strict=True):
-        _quoted(doc, f"| {label} | {c} | {t} |")
+    cycles = _technique_table(doc, run(_ATT942), labels)
     ratio = int(cycles[-1]) / int(cycles[0])
     _quoted(doc, f"ours {cycles[0]} cycles at its default rounding (to nearest even), "
                  f"{cycles[2]} with `bf16_round=truncate`")
@@ -658,10 +664,6 @@ _ATT950 = ("asterism kernels compare flash_attention_fwd flash_attention_fwd@nop
 def kernels_attention_gfx950_placement(run, doc: str | None = None):
     """kernels.md: the gfx950 softmax placement and s_setprio table (issue 24)."""
     doc = doc or _doc_text("docs/kernels.md")
-    out = run(_ATT950)
-    cycles = _one(r"^modeled cycles \(CU 0\) +(.+)$", out)[0].split()
-    per_cu = re.findall(r"([\d.]+) \([\d.]+%\)",
-                        _one(r"^modeled TFLOPS, per CU x CUs +(.+)$", out)[0])
     labels = ["default (`exp_under_pv`, `max_under_s`, `setprio=stage`, `v_ahead=2`)",
               "`setprio=none`", "`setprio=group` (AITER's placement: waves 4-7 priority 1)",
               "`exp_under_pv=off` (all exps before the P V MFMAs)",
@@ -669,9 +671,7 @@ def kernels_attention_gfx950_placement(run, doc: str | None = None):
               "`k_ahead=3`",
               "`exp_under_pv=off max_under_s=off setprio=none v_ahead=4` (the kernel before)",
               "`aiter_fmha_fwd`"]
-    assert len(cycles) == len(per_cu) == len(labels)
-    for label, c, t in zip(labels, cycles, per_cu, strict=True):
-        _quoted(doc, f"| {label} | {c} | {t} |")
+    _technique_table(doc, run(_ATT950), labels)
 
 
 @pytest.fixture(scope="session")

@@ -296,6 +296,12 @@ def test_growing_maxima_need_every_rescale(target, extra):
     # kernel that keeps the first block's max (never rescales again) computes exp2(> 128)
     # = inf there, and one that moves the max without rescaling O and l mixes blocks
     # weighted 2^-87 apart. Only the last 64 keys carry weight in the reference.
+    check_growing_maxima(target, extra)
+
+
+def check_growing_maxima(target: str, extra: dict) -> None:
+    """Run the kernel on scores that grow block by block (a rescale needed in every block)
+    and check it against the float64 reference."""
     case = kernels.get(GEN).build(target, dict(heads=1, seq_q=64, seq_k=256, head_dim=64,
                                                **extra))
     q, k = growing_scores(256, 60.0)
@@ -677,14 +683,7 @@ def test_max_exchange_on_rescale_keeps_every_rescale(target):
     # maxima of test_growing_maxima_need_every_rescale (a rescale needed in every block,
     # the halves of a row seeing different keys) still match.
     extra = {"block_n": 32, "waves": 2} if target == "gfx942" else {}
-    case = kernels.get(GEN).build(target, dict(heads=1, seq_q=64, seq_k=256, head_dim=64,
-                                               max_exchange="on_rescale", **extra))
-    q, k = growing_scores(256, 60.0)
-    case.args["q"], case.args["k"] = encode(q, "bf16"), encode(k, "bf16")
-    qf, kf, vf = (case.decode(n, case.args[n]) for n in "qkv")
-    case.reference = lambda: {"o": reference(qf, kf, vf, 1 / 8, False)}
-    excess, err = run_case(case)
-    assert excess <= 0, f"max error {err} above the tolerance"
+    check_growing_maxima(target, {"max_exchange": "on_rescale", **extra})
 
 
 def test_gfx942_split_lds_writes_barrier_placement():
