@@ -49,6 +49,7 @@ from asterism.kernels.base import (
     register,
     require,
 )
+from asterism.kernels.features import KernelFeatures, kernel_features
 from asterism.target.timing import get_timing
 
 NAME = "flash_attention_fwd"
@@ -60,9 +61,6 @@ RESCALE_SLACK = 8.0  # growth of the running max (log2 units) tolerated before a
 M_INIT = -1.0e30  # finite start of the running max: exp2(M_INIT - m) is 0, never NaN
 COPY_LAG = 4  # global -> LDS copies through registers: loads in flight before the writes
 READ_AHEAD = 2  # MFMA steps the LDS operand reads run ahead of their MFMA
-# gfx942's K reads (k_ahead auto): the LDS latency (64 cycles) plus the SIMD-pair port's queue
-# is more than 2 steps of 32-cycle MFMAs cover.
-K_AHEAD_GFX942 = 3
 # max_under_s: MFMAs between a tile's last S MFMA and the first read of it (a VALU read of an
 # MFMA result waits for it; 2: modeled 1.7 % slower at 1x8x4096x128)
 MAX_LAG = 3
@@ -263,6 +261,11 @@ class Config:
         return -(-self.row_tiles // 2) if self.paired else self.row_tiles
 
     @property
+    def features(self) -> KernelFeatures:
+        """The target's kernel capabilities (asterism.kernels.features)."""
+        return kernel_features(self.target)
+
+    @property
     def bank_line(self) -> int:
         """Bytes of one row of LDS banks (4-byte banks, the target's count: 64 on gfx950,
         32 on gfx942)."""
@@ -295,7 +298,7 @@ class Config:
         """Period of the V swizzle (gfx950): row r's 64-byte quarters XORed with
         (r % period) / rows_per_line, so the 4 rows a transposed read takes per phase land
         in 4 different quarters of the banks."""
-        if not self.swizzle or self.target != "gfx950":
+        if not self.swizzle or not self.features.ds_read_tr:
             return self.rows_per_line
         return self.rows_per_line * (self.row_bytes // 64)
 
@@ -321,7 +324,7 @@ class Config:
     @property
     def kstep(self) -> int:
         """Contraction length of one MFMA: 16 on gfx950 (32x32x16), 8 on gfx942 (32x32x8)."""
-        return 16 if self.target == "gfx950" else 8
+        return self.features.mfma_k
 
     @property
     def frag(self) -> int:
@@ -418,15 +421,16 @@ def check(target: str, p: dict[str, Any]) -> Config:
     from asterism.target import get_target
 
     chip = get_target(target)
+    feats = kernel_features(target)
     if not p["block_n"]:
         # 128 where two K/V stages (gfx950) or one (gfx942) fit: fewer barriers per key.
-        stages = 2 if target == "gfx950" else 1
+        stages = 2 if feats.lds_dma else 1
         fits = stages * 2 * 128 * 2 * p["head_dim"] <= chip.lds.bytes_per_workgroup
         p = dict(p, block_n=128 if fits else 64)
     seq_k = p["seq_k"] or p["seq_q"]
     for name in ("batch", "heads", "seq_q"):
         require(p[name] >= 1, name, f"must be at least 1, got {p[name]}")
-    require(p["bf16_round"] == "nearest" or (target == "gfx942" and p["dtype"] == "bf16"),
+    require(p["bf16_round"] == "nearest" or (not feats.cvt_pk_bf16 and p["dtype"] == "bf16"),
             "bf16_round", f"{p['bf16_round']} is for bf16 on gfx942 (gfx950 converts with "
             "v_cvt_pk_bf16_f32 at no cost; f16 converts in hardware)")
     heads_kv = p["heads_kv"] or p["heads"]
@@ -457,14 +461,14 @@ def check(target: str, p: dict[str, Any]) -> Config:
                  packed=p["packed"], causal_order=_causal_order(p, block_m, chip),
                  truncate=p["bf16_round"] == "truncate", loop=p["loop"],
                  away=p["bf16_round"] == "nearest_away",
-                 vt=target == "gfx942" and p["v_layout"] != "rows",
-                 k_bytes=16 if target == "gfx950" or p["k_read"] != "b64" else 8,
-                 k_ahead=p["k_ahead"] or (K_AHEAD_GFX942 if target == "gfx942"
-                                          else READ_AHEAD),
+                 vt=not feats.ds_read_tr and p["v_layout"] != "rows",
+                 # b64: one 32x32x8 step's 8 bytes per lane (16 where the step reads them)
+                 k_bytes=16 if feats.mfma_k != 8 or p["k_read"] != "b64" else 8,
+                 k_ahead=p["k_ahead"] or feats.fa_k_ahead,
                  exchange_on_rescale=p["max_exchange"] == "on_rescale")
-    require(p["k_read"] != "b64" or target == "gfx942", "k_read",
+    require(p["k_read"] != "b64" or feats.mfma_k == 8, "k_read",
             "b64 is the gfx942 choice (a gfx950 32x32x16 step reads 16 bytes per lane)")
-    require(p["v_layout"] != "transposed" or target == "gfx942", "v_layout",
+    require(p["v_layout"] != "transposed" or not feats.ds_read_tr, "v_layout",
             "transposed is the gfx942 copy (gfx950 reads V rows transposed with "
             "ds_read_b64_tr_b16 straight from its DMA-written tiles)")
     cfg = _with_registers(cfg, p, chip.vgpr.arch)
@@ -477,22 +481,24 @@ def check(target: str, p: dict[str, Any]) -> Config:
             "co-issue: no phases to prioritize)")
     require(p["k_ahead"] == 0 or cfg.s_buffers == 1, "k_ahead",
             "is for one S buffer (ping-pong S keeps 2)")
-    require(not cfg.exp_under_pv or (target == "gfx950" and cfg.s_buffers == 1),
+    require(not cfg.exp_under_pv or (not feats.pv_tile_by_tile and cfg.s_buffers == 1),
             "exp_under_pv", "on is for gfx950 with one S buffer (gfx942 always packs tiles "
             "1.. under the P V MFMAs; ping-pong S puts the whole softmax under the S MFMAs)")
-    require(not cfg.max_under_s or (target == "gfx950" and cfg.s_buffers == 1),
+    require(not cfg.max_under_s or (not feats.pv_tile_by_tile and cfg.s_buffers == 1),
             "max_under_s", "on is for gfx950 with one S buffer (ping-pong S puts the whole "
             "softmax under the S MFMAs)")
     q_fits = cfg.waves * ROWS_PER_WAVE * cfg.row_bytes <= cfg.lds_bytes
-    require(p["q_staging"] != "lds" or (target == "gfx942" and q_fits), "q_staging",
+    # Q through LDS and the prefetch into the S registers: choices of the copy through
+    # registers (no direct-to-LDS loads).
+    require(p["q_staging"] != "lds" or (not feats.lds_dma and q_fits), "q_staging",
             f"lds is the gfx942 choice and needs {cfg.waves} x 32 Q rows "
             f"({cfg.waves * ROWS_PER_WAVE * cfg.row_bytes} bytes) within the kernel's "
             f"{cfg.lds_bytes} bytes of LDS")
-    if target == "gfx942" and p["q_staging"] != "direct" and q_fits:
+    if not feats.lds_dma and p["q_staging"] != "direct" and q_fits:
         import dataclasses
 
         cfg = dataclasses.replace(cfg, q_lds=True)
-    if target == "gfx942" and p["prefetch"] and cfg.tile_bytes % (16 * 64 * cfg.waves) == 0:
+    if not feats.lds_dma and p["prefetch"] and cfg.tile_bytes % (16 * 64 * cfg.waves) == 0:
         import dataclasses
 
         # Where the S registers hold a block's K and V (the copy's VGPRs per lane).
@@ -539,13 +545,14 @@ def _placement(cfg: Config, p: dict[str, Any]) -> Config:
     fastest at 1x8x4096x128, see docs/kernels.md); elsewhere off, none and 4."""
     import dataclasses
 
-    auto = cfg.target == "gfx950" and cfg.waves == 8 and cfg.s_buffers == 1
-    # gfx942 (8 waves, one S buffer): setprio s_mfma (see docs/kernels.md's gfx942 table).
-    scores = cfg.target == "gfx942" and cfg.waves == 8 and cfg.s_buffers == 1
+    tuned = cfg.waves == 8 and cfg.s_buffers == 1
+    auto = tuned and not cfg.features.pv_tile_by_tile
+    # setprio auto: the target's tuned choice (gfx942: s_mfma, see docs/kernels.md's gfx942
+    # table), with 8 waves and one S buffer only.
     return dataclasses.replace(
         cfg, exp_under_pv=p["exp_under_pv"] == "on" or (p["exp_under_pv"] == "auto" and auto),
         max_under_s=p["max_under_s"] == "on" or (p["max_under_s"] == "auto" and auto),
-        setprio=("stage" if auto else "s_mfma" if scores else "none")
+        setprio=(cfg.features.fa_setprio if tuned else "none")
         if p["setprio"] == "auto" else p["setprio"],
         v_ahead=p["v_ahead"] or (AUTO_V_AHEAD if auto else PV_READ_AHEAD))
 
@@ -575,12 +582,12 @@ def _default_waves(p: dict[str, Any]) -> int:
 def _stages(target: str, p: dict[str, Any], chip) -> int:
     """The LDS stages: the parameter, or for 0 two where they fit (gfx950) else one."""
     if p["stages"]:
-        require(p["stages"] == 1 or target == "gfx950", "stages",
+        require(p["stages"] == 1 or kernel_features(target).lds_dma, "stages",
                 "2 (double buffering) needs the direct-to-LDS loads of gfx950")
         return p["stages"]
     block = 2 * p["block_n"] * 2 * p["head_dim"]  # one stage: K and V tiles
     fits = 2 * block <= chip.lds.bytes_per_workgroup
-    return 2 if target == "gfx950" and fits else 1
+    return 2 if kernel_features(target).lds_dma and fits else 1
 
 
 def _with_registers(cfg: Config, p: dict[str, Any], budget: int) -> Config:
@@ -591,11 +598,11 @@ def _with_registers(cfg: Config, p: dict[str, Any], budget: int) -> Config:
 
     o_options = {"vgpr": (False,), "agpr": (True,), "auto": (False, True)}[p["o_regs"]]
     if p["s_buffers"] == 2:
-        require(cfg.target == "gfx950" and cfg.stages == 2, "s_buffers",
+        require(cfg.features.lds_dma and cfg.stages == 2, "s_buffers",
                 "2 (ping-pong S) needs gfx950 with stages 2 (the K tile of the next block "
                 f"in LDS one phase early), got {cfg.target} stages {cfg.stages}")
         buffers: tuple[int, ...] = (2,)
-    elif (p["s_buffers"] == 1 or cfg.target != "gfx950" or cfg.stages != 2
+    elif (p["s_buffers"] == 1 or not cfg.features.lds_dma or cfg.stages != 2
           or cfg.waves > 4):
         # Two waves per SIMD (8 waves): each SIMD runs one wave's softmax under the other's
         # MFMAs; a second S buffer only costs registers and moves there (modeled: 30546 vs
@@ -775,7 +782,7 @@ class _Builder:
         self.addr_k = self.swizzled(addr_k, self.lane32, cfg.k_swizzle_rows, 4,
                                     [2 * cfg.k_bytes * r
                                      for r in range(cfg.row_bytes // (2 * cfg.k_bytes))])
-        if cfg.target == "gfx950":
+        if cfg.features.ds_read_tr:
             # Transposed reads: lane i of 16-lane group g reads row 4h + i/4 of the key
             # block, head-dim columns 16 (g % 2) + 4 (i % 4).
             i16 = kb.v_and_b32(None, 15, self.tid)
@@ -801,13 +808,13 @@ class _Builder:
         if cfg.causal or cfg.ragged:
             # v_cndmask_b32 reads vcc on the constant bus: -inf cannot be a literal there.
             self.neg_inf = kb.v_mov_b32(None, NEG_INF_BITS)
-        if cfg.target == "gfx942":
+        if not cfg.features.permlane_swap:
             self.partner = kb.v_lshlrev_b32(None, 2, kb.v_xor_b32(None, 32, self.tid))
         self.c_scale = kb.s_mov_b32(None, _f32_bits(cfg.log2_scale))
         if cfg.packed:
             self.c_pair = kb.join(kb.v_mov_b32(None, self.c_scale),
                                   kb.v_mov_b32(None, self.c_scale), align=2)
-        if cfg.dtype == "bf16" and cfg.target == "gfx942":
+        if cfg.dtype == "bf16" and not cfg.features.cvt_pk_bf16:
             self.c_round = kb.v_mov_b32(None, 0x7FFF)
             self.c_perm = kb.s_mov_b32(None, 0x07060302)
         # Copy of the K/V tiles: lane t moves 16-byte chunks t + 64 * waves * r; with the
@@ -820,7 +827,7 @@ class _Builder:
                                    self.swizzle_bits(row, cfg.k_swizzle_rows, 4))
         self.copy_v = kb.v_xor_b32(None, self.copy_voff,
                                    self.swizzle_bits(row, cfg.v_swizzle_rows, 6))
-        if cfg.target == "gfx950":
+        if cfg.features.lds_dma:
             self.dma_m0()
         if cfg.vt:
             self.vt_copy_offsets()
@@ -1017,7 +1024,7 @@ class _Builder:
         step = 16 * 64 * cfg.waves
         # Raw buffers range-check voffset + offset (not soffset): the key offset goes into
         # voffset, the load's place in the tile into the 12-bit offset where it fits.
-        if cfg.target == "gfx950":
+        if cfg.features.lds_dma:
             self.load_tiles_dma(kb.v_add_u32(None, key_off, self.copy_k),
                                 kb.v_add_u32(None, key_off, self.copy_v))
             return
@@ -1393,7 +1400,7 @@ class _Builder:
             self.late_packs = [item for tile in tiles[1:] for item in tile]
         else:
             second += fmas + exps
-            if cfg.target == "gfx942":
+            if cfg.features.pv_tile_by_tile:
                 # Only tile 0's P before the P V MFMAs, which go tile by tile on gfx942: the
                 # packing of tile u + 1 runs under tile u's MFMAs (accumulate).
                 first_tile = len(packs) // cfg.tiles
@@ -1427,7 +1434,7 @@ class _Builder:
         branch(self.kb)
         for emit in second:
             emit(self.kb)
-        if self.cfg.target == "gfx950" and not self.cfg.exp_under_pv:
+        if not self.cfg.features.pv_tile_by_tile and not self.cfg.exp_under_pv:
             # gfx942 keeps the running-sum adds for the P V MFMAs (accumulate): off the
             # path from the S MFMAs to the P V MFMAs (and exp_under_pv: after the exps).
             for emit in self.late:
@@ -1437,7 +1444,7 @@ class _Builder:
     def exchange_items(self, v: dict, src: str, dst: str) -> list:
         """Emitters setting v[dst] to the max of v[src] with lane l ^ 32's (the other half of
         this lane's query row)."""
-        if self.cfg.target != "gfx950":
+        if not self.cfg.features.permlane_swap:
             return [lambda kb: v.__setitem__(dst, kb.ds_bpermute_b32(None, self.partner,
                                                                      v[src]))]
 
@@ -1471,11 +1478,11 @@ class _Builder:
         """Two f32 values as one dword of two 16-bit values of the dtype (lo first)."""
         cfg, kb = self.cfg, self.kb
         if cfg.dtype == "f16":
-            if cfg.target == "gfx950":
+            if cfg.features.cvt_pk_f16:
                 return kb.v_cvt_pk_f16_f32(None, lo, hi)
             return kb.v_pack_b32_f16(None, kb.v_cvt_f16_f32(None, lo),
                                      kb.v_cvt_f16_f32(None, hi))
-        if cfg.target == "gfx950":
+        if cfg.features.cvt_pk_bf16:
             return kb.v_cvt_pk_bf16_f32(None, lo, hi)
         # gfx942 has no bf16 conversion: round to nearest even by hand, keep the high halves.
         if cfg.truncate:  # the high halves as they are: round toward zero
@@ -1510,8 +1517,8 @@ class _Builder:
                                for w in range(2)), align=2)
             kb.emit(cfg.mfma, acc, vf, p[u, t], acc)
 
-        gfx950 = cfg.target == "gfx950"
-        if gfx950 and not self.late_packs:
+        by_tile = cfg.features.pv_tile_by_tile
+        if not by_tile and not self.late_packs:
             space = list(unroll(cfg.head_dim // 32, cfg.tiles, steps))
         else:  # tile by tile: the packing of the next tile's P under this tile's MFMAs
             space = [(db, u, t) for u in range(cfg.tiles) for db in range(cfg.head_dim // 32)
@@ -1524,7 +1531,7 @@ class _Builder:
         if packs:  # one item stream, ceil(items / MFMAs) after each MFMA: tile u's P first
             per, tile_items = -(-len(late_items) // len(space)), len(packs) // (cfg.tiles - 1)
             mfmas_per_tile = len(space) // cfg.tiles
-            if gfx950 and tile_items > per * mfmas_per_tile:
+            if not by_tile and tile_items > per * mfmas_per_tile:
                 # exp_under_pv with few MFMAs per tile (block_n 64, 2 tiles): more items
                 # after each MFMA (no-ops pad the stream to that rate) so that tile u + 1's P
                 # is ready before its MFMAs.
@@ -1536,9 +1543,10 @@ class _Builder:
                     f"{NAME}: the P packing of a tile would come after its P V MFMAs "
                     f"({cfg.tiles} tiles, {len(space)} MFMAs, {len(late_items)} items)")
         late = Stream("valu", late_items) if late_items else None
-        one_read = gfx950 or cfg.vt  # gfx942 rows: 4 ds_read_u16 + 2 VALU per operand
+        tr = cfg.features.ds_read_tr
+        one_read = tr or cfg.vt  # gfx942 rows: 4 ds_read_u16 + 2 VALU per operand
         self.pipelined(Stream.over("ds_read", space, read_v), Stream.over("mfma", space, mfma),
-                       2 if gfx950 else 1 if cfg.vt else 4, valu=0 if one_read else 2,
+                       2 if tr else 1 if cfg.vt else 4, valu=0 if one_read else 2,
                        ahead=cfg.v_ahead if one_read else READ_AHEAD, softmax=late)
         self.late = []
 
@@ -1546,7 +1554,7 @@ class _Builder:
         """The V^T operand of keys key.. (kstep of them) and head-dim block db."""
         cfg, kb = self.cfg, self.kb
         rb = cfg.row_bytes
-        if cfg.target == "gfx950":
+        if cfg.features.ds_read_tr:
             addr, off = self.swizzle_offset(self.addr_v, 64 * db,
                                             self.swizzle_mask(cfg.v_swizzle_rows, 6))
             first = kb.ds_read_b64_tr_b16(kb.vregs(2, align=2), addr, offset=key * rb + off)
@@ -1895,7 +1903,7 @@ class _Builder:
         inv = kb.v_rcp_f32(None, total)
         if cfg.lse:
             self.store_lse(total)
-        if cfg.target == "gfx950":
+        if cfg.features.permlane_swap:
             self.store_dwordx4(inv)
             return
         voff = self.row_offset(self.query_row(), kb.v_lshlrev_b32(None, 3, self.half))
@@ -1948,7 +1956,7 @@ class _Builder:
     def exchange_sum(self, value):
         """The value of lane l ^ 32."""
         kb = self.kb
-        if self.cfg.target == "gfx950":
+        if self.cfg.features.permlane_swap:
             a = kb.v_mov_b32(None, value)
             b = kb.v_mov_b32(None, value)
             a, b = kb.v_permlane32_swap_b32(a, b)

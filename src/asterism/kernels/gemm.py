@@ -53,6 +53,7 @@ from asterism.kernels.base import (
     register,
     require,
 )
+from asterism.kernels.features import KernelFeatures, kernel_features
 
 LAYOUTS = ("nt", "nn", "tn", "tt")
 DTYPES = ("f16", "bf16", "fp8")
@@ -146,6 +147,11 @@ class GemmConfig:
     kloop: str = "scf"
 
     @property
+    def features(self) -> KernelFeatures:
+        """The target's kernel capabilities (asterism.kernels.features)."""
+        return kernel_features(self.target)
+
+    @property
     def c_bytes(self) -> int:
         """Bytes of one element of C."""
         return 4 if self.c_dtype == "f32" else 2
@@ -198,7 +204,7 @@ class GemmConfig:
         fp8's f8f6f4 MFMA)."""
         if self.dtype == "fp8":
             return 32
-        return 8 if self.target == "gfx950" else 4
+        return self.features.lane_k
 
     @property
     def frag_bytes(self) -> int:
@@ -247,7 +253,7 @@ class GemmConfig:
     def use_dma(self) -> bool:
         """True if the operands go straight to LDS (gfx950, `dma`, 16-bit elements, and the
         tiles fit)."""
-        return (self.dma and self.target == "gfx950" and self.dtype != "fp8"
+        return (self.dma and self.features.lds_dma and self.dtype != "fp8"
                 and not dma_misfit(self))
 
     def dma_layout(self, operand: str) -> DmaLayout:
@@ -429,7 +435,7 @@ def _check(cfg: GemmConfig) -> None:
 
     chip = get_target(cfg.target)
     if cfg.dtype == "fp8":
-        require(cfg.target == "gfx950", "dtype",
+        require(cfg.features.mfma_f8f6f4, "dtype",
                 f"fp8 needs gfx950's f8f6f4 MFMA (OCP e4m3); {cfg.target} is not supported")
         require(cfg.layout == "nt", "layout",
                 f"fp8 supports layout nt only (A and B K-contiguous), got {cfg.layout}")
@@ -475,7 +481,7 @@ def _check(cfg: GemmConfig) -> None:
                 f"({per_row} per row) do not split evenly over {cfg.threads} work-items")
     require(cfg.lds_stages in (0, 2) or cfg.use_dma, "lds_stages",
             f"{cfg.lds_stages} buffers need the direct-to-LDS path (gfx950, dma=true, tiles "
-            f"that fit it{': ' + dma_misfit(cfg) if cfg.target == 'gfx950' else ''})")
+            f"that fit it{': ' + dma_misfit(cfg) if cfg.features.lds_dma else ''})")
     require(cfg.lds_bytes <= chip.lds.bytes_per_workgroup, "tile_k",
             f"{cfg.stages} LDS buffers of the A and B tiles ((tile_m + tile_n) x tile_k "
             f"elements and padding) need {cfg.lds_bytes} bytes; {cfg.target} has "
@@ -1138,7 +1144,7 @@ class _GemmWriter:
         """C from the accumulators, 16 (f32) or 8 bytes per lane and store; columns past N
         skipped."""
         cfg, kb = self.cfg, self.kb
-        if cfg.c_dtype == "bf16" and cfg.target != "gfx950":
+        if cfg.c_dtype == "bf16" and not cfg.features.cvt_pk_bf16:
             self.round_bias = self.sconst(0x7FFF)
             self.pack_high = self.sconst(0x07060302)
         bm, bn = cfg.blocks
@@ -1171,9 +1177,10 @@ class _GemmWriter:
         vals = [kb.v_accvgpr_read_b32(None, kb.sub(acc, r)) for r in range(4)]
         words = []
         for lo, hi in (vals[0:2], vals[2:4]):
-            if cfg.target == "gfx950":
-                op = kb.v_cvt_pk_f16_f32 if cfg.c_dtype == "f16" else kb.v_cvt_pk_bf16_f32
-                words.append(op(None, lo, hi))
+            if cfg.c_dtype == "f16" and cfg.features.cvt_pk_f16:
+                words.append(kb.v_cvt_pk_f16_f32(None, lo, hi))
+            elif cfg.c_dtype == "bf16" and cfg.features.cvt_pk_bf16:
+                words.append(kb.v_cvt_pk_bf16_f32(None, lo, hi))
             elif cfg.c_dtype == "f16":
                 words.append(kb.v_pack_b32_f16(None, kb.v_cvt_f16_f32(None, lo),
                                                kb.v_cvt_f16_f32(None, hi)))

@@ -1,0 +1,60 @@
+"""What the kernel library asks of a processor: one table of named capabilities.
+
+The kernels test these fields instead of the processor's name, so adding a processor to the
+library means adding a row to `FEATURES` (and its tuned defaults), not editing every branch.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from asterism.errors import TargetError
+
+
+@dataclass(frozen=True)
+class KernelFeatures:
+    """Instructions and schedule facts of one processor that the kernels branch on."""
+
+    lds_dma: bool  # buffer_load_dwordx4 ... lds: global loads straight into LDS (M0 address)
+    ds_read_tr: bool  # ds_read_b64_tr_b16: LDS reads transposed to an MFMA operand
+    cvt_pk_f16: bool  # v_cvt_pk_f16_f32: two f32 -> packed f16 in one op
+    cvt_pk_bf16: bool  # v_cvt_pk_bf16_f32: two f32 -> packed bf16 (else rounded by hand)
+    permlane_swap: bool  # v_permlane32_swap_b32 (else lane l ^ 32 through ds_bpermute_b32)
+    mfma_k: int  # K of the 32x32 16-bit MFMA: 16 (32x32x16) or 8 (32x32x8)
+    mfma_f8f6f4: bool  # v_mfma_f32_*_f8f6f4 (OCP fp8 operands)
+    # Attention schedule: the P V MFMAs always go tile by tile, the packing of tile u + 1's
+    # P and the running-sum adds under tile u's MFMAs (exp_under_pv and max_under_s are for
+    # the other schedule only).
+    pv_tile_by_tile: bool
+    # Tuned attention defaults (modeled, see docs/kernels.md): S MFMA steps the K reads run
+    # ahead (k_ahead 0), and setprio auto with 8 waves and one S buffer.
+    fa_k_ahead: int
+    fa_setprio: str
+
+    @property
+    def lane_k(self) -> int:
+        """16-bit K elements one lane holds per MFMA operand (32x32xK and 16x16x2K alike)."""
+        return self.mfma_k // 2
+
+
+FEATURES: dict[str, KernelFeatures] = {
+    "gfx950": KernelFeatures(lds_dma=True, ds_read_tr=True, cvt_pk_f16=True,
+                             cvt_pk_bf16=True, permlane_swap=True, mfma_k=16,
+                             mfma_f8f6f4=True, pv_tile_by_tile=False, fa_k_ahead=2,
+                             fa_setprio="stage"),
+    # fa_k_ahead 3: the LDS latency (64 cycles) plus the SIMD-pair port's queue outlast two
+    # 32-cycle 32x32x8 MFMAs.
+    "gfx942": KernelFeatures(lds_dma=False, ds_read_tr=False, cvt_pk_f16=False,
+                             cvt_pk_bf16=False, permlane_swap=False, mfma_k=8,
+                             mfma_f8f6f4=False, pv_tile_by_tile=True, fa_k_ahead=3,
+                             fa_setprio="s_mfma"),
+}
+
+
+def kernel_features(target: str) -> KernelFeatures:
+    """The kernel capabilities of `target`, or a TargetError naming the known processors."""
+    try:
+        return FEATURES[target]
+    except KeyError:
+        raise TargetError(f"no kernel features for {target!r} (known: "
+                          f"{', '.join(FEATURES)})") from None
