@@ -348,3 +348,35 @@ def test_bad_inputs(tmp_path):
     (bad / "code.json").write_text(json.dumps(code))
     with pytest.raises(ReplayError, match="code.json line 1: cannot read"):
         replay(bad)
+
+
+def test_replay_leaves_out_lds_ports_and_setprio():
+    """`off` also takes the SIMD-pair LDS ports and wave priority in a replay. Two waves on
+    SIMD 0 run 16 independent VALUs; the younger raises its priority first (`s_setprio 1`):
+    with priorities its VALUs all issue before the older wave's last, by age alone (off) the
+    older wave's come first and it ends first. A wave's two ds_read_b128 back to back: with
+    the gfx942 port (64 B/clk: 16 cycles a read) the second issues 16 after the first, with
+    the port off only the issue cycle (and the banks) separate them."""
+    from asterism.timing.replay import StreamWave
+
+    lines = ["s_setprio 1"] + ["v_add_f32 v1, v2, v3"] * 16 + ["s_endpgm"]
+    tm, statics = _statics(lines, "gfx950")
+    n = len(lines)
+
+    def run(off):
+        waves = [StreamWave(0, 0, 0, 100, list(range(1, n))),
+                 StreamWave(0, 0, 1, 100, list(range(n)))]
+        return TraceDrivenModel(get_target("gfx950"), tm, statics, list(range(1, n + 1)),
+                                waves, off=off).run()
+
+    old, young = run(frozenset())
+    assert young.end < old.end
+    old, young = run(frozenset({"setprio"}))
+    assert old.end < young.end
+    reads = ["ds_read_b128 v[0:3], v8", "ds_read_b128 v[4:7], v8 offset:1024", "s_endpgm"]
+    gaps = []
+    for off in (frozenset(), frozenset({"lds_ports"})):
+        _tm, (w,) = _run_stream(reads, target="gfx942", off=off)
+        issue = {r[4]: r[0] + r[2] for r in w.records}
+        gaps.append(issue[2] - issue[1])
+    assert gaps[0] == 16 and gaps[1] < 16

@@ -14,9 +14,9 @@ latencies of target/data/timing.toml; a vector load's addresses are unknown, so 
 offset name, a miss paying ``memory.smem_miss``; stores leave through the CU's write-out queue
 at ``memory.store_unknown`` cycles each; VALU results reach other units as timing/valu.py
 says; a taken branch to code the CU pair has not fetched waits for its instruction line,
-timing/icache.py, by the code.json addresses; ``off`` leaves those four out:
-timing.params.REPLAY_MECHANISMS; a DS instruction also holds its SIMD pair's LDS port and
-``s_setprio`` orders the issue, as in a kernel run, with no off switch in a replay) or from
+timing/icache.py, by the code.json addresses; a DS instruction holds its SIMD pair's LDS
+port and ``s_setprio`` orders the issue, as in a kernel run; ``off`` leaves any of these six
+out: timing.params.REPLAY_MECHANISMS) or from
 the capture
 (``memory="measured"``): each memory instruction completes
 as long after its modeled issue as it did after its measured issue, where that is known
@@ -515,7 +515,8 @@ def replay_trace(trace: Trace, target: str = "gfx950", memory: str = "model",
     target.timing.TimingModel, default the target's) and compare with the capture;
     `memory`: one of MEMORY_MODES (see the module docstring); `barrier_groups`: a barrier
     per inferred workgroup or per traced CU (BARRIER_GROUPS); `off`: mechanisms left out
-    (timing.params.REPLAY_MECHANISMS: smem_miss, store_queue, valu_paths, icache)."""
+    (timing.params.REPLAY_MECHANISMS: smem_miss, store_queue, valu_paths, icache, lds_ports,
+    setprio)."""
     tgt, tm, prog, kept, by_row, n_measured, guesses, paths = _run(
         trace, target, memory, timing, barrier_groups, off)
     comparisons, modeled_side, measured_side = [], [], []

@@ -38,7 +38,8 @@ MECHANISMS = ("lds_banks", "vmem_lines", "bandwidth", "wg_barriers", "smem_miss"
               "store_queue", "valu_paths", "lds_ports", "setprio", "icache")
 # The ones a capture's replay models (it has no addresses: no banks, lines or bandwidth;
 # its barrier groups are `trace replay --barrier-groups`).
-REPLAY_MECHANISMS = ("smem_miss", "store_queue", "valu_paths", "icache")
+REPLAY_MECHANISMS = ("smem_miss", "store_queue", "valu_paths", "icache", "lds_ports",
+                     "setprio")
 
 
 @dataclass(frozen=True)

@@ -75,7 +75,8 @@ class TraceDrivenModel(IssueModel):
                  for sw in waves]
         self.memory = StreamMemory(tm, [sw.latency for sw in waves],
                                    [sw.accept for sw in waves], lines, off=off)
-        self.lds = Lds(tm)
+        self.lds = Lds(tm, ports="lds_ports" not in off)
+        self.priorities = "setprio" not in off
         self.valu = ValuPaths(statics, tm, on="valu_paths" not in off)
         self.icache = InstructionCache(tm, addresses if addresses is not None else
                                        [4 * i for i in range(len(statics))],
