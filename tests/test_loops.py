@@ -31,16 +31,22 @@ def _args(kb: KernelBuilder):
     return px, po, cnt, off
 
 
-def build_row_sum(target: str = "gfx942"):
-    """out[t] = sum over r < n of x[r, t]: one row per iteration, n only known at launch."""
-    kb = KernelBuilder("row_sum", target=target, workgroup_size=(64, 1, 1))
-    px, po, cnt, off = _args(kb)
+def _sum_rows(kb, px, cnt, off):
+    """The loop both row-sum kernels share: `cnt` rows of 64 floats summed per lane, the
+    load offset carried as an iter_arg; its sum."""
     acc = kb.v_mov_b32(None, 0)
     with kb.loop(0, cnt, 1, iter_args=[acc, off]) as loop:
         _i, (a, o) = loop
         v = kb.global_load_dword(None, o, px)
         loop.yield_(kb.v_add_f32(None, a, v), kb.v_add_u32(None, 256, o))
-    kb.global_store_dword(off, loop.results[0], po)
+    return loop.results[0]
+
+
+def build_row_sum(target: str = "gfx942"):
+    """out[t] = sum over r < n of x[r, t]: one row per iteration, n only known at launch."""
+    kb = KernelBuilder("row_sum", target=target, workgroup_size=(64, 1, 1))
+    px, po, cnt, off = _args(kb)
+    kb.global_store_dword(off, _sum_rows(kb, px, cnt, off), po)
     kb.s_endpgm()
     return kb.finish()
 
@@ -215,12 +221,7 @@ def build_sum_n():
     """The kernel of test_bound_read_after_the_loop_counts_up."""
     kb = KernelBuilder("sum_n", target="gfx942", workgroup_size=(64, 1, 1))
     px, po, cnt, off = _args(kb)
-    acc = kb.v_mov_b32(None, 0)
-    with kb.loop(0, cnt, 1, iter_args=[acc, off]) as loop:
-        _i, (a, o) = loop
-        v = kb.global_load_dword(None, o, px)
-        loop.yield_(kb.v_add_f32(None, a, v), kb.v_add_u32(None, 256, o))
-    total = kb.v_add_f32(None, loop.results[0], kb.v_cvt_f32_i32(None, cnt))
+    total = kb.v_add_f32(None, _sum_rows(kb, px, cnt, off), kb.v_cvt_f32_i32(None, cnt))
     kb.global_store_dword(off, total, po)
     kb.s_endpgm()
     return kb.finish()

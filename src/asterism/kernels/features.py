@@ -1,12 +1,15 @@
 """What the kernel library asks of a processor: one table of named capabilities.
 
 The kernels test these fields instead of the processor's name, so adding a processor to the
-library means adding a row to `FEATURES` (and its tuned defaults), not editing every branch.
+library means adding a row to `FEATURES` (what the ISA database cannot say: the LDS DMA width
+and the tuned defaults), not editing every branch; the instruction flags are read from the
+processor's ISA database.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cache
 
 from asterism.errors import TargetError
 
@@ -37,24 +40,45 @@ class KernelFeatures:
         return self.mfma_k // 2
 
 
-FEATURES: dict[str, KernelFeatures] = {
-    "gfx950": KernelFeatures(lds_dma=True, ds_read_tr=True, cvt_pk_f16=True,
-                             cvt_pk_bf16=True, permlane_swap=True, mfma_k=16,
-                             mfma_f8f6f4=True, pv_tile_by_tile=False, fa_k_ahead=2,
-                             fa_setprio="stage"),
+@dataclass(frozen=True)
+class _Choices:
+    """What the ISA database cannot say: the LDS DMA width and the kernels' tuned choices."""
+
+    lds_dma: bool
+    pv_tile_by_tile: bool
+    fa_k_ahead: int
+    fa_setprio: str
+
+
+# The rows a processor needs beyond its ISA database (the instruction flags come from it).
+FEATURES: dict[str, _Choices] = {
+    "gfx950": _Choices(lds_dma=True, pv_tile_by_tile=False, fa_k_ahead=2, fa_setprio="stage"),
     # fa_k_ahead 3: the LDS latency (64 cycles) plus the SIMD-pair port's queue outlast two
     # 32-cycle 32x32x8 MFMAs.
-    "gfx942": KernelFeatures(lds_dma=False, ds_read_tr=False, cvt_pk_f16=False,
-                             cvt_pk_bf16=False, permlane_swap=False, mfma_k=8,
-                             mfma_f8f6f4=False, pv_tile_by_tile=True, fa_k_ahead=3,
-                             fa_setprio="s_mfma"),
+    "gfx942": _Choices(lds_dma=False, pv_tile_by_tile=True, fa_k_ahead=3, fa_setprio="s_mfma"),
 }
 
 
+@cache
 def kernel_features(target: str) -> KernelFeatures:
-    """The kernel capabilities of `target`, or a TargetError naming the known processors."""
+    """The kernel capabilities of `target` (instructions from its ISA database, the rest from
+    FEATURES), or a TargetError naming the known processors."""
+    from asterism.isa.database import get_isa
+
     try:
-        return FEATURES[target]
+        row = FEATURES[target]
     except KeyError:
         raise TargetError(f"no kernel features for {target!r} (known: "
                           f"{', '.join(FEATURES)})") from None
+    isa = get_isa(target)
+
+    def has(mnemonic: str) -> bool:
+        return isa.get(mnemonic) is not None
+
+    return KernelFeatures(
+        lds_dma=row.lds_dma, ds_read_tr=has("ds_read_b64_tr_b16"),
+        cvt_pk_f16=has("v_cvt_pk_f16_f32"), cvt_pk_bf16=has("v_cvt_pk_bf16_f32"),
+        permlane_swap=has("v_permlane32_swap_b32"),
+        mfma_k=16 if has("v_mfma_f32_32x32x16_f16") else 8,
+        mfma_f8f6f4=has("v_mfma_f32_32x32x64_f8f6f4"), pv_tile_by_tile=row.pv_tile_by_tile,
+        fa_k_ahead=row.fa_k_ahead, fa_setprio=row.fa_setprio)
