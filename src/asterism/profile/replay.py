@@ -144,6 +144,7 @@ class ReplayResult:
     barrier_groups: list[BarrierGroup] = field(default_factory=list)
     off: tuple[str, ...] = ()  # mechanisms left out (--timing-off)
     paths: Any = None  # timing.result.PathUse: scalar misses, store write-out, VALU paths
+    patterns: PatternUse | None = None  # the lanes' address patterns (None: left out)
 
     @property
     def cycles_error(self) -> float:
@@ -183,6 +184,7 @@ class ReplayResult:
                 "measured_memory_latencies": self.measured_latencies,
                 "timing_off": list(self.off),
                 "paths": self.paths.to_json() if self.paths else None,
+                "lane_patterns": self.patterns.to_json() if self.patterns else None,
                 "barrier_grouping": self.barrier_grouping,
                 "barrier_groups": [g.to_json() for g in self.barrier_groups],
                 "waves": [{"name": w.name, "cu": w.cu, "simd": w.simd, "slot": w.slot,
@@ -218,6 +220,8 @@ class ReplayResult:
         out += self._barrier_lines()
         if self.paths is not None and (lines := self.paths.lines()):
             out += ["", *lines]
+        if self.patterns is not None and self.patterns.executed:
+            out += ["", *self.patterns.lines()]
         out += ["", f"  top-{TOP_N} hotspots by stall: {self.hotspot_overlap('stall')} of "
                     f"{TOP_N} in both lists (by cycles: {self.hotspot_overlap('cycles')})",
                 "     line  measured stall  modeled stall  instruction"]
@@ -427,6 +431,90 @@ def _acceptance(records: Sequence, memory_lines: set[int]) -> dict[int, int]:
             if r.stall and r.line in memory_lines and r.category in vector}
 
 
+_PATTERNS: dict[tuple[int, str, int, int], tuple[Trace, list[dict[int, int]]]] = {}
+
+
+def lane_patterns(trace: Trace, target: str, store_block: int, load_block: int
+                  ) -> list[dict[int, int]]:
+    """Per traced wave: stream position -> 64-byte blocks (stores) or cache lines (loads)
+    its vector memory instruction's lanes touch, where that follows from the code
+    (timing.lanes; computed once per trace)."""
+    from asterism.timing.lanes import lane_patterns as derive
+
+    key = (id(trace), target, store_block, load_block)
+    cached = _PATTERNS.get(key)
+    if cached is not None and cached[0] is trace:
+        return cached[1]
+    rows, infos = _instructions(trace, target)
+    index_of_line = {r.line: i for i, r in enumerate(rows)}
+    out = []
+    for wave in trace.waves:
+        stream = [index_of_line.get(r.line, -1) for r in wave.instructions if r.line != 0]
+        out.append({} if -1 in stream else derive(stream, infos, store_block, load_block))
+    if len(_PATTERNS) >= 8:
+        _PATTERNS.pop(next(iter(_PATTERNS)))
+    _PATTERNS[key] = (trace, out)
+    return out
+
+
+@dataclass(frozen=True)
+class PatternUse:
+    """What the lane address patterns (timing/lanes.py) gave a replay: per code line of a
+    vector memory instruction, how many of its executions got a derived pattern and the
+    blocks (stores: 64-byte write requests) or lines (loads: 128 bytes) they touch."""
+
+    executed: dict[int, int]  # code line -> executions (vector memory instructions)
+    derived: dict[int, dict[int, int]]  # code line -> {blocks: executions}
+    stores: frozenset[int]  # the code lines that are stores
+
+    def lines(self) -> list[str]:
+        """The summary's lines."""
+        got = [ln for ln in self.executed if self.derived.get(ln)]
+        out = [f"  lane address patterns (static analysis of the code, not measured): "
+               f"{len(got)} of {len(self.executed)} vector memory instructions got their "
+               "lanes' pattern (uniform base taken 64-byte aligned, all 64 lanes); the rest "
+               "pay memory.store_unknown / vmem_unknown"]
+        for kind, unit in (("stores", "64-byte write requests"), ("loads", "128-byte lines")):
+            items = [f"{ln}: {'/'.join(str(b) for b in sorted(self.derived[ln]))}"
+                     for ln in sorted(got) if (ln in self.stores) == (kind == "stores")]
+            if items:
+                out.append(f"    {kind} (code line: {unit}): {', '.join(items)}")
+        return out
+
+    def to_json(self) -> dict[str, Any]:
+        """The patterns as plain data."""
+        return {"instructions": len(self.executed),
+                "derived": sum(1 for ln in self.executed if self.derived.get(ln)),
+                "per_line": {str(ln): {"store": ln in self.stores,
+                                       "executions": self.executed[ln],
+                                       "blocks": {str(b): n for b, n in
+                                                  sorted(self.derived.get(ln, {}).items())}}
+                             for ln in sorted(self.executed)}}
+
+
+def _pattern_use(prog: _Program, kept: Sequence, streams: Sequence[list[int]],
+                 patterns: Sequence[dict[int, int]] | None) -> PatternUse | None:
+    """Summarise the derived lane patterns of the replayed waves (None: mechanism off)."""
+    if patterns is None:
+        return None
+    executed: dict[int, int] = {}
+    derived: dict[int, dict[int, int]] = {}
+    stores = set()
+    for stream, pats in zip(streams, patterns, strict=True):
+        for pos, index in enumerate(stream):
+            st = prog.statics[index]
+            if st.mem not in ("vmem", "flat"):
+                continue
+            line = prog.line_of_index[index]
+            executed[line] = executed.get(line, 0) + 1
+            if st.store:
+                stores.add(line)
+            if pos in pats:
+                d = derived.setdefault(line, {})
+                d[pats[pos]] = d.get(pats[pos], 0) + 1
+    return PatternUse(executed, derived, frozenset(stores))
+
+
 def _guesses(trace: Trace, barrier_lines: set[int], grouping: str) -> list[WorkgroupGuess]:
     """The barrier groups: inferred workgroups, or one group per traced CU."""
     if grouping == "workgroup":
@@ -460,6 +548,8 @@ def _run(trace: Trace, target: str, memory: str, timing, barrier_groups: str = "
     tgt = get_target(target)
     tm = timing or get_timing(tgt.name)
     prog = _program(trace, tgt.name, tm)
+    patterns = None if "lane_patterns" in off else lane_patterns(
+        trace, tgt.name, tm.memory["write_bytes"], tm.memory["line_bytes"])
     guesses = _guesses(trace, prog.barrier_lines, barrier_groups)
     workgroup_of = {i: k for k, g in enumerate(guesses) for i in g.waves}
     index_of_line = prog.index_of_line
@@ -484,7 +574,8 @@ def _run(trace: Trace, target: str, memory: str, timing, barrier_groups: str = "
         # the CUs of a shader engine share an instruction cache in pairs (timing/icache.py)
         pair = pairs.setdefault((wave.se, wave.cu // 2), len(pairs))
         inputs.append(StreamWave(cu, wave.simd, wave.slot, wave.begin, stream, lat, accept,
-                                 workgroup_of[wi], pair))
+                                 workgroup_of[wi], pair,
+                                 patterns[wi] if patterns is not None else None))
         kept.append((wave, records))
     # The collector paused while the model runs: it makes a record tuple per instruction and
     # no cycles that matter (see asterism.support.gcpause).
@@ -519,6 +610,9 @@ def replay_trace(trace: Trace, target: str = "gfx950", memory: str = "model",
     setprio)."""
     tgt, tm, prog, kept, by_row, n_measured, guesses, paths = _run(
         trace, target, memory, timing, barrier_groups, off)
+    patterns = None if "lane_patterns" in replay_off(off) else _pattern_use(
+        prog, kept, [[prog.index_of_line[r.line] for r in records] for _w, records in kept],
+        lane_patterns(trace, tgt.name, tm.memory["write_bytes"], tm.memory["line_bytes"]))
     comparisons, modeled_side, measured_side = [], [], []
     modeled_records, measured_records = {}, {}
     for k, (wave, records) in enumerate(kept):
@@ -542,7 +636,7 @@ def replay_trace(trace: Trace, target: str = "gfx950", memory: str = "model",
                         memory, comparisons, _figures(measured_side, prog.classify),
                         _figures(modeled_side, prog.classify), prog.texts, n_measured,
                         tm.source or None, modeled_records, measured_records, barrier_groups,
-                        groups, tuple(sorted(replay_off(off))), paths)
+                        groups, tuple(sorted(replay_off(off))), paths, patterns)
 
 
 def _barrier_group(guess: WorkgroupGuess, comparisons: Sequence[WaveComparison],
@@ -614,6 +708,6 @@ def plot_replay(result: ReplayResult, out_png: str | Path, waves: int = 4) -> Pa
 
 
 __all__ = ["BARRIER_GROUPS", "MEMORY_MODES", "STALL_CLASSES", "BarrierGroup", "Figures",
-           "ReplayError", "ReplayResult", "WaveComparison", "measured_acceptance",
-           "measured_latencies", "plot_replay", "replay", "replay_cycles", "replay_trace"]
+           "PatternUse", "ReplayError", "ReplayResult", "WaveComparison", "lane_patterns",
+           "measured_acceptance", "measured_latencies", "plot_replay", "replay", "replay_cycles", "replay_trace"]
 
