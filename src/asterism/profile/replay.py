@@ -709,5 +709,6 @@ def plot_replay(result: ReplayResult, out_png: str | Path, waves: int = 4) -> Pa
 
 __all__ = ["BARRIER_GROUPS", "MEMORY_MODES", "STALL_CLASSES", "BarrierGroup", "Figures",
            "PatternUse", "ReplayError", "ReplayResult", "WaveComparison", "lane_patterns",
-           "measured_acceptance", "measured_latencies", "plot_replay", "replay", "replay_cycles", "replay_trace"]
+           "measured_acceptance", "measured_latencies", "plot_replay", "replay",
+           "replay_cycles", "replay_trace"]
 
