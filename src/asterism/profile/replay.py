@@ -12,11 +12,13 @@ Memory behaviour comes from the model (``memory="model"``: LDS, scalar and vecto
 latencies of target/data/timing.toml; a vector load's addresses are unknown, so it takes
 ``memory.vmem_unknown``; scalar loads hit or miss by the cache line their base registers and
 offset name, a miss paying ``memory.smem_miss``; stores leave through the CU's write-out queue
-at ``memory.store_unknown`` cycles each; VALU results reach other units as timing/valu.py
-says; a taken branch to code the CU pair has not fetched waits for its instruction line,
-timing/icache.py, by the code.json addresses; a DS instruction holds its SIMD pair's LDS
-port and ``s_setprio`` orders the issue, as in a kernel run; ``off`` leaves any of these six
-out: timing.params.REPLAY_MECHANISMS) or from
+at ``memory.store_unknown`` cycles each, or one cycle per 64-byte block where the lanes'
+address pattern follows from the code (a static analysis of the executed stream,
+timing/lanes.py; such a vector load also costs its cache-line lookups); VALU results reach
+other units as timing/valu.py says; a taken branch to code the CU pair has not fetched waits
+for its instruction line, timing/icache.py, by the code.json addresses; a DS instruction
+holds its SIMD pair's LDS port and ``s_setprio`` orders the issue, as in a kernel run;
+``off`` leaves any of these seven out: timing.params.REPLAY_MECHANISMS) or from
 the capture
 (``memory="measured"``): each memory instruction completes
 as long after its modeled issue as it did after its measured issue, where that is known
@@ -431,29 +433,36 @@ def _acceptance(records: Sequence, memory_lines: set[int]) -> dict[int, int]:
             if r.stall and r.line in memory_lines and r.category in vector}
 
 
-_PATTERNS: dict[tuple[int, str, int, int], tuple[Trace, list[dict[int, int]]]] = {}
+_PATTERNS: dict[tuple[int, str, int, int], tuple[Any, dict[tuple[int, ...], dict[int, int]]]] = {}
+_PATTERN_STREAMS = 512  # streams remembered per code listing (what-ifs replay variants)
 
 
 def lane_patterns(trace: Trace, target: str, store_block: int, load_block: int
                   ) -> list[dict[int, int]]:
     """Per traced wave: stream position -> 64-byte blocks (stores) or cache lines (loads)
     its vector memory instruction's lanes touch, where that follows from the code
-    (timing.lanes; computed once per trace)."""
+    (timing.lanes; each distinct stream analysed once per code listing)."""
     from asterism.timing.lanes import lane_patterns as derive
 
-    key = (id(trace), target, store_block, load_block)
+    key = (id(trace.code), target, store_block, load_block)
     cached = _PATTERNS.get(key)
-    if cached is not None and cached[0] is trace:
-        return cached[1]
+    if cached is None or cached[0] is not trace.code:
+        if len(_PATTERNS) >= 8:
+            _PATTERNS.pop(next(iter(_PATTERNS)))
+        cached = _PATTERNS[key] = (trace.code, {})
+    memo = cached[1]
     rows, infos = _instructions(trace, target)
     index_of_line = {r.line: i for i, r in enumerate(rows)}
     out = []
     for wave in trace.waves:
-        stream = [index_of_line.get(r.line, -1) for r in wave.instructions if r.line != 0]
-        out.append({} if -1 in stream else derive(stream, infos, store_block, load_block))
-    if len(_PATTERNS) >= 8:
-        _PATTERNS.pop(next(iter(_PATTERNS)))
-    _PATTERNS[key] = (trace, out)
+        stream = tuple(index_of_line.get(r.line, -1) for r in wave.instructions if r.line != 0)
+        got = memo.get(stream)
+        if got is None:
+            got = {} if -1 in stream else derive(stream, infos, store_block, load_block)
+            if len(memo) >= _PATTERN_STREAMS:
+                memo.pop(next(iter(memo)))
+            memo[stream] = got
+        out.append(got)
     return out
 
 
@@ -607,7 +616,7 @@ def replay_trace(trace: Trace, target: str = "gfx950", memory: str = "model",
     `memory`: one of MEMORY_MODES (see the module docstring); `barrier_groups`: a barrier
     per inferred workgroup or per traced CU (BARRIER_GROUPS); `off`: mechanisms left out
     (timing.params.REPLAY_MECHANISMS: smem_miss, store_queue, valu_paths, icache, lds_ports,
-    setprio)."""
+    setprio, lane_patterns)."""
     tgt, tm, prog, kept, by_row, n_measured, guesses, paths = _run(
         trace, target, memory, timing, barrier_groups, off)
     patterns = None if "lane_patterns" in replay_off(off) else _pattern_use(

@@ -34,8 +34,10 @@ complete, what a vector memory instruction costs the CU's path, the cache-line h
 * Latency, without addresses (`StreamMemory`, a capture's replay): the measured latency of
   that access where the capture has it; else LDS ``memory.lds``, a scalar load
   ``memory.smem_miss`` on its first execution on the CU then the scalar cache, a vector store
-  the write-out queue below, a vector load ``memory.vmem_unknown``. A replay knows no lines:
-  its vector memory costs the bytes rule, or with the capture's measured acceptance
+  the write-out queue below, a vector load ``memory.vmem_unknown``. A replay knows lines only
+  where the lanes' address pattern follows from the code (lanes.py): there a store pays its
+  64-byte write requests and a load its line lookups (as `LineMemory`); elsewhere its vector
+  memory costs the bytes rule, or with the capture's measured acceptance
   (``--memory accept|measured``) only its issue cycle (`StreamMemory.cost`).
 * Scalar misses: a scalar load of a line not read before in the dispatch pays
   ``memory.smem_miss`` (measured on MI350X, 776-1476 cycles: longer than a vector load's

@@ -10,7 +10,9 @@ share a barrier. Memory completes after the model's latency for its kind or, for
 positions with a measured latency, after that (memory.StreamMemory). A capture has no
 addresses: DS instructions cost their LDS bandwidth without bank conflicts (lds.Lds without
 accesses) and vector memory its bytes rule without cache lines, as before those mechanisms
-were modeled; nor is the whole-grid bandwidth ceiling modeled.
+were modeled, except where the lanes' address pattern follows from the code (lanes.py, given
+per wave as `StreamWave.blocks`): a store then pays its 64-byte write requests, a load its
+line lookups; nor is the whole-grid bandwidth ceiling modeled.
 """
 
 from __future__ import annotations
