@@ -34,7 +34,9 @@ def test_store_patterns_by_hand():
     * v_cndmask of -4 and lane * 4 by a mask not known: 4 blocks + the one of -4 = 5;
     * (lane & 15) * 4 + (v0 & 0xc0) (the wave part of v0 is uniform: bits 6-7 of a lane
       id below 64 are 0): 64 bytes -> 1 block;
-    * a value loaded from memory: no pattern."""
+    * a value loaded from memory: no pattern;
+    * uniform + carry-in from vcc (v_addc_co_u32): lane-dependent, no pattern; uniform +
+      uniform: every lane the same dword, 1 block."""
     lines = [
         "v_lshlrev_b32 v1, 2, v0",                              # 0
         "buffer_store_dword v2, v1, s[4:7], 0 offen",           # 1: 4
@@ -55,10 +57,15 @@ def test_store_patterns_by_hand():
         "buffer_load_dword v13, v1, s[4:7], 0 offen",           # 16: load, 256 bytes: 2 lines of 128
         "s_waitcnt vmcnt(0)",                                   # 17
         "buffer_store_dword v2, v13, s[4:7], 0 offen",          # 18: none
+        "v_mov_b32 v14, s9",                                    # 19
+        "v_addc_co_u32 v15, vcc, v14, 0, vcc",                  # 20: carry-in per lane
+        "buffer_store_dword v2, v15, s[4:7], 0 offen",          # 21: none
+        "v_add_u32 v16, s9, v14",                               # 22: uniform
+        "buffer_store_dword v2, v16, s[4:7], 0 offen",          # 23: 1
         "s_endpgm"]
     infos = _infos(lines)
     got = lane_patterns(list(range(len(lines))), infos, 64, 128)
-    assert got == {1: 4, 3: 64, 8: 8, 9: 9, 11: 5, 15: 1, 16: 2}
+    assert got == {1: 4, 3: 64, 8: 8, 9: 9, 11: 5, 15: 1, 16: 2, 23: 1}
     assert [lane_bytes(i.mnemonic) for i in infos[:2]] == [4, 4]
     assert lane_bytes("global_store_dwordx2") == 8
     assert lane_bytes("buffer_load_ubyte") == 1

@@ -23,6 +23,9 @@ shifts, multiplication by a constant, and/or/bfe where the lane part and the uni
 occupy different bits (the uniform part's alignment says which), readfirstlane; any VALU
 result of only wave-uniform operands is wave-uniform.
 
+A buffer instruction's resource is taken as a raw buffer (no per-lane swizzle, an
+assumption: the code does not say); an ``idxen`` access is not followed.
+
 Blocks touched = the distinct ``block``-byte blocks of (lane offsets + instruction offset)
 over each lane's bytes, with the unknown uniform part taken ``block``-aligned (an
 assumption: base pointers and uniform offsets are aligned to 64 bytes, and the unknown part
@@ -49,6 +52,10 @@ from asterism.mc.operands import Imm, Mod, Reg
 LANES = 64
 MASK32 = (1 << 32) - 1
 MAX_ALTERNATIVES = 4  # an Alt of more options is not followed (unknown)
+# VALU instructions whose result differs between lanes even when every register operand is
+# wave-uniform: they read a lane mask (carry-in, a select), the lane id or other lanes
+_LANE_DEPENDENT = ("addc", "subb", "div_fmas", "writelane", "permlane", "mbcnt", "swap",
+                   "cndmask", "bpermute", "lane_id")
 _LANE_IDS = np.arange(LANES, dtype=np.int64)
 
 
@@ -441,7 +448,10 @@ class LaneState:
             part = np.minimum(_LANE_IDS, 32) if m.endswith("lo_u32_b32") else \
                 np.maximum(_LANE_IDS - 32, 0)
             return lift(lambda x: add(x, Lin(part.astype(np.int64))), acc), 1
-        # any other VALU / SALU: wave-uniform operands give a wave-uniform result
+        # any other VALU / SALU: wave-uniform operands give a wave-uniform result (unless it
+        # reads a lane mask, the lane id or another lane)
+        if any(part in m for part in _LANE_DEPENDENT):
+            return None, 1
         return self._uniform(*[src(k) for k in range(len(ops))]), 1
 
     def _shift(self, f, value: Value, amount: Value) -> Value:
@@ -499,7 +509,7 @@ def address(info: OpInfo, state: LaneState) -> Value:
         base = state.read(info.op("vaddr")) if mods.get("offen") else const(0)
         soff = state.read(info.op("soffset"))
         return lift(lambda a, b: add(add(a, b), const(offset)), base, soff)
-    if enc in ("FLAT", "GLOBAL", "SCRATCH") or info.has("addr"):
+    if enc in ("FLAT", "GLOBAL"):
         saddr = info.op("saddr")
         if isinstance(saddr, Reg):
             base = state.read(info.op("addr"))
@@ -528,8 +538,9 @@ def blocks(value: Value, nbytes: int, block: int) -> int | None:
 
 
 def is_vector_memory(info: OpInfo) -> bool:
-    """A vector memory instruction that addresses global memory (MUBUF, FLAT, GLOBAL)."""
-    return info.enc in ("MUBUF", "FLAT", "GLOBAL", "SCRATCH")
+    """A vector memory instruction that addresses global memory (MUBUF, FLAT, GLOBAL; not
+    SCRATCH, whose addresses the hardware swizzles per lane)."""
+    return info.enc in ("MUBUF", "FLAT", "GLOBAL")
 
 
 def lane_patterns(stream: Sequence[int], infos: Sequence[OpInfo], store_block: int,
