@@ -86,3 +86,35 @@ def test_shipped_pa_mqa_stores_get_their_pattern():
     assert off.patterns is None
     assert (off.paths.stores, off.paths.store_cycles) == (16, 16 * 64)
     assert off.modeled.cycles > r.modeled.cycles
+
+
+def test_replayed_load_with_a_known_pattern_pays_its_line_lookups():
+    """--memory model (no measured acceptance): a buffer_load_dword whose lanes touch 64
+    lines (given per stream position, as lanes.py derives them) keeps the CU's vector memory
+    path busy 64 x memory.cycles_per_line (1) = 64 cycles instead of its bytes rule (256
+    bytes at 64 B/clk = 4), so the next load issues 64 after it, and it completes
+    vmem_unknown + (64 - 4) after issue; without a pattern 4 and vmem_unknown (by hand)."""
+    from asterism.target import get_target
+    from asterism.target.timing import get_timing
+    from asterism.timing.replay import StreamWave, TraceDrivenModel
+    from asterism.timing.static import make_static
+
+    lines = ["buffer_load_dword v1, v2, s[4:7], 0 offen",
+             "buffer_load_dword v3, v2, s[4:7], 0 offen", "s_endpgm"]
+    tm = get_timing("gfx950")
+    statics = [make_static(i, tm) for i in _infos(lines)]
+    assert (tm.memory["cycles_per_line"], statics[0].occupancy) == (1, 4)
+
+    def run(blocks):
+        (w,) = TraceDrivenModel(get_target("gfx950"), tm, statics, [1, 2, 3],
+                                [StreamWave(0, 0, 0, 100, [0, 1, 2], blocks=blocks)]).run()
+        issue = [r[0] + r[2] for r in w.records]
+        return issue[1] - issue[0], w.end - issue[1]
+
+    unknown = tm.memory["vmem_unknown"]
+    gap, tail = run({0: 64, 1: 64})
+    assert gap == 64
+    assert tail >= unknown + 60
+    gap0, tail0 = run(None)
+    assert gap0 == 4
+    assert tail - tail0 == 60
