@@ -481,8 +481,9 @@ class PatternUse:
         got = [ln for ln in self.executed if self.derived.get(ln)]
         out = [f"  lane address patterns (static analysis of the code, not measured): "
                f"{len(got)} of {len(self.executed)} vector memory instructions got their "
-               "lanes' pattern (uniform base taken 64-byte aligned, all 64 lanes); the rest "
-               "pay memory.store_unknown / vmem_unknown"]
+               "lanes' pattern (assumed: v0 = lane id + a multiple of 64, i.e. a 1-D "
+               "workgroup; uniform base 64-byte aligned; all 64 lanes active); the rest pay "
+               "memory.store_unknown / vmem_unknown"]
         for kind, unit in (("stores", "64-byte write requests"), ("loads", "128-byte lines")):
             items = [f"{ln}: {'/'.join(str(b) for b in sorted(self.derived[ln]))}"
                      for ln in sorted(got) if (ln in self.stores) == (kind == "stores")]
