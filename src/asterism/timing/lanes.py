@@ -39,7 +39,7 @@ memory.store_unknown / vmem_unknown as before.
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from itertools import count
 
@@ -366,101 +366,30 @@ class LaneState:
         self.write(dst, value, width)
 
     def _evaluate(self, info: OpInfo, m: str) -> tuple[Value, int]:
-        s = self.sym
-        names = _src_names(info)
-        ops = [info.op(n) for n in names]
-        wide = m.endswith(("_b64", "_u64", "_i64")) and m not in ("v_mad_u64_u32",)
+        """The instruction's result and its width in dwords (by `_RULES`; any other VALU /
+        SALU: wave-uniform operands give a wave-uniform result unless it reads a lane mask,
+        the lane id or another lane)."""
+        ops = [info.op(n) for n in _src_names(info)]
 
         def src(k: int, width: int = 1) -> Value:
             return self.read(ops[k], width) if k < len(ops) else None
 
-        if m in ("v_mov_b32", "s_mov_b32", "v_readfirstlane_b32"):
-            v = src(0)
-            if m == "v_readfirstlane_b32":
-                v = v if isinstance(v, Lin) and v.uniform else s.fresh(0)
-            return v, 1
-        if m in ("v_mov_b64", "s_mov_b64"):
-            return src(0, 2), 2
-        if m in ("v_add_u32", "v_add_co_u32", "v_add_i32", "s_add_u32", "s_add_i32",
-                 "v_add_nc_u32"):
-            return lift(add, src(0), src(1)), 1
-        if m in ("v_sub_u32", "v_sub_co_u32", "v_sub_i32", "s_sub_u32", "s_sub_i32"):
-            return lift(lambda a, b: add(a, b, -1), src(0), src(1)), 1
-        if m in ("v_subrev_u32", "v_subrev_co_u32"):
-            return lift(lambda a, b: add(b, a, -1), src(0), src(1)), 1
-        if m == "s_addk_i32":
-            return lift(add, self._one(operand_keys(dst_of(info))[0]), const(
-                _imm(info.op("simm16")) or 0)), 1
-        if m == "v_add3_u32":
-            return lift(lambda a, b, c: add(add(a, b), c), src(0), src(1), src(2)), 1
-        if m in ("v_lshlrev_b32", "v_lshlrev_b64"):
-            return self._shift(lambda a, k: shl(a, k), src(1, 2 if wide else 1), src(0)), \
-                2 if wide else 1
-        if m in ("s_lshl_b32", "s_lshl_b64"):
-            return self._shift(lambda a, k: shl(a, k), src(0, 2 if wide else 1), src(1)), \
-                2 if wide else 1
-        if m in ("v_lshrrev_b32", "v_ashrrev_i32"):
-            return self._shift(lambda a, k: shr(a, k, s), src(1), src(0)), 1
-        if m in ("s_lshr_b32",):
-            return self._shift(lambda a, k: shr(a, k, s), src(0), src(1)), 1
-        if m in ("v_lshl_add_u32", "v_lshl_add_u64"):
-            w = 2 if m.endswith("64") else 1
-            shifted = self._shift(lambda a, k: shl(a, k), src(0, w), src(1))
-            return lift(add, shifted, src(2, w)), w
-        if m == "v_add_lshl_u32":
-            return self._shift(lambda a, k: shl(a, k), lift(add, src(0), src(1)), src(2)), 1
-        if m in ("v_lshl_or_b32",):
-            shifted = self._shift(lambda a, k: shl(a, k), src(0), src(1))
-            return lift(lambda a, b: bit_or(a, b, s), shifted, src(2)), 1
-        if m in ("s_lshl1_add_u32", "s_lshl2_add_u32", "s_lshl3_add_u32", "s_lshl4_add_u32"):
-            k = int(m[6])
-            return lift(lambda a, b: add(shl(a, k), b), src(0), src(1)), 1
-        if m in ("v_or_b32", "s_or_b32"):
-            return lift(lambda a, b: bit_or(a, b, s), src(0), src(1)), 1
-        if m == "v_or3_b32":
-            ab = lift(lambda a, b: bit_or(a, b, s), src(0), src(1))
-            return lift(lambda a, b: bit_or(a, b, s), ab, src(2)), 1
-        if m in ("v_and_b32", "s_and_b32"):
-            return self._masked(src(0), src(1)), 1
-        if m == "v_and_or_b32":
-            return lift(lambda a, b: bit_or(a, b, s), self._masked(src(0), src(1)),
-                        src(2)), 1
-        if m == "v_bfe_u32":
-            a, off, width = src(0), src(1), src(2)
-            if isinstance(off, Lin) and isinstance(width, Lin) and off.const is not None \
-                    and width.const is not None:
-                return lift(lambda x: bfe(x, off.const, width.const, s), a), 1
-            return self._uniform(src(0), src(1), src(2)), 1
-        if m in ("v_mul_u32_u24", "v_mul_lo_u32", "s_mul_i32", "v_mul_i32_i24"):
-            return lift(lambda a, b: mul(a, b, s), src(0), src(1)), 1
-        if m in ("v_mad_u32_u24", "v_mad_u64_u32"):
-            w = 2 if m.endswith("64_u32") else 1
-            return lift(add, lift(lambda a, b: mul(a, b, s), src(0), src(1)), src(2, w)), w
-        if m == "v_cndmask_b32":
-            a, b = src(0), src(1)
-            return (None if a is None or b is None else _alt(
-                [*(a.options if isinstance(a, Alt) else (a,)),
-                 *(b.options if isinstance(b, Alt) else (b,))])), 1
-        if m in ("v_mbcnt_lo_u32_b32", "v_mbcnt_hi_u32_b32"):
-            mask, acc = src(0), src(1)
-            if not isinstance(mask, Lin) or mask.const not in (-1, MASK32):
-                return None, 1
-            part = np.minimum(_LANE_IDS, 32) if m.endswith("lo_u32_b32") else \
-                np.maximum(_LANE_IDS - 32, 0)
-            return lift(lambda x: add(x, Lin(part.astype(np.int64))), acc), 1
-        # any other VALU / SALU: wave-uniform operands give a wave-uniform result (unless it
-        # reads a lane mask, the lane id or another lane)
+        rule = _RULES.get(m)
+        if rule is not None:
+            return rule(self, info, src)
         if any(part in m for part in _LANE_DEPENDENT):
             return None, 1
         return self._uniform(*[src(k) for k in range(len(ops))]), 1
 
-    def _shift(self, f, value: Value, amount: Value) -> Value:
+    def shift(self, f, value: Value, amount: Value, bits: int = 32) -> Value:
+        """f(value, k) for a known shift amount k (taken modulo `bits`, as the hardware)."""
         if not isinstance(amount, Lin) or amount.const is None:
             return self._uniform(value, amount)
-        k = amount.const & 63
+        k = amount.const & (bits - 1)
         return lift(lambda a: f(a, k), value)
 
-    def _masked(self, a: Value, b: Value) -> Value:
+    def masked(self, a: Value, b: Value) -> Value:
+        """a & b where one of them is a known constant."""
         if isinstance(b, Lin) and b.const is not None:
             return lift(lambda x: bit_and(x, b.const, self.sym), a)
         if isinstance(a, Lin) and a.const is not None:
@@ -468,6 +397,7 @@ class LaneState:
         return self._uniform(a, b)
 
     def _uniform(self, *vals: Value) -> Value:
+        """A fresh wave-uniform value when every operand is wave-uniform (else unknown)."""
         if vals and all(isinstance(v, Lin) and v.uniform for v in vals):
             return self.sym.fresh(0)
         return None
@@ -476,6 +406,181 @@ class LaneState:
 def dst_of(info: OpInfo):
     """The instruction's destination operand (vdst or sdst)."""
     return info.op("vdst") or info.op("sdst")
+
+
+# ---------------------------------------------------------------------------- rules
+# Each rule: (state, instruction, src(k, width)) -> (result, width in dwords).
+
+Src = Callable[..., Value]
+Rule = Callable[[LaneState, OpInfo, Src], tuple[Value, int]]
+
+
+def _mov(st: LaneState, info: OpInfo, src: Src) -> tuple[Value, int]:
+    return src(0), 1
+
+
+def _mov64(st: LaneState, info: OpInfo, src: Src) -> tuple[Value, int]:
+    return src(0, 2), 2
+
+
+def _readfirstlane(st: LaneState, info: OpInfo, src: Src) -> tuple[Value, int]:
+    v = src(0)  # one lane's value: the lanes' own if they all agree, else a new unknown
+    return (v if isinstance(v, Lin) and v.uniform else st.sym.fresh(0)), 1
+
+
+def _add(st: LaneState, info: OpInfo, src: Src) -> tuple[Value, int]:
+    return lift(add, src(0), src(1)), 1
+
+
+def _sub(st: LaneState, info: OpInfo, src: Src) -> tuple[Value, int]:
+    return lift(lambda a, b: add(a, b, -1), src(0), src(1)), 1
+
+
+def _subrev(st: LaneState, info: OpInfo, src: Src) -> tuple[Value, int]:
+    return lift(lambda a, b: add(b, a, -1), src(0), src(1)), 1
+
+
+def _addk(st: LaneState, info: OpInfo, src: Src) -> tuple[Value, int]:
+    k = _imm(info.op("simm16"))
+    return lift(add, st.read(dst_of(info)), const(k if k is not None else 0)), 1
+
+
+def _add3(st: LaneState, info: OpInfo, src: Src) -> tuple[Value, int]:
+    return lift(lambda a, b, c: add(add(a, b), c), src(0), src(1), src(2)), 1
+
+
+def _lshlrev(st: LaneState, info: OpInfo, src: Src) -> tuple[Value, int]:
+    w = 2 if info.mnemonic.endswith("64") else 1
+    return st.shift(shl, src(1, w), src(0), 32 * w), w
+
+
+def _s_lshl(st: LaneState, info: OpInfo, src: Src) -> tuple[Value, int]:
+    w = 2 if info.mnemonic.endswith("64") else 1
+    return st.shift(shl, src(0, w), src(1), 32 * w), w
+
+
+def _lshrrev(st: LaneState, info: OpInfo, src: Src) -> tuple[Value, int]:
+    return st.shift(lambda a, k: shr(a, k, st.sym), src(1), src(0)), 1
+
+
+def _s_lshr(st: LaneState, info: OpInfo, src: Src) -> tuple[Value, int]:
+    return st.shift(lambda a, k: shr(a, k, st.sym), src(0), src(1)), 1
+
+
+def _lshl_add(st: LaneState, info: OpInfo, src: Src) -> tuple[Value, int]:
+    w = 2 if info.mnemonic.endswith("64") else 1
+    return lift(add, st.shift(shl, src(0, w), src(1), 32 * w), src(2, w)), w
+
+
+def _add_lshl(st: LaneState, info: OpInfo, src: Src) -> tuple[Value, int]:
+    return st.shift(shl, lift(add, src(0), src(1)), src(2)), 1
+
+
+def _lshl_or(st: LaneState, info: OpInfo, src: Src) -> tuple[Value, int]:
+    return lift(lambda a, b: bit_or(a, b, st.sym), st.shift(shl, src(0), src(1)), src(2)), 1
+
+
+def _s_lshl_add(st: LaneState, info: OpInfo, src: Src) -> tuple[Value, int]:
+    k = int(info.mnemonic[6])  # s_lshl<k>_add_u32
+    return lift(lambda a, b: add(shl(a, k), b), src(0), src(1)), 1
+
+
+def _or(st: LaneState, info: OpInfo, src: Src) -> tuple[Value, int]:
+    return lift(lambda a, b: bit_or(a, b, st.sym), src(0), src(1)), 1
+
+
+def _or3(st: LaneState, info: OpInfo, src: Src) -> tuple[Value, int]:
+    ab = lift(lambda a, b: bit_or(a, b, st.sym), src(0), src(1))
+    return lift(lambda a, b: bit_or(a, b, st.sym), ab, src(2)), 1
+
+
+def _and(st: LaneState, info: OpInfo, src: Src) -> tuple[Value, int]:
+    return st.masked(src(0), src(1)), 1
+
+
+def _and_or(st: LaneState, info: OpInfo, src: Src) -> tuple[Value, int]:
+    return lift(lambda a, b: bit_or(a, b, st.sym), st.masked(src(0), src(1)), src(2)), 1
+
+
+def _bfe(st: LaneState, info: OpInfo, src: Src) -> tuple[Value, int]:
+    off, width = src(1), src(2)
+    if isinstance(off, Lin) and isinstance(width, Lin) and off.const is not None \
+            and width.const is not None:
+        return lift(lambda x: bfe(x, off.const, width.const, st.sym), src(0)), 1
+    return st._uniform(src(0), off, width), 1
+
+
+def _u24(value: Value) -> bool:
+    """The known lane parts fit the 24-bit multiplier's operands."""
+    opts = value.options if isinstance(value, Alt) else (value,) if value is not None else ()
+    return all(not ((o.lanes < 0) | (o.lanes >= 1 << 24)).any() for o in opts)
+
+
+def _mul(st: LaneState, info: OpInfo, src: Src) -> tuple[Value, int]:
+    a, b = src(0), src(1)
+    if "24" in info.mnemonic and not (_u24(a) and _u24(b)):
+        return None, 1
+    return lift(lambda x, y: mul(x, y, st.sym), a, b), 1
+
+
+def _mad(st: LaneState, info: OpInfo, src: Src) -> tuple[Value, int]:
+    w = 2 if info.mnemonic == "v_mad_u64_u32" else 1
+    a, b = src(0), src(1)
+    if w == 1 and not (_u24(a) and _u24(b)):
+        return None, 1
+    return lift(add, lift(lambda x, y: mul(x, y, st.sym), a, b), src(2, w)), w
+
+
+def _cndmask(st: LaneState, info: OpInfo, src: Src) -> tuple[Value, int]:
+    a, b = src(0), src(1)  # each lane takes one of them, by a mask not followed
+    if a is None or b is None:
+        return None, 1
+    return _alt([*(a.options if isinstance(a, Alt) else (a,)),
+                 *(b.options if isinstance(b, Alt) else (b,))]), 1
+
+
+def _mbcnt(st: LaneState, info: OpInfo, src: Src) -> tuple[Value, int]:
+    mask = src(0)  # with an all-ones mask: the lanes below this one (in its half)
+    if not isinstance(mask, Lin) or mask.const not in (-1, MASK32):
+        return None, 1
+    part = np.minimum(_LANE_IDS, 32) if "_lo_" in info.mnemonic else \
+        np.maximum(_LANE_IDS - 32, 0)
+    return lift(lambda x: add(x, Lin(part.astype(np.int64))), src(1)), 1
+
+
+def _rules() -> dict[str, Rule]:
+    table: dict[tuple[str, ...], Rule] = {
+        ("v_mov_b32", "s_mov_b32"): _mov,
+        ("v_mov_b64", "s_mov_b64"): _mov64,
+        ("v_readfirstlane_b32",): _readfirstlane,
+        ("v_add_u32", "v_add_co_u32", "v_add_i32", "s_add_u32", "s_add_i32"): _add,
+        ("v_sub_u32", "v_sub_co_u32", "v_sub_i32", "s_sub_u32", "s_sub_i32"): _sub,
+        ("v_subrev_u32", "v_subrev_co_u32"): _subrev,
+        ("s_addk_i32",): _addk,
+        ("v_add3_u32",): _add3,
+        ("v_lshlrev_b32", "v_lshlrev_b64"): _lshlrev,
+        ("s_lshl_b32", "s_lshl_b64"): _s_lshl,
+        ("v_lshrrev_b32", "v_ashrrev_i32"): _lshrrev,
+        ("s_lshr_b32",): _s_lshr,
+        ("v_lshl_add_u32", "v_lshl_add_u64"): _lshl_add,
+        ("v_add_lshl_u32",): _add_lshl,
+        ("v_lshl_or_b32",): _lshl_or,
+        ("s_lshl1_add_u32", "s_lshl2_add_u32", "s_lshl3_add_u32", "s_lshl4_add_u32"):
+            _s_lshl_add,
+        ("v_or_b32", "s_or_b32"): _or,
+        ("v_or3_b32",): _or3,
+        ("v_and_b32", "s_and_b32"): _and,
+        ("v_and_or_b32",): _and_or,
+        ("v_bfe_u32",): _bfe,
+        ("v_mul_u32_u24", "v_mul_lo_u32", "s_mul_i32", "v_mul_i32_i24"): _mul,
+        ("v_mad_u32_u24", "v_mad_u64_u32"): _mad,
+        ("v_cndmask_b32",): _cndmask,
+        ("v_mbcnt_lo_u32_b32", "v_mbcnt_hi_u32_b32"): _mbcnt,
+    }
+    return {m: rule for names, rule in table.items() for m in names}
+
+
+_RULES = _rules()
 
 
 # ---------------------------------------------------------------------------- memory
