@@ -287,6 +287,36 @@ def test_an_mfma_holds_its_simds_valu(target, hold):
     assert w.records[1][0] + w.records[1][2] - w.records[0][0] == 4
 
 
+@pytest.mark.parametrize("target, mfma, hold", [
+    # 8 passes (32 cycles), 16-byte A/B sources (XDL2x): 32 + 8 + 4
+    ("gfx950", "v_mfma_f32_32x32x16_bf16 v[0:15], v[16:19], v[20:23], v[0:15]", 44),
+    # 4 passes (16 cycles), 8-byte sources: 16 + 8
+    ("gfx942", "v_mfma_f32_16x16x16_f16 v[0:3], v[16:17], v[20:21], v[0:3]", 24)])
+def test_an_mfma_holds_packed_f32_longer(target, mfma, hold):
+    """[llvm-pr] PR #233721: a packed-FP32 VALU (v_pk_mul_f32) issues NumPasses + 2 issue
+    cycles after an MFMA (one more after a 16-byte source), whatever registers it reads; a
+    plain VALU only mfma.valu_hold after. By hand: tried 4 cycles after the MFMA, it issues
+    `hold` after it (flash_attn_func_small measures 44 for its 32x32x16 bf16 MFMA); off
+    ("packed_valu"): valu_hold. A wave on another SIMD is not held."""
+    pk = "v_pk_mul_f32 v[30:31], v[32:33], v[34:35]"
+    tm, (w,) = _run_stream([mfma, pk, "s_endpgm"], target)
+    issue = [r[0] + r[2] for r in w.records]
+    assert (tm.mfma.packed_extra, tm.mfma.packed_xdl2x) == (8, 4)
+    assert issue[1] - issue[0] == hold
+    _tm, (w,) = _run_stream([mfma, pk, "s_endpgm"], target, off=frozenset({"packed_valu"}))
+    issue = [r[0] + r[2] for r in w.records]
+    assert issue[1] - issue[0] == tm.mfma.valu_hold
+    _tm, (w,) = _run_stream([mfma, "v_mul_f32 v30, v32, v34", "s_endpgm"], target)
+    issue = [r[0] + r[2] for r in w.records]
+    assert issue[1] - issue[0] == tm.mfma.valu_hold
+    # two waves on SIMDs 0 and 1: the MFMA of wave 0 does not hold wave 1's packed VALU
+    tm, statics = _statics([mfma, pk, "s_endpgm"], target)
+    waves = [StreamWave(0, 0, 0, 100, [0, 2]), StreamWave(0, 1, 0, 100, [1, 2])]
+    model = TraceDrivenModel(get_target(target), tm, statics, [1, 2, 3], waves)
+    a, b = model.run()
+    assert b.records[0][2] == 0 and model.packed.waits == 0
+
+
 def test_fill_in_flight_is_shared():
     """A second read of a line whose fill is in flight waits for that fill."""
     ready: dict[int, int] = {}

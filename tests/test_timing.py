@@ -302,6 +302,32 @@ def test_a_branch_past_the_fetched_lines_misses_the_instruction_cache(nops, line
         assert res.paths.icache_misses == int(miss and not off)
 
 
+def packed_after_mfma_kernel(packed: bool):
+    """One v_mfma_f32_16x16x16_f16 (4 passes) then a v_pk_mul_f32 (or a v_mul_f32)."""
+    kb = KernelBuilder("pk", workgroup_size=(64, 1, 1))
+    kb.v_mfma_f32_16x16x16_f16(kb.v[4:8], kb.v[0:2], kb.v[2:4], 0)
+    if packed:
+        kb.v_pk_mul_f32(kb.v[10:12], kb.v[12:14], kb.v[14:16])
+    else:
+        kb.v_mul_f32(kb.v[10], kb.v[12], kb.v[14])
+    kb.s_endpgm()
+    return kb.finish()
+
+
+def test_the_functional_model_holds_packed_f32_after_an_mfma():
+    """mfma.py's packed hold in the functional model (gfx942), by hand: the v_pk_mul_f32
+    issues 16 (4 passes) + mfma.packed_extra (8) cycles after the MFMA, a v_mul_f32
+    mfma.valu_hold (4) after; with "packed_valu" off, the packed one too."""
+    gaps = {}
+    for packed, off in ((True, ()), (False, ()), (True, ("packed_valu",))):
+        res = timed(packed_after_mfma_kernel(packed), "pk", off=set(off))
+        (wave,) = res.waves
+        mfma, valu = wave.records[0], wave.records[1]
+        gaps[packed, off] = issue(valu) - issue(mfma)
+    assert gaps == {(True, ()): 24, (False, ()): 4, (True, ("packed_valu",)): 4}
+    assert TM.mfma.packed_extra == 8 and TM.mfma.valu_hold == 4
+
+
 def barrier_kernel(waves: int):
     kb = KernelBuilder("bar", workgroup_size=(64 * waves, 1, 1))
     kb.s_barrier()

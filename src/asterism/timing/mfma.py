@@ -7,6 +7,19 @@ SrcC (the same accumulator registers) may issue ``mfma.dependent_extra`` cycles 
 any other reader ``mfma.result_extra`` cycles after (target/data/timing.toml). Its SIMD's
 VALU takes no other instruction until ``mfma.valu_hold`` cycles after the MFMA's issue (the
 engine marks the VALU busy).
+
+Packed-FP32 and DOT VALU instructions (`v_pk_{add,fma,mul}_f32`, `v_pk_mov_b32`, `v_dot*`)
+wait longer: [llvm-pr] llvm/llvm-project PR #233721 (getPackedVALUIssueCycle; rules fitted to
+ATT traces of MI308X and MI350X for every MFMA family) says they issue NumPasses + 2 issue
+cycles after the MFMA's issue, one more after an XDL MFMA whose A or B source is 16 bytes or
+more ("XDL2x"); packed 16-bit VALU issues like any other VALU. Here: busy +
+``mfma.packed_extra`` (+ ``mfma.packed_xdl2x``) cycles after the issue, for every wave of
+the SIMD (the engine keeps it per SIMD, as valu_hold). The MI350X captures agree instruction
+by instruction: flash_attn_func_small's v_pk_mul/add_f32 tried 28-36 cycles after a
+v_mfma_f32_32x32x16_bf16 (8 passes, 16-byte sources) all issue at 44 (351 of them), those
+tried at 48 or later do not stall (440); pa_mqa_logits_fp4_small's after a scaled 4-pass
+16x16x128 MFMA at 32 (the 28 of the rule plus the scaled MFMA's own late start).
+``TimingOptions.off`` "packed_valu" (`trace replay --timing-off packed_valu`) leaves it out.
 """
 
 from __future__ import annotations
@@ -15,7 +28,7 @@ from typing import TYPE_CHECKING
 
 from asterism.emu.info import OpInfo, operand_keys
 from asterism.isa import Instruction
-from asterism.target.hazards import mfma_passes
+from asterism.target.hazards import mfma_kind, mfma_passes
 from asterism.target.timing import TimingModel
 from asterism.timing.state import ModelWave
 
@@ -26,6 +39,34 @@ if TYPE_CHECKING:
 def busy_cycles(info: OpInfo, isa: Instruction, tm: TimingModel) -> int:
     """Cycles the MFMA keeps the matrix core busy (its passes, from its shape and types)."""
     return (mfma_passes(info.mnemonic, isa.passes, info.mods) or 1) * tm.mfma.cycles_per_pass
+
+
+# [llvm-pr] the VALU instructions an MFMA holds until its passes end plus two issue cycles
+PACKED_F32 = frozenset({"v_pk_add_f32", "v_pk_fma_f32", "v_pk_mul_f32", "v_pk_mov_b32"})
+
+
+def is_packed(mnemonic: str) -> bool:
+    """A packed-FP32 or DOT VALU instruction (held longer after an MFMA, see above)."""
+    return mnemonic in PACKED_F32 or mnemonic.startswith("v_dot")
+
+
+def source_bytes(info: OpInfo) -> int:
+    """Bytes per lane of the MFMA's widest A / B source (its registers x 4)."""
+    widest = 0
+    for name in ("src0", "src1"):
+        if info.has(name):
+            widest = max(widest, 4 * len(operand_keys(info.op(name))))
+    return widest
+
+
+def packed_hold(info: OpInfo, busy: int, tm: TimingModel) -> int:
+    """Cycles from the MFMA's issue until its SIMD takes a packed-FP32 or DOT VALU
+    instruction: its passes, mfma.packed_extra, and mfma.packed_xdl2x more after an XDL
+    MFMA with a 16-byte (or wider) source ([llvm-pr], see the module docstring)."""
+    extra = tm.mfma.packed_extra
+    if mfma_kind(info.mnemonic) == "xdl" and source_bytes(info) >= 16:
+        extra += tm.mfma.packed_xdl2x
+    return busy + extra
 
 
 def srcc_keys(info: OpInfo) -> tuple[int, ...]:
@@ -54,4 +95,36 @@ def drained(w: ModelWave) -> int:
     return w.xdl_done
 
 
-__all__ = ["busy_cycles", "drained", "issued", "result_ready", "srcc_keys", "srcc_ready"]
+class PackedHold:
+    """The MFMA's hold on its SIMD's packed-FP32 and DOT VALU instructions in one model run
+    (see the module docstring): per (CU, SIMD) until when; `on=False`: left out."""
+
+    def __init__(self, on: bool = True) -> None:
+        self.on = on
+        self.until: dict[tuple[int, int], int] = {}
+        self.waits = self.wait_cycles = 0  # for the report (result.PathUse)
+
+    def earliest(self, w: ModelWave, st: Static) -> int:
+        """The earliest issue time of `st` on the wave's SIMD (0: not held)."""
+        if not st.packed or not self.on:
+            return 0
+        return self.until.get((w.cu, w.simd), 0)
+
+    def held(self, w: ModelWave, st: Static, other: int) -> None:
+        """Count a hold: `st`, which every other limit let issue at `other`, issues when
+        the MFMA lets it (the report's figure)."""
+        t = self.earliest(w, st)
+        if t > other:
+            self.waits += 1
+            self.wait_cycles += t - other
+
+    def issued(self, w: ModelWave, st: Static, now: int) -> None:
+        """An MFMA issued at `now` on the wave's SIMD: hold its packed VALU instructions."""
+        if self.on and st.packed_hold:
+            key = (w.cu, w.simd)
+            if now + st.packed_hold > self.until.get(key, 0):
+                self.until[key] = now + st.packed_hold
+
+
+__all__ = ["PACKED_F32", "PackedHold", "busy_cycles", "drained", "is_packed", "issued",
+           "packed_hold", "result_ready", "source_bytes", "srcc_keys", "srcc_ready"]
