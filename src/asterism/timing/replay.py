@@ -26,10 +26,10 @@ from asterism.target.timing import TimingModel
 from asterism.timing.barriers import Barriers
 from asterism.timing.dispatch import Dispatcher
 from asterism.timing.icache import InstructionCache
-from asterism.timing.mfma import PackedHold
 from asterism.timing.issue import IssueModel
 from asterism.timing.lds import Lds
 from asterism.timing.memory import StreamMemory, scalar_line_keys
+from asterism.timing.mfma import PackedHold
 from asterism.timing.result import WaveTiming
 from asterism.timing.state import Cu, ModelWave
 from asterism.timing.static import Static
