@@ -314,7 +314,26 @@ def test_an_mfma_holds_packed_f32_longer(target, mfma, hold):
     waves = [StreamWave(0, 0, 0, 100, [0, 2]), StreamWave(0, 1, 0, 100, [1, 2])]
     model = TraceDrivenModel(get_target(target), tm, statics, [1, 2, 3], waves)
     a, b = model.run()
-    assert b.records[0][2] == 0 and model.packed.waits == 0
+    assert b.records[0][2] == 0 and model.coexec.packed_waits == 0
+
+
+@pytest.mark.parametrize("target", ["gfx942", "gfx950"])
+def test_an_mfma_holds_its_simds_memory_instructions_as_its_valu(target):
+    """[att] flash_attn_func_small: all 444 DS instructions tried 4 cycles after a
+    v_mfma_f32_32x32x16_bf16 issue 8 after it, as its VALU ones (mfma.valu_hold; [llvm-pr2]
+    LLVM's gfx950 co-execution table holds DS and VMEM with VALU). By hand: a ds_read_b32 and
+    a global_load_dword tried 4 after the MFMA issue valu_hold after it (gfx950 8, gfx942 4);
+    off ("mfma_memory"): one issue cycle after it."""
+    mfma = "v_mfma_f32_32x32x16_bf16 v[0:15], v[16:19], v[20:23], v[0:15]" \
+        if target == "gfx950" else "v_mfma_f32_16x16x16_f16 v[0:3], v[16:17], v[20:21], v[0:3]"
+    for mem in ("ds_read_b32 v30, v31", "global_load_dword v30, v[32:33], off"):
+        gaps = []
+        for off in (frozenset(), frozenset({"mfma_memory"})):
+            tm, (w,) = _run_stream([mfma, mem, "s_endpgm"], target, off=off)
+            issue = [r[0] + r[2] for r in w.records]
+            gaps.append(issue[1] - issue[0])
+        assert gaps == [tm.mfma.valu_hold, 4], (mem, gaps)
+        assert tm.mfma.valu_hold == (8 if target == "gfx950" else 4)
 
 
 def test_fill_in_flight_is_shared():

@@ -18,8 +18,9 @@ The engine knows no mechanism's internals; it asks them:
   CU's vector memory path is busy); memory.py's `queue`, `wait`, `outstanding` keep the
   counters;
 * `lds` (lds.py): `cost` of a DS instruction on the CU's LDS;
-* mfma.py: `issued`, `drained` (when the last MFMA result is written); `packed`
-  (mfma.PackedHold): `earliest` a packed-FP32 / DOT VALU may issue after its SIMD's MFMA;
+* mfma.py: `issued`, `drained` (when the last MFMA result is written); `coexec`
+  (mfma.CoExec): `earliest` a packed-FP32 / DOT VALU or a DS / vector memory instruction
+  may issue after its SIMD's MFMA;
 * `barriers` (barriers.py): `arrive`, `release`;
 * `dispatch` (dispatch.py): `admit` waves to a CU, `release` the slots of ended waves;
 * `valu` (valu.py): `earliest` a VALU's result reaches a non-VALU reader, `issued`;
@@ -74,7 +75,7 @@ class IssueModel:
     dispatch: Dispatcher
     valu: ValuPaths
     icache: InstructionCache
-    packed: mfma.PackedHold
+    coexec: mfma.CoExec
     running: dict[int, int]  # barrier group -> waves of it that have not ended
     priorities: bool = True  # s_setprio orders the arbitration (priority.py)
 
@@ -201,10 +202,9 @@ class IssueModel:
         a = self.memory.accepted(w, st)
         if a > t:
             t = a
-        if st.packed:
-            a = self.packed.earliest(w, st)
-            if a > t:
-                t = a
+        a = self.coexec.earliest(w, st)
+        if a > t:
+            t = a
         v = self.valu.earliest(w, idx)
         return v if v > t else t
 
@@ -237,7 +237,7 @@ class IssueModel:
             if self._deps(w, st) > now or self._unit_free(cu, w, st.unit) > now or \
                     self.memory.accepted(w, st) > now or self.valu.earliest(w, index) > now or \
                     (st.lds_port and self.lds.port_free(cu, w, st) > now) or \
-                    (st.packed and self.packed.earliest(w, st) > now):
+                    self.coexec.earliest(w, st) > now:
                 return
             if st.port in used:
                 return  # an older wave of this SIMD took the port in this issue cycle
@@ -246,12 +246,11 @@ class IssueModel:
                 self.valu.held(w, index, max(w.ready, self._deps(w, st),
                                              self._unit_free(cu, w, st.unit),
                                              self.memory.accepted(w, st),
-                                             self.packed.earliest(w, st)))
-            if st.packed and self.packed.on:
-                self.packed.held(w, st, max(w.ready, self._deps(w, st),
-                                            self._unit_free(cu, w, st.unit),
-                                            self.memory.accepted(w, st),
-                                            self.valu.earliest(w, index)))
+                                             self.coexec.earliest(w, st)))
+            self.coexec.held(w, st, max(w.ready, self._deps(w, st),
+                                        self._unit_free(cu, w, st.unit),
+                                        self.memory.accepted(w, st),
+                                        self.valu.earliest(w, index)))
         start = w.ready
         self._before_issue(w)
         nxt = self._advance(w)
@@ -281,7 +280,7 @@ class IssueModel:
             # its SIMD's VALU takes the next instruction mfma.valu_hold after this issue
             valu = cu.simd_units[w.simd]
             valu["valu"] = max(valu.get("valu", 0), now + self.tm.mfma.valu_hold)
-            self.packed.issued(w, st, now)
+            self.coexec.issued(w, st, now, self.tm.mfma.valu_hold)
         self.valu.issued(w, index, now)
         self._after_issue(w, st, now)
         if st.streams:

@@ -20,6 +20,13 @@ v_mfma_f32_32x32x16_bf16 (8 passes, 16-byte sources) all issue at 44 (351 of the
 tried at 48 or later do not stall (440); pa_mqa_logits_fp4_small's after a scaled 4-pass
 16x16x128 MFMA at 32 (the 28 of the rule plus the scaled MFMA's own late start).
 ``TimingOptions.off`` "packed_valu" (`trace replay --timing-off packed_valu`) leaves it out.
+
+DS and vector memory instructions of the SIMD are held as its VALU ones, until
+``mfma.valu_hold`` after the MFMA's issue ([att] flash_attn_func_small: all 444 DS
+instructions tried 4 cycles after a v_mfma_f32_32x32x16_bf16 issue at 8, as the VALU ones;
+its SALU and branches tried at 4 issue at 4; [llvm-pr2] llvm/llvm-project PR #239095: LLVM's
+gfx950 co-execution table (getMFMACoExecInfo) names the cycle after an MFMA from which DS,
+VMEM and VALU may issue, SALU apart). ``TimingOptions.off`` "mfma_memory" leaves it out.
 """
 
 from __future__ import annotations
@@ -95,36 +102,51 @@ def drained(w: ModelWave) -> int:
     return w.xdl_done
 
 
-class PackedHold:
-    """The MFMA's hold on its SIMD's packed-FP32 and DOT VALU instructions in one model run
-    (see the module docstring): per (CU, SIMD) until when; `on=False`: left out."""
+MEMORY_UNITS = ("lds", "vmem")  # the units whose instructions an MFMA holds as a VALU
 
-    def __init__(self, on: bool = True) -> None:
-        self.on = on
-        self.until: dict[tuple[int, int], int] = {}
-        self.waits = self.wait_cycles = 0  # for the report (result.PathUse)
+
+class CoExec:
+    """What an MFMA holds on its SIMD past its issue in one model run (see the module
+    docstring), per (CU, SIMD) until when: packed-FP32 / DOT VALU instructions (`packed`:
+    st.packed_hold after the MFMA) and DS / vector memory instructions (`memory`:
+    mfma.valu_hold, as the SIMD's other VALU instructions). Off: not held."""
+
+    def __init__(self, packed: bool = True, memory: bool = True) -> None:
+        self.packed_on, self.memory_on = packed, memory
+        self.packed: dict[tuple[int, int], int] = {}
+        self.memory: dict[tuple[int, int], int] = {}
+        # for the report (result.PathUse): instructions held past their other limits
+        self.packed_waits = self.packed_wait_cycles = 0
+        self.memory_waits = self.memory_wait_cycles = 0
 
     def earliest(self, w: ModelWave, st: Static) -> int:
         """The earliest issue time of `st` on the wave's SIMD (0: not held)."""
-        if not st.packed or not self.on:
-            return 0
-        return self.until.get((w.cu, w.simd), 0)
+        if st.packed and self.packed_on:
+            return self.packed.get((w.cu, w.simd), 0)
+        if self.memory_on and st.unit in MEMORY_UNITS:
+            return self.memory.get((w.cu, w.simd), 0)
+        return 0
 
     def held(self, w: ModelWave, st: Static, other: int) -> None:
         """Count a hold: `st`, which every other limit let issue at `other`, issues when
-        the MFMA lets it (the report's figure)."""
+        the MFMA lets it (the report's figures)."""
         t = self.earliest(w, st)
         if t > other:
-            self.waits += 1
-            self.wait_cycles += t - other
+            if st.packed:
+                self.packed_waits += 1
+                self.packed_wait_cycles += t - other
+            else:
+                self.memory_waits += 1
+                self.memory_wait_cycles += t - other
 
-    def issued(self, w: ModelWave, st: Static, now: int) -> None:
-        """An MFMA issued at `now` on the wave's SIMD: hold its packed VALU instructions."""
-        if self.on and st.packed_hold:
-            key = (w.cu, w.simd)
-            if now + st.packed_hold > self.until.get(key, 0):
-                self.until[key] = now + st.packed_hold
+    def issued(self, w: ModelWave, st: Static, now: int, valu_hold: int) -> None:
+        """An MFMA issued at `now` on the wave's SIMD: hold what it holds."""
+        key = (w.cu, w.simd)
+        if self.packed_on and now + st.packed_hold > self.packed.get(key, 0):
+            self.packed[key] = now + st.packed_hold
+        if self.memory_on and now + valu_hold > self.memory.get(key, 0):
+            self.memory[key] = now + valu_hold
 
 
-__all__ = ["PACKED_F32", "PackedHold", "busy_cycles", "drained", "is_packed", "issued",
+__all__ = ["MEMORY_UNITS", "PACKED_F32", "CoExec", "busy_cycles", "drained", "is_packed", "issued",
            "packed_hold", "result_ready", "source_bytes", "srcc_keys", "srcc_ready"]

@@ -34,15 +34,17 @@ class TimingError(AsterismError):
 # the SIMD-pair LDS ports (lds.py; off: only the CU's banks limit a DS instruction) and wave
 # priorities (priority.py; off: s_setprio is ignored, waves issue by age alone); the
 # instruction cache (icache.py; off: every taken branch costs dispatch.taken_branch); the
-# MFMA's hold on packed-FP32 / DOT VALU instructions (mfma.py; off: they issue like any VALU).
+# MFMA's hold on packed-FP32 / DOT VALU instructions (mfma.py; off: they issue like any VALU)
+# and on DS / vector memory instructions (mfma.py; off: an MFMA does not hold them).
 MECHANISMS = ("lds_banks", "vmem_lines", "bandwidth", "wg_barriers", "smem_miss",
-              "store_queue", "valu_paths", "lds_ports", "setprio", "icache", "packed_valu")
+              "store_queue", "valu_paths", "lds_ports", "setprio", "icache", "packed_valu",
+              "mfma_memory")
 # The ones a capture's replay models (it has no addresses: no banks, lines or bandwidth;
 # its barrier groups are `trace replay --barrier-groups`), and the lanes' address patterns
 # a replay derives from the code (lanes.py; off: every store memory.store_unknown cycles
 # of write requests, every load the bytes rule alone).
 REPLAY_MECHANISMS = ("smem_miss", "store_queue", "valu_paths", "icache", "lds_ports",
-                     "setprio", "lane_patterns", "packed_valu")
+                     "setprio", "lane_patterns", "packed_valu", "mfma_memory")
 
 
 @dataclass(frozen=True)

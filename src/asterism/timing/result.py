@@ -219,6 +219,8 @@ class PathUse:
     icache_wait_cycles: int = 0  # cycles waves waited for them beyond dispatch.taken_branch
     packed_waits: int = 0  # packed-FP32 / DOT VALU instructions an MFMA held (mfma.py)
     packed_wait_cycles: int = 0  # ... past their other limits, summed
+    mfma_memory_waits: int = 0  # DS / vector memory instructions an MFMA held (mfma.py)
+    mfma_memory_wait_cycles: int = 0  # ... past their other limits, summed
 
     def lines(self) -> list[str]:
         """The summary's lines (empty when nothing happened)."""
@@ -246,6 +248,10 @@ class PathUse:
                        "packed-FP32 / DOT instructions waited "
                        f"{self.packed_wait_cycles} cycles for their SIMD's MFMA (its passes "
                        "+ mfma.packed_extra, + mfma.packed_xdl2x after a 16-byte source)")
+        if self.mfma_memory_waits:
+            out.append(f"  memory after MFMA ({MODEL_NOTE}): {self.mfma_memory_waits} DS / "
+                       f"vector memory instructions waited {self.mfma_memory_wait_cycles} "
+                       "cycles for their SIMD's MFMA (mfma.valu_hold, as its VALU)")
         return out
 
     def to_json(self) -> dict[str, int]:
