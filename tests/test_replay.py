@@ -227,6 +227,10 @@ def test_replayed_valu_results_reach_other_units_later():
     assert issue[2] - issue[1] == d["valu_to_memory"] == 12
     assert issue[4] - issue[3] == d["valu_sgpr_salu"] == 20
     assert issue[6] - issue[5] == d["valu_sgpr_valu"] == 12
+    # [att] the wait is an idle gap before the reader's record (its time), not stall
+    recs = {r[4]: r for r in w.records}
+    assert [(recs[k + 1][0] - issue[k], recs[k + 1][2]) for k in (1, 3, 5)] == \
+        [(12, 0), (20, 0), (12, 0)]
     _tm, (old,) = _run_stream(lines, off=frozenset({"valu_paths"}))
     issue = {r[4]: r[0] + r[2] for r in old.records}
     assert [issue[k + 1] - issue[k] for k in (1, 3, 5)] == [4, 4, 4]

@@ -252,6 +252,11 @@ class IssueModel:
                                         self.memory.accepted(w, st),
                                         self.valu.earliest(w, index)))
         start = w.ready
+        if st.port is not None and self.valu.on:
+            # [att] a wait for a VALU result path (valu.py) shows in the captures as an idle
+            # gap before the record's time, not as stall: the record starts when the path
+            # lets the instruction go (see valu.py)
+            start = max(start, min(self.valu.earliest(w, index), now))
         self._before_issue(w)
         nxt = self._advance(w)
         category = st.category
