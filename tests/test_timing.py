@@ -162,11 +162,12 @@ def test_load_then_waitcnt_stalls_for_the_modeled_latency(hbm, l2, miss):
     # memory.smem_miss); the wait after it is tried at t0 + 4 and ends at t0 + miss.
     assert recs[0][:4] == (t0, 1, 0, 4)
     assert recs[1][:4] == (t0 + 4, CAT_IMMED, miss - 4, miss - 4)
-    # v_mov at t1; the first global load, tried at t1 + 4, issues dispatch.valu_to_memory
-    # (12) after the VALU (valu.py) and touches a new line: HBM.
+    # v_mov at t1; the first global load issues dispatch.valu_to_memory (12) after the VALU
+    # (valu.py), its record starting then (the wait is a gap before it, as in the captures),
+    # and touches a new line: HBM.
     t1 = t0 + miss
     gap = TM.dispatch["valu_to_memory"]
-    assert (recs[2][0], recs[3][0], recs[3][2]) == (t1, t1 + 4, gap - 4)
+    assert (recs[2][0], recs[3][0], recs[3][2]) == (t1, t1 + gap, 0)
     assert recs[4][:4] == (t1 + gap + 4, CAT_IMMED, hbm - 4, hbm - 4)
     t2 = t1 + gap + hbm  # the second load reads the same 128-byte line: an L2 hit
     assert recs[5][:3] == (t2, CAT_FLAT, 0)
@@ -174,7 +175,7 @@ def test_load_then_waitcnt_stalls_for_the_modeled_latency(hbm, l2, miss):
     # v_add at t2 + l2; the store 12 after it. All 64 lanes write out[0]: one 64-byte write
     # request (stores.py), acknowledged l2_hit after it left; s_endpgm waits for it.
     t3 = t2 + l2 + gap
-    assert (recs[7][0], recs[8][0], recs[8][2]) == (t2 + l2, t2 + l2 + 4, gap - 4)
+    assert (recs[7][0], recs[8][0], recs[8][2]) == (t2 + l2, t2 + l2 + gap, 0)
     assert wave.end == t3 + 1 + l2
     # the report: one scalar miss, one store of one request, two instructions held 8 cycles
     # each by the VALU result path
