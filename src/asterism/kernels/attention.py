@@ -388,6 +388,11 @@ class Config:
         return 2 * self.tile_bytes
 
     @property
+    def reg_stages(self) -> bool:
+        """Two LDS stages filled through registers (gfx942, no direct-to-LDS loads)."""
+        return self.stages == 2 and not self.features.lds_dma
+
+    @property
     def lds_bytes(self) -> int:
         """LDS of the kernel: `stages` buffers of a K and a V tile."""
         return self.stages * self.stage_bytes
@@ -401,6 +406,8 @@ class Config:
             del regions["O"]
         if self.s_buffers == 2:
             regions["S2"] = 16 * self.tiles
+        if self.reg_stages:  # the next block's K and V on their way to LDS
+            regions["C"] = self.copy_vgprs
         return regions
 
     @property
@@ -423,8 +430,9 @@ def check(target: str, p: dict[str, Any]) -> Config:
     chip = get_target(target)
     feats = kernel_features(target)
     if not p["block_n"]:
-        # 128 where two K/V stages (gfx950) or one (gfx942) fit: fewer barriers per key.
-        stages = 2 if feats.lds_dma else 1
+        # 128 where two K/V stages (gfx950, or gfx942 with stages 2) or one (gfx942) fit:
+        # fewer barriers per key.
+        stages = 2 if feats.lds_dma or p["stages"] == 2 else 1
         fits = stages * 2 * 128 * 2 * p["head_dim"] <= chip.lds.bytes_per_workgroup
         p = dict(p, block_n=128 if fits else 64)
     seq_k = p["seq_k"] or p["seq_q"]
@@ -501,8 +509,13 @@ def check(target: str, p: dict[str, Any]) -> Config:
     if not feats.lds_dma and p["prefetch"] and cfg.tile_bytes % (16 * 64 * cfg.waves) == 0:
         import dataclasses
 
-        # Where the S registers hold a block's K and V (the copy's VGPRs per lane).
-        cfg = dataclasses.replace(cfg, prefetch=cfg.copy_vgprs <= 16 * cfg.tiles)
+        # Where the S registers hold a block's K and V (the copy's VGPRs per lane); two
+        # stages hold them in their own registers.
+        cfg = dataclasses.replace(cfg, prefetch=cfg.reg_stages
+                                  or cfg.copy_vgprs <= 16 * cfg.tiles)
+    require(not cfg.reg_stages or cfg.prefetch, "stages",
+            "2 on gfx942 fills the other stage from registers loaded a block ahead: it needs "
+            "prefetch=true (and 16-byte copies of the tiles that split evenly over the waves)")
     split_fits = cfg.prefetch and cfg.vt and cfg.stages == 1
     require(p["lds_writes"] != "split" or split_fits, "lds_writes",
             "split needs the gfx942 copy with prefetch=true and v_layout transposed (the next "
@@ -581,9 +594,7 @@ def _default_waves(p: dict[str, Any]) -> int:
 
 def _stages(target: str, p: dict[str, Any], chip) -> int:
     """The LDS stages: the parameter, or for 0 two where they fit (gfx950) else one."""
-    if p["stages"]:
-        require(p["stages"] == 1 or kernel_features(target).lds_dma, "stages",
-                "2 (double buffering) needs the direct-to-LDS loads of gfx950")
+    if p["stages"]:  # gfx942's 2 (through registers) is checked with the copy's choices
         return p["stages"]
     block = 2 * p["block_n"] * 2 * p["head_dim"]  # one stage: K and V tiles
     fits = 2 * block <= chip.lds.bytes_per_workgroup
@@ -831,6 +842,11 @@ class _Builder:
             self.dma_m0()
         if cfg.vt:
             self.vt_copy_offsets()
+        # LDS addresses of the copy's writes (gfx942): K rows, V rows, V^T units q; with
+        # two stages the loop carries copies of them pointing at the stage being filled.
+        self.base_dst = {"k": self.copy_k, "v": self.copy_v,
+                         **(self.vt_dst if cfg.vt else {})}
+        self.wdst = dict(self.base_dst)
 
     # --- gfx942: V^T in LDS (v_layout transposed) -----------------------------------------
     # The V^T tile holds, per group g of 4 keys, head_dim entries of 8 bytes (the 4 keys'
@@ -910,11 +926,10 @@ class _Builder:
                     16: kb.buffer_load_dwordx4}[cfg.vt_width]
             hi, lo = divmod(r * rep_bytes + j * cfg.row_bytes, 4096)
             if dest:  # pinned registers: the writes name them afresh where they are
-                at = dests[r, j]
-                load(self.region["S"][at:at + dwords], voffs[hi], self.rv, 0, offen=True,
-                     offset=lo)
+                at, regs = dests[r, j], self.copy_regs
+                load(regs[at:at + dwords], voffs[hi], self.rv, 0, offen=True, offset=lo)
                 rows.setdefault(r, []).append(
-                    lambda kb, at=at: pieces(kb, self.region["S"][at:at + dwords]))
+                    lambda kb, at=at: pieces(kb, regs[at:at + dwords]))
                 return
             data = load(kb.vregs(dwords, align=min(dwords, 4)), voffs[hi], self.rv, 0,
                         offen=True, offset=lo)
@@ -943,7 +958,14 @@ class _Builder:
         data = kb.join(kb.v_perm_b32(None, x[1], x[0], lo), kb.v_perm_b32(None, x[3], x[2], lo),
                        kb.v_perm_b32(None, x[1], x[0], hi), kb.v_perm_b32(None, x[3], x[2], hi),
                        align=4)
-        kb.ds_write_b128(self.vt_dst[q], data, offset=offset)
+        kb.ds_write_b128(self.wdst[q], data, offset=offset)
+
+    @property
+    def copy_regs(self):
+        """The pinned registers a prefetched block's K and V wait in for their LDS writes:
+        the S registers (one stage), or their own region C (two stages: held across a
+        whole key block)."""
+        return self.region["C" if self.cfg.reg_stages else "S"]
 
     def swizzle_bits(self, row, period: int, shift: int):
         """The byte XOR of a tile row's swizzle: ((row % period) / rows_per_line) << shift
@@ -1053,7 +1075,7 @@ class _Builder:
 
         def write():
             data, offset = loaded.pop(0)
-            kb.ds_write_b128(self.copy_k if offset < cfg.tile_bytes else self.copy_v, data,
+            kb.ds_write_b128(self.wdst["k" if offset < cfg.tile_bytes else "v"], data,
                              offset=offset)
 
         # COPY_LAG loads in flight: each write waits for the oldest (vmcnt(COPY_LAG - 1)).
@@ -1075,7 +1097,7 @@ class _Builder:
         in self.pending for load_tiles, between the barriers of the next iteration (the
         last iteration's loads read past seq_k: zeros, never written)."""
         cfg, kb = self.cfg, self.kb
-        S = self.region["S"]
+        S = self.copy_regs
         used = [0]
 
         def dest(n: int) -> int:
@@ -1098,7 +1120,7 @@ class _Builder:
             kb.buffer_load_dwordx4(S[at:at + 4], voffs[hi], rsrc, 0, offen=True, offset=lo)
 
         def write(kb, offset):
-            addr = self.copy_k if offset < cfg.tile_bytes else self.copy_v
+            addr = self.wdst["k" if offset < cfg.tile_bytes else "v"]
             at = regs[offset]
             kb.ds_write_b128(addr, S[at:at + 4], offset=offset)
 
@@ -1499,7 +1521,9 @@ class _Builder:
         LDS."""
         cfg, acc_o = self.cfg, self.region["O"]
         loads = []
-        if cfg.prefetch:  # the next key block's tiles, into the S registers (P is packed)
+        if cfg.reg_stages:  # the LDS writes of the next block, into the other stage
+            loads, self.pending, self.pending_v = self.pending + self.pending_v, [], []
+        elif cfg.prefetch:  # the next key block's tiles, into the S registers (P is packed)
             key_off = self.kb.s_add_u32(None, self.key_off, cfg.tile_bytes)
             loads = self.prefetch_tiles(key_off, issue=False)
         steps = 32 // cfg.kstep
@@ -1576,7 +1600,9 @@ class _Builder:
         cfg, kb = self.cfg, self.kb
         self.key_off = kb.s_mov_b32(None, 0)  # byte offset of the block's first key row
         self.key0 = kb.s_mov_b32(None, 0)  # its first key
-        if cfg.stages == 2:
+        if cfg.reg_stages:
+            self.first_copy_stage()
+        elif cfg.stages == 2:
             self.first_stage()
         elif cfg.prefetch:
             self.prefetch_tiles(self.key_off)
@@ -1617,6 +1643,9 @@ class _Builder:
         addresses."""
         cfg = self.cfg
         values = [self.key_off, self.key0]
+        if cfg.reg_stages:
+            return values + [*self.addr_k.values(), *self.addr_v.values(),
+                             *self.wdst.values()]
         if cfg.stages == 2:
             values.append(self.dma_stage)
             if cfg.s_buffers == 2:
@@ -1628,7 +1657,11 @@ class _Builder:
         """Set what `carried` lists from the loop's arguments (in the body) or results."""
         it = iter(values)
         self.key_off, self.key0 = next(it), next(it)
-        if self.cfg.stages == 2:
+        if self.cfg.reg_stages:
+            self.addr_k = {x: next(it) for x in self.addr_k}
+            self.addr_v = {x: next(it) for x in self.addr_v}
+            self.wdst = {x: next(it) for x in self.wdst}
+        elif self.cfg.stages == 2:
             self.dma_stage = next(it)
             if self.cfg.s_buffers == 2:
                 self.k_stage = next(it)
@@ -1759,7 +1792,11 @@ class _Builder:
         else:
             S = self.region["S"]
             dma = None
-            if cfg.split_writes:
+            if cfg.reg_stages:
+                # The next block's loads, a whole block ahead of their LDS writes (under
+                # this block's P V MFMAs, into the other stage; past seq_k: zeros).
+                self.prefetch_tiles(kb.s_add_u32(None, self.key_off, cfg.tile_bytes))
+            elif cfg.split_writes:
                 # Every wave is done with the previous V^T (and K of this block is written).
                 kb.s_barrier()
                 for emit in self.pending_v:
@@ -1860,10 +1897,29 @@ class _Builder:
         for x, reg in regs.items():
             regs[x] = self.kb.v_xor_b32(reg, self.cfg.stage_bytes, reg)
 
+    def first_copy_stage(self) -> None:
+        """gfx942 two stages: the first key block's tiles through the copy registers into
+        stage 0 between two barriers (every wave is done with the LDS before: Q staging, a
+        previous pass's tiles); the loop's writes then start at stage 1."""
+        cfg, kb = self.cfg, self.kb
+        self.prefetch_tiles(self.key_off)
+        self.wdst = dict(self.base_dst)
+        kb.s_barrier()
+        for emit in self.pending + self.pending_v:
+            emit(kb)
+        self.pending, self.pending_v = [], []
+        kb.s_barrier()
+        self.wdst = {x: kb.v_xor_b32(None, cfg.stage_bytes, reg) for x, reg in self.wdst.items()}
+
     def next_stage(self) -> None:
         """End of a double-buffered iteration: the next block's tiles are complete (this
         wave's DMA by token, the others' by the barrier); swap the buffers."""
         cfg, kb = self.cfg, self.kb
+        if cfg.reg_stages:  # this wave's LDS writes: the barrier waits for them
+            kb.s_barrier()
+            for regs in (self.addr_k, self.addr_v, self.wdst):
+                self.toggle(regs)
+            return
         kb.wait(*self.dma_tokens)
         kb.s_barrier()
         self.dma_stage = kb.s_xor_b32(self.dma_stage, self.dma_stage, cfg.stage_bytes)
