@@ -1551,7 +1551,8 @@ class _Builder:
         # prefetch loads (into the S registers the packing and the adds read), in this order
         # after the MFMAs (at least as many per MFMA as keep each tile's P ahead of its MFMAs).
         packs, self.late_packs = self.late_packs, []
-        late_items = packs + self.late + loads
+        # two stages: the writes before the running-sum adds (their loads came a phase ago)
+        late_items = packs + loads + self.late if cfg.reg_stages else packs + self.late + loads
         if packs:  # one item stream, ceil(items / MFMAs) after each MFMA: tile u's P first
             per, tile_items = -(-len(late_items) // len(space)), len(packs) // (cfg.tiles - 1)
             mfmas_per_tile = len(space) // cfg.tiles
@@ -1792,10 +1793,23 @@ class _Builder:
         else:
             S = self.region["S"]
             dma = None
+            loads = []
             if cfg.reg_stages:
-                # The next block's loads, a whole block ahead of their LDS writes (under
-                # this block's P V MFMAs, into the other stage; past seq_k: zeros).
-                self.prefetch_tiles(kb.s_add_u32(None, self.key_off, cfg.tile_bytes))
+                # This block's tiles are complete (this wave's writes: the barrier waits for
+                # them; the others' by it), and every wave is done with the stage the writes
+                # below fill (the block before last). At the top, not the bottom: the last
+                # block's waves go on to their stores without meeting.
+                kb.s_barrier()
+                # The next block's loads, one after each of the first S MFMAs (a whole
+                # phase ahead of their LDS writes under this block's P V MFMAs, into the
+                # other stage; past seq_k: zeros).
+                loads = self.prefetch_tiles(kb.s_add_u32(None, self.key_off, cfg.tile_bytes),
+                                            issue=False)
+                import os
+                gap = int(os.environ.get("FA_GAP", "1"))
+                lead = int(os.environ.get("FA_LEAD", "0"))
+                loads = [lambda kb: None] * lead + [x for load in loads
+                                                    for x in (load, *[lambda kb: None] * (gap - 1))]
             elif cfg.split_writes:
                 # Every wave is done with the previous V^T (and K of this block is written).
                 kb.s_barrier()
@@ -1814,7 +1828,7 @@ class _Builder:
                                        (self.rv, 1, v_first, self.dma_stage)])
             self.priority("scores")
             v = self.max_under_s(S, key0)
-            self.scores(S, dma, valu=v and v.pop("items"))
+            self.scores(S, dma, valu=(v and v.pop("items")) or loads)
             self.mid_barrier(second=True)
             self.priority("softmax")
             self.softmax(S, key0, v)
@@ -1899,8 +1913,9 @@ class _Builder:
 
     def first_copy_stage(self) -> None:
         """gfx942 two stages: the first key block's tiles through the copy registers into
-        stage 0 between two barriers (every wave is done with the LDS before: Q staging, a
-        previous pass's tiles); the loop's writes then start at stage 1."""
+        stage 0 after a barrier (every wave is done with the LDS: Q staging, a previous
+        pass's tiles; the loop's first barrier publishes them); the loop's writes then start
+        at stage 1."""
         cfg, kb = self.cfg, self.kb
         self.prefetch_tiles(self.key_off)
         self.wdst = dict(self.base_dst)
@@ -1908,15 +1923,13 @@ class _Builder:
         for emit in self.pending + self.pending_v:
             emit(kb)
         self.pending, self.pending_v = [], []
-        kb.s_barrier()
         self.wdst = {x: kb.v_xor_b32(None, cfg.stage_bytes, reg) for x, reg in self.wdst.items()}
 
     def next_stage(self) -> None:
         """End of a double-buffered iteration: the next block's tiles are complete (this
         wave's DMA by token, the others' by the barrier); swap the buffers."""
         cfg, kb = self.cfg, self.kb
-        if cfg.reg_stages:  # this wave's LDS writes: the barrier waits for them
-            kb.s_barrier()
+        if cfg.reg_stages:  # (the barrier is at the top of the next block)
             for regs in (self.addr_k, self.addr_v, self.wdst):
                 self.toggle(regs)
             return
