@@ -64,6 +64,10 @@ READ_AHEAD = 2  # MFMA steps the LDS operand reads run ahead of their MFMA
 # max_under_s: MFMAs between a tile's last S MFMA and the first read of it (a VALU read of an
 # MFMA result waits for it; 2: modeled 1.7 % slower at 1x8x4096x128)
 MAX_LAG = 3
+# gfx942 stages 2: S MFMAs per load of the next block (all 8 waves load at once after the
+# block's barrier; one load after each MFMA queues them at the CU's vector memory: modeled
+# 48226 vs 47254 cycles at 1x2x512x128)
+STAGE_LOAD_SPACING = 4
 PV_READ_AHEAD = 4  # the same for the V^T reads of gfx950 (2 ds_read_b64_tr_b16 per MFMA)
 AUTO_V_AHEAD = 2  # v_ahead auto with 8 waves and one S buffer on gfx950 (modeled faster)
 DMA_M0_SGPR = 64  # first SGPR of the pinned DMA M0 values (gfx950)
@@ -1800,16 +1804,13 @@ class _Builder:
                 # below fill (the block before last). At the top, not the bottom: the last
                 # block's waves go on to their stores without meeting.
                 kb.s_barrier()
-                # The next block's loads, one after each of the first S MFMAs (a whole
-                # phase ahead of their LDS writes under this block's P V MFMAs, into the
-                # other stage; past seq_k: zeros).
-                loads = self.prefetch_tiles(kb.s_add_u32(None, self.key_off, cfg.tile_bytes),
-                                            issue=False)
-                import os
-                gap = int(os.environ.get("FA_GAP", "1"))
-                lead = int(os.environ.get("FA_LEAD", "0"))
-                loads = [lambda kb: None] * lead + [x for load in loads
-                                                    for x in (load, *[lambda kb: None] * (gap - 1))]
+                # The next block's loads under the S MFMAs, one after every
+                # STAGE_LOAD_SPACING-th (no-ops pad the stream), a whole phase ahead of
+                # their LDS writes under this block's P V MFMAs, into the other stage (past
+                # seq_k: zeros).
+                loads = [x for load in self.prefetch_tiles(
+                    kb.s_add_u32(None, self.key_off, cfg.tile_bytes), issue=False)
+                    for x in (load, *[lambda kb: None] * (STAGE_LOAD_SPACING - 1))]
             elif cfg.split_writes:
                 # Every wave is done with the previous V^T (and K of this block is written).
                 kb.s_barrier()
