@@ -68,6 +68,9 @@ MAX_LAG = 3
 # block's barrier; one load after each MFMA queues them at the CU's vector memory: modeled
 # 48226 vs 47254 cycles at 1x2x512x128)
 STAGE_LOAD_SPACING = 4
+# gfx942 stages 2: k_ahead auto (modeled 46610 with 3, 46242 with 2 at 1x2x512x128; with one
+# barrier per block the waves start their S MFMAs together and the LDS port queues less)
+STAGES_K_AHEAD = 2
 PV_READ_AHEAD = 4  # the same for the V^T reads of gfx950 (2 ds_read_b64_tr_b16 per MFMA)
 AUTO_V_AHEAD = 2  # v_ahead auto with 8 waves and one S buffer on gfx950 (modeled faster)
 DMA_M0_SGPR = 64  # first SGPR of the pinned DMA M0 values (gfx950)
@@ -100,15 +103,21 @@ PARAMS = (
           choices=("auto", "paired", "longest_first", "in_order")),
     Param("scale", 0.0, "softmax scale (0: 1/sqrt(head_dim))", type=float),
     Param("block_m", 0, "query rows per workgroup (32 per wave; 0: 32 * waves)"),
-    Param("block_n", 0, "keys per loop iteration: 32, 64, 128 or 256 where it fits; 0: 128 on "
-          "gfx950 (two LDS stages of 128-key tiles fit its 160 KiB), 64 on gfx942"),
+    Param("block_n", 0, "keys per loop iteration: 32, 64, 128 or 256 where it fits; 0: 128 "
+          "where two LDS stages of 128-key tiles fit (gfx950's 160 KiB; gfx942's 64 KiB at "
+          "head_dim 64), else 64 (gfx942 head_dim 128: two stages of 32 KiB; with one stage "
+          "128)"),
     Param("waves", 0, "waves per workgroup: 1, 2, 4 (one per SIMD) or 8 (two per SIMD, 256 "
           "query rows: the K/V tiles in LDS serve 8 waves, and each SIMD runs one wave's "
           "softmax under the other's MFMAs); 0: 8 where a K/V tile splits into 16-byte "
           "copies over 8 waves, else the most that it splits over"),
-    Param("stages", 0, "LDS buffers of K/V tiles: 2 = double buffering (the DMA of the next "
-          "key block runs under this block's MFMAs, gfx950), 1 = one buffer, 0 = 2 where "
-          "it fits", choices=(0, 1, 2)),
+    Param("stages", 0, "LDS buffers of K/V tiles: 2 = double buffering (gfx950: the DMA of "
+          "the next key block runs under this block's MFMAs; gfx942: its loads go under "
+          "the S MFMAs into registers of their own, its LDS writes under the P V MFMAs, one "
+          "barrier per block: modeled 46610 vs 46790 cycles for one stage at 1x2x512x128, "
+          "156686 vs 164150 at 1x8x2048x128 with k_ahead 2 and max_exchange on_rescale), "
+          "1 = one buffer (gfx942: the writes between two barriers), 0 = 2 where it fits "
+          "(gfx942: with prefetch and lds_writes between)", choices=(0, 1, 2)),
     Param("s_buffers", 0, "S register buffers: 2 = ping-pong (the S MFMAs of the next key "
           "block co-issue with this block's softmax, gfx950 with stages 2), 1 = one, 0 = 2 "
           "where they fit", choices=(0, 1, 2)),
@@ -143,15 +152,15 @@ PARAMS = (
           "block's K/V tiles are issued before this block's P V MFMAs, into the S registers "
           "(free once P is packed), and only their LDS writes sit between the two barriers "
           "(where the S registers hold them; false: loads and writes between the barriers)"),
-    Param("max_exchange", "every_block", "where the row max is exchanged with the other half "
+    Param("max_exchange", "auto", "where the row max is exchanged with the other half "
           "of the row (lane l ^ 32; gfx942: ds_bpermute_b32 through the LDS, gfx950: "
           "v_permlane32_swap_b32): every_block = before the deferred-rescale test; "
           "on_rescale = only inside the rescale branch (the test on each half's own max "
           "takes the branch exactly when the row's max grew past the slack; without it the "
           "old max stays, the same in both halves): no LDS access between the S MFMAs and "
-          "the exps in most blocks, but modeled slower on gfx942 (47434 vs 47390 cycles at "
-          "1x2x512x128: the waves of a SIMD meet at the MFMAs differently)",
-          choices=("every_block", "on_rescale")),
+          "the exps in most blocks (gfx942 one stage: modeled 46706 vs 46790 cycles at "
+          "1x2x512x128; two stages: 45998 vs 46242); auto = on_rescale on gfx942 with two "
+          "LDS stages, else every_block", choices=("auto", "every_block", "on_rescale")),
     Param("lds_writes", "between", "gfx942 with prefetch and transposed V (one LDS stage): "
           "where the copy's LDS writes go. between = K and V^T of the next block written "
           "between two barriers at the block's start (no MFMA runs meanwhile); split = V^T "
@@ -434,9 +443,9 @@ def check(target: str, p: dict[str, Any]) -> Config:
     chip = get_target(target)
     feats = kernel_features(target)
     if not p["block_n"]:
-        # 128 where two K/V stages (gfx950, or gfx942 with stages 2) or one (gfx942) fit:
-        # fewer barriers per key.
-        stages = 2 if feats.lds_dma or p["stages"] == 2 else 1
+        # 128 where two K/V stages (gfx950; gfx942 where its copy takes two) or one
+        # (gfx942 with one) fit: fewer barriers per key.
+        stages = 2 if feats.lds_dma or _register_stages(p) else 1
         fits = stages * 2 * 128 * 2 * p["head_dim"] <= chip.lds.bytes_per_workgroup
         p = dict(p, block_n=128 if fits else 64)
     seq_k = p["seq_k"] or p["seq_q"]
@@ -466,9 +475,14 @@ def check(target: str, p: dict[str, Any]) -> Config:
         require(seq_k >= p["seq_q"], "causal",
                 f"needs seq_k >= seq_q (bottom-right aligned mask; rows with no visible key "
                 f"are undefined), got seq_q={p['seq_q']} seq_k={seq_k}")
+    stages = _stages(target, p, chip)
+    reg_stages = stages == 2 and not feats.lds_dma  # Config.reg_stages
+    max_exchange = p["max_exchange"]
+    if max_exchange == "auto":
+        max_exchange = "on_rescale" if reg_stages else "every_block"
     cfg = Config(target, p["batch"], p["heads"], p["seq_q"], seq_k, p["head_dim"], p["dtype"],
                  p["causal"], p["scale"] or 1.0 / math.sqrt(p["head_dim"]), block_m,
-                 p["block_n"], waves, stages=_stages(target, p, chip),
+                 p["block_n"], waves, stages=stages,
                  heads_kv=heads_kv, lse=p["lse"], swizzle=p["lds_layout"] == "swizzle",
                  packed=p["packed"], causal_order=_causal_order(p, block_m, chip),
                  truncate=p["bf16_round"] == "truncate", loop=p["loop"],
@@ -476,8 +490,8 @@ def check(target: str, p: dict[str, Any]) -> Config:
                  vt=not feats.ds_read_tr and p["v_layout"] != "rows",
                  # b64: one 32x32x8 step's 8 bytes per lane (16 where the step reads them)
                  k_bytes=16 if feats.mfma_k != 8 or p["k_read"] != "b64" else 8,
-                 k_ahead=p["k_ahead"] or feats.fa_k_ahead,
-                 exchange_on_rescale=p["max_exchange"] == "on_rescale")
+                 k_ahead=p["k_ahead"] or (STAGES_K_AHEAD if reg_stages else feats.fa_k_ahead),
+                 exchange_on_rescale=max_exchange == "on_rescale")
     require(p["k_read"] != "b64" or feats.mfma_k == 8, "k_read",
             "b64 is the gfx942 choice (a gfx950 32x32x16 step reads 16 bytes per lane)")
     require(p["v_layout"] != "transposed" or not feats.ds_read_tr, "v_layout",
@@ -517,13 +531,10 @@ def check(target: str, p: dict[str, Any]) -> Config:
         # stages hold them in their own registers.
         cfg = dataclasses.replace(cfg, prefetch=cfg.reg_stages
                                   or cfg.copy_vgprs <= 16 * cfg.tiles)
-    require(not cfg.reg_stages or cfg.prefetch, "stages",
-            "2 on gfx942 fills the other stage from registers loaded a block ahead: it needs "
-            "prefetch=true (and 16-byte copies of the tiles that split evenly over the waves)")
     split_fits = cfg.prefetch and cfg.vt and cfg.stages == 1
     require(p["lds_writes"] != "split" or split_fits, "lds_writes",
-            "split needs the gfx942 copy with prefetch=true and v_layout transposed (the next "
-            "block's tiles in the S registers)")
+            "split needs the gfx942 copy with prefetch=true, v_layout transposed (the next "
+            "block's tiles in the S registers) and one LDS stage")
     if p["lds_writes"] == "split":
         import dataclasses
 
@@ -531,6 +542,9 @@ def check(target: str, p: dict[str, Any]) -> Config:
     require(cfg.tile_bytes % (16 * 64 * cfg.waves) == 0, "waves",
             f"{cfg.waves} waves cannot split a {cfg.block_n}x{cfg.head_dim} tile into 16-byte "
             f"loads evenly ({cfg.tile_bytes} bytes); use fewer waves or a larger block_n")
+    require(not cfg.reg_stages or cfg.prefetch, "stages",
+            "2 on gfx942 fills the other stage from registers loaded a block ahead: it needs "
+            "prefetch=true")
     require(not cfg.vt or cfg.vt_width >= 4, "v_layout",
             f"transposed needs a 4-key x 4-byte piece of the {cfg.block_n}x{cfg.head_dim} V "
             f"tile per lane of {cfg.waves} waves; use fewer waves, a larger block_n or "
@@ -597,12 +611,22 @@ def _default_waves(p: dict[str, Any]) -> int:
 
 
 def _stages(target: str, p: dict[str, Any], chip) -> int:
-    """The LDS stages: the parameter, or for 0 two where they fit (gfx950) else one."""
+    """The LDS stages: the parameter, or for 0 two where they fit (gfx950; gfx942 where
+    its copy takes two, `_register_stages`) else one."""
     if p["stages"]:  # gfx942's 2 (through registers) is checked with the copy's choices
         return p["stages"]
     block = 2 * p["block_n"] * 2 * p["head_dim"]  # one stage: K and V tiles
     fits = 2 * block <= chip.lds.bytes_per_workgroup
-    return 2 if kernel_features(target).lds_dma and fits else 1
+    two = kernel_features(target).lds_dma or _register_stages(p)
+    return 2 if two and fits else 1
+
+
+def _register_stages(p: dict[str, Any]) -> bool:
+    """gfx942 (no LDS DMA): whether stages 0 / 2 means two stages filled through registers:
+    stages 2, or 0 with the register copy ahead of time (prefetch) and lds_writes between
+    (split is the one-stage schedule)."""
+    return p["stages"] == 2 or (p["stages"] == 0 and p["prefetch"]
+                                and p["lds_writes"] == "between")
 
 
 def _with_registers(cfg: Config, p: dict[str, Any], budget: int) -> Config:
