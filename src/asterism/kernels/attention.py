@@ -43,6 +43,7 @@ from asterism.builder import Group, Stream, after, before, unroll
 from asterism.kernels.base import (
     KernelCase,
     KernelGenerator,
+    KernelParamError,
     LazyArgs,
     Param,
     Shape,
@@ -442,6 +443,13 @@ def check(target: str, p: dict[str, Any]) -> Config:
 
     chip = get_target(target)
     feats = kernel_features(target)
+    if p["stages"] == 0 and not feats.lds_dma and _register_stages(p):
+        # gfx942 auto: two stages where they fit (LDS, and the copy's registers: few
+        # waves hold a lot of a tile each), else what one stage gives (its errors too).
+        try:
+            return check(target, dict(p, stages=2))
+        except KernelParamError:
+            return check(target, dict(p, stages=1))
     if not p["block_n"]:
         # 128 where two K/V stages (gfx950; gfx942 where its copy takes two) or one
         # (gfx942 with one) fit: fewer barriers per key.
@@ -611,14 +619,13 @@ def _default_waves(p: dict[str, Any]) -> int:
 
 
 def _stages(target: str, p: dict[str, Any], chip) -> int:
-    """The LDS stages: the parameter, or for 0 two where they fit (gfx950; gfx942 where
-    its copy takes two, `_register_stages`) else one."""
+    """The LDS stages: the parameter, or for 0 two where they fit (gfx950) else one (gfx942's
+    0 is resolved by `check`: two where they fit, see `_register_stages`)."""
     if p["stages"]:  # gfx942's 2 (through registers) is checked with the copy's choices
         return p["stages"]
     block = 2 * p["block_n"] * 2 * p["head_dim"]  # one stage: K and V tiles
     fits = 2 * block <= chip.lds.bytes_per_workgroup
-    two = kernel_features(target).lds_dma or _register_stages(p)
-    return 2 if two and fits else 1
+    return 2 if kernel_features(target).lds_dma and fits else 1
 
 
 def _register_stages(p: dict[str, Any]) -> bool:
