@@ -149,10 +149,11 @@ PARAMS = (
           "setprio scores and k_ahead 3), b64 = one ds_read_b64 per step (2-way conflicts on "
           "gfx942); auto = b128 on gfx942 (gfx950 always reads 16 bytes: one 32x32x16 step)",
           choices=("auto", "b64", "b128")),
-    Param("prefetch", True, "gfx942 (one LDS stage): the global loads of the next key "
-          "block's K/V tiles are issued before this block's P V MFMAs, into the S registers "
-          "(free once P is packed), and only their LDS writes sit between the two barriers "
-          "(where the S registers hold them; false: loads and writes between the barriers)"),
+    Param("prefetch", True, "gfx942: the global loads of the next key block's K/V tiles "
+          "ahead of their LDS writes; one LDS stage: issued before this block's P V MFMAs, "
+          "into the S registers (free once P is packed), and only their LDS writes sit "
+          "between the two barriers (false: loads and writes between the barriers, one "
+          "stage); two stages (needs it): under the S MFMAs, into registers of their own"),
     Param("max_exchange", "auto", "where the row max is exchanged with the other half "
           "of the row (lane l ^ 32; gfx942: ds_bpermute_b32 through the LDS, gfx950: "
           "v_permlane32_swap_b32): every_block = before the deferred-rescale test; "
@@ -162,7 +163,7 @@ PARAMS = (
           "the exps in most blocks (gfx942 one stage: modeled 46706 vs 46790 cycles at "
           "1x2x512x128; two stages: 45998 vs 46242); auto = on_rescale on gfx942 with two "
           "LDS stages, else every_block", choices=("auto", "every_block", "on_rescale")),
-    Param("lds_writes", "between", "gfx942 with prefetch and transposed V (one LDS stage): "
+    Param("lds_writes", "between", "gfx942 with prefetch and transposed V, one LDS stage: "
           "where the copy's LDS writes go. between = K and V^T of the next block written "
           "between two barriers at the block's start (no MFMA runs meanwhile); split = V^T "
           "written after the block's barrier (the previous block's P V reads are done), "
@@ -171,7 +172,8 @@ PARAMS = (
           "their softmax (every wave is done with K then; each SIMD's first wave is in its "
           "softmax and the second in its S MFMAs there anyway). split is modeled slower "
           "(48250 vs 47390 cycles at 1x2x512x128: the SIMDs, up to 600 cycles apart, now meet "
-          "twice a block)", choices=("between", "split")),
+          "twice a block); with two stages (stages 0 takes them with between) the writes go "
+          "into the other stage under the P V MFMAs", choices=("between", "split")),
     Param("q_staging", "auto", "how Q reaches its registers: lds = row-contiguous "
           "buffer_load_dwordx4 (4 rows of 1 KiB per instruction) into the wave's part of the "
           "LDS (chunks XOR-swizzled by row), then read in the MFMA layout; direct = each lane "
@@ -207,8 +209,8 @@ PARAMS = (
           "the whole max after them; auto = on with 8 waves", choices=("auto", "on", "off")),
     Param("k_ahead", 0, "S MFMA steps the K reads run ahead of their MFMA with one S buffer "
           "(gfx950 ds_read_b128; gfx942 ds_read_b64, or with k_read b128 reads of two steps "
-          "each) (1-6; 0: 3 on gfx942, whose 32-cycle 32x32x8 MFMAs do not cover the LDS "
-          "latency and the SIMD-pair port's queue in 2 steps, else 2)",
+          "each) (1-6; 0: 3 on gfx942 with one LDS stage, whose 32-cycle 32x32x8 MFMAs do not "
+          "cover the LDS latency and the SIMD-pair port's queue in 2 steps, else 2)",
           choices=(0, 1, 2, 3, 4, 5, 6)),
     Param("v_ahead", 0, "P V MFMAs the V^T reads run ahead of their MFMA (gfx950: 2 "
           "ds_read_b64_tr_b16 per MFMA; gfx942 with v_layout transposed: one ds_read_b64) "
