@@ -81,8 +81,8 @@ def test_measured_latency_from_links_by_hand():
 @pytest.mark.parametrize("memory", ["model", "measured"])
 def test_modeled_trace_replays_to_its_own_cycles(tmp_path, memory):
     """A trace written by asterism's timing model replays record for record (the store
-    write-out queue left out of both: its requests depend on the store's addresses, which a
-    trace does not carry; a replay charges memory.store_unknown instead)."""
+    write-out queue left out of both; with it, the replay derives the store's requests from
+    the code: test_lanes.test_modeled_trace_with_stores_replays_to_its_own_cycles)."""
     out = np.zeros(64 * 4 * 2, np.uint32)
     asterism.launch(exchange_kernel(4), "exchange", grid=2, block=256, args=[out],
                     timing=TimingOptions(off={"store_queue"}), trace_dir=tmp_path / "t")

@@ -12,11 +12,13 @@ Memory behaviour comes from the model (``memory="model"``: LDS, scalar and vecto
 latencies of target/data/timing.toml; a vector load's addresses are unknown, so it takes
 ``memory.vmem_unknown``; scalar loads hit or miss by the cache line their base registers and
 offset name, a miss paying ``memory.smem_miss``; stores leave through the CU's write-out queue
-at ``memory.store_unknown`` cycles each; VALU results reach other units as timing/valu.py
-says; a taken branch to code the CU pair has not fetched waits for its instruction line,
-timing/icache.py, by the code.json addresses; a DS instruction holds its SIMD pair's LDS
-port and ``s_setprio`` orders the issue, as in a kernel run; ``off`` leaves any of these six
-out: timing.params.REPLAY_MECHANISMS) or from
+at ``memory.store_unknown`` cycles each, or one cycle per 64-byte block where the lanes'
+address pattern follows from the code (a static analysis of the executed stream,
+timing/lanes.py; such a vector load also costs its cache-line lookups); VALU results reach
+other units as timing/valu.py says; a taken branch to code the CU pair has not fetched waits
+for its instruction line, timing/icache.py, by the code.json addresses; a DS instruction
+holds its SIMD pair's LDS port and ``s_setprio`` orders the issue, as in a kernel run;
+``off`` leaves any of these seven out: timing.params.REPLAY_MECHANISMS) or from
 the capture
 (``memory="measured"``): each memory instruction completes
 as long after its modeled issue as it did after its measured issue, where that is known
@@ -144,6 +146,7 @@ class ReplayResult:
     barrier_groups: list[BarrierGroup] = field(default_factory=list)
     off: tuple[str, ...] = ()  # mechanisms left out (--timing-off)
     paths: Any = None  # timing.result.PathUse: scalar misses, store write-out, VALU paths
+    patterns: PatternUse | None = None  # the lanes' address patterns (None: left out)
 
     @property
     def cycles_error(self) -> float:
@@ -183,6 +186,7 @@ class ReplayResult:
                 "measured_memory_latencies": self.measured_latencies,
                 "timing_off": list(self.off),
                 "paths": self.paths.to_json() if self.paths else None,
+                "lane_patterns": self.patterns.to_json() if self.patterns else None,
                 "barrier_grouping": self.barrier_grouping,
                 "barrier_groups": [g.to_json() for g in self.barrier_groups],
                 "waves": [{"name": w.name, "cu": w.cu, "simd": w.simd, "slot": w.slot,
@@ -218,6 +222,8 @@ class ReplayResult:
         out += self._barrier_lines()
         if self.paths is not None and (lines := self.paths.lines()):
             out += ["", *lines]
+        if self.patterns is not None and self.patterns.executed:
+            out += ["", *self.patterns.lines()]
         out += ["", f"  top-{TOP_N} hotspots by stall: {self.hotspot_overlap('stall')} of "
                     f"{TOP_N} in both lists (by cycles: {self.hotspot_overlap('cycles')})",
                 "     line  measured stall  modeled stall  instruction"]
@@ -427,6 +433,98 @@ def _acceptance(records: Sequence, memory_lines: set[int]) -> dict[int, int]:
             if r.stall and r.line in memory_lines and r.category in vector}
 
 
+_PATTERNS: dict[tuple[int, str, int, int], tuple[Any, dict[tuple[int, ...], dict[int, int]]]] = {}
+_PATTERN_STREAMS = 512  # streams remembered per code listing (what-ifs replay variants)
+
+
+def lane_patterns(trace: Trace, target: str, store_block: int, load_block: int
+                  ) -> list[dict[int, int]]:
+    """Per traced wave: stream position -> 64-byte blocks (stores) or cache lines (loads)
+    its vector memory instruction's lanes touch, where that follows from the code
+    (timing.lanes; each distinct stream analysed once per code listing)."""
+    from asterism.timing.lanes import lane_patterns as derive
+
+    key = (id(trace.code), target, store_block, load_block)
+    cached = _PATTERNS.get(key)
+    if cached is None or cached[0] is not trace.code:
+        if len(_PATTERNS) >= 8:
+            _PATTERNS.pop(next(iter(_PATTERNS)))
+        cached = _PATTERNS[key] = (trace.code, {})
+    memo = cached[1]
+    rows, infos = _instructions(trace, target)
+    index_of_line = {r.line: i for i, r in enumerate(rows)}
+    out = []
+    for wave in trace.waves:
+        stream = tuple(index_of_line.get(r.line, -1) for r in wave.instructions if r.line != 0)
+        got = memo.get(stream)
+        if got is None:
+            got = {} if -1 in stream else derive(stream, infos, store_block, load_block)
+            if len(memo) >= _PATTERN_STREAMS:
+                memo.pop(next(iter(memo)))
+            memo[stream] = got
+        out.append(got)
+    return out
+
+
+@dataclass(frozen=True)
+class PatternUse:
+    """What the lane address patterns (timing/lanes.py) gave a replay: per code line of a
+    vector memory instruction, how many of its executions got a derived pattern and the
+    blocks (stores: 64-byte write requests) or lines (loads: 128 bytes) they touch."""
+
+    executed: dict[int, int]  # code line -> executions (vector memory instructions)
+    derived: dict[int, dict[int, int]]  # code line -> {blocks: executions}
+    stores: frozenset[int]  # the code lines that are stores
+
+    def lines(self) -> list[str]:
+        """The summary's lines."""
+        got = [ln for ln in self.executed if self.derived.get(ln)]
+        out = [f"  lane address patterns (static analysis of the code, not measured): "
+               f"{len(got)} of {len(self.executed)} vector memory instructions got their "
+               "lanes' pattern (assumed: v0 = lane id + a multiple of 64, i.e. a 1-D "
+               "workgroup; uniform base 64-byte aligned; all 64 lanes active); the rest pay "
+               "memory.store_unknown / vmem_unknown"]
+        for kind, unit in (("stores", "64-byte write requests"), ("loads", "128-byte lines")):
+            items = [f"{ln}: {'/'.join(str(b) for b in sorted(self.derived[ln]))}"
+                     for ln in sorted(got) if (ln in self.stores) == (kind == "stores")]
+            if items:
+                out.append(f"    {kind} (code line: {unit}): {', '.join(items)}")
+        return out
+
+    def to_json(self) -> dict[str, Any]:
+        """The patterns as plain data."""
+        return {"instructions": len(self.executed),
+                "derived": sum(1 for ln in self.executed if self.derived.get(ln)),
+                "per_line": {str(ln): {"store": ln in self.stores,
+                                       "executions": self.executed[ln],
+                                       "blocks": {str(b): n for b, n in
+                                                  sorted(self.derived.get(ln, {}).items())}}
+                             for ln in sorted(self.executed)}}
+
+
+def _pattern_use(prog: _Program, kept: Sequence, streams: Sequence[list[int]],
+                 patterns: Sequence[dict[int, int]] | None) -> PatternUse | None:
+    """Summarise the derived lane patterns of the replayed waves (None: mechanism off)."""
+    if patterns is None:
+        return None
+    executed: dict[int, int] = {}
+    derived: dict[int, dict[int, int]] = {}
+    stores = set()
+    for stream, pats in zip(streams, patterns, strict=True):
+        for pos, index in enumerate(stream):
+            st = prog.statics[index]
+            if st.mem not in ("vmem", "flat"):
+                continue
+            line = prog.line_of_index[index]
+            executed[line] = executed.get(line, 0) + 1
+            if st.store:
+                stores.add(line)
+            if pos in pats:
+                d = derived.setdefault(line, {})
+                d[pats[pos]] = d.get(pats[pos], 0) + 1
+    return PatternUse(executed, derived, frozenset(stores))
+
+
 def _guesses(trace: Trace, barrier_lines: set[int], grouping: str) -> list[WorkgroupGuess]:
     """The barrier groups: inferred workgroups, or one group per traced CU."""
     if grouping == "workgroup":
@@ -460,6 +558,8 @@ def _run(trace: Trace, target: str, memory: str, timing, barrier_groups: str = "
     tgt = get_target(target)
     tm = timing or get_timing(tgt.name)
     prog = _program(trace, tgt.name, tm)
+    patterns = None if "lane_patterns" in off else lane_patterns(
+        trace, tgt.name, tm.memory["write_bytes"], tm.memory["line_bytes"])
     guesses = _guesses(trace, prog.barrier_lines, barrier_groups)
     workgroup_of = {i: k for k, g in enumerate(guesses) for i in g.waves}
     index_of_line = prog.index_of_line
@@ -484,7 +584,8 @@ def _run(trace: Trace, target: str, memory: str, timing, barrier_groups: str = "
         # the CUs of a shader engine share an instruction cache in pairs (timing/icache.py)
         pair = pairs.setdefault((wave.se, wave.cu // 2), len(pairs))
         inputs.append(StreamWave(cu, wave.simd, wave.slot, wave.begin, stream, lat, accept,
-                                 workgroup_of[wi], pair))
+                                 workgroup_of[wi], pair,
+                                 patterns[wi] if patterns is not None else None))
         kept.append((wave, records))
     # The collector paused while the model runs: it makes a record tuple per instruction and
     # no cycles that matter (see asterism.support.gcpause).
@@ -516,9 +617,12 @@ def replay_trace(trace: Trace, target: str = "gfx950", memory: str = "model",
     `memory`: one of MEMORY_MODES (see the module docstring); `barrier_groups`: a barrier
     per inferred workgroup or per traced CU (BARRIER_GROUPS); `off`: mechanisms left out
     (timing.params.REPLAY_MECHANISMS: smem_miss, store_queue, valu_paths, icache, lds_ports,
-    setprio)."""
+    setprio, lane_patterns)."""
     tgt, tm, prog, kept, by_row, n_measured, guesses, paths = _run(
         trace, target, memory, timing, barrier_groups, off)
+    patterns = None if "lane_patterns" in replay_off(off) else _pattern_use(
+        prog, kept, [[prog.index_of_line[r.line] for r in records] for _w, records in kept],
+        lane_patterns(trace, tgt.name, tm.memory["write_bytes"], tm.memory["line_bytes"]))
     comparisons, modeled_side, measured_side = [], [], []
     modeled_records, measured_records = {}, {}
     for k, (wave, records) in enumerate(kept):
@@ -542,7 +646,7 @@ def replay_trace(trace: Trace, target: str = "gfx950", memory: str = "model",
                         memory, comparisons, _figures(measured_side, prog.classify),
                         _figures(modeled_side, prog.classify), prog.texts, n_measured,
                         tm.source or None, modeled_records, measured_records, barrier_groups,
-                        groups, tuple(sorted(replay_off(off))), paths)
+                        groups, tuple(sorted(replay_off(off))), paths, patterns)
 
 
 def _barrier_group(guess: WorkgroupGuess, comparisons: Sequence[WaveComparison],
@@ -614,6 +718,7 @@ def plot_replay(result: ReplayResult, out_png: str | Path, waves: int = 4) -> Pa
 
 
 __all__ = ["BARRIER_GROUPS", "MEMORY_MODES", "STALL_CLASSES", "BarrierGroup", "Figures",
-           "ReplayError", "ReplayResult", "WaveComparison", "measured_acceptance",
-           "measured_latencies", "plot_replay", "replay", "replay_cycles", "replay_trace"]
+           "PatternUse", "ReplayError", "ReplayResult", "WaveComparison", "lane_patterns",
+           "measured_acceptance", "measured_latencies", "plot_replay", "replay",
+           "replay_cycles", "replay_trace"]
 

@@ -41,7 +41,8 @@ per-instruction figures to report adds them to the TimingResult (as `lds_costs`,
 `TimingOptions.off` turns the LDS bank, cache-line, bandwidth, per-workgroup barrier,
 scalar-miss, store-queue, VALU-path, SIMD-pair LDS port, s_setprio and instruction-cache
 mechanisms off (params.MECHANISMS: lds_banks, vmem_lines, bandwidth, wg_barriers, smem_miss,
-store_queue, valu_paths, lds_ports, setprio, icache; a replay: params.REPLAY_MECHANISMS).
+store_queue, valu_paths, lds_ports, setprio, icache; a replay: params.REPLAY_MECHANISMS,
+which adds lane_patterns: the lanes' address patterns lanes.py derives from the code).
 The engine changes only when a new kind of question must be asked.
 
 Not modeled: the instruction cache's capacity and fetch bandwidth (icache.py models its

@@ -34,8 +34,10 @@ complete, what a vector memory instruction costs the CU's path, the cache-line h
 * Latency, without addresses (`StreamMemory`, a capture's replay): the measured latency of
   that access where the capture has it; else LDS ``memory.lds``, a scalar load
   ``memory.smem_miss`` on its first execution on the CU then the scalar cache, a vector store
-  the write-out queue below, a vector load ``memory.vmem_unknown``. A replay knows no lines:
-  its vector memory costs the bytes rule, or with the capture's measured acceptance
+  the write-out queue below, a vector load ``memory.vmem_unknown``. A replay knows lines only
+  where the lanes' address pattern follows from the code (lanes.py): there a store pays its
+  64-byte write requests and a load its line lookups (as `LineMemory`); elsewhere its vector
+  memory costs the bytes rule, or with the capture's measured acceptance
   (``--memory accept|measured``) only its issue cycle (`StreamMemory.cost`).
 * Scalar misses: a scalar load of a line not read before in the dispatch pays
   ``memory.smem_miss`` (measured on MI350X, 776-1476 cycles: longer than a vector load's
@@ -321,12 +323,17 @@ class StreamMemory:
     has them (`latency`: stream position -> cycles), measured acceptance of vector memory
     instructions (`accept`: stream position -> issue stall), the model's otherwise; scalar
     loads hit or miss by the lines `scalar_line_keys` tells apart (`lines`, per wave);
-    stores leave through the write-out queue (stores.py) at memory.store_unknown cycles each.
+    stores leave through the write-out queue (stores.py) at memory.store_unknown cycles each,
+    or, where the lanes' address pattern follows from the code (`blocks`, per wave: stream
+    position -> 64-byte blocks of a store / 128-byte lines of a load, timing/lanes.py), one
+    cycle per 64-byte block as in the functional model; such a load costs its line lookups
+    beyond the bytes rule as LineMemory does (when the path's acceptance is not measured).
     `off`: mechanisms left out, as for LineMemory."""
 
     def __init__(self, tm: TimingModel, latency: Sequence[Any], accept: Sequence[Any],
                  lines: Sequence[dict[int, tuple]] | None = None,
-                 off: frozenset[str] = frozenset()) -> None:
+                 off: frozenset[str] = frozenset(),
+                 blocks: Sequence[Mapping[int, int] | None] | None = None) -> None:
         self.tm = tm
         self.mem = tm.memory
         self.measured = latency  # per replayed wave (by row): position -> cycles, or None
@@ -336,6 +343,21 @@ class StreamMemory:
         self.smem_miss = scalar_miss(self.mem, off)
         self.stores = None if "store_queue" in off else StoreQueue()
         self.scalar_misses = 0  # scalar loads that missed (for the report)
+        self.blocks = blocks
+
+    def _blocks(self, w: ModelWave) -> int | None:
+        """The blocks (store) or lines (load) the instruction issuing now touches, where its
+        lanes' address pattern is known."""
+        b = self.blocks[w.row] if self.blocks else None
+        return b.get(w.issue_pos) if b else None
+
+    def _lookup(self, w: ModelWave, st: Static) -> int:
+        """Cycles a load's line lookups take beyond its bytes rule (LineMemory's rule; 0
+        when its lines are not known or the path's acceptance is measured)."""
+        lines = self._blocks(w)
+        if lines is None or st.store or self.accept[w.row] is not None:
+            return 0
+        return max(0, lines * self.mem["cycles_per_line"] - st.occupancy)
 
     def latency(self, w: ModelWave, st: Static, now: int) -> int:
         """Cycles from issue until the instruction's counter entries complete."""
@@ -357,10 +379,12 @@ class StreamMemory:
         if st.mem == "lds":
             return lds.latency(self.tm)
         if not st.store:
-            return mem["vmem_unknown"]
+            return mem["vmem_unknown"] + self._lookup(w, st)
         if self.stores is None:
             return mem["l2_hit"]
-        return self.stores.write(w.cu, now, mem["store_unknown"]) - now + mem["l2_hit"]
+        requests = self._blocks(w)
+        return self.stores.write(w.cu, now, mem["store_unknown"] if requests is None else
+                                 requests) - now + mem["l2_hit"]
 
     def accepted(self, w: ModelWave, st: Static) -> int:
         """The earliest time the vector memory path accepts the wave's next instruction:
@@ -380,7 +404,7 @@ class StreamMemory:
         apart, 176 times across waves in flash_attn_func_small, where the bytes rule at
         64 B/clk keeps the path 16)."""
         if self.accept[w.row] is None:
-            return st.occupancy
+            return st.occupancy + self._lookup(w, st)
         return self.tm.occupancy["vmem_write" if st.store else "vmem_read"]
 
 

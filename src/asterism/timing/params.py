@@ -37,9 +37,11 @@ class TimingError(AsterismError):
 MECHANISMS = ("lds_banks", "vmem_lines", "bandwidth", "wg_barriers", "smem_miss",
               "store_queue", "valu_paths", "lds_ports", "setprio", "icache")
 # The ones a capture's replay models (it has no addresses: no banks, lines or bandwidth;
-# its barrier groups are `trace replay --barrier-groups`).
+# its barrier groups are `trace replay --barrier-groups`), and the lanes' address patterns
+# a replay derives from the code (lanes.py; off: every store memory.store_unknown cycles
+# of write requests, every load the bytes rule alone).
 REPLAY_MECHANISMS = ("smem_miss", "store_queue", "valu_paths", "icache", "lds_ports",
-                     "setprio")
+                     "setprio", "lane_patterns")
 
 
 @dataclass(frozen=True)

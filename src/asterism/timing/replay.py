@@ -10,7 +10,9 @@ share a barrier. Memory completes after the model's latency for its kind or, for
 positions with a measured latency, after that (memory.StreamMemory). A capture has no
 addresses: DS instructions cost their LDS bandwidth without bank conflicts (lds.Lds without
 accesses) and vector memory its bytes rule without cache lines, as before those mechanisms
-were modeled; nor is the whole-grid bandwidth ceiling modeled.
+were modeled, except where the lanes' address pattern follows from the code (lanes.py, given
+per wave as `StreamWave.blocks`): a store then pays its 64-byte write requests, a load its
+line lookups; nor is the whole-grid bandwidth ceiling modeled.
 """
 
 from __future__ import annotations
@@ -54,6 +56,9 @@ class StreamWave:
     accept: Mapping[int, int] | None = None  # position -> measured issue stall (vector memory)
     workgroup: int | None = None
     icache: int | None = None  # waves with the same icache share an instruction cache (None: cu)
+    # position -> 64-byte blocks a store / 128-byte lines a load touches, where the lanes'
+    # address pattern follows from the code (timing/lanes.py; None: not derived)
+    blocks: Mapping[int, int] | None = None
 
 
 class TraceDrivenModel(IssueModel):
@@ -74,7 +79,8 @@ class TraceDrivenModel(IssueModel):
         lines = [scalar_line_keys(sw.stream, statics, sw.cu, tm.memory["line_bytes"])
                  for sw in waves]
         self.memory = StreamMemory(tm, [sw.latency for sw in waves],
-                                   [sw.accept for sw in waves], lines, off=off)
+                                   [sw.accept for sw in waves], lines, off=off,
+                                   blocks=[sw.blocks for sw in waves])
         self.lds = Lds(tm, ports="lds_ports" not in off)
         self.priorities = "setprio" not in off
         self.valu = ValuPaths(statics, tm, on="valu_paths" not in off)

@@ -13,7 +13,8 @@ last one issues ([att]; before this mechanism the model charged each store l2_hi
 
 Requests per store: with addresses (the functional model), one per distinct
 ``write_bytes``-byte block its active lanes write (`write_requests`); without addresses (a
-capture's replay), ``memory.store_unknown`` cycles. ``TimingOptions.off`` "store_queue" (and
+capture's replay), the blocks the lanes' address pattern touches where it follows from the
+code (lanes.py), else ``memory.store_unknown`` cycles. ``TimingOptions.off`` "store_queue" (and
 `trace replay --timing-off store_queue`) leaves the queue out: a store then completes
 l2_hit after issue, as before.
 """
