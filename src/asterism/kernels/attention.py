@@ -7,8 +7,10 @@ h // (heads / heads_kv)); with `lse` the kernel also writes the log-sum-exp of e
 of `waves` waves takes `block_m` = 32 * waves query rows of one (batch, head); each wave owns
 32 rows and walks the keys `block_n` at a time. Per key block the workgroup copies the K and
 V tiles to LDS (on gfx950 straight from memory with `buffer_load_dwordx4 ... lds`, M0 values
-precomputed in SGPRs; on gfx942 through registers and `ds_write_b128`; on gfx950 double-
-buffered by default: the next block's DMA runs under this block's S MFMAs), then each wave:
+precomputed in SGPRs; on gfx942 through registers and `ds_write_b128`; double-buffered by
+default: on gfx950 the next block's DMA runs under this block's S MFMAs, on gfx942 its loads
+under the S MFMAs into registers of their own and its LDS writes under the P V MFMAs, one
+barrier per block), then each wave:
 
 1. computes S^T = K Q^T with 32x32 MFMAs (v_mfma_f32_32x32x16 on gfx950, 32x32x8 on gfx942):
    K is the A operand (from LDS), Q^T the B operand (held in registers for the whole loop).
@@ -115,8 +117,9 @@ PARAMS = (
     Param("stages", 0, "LDS buffers of K/V tiles: 2 = double buffering (gfx950: the DMA of "
           "the next key block runs under this block's MFMAs; gfx942: its loads go under "
           "the S MFMAs into registers of their own, its LDS writes under the P V MFMAs, one "
-          "barrier per block: modeled 46610 vs 46790 cycles for one stage at 1x2x512x128, "
-          "156686 vs 164150 at 1x8x2048x128 with k_ahead 2 and max_exchange on_rescale), "
+          "barrier per block: modeled 45998 vs 46790 cycles for one stage at 1x2x512x128, "
+          "156686 vs 164150 at 1x8x2048x128, with its k_ahead 2 and max_exchange "
+          "on_rescale), "
           "1 = one buffer (gfx942: the writes between two barriers), 0 = 2 where it fits "
           "(gfx942: with prefetch and lds_writes between)", choices=(0, 1, 2)),
     Param("s_buffers", 0, "S register buffers: 2 = ping-pong (the S MFMAs of the next key "
@@ -1815,7 +1818,8 @@ class _Builder:
     def body(self, masked: bool, S=None, S_next=None) -> None:
         """One key block: tiles to LDS, S, (mask), softmax, O += P V. Double-buffered: the
         tiles of this block are in LDS already; the next block's go to the other buffer
-        under the S MFMAs, and one barrier at the end publishes them. Ping-pong (S_next
+        under the S MFMAs, and one barrier at the end publishes them (gfx942: a barrier at
+        the top, the loads under the S MFMAs, the writes under the P V MFMAs). Ping-pong (S_next
         given): S holds this block's scores already; the MFMAs of the next block's go to
         S_next while the softmax of S co-issues with them."""
         cfg, kb = self.cfg, self.kb
