@@ -519,7 +519,10 @@ def check(target: str, p: dict[str, Any]) -> Config:
                  p["causal"], p["scale"] or 1.0 / math.sqrt(p["head_dim"]), block_m,
                  p["block_n"], waves, stages=stages,
                  heads_kv=heads_kv, lse=p["lse"], swizzle=p["lds_layout"] == "swizzle",
-                 packed=p["packed"] != "false", unpack_near_mfma=p["packed"] == "auto",
+                 # auto: with 8 waves (two per SIMD) each wave's softmax runs under the
+                 # other's MFMAs by design, so every packed op would be held: none packed
+                 packed=p["packed"] == "true" or (p["packed"] == "auto" and waves <= 4),
+                 unpack_near_mfma=p["packed"] == "auto" and waves <= 4,
                  causal_order=_causal_order(p, block_m, chip),
                  truncate=p["bf16_round"] == "truncate", loop=p["loop"],
                  away=p["bf16_round"] == "nearest_away",
@@ -1520,12 +1523,9 @@ class _Builder:
             packed(kb)
 
     def near_mfma(self, kb) -> bool:
-        """True when an MFMA of this wave's SIMD may hold a packed op emitted now: always
-        with two waves per SIMD (8 waves: each SIMD runs one wave's softmax under the
-        other's MFMAs, by design), else when an MFMA sits fewer than cfg.packed_hold_slots
-        instructions back in the block being built."""
-        if self.cfg.waves > 4:
-            return True
+        """True when an MFMA sits fewer than cfg.packed_hold_slots instructions back in the
+        block being built (packed auto with at most 4 waves: one per SIMD; with 8 no op is
+        packed, see `check`)."""
         slots, op = 0, kb.block.last_op
         while op is not None and slots < self.cfg.packed_hold_slots:
             kind = instruction_kind(op, kb.isa)
