@@ -220,7 +220,9 @@ PARAMS = (
     Param("k_ahead", 0, "S MFMA steps the K reads run ahead of their MFMA with one S buffer "
           "(gfx950 ds_read_b128; gfx942 ds_read_b64, or with k_read b128 reads of two steps "
           "each) (1-6; 0: 3 on gfx942 with one LDS stage, whose 32-cycle 32x32x8 MFMAs do not "
-          "cover the LDS latency and the SIMD-pair port's queue in 2 steps, else 2)",
+          "cover the LDS latency and the SIMD-pair port's queue in 2 steps, 4 on gfx950 (its DS "
+          "reads wait after each MFMA: modeled 51462 vs 53002 with 2 at 1x2x1024x128), else "
+          "2)",
           choices=(0, 1, 2, 3, 4, 5, 6)),
     Param("v_ahead", 0, "P V MFMAs the V^T reads run ahead of their MFMA (gfx950: 2 "
           "ds_read_b64_tr_b16 per MFMA; gfx942 with v_layout transposed: one ds_read_b64) "
