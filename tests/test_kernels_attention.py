@@ -882,9 +882,10 @@ def _order(params) -> str:
 
 
 def test_softmax_placement_moves_the_instructions():
-    base = _order(dict(exp_under_pv="off", max_under_s="off", setprio="none", v_ahead=4))
+    base = _order(dict(exp_under_pv="off", max_under_s="off", setprio="none", v_ahead=4,
+                       k_ahead=2))
     placed = _order(PLACEMENT)
-    assert _order({}) == _order({**PLACEMENT, "k_ahead": 2})  # auto: on with 8 waves
+    assert _order({}) == _order({**PLACEMENT, "k_ahead": 4})  # auto: on with 8 waves
     body = base.split("|")[1]  # one key block (between the barriers)
     body_placed = placed.split("|")[1]
     # exps: all before the first P V MFMA by default; with exp_under_pv, 3 tiles' (48) between
@@ -918,7 +919,7 @@ def test_placement_auto_choices():
     gen = kernels.get(GEN)
     eight = check("gfx950", gen.resolve({}))
     assert (eight.exp_under_pv, eight.max_under_s, eight.setprio, eight.v_ahead,
-            eight.k_ahead) == (True, True, "stage", 2, 2)
+            eight.k_ahead) == (True, True, "stage", 2, 4)
     for target, params in (("gfx942", {}), ("gfx950", {"waves": 4}),
                            ("gfx950", {"waves": 2, "block_n": 64})):
         cfg = check(target, gen.resolve(params))
