@@ -102,6 +102,8 @@ def store(info: OpInfo, g: Group, space: str, mask: np.ndarray, addr: np.ndarray
     if raw.dtype != U8:
         raw = raw.astype(U32).view(U8).reshape(raw.shape[0], -1)
     if space == GLOBAL:
+        if g.ctx.store_observer is not None:
+            g.ctx.store_observer(info, mask, addr, raw.shape[1])
         try:
             g.ctx.memory.store_bytes(addr[mask], raw)
         except MemoryAccessError as err:
