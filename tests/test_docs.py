@@ -584,26 +584,28 @@ def kernels_attention_figures(run, doc: str | None = None):
         "-o fa942.hsaco")
     out = run("asterism stats fa942.hsaco")
     vgprs = _one(r"metadata .vgpr_count (\d+)", out)[0]
-    _quoted(doc, f"gfx942 (block_n 128, one stage of 64 KiB, 8 waves): {vgprs} VGPRs")
+    _quoted(doc, f"gfx942 (block_n 64, two stages of 32 KiB, 8 waves): {vgprs} VGPRs")
 
 
 _ATT942 = ("asterism kernels compare flash_attention_fwd flash_attention_fwd@away "
            "flash_attention_fwd@rtz flash_attention_fwd@noprio flash_attention_fwd@scores "
-           "flash_attention_fwd@k2 flash_attention_fwd@b64 flash_attention_fwd@start "
-           "flash_attention_fwd@split flash_attention_fwd@onrescale flash_attention_fwd@rows "
-           "flash_attention_fwd@noprefetch flash_attention_fwd@qdirect flash_attention_fwd@plain "
-           "flash_attention_fwd@before aiter_fmha_fwd --target gfx942 --shape 1x2x512x128 "
-           "--param flash_attention_fwd@away.bf16_round=nearest_away --param "
+           "flash_attention_fwd@k3 flash_attention_fwd@b64 flash_attention_fwd@every "
+           "flash_attention_fwd@stage1 flash_attention_fwd@start flash_attention_fwd@split "
+           "flash_attention_fwd@n32 flash_attention_fwd@rows flash_attention_fwd@noprefetch "
+           "flash_attention_fwd@qdirect flash_attention_fwd@plain flash_attention_fwd@before "
+           "aiter_fmha_fwd --target gfx942 --shape 1x2x512x128 --param "
+           "flash_attention_fwd@away.bf16_round=nearest_away --param "
            "flash_attention_fwd@rtz.bf16_round=truncate --param "
            "flash_attention_fwd@noprio.setprio=none --param "
-           "flash_attention_fwd@scores.setprio=scores --param flash_attention_fwd@k2.k_ahead=2 "
+           "flash_attention_fwd@scores.setprio=scores --param flash_attention_fwd@k3.k_ahead=3 "
            "--param flash_attention_fwd@b64.k_read=b64 --param "
-           "flash_attention_fwd@start.setprio=none --param flash_attention_fwd@start.k_ahead=2 "
-           "--param flash_attention_fwd@start.k_read=b64 --param "
-           "flash_attention_fwd@split.lds_writes=split --param "
-           "flash_attention_fwd@onrescale.max_exchange=on_rescale --param "
-           "flash_attention_fwd@rows.v_layout=rows --param "
-           "flash_attention_fwd@noprefetch.prefetch=false --param "
+           "flash_attention_fwd@every.max_exchange=every_block --param "
+           "flash_attention_fwd@stage1.stages=1 --param flash_attention_fwd@start.stages=1 "
+           "--param flash_attention_fwd@start.setprio=none --param "
+           "flash_attention_fwd@start.k_ahead=2 --param flash_attention_fwd@start.k_read=b64 "
+           "--param flash_attention_fwd@split.lds_writes=split --param "
+           "flash_attention_fwd@n32.block_n=32 --param flash_attention_fwd@rows.v_layout=rows "
+           "--param flash_attention_fwd@noprefetch.prefetch=false --param "
            "flash_attention_fwd@qdirect.q_staging=direct --param "
            "flash_attention_fwd@plain.lds_layout=plain --param "
            "flash_attention_fwd@before.v_layout=rows --param "
@@ -627,19 +629,23 @@ def _technique_table(doc: str, out: str, labels: list[str]) -> list[str]:
 def kernels_attention_gfx942_techniques(run, doc: str | None = None):
     """kernels.md: the gfx942 per-technique table and the side-by-side sentence."""
     doc = doc or _doc_text("docs/kernels.md")
-    labels = ["default (V^T at copy time, prefetch, Q through LDS, `k_read=b128`, "
-              "`setprio=s_mfma`, `k_ahead=3`, round to nearest even)",
+    labels = ["default (two LDS stages, block_n 64, V^T at copy time, Q through LDS, "
+              "`k_read=b128`, `setprio=s_mfma`, `k_ahead=2`, `max_exchange=on_rescale`, "
+              "round to nearest even)",
               "`bf16_round=nearest_away`", "`bf16_round=truncate` (AITER's rounding)",
-              "`setprio=none` (issue by age)", "`setprio=scores`", "`k_ahead=2`",
-              "`k_read=b64`",
-              "`setprio=none k_ahead=2 k_read=b64` (this branch's starting point)",
-              "`lds_writes=split`", "`max_exchange=on_rescale`",
+              "`setprio=none` (issue by age)", "`setprio=scores`", "`k_ahead=3`",
+              "`k_read=b64`", "`max_exchange=every_block`",
+              "`stages=1` (one stage of 128-key tiles, writes between two barriers: the "
+              "default before)",
+              "`stages=1 setprio=none k_ahead=2 k_read=b64` (branch fa942b's starting point)",
+              "`lds_writes=split` (one stage)", "`block_n=32` (two stages of 32-key tiles)",
               "`v_layout=rows` (4 `ds_read_u16` per V^T operand)",
-              "`prefetch=false` (loads between the barriers)",
+              "`prefetch=false` (one stage, loads between the barriers)",
               "`q_staging=direct` (a lane loads its own Q row)",
               "`lds_layout=plain` (no swizzle: K, Q and V^T conflicts)",
               "`v_layout=rows prefetch=false q_staging=direct` (the three copy techniques "
-              "off; the scheduling of the P V phase stays)", "`aiter_fmha_fwd` (rtz object)"]
+              "off, one stage; the scheduling of the P V phase stays)",
+              "`aiter_fmha_fwd` (rtz object)"]
     cycles = _technique_table(doc, run(_ATT942), labels)
     ratio = int(cycles[-1]) / int(cycles[0])
     _quoted(doc, f"ours {cycles[0]} cycles at its default rounding (to nearest even), "

@@ -193,10 +193,22 @@ def test_double_buffering_parameters():
 
     gen = kernels.get(GEN)
     assert check("gfx950", gen.resolve({})).stages == 2
-    assert check("gfx942", gen.resolve({})).stages == 1
-    assert check("gfx950", gen.resolve({"block_n": 128})).lds_bytes == 2 * 2 * 128 * 256
-    with pytest.raises(KernelParamError, match="stages: 2 .* needs the direct-to-LDS loads"):
-        gen.build("gfx942", {"stages": 2})
+    # gfx942: two stages through registers (block_n 64 at d128: 2 x 32 KiB), one with the
+    # one-stage choices (block_n 128 there), or where the copy's registers do not fit (one
+    # wave holds a whole 128-key d64 tile: 128 VGPRs).
+    two = check("gfx942", gen.resolve({}))
+    assert (two.stages, two.reg_stages, two.block_n, two.lds_bytes) == (2, True, 64, 65536)
+    assert (two.k_ahead, two.exchange_on_rescale, two.pinned_vgprs["C"]) == (2, True, 16)
+    for one in ({"stages": 1}, {"prefetch": False}, {"lds_writes": "split"},
+                {"waves": 1, "head_dim": 64, "block_n": 128}):
+        cfg = check("gfx942", gen.resolve(one))
+        assert (cfg.stages, cfg.reg_stages, "C" in cfg.pinned_vgprs) == (1, False, False), one
+    assert check("gfx942", gen.resolve({"stages": 1})).block_n == 128
+    assert check("gfx942", gen.resolve({"head_dim": 64})).block_n == 128  # 2 x 32 KiB
+    with pytest.raises(KernelParamError, match="stages: 2 on gfx942 .* needs prefetch=true"):
+        gen.build("gfx942", {"stages": 2, "prefetch": False})
+    with pytest.raises(KernelParamError, match="lds_writes: split needs .* one LDS stage"):
+        gen.build("gfx942", {"stages": 2, "lds_writes": "split"})
     # gfx950 has 160 KiB per workgroup: two stages of 256-key d128 tiles need 256 KiB.
     with pytest.raises(KernelParamError, match=r"stages: 2 stage\(s\) .* need 262144 bytes"):
         gen.build("gfx950", {"block_n": 256, "stages": 2})
@@ -206,12 +218,12 @@ def test_ping_pong_parameters():
     from asterism.kernels.attention import check
 
     gen = kernels.get(GEN)
-    # The defaults: 8 waves, block_n 128 (two K/V stages on gfx950, one on gfx942: 128 KiB,
+    # The defaults: 8 waves, block_n 128 on gfx950 and 64 on gfx942 (two K/V stages: 128 KiB,
     # 64 KiB), one S buffer (two waves per SIMD hide each other's softmax).
     default = check("gfx950", gen.resolve({}))
     assert (default.waves, default.block_n, default.s_buffers) == (8, 128, 1)
     assert (check("gfx942", gen.resolve({})).block_n, check("gfx942", gen.resolve({})).waves,
-            check("gfx942", gen.resolve({})).s_buffers) == (128, 8, 1)
+            check("gfx942", gen.resolve({})).s_buffers) == (64, 8, 1)
     # One wave per SIMD: ping-pong S where the registers fit.
     two = {"waves": 2, "block_n": 64}
     assert check("gfx950", gen.resolve(two)).s_buffers == 2
@@ -539,7 +551,7 @@ def test_gfx942_technique_params_refused_where_they_do_not_apply():
     with pytest.raises(KernelParamError, match="k_read: b64 is the gfx942 choice"):
         gen.build("gfx950", {"k_read": "b64"})
     with pytest.raises(KernelParamError, match="q_staging: lds is the gfx942 choice"):
-        gen.build("gfx942", {"q_staging": "lds", "block_n": 64})
+        gen.build("gfx942", {"q_staging": "lds", "block_n": 64, "stages": 1})
     with pytest.raises(KernelParamError, match="bf16_round: nearest_away is for bf16 on gfx942"):
         gen.build("gfx942", {"bf16_round": "nearest_away", "dtype": "f16"})
 
@@ -547,10 +559,11 @@ def test_gfx942_technique_params_refused_where_they_do_not_apply():
 def test_gfx942_v_transposed_reads_one_b64_per_operand():
     # v_layout=transposed: a V^T operand is one ds_read_b64 (64 per block of 128 keys at
     # d128: 4 head-dim blocks x 4 tiles x 4 steps) and the copy's v_perm_b32 pairs (16 per
-    # lane); rows: 4 ds_read_u16 per operand, no perm in the copy.
+    # lane); rows: 4 ds_read_u16 per operand, no perm in the copy (one LDS stage: block_n
+    # 128, the copy's writes once in the module).
     def count(params, op):
         return str(kernels.get(GEN).build("gfx942", dict(seq_q=64, bf16_round="truncate",
-                                                         **params)).module).count(op)
+                                                         stages=1, **params)).module).count(op)
 
     rows, vt = {"v_layout": "rows"}, {}
     assert count(vt, "ds_read_u16") == 0
@@ -599,10 +612,10 @@ def test_setprio_needs_two_waves_per_simd_and_phases():
 
 
 @pytest.mark.parametrize("setprio", ["auto", "scores"])
-def test_gfx942_default_raises_priority_for_the_scores_and_reads_k_three_ahead(setprio):
+def test_gfx942_default_raises_priority_for_the_scores_and_reads_k_ahead(setprio):
     # gfx942 with 8 waves: setprio auto = s_mfma (s_setprio 1 before the S MFMAs, 0 after
     # them: 2 per key block; scores: 0 after the row max's lane exchange) and k_ahead auto =
-    # 3; 4 waves: none.
+    # 2 with two LDS stages (the default), 3 with one; 4 waves: none.
     from asterism.kernels.attention import check
 
     gen = kernels.get(GEN)
@@ -610,7 +623,8 @@ def test_gfx942_default_raises_priority_for_the_scores_and_reads_k_three_ahead(s
                  setprio=setprio)
     cfg = check("gfx942", gen.resolve(extra))
     want = "s_mfma" if setprio == "auto" else setprio
-    assert (cfg.waves, cfg.setprio, cfg.k_ahead) == (8, want, 3)
+    assert (cfg.waves, cfg.setprio, cfg.k_ahead) == (8, want, 2)
+    assert check("gfx942", gen.resolve(dict(extra, stages=1))).k_ahead == 3
     assert check("gfx950", gen.resolve(dict(extra, setprio="auto"))).setprio == "stage"
     assert check("gfx942", gen.resolve(dict(extra, waves=4, setprio="auto"))).setprio == "none"
     case = gen.build("gfx942", extra)
@@ -718,6 +732,74 @@ def test_gfx942_split_lds_writes_barrier_placement():
                 assert before[0] == 64 and before[1] >= 64 and after == (64, 0), segs
             else:
                 assert before == (64, 0) and after[0] == 64 and after[1] >= 64, segs
+
+
+# stages=2 on gfx942 (the default where it fits): the next block's K/V loaded under the S
+# MFMAs into a register region of their own (C), written to the other LDS stage under the
+# P V MFMAs, one barrier per block at its top (the emulator runs the waves in step: a
+# missing barrier would not show in the output; test_gfx942_two_stages_one_barrier_per_block
+# checks where each wave passes them).
+TWO_STAGE_CASES = [
+    dict(heads=1, seq_q=64, seq_k=300, head_dim=128),  # ragged: unmasked then masked loop
+    dict(heads=1, seq_q=300, head_dim=64, causal=True, causal_order="paired"),  # 2 passes
+    dict(heads=2, heads_kv=1, seq_q=64, seq_k=256, head_dim=128, lse=True, dtype="f16"),
+    dict(heads=1, seq_q=64, seq_k=200, head_dim=128, waves=4),  # one wave per SIMD
+    dict(heads=1, seq_q=96, seq_k=300, head_dim=128, loop="unrolled", causal=True),
+    dict(heads=1, seq_q=64, seq_k=200, head_dim=128, block_n=32, v_layout="rows"),
+]
+
+
+@pytest.mark.parametrize("extra", TWO_STAGE_CASES, ids=[
+    "ragged", "d64-paired", "gqa-lse-f16", "4waves", "unrolled-causal", "n32-rows"])
+def test_gfx942_two_stages(extra):
+    from asterism.kernels.attention import check
+
+    gen = kernels.get(GEN)
+    cfg = check("gfx942", gen.resolve(dict(extra, stages=2)))
+    assert cfg.reg_stages and cfg.lds_bytes == 2 * cfg.stage_bytes
+    case = gen.build("gfx942", dict(extra, stages=2))
+    excess, err = run_case(case)
+    assert excess <= 0, f"max error {err} above the tolerance"
+
+
+def test_gfx942_two_stages_keep_every_rescale():
+    # The growing maxima of test_growing_maxima_need_every_rescale with two stages (and
+    # max_exchange auto = on_rescale with them).
+    check_growing_maxima("gfx942", {"stages": 2, "waves": 2, "block_n": 32})
+
+
+def test_gfx942_two_stages_one_barrier_per_block():
+    # In the timing model's run (every instruction each wave executed, in order): after the
+    # prologue (Q staging's barrier, then the first block's writes to stage 0 after another),
+    # each key block is one barrier interval per wave, its top barrier first: the block's 64
+    # MFMAs (32 S, 32 P V at d128, block_n 64), its 6 loads of the next block (2 K, 4 V
+    # rows) and their 4 ds_write_b128 (2 K, 2 V^T) into the other stage, after the loads.
+    from asterism.kernels.run import run_case as run_timed
+
+    case = kernels.get(GEN).build("gfx942", dict(heads=1, seq_q=64, seq_k=256,
+                                                 head_dim=128))
+    t = run_timed(case, timing=True, check=False).timing_result
+    assert len(t.waves) == 8
+    for w in t.waves:
+        segs, cur = [], []
+        for rec in w.records:
+            op = t.code[rec[4] - 1][1].split()[0]
+            if op == "s_barrier":
+                segs.append(cur)
+                cur = []
+            elif op.startswith("v_mfma"):
+                cur.append("m")
+            elif op == "ds_write_b128":
+                cur.append("w")
+            elif op.startswith("buffer_load"):
+                cur.append("l")
+        segs.append(cur)
+        assert segs[2] == ["w"] * 4, segs[2]  # the first block's writes
+        blocks = segs[3:]  # one per key block, from its top barrier
+        assert len(blocks) == 4 and w.barriers == 6, (w.wave, segs)
+        for block in blocks:
+            assert (block.count("m"), block.count("l"), block.count("w")) == (64, 6, 4), block
+            assert "".join(block).rindex("l") < "".join(block).index("w"), block
 
 
 # Softmax placement (issue 24, gfx950, one S buffer): exp_under_pv = tiles 1..'s fma / exp /

@@ -222,3 +222,30 @@ def test_cli_sanitizer_option(tmp_path):
         warn.stdout
     bad = _cli("run", "k.s", "--grid", "1", "--sanitizer", "loud", cwd=tmp_path)
     assert bad.returncode == 2 and "invalid choice" in bad.stderr
+
+
+def test_lds_visibility_after_groups_merge_with_a_store_in_flight():
+    # Two groups of one workgroup's waves (split at a divergent branch) each issued the same
+    # DS store (serials 1 and 2), then merged at the same instruction with it in flight: the
+    # merged group's s_waitcnt lgkmcnt(0) completes both waves' stores. Before the fix the
+    # merge kept the first group's record only, so wave 1's store (serial 2) stayed
+    # "pending" forever and a read after the barrier was reported as a race (seen in
+    # flash_attention_fwd gfx942 with two LDS stages, causal 1x1x1024x128).
+    from types import SimpleNamespace
+
+    from asterism.emu import sanitizer as san
+
+    watch = san.LdsWatch((1, 64), np.array([0, 0]), np.array([0, 1]))
+    groups = []
+    for _wave in (0, 1):
+        tracker = san.Tracker()
+        store = san.Pending(7, None, ((san.LGKM, True),), frozenset())
+        tracker.ops.append(store)
+        watch.issued(store)
+        groups.append(tracker)
+    first, second = groups
+    second.merge_into(first)
+    retired = first.retire(0xC07F)  # s_waitcnt lgkmcnt(0)
+    watch.retired(SimpleNamespace(waves=np.array([0, 1]), tracker=first), retired)
+    assert watch.done.tolist() == [2, 2]
+    assert first.serials == {}  # dropped with the record

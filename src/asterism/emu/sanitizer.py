@@ -289,13 +289,21 @@ class Tracker:
     ops: list[Pending] = field(default_factory=list)
     dst: dict[int, Pending] = field(default_factory=dict)
     locked: dict[int, Pending] = field(default_factory=dict)
+    # DS store serials (LdsWatch) raised by merges: id(record) -> the newest serial of the
+    # equivalent records of the groups merged into this one (their waves' stores of that
+    # instruction, issued after this group's): retiring the record completes those too.
+    serials: dict[int, int] = field(default_factory=dict)
 
     def copy(self) -> Tracker:
         """An independent copy (for a group split); the records are shared, each held once
         more (drop() the tracker the copies replace)."""
         for p in self.ops:
             p.holders += 1
-        return Tracker(list(self.ops), dict(self.dst), dict(self.locked))
+        return Tracker(list(self.ops), dict(self.dst), dict(self.locked), dict(self.serials))
+
+    def lds_serial(self, p: Pending) -> int:
+        """The DS store serial this group's waves reach when `p` retires (0: no store)."""
+        return self.serials.get(id(p), p.lds_serial)
 
     def drop(self) -> None:
         """This tracker's group is gone (split into copies, or merged into another): it no
@@ -309,6 +317,11 @@ class Tracker:
         for mine, theirs in zip(self.ops, into.ops, strict=True):
             if mine is not theirs:
                 mine.merged_into = theirs
+                # this group's waves issued their store as `mine`: when `into` retires
+                # `theirs`, their stores up to `mine` are complete too
+                serial = self.lds_serial(mine)
+                if serial > into.lds_serial(theirs):
+                    into.serials[id(theirs)] = serial
         self.drop()
 
     def signature(self) -> tuple[int, ...]:
@@ -488,8 +501,13 @@ class LdsWatch:
         self.serial += 1
 
     def retired(self, g: Group, ops: list[Pending]) -> None:
-        """A wait of group `g` retired `ops`: their waves' DS stores up to them are done."""
-        top = max((p.lds_serial for p in ops), default=0)
+        """A wait of group `g` retired `ops`: their waves' DS stores up to them are done
+        (for records other groups merged into, up to those groups' stores of the same
+        instruction: g.tracker's serials)."""
+        tracker = g.tracker
+        top = max((tracker.lds_serial(p) for p in ops), default=0)
+        for p in ops:
+            tracker.serials.pop(id(p), None)
         if top:
             waves = g.waves
             self.done[waves] = np.maximum(self.done[waves], top)

@@ -7,8 +7,10 @@ h // (heads / heads_kv)); with `lse` the kernel also writes the log-sum-exp of e
 of `waves` waves takes `block_m` = 32 * waves query rows of one (batch, head); each wave owns
 32 rows and walks the keys `block_n` at a time. Per key block the workgroup copies the K and
 V tiles to LDS (on gfx950 straight from memory with `buffer_load_dwordx4 ... lds`, M0 values
-precomputed in SGPRs; on gfx942 through registers and `ds_write_b128`; on gfx950 double-
-buffered by default: the next block's DMA runs under this block's S MFMAs), then each wave:
+precomputed in SGPRs; on gfx942 through registers and `ds_write_b128`; double-buffered by
+default: on gfx950 the next block's DMA runs under this block's S MFMAs, on gfx942 its loads
+under the S MFMAs into registers of their own and its LDS writes under the P V MFMAs, one
+barrier per block), then each wave:
 
 1. computes S^T = K Q^T with 32x32 MFMAs (v_mfma_f32_32x32x16 on gfx950, 32x32x8 on gfx942):
    K is the A operand (from LDS), Q^T the B operand (held in registers for the whole loop).
@@ -43,6 +45,7 @@ from asterism.builder import Group, Stream, after, before, unroll
 from asterism.kernels.base import (
     KernelCase,
     KernelGenerator,
+    KernelParamError,
     LazyArgs,
     Param,
     Shape,
@@ -64,6 +67,13 @@ READ_AHEAD = 2  # MFMA steps the LDS operand reads run ahead of their MFMA
 # max_under_s: MFMAs between a tile's last S MFMA and the first read of it (a VALU read of an
 # MFMA result waits for it; 2: modeled 1.7 % slower at 1x8x4096x128)
 MAX_LAG = 3
+# gfx942 stages 2: S MFMAs per load of the next block (all 8 waves load at once after the
+# block's barrier; one load after each MFMA queues them at the CU's vector memory: modeled
+# 48226 vs 47254 cycles at 1x2x512x128)
+STAGE_LOAD_SPACING = 4
+# gfx942 stages 2: k_ahead auto (modeled 46610 with 3, 46242 with 2 at 1x2x512x128; with one
+# barrier per block the waves start their S MFMAs together and the LDS port queues less)
+STAGES_K_AHEAD = 2
 PV_READ_AHEAD = 4  # the same for the V^T reads of gfx950 (2 ds_read_b64_tr_b16 per MFMA)
 AUTO_V_AHEAD = 2  # v_ahead auto with 8 waves and one S buffer on gfx950 (modeled faster)
 DMA_M0_SGPR = 64  # first SGPR of the pinned DMA M0 values (gfx950)
@@ -96,15 +106,22 @@ PARAMS = (
           choices=("auto", "paired", "longest_first", "in_order")),
     Param("scale", 0.0, "softmax scale (0: 1/sqrt(head_dim))", type=float),
     Param("block_m", 0, "query rows per workgroup (32 per wave; 0: 32 * waves)"),
-    Param("block_n", 0, "keys per loop iteration: 32, 64, 128 or 256 where it fits; 0: 128 on "
-          "gfx950 (two LDS stages of 128-key tiles fit its 160 KiB), 64 on gfx942"),
+    Param("block_n", 0, "keys per loop iteration: 32, 64, 128 or 256 where it fits; 0: 128 "
+          "where two LDS stages of 128-key tiles fit (gfx950's 160 KiB; gfx942's 64 KiB at "
+          "head_dim 64), else 64 (gfx942 head_dim 128: two stages of 32 KiB; with one stage "
+          "128)"),
     Param("waves", 0, "waves per workgroup: 1, 2, 4 (one per SIMD) or 8 (two per SIMD, 256 "
           "query rows: the K/V tiles in LDS serve 8 waves, and each SIMD runs one wave's "
           "softmax under the other's MFMAs); 0: 8 where a K/V tile splits into 16-byte "
           "copies over 8 waves, else the most that it splits over"),
-    Param("stages", 0, "LDS buffers of K/V tiles: 2 = double buffering (the DMA of the next "
-          "key block runs under this block's MFMAs, gfx950), 1 = one buffer, 0 = 2 where "
-          "it fits", choices=(0, 1, 2)),
+    Param("stages", 0, "LDS buffers of K/V tiles: 2 = double buffering (gfx950: the DMA of "
+          "the next key block runs under this block's MFMAs; gfx942: its loads go under "
+          "the S MFMAs into registers of their own, its LDS writes under the P V MFMAs, one "
+          "barrier per block: modeled 45998 vs 46790 cycles for one stage at 1x2x512x128, "
+          "156686 vs 164150 at 1x8x2048x128, with its k_ahead 2 and max_exchange "
+          "on_rescale), "
+          "1 = one buffer (gfx942: the writes between two barriers), 0 = 2 where it fits "
+          "(gfx942: with prefetch and lds_writes between)", choices=(0, 1, 2)),
     Param("s_buffers", 0, "S register buffers: 2 = ping-pong (the S MFMAs of the next key "
           "block co-issue with this block's softmax, gfx950 with stages 2), 1 = one, 0 = 2 "
           "where they fit", choices=(0, 1, 2)),
@@ -135,20 +152,21 @@ PARAMS = (
           "setprio scores and k_ahead 3), b64 = one ds_read_b64 per step (2-way conflicts on "
           "gfx942); auto = b128 on gfx942 (gfx950 always reads 16 bytes: one 32x32x16 step)",
           choices=("auto", "b64", "b128")),
-    Param("prefetch", True, "gfx942 (one LDS stage): the global loads of the next key "
-          "block's K/V tiles are issued before this block's P V MFMAs, into the S registers "
-          "(free once P is packed), and only their LDS writes sit between the two barriers "
-          "(where the S registers hold them; false: loads and writes between the barriers)"),
-    Param("max_exchange", "every_block", "where the row max is exchanged with the other half "
+    Param("prefetch", True, "gfx942: the global loads of the next key block's K/V tiles "
+          "ahead of their LDS writes; one LDS stage: issued before this block's P V MFMAs, "
+          "into the S registers (free once P is packed), and only their LDS writes sit "
+          "between the two barriers (false: loads and writes between the barriers, one "
+          "stage); two stages (needs it): under the S MFMAs, into registers of their own"),
+    Param("max_exchange", "auto", "where the row max is exchanged with the other half "
           "of the row (lane l ^ 32; gfx942: ds_bpermute_b32 through the LDS, gfx950: "
           "v_permlane32_swap_b32): every_block = before the deferred-rescale test; "
           "on_rescale = only inside the rescale branch (the test on each half's own max "
           "takes the branch exactly when the row's max grew past the slack; without it the "
           "old max stays, the same in both halves): no LDS access between the S MFMAs and "
-          "the exps in most blocks, but modeled slower on gfx942 (47434 vs 47390 cycles at "
-          "1x2x512x128: the waves of a SIMD meet at the MFMAs differently)",
-          choices=("every_block", "on_rescale")),
-    Param("lds_writes", "between", "gfx942 with prefetch and transposed V (one LDS stage): "
+          "the exps in most blocks (gfx942 one stage: modeled 46706 vs 46790 cycles at "
+          "1x2x512x128; two stages: 45998 vs 46242); auto = on_rescale on gfx942 with two "
+          "LDS stages, else every_block", choices=("auto", "every_block", "on_rescale")),
+    Param("lds_writes", "between", "gfx942 with prefetch and transposed V, one LDS stage: "
           "where the copy's LDS writes go. between = K and V^T of the next block written "
           "between two barriers at the block's start (no MFMA runs meanwhile); split = V^T "
           "written after the block's barrier (the previous block's P V reads are done), "
@@ -157,7 +175,8 @@ PARAMS = (
           "their softmax (every wave is done with K then; each SIMD's first wave is in its "
           "softmax and the second in its S MFMAs there anyway). split is modeled slower "
           "(48250 vs 47390 cycles at 1x2x512x128: the SIMDs, up to 600 cycles apart, now meet "
-          "twice a block)", choices=("between", "split")),
+          "twice a block); with two stages (stages 0 takes them with between) the writes go "
+          "into the other stage under the P V MFMAs", choices=("between", "split")),
     Param("q_staging", "auto", "how Q reaches its registers: lds = row-contiguous "
           "buffer_load_dwordx4 (4 rows of 1 KiB per instruction) into the wave's part of the "
           "LDS (chunks XOR-swizzled by row), then read in the MFMA layout; direct = each lane "
@@ -193,8 +212,8 @@ PARAMS = (
           "the whole max after them; auto = on with 8 waves", choices=("auto", "on", "off")),
     Param("k_ahead", 0, "S MFMA steps the K reads run ahead of their MFMA with one S buffer "
           "(gfx950 ds_read_b128; gfx942 ds_read_b64, or with k_read b128 reads of two steps "
-          "each) (1-6; 0: 3 on gfx942, whose 32-cycle 32x32x8 MFMAs do not cover the LDS "
-          "latency and the SIMD-pair port's queue in 2 steps, else 2)",
+          "each) (1-6; 0: 3 on gfx942 with one LDS stage, whose 32-cycle 32x32x8 MFMAs do not "
+          "cover the LDS latency and the SIMD-pair port's queue in 2 steps, else 2)",
           choices=(0, 1, 2, 3, 4, 5, 6)),
     Param("v_ahead", 0, "P V MFMAs the V^T reads run ahead of their MFMA (gfx950: 2 "
           "ds_read_b64_tr_b16 per MFMA; gfx942 with v_layout transposed: one ds_read_b64) "
@@ -388,6 +407,11 @@ class Config:
         return 2 * self.tile_bytes
 
     @property
+    def reg_stages(self) -> bool:
+        """Two LDS stages filled through registers (gfx942, no direct-to-LDS loads)."""
+        return self.stages == 2 and not self.features.lds_dma
+
+    @property
     def lds_bytes(self) -> int:
         """LDS of the kernel: `stages` buffers of a K and a V tile."""
         return self.stages * self.stage_bytes
@@ -401,6 +425,8 @@ class Config:
             del regions["O"]
         if self.s_buffers == 2:
             regions["S2"] = 16 * self.tiles
+        if self.reg_stages:  # the next block's K and V on their way to LDS
+            regions["C"] = self.copy_vgprs
         return regions
 
     @property
@@ -422,9 +448,17 @@ def check(target: str, p: dict[str, Any]) -> Config:
 
     chip = get_target(target)
     feats = kernel_features(target)
+    if p["stages"] == 0 and not feats.lds_dma and _register_stages(p):
+        # gfx942 auto: two stages where they fit (LDS, and the copy's registers: few
+        # waves hold a lot of a tile each), else what one stage gives (its errors too).
+        try:
+            return check(target, dict(p, stages=2))
+        except KernelParamError:
+            return check(target, dict(p, stages=1))
     if not p["block_n"]:
-        # 128 where two K/V stages (gfx950) or one (gfx942) fit: fewer barriers per key.
-        stages = 2 if feats.lds_dma else 1
+        # 128 where two K/V stages (gfx950; gfx942 where its copy takes two) or one
+        # (gfx942 with one) fit: fewer barriers per key.
+        stages = 2 if feats.lds_dma or _register_stages(p) else 1
         fits = stages * 2 * 128 * 2 * p["head_dim"] <= chip.lds.bytes_per_workgroup
         p = dict(p, block_n=128 if fits else 64)
     seq_k = p["seq_k"] or p["seq_q"]
@@ -454,9 +488,14 @@ def check(target: str, p: dict[str, Any]) -> Config:
         require(seq_k >= p["seq_q"], "causal",
                 f"needs seq_k >= seq_q (bottom-right aligned mask; rows with no visible key "
                 f"are undefined), got seq_q={p['seq_q']} seq_k={seq_k}")
+    stages = _stages(target, p, chip)
+    reg_stages = stages == 2 and not feats.lds_dma  # Config.reg_stages
+    max_exchange = p["max_exchange"]
+    if max_exchange == "auto":
+        max_exchange = "on_rescale" if reg_stages else "every_block"
     cfg = Config(target, p["batch"], p["heads"], p["seq_q"], seq_k, p["head_dim"], p["dtype"],
                  p["causal"], p["scale"] or 1.0 / math.sqrt(p["head_dim"]), block_m,
-                 p["block_n"], waves, stages=_stages(target, p, chip),
+                 p["block_n"], waves, stages=stages,
                  heads_kv=heads_kv, lse=p["lse"], swizzle=p["lds_layout"] == "swizzle",
                  packed=p["packed"], causal_order=_causal_order(p, block_m, chip),
                  truncate=p["bf16_round"] == "truncate", loop=p["loop"],
@@ -464,8 +503,8 @@ def check(target: str, p: dict[str, Any]) -> Config:
                  vt=not feats.ds_read_tr and p["v_layout"] != "rows",
                  # b64: one 32x32x8 step's 8 bytes per lane (16 where the step reads them)
                  k_bytes=16 if feats.mfma_k != 8 or p["k_read"] != "b64" else 8,
-                 k_ahead=p["k_ahead"] or feats.fa_k_ahead,
-                 exchange_on_rescale=p["max_exchange"] == "on_rescale")
+                 k_ahead=p["k_ahead"] or (STAGES_K_AHEAD if reg_stages else feats.fa_k_ahead),
+                 exchange_on_rescale=max_exchange == "on_rescale")
     require(p["k_read"] != "b64" or feats.mfma_k == 8, "k_read",
             "b64 is the gfx942 choice (a gfx950 32x32x16 step reads 16 bytes per lane)")
     require(p["v_layout"] != "transposed" or not feats.ds_read_tr, "v_layout",
@@ -501,12 +540,14 @@ def check(target: str, p: dict[str, Any]) -> Config:
     if not feats.lds_dma and p["prefetch"] and cfg.tile_bytes % (16 * 64 * cfg.waves) == 0:
         import dataclasses
 
-        # Where the S registers hold a block's K and V (the copy's VGPRs per lane).
-        cfg = dataclasses.replace(cfg, prefetch=cfg.copy_vgprs <= 16 * cfg.tiles)
+        # Where the S registers hold a block's K and V (the copy's VGPRs per lane); two
+        # stages hold them in their own registers.
+        cfg = dataclasses.replace(cfg, prefetch=cfg.reg_stages
+                                  or cfg.copy_vgprs <= 16 * cfg.tiles)
     split_fits = cfg.prefetch and cfg.vt and cfg.stages == 1
     require(p["lds_writes"] != "split" or split_fits, "lds_writes",
-            "split needs the gfx942 copy with prefetch=true and v_layout transposed (the next "
-            "block's tiles in the S registers)")
+            "split needs the gfx942 copy with prefetch=true, v_layout transposed (the next "
+            "block's tiles in the S registers) and one LDS stage")
     if p["lds_writes"] == "split":
         import dataclasses
 
@@ -514,6 +555,9 @@ def check(target: str, p: dict[str, Any]) -> Config:
     require(cfg.tile_bytes % (16 * 64 * cfg.waves) == 0, "waves",
             f"{cfg.waves} waves cannot split a {cfg.block_n}x{cfg.head_dim} tile into 16-byte "
             f"loads evenly ({cfg.tile_bytes} bytes); use fewer waves or a larger block_n")
+    require(not cfg.reg_stages or cfg.prefetch, "stages",
+            "2 on gfx942 fills the other stage from registers loaded a block ahead: it needs "
+            "prefetch=true")
     require(not cfg.vt or cfg.vt_width >= 4, "v_layout",
             f"transposed needs a 4-key x 4-byte piece of the {cfg.block_n}x{cfg.head_dim} V "
             f"tile per lane of {cfg.waves} waves; use fewer waves, a larger block_n or "
@@ -580,14 +624,21 @@ def _default_waves(p: dict[str, Any]) -> int:
 
 
 def _stages(target: str, p: dict[str, Any], chip) -> int:
-    """The LDS stages: the parameter, or for 0 two where they fit (gfx950) else one."""
-    if p["stages"]:
-        require(p["stages"] == 1 or kernel_features(target).lds_dma, "stages",
-                "2 (double buffering) needs the direct-to-LDS loads of gfx950")
+    """The LDS stages: the parameter, or for 0 two where they fit (gfx950) else one (gfx942's
+    0 is resolved by `check`: two where they fit, see `_register_stages`)."""
+    if p["stages"]:  # gfx942's 2 (through registers) is checked with the copy's choices
         return p["stages"]
     block = 2 * p["block_n"] * 2 * p["head_dim"]  # one stage: K and V tiles
     fits = 2 * block <= chip.lds.bytes_per_workgroup
     return 2 if kernel_features(target).lds_dma and fits else 1
+
+
+def _register_stages(p: dict[str, Any]) -> bool:
+    """gfx942 (no LDS DMA): whether stages 0 / 2 means two stages filled through registers:
+    stages 2, or 0 with the register copy ahead of time (prefetch) and lds_writes between
+    (split is the one-stage schedule)."""
+    return p["stages"] == 2 or (p["stages"] == 0 and p["prefetch"]
+                                and p["lds_writes"] == "between")
 
 
 def _with_registers(cfg: Config, p: dict[str, Any], budget: int) -> Config:
@@ -831,6 +882,11 @@ class _Builder:
             self.dma_m0()
         if cfg.vt:
             self.vt_copy_offsets()
+        # LDS addresses of the copy's writes (gfx942): K rows, V rows, V^T units q; with
+        # two stages the loop carries copies of them pointing at the stage being filled.
+        self.base_dst = {"k": self.copy_k, "v": self.copy_v,
+                         **(self.vt_dst if cfg.vt else {})}
+        self.wdst = dict(self.base_dst)
 
     # --- gfx942: V^T in LDS (v_layout transposed) -----------------------------------------
     # The V^T tile holds, per group g of 4 keys, head_dim entries of 8 bytes (the 4 keys'
@@ -910,11 +966,10 @@ class _Builder:
                     16: kb.buffer_load_dwordx4}[cfg.vt_width]
             hi, lo = divmod(r * rep_bytes + j * cfg.row_bytes, 4096)
             if dest:  # pinned registers: the writes name them afresh where they are
-                at = dests[r, j]
-                load(self.region["S"][at:at + dwords], voffs[hi], self.rv, 0, offen=True,
-                     offset=lo)
+                at, regs = dests[r, j], self.copy_regs
+                load(regs[at:at + dwords], voffs[hi], self.rv, 0, offen=True, offset=lo)
                 rows.setdefault(r, []).append(
-                    lambda kb, at=at: pieces(kb, self.region["S"][at:at + dwords]))
+                    lambda kb, at=at: pieces(kb, regs[at:at + dwords]))
                 return
             data = load(kb.vregs(dwords, align=min(dwords, 4)), voffs[hi], self.rv, 0,
                         offen=True, offset=lo)
@@ -943,7 +998,14 @@ class _Builder:
         data = kb.join(kb.v_perm_b32(None, x[1], x[0], lo), kb.v_perm_b32(None, x[3], x[2], lo),
                        kb.v_perm_b32(None, x[1], x[0], hi), kb.v_perm_b32(None, x[3], x[2], hi),
                        align=4)
-        kb.ds_write_b128(self.vt_dst[q], data, offset=offset)
+        kb.ds_write_b128(self.wdst[q], data, offset=offset)
+
+    @property
+    def copy_regs(self):
+        """The pinned registers a prefetched block's K and V wait in for their LDS writes:
+        the S registers (one stage), or their own region C (two stages: held across a
+        whole key block)."""
+        return self.region["C" if self.cfg.reg_stages else "S"]
 
     def swizzle_bits(self, row, period: int, shift: int):
         """The byte XOR of a tile row's swizzle: ((row % period) / rows_per_line) << shift
@@ -1053,7 +1115,7 @@ class _Builder:
 
         def write():
             data, offset = loaded.pop(0)
-            kb.ds_write_b128(self.copy_k if offset < cfg.tile_bytes else self.copy_v, data,
+            kb.ds_write_b128(self.wdst["k" if offset < cfg.tile_bytes else "v"], data,
                              offset=offset)
 
         # COPY_LAG loads in flight: each write waits for the oldest (vmcnt(COPY_LAG - 1)).
@@ -1075,7 +1137,7 @@ class _Builder:
         in self.pending for load_tiles, between the barriers of the next iteration (the
         last iteration's loads read past seq_k: zeros, never written)."""
         cfg, kb = self.cfg, self.kb
-        S = self.region["S"]
+        S = self.copy_regs
         used = [0]
 
         def dest(n: int) -> int:
@@ -1098,7 +1160,7 @@ class _Builder:
             kb.buffer_load_dwordx4(S[at:at + 4], voffs[hi], rsrc, 0, offen=True, offset=lo)
 
         def write(kb, offset):
-            addr = self.copy_k if offset < cfg.tile_bytes else self.copy_v
+            addr = self.wdst["k" if offset < cfg.tile_bytes else "v"]
             at = regs[offset]
             kb.ds_write_b128(addr, S[at:at + 4], offset=offset)
 
@@ -1499,7 +1561,9 @@ class _Builder:
         LDS."""
         cfg, acc_o = self.cfg, self.region["O"]
         loads = []
-        if cfg.prefetch:  # the next key block's tiles, into the S registers (P is packed)
+        if cfg.reg_stages:  # the LDS writes of the next block, into the other stage
+            loads, self.pending, self.pending_v = self.pending + self.pending_v, [], []
+        elif cfg.prefetch:  # the next key block's tiles, into the S registers (P is packed)
             key_off = self.kb.s_add_u32(None, self.key_off, cfg.tile_bytes)
             loads = self.prefetch_tiles(key_off, issue=False)
         steps = 32 // cfg.kstep
@@ -1527,6 +1591,8 @@ class _Builder:
         # prefetch loads (into the S registers the packing and the adds read), in this order
         # after the MFMAs (at least as many per MFMA as keep each tile's P ahead of its MFMAs).
         packs, self.late_packs = self.late_packs, []
+        # two stages: the LDS writes last, under the last MFMAs (modeled 46610 vs 47254
+        # cycles at 1x2x512x128 for writes before the adds, 46942 after the MFMAs)
         late_items = packs + self.late + loads
         if packs:  # one item stream, ceil(items / MFMAs) after each MFMA: tile u's P first
             per, tile_items = -(-len(late_items) // len(space)), len(packs) // (cfg.tiles - 1)
@@ -1576,7 +1642,9 @@ class _Builder:
         cfg, kb = self.cfg, self.kb
         self.key_off = kb.s_mov_b32(None, 0)  # byte offset of the block's first key row
         self.key0 = kb.s_mov_b32(None, 0)  # its first key
-        if cfg.stages == 2:
+        if cfg.reg_stages:
+            self.first_copy_stage()
+        elif cfg.stages == 2:
             self.first_stage()
         elif cfg.prefetch:
             self.prefetch_tiles(self.key_off)
@@ -1617,6 +1685,9 @@ class _Builder:
         addresses."""
         cfg = self.cfg
         values = [self.key_off, self.key0]
+        if cfg.reg_stages:
+            return values + [*self.addr_k.values(), *self.addr_v.values(),
+                             *self.wdst.values()]
         if cfg.stages == 2:
             values.append(self.dma_stage)
             if cfg.s_buffers == 2:
@@ -1628,7 +1699,11 @@ class _Builder:
         """Set what `carried` lists from the loop's arguments (in the body) or results."""
         it = iter(values)
         self.key_off, self.key0 = next(it), next(it)
-        if self.cfg.stages == 2:
+        if self.cfg.reg_stages:
+            self.addr_k = {x: next(it) for x in self.addr_k}
+            self.addr_v = {x: next(it) for x in self.addr_v}
+            self.wdst = {x: next(it) for x in self.wdst}
+        elif self.cfg.stages == 2:
             self.dma_stage = next(it)
             if self.cfg.s_buffers == 2:
                 self.k_stage = next(it)
@@ -1743,7 +1818,8 @@ class _Builder:
     def body(self, masked: bool, S=None, S_next=None) -> None:
         """One key block: tiles to LDS, S, (mask), softmax, O += P V. Double-buffered: the
         tiles of this block are in LDS already; the next block's go to the other buffer
-        under the S MFMAs, and one barrier at the end publishes them. Ping-pong (S_next
+        under the S MFMAs, and one barrier at the end publishes them (gfx942: a barrier at
+        the top, the loads under the S MFMAs, the writes under the P V MFMAs). Ping-pong (S_next
         given): S holds this block's scores already; the MFMAs of the next block's go to
         S_next while the softmax of S co-issues with them."""
         cfg, kb = self.cfg, self.kb
@@ -1759,7 +1835,21 @@ class _Builder:
         else:
             S = self.region["S"]
             dma = None
-            if cfg.split_writes:
+            loads = []
+            if cfg.reg_stages:
+                # This block's tiles are complete (this wave's writes: the barrier waits for
+                # them; the others' by it), and every wave is done with the stage the writes
+                # below fill (the block before last). At the top, not the bottom: the last
+                # block's waves go on to their stores without meeting.
+                kb.s_barrier()
+                # The next block's loads under the S MFMAs, one after every
+                # STAGE_LOAD_SPACING-th (no-ops pad the stream), a whole phase ahead of
+                # their LDS writes under this block's P V MFMAs, into the other stage (past
+                # seq_k: zeros).
+                loads = [x for load in self.prefetch_tiles(
+                    kb.s_add_u32(None, self.key_off, cfg.tile_bytes), issue=False)
+                    for x in (load, *[lambda kb: None] * (STAGE_LOAD_SPACING - 1))]
+            elif cfg.split_writes:
                 # Every wave is done with the previous V^T (and K of this block is written).
                 kb.s_barrier()
                 for emit in self.pending_v:
@@ -1777,7 +1867,7 @@ class _Builder:
                                        (self.rv, 1, v_first, self.dma_stage)])
             self.priority("scores")
             v = self.max_under_s(S, key0)
-            self.scores(S, dma, valu=v and v.pop("items"))
+            self.scores(S, dma, valu=(v and v.pop("items")) or loads)
             self.mid_barrier(second=True)
             self.priority("softmax")
             self.softmax(S, key0, v)
@@ -1860,10 +1950,28 @@ class _Builder:
         for x, reg in regs.items():
             regs[x] = self.kb.v_xor_b32(reg, self.cfg.stage_bytes, reg)
 
+    def first_copy_stage(self) -> None:
+        """gfx942 two stages: the first key block's tiles through the copy registers into
+        stage 0 after a barrier (every wave is done with the LDS: Q staging, a previous
+        pass's tiles; the loop's first barrier publishes them); the loop's writes then start
+        at stage 1."""
+        cfg, kb = self.cfg, self.kb
+        self.prefetch_tiles(self.key_off)
+        self.wdst = dict(self.base_dst)
+        kb.s_barrier()
+        for emit in self.pending + self.pending_v:
+            emit(kb)
+        self.pending, self.pending_v = [], []
+        self.wdst = {x: kb.v_xor_b32(None, cfg.stage_bytes, reg) for x, reg in self.wdst.items()}
+
     def next_stage(self) -> None:
         """End of a double-buffered iteration: the next block's tiles are complete (this
         wave's DMA by token, the others' by the barrier); swap the buffers."""
         cfg, kb = self.cfg, self.kb
+        if cfg.reg_stages:  # (the barrier is at the top of the next block)
+            for regs in (self.addr_k, self.addr_v, self.wdst):
+                self.toggle(regs)
+            return
         kb.wait(*self.dma_tokens)
         kb.s_barrier()
         self.dma_stage = kb.s_xor_b32(self.dma_stage, self.dma_stage, cfg.stage_bytes)
