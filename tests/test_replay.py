@@ -227,6 +227,10 @@ def test_replayed_valu_results_reach_other_units_later():
     assert issue[2] - issue[1] == d["valu_to_memory"] == 12
     assert issue[4] - issue[3] == d["valu_sgpr_salu"] == 20
     assert issue[6] - issue[5] == d["valu_sgpr_valu"] == 12
+    # [att] the wait is an idle gap before the reader's record (its time), not stall
+    recs = {r[4]: r for r in w.records}
+    assert [(recs[k + 1][0] - issue[k], recs[k + 1][2]) for k in (1, 3, 5)] == \
+        [(12, 0), (20, 0), (12, 0)]
     _tm, (old,) = _run_stream(lines, off=frozenset({"valu_paths"}))
     issue = {r[4]: r[0] + r[2] for r in old.records}
     assert [issue[k + 1] - issue[k] for k in (1, 3, 5)] == [4, 4, 4]
@@ -285,6 +289,55 @@ def test_an_mfma_holds_its_simds_valu(target, hold):
     assert w.records[1][0] + w.records[1][2] - w.records[0][0] == hold
     _tm, (w,) = _run_stream([mfma, "s_add_u32 s4, s5, s6", "s_endpgm"], target)
     assert w.records[1][0] + w.records[1][2] - w.records[0][0] == 4
+
+
+@pytest.mark.parametrize("target, mfma, hold", [
+    # 8 passes (32 cycles), 16-byte A/B sources (XDL2x): 32 + 8 + 4
+    ("gfx950", "v_mfma_f32_32x32x16_bf16 v[0:15], v[16:19], v[20:23], v[0:15]", 44),
+    # 4 passes (16 cycles), 8-byte sources: 16 + 8
+    ("gfx942", "v_mfma_f32_16x16x16_f16 v[0:3], v[16:17], v[20:21], v[0:3]", 24)])
+def test_an_mfma_holds_packed_f32_longer(target, mfma, hold):
+    """[llvm-pr] PR #233721: a packed-FP32 VALU (v_pk_mul_f32) issues NumPasses + 2 issue
+    cycles after an MFMA (one more after a 16-byte source), whatever registers it reads; a
+    plain VALU only mfma.valu_hold after. By hand: tried 4 cycles after the MFMA, it issues
+    `hold` after it (flash_attn_func_small measures 44 for its 32x32x16 bf16 MFMA); off
+    ("packed_valu"): valu_hold. A wave on another SIMD is not held."""
+    pk = "v_pk_mul_f32 v[30:31], v[32:33], v[34:35]"
+    tm, (w,) = _run_stream([mfma, pk, "s_endpgm"], target)
+    issue = [r[0] + r[2] for r in w.records]
+    assert (tm.mfma.packed_extra, tm.mfma.packed_xdl2x) == (8, 4)
+    assert issue[1] - issue[0] == hold
+    _tm, (w,) = _run_stream([mfma, pk, "s_endpgm"], target, off=frozenset({"packed_valu"}))
+    issue = [r[0] + r[2] for r in w.records]
+    assert issue[1] - issue[0] == tm.mfma.valu_hold
+    _tm, (w,) = _run_stream([mfma, "v_mul_f32 v30, v32, v34", "s_endpgm"], target)
+    issue = [r[0] + r[2] for r in w.records]
+    assert issue[1] - issue[0] == tm.mfma.valu_hold
+    # two waves on SIMDs 0 and 1: the MFMA of wave 0 does not hold wave 1's packed VALU
+    tm, statics = _statics([mfma, pk, "s_endpgm"], target)
+    waves = [StreamWave(0, 0, 0, 100, [0, 2]), StreamWave(0, 1, 0, 100, [1, 2])]
+    model = TraceDrivenModel(get_target(target), tm, statics, [1, 2, 3], waves)
+    a, b = model.run()
+    assert b.records[0][2] == 0 and model.coexec.packed_waits == 0
+
+
+@pytest.mark.parametrize("target", ["gfx942", "gfx950"])
+def test_an_mfma_holds_its_simds_memory_instructions_as_its_valu(target):
+    """[att] flash_attn_func_small: all 444 DS instructions tried 4 cycles after a
+    v_mfma_f32_32x32x16_bf16 issue 8 after it, as its VALU ones (mfma.valu_hold; [llvm-pr2]
+    LLVM's gfx950 co-execution table holds DS and VMEM with VALU). By hand: a ds_read_b32 and
+    a global_load_dword tried 4 after the MFMA issue valu_hold after it (gfx950 8, gfx942 4);
+    off ("mfma_memory"): one issue cycle after it."""
+    mfma = "v_mfma_f32_32x32x16_bf16 v[0:15], v[16:19], v[20:23], v[0:15]" \
+        if target == "gfx950" else "v_mfma_f32_16x16x16_f16 v[0:3], v[16:17], v[20:21], v[0:3]"
+    for mem in ("ds_read_b32 v30, v31", "global_load_dword v30, v[32:33], off"):
+        gaps = []
+        for off in (frozenset(), frozenset({"mfma_memory"})):
+            tm, (w,) = _run_stream([mfma, mem, "s_endpgm"], target, off=off)
+            issue = [r[0] + r[2] for r in w.records]
+            gaps.append(issue[1] - issue[0])
+        assert gaps == [tm.mfma.valu_hold, 4], (mem, gaps)
+        assert tm.mfma.valu_hold == (8 if target == "gfx950" else 4)
 
 
 def test_fill_in_flight_is_shared():

@@ -162,11 +162,12 @@ def test_load_then_waitcnt_stalls_for_the_modeled_latency(hbm, l2, miss):
     # memory.smem_miss); the wait after it is tried at t0 + 4 and ends at t0 + miss.
     assert recs[0][:4] == (t0, 1, 0, 4)
     assert recs[1][:4] == (t0 + 4, CAT_IMMED, miss - 4, miss - 4)
-    # v_mov at t1; the first global load, tried at t1 + 4, issues dispatch.valu_to_memory
-    # (12) after the VALU (valu.py) and touches a new line: HBM.
+    # v_mov at t1; the first global load issues dispatch.valu_to_memory (12) after the VALU
+    # (valu.py), its record starting then (the wait is a gap before it, as in the captures),
+    # and touches a new line: HBM.
     t1 = t0 + miss
     gap = TM.dispatch["valu_to_memory"]
-    assert (recs[2][0], recs[3][0], recs[3][2]) == (t1, t1 + 4, gap - 4)
+    assert (recs[2][0], recs[3][0], recs[3][2]) == (t1, t1 + gap, 0)
     assert recs[4][:4] == (t1 + gap + 4, CAT_IMMED, hbm - 4, hbm - 4)
     t2 = t1 + gap + hbm  # the second load reads the same 128-byte line: an L2 hit
     assert recs[5][:3] == (t2, CAT_FLAT, 0)
@@ -176,7 +177,7 @@ def test_load_then_waitcnt_stalls_for_the_modeled_latency(hbm, l2, miss):
     # lane data a clock), 4 requests, acknowledged l2_hit after the last left; s_endpgm
     # waits for it.
     t3 = t2 + l2 + gap
-    assert (recs[7][0], recs[8][0], recs[8][2]) == (t2 + l2, t2 + l2 + 4, gap - 4)
+    assert (recs[7][0], recs[8][0], recs[8][2]) == (t2 + l2, t2 + l2 + gap, 0)
     assert wave.end == t3 + 4 + l2
     # the report: one scalar miss, one store of 4 requests, two instructions held 8 cycles
     # each by the VALU result path
@@ -302,6 +303,32 @@ def test_a_branch_past_the_fetched_lines_misses_the_instruction_cache(nops, line
         gap = mov[0] - (branch[0] + branch[3])
         assert gap == (d["icache_miss"] if miss and not off else d["taken_branch"])
         assert res.paths.icache_misses == int(miss and not off)
+
+
+def packed_after_mfma_kernel(packed: bool):
+    """One v_mfma_f32_16x16x16_f16 (4 passes) then a v_pk_mul_f32 (or a v_mul_f32)."""
+    kb = KernelBuilder("pk", workgroup_size=(64, 1, 1))
+    kb.v_mfma_f32_16x16x16_f16(kb.v[4:8], kb.v[0:2], kb.v[2:4], 0)
+    if packed:
+        kb.v_pk_mul_f32(kb.v[10:12], kb.v[12:14], kb.v[14:16])
+    else:
+        kb.v_mul_f32(kb.v[10], kb.v[12], kb.v[14])
+    kb.s_endpgm()
+    return kb.finish()
+
+
+def test_the_functional_model_holds_packed_f32_after_an_mfma():
+    """mfma.py's packed hold in the functional model (gfx942), by hand: the v_pk_mul_f32
+    issues 16 (4 passes) + mfma.packed_extra (8) cycles after the MFMA, a v_mul_f32
+    mfma.valu_hold (4) after; with "packed_valu" off, the packed one too."""
+    gaps = {}
+    for packed, off in ((True, ()), (False, ()), (True, ("packed_valu",))):
+        res = timed(packed_after_mfma_kernel(packed), "pk", off=set(off))
+        (wave,) = res.waves
+        mfma, valu = wave.records[0], wave.records[1]
+        gaps[packed, off] = issue(valu) - issue(mfma)
+    assert gaps == {(True, ()): 24, (False, ()): 4, (True, ("packed_valu",)): 4}
+    assert TM.mfma.packed_extra == 8 and TM.mfma.valu_hold == 4
 
 
 def barrier_kernel(waves: int):

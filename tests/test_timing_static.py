@@ -20,6 +20,7 @@ from asterism.mc.random_inst import random_inst
 from asterism.target.hazards import mfma_passes
 from asterism.target.timing import TimingModel, get_timing, timing_class
 from asterism.timing.lds import port_cycles
+from asterism.timing.mfma import is_packed, packed_hold
 from asterism.timing.priority import priority_of
 from asterism.timing.static import Static, data_dwords, make_static, simm16
 
@@ -178,8 +179,13 @@ def test_table_gives_the_if_chains_facts_for_every_instruction(target):
             assert got.lds_port == 0, info.text
         assert got.prio == (priority_of(simm16(info)) if info.mnemonic == "s_setprio"
                             else -1), info.text
+        # the MFMA co-execution facts (mfma.py): packed-FP32 / DOT VALU, an MFMA's hold
+        assert got.packed == (bool(cls) and tm.unit_of(cls) == "valu" and got.kind == "alu"
+                              and not got.xdl_result and is_packed(info.mnemonic)), info.text
+        assert got.packed_hold == (packed_hold(info, got.occupancy, tm)
+                                   if got.xdl_result else 0), info.text
         plain = replace(got, issue=0, sbase=(), soffset=(), offset=0, index=-1, lds_form="",
-                        lds_port=0, prio=-1)
+                        lds_port=0, prio=-1, packed=False, packed_hold=0)
         assert astuple(plain) == astuple(want), info.text
         kinds.add(got.kind)
     assert kinds == {"alu", "mem", "waitcnt", "nop", "barrier", "endpgm", "branch"}

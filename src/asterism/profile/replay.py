@@ -599,7 +599,7 @@ def _run(trace: Trace, target: str, memory: str, timing, barrier_groups: str = "
                                  addresses=prog.addresses)
         by_row = {m.wave: m for m in model.run()}
     return tgt, tm, prog, kept, by_row, n_measured, guesses, path_use(model.memory, model.valu,
-                                                                    model.icache)
+                                                                    model.icache, model.coexec)
 
 
 def replay_cycles(trace: Trace, target: str = "gfx950", memory: str = "model",

@@ -55,7 +55,8 @@ _TOP_KEYS = {"base", "issue_cycles", "clock_mhz", "latency", "occupancy", "mfma"
 NUMBER_TABLES = ("latency", "occupancy", "mfma", "lds", "memory", "dispatch", "bandwidth")
 NUMBER_KEYS = ("issue_cycles", "clock_mhz")
 PARAMETER_KINDS = ("sourced", "measured", "fittable")
-_MFMA_KEYS = {"cycles_per_pass", "dependent_extra", "result_extra", "valu_hold"}
+_MFMA_KEYS = {"cycles_per_pass", "dependent_extra", "result_extra", "valu_hold",
+              "packed_extra", "packed_xdl2x"}
 _LDS_KEYS = {"bytes_per_cycle", "banks", "conflict_cycles", "phases", "port_read_bytes",
              "port_write_bytes", "write_cycles_per_dword"}
 # The lds table's numbers and the TimingModel fields that hold them.
@@ -93,6 +94,10 @@ class MfmaTiming:
     dependent_extra: int  # MFMA reading the result as SrcC through the same registers
     result_extra: int  # any other reader (VALU, DS, VMEM, MFMA SrcA/B)
     valu_hold: int = 4  # cycles from its issue until its SIMD's VALU takes the next one
+    # cycles past its passes until its SIMD takes a packed-FP32 / DOT VALU instruction, and
+    # how many more after an XDL MFMA with a 16-byte source (timing/mfma.py)
+    packed_extra: int = 8
+    packed_xdl2x: int = 4
 
 
 @dataclass(frozen=True)

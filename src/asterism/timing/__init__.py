@@ -39,9 +39,10 @@ per instruction adds them to static.Static where static.py's tables build it; on
 per-instruction figures to report adds them to the TimingResult (as `lds_costs`,
 `line_costs`; the scalar misses, store write-out and VALU-path holds as `paths`).
 `TimingOptions.off` turns the LDS bank, cache-line, bandwidth, per-workgroup barrier,
-scalar-miss, store-queue, VALU-path, SIMD-pair LDS port, s_setprio and instruction-cache
-mechanisms off (params.MECHANISMS: lds_banks, vmem_lines, bandwidth, wg_barriers, smem_miss,
-store_queue, valu_paths, lds_ports, setprio, icache; a replay: params.REPLAY_MECHANISMS,
+scalar-miss, store-queue, VALU-path, SIMD-pair LDS port, s_setprio, instruction-cache and
+MFMA co-execution (packed VALU, memory) mechanisms off (params.MECHANISMS: lds_banks,
+vmem_lines, bandwidth, wg_barriers, smem_miss, store_queue, valu_paths, lds_ports, setprio,
+icache, packed_valu, mfma_memory; a replay: params.REPLAY_MECHANISMS,
 which adds lane_patterns: the lanes' address patterns lanes.py derives from the code).
 The engine changes only when a new kind of question must be asked.
 

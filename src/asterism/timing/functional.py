@@ -52,6 +52,7 @@ from asterism.timing.icache import InstructionCache
 from asterism.timing.issue import IssueModel
 from asterism.timing.lds import Lds, LdsAccesses
 from asterism.timing.memory import LineMemory, Recorder, path_use
+from asterism.timing.mfma import CoExec
 from asterism.timing.params import TimingError, TimingOptions, model_for, parameters
 from asterism.timing.result import TimingResult, WaveTiming
 from asterism.timing.state import NEVER, Cu, ModelWave
@@ -261,7 +262,7 @@ class TimedDispatch(IssueModel):
         if self.bandwidth is not None:
             result.bandwidth = self.bandwidth.report(result.cycles)
         if memory is not None:
-            result.paths = path_use(memory, self.valu, self.icache)
+            result.paths = path_use(memory, self.valu, self.icache, self.coexec)
         result.lds_ports = dict(self.lds.port_busy)
         result.raised_priority = sum(1 for w in waves if w.prio_max > 0)
         return result
@@ -291,6 +292,7 @@ class TimedDispatch(IssueModel):
             self.bandwidth = Bandwidth(self.tm, self.target.compute_units, self.num_cus, grid,
                                        n_wg, self.footprint)
         self.valu = ValuPaths(self.statics, self.tm, on="valu_paths" not in off)
+        self.coexec = CoExec(packed="packed_valu" not in off, memory="mfma_memory" not in off)
         self.icache = InstructionCache(self.tm, [info.address for info in comp.infos], (0,),
                                        on="icache" not in off)
         self.memory = LineMemory(self.tm, self.recorder, self.lds,

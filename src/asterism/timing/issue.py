@@ -18,7 +18,9 @@ The engine knows no mechanism's internals; it asks them:
   CU's vector memory path is busy); memory.py's `queue`, `wait`, `outstanding` keep the
   counters;
 * `lds` (lds.py): `cost` of a DS instruction on the CU's LDS;
-* mfma.py: `issued`, `drained` (when the last MFMA result is written);
+* mfma.py: `issued`, `drained` (when the last MFMA result is written); `coexec`
+  (mfma.CoExec): `earliest` a packed-FP32 / DOT VALU or a DS / vector memory instruction
+  may issue after its SIMD's MFMA;
 * `barriers` (barriers.py): `arrive`, `release`;
 * `dispatch` (dispatch.py): `admit` waves to a CU, `release` the slots of ended waves;
 * `valu` (valu.py): `earliest` a VALU's result reaches a non-VALU reader, `issued`;
@@ -73,6 +75,7 @@ class IssueModel:
     dispatch: Dispatcher
     valu: ValuPaths
     icache: InstructionCache
+    coexec: mfma.CoExec
     running: dict[int, int]  # barrier group -> waves of it that have not ended
     priorities: bool = True  # s_setprio orders the arbitration (priority.py)
 
@@ -199,6 +202,9 @@ class IssueModel:
         a = self.memory.accepted(w, st)
         if a > t:
             t = a
+        a = self.coexec.earliest(w, st)
+        if a > t:
+            t = a
         v = self.valu.earliest(w, idx)
         return v if v > t else t
 
@@ -230,7 +236,8 @@ class IssueModel:
             # (any of them later than now blocks the issue: ask no further)
             if self._deps(w, st) > now or self._unit_free(cu, w, st.unit) > now or \
                     self.memory.accepted(w, st) > now or self.valu.earliest(w, index) > now or \
-                    (st.lds_port and self.lds.port_free(cu, w, st) > now):
+                    (st.lds_port and self.lds.port_free(cu, w, st) > now) or \
+                    self.coexec.earliest(w, st) > now:
                 return
             if st.port in used:
                 return  # an older wave of this SIMD took the port in this issue cycle
@@ -238,8 +245,18 @@ class IssueModel:
             if self.valu.on:
                 self.valu.held(w, index, max(w.ready, self._deps(w, st),
                                              self._unit_free(cu, w, st.unit),
-                                             self.memory.accepted(w, st)))
+                                             self.memory.accepted(w, st),
+                                             self.coexec.earliest(w, st)))
+            self.coexec.held(w, st, max(w.ready, self._deps(w, st),
+                                        self._unit_free(cu, w, st.unit),
+                                        self.memory.accepted(w, st),
+                                        self.valu.earliest(w, index)))
         start = w.ready
+        if st.port is not None and self.valu.on:
+            # [att] a wait for a VALU result path (valu.py) shows in the captures as an idle
+            # gap before the record's time, not as stall: the record starts when the path
+            # lets the instruction go (see valu.py)
+            start = max(start, min(self.valu.earliest(w, index), now))
         self._before_issue(w)
         nxt = self._advance(w)
         category = st.category
@@ -268,6 +285,7 @@ class IssueModel:
             # its SIMD's VALU takes the next instruction mfma.valu_hold after this issue
             valu = cu.simd_units[w.simd]
             valu["valu"] = max(valu.get("valu", 0), now + self.tm.mfma.valu_hold)
+            self.coexec.issued(w, st, now, self.tm.mfma.valu_hold)
         self.valu.issued(w, index, now)
         self._after_issue(w, st, now)
         if st.streams:

@@ -142,15 +142,19 @@ def scalar_miss(mem: Mapping[str, int], off: frozenset[str]) -> int:
     return mem["hbm"] if "smem_miss" in off else mem["smem_miss"]
 
 
-def path_use(memory: Any, valu: Any, icache: Any = None) -> PathUse:
-    """What the scalar-miss, store write-out, VALU-path and instruction-cache mechanisms did
-    in a run (from its memory model, LineMemory or StreamMemory, its valu.ValuPaths and its
-    icache.InstructionCache)."""
+def path_use(memory: Any, valu: Any, icache: Any = None, coexec: Any = None) -> PathUse:
+    """What the scalar-miss, store write-out, VALU-path, instruction-cache and packed-VALU
+    mechanisms did in a run (from its memory model, LineMemory or StreamMemory, its
+    valu.ValuPaths, its icache.InstructionCache and its mfma.CoExec)."""
     q = memory.stores
     return PathUse(memory.scalar_misses, memory.scalar_misses * memory.smem_miss,
                    q.stores if q else 0, q.cycles if q else 0, q.queued if q else 0,
                    valu.waits, valu.wait_cycles, icache.misses if icache else 0,
-                   icache.wait_cycles if icache else 0)
+                   icache.wait_cycles if icache else 0,
+                   coexec.packed_waits if coexec else 0,
+                   coexec.packed_wait_cycles if coexec else 0,
+                   coexec.memory_waits if coexec else 0,
+                   coexec.memory_wait_cycles if coexec else 0)
 
 
 class Recorder:

@@ -33,15 +33,18 @@ class TimingError(AsterismError):
 # VALU result paths to other units (valu.py; off: every reader one issue cycle after a VALU);
 # the SIMD-pair LDS ports (lds.py; off: only the CU's banks limit a DS instruction) and wave
 # priorities (priority.py; off: s_setprio is ignored, waves issue by age alone); the
-# instruction cache (icache.py; off: every taken branch costs dispatch.taken_branch).
+# instruction cache (icache.py; off: every taken branch costs dispatch.taken_branch); the
+# MFMA's hold on packed-FP32 / DOT VALU instructions (mfma.py; off: they issue like any VALU)
+# and on DS / vector memory instructions (mfma.py; off: an MFMA does not hold them).
 MECHANISMS = ("lds_banks", "vmem_lines", "bandwidth", "wg_barriers", "smem_miss",
-              "store_queue", "valu_paths", "lds_ports", "setprio", "icache")
+              "store_queue", "valu_paths", "lds_ports", "setprio", "icache", "packed_valu",
+              "mfma_memory")
 # The ones a capture's replay models (it has no addresses: no banks, lines or bandwidth;
 # its barrier groups are `trace replay --barrier-groups`), and the lanes' address patterns
 # a replay derives from the code (lanes.py; off: every store memory.store_unknown cycles
 # of write requests, every load the bytes rule alone).
 REPLAY_MECHANISMS = ("smem_miss", "store_queue", "valu_paths", "icache", "lds_ports",
-                     "setprio", "lane_patterns")
+                     "setprio", "lane_patterns", "packed_valu", "mfma_memory")
 
 
 @dataclass(frozen=True)
@@ -124,7 +127,9 @@ def parameters(tm: TimingModel, slots_per_simd: int, workgroups_per_cu: int) -> 
             "occupancy": dict(tm.occupancy),
             "mfma": {"cycles_per_pass": tm.mfma.cycles_per_pass,
                      "dependent_extra": tm.mfma.dependent_extra,
-                     "result_extra": tm.mfma.result_extra},
+                     "result_extra": tm.mfma.result_extra,
+                     "packed_extra": tm.mfma.packed_extra,
+                     "packed_xdl2x": tm.mfma.packed_xdl2x},
             "lds_bytes_per_cycle": tm.lds_bytes_per_cycle, "lds_banks": tm.lds_banks,
             "lds_conflict_cycles": tm.lds_conflict_cycles,
             "lds_port_read_bytes": tm.lds_port_read_bytes,

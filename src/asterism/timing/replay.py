@@ -29,6 +29,7 @@ from asterism.timing.icache import InstructionCache
 from asterism.timing.issue import IssueModel
 from asterism.timing.lds import Lds
 from asterism.timing.memory import StreamMemory, scalar_line_keys
+from asterism.timing.mfma import CoExec
 from asterism.timing.result import WaveTiming
 from asterism.timing.state import Cu, ModelWave
 from asterism.timing.static import Static
@@ -84,6 +85,7 @@ class TraceDrivenModel(IssueModel):
         self.lds = Lds(tm, ports="lds_ports" not in off)
         self.priorities = "setprio" not in off
         self.valu = ValuPaths(statics, tm, on="valu_paths" not in off)
+        self.coexec = CoExec(packed="packed_valu" not in off, memory="mfma_memory" not in off)
         self.icache = InstructionCache(tm, addresses if addresses is not None else
                                        [4 * i for i in range(len(statics))],
                                        {sw.stream[0] for sw in waves if sw.stream},

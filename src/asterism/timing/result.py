@@ -205,8 +205,8 @@ class LineCost:
 @dataclass
 class PathUse:
     """What the scalar-cache miss (memory.py), the store write-out queue (stores.py), the
-    VALU result paths (valu.py) and the instruction cache (icache.py) did in one run, over
-    the modeled waves. Modeled."""
+    VALU result paths (valu.py), the instruction cache (icache.py) and the MFMA's hold on
+    packed VALU instructions (mfma.py) did in one run, over the modeled waves. Modeled."""
 
     scalar_misses: int = 0  # scalar loads that paid memory.smem_miss
     scalar_miss_cycles: int = 0  # ... that latency, summed
@@ -217,6 +217,10 @@ class PathUse:
     valu_wait_cycles: int = 0  # ... by that many cycles, summed
     icache_misses: int = 0  # instruction lines a taken branch had to fetch (icache.py)
     icache_wait_cycles: int = 0  # cycles waves waited for them beyond dispatch.taken_branch
+    packed_waits: int = 0  # packed-FP32 / DOT VALU instructions an MFMA held (mfma.py)
+    packed_wait_cycles: int = 0  # ... past their other limits, summed
+    mfma_memory_waits: int = 0  # DS / vector memory instructions an MFMA held (mfma.py)
+    mfma_memory_wait_cycles: int = 0  # ... past their other limits, summed
 
     def lines(self) -> list[str]:
         """The summary's lines (empty when nothing happened)."""
@@ -239,6 +243,15 @@ class PathUse:
                        "taken branches to code not fetched yet in the dispatch, waves waited "
                        f"{self.icache_wait_cycles} cycles beyond the taken branch's "
                        "(dispatch.icache_miss)")
+        if self.packed_waits:
+            out.append(f"  packed VALU after MFMA ({MODEL_NOTE}): {self.packed_waits} "
+                       "packed-FP32 / DOT instructions waited "
+                       f"{self.packed_wait_cycles} cycles for their SIMD's MFMA (its passes "
+                       "+ mfma.packed_extra, + mfma.packed_xdl2x after a 16-byte source)")
+        if self.mfma_memory_waits:
+            out.append(f"  memory after MFMA ({MODEL_NOTE}): {self.mfma_memory_waits} DS / "
+                       f"vector memory instructions waited {self.mfma_memory_wait_cycles} "
+                       "cycles for their SIMD's MFMA (mfma.valu_hold, as its VALU)")
         return out
 
     def to_json(self) -> dict[str, int]:

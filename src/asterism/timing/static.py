@@ -70,6 +70,10 @@ class Static:
     soffset: tuple[int, ...] = ()
     offset: int = 0
     prio: int = -1  # s_setprio: the user priority it sets (priority.py); -1 otherwise
+    # mfma.py: a packed-FP32 / DOT VALU instruction (held after an MFMA of its SIMD), and an
+    # MFMA's hold on them (cycles from its issue)
+    packed: bool = False
+    packed_hold: int = 0
 
 
 def simm16(info: OpInfo) -> int:
@@ -167,7 +171,8 @@ def _alu(info: OpInfo, isa: Instruction, cls: str, tm: TimingModel) -> Static:
     issue = busy if tm.unit_of(cls) == "valu" and busy > tm.issue_cycles else 0
     return Static("alu", tm.issue_ports[cls], CAT_SALU if cls == "salu" else CAT_VALU,
                   tm.unit_of(cls), busy, tuple(sorted(info.uses)), (),
-                  tuple(sorted(info.defs)), lat, lat, issue=issue)
+                  tuple(sorted(info.defs)), lat, lat, issue=issue,
+                  packed=tm.unit_of(cls) == "valu" and mfma.is_packed(info.mnemonic))
 
 
 def _mfma(info: OpInfo, isa: Instruction, cls: str, tm: TimingModel) -> Static:
@@ -176,7 +181,8 @@ def _mfma(info: OpInfo, isa: Instruction, cls: str, tm: TimingModel) -> Static:
     uses = tuple(k for k in sorted(info.uses) if k not in srcc)
     return Static("alu", tm.issue_ports[cls], CAT_VALU, tm.unit_of(cls), busy, uses, srcc,
                   tuple(sorted(info.defs)), mfma.result_ready(busy, tm),
-                  mfma.srcc_ready(busy, tm), xdl_result=mfma.result_ready(busy, tm))
+                  mfma.srcc_ready(busy, tm), xdl_result=mfma.result_ready(busy, tm),
+                  packed_hold=mfma.packed_hold(info, busy, tm))
 
 
 def _lds(info: OpInfo, isa: Instruction, cls: str, tm: TimingModel) -> Static:

@@ -20,6 +20,13 @@ among the executions counted):
   memory) 20 cycles after (flash: 415 at 20, pa_mqa: 19 at 20, none sooner; v_readfirstlane /
   v_cmp_e64 -> s_add / s_and).
 
+In the captures such a wait is not stall: the reader's record starts when the path lets it
+go, after an idle gap (flash_attn_func_small: all 1224 DS / vector memory instructions and
+410 SALU readers the paths hold show a gap before their record's time, 188 of the memory ones
+some stall after it for other reasons; pa_mqa_logits_fp4_small: 64 and 19, the same); the
+engine records them so (a VALU reading a VALU-written SGPR: no held case in either capture,
+the same convention assumed).
+
 Before this module the model let all of them issue one issue cycle after the VALU (4). Kept
 apart from the engine (issue.py asks `earliest` before an issue and tells `issued` after);
 ``TimingOptions.off`` "valu_paths" (and `trace replay --timing-off valu_paths`) leaves it out.
