@@ -173,13 +173,15 @@ def test_load_then_waitcnt_stalls_for_the_modeled_latency(hbm, l2, miss):
     assert recs[5][:3] == (t2, CAT_FLAT, 0)
     assert recs[6][:4] == (t2 + 4, CAT_IMMED, l2 - 4, l2 - 4)
     # v_add at t2 + l2; the store 12 after it. All 64 lanes write out[0]: one 64-byte write
-    # request (stores.py), acknowledged l2_hit after it left; s_endpgm waits for it.
+    # request per clock group of 16 lanes (stores.py: the address path takes 64 bytes of
+    # lane data a clock), 4 requests, acknowledged l2_hit after the last left; s_endpgm
+    # waits for it.
     t3 = t2 + l2 + gap
     assert (recs[7][0], recs[8][0], recs[8][2]) == (t2 + l2, t2 + l2 + gap, 0)
-    assert wave.end == t3 + 1 + l2
-    # the report: one scalar miss, one store of one request, two instructions held 8 cycles
+    assert wave.end == t3 + 4 + l2
+    # the report: one scalar miss, one store of 4 requests, two instructions held 8 cycles
     # each by the VALU result path
-    assert res.timing.paths == PathUse(1, miss, 1, 1, 0, 2, 2 * (gap - 4))
+    assert res.timing.paths == PathUse(1, miss, 1, 4, 0, 2, 2 * (gap - 4))
     text = res.timing.summary()
     assert f"1 scalar loads of a line not read before, {miss} cycles" in text
     assert "2 instructions waited 16 cycles for a VALU result" in text

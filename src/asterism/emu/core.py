@@ -116,6 +116,11 @@ class LaunchInfo:
     # fn(kind, mask, addr, nbytes) told of every LDS access (kind "load", "store" or "atomic";
     # the (n, 64) active-lane mask and per-lane byte addresses): the timing model's bank model
     lds_observer: Any = None
+    # fn(info, mask, addr, nbytes) told of every global-memory store (the (n, 64) active-lane
+    # mask, the per-lane byte addresses, the bytes each lane writes): the timing model counts
+    # a store's write requests per clock group of lanes, so it needs the lanes, not only the
+    # addresses the memory sees
+    store_observer: Any = None
     dispatch_ptr: int = 0
     mode_default: int = 0
     stats: dict = field(default_factory=dict)

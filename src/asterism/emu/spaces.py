@@ -4,7 +4,8 @@ Every function takes the active-lane mask (n, 64) and per-lane addresses (n, 64)
 works on the active lanes in row-major (wave, lane) order. Out-of-range accesses raise an
 `EmulatorFault` naming the wave, lane, workgroup and address.
 
-* global: `DeviceMemory` addresses.
+* global: `DeviceMemory` addresses. Each store is told to `ctx.store_observer` when one is set
+  (the timing model's write requests, counted per clock group of lanes).
 * lds: byte offsets into the wave's workgroup LDS (bounds: the workgroup's LDS size). Each
   access is told to `ctx.lds_observer` when one is set (the timing model's bank model).
 * private: byte offsets into the lane's own scratch (bounds: the kernel's private segment size;
@@ -102,6 +103,8 @@ def store(info: OpInfo, g: Group, space: str, mask: np.ndarray, addr: np.ndarray
     if raw.dtype != U8:
         raw = raw.astype(U32).view(U8).reshape(raw.shape[0], -1)
     if space == GLOBAL:
+        if g.ctx.store_observer is not None:
+            g.ctx.store_observer(info, mask, addr, raw.shape[1])
         try:
             g.ctx.memory.store_bytes(addr[mask], raw)
         except MemoryAccessError as err:

@@ -433,18 +433,20 @@ def _acceptance(records: Sequence, memory_lines: set[int]) -> dict[int, int]:
             if r.stall and r.line in memory_lines and r.category in vector}
 
 
-_PATTERNS: dict[tuple[int, str, int, int], tuple[Any, dict[tuple[int, ...], dict[int, int]]]] = {}
+_PatternKey = tuple[int, str, int, int, int]
+_PATTERNS: dict[_PatternKey, tuple[Any, dict[tuple[int, ...], dict[int, int]]]] = {}
 _PATTERN_STREAMS = 512  # streams remembered per code listing (what-ifs replay variants)
 
 
-def lane_patterns(trace: Trace, target: str, store_block: int, load_block: int
-                  ) -> list[dict[int, int]]:
+def lane_patterns(trace: Trace, target: str, store_block: int, load_block: int,
+                  path_bytes: int) -> list[dict[int, int]]:
     """Per traced wave: stream position -> 64-byte blocks (stores) or cache lines (loads)
-    its vector memory instruction's lanes touch, where that follows from the code
-    (timing.lanes; each distinct stream analysed once per code listing)."""
+    its vector memory instruction's lanes touch (a store's per clock group of lanes, the path
+    taking `path_bytes` a clock), where that follows from the code (timing.lanes; each
+    distinct stream analysed once per code listing)."""
     from asterism.timing.lanes import lane_patterns as derive
 
-    key = (id(trace.code), target, store_block, load_block)
+    key = (id(trace.code), target, store_block, load_block, path_bytes)
     cached = _PATTERNS.get(key)
     if cached is None or cached[0] is not trace.code:
         if len(_PATTERNS) >= 8:
@@ -458,7 +460,8 @@ def lane_patterns(trace: Trace, target: str, store_block: int, load_block: int
         stream = tuple(index_of_line.get(r.line, -1) for r in wave.instructions if r.line != 0)
         got = memo.get(stream)
         if got is None:
-            got = {} if -1 in stream else derive(stream, infos, store_block, load_block)
+            got = {} if -1 in stream else derive(stream, infos, store_block, load_block,
+                                                        path_bytes)
             if len(memo) >= _PATTERN_STREAMS:
                 memo.pop(next(iter(memo)))
             memo[stream] = got
@@ -559,7 +562,8 @@ def _run(trace: Trace, target: str, memory: str, timing, barrier_groups: str = "
     tm = timing or get_timing(tgt.name)
     prog = _program(trace, tgt.name, tm)
     patterns = None if "lane_patterns" in off else lane_patterns(
-        trace, tgt.name, tm.memory["write_bytes"], tm.memory["line_bytes"])
+        trace, tgt.name, tm.memory["write_bytes"], tm.memory["line_bytes"],
+        tm.memory["vmem_bytes_per_cycle"])
     guesses = _guesses(trace, prog.barrier_lines, barrier_groups)
     workgroup_of = {i: k for k, g in enumerate(guesses) for i in g.waves}
     index_of_line = prog.index_of_line
@@ -622,7 +626,8 @@ def replay_trace(trace: Trace, target: str = "gfx950", memory: str = "model",
         trace, target, memory, timing, barrier_groups, off)
     patterns = None if "lane_patterns" in replay_off(off) else _pattern_use(
         prog, kept, [[prog.index_of_line[r.line] for r in records] for _w, records in kept],
-        lane_patterns(trace, tgt.name, tm.memory["write_bytes"], tm.memory["line_bytes"]))
+        lane_patterns(trace, tgt.name, tm.memory["write_bytes"], tm.memory["line_bytes"],
+                      tm.memory["vmem_bytes_per_cycle"]))
     comparisons, modeled_side, measured_side = [], [], []
     modeled_records, measured_records = {}, {}
     for k, (wave, records) in enumerate(kept):

@@ -279,6 +279,7 @@ class TimedDispatch(IssueModel):
         g0 = groups[0]
         self.recorder = Recorder(ctx.memory)
         ctx.memory = self.recorder
+        ctx.store_observer = self.recorder.note_store
         off = self.options.off
         self.lds_accesses = LdsAccesses()
         if "lds_banks" not in off:

@@ -27,7 +27,8 @@ A buffer instruction's resource is taken as a raw buffer (no per-lane swizzle, a
 assumption: the code does not say); an ``idxen`` access is not followed.
 
 Blocks touched = the distinct ``block``-byte blocks of (lane offsets + instruction offset)
-over each lane's bytes, with the unknown uniform part taken ``block``-aligned (an
+over each lane's bytes (a store's per clock group of consecutive lanes, the functional
+model's rule: stores.clock_blocks), with the unknown uniform part taken ``block``-aligned (an
 assumption: base pointers and uniform offsets are aligned to 64 bytes, and the unknown part
 does not wrap the lanes' 32-bit offsets); an `Alt` counts the blocks of each alternative
 (alternatives with the same uniform part together: an upper bound). The exec mask is taken
@@ -48,6 +49,7 @@ import numpy as np
 from asterism.emu.core import KEY_SGPR
 from asterism.emu.info import OpInfo, operand_keys
 from asterism.mc.operands import Imm, Mod, Reg
+from asterism.timing.stores import clock_blocks, lanes_per_clock
 
 LANES = 64
 MASK32 = (1 << 32) - 1
@@ -603,6 +605,18 @@ def lane_bytes(mnemonic: str) -> int:
     return 1 if "byte" in m.group(1) else 2
 
 
+def _in_buffer(base: Alt, offset: int) -> Value:
+    """A buffer access's alternatives less those out of range: a constant offset (vaddr +
+    instruction offset, as unsigned 32 bits; soffset is not range-checked) of 2 GiB or more
+    lies beyond any raw buffer below 2 GiB, and the buffer's range check drops those lanes'
+    accesses (the emulator's rule, semantics/mem.py `_in_range`). The bounds idiom
+    ``v_cndmask v, -4, offset, vcc`` selects such an offset for the lanes past the end
+    (pa_mqa_logits' stores): an assumption, stated, that the buffer is below 2 GiB."""
+    kept = [o for o in base.options
+            if o.syms or not ((o.lanes + offset) & MASK32 >= 1 << 31).all()]
+    return _alt(kept) if kept else base
+
+
 def address(info: OpInfo, state: LaneState) -> Value:
     """The lanes' offsets from the instruction's unknown uniform base (None: not known)."""
     mods = info.mods
@@ -612,6 +626,8 @@ def address(info: OpInfo, state: LaneState) -> Value:
         if mods.get("idxen"):
             return None
         base = state.read(info.op("vaddr")) if mods.get("offen") else const(0)
+        if isinstance(base, Alt):
+            base = _in_buffer(base, offset)
         soff = state.read(info.op("soffset"))
         return lift(lambda a, b: add(add(a, b), const(offset)), base, soff)
     if enc in ("FLAT", "GLOBAL"):
@@ -627,18 +643,17 @@ def address(info: OpInfo, state: LaneState) -> Value:
     return None
 
 
-def blocks(value: Value, nbytes: int, block: int) -> int | None:
-    """Distinct `block`-byte blocks the lanes' accesses of `nbytes` each touch (the unknown
-    uniform part taken block-aligned; alternatives with different uniform parts apart)."""
+def blocks(value: Value, nbytes: int, block: int, per_clock: int = LANES) -> int | None:
+    """Distinct `block`-byte blocks the lanes' accesses of `nbytes` each touch, counted per
+    clock group of `per_clock` consecutive lanes (stores.clock_blocks; a load's lines: the whole
+    wave, 64); the unknown uniform part taken block-aligned, alternatives with different
+    uniform parts apart."""
     if value is None:
         return None
-    groups: dict[tuple, set[int]] = {}
+    groups: dict[tuple, set[tuple[int, int]]] = {}
     for o in (value.options if isinstance(value, Alt) else (value,)):
-        first = o.lanes // block
-        last = (o.lanes + max(nbytes, 1) - 1) // block
-        seen = groups.setdefault(o.syms, set())
-        for k in range(int((last - first).max()) + 1):
-            seen.update(np.minimum(first + k, last).tolist())
+        groups.setdefault(o.syms, set()).update(
+            clock_blocks(_LANE_IDS, o.lanes, nbytes, block, per_clock))
     return sum(len(s) for s in groups.values())
 
 
@@ -649,18 +664,22 @@ def is_vector_memory(info: OpInfo) -> bool:
 
 
 def lane_patterns(stream: Sequence[int], infos: Sequence[OpInfo], store_block: int,
-                  load_block: int) -> dict[int, int]:
+                  load_block: int, path_bytes: int) -> dict[int, int]:
     """Stream position -> blocks its vector memory instruction's lanes touch, for the
-    positions whose lane pattern follows from the code: 64-bit `store_block` blocks for a
-    store (its write requests), `load_block` cache lines for a load."""
+    positions whose lane pattern follows from the code: a store's write requests (distinct
+    `store_block`-byte blocks per clock group of lanes, the address path taking `path_bytes`
+    of lane data a clock: stores.lanes_per_clock), a load's `load_block` cache lines."""
     state = LaneState()
     out: dict[int, int] = {}
     for pos, index in enumerate(stream):
         info = infos[index]
         if is_vector_memory(info):
-            store = "store" in info.mnemonic
-            n = blocks(address(info, state), lane_bytes(info.mnemonic),
-                       store_block if store else load_block)
+            nbytes = lane_bytes(info.mnemonic)
+            if "store" in info.mnemonic:
+                n = blocks(address(info, state), nbytes, store_block,
+                           lanes_per_clock(nbytes, path_bytes))
+            else:
+                n = blocks(address(info, state), nbytes, load_block)
             if n is not None and "atomic" not in info.mnemonic:
                 out[pos] = n
         state.step(info)

@@ -58,9 +58,10 @@ from asterism.emu import sanitizer as san
 from asterism.emu.info import OpInfo
 from asterism.target.timing import TimingModel
 from asterism.timing import lds
+from asterism.timing.lanes import lane_bytes
 from asterism.timing.result import LineCost, PathUse
 from asterism.timing.state import ModelWave
-from asterism.timing.stores import StoreQueue, write_requests
+from asterism.timing.stores import StoreQueue, lanes_per_clock, write_requests
 
 if TYPE_CHECKING:
     from asterism.timing.bandwidth import Bandwidth
@@ -163,12 +164,24 @@ class Recorder:
     def __init__(self, memory: Any) -> None:
         self._memory = memory
         self.spans: list[tuple[np.ndarray, int]] = []
+        # the issuing store's global writes: (lane ids, addresses, bytes per lane), and the
+        # bytes per lane of the instruction (a buffer store writes dword by dword)
+        self.stored: list[tuple[np.ndarray, np.ndarray, int]] = []
+        self.store_lane_bytes = 4
         self.serial = 0  # counts issues: a mechanism's per-issue result is computed once
 
     def clear(self) -> None:
         """Forget the accesses noted: a new instruction issues."""
         self.spans.clear()
+        self.stored.clear()
         self.serial += 1
+
+    def note_store(self, info: OpInfo, mask: np.ndarray, addr: np.ndarray, nbytes: int) -> None:
+        """The emulator's ``ctx.store_observer``: a global store's active lanes and addresses
+        (the store queue counts its write requests per clock group of lanes)."""
+        lanes = np.flatnonzero(np.asarray(mask).reshape(-1))
+        self.stored.append((lanes, np.asarray(addr).reshape(-1)[lanes], nbytes))
+        self.store_lane_bytes = lane_bytes(info.mnemonic)
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._memory, name)
@@ -230,7 +243,7 @@ class LineMemory:
         self.smem_miss = scalar_miss(self.mem, off)
         self.stores = None if "store_queue" in off else StoreQueue()
         self.scalar_misses = 0  # scalar loads that missed (for the report)
-        self._spans: list[tuple[np.ndarray, int]] = []
+        self._stored: list[tuple[np.ndarray, np.ndarray, int]] = []
         self.line_ready: dict[int, int] = {}  # cache line -> when its first fill arrives
         self.costs: dict[int, LineCost] = {}
         self._serial = -1
@@ -241,7 +254,7 @@ class LineMemory:
         rec = self.recorder
         if rec.serial != self._serial:
             self._serial = rec.serial
-            self._spans = list(rec.spans)  # (the store queue counts its write requests)
+            self._stored = list(rec.stored)  # (the store queue counts its write requests)
             self._lines = rec.take_lines(self.mem["line_bytes"])
         return self._lines
 
@@ -269,8 +282,10 @@ class LineMemory:
             # stores are acknowledged by the L2 (write-back) once their data has left the CU
             ack = mem["l2_hit"] + extra
             if self.stores is not None and not smem:
-                left = self.stores.write(w.cu, now + extra,
-                                         write_requests(self._spans, mem["write_bytes"]))
+                per_clock = lanes_per_clock(self.recorder.store_lane_bytes,
+                                            mem["vmem_bytes_per_cycle"])
+                left = self.stores.write(w.cu, now + extra, write_requests(
+                    self._stored, mem["write_bytes"], per_clock))
                 ack = left - now + mem["l2_hit"]
             return ack if bw is None else bw.store(w.cu, now, lines, ack)
         hit = mem["smem" if smem else "l2_hit"]
