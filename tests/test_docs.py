@@ -667,19 +667,22 @@ _ATT950 = ("asterism kernels compare flash_attention_fwd flash_attention_fwd@nop
            "flash_attention_fwd@before.exp_under_pv=off --param "
            "flash_attention_fwd@before.max_under_s=off --param "
            "flash_attention_fwd@before.setprio=none --param "
-           "flash_attention_fwd@before.v_ahead=4 --timing -q")
+           "flash_attention_fwd@before.v_ahead=4 --param flash_attention_fwd@before.k_ahead=2 "
+           "--timing -q")
 
 
 @figure
 def kernels_attention_gfx950_placement(run, doc: str | None = None):
     """kernels.md: the gfx950 softmax placement and s_setprio table (issue 24)."""
     doc = doc or _doc_text("docs/kernels.md")
-    labels = ["default (`exp_under_pv`, `max_under_s`, `setprio=stage`, `v_ahead=2`)",
+    labels = ["default (`exp_under_pv`, `max_under_s`, `setprio=stage`, `v_ahead=2`, "
+              "`k_ahead=4`, unpacked f32 math)",
               "`setprio=none`", "`setprio=group` (AITER's placement: waves 4-7 priority 1)",
               "`exp_under_pv=off` (all exps before the P V MFMAs)",
               "`max_under_s=off` (the whole max after the S MFMAs)", "`v_ahead=4`",
               "`k_ahead=3`",
-              "`exp_under_pv=off max_under_s=off setprio=none v_ahead=4` (the kernel before)",
+              "`exp_under_pv=off max_under_s=off setprio=none v_ahead=4 k_ahead=2` (the kernel "
+              "before)",
               "`aiter_fmha_fwd`"]
     _technique_table(doc, run(_ATT950), labels)
 

@@ -42,6 +42,8 @@ from typing import Any
 import numpy as np
 
 from asterism.builder import Group, Stream, after, before, unroll
+from asterism.builder.checks import instruction_kind
+from asterism.isa import get_isa
 from asterism.kernels.base import (
     KernelCase,
     KernelGenerator,
@@ -131,9 +133,14 @@ PARAMS = (
     Param("lds_layout", "swizzle", "K/V tiles in LDS: swizzle = 16-byte chunks XOR-permuted "
           "per row so the K (and gfx950 V^T) reads of a phase hit distinct banks, plain = "
           "row-major as in memory", choices=("swizzle", "plain")),
-    Param("packed", True, "packed f32 math: v_pk_fma_f32 for the scores' scaling, "
+    Param("packed", "auto", "packed f32 math: v_pk_fma_f32 for the scores' scaling, "
           "v_pk_mul_f32 for the rescale of O and l, v_pk_add_f32 for the running sum (two "
-          "lanes' values per VALU instruction; false: one)"),
+          "lanes' values per VALU instruction); false: one; auto = two unpacked ops where an "
+          "MFMA of the SIMD would hold the packed one (passes + 2 issue cycles, + 1 after a "
+          "16-byte source; LLVM's SIPreEmitPeephole does the same): with 8 waves (two per "
+          "SIMD, the softmax under the other wave's MFMAs) everywhere, else where the wave's "
+          "own MFMA is that close in the generated order",
+          choices=("auto", "true", "false")),
     Param("bf16_round", "nearest", "gfx942, bf16: how P and O are rounded to bf16 (gfx942 has "
           "no conversion instruction): nearest = to nearest even (2 VALU per value + 1 per "
           "pair), nearest_away = to nearest, ties away from zero (1 v_add_u32 per value + 1 "
@@ -213,7 +220,9 @@ PARAMS = (
     Param("k_ahead", 0, "S MFMA steps the K reads run ahead of their MFMA with one S buffer "
           "(gfx950 ds_read_b128; gfx942 ds_read_b64, or with k_read b128 reads of two steps "
           "each) (1-6; 0: 3 on gfx942 with one LDS stage, whose 32-cycle 32x32x8 MFMAs do not "
-          "cover the LDS latency and the SIMD-pair port's queue in 2 steps, else 2)",
+          "cover the LDS latency and the SIMD-pair port's queue in 2 steps, 4 on gfx950 (its DS "
+          "reads wait after each MFMA: modeled 51462 vs 53002 with 2 at 1x2x1024x128), else "
+          "2)",
           choices=(0, 1, 2, 3, 4, 5, 6)),
     Param("v_ahead", 0, "P V MFMAs the V^T reads run ahead of their MFMA (gfx950: 2 "
           "ds_read_b64_tr_b16 per MFMA; gfx942 with v_layout transposed: one ds_read_b64) "
@@ -246,6 +255,8 @@ class Config:
     lse: bool = False
     swizzle: bool = False
     packed: bool = False
+    # packed auto: a v_pk_*_f32 within an MFMA's packed-VALU hold becomes two unpacked ops
+    unpack_near_mfma: bool = False
     causal_order: str = "in_order"
     truncate: bool = False  # gfx942 bf16: round toward zero
     loop: str = "scf"  # key loops: scf.for or blocks and branches
@@ -365,6 +376,19 @@ class Config:
     def mfma(self) -> str:
         """The MFMA mnemonic for this target and dtype."""
         return f"v_mfma_f32_32x32x{self.kstep}_{self.dtype}"
+
+    @property
+    def packed_hold_slots(self) -> int:
+        """Issue cycles after an S / P V MFMA issues before its SIMD takes a packed-FP32
+        VALU instruction (LLVM PR #233721, the timing model's mfma.packed_hold): its passes
+        + mfma.packed_extra, + mfma.packed_xdl2x after a 16-byte source (a lane's kstep
+        16-bit values of a 32x32 operand: 16 bytes on gfx950, 8 on gfx942)."""
+        tm = get_timing(self.target).mfma
+        passes = get_isa(self.target).resolve(self.mfma)[0].passes or 1
+        cycles = passes * tm.cycles_per_pass + tm.packed_extra
+        if self.kstep >= 16:  # kstep / 2 values of 2 bytes per lane
+            cycles += tm.packed_xdl2x
+        return -(-cycles // tm.cycles_per_pass)
 
     @property
     def tiles(self) -> int:
@@ -497,7 +521,11 @@ def check(target: str, p: dict[str, Any]) -> Config:
                  p["causal"], p["scale"] or 1.0 / math.sqrt(p["head_dim"]), block_m,
                  p["block_n"], waves, stages=stages,
                  heads_kv=heads_kv, lse=p["lse"], swizzle=p["lds_layout"] == "swizzle",
-                 packed=p["packed"], causal_order=_causal_order(p, block_m, chip),
+                 # auto: with 8 waves (two per SIMD) each wave's softmax runs under the
+                 # other's MFMAs by design, so every packed op would be held: none packed
+                 packed=p["packed"] == "true" or (p["packed"] == "auto" and waves <= 4),
+                 unpack_near_mfma=p["packed"] == "auto" and waves <= 4,
+                 causal_order=_causal_order(p, block_m, chip),
                  truncate=p["bf16_round"] == "truncate", loop=p["loop"],
                  away=p["bf16_round"] == "nearest_away",
                  vt=not feats.ds_read_tr and p["v_layout"] != "rows",
@@ -1424,7 +1452,8 @@ class _Builder:
                 # (alpha, alpha): a VALU op reading v_exp_f32's result costs a wait state
                 # anyway; the pair is the operand of the packed multiplies.
                 pair = kb.join(kb.v_mov_b32(None, alpha), kb.v_mov_b32(None, alpha), align=2)
-                kb.v_pk_mul_f32(st[2:4], pair, st[2:4])
+                self.pk_f32(kb, lambda kb: kb.v_pk_mul_f32(st[2:4], pair, st[2:4]),
+                            lambda kb: [kb.v_mul_f32(st[k], alpha, st[k]) for k in (2, 3)])
             else:
                 kb.v_mul_f32(st[2], alpha, st[2])
                 kb.v_mul_f32(st[3], alpha, st[3])
@@ -1434,7 +1463,10 @@ class _Builder:
                         o = kb.v_mul_f32(None, alpha, kb.v_accvgpr_read_b32(None, acc_o[k]))
                         kb.v_accvgpr_write_b32(acc_o[k], o)
                 elif cfg.packed:
-                    kb.v_pk_mul_f32(acc_o[r:r + 2], pair, acc_o[r:r + 2])
+                    self.pk_f32(kb, lambda kb, r=r: kb.v_pk_mul_f32(acc_o[r:r + 2], pair,
+                                                                   acc_o[r:r + 2]),
+                                lambda kb, r=r: [kb.v_mul_f32(acc_o[k], alpha, acc_o[k])
+                                                 for k in (r, r + 1)])
                 else:
                     kb.v_mul_f32(acc_o[r], alpha, acc_o[r])
             kb.v_mov_b32(st[0], v["m"])
@@ -1445,8 +1477,10 @@ class _Builder:
         if cfg.packed:
             second.append(lambda kb: v.__setitem__("neg_m2", kb.join(
                 v["neg_m"], kb.v_mov_b32(None, v["neg_m"]), align=2)))
-            fmas = [lambda kb, r=r: kb.v_pk_fma_f32(S[r:r + 2], S[r:r + 2], self.c_pair,
-                                                    v["neg_m2"]) for r in range(0, n, 2)]
+            fmas = [lambda kb, r=r: self.pk_f32(
+                kb, lambda kb: kb.v_pk_fma_f32(S[r:r + 2], S[r:r + 2], self.c_pair, v["neg_m2"]),
+                lambda kb: [kb.v_fma_f32(S[k], S[k], self.c_scale, v["neg_m"])
+                            for k in (r, r + 1)]) for r in range(0, n, 2)]
         else:
             fmas = [lambda kb, r=r: kb.v_fma_f32(S[r], S[r], self.c_scale, v["neg_m"])
                     for r in range(n)]
@@ -1471,12 +1505,37 @@ class _Builder:
         # The running sum is not needed by P V: its adds can wait for the P V MFMAs. Two
         # partial sums l = (l0, l1): keys of even and odd registers, added at the end.
         if cfg.packed:
-            self.late = [lambda kb, r=r: kb.v_pk_add_f32(st[2:4], S[r:r + 2], st[2:4])
-                         for r in range(0, n, 2)]
+            self.late = [lambda kb, r=r: self.pk_f32(
+                kb, lambda kb: kb.v_pk_add_f32(st[2:4], S[r:r + 2], st[2:4]),
+                lambda kb: [kb.v_add_f32(st[k], S[r + k - 2], st[k]) for k in (2, 3)])
+                for r in range(0, n, 2)]
         else:
             self.late = [lambda kb, r=r: kb.v_add_f32(st[2 + r % 2], S[r], st[2 + r % 2])
                          for r in range(n)]
         return first, branch, second
+
+    def pk_f32(self, kb, packed, unpacked) -> None:
+        """Emit a packed-FP32 op (`packed(kb)`), or with packed auto its two unpacked halves
+        (`unpacked(kb)`) when it would issue within the packed-VALU hold of an MFMA emitted
+        before it in this block (the generated order: one issue cycle per instruction, an
+        s_nop counted as one: the count errs towards unpacking)."""
+        if self.cfg.unpack_near_mfma and self.near_mfma(kb):
+            unpacked(kb)
+        else:
+            packed(kb)
+
+    def near_mfma(self, kb) -> bool:
+        """True when an MFMA sits fewer than cfg.packed_hold_slots instructions back in the
+        block being built (packed auto with at most 4 waves: one per SIMD; with 8 no op is
+        packed, see `check`)."""
+        slots, op = 0, kb.block.last_op
+        while op is not None and slots < self.cfg.packed_hold_slots:
+            kind = instruction_kind(op, kb.isa)
+            if kind == "mfma":
+                return True
+            slots += kind is not None
+            op = op.prev_op
+        return False
 
     def mask_one(self, S, r: int, rem) -> None:
         """-inf for score register r when its key is at or past this lane's limit."""

@@ -52,7 +52,10 @@ class _Choices:
 
 # The rows a processor needs beyond its ISA database (the instruction flags come from it).
 FEATURES: dict[str, _Choices] = {
-    "gfx950": _Choices(lds_dma=True, pv_tile_by_tile=False, fa_k_ahead=2, fa_setprio="stage"),
+    # gfx950 fa_k_ahead 4: with the MFMA co-execution holds (its DS reads wait valu_hold
+    # after each MFMA) and the unpacked softmax, modeled 51462 vs 53002 cycles with 2 (51766
+    # with 3, 51466 with 5) at 1x2x1024x128.
+    "gfx950": _Choices(lds_dma=True, pv_tile_by_tile=False, fa_k_ahead=4, fa_setprio="stage"),
     # fa_k_ahead 3: the LDS latency (64 cycles) plus the SIMD-pair port's queue outlast two
     # 32-cycle 32x32x8 MFMAs.
     "gfx942": _Choices(lds_dma=False, pv_tile_by_tile=True, fa_k_ahead=3, fa_setprio="s_mfma"),
