@@ -20,7 +20,7 @@ from asterism.mc.random_inst import random_inst
 from asterism.target.hazards import mfma_passes
 from asterism.target.timing import TimingModel, get_timing, timing_class
 from asterism.timing.lds import port_cycles
-from asterism.timing.mfma import is_packed, packed_hold
+from asterism.timing.mfma import packed_hold
 from asterism.timing.priority import priority_of
 from asterism.timing.static import Static, data_dwords, make_static, simm16
 
@@ -31,6 +31,15 @@ _INTERNAL_SOPP = ("s_setprio", "s_sethalt", "s_icache_inv", "s_ttracedata", "s_i
 
 
 # ------------------------------------------------- the if-chain of emu/timing.py (frozen)
+
+
+# [llvm-pr] PR #233721's packed-FP32 and DOT VALU instructions, by hand (what the ISA
+# database's flags must give, timing/mfma.is_packed)
+_PACKED_F32 = {"v_pk_add_f32", "v_pk_fma_f32", "v_pk_mul_f32", "v_pk_mov_b32"}
+
+
+def _packed_f32_or_dot(mnemonic: str) -> bool:
+    return mnemonic in _PACKED_F32 or mnemonic.startswith("v_dot")
 
 def _simm(info: OpInfo) -> int:
     value = getattr(info.op("simm16"), "value", 0)
@@ -181,7 +190,7 @@ def test_table_gives_the_if_chains_facts_for_every_instruction(target):
                             else -1), info.text
         # the MFMA co-execution facts (mfma.py): packed-FP32 / DOT VALU, an MFMA's hold
         assert got.packed == (bool(cls) and tm.unit_of(cls) == "valu" and got.kind == "alu"
-                              and not got.xdl_result and is_packed(info.mnemonic)), info.text
+                              and not got.xdl_result and _packed_f32_or_dot(info.mnemonic)), info.text
         assert got.packed_hold == (packed_hold(info, got.occupancy, tm)
                                    if got.xdl_result else 0), info.text
         plain = replace(got, issue=0, sbase=(), soffset=(), offset=0, index=-1, lds_form="",

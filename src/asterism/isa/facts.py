@@ -40,3 +40,14 @@ def implicit_names(inst: Instruction) -> Names:
                  tuple(n for n in inst.implicit_defs if n != "vcc"))
     _IMPLICIT[id(inst)] = (inst, names)
     return names
+
+
+def packed_f32_or_dot(inst: Instruction) -> bool:
+    """A VALU instruction that works on two 32-bit values per lane in a register pair
+    (v_pk_{add,fma,mul}_f32, v_pk_mov_b32: the database's `packed` flag with a 64-bit
+    destination; packed 16-bit ops have a 32-bit one) or a DOT instruction (`dot` flag)."""
+    if "dot" in inst.flags:
+        return True
+    if "packed" not in inst.flags or not inst.forms or not inst.forms[0].operands:
+        return False
+    return inst.forms[0].operands[0].width == 2

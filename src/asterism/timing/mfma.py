@@ -35,6 +35,7 @@ from typing import TYPE_CHECKING
 
 from asterism.emu.info import OpInfo, operand_keys
 from asterism.isa import Instruction
+from asterism.isa.facts import packed_f32_or_dot
 from asterism.target.hazards import mfma_kind, mfma_passes
 from asterism.target.timing import TimingModel
 from asterism.timing.state import ModelWave
@@ -48,13 +49,10 @@ def busy_cycles(info: OpInfo, isa: Instruction, tm: TimingModel) -> int:
     return (mfma_passes(info.mnemonic, isa.passes, info.mods) or 1) * tm.mfma.cycles_per_pass
 
 
-# [llvm-pr] the VALU instructions an MFMA holds until its passes end plus two issue cycles
-PACKED_F32 = frozenset({"v_pk_add_f32", "v_pk_fma_f32", "v_pk_mul_f32", "v_pk_mov_b32"})
-
-
-def is_packed(mnemonic: str) -> bool:
-    """A packed-FP32 or DOT VALU instruction (held longer after an MFMA, see above)."""
-    return mnemonic in PACKED_F32 or mnemonic.startswith("v_dot")
+def is_packed(isa: Instruction) -> bool:
+    """A packed-FP32 or DOT VALU instruction: [llvm-pr] an MFMA holds it until its passes
+    end plus two issue cycles (see above); which ones the ISA database says."""
+    return packed_f32_or_dot(isa)
 
 
 def source_bytes(info: OpInfo) -> int:
@@ -148,5 +146,5 @@ class CoExec:
             self.memory[key] = now + valu_hold
 
 
-__all__ = ["MEMORY_UNITS", "PACKED_F32", "CoExec", "busy_cycles", "drained", "is_packed", "issued",
+__all__ = ["MEMORY_UNITS", "CoExec", "busy_cycles", "drained", "is_packed", "issued",
            "packed_hold", "result_ready", "source_bytes", "srcc_keys", "srcc_ready"]

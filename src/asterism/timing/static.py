@@ -172,7 +172,7 @@ def _alu(info: OpInfo, isa: Instruction, cls: str, tm: TimingModel) -> Static:
     return Static("alu", tm.issue_ports[cls], CAT_SALU if cls == "salu" else CAT_VALU,
                   tm.unit_of(cls), busy, tuple(sorted(info.uses)), (),
                   tuple(sorted(info.defs)), lat, lat, issue=issue,
-                  packed=tm.unit_of(cls) == "valu" and mfma.is_packed(info.mnemonic))
+                  packed=tm.unit_of(cls) == "valu" and mfma.is_packed(isa))
 
 
 def _mfma(info: OpInfo, isa: Instruction, cls: str, tm: TimingModel) -> Static:
