@@ -385,9 +385,7 @@ class Config:
         16-bit values of a 32x32 operand: 16 bytes on gfx950, 8 on gfx942)."""
         tm = get_timing(self.target).mfma
         passes = get_isa(self.target).resolve(self.mfma)[0].passes or 1
-        cycles = passes * tm.cycles_per_pass + tm.packed_extra
-        if self.kstep >= 16:  # kstep / 2 values of 2 bytes per lane
-            cycles += tm.packed_xdl2x
+        cycles = tm.packed_hold(passes, self.kstep >= 16)  # a lane: kstep / 2 values of 2 bytes
         return -(-cycles // tm.cycles_per_pass)
 
     @property

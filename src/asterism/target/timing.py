@@ -99,6 +99,13 @@ class MfmaTiming:
     packed_extra: int = 8
     packed_xdl2x: int = 4
 
+    def packed_hold(self, passes: int, xdl_wide_source: bool) -> int:
+        """Cycles from an MFMA's issue until its SIMD takes a packed-FP32 / DOT VALU
+        instruction: its passes, packed_extra, and packed_xdl2x more after an XDL MFMA with
+        a 16-byte (or wider) A / B source ([llvm-pr] PR #233721, timing/mfma.py)."""
+        extra = self.packed_extra + (self.packed_xdl2x if xdl_wide_source else 0)
+        return passes * self.cycles_per_pass + extra
+
 
 @dataclass(frozen=True)
 class Bound:

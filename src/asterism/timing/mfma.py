@@ -68,10 +68,8 @@ def packed_hold(info: OpInfo, busy: int, tm: TimingModel) -> int:
     """Cycles from the MFMA's issue until its SIMD takes a packed-FP32 or DOT VALU
     instruction: its passes, mfma.packed_extra, and mfma.packed_xdl2x more after an XDL
     MFMA with a 16-byte (or wider) source ([llvm-pr], see the module docstring)."""
-    extra = tm.mfma.packed_extra
-    if mfma_kind(info.mnemonic) == "xdl" and source_bytes(info) >= 16:
-        extra += tm.mfma.packed_xdl2x
-    return busy + extra
+    wide = mfma_kind(info.mnemonic) == "xdl" and source_bytes(info) >= 16
+    return tm.mfma.packed_hold(0, wide) + busy
 
 
 def srcc_keys(info: OpInfo) -> tuple[int, ...]:
