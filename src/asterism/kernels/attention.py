@@ -189,6 +189,15 @@ PARAMS = (
           "LDS (chunks XOR-swizzled by row), then read in the MFMA layout; direct = each lane "
           "loads its own row (32 rows, 32 cache lines per instruction); auto = lds on gfx942 "
           "where 32 rows per wave fit the kernel's LDS", choices=("auto", "lds", "direct")),
+    Param("o_staging", "auto", "how O reaches memory on gfx942: lds = each wave writes its "
+          "32 x head_dim bf16/f16 O rows from the MFMA layout to its part of the LDS "
+          "(ds_write_b64, chunks XOR-swizzled by row; one barrier first: the last K/V tiles "
+          "are read there), reads them back row-contiguous (ds_read_b128) and stores 4 rows "
+          "of 16-byte chunks per buffer_store_dwordx4 (4 lanes a clock write one 64-byte "
+          "block), as AITER's gfx942 kernel does; direct = each lane stores 4 head-dims (8 "
+          "bytes) of its own row (8 rows, 8 blocks a clock); auto = lds on gfx942 where 32 "
+          "rows per wave fit the kernel's LDS (modeled 47926 vs 51770 cycles at "
+          "1x2x512x128)", choices=("auto", "lds", "direct")),
     Param("lse", False, "also write the log-sum-exp of each row (natural log, float32 "
           "[batch, heads, seq_q]: what a backward pass reads) to the output buffer lse"),
     Param("loop", "scf", "how the key loops are written: scf = scf.for (kb.loop) whose "
@@ -265,6 +274,7 @@ class Config:
     k_bytes: int = 16  # bytes of a lane's K read (8 on gfx942 with k_read b64)
     prefetch: bool = False  # gfx942: next block's K/V loaded into the S registers early
     q_lds: bool = False  # gfx942: Q staged through LDS with row-contiguous loads
+    o_lds: bool = False  # gfx942: O through LDS, stored row-contiguous (o_staging lds)
     # s_setprio: none, group (waves 4-7 once), mfma, stage, scores or s_mfma (per phase)
     setprio: str = "none"
     exp_under_pv: bool = False  # gfx950: tiles 1..'s fma / exp / pack under the P V MFMAs
@@ -563,6 +573,14 @@ def check(target: str, p: dict[str, Any]) -> Config:
         import dataclasses
 
         cfg = dataclasses.replace(cfg, q_lds=True)
+    require(p["o_staging"] != "lds" or (not feats.permlane_swap and q_fits), "o_staging",
+            f"lds is the gfx942 choice and needs {cfg.waves} x 32 O rows "
+            f"({cfg.waves * ROWS_PER_WAVE * cfg.row_bytes} bytes) within the kernel's "
+            f"{cfg.lds_bytes} bytes of LDS")
+    if not feats.permlane_swap and p["o_staging"] != "direct" and q_fits:
+        import dataclasses
+
+        cfg = dataclasses.replace(cfg, o_lds=True)
     if not feats.lds_dma and p["prefetch"] and cfg.tile_bytes % (16 * 64 * cfg.waves) == 0:
         import dataclasses
 
@@ -2071,6 +2089,9 @@ class _Builder:
         if cfg.features.permlane_swap:
             self.store_dwordx4(inv)
             return
+        if cfg.o_lds:
+            self.store_through_lds(inv)
+            return
         voff = self.row_offset(self.query_row(), kb.v_lshlrev_b32(None, 3, self.half))
         soff = 0
         for db in range(cfg.head_dim // 32):
@@ -2078,6 +2099,48 @@ class _Builder:
                 data = kb.join(*self.packed_group(inv, db, g), align=2)
                 kb.buffer_store_dwordx2(data, voff, self.ro, soff, offen=True,
                                         offset=2 * (32 * db + 8 * g))
+
+    def store_through_lds(self, inv) -> None:
+        """gfx942 o_staging lds: the wave's 32 O rows into its 32 x row_bytes part of the
+        LDS from the MFMA layout (lane (i, h): 8 bytes, head-dims 32 db + 8 g + 4 h.., of row
+        i; chunk c of row r at c ^ (r % 8), the layout load_q_lds gives Q), read back
+        row-contiguous (lane t: row t / per + rows k, chunk t % per) and stored with one
+        buffer_store_dwordx4 per `rows` rows. A barrier first: other waves may still read
+        the last K/V tiles there."""
+        cfg, kb = self.cfg, self.kb
+        kb.s_barrier()
+        base = self.row_offset(self.row_in_wg, kb.v_lshlrev_b32(None, 3, self.half))
+        offsets = [16 * (4 * db + g) for db in range(cfg.head_dim // 32) for g in range(4)]
+        addr = self.swizzled(base, self.lane32, 8, 4, offsets)
+        mask = self.swizzle_mask(8, 4)
+        for db in range(cfg.head_dim // 32):
+            for g in range(4):
+                data = kb.join(*self.packed_group(inv, db, g), align=2)
+                reg, imm = self.swizzle_offset(addr, 16 * (4 * db + g), mask)
+                kb.ds_write_b64(reg, data, offset=imm)
+        per = cfg.row_bytes // 16
+        rows = 64 // per
+        lane = kb.v_and_b32(None, 63, self.tid)
+        t_row = kb.v_lshrrev_b32(None, _log2(per), lane)
+        chunk = kb.v_and_b32(None, per - 1, lane)
+        wave_rows = kb.v_lshrrev_b32(None, 1, kb.v_and_b32(None, 0xFFFFFFC0, self.tid))
+        row = kb.v_add_u32(None, wave_rows, t_row)  # row of the workgroup's tile, for k = 0
+        # r % 8 = t_row ^ (rows k % 8) (t_row < rows, a power of two).
+        src = self.row_offset(row, kb.v_lshlrev_b32(None, 4, kb.v_xor_b32(None, chunk, t_row)))
+        regs = {x: src if x == 0 else kb.v_xor_b32(None, 16 * x, src)
+                for x in sorted({rows * k % 8 for k in range(32 // rows)})}
+        data = [kb.ds_read_b128(kb.vregs(4, align=4), regs[rows * k % 8],
+                                offset=k * rows * cfg.row_bytes)
+                for k in range(32 // rows)]
+        # Raw buffers range-check voffset + offset: rows past seq_q are not written.
+        dst = self.row_offset(kb.v_add_u32(None, self.row0, row),
+                              kb.v_lshlrev_b32(None, 4, chunk))
+        voffs = {0: dst}
+        for k, d in enumerate(data):
+            hi, lo = divmod(k * rows * cfg.row_bytes, 4096)
+            if hi not in voffs:
+                voffs[hi] = kb.v_add_u32(None, 4096 * hi, dst)
+            kb.buffer_store_dwordx4(d, voffs[hi], self.ro, 0, offen=True, offset=lo)
 
     def store_lse(self, total) -> None:
         """LSE = ln 2 * (m + log2 l): m is the running max in base-2 units (possibly stale by
