@@ -266,6 +266,7 @@ class Config:
     packed: bool = False
     # packed auto: a v_pk_*_f32 within an MFMA's packed-VALU hold becomes two unpacked ops
     unpack_near_mfma: bool = False
+    packed_store: bool = False  # O / l in the epilogue by v_pk_mul_f32 (packed auto, true)
     causal_order: str = "in_order"
     truncate: bool = False  # gfx942 bf16: round toward zero
     loop: str = "scf"  # key loops: scf.for or blocks and branches
@@ -533,6 +534,7 @@ def check(target: str, p: dict[str, Any]) -> Config:
                  # other's MFMAs by design, so every packed op would be held: none packed
                  packed=p["packed"] == "true" or (p["packed"] == "auto" and waves <= 4),
                  unpack_near_mfma=p["packed"] == "auto" and waves <= 4,
+                 packed_store=p["packed"] != "false",
                  causal_order=_causal_order(p, block_m, chip),
                  truncate=p["bf16_round"] == "truncate", loop=p["loop"],
                  away=p["bf16_round"] == "nearest_away",
@@ -2084,6 +2086,8 @@ class _Builder:
         own = kb.v_add_f32(None, st[2], st[3])
         total = kb.v_add_f32(None, own, self.exchange_sum(own))
         inv = kb.v_rcp_f32(None, total)
+        if cfg.packed_store and not cfg.o_agprs:
+            self.inv_pair = kb.join(inv, kb.v_mov_b32(None, inv), align=2)
         if cfg.lse:
             self.store_lse(total)
         if cfg.features.permlane_swap:
@@ -2159,7 +2163,12 @@ class _Builder:
         r = 16 * db + 4 * g
         acc = [kb.v_accvgpr_read_b32(None, acc_o[r + k]) if self.cfg.o_agprs else acc_o[r + k]
                for k in range(4)]
-        vals = [kb.v_mul_f32(None, inv, a) for a in acc]
+        if self.cfg.packed_store and not self.cfg.o_agprs:
+            # After the loop: one v_pk_mul_f32 per two values (AITER's gfx942 epilogue too).
+            vals = [v for k in (0, 2) for v in kb.split(kb.v_pk_mul_f32(
+                kb.vregs(2, align=2), self.inv_pair, acc_o[r + k:r + k + 2]))]
+        else:
+            vals = [kb.v_mul_f32(None, inv, a) for a in acc]
         return [self.pack(vals[0], vals[1]), self.pack(vals[2], vals[3])]
 
     def store_dwordx4(self, inv) -> None:
