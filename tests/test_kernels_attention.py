@@ -428,7 +428,8 @@ def test_packed_f32_math():
     on = {"packed": "true"}
     n = 16 * 2  # S registers per lane at block_n 64; two key blocks: two ping-pong bodies
     assert count(on, "v_pk_fma_f32") == 2 * n // 2
-    assert count(on, "v_pk_mul_f32") == 2 * (1 + 64 // 2)  # l and the 64 O registers (d128)
+    # l and the 64 O registers (d128) per body, and O / l once in the epilogue
+    assert count(on, "v_pk_mul_f32") == 2 * (1 + 64 // 2) + 64 // 2
     assert count(on, "v_pk_add_f32") == 2 * n // 2
     assert count({"packed": "false"}, "v_pk_") == 0
 
@@ -467,8 +468,10 @@ def test_auto_packing_keeps_packed_f32_out_of_the_mfma_holds(target):
     assert inside == 0 and total > 0
     inside, _ = packed_in_mfma_hold(target, {"packed": "true"})
     assert inside > 0
-    # 8 waves: two per SIMD, each wave's softmax under the other's MFMAs: none packed.
-    assert packed_in_mfma_hold(target, {"waves": 8, "seq_q": 256}) == (0, 0)
+    # 8 waves: two per SIMD, each wave's softmax under the other's MFMAs: none packed in the
+    # loop; only the epilogue's O / l (64 O registers at d128: 32 v_pk_mul_f32), after it.
+    assert packed_in_mfma_hold(target, {"waves": 8, "seq_q": 256}) == (0, 32)
+    assert packed_in_mfma_hold(target, {"waves": 8, "seq_q": 256, "packed": "false"}) == (0, 0)
 
 
 # Causal row-tile orders: pairs (n - 1 - x, x) with an odd tile count (the middle workgroup
@@ -925,3 +928,42 @@ def test_placement_auto_choices():
         cfg = check(target, gen.resolve(params))
         assert (cfg.exp_under_pv, cfg.max_under_s, cfg.setprio, cfg.v_ahead) == (
             False, False, "s_mfma" if target == "gfx942" else "none", 4)
+
+
+# o_staging lds (the gfx942 default): O through the wave's part of the LDS, stored
+# row-contiguous; ragged rows past seq_q (not written), d64 and d128, a causal pair (the
+# second pass's Q staging reuses the LDS), 2 and 8 waves.
+O_STAGING_CASES = [
+    dict(heads=1, seq_q=50, seq_k=130, head_dim=128, waves=2),
+    dict(heads=1, seq_q=300, head_dim=64, causal=True, causal_order="paired"),
+    dict(heads=2, heads_kv=1, seq_q=200, seq_k=64, head_dim=128, lse=True),
+]
+
+
+@pytest.mark.parametrize("extra", O_STAGING_CASES, ids=["ragged-d128", "d64-paired", "gqa-8w"])
+def test_gfx942_o_staging_through_lds(extra):
+    from asterism.kernels.attention import check
+
+    gen = kernels.get(GEN)
+    assert check("gfx942", gen.resolve(extra)).o_lds
+    case = gen.build("gfx942", extra)
+    excess, err = run_case(case)
+    assert excess <= 0, f"max error {err} above the tolerance"
+    text = {mode: str(gen.build("gfx942", dict(extra, o_staging=mode)).module)
+            for mode in ("lds", "direct")}
+    # 8 bytes (4 head-dims) per lane and write, 32 rows x head_dim per wave.
+    # (A causal pair stores twice: once per row-tile pass.)
+    writes = 32 * extra["head_dim"] * 2 // (64 * 8) * (2 if "causal_order" in extra else 1)
+    assert text["lds"].count("ds_write_b64") == writes
+    assert text["direct"].count("ds_write_b64") == 0
+    assert text["lds"].count("buffer_store_dwordx2") == text["direct"].count(
+        "buffer_store_dwordx2")
+
+
+def test_o_staging_refused_where_it_does_not_apply():
+    from asterism.kernels.attention import check
+
+    gen = kernels.get(GEN)
+    assert not check("gfx950", gen.resolve({})).o_lds
+    with pytest.raises(KernelParamError, match="o_staging: lds is the gfx942 choice"):
+        gen.build("gfx950", {"o_staging": "lds"})

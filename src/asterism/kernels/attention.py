@@ -190,14 +190,14 @@ PARAMS = (
           "loads its own row (32 rows, 32 cache lines per instruction); auto = lds on gfx942 "
           "where 32 rows per wave fit the kernel's LDS", choices=("auto", "lds", "direct")),
     Param("o_staging", "auto", "how O reaches memory on gfx942: lds = each wave writes its "
-          "32 x head_dim bf16/f16 O rows from the MFMA layout to its part of the LDS "
-          "(ds_write_b64, chunks XOR-swizzled by row; one barrier first: the last K/V tiles "
-          "are read there), reads them back row-contiguous (ds_read_b128) and stores 4 rows "
-          "of 16-byte chunks per buffer_store_dwordx4 (4 lanes a clock write one 64-byte "
-          "block), as AITER's gfx942 kernel does; direct = each lane stores 4 head-dims (8 "
-          "bytes) of its own row (8 rows, 8 blocks a clock); auto = lds on gfx942 where 32 "
-          "rows per wave fit the kernel's LDS (modeled 47926 vs 51770 cycles at "
-          "1x2x512x128)", choices=("auto", "lds", "direct")),
+          "32 O rows from the MFMA layout to its part of the LDS (16 ds_write_b64 at "
+          "d128), reads them back row-contiguous (ds_read_b64) and stores them with "
+          "buffer_store_dwordx2 whose 8 lanes a clock write one 64-byte block (AITER's "
+          "gfx942 kernel stages O through LDS too); one barrier first; direct = each lane "
+          "stores 4 head-dims (8 bytes) of its own row (8 rows, 8 blocks a clock); auto = "
+          "lds on gfx942 where 32 rows per wave fit the kernel's LDS (modeled 47790 vs "
+          "51770 cycles at 1x2x512x128, with the epilogue's v_pk_mul_f32)",
+          choices=("auto", "lds", "direct")),
     Param("lse", False, "also write the log-sum-exp of each row (natural log, float32 "
           "[batch, heads, seq_q]: what a backward pass reads) to the output buffer lse"),
     Param("loop", "scf", "how the key loops are written: scf = scf.for (kb.loop) whose "
@@ -2107,13 +2107,16 @@ class _Builder:
     def store_through_lds(self, inv) -> None:
         """gfx942 o_staging lds: the wave's 32 O rows into its 32 x row_bytes part of the
         LDS from the MFMA layout (lane (i, h): 8 bytes, head-dims 32 db + 8 g + 4 h.., of row
-        i; chunk c of row r at c ^ (r % 8), the layout load_q_lds gives Q), read back
-        row-contiguous (lane t: row t / per + rows k, chunk t % per) and stored with one
-        buffer_store_dwordx4 per `rows` rows. A barrier first: other waves may still read
-        the last K/V tiles there."""
+        i), read back row-contiguous 8 bytes a lane (lane t: row t / per + rows k, piece
+        t % per) and stored with one buffer_store_dwordx2 per `rows` rows (8 lanes a clock
+        write one 64-byte block). 16-byte chunk c of row r sits at c ^ (r % 8) and its 8-byte
+        halves swap when r & 8: a write phase (16 lanes: 16 rows, one half) and a read phase
+        (16 lanes: 128 bytes of one row) each hit 32 distinct banks. A barrier first: other
+        waves may still read the last K/V tiles there."""
         cfg, kb = self.cfg, self.kb
         kb.s_barrier()
-        base = self.row_offset(self.row_in_wg, kb.v_lshlrev_b32(None, 3, self.half))
+        half = kb.v_xor_b32(None, self.half, kb.v_bfe_u32(None, self.lane32, 3, 1))
+        base = self.row_offset(self.row_in_wg, kb.v_lshlrev_b32(None, 3, half))
         offsets = [16 * (4 * db + g) for db in range(cfg.head_dim // 32) for g in range(4)]
         addr = self.swizzled(base, self.lane32, 8, 4, offsets)
         mask = self.swizzle_mask(8, 4)
@@ -2122,29 +2125,36 @@ class _Builder:
                 data = kb.join(*self.packed_group(inv, db, g), align=2)
                 reg, imm = self.swizzle_offset(addr, 16 * (4 * db + g), mask)
                 kb.ds_write_b64(reg, data, offset=imm)
-        per = cfg.row_bytes // 16
+        per = cfg.row_bytes // 8
         rows = 64 // per
         lane = kb.v_and_b32(None, 63, self.tid)
         t_row = kb.v_lshrrev_b32(None, _log2(per), lane)
-        chunk = kb.v_and_b32(None, per - 1, lane)
+        piece = kb.v_and_b32(None, per - 1, lane)
         wave_rows = kb.v_lshrrev_b32(None, 1, kb.v_and_b32(None, 0xFFFFFFC0, self.tid))
         row = kb.v_add_u32(None, wave_rows, t_row)  # row of the workgroup's tile, for k = 0
-        # r % 8 = t_row ^ (rows k % 8) (t_row < rows, a power of two).
-        src = self.row_offset(row, kb.v_lshlrev_b32(None, 4, kb.v_xor_b32(None, chunk, t_row)))
-        regs = {x: src if x == 0 else kb.v_xor_b32(None, 16 * x, src)
-                for x in sorted({rows * k % 8 for k in range(32 // rows)})}
-        data = [kb.ds_read_b128(kb.vregs(4, align=4), regs[rows * k % 8],
-                                offset=k * rows * cfg.row_bytes)
+        # Row r = t_row + rows k (t_row < rows, a power of two): r % 8 = t_row ^ (rows k % 8)
+        # and r & 8 = rows k & 8, XORed into the address bits 3-6 per read.
+        chunk = kb.v_xor_b32(None, kb.v_lshrrev_b32(None, 1, piece), t_row)
+        src = self.row_offset(row, kb.v_lshl_add_u32(None, chunk, 4, kb.v_lshlrev_b32(
+            None, 3, kb.v_and_b32(None, 1, piece))))
+
+        def flip(k: int) -> int:
+            return 16 * (rows * k % 8) + 8 * ((rows * k >> 3) & 1)
+
+        regs = {x: src if x == 0 else kb.v_xor_b32(None, x, src)
+                for x in sorted({flip(k) for k in range(32 // rows)})}
+        data = [kb.ds_read_b64(kb.vregs(2, align=2), regs[flip(k)],
+                               offset=k * rows * cfg.row_bytes)
                 for k in range(32 // rows)]
         # Raw buffers range-check voffset + offset: rows past seq_q are not written.
         dst = self.row_offset(kb.v_add_u32(None, self.row0, row),
-                              kb.v_lshlrev_b32(None, 4, chunk))
+                              kb.v_lshlrev_b32(None, 3, piece))
         voffs = {0: dst}
         for k, d in enumerate(data):
             hi, lo = divmod(k * rows * cfg.row_bytes, 4096)
             if hi not in voffs:
                 voffs[hi] = kb.v_add_u32(None, 4096 * hi, dst)
-            kb.buffer_store_dwordx4(d, voffs[hi], self.ro, 0, offen=True, offset=lo)
+            kb.buffer_store_dwordx2(d, voffs[hi], self.ro, 0, offen=True, offset=lo)
 
     def store_lse(self, total) -> None:
         """LSE = ln 2 * (m + log2 l): m is the running max in base-2 units (possibly stale by
