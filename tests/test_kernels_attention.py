@@ -751,8 +751,10 @@ def test_gfx942_split_lds_writes_barrier_placement():
     # block's writes follow it) and has written its V^T (written before its S MFMAs).
     from asterism.kernels.run import run_case as run_timed
 
+    # (o_staging direct: no epilogue barrier before O goes through the LDS)
     case = kernels.get(GEN).build("gfx942", dict(heads=1, seq_q=64, seq_k=256,
-                                                 head_dim=128, lds_writes="split"))
+                                                 head_dim=128, lds_writes="split",
+                                                 o_staging="direct"))
     t = run_timed(case, timing=True, check=False).timing_result
     assert len(t.waves) == 8
     for w in t.waves:
@@ -818,8 +820,9 @@ def test_gfx942_two_stages_one_barrier_per_block():
     # rows) and their 4 ds_write_b128 (2 K, 2 V^T) into the other stage, after the loads.
     from asterism.kernels.run import run_case as run_timed
 
+    # (o_staging direct: no epilogue barrier before O goes through the LDS)
     case = kernels.get(GEN).build("gfx942", dict(heads=1, seq_q=64, seq_k=256,
-                                                 head_dim=128))
+                                                 head_dim=128, o_staging="direct"))
     t = run_timed(case, timing=True, check=False).timing_result
     assert len(t.waves) == 8
     for w in t.waves:
@@ -967,3 +970,45 @@ def test_o_staging_refused_where_it_does_not_apply():
     assert not check("gfx950", gen.resolve({})).o_lds
     with pytest.raises(KernelParamError, match="o_staging: lds is the gfx942 choice"):
         gen.build("gfx950", {"o_staging": "lds"})
+
+
+@pytest.mark.parametrize("extra", [dict(seq_k=192), dict(seq_k=300), dict(seq_k=64)],
+                         ids=["odd-3", "ragged-4+1", "one"])
+def test_gfx942_stage_offsets_immediate(extra):
+    # stage_offsets immediate (the non-causal gfx942 default): two key blocks a trip, each
+    # naming its LDS stages in the DS offsets; an odd count's last block after the loop
+    # (odd 3, ragged: 4 full blocks then the masked one, a single block). In the timing
+    # model's run no wave executes a v_xor_b32 in its key blocks (toggle: the read and
+    # write addresses flipped after each block).
+    from asterism.kernels.attention import check
+    from asterism.kernels.run import run_case as run_timed
+
+    params = dict(heads=1, seq_q=64, head_dim=128, **extra)
+    gen = kernels.get(GEN)
+    assert check("gfx942", gen.resolve(params)).stage_imm
+    assert not check("gfx942", gen.resolve(dict(params, causal=True))).stage_imm
+    case = gen.build("gfx942", params)
+    excess, err = run_case(case)
+    assert excess <= 0, f"max error {err} above the tolerance"
+
+    def xors_per_block(p) -> list[int]:
+        t = run_timed(gen.build("gfx942", p), timing=True, check=False).timing_result
+        w = t.waves[0]
+        counts, cur = [], 0
+        for rec in w.records:
+            op = t.code[rec[4] - 1][1].split()[0]
+            if op == "s_barrier":
+                counts.append(cur)
+                cur = 0
+            elif op.startswith("v_xor_b32"):
+                cur += 1
+        # after the Q staging and first-copy barriers, up to the epilogue's (O through LDS)
+        return counts[3:]
+
+    blocks = -(-extra["seq_k"] // 64)
+    imm = xors_per_block(params)
+    assert len(imm) == blocks and not any(imm[:-1]), imm
+    tog = xors_per_block(dict(params, stage_offsets="toggle"))
+    assert len(tog) == blocks and all(tog[:-1]), tog
+    with pytest.raises(KernelParamError, match="stage_offsets: immediate is for gfx942"):
+        gen.build("gfx942", dict(params, causal=True, stage_offsets="immediate"))

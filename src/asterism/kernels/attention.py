@@ -198,6 +198,14 @@ PARAMS = (
           "lds on gfx942 where 32 rows per wave fit the kernel's LDS (modeled 47790 vs "
           "51770 cycles at 1x2x512x128, with the epilogue's v_pk_mul_f32)",
           choices=("auto", "lds", "direct")),
+    Param("stage_offsets", "auto", "gfx942 two stages: how the LDS stage alternates. "
+          "immediate = the key loop runs two blocks per trip and each block names its stages "
+          "in the ds_read / ds_write offsets (no VALU per block; an odd block count leaves "
+          "one block after the loop), toggle = the loop carries the read and write addresses "
+          "and flips them by v_xor_b32 after each block (12 at d128, 8 waves); auto = "
+          "immediate where the trip counts are known when the kernel is built (not causal, "
+          "loop scf), else toggle (modeled 47022 vs 47790 cycles at 1x2x512x128)",
+          choices=("auto", "immediate", "toggle")),
     Param("lse", False, "also write the log-sum-exp of each row (natural log, float32 "
           "[batch, heads, seq_q]: what a backward pass reads) to the output buffer lse"),
     Param("loop", "scf", "how the key loops are written: scf = scf.for (kb.loop) whose "
@@ -276,6 +284,7 @@ class Config:
     prefetch: bool = False  # gfx942: next block's K/V loaded into the S registers early
     q_lds: bool = False  # gfx942: Q staged through LDS with row-contiguous loads
     o_lds: bool = False  # gfx942: O through LDS, stored row-contiguous (o_staging lds)
+    stage_imm: bool = False  # gfx942 two stages: stages in the DS offsets, two blocks a trip
     # s_setprio: none, group (waves 4-7 once), mfma, stage, scores or s_mfma (per phase)
     setprio: str = "none"
     exp_under_pv: bool = False  # gfx950: tiles 1..'s fma / exp / pack under the P V MFMAs
@@ -601,6 +610,14 @@ def check(target: str, p: dict[str, Any]) -> Config:
     require(cfg.tile_bytes % (16 * 64 * cfg.waves) == 0, "waves",
             f"{cfg.waves} waves cannot split a {cfg.block_n}x{cfg.head_dim} tile into 16-byte "
             f"loads evenly ({cfg.tile_bytes} bytes); use fewer waves or a larger block_n")
+    static = not cfg.causal and cfg.loop == "scf"  # every trip count an int
+    require(p["stage_offsets"] != "immediate" or (cfg.reg_stages and static), "stage_offsets",
+            "immediate is for gfx942 with two LDS stages, loop=scf and trip counts known at "
+            "build time (not causal)")
+    if cfg.reg_stages and static and p["stage_offsets"] != "toggle":
+        import dataclasses
+
+        cfg = dataclasses.replace(cfg, stage_imm=True)
     require(not cfg.reg_stages or cfg.prefetch, "stages",
             "2 on gfx942 fills the other stage from registers loaded a block ahead: it needs "
             "prefetch=true")
@@ -726,6 +743,8 @@ class _Builder:
 
         self.cfg = cfg
         self.late_packs: list = []  # gfx942: P packing of tiles 1.. (accumulate)
+        # stage_offsets immediate: the LDS stage this block reads (0 / 1; writes the other)
+        self.phase = 0
         self.kb = KernelBuilder(NAME, cfg.target, workgroup_size=(64 * cfg.waves, 1, 1),
                                 lds_size=cfg.lds_bytes)
 
@@ -1044,7 +1063,7 @@ class _Builder:
         data = kb.join(kb.v_perm_b32(None, x[1], x[0], lo), kb.v_perm_b32(None, x[3], x[2], lo),
                        kb.v_perm_b32(None, x[1], x[0], hi), kb.v_perm_b32(None, x[3], x[2], hi),
                        align=4)
-        kb.ds_write_b128(self.wdst[q], data, offset=offset)
+        kb.ds_write_b128(self.wdst[q], data, offset=offset + self.write_off())
 
     @property
     def copy_regs(self):
@@ -1208,7 +1227,7 @@ class _Builder:
         def write(kb, offset):
             addr = self.wdst["k" if offset < cfg.tile_bytes else "v"]
             at = regs[offset]
-            kb.ds_write_b128(addr, S[at:at + 4], offset=offset)
+            kb.ds_write_b128(addr, S[at:at + 4], offset=offset + self.write_off())
 
         regs = {}
         for rsrc, base in tiles:
@@ -1361,7 +1380,7 @@ class _Builder:
         def read_k(kb, u, r):
             addr, off = self.swizzle_offset(self.addr_k, 2 * cfg.k_bytes * r, mask)
             data = read(kb.vregs(cfg.k_bytes // 4, align=2), addr,
-                        offset=32 * u * cfg.row_bytes + off)
+                        offset=32 * u * cfg.row_bytes + off + self.read_off())
             if per == 1:
                 frags[u, r] = data
                 return
@@ -1706,11 +1725,13 @@ class _Builder:
             return kb.join(*kb.split(first), *kb.split(second), align=4)
         if cfg.vt:  # V^T in LDS: the 4 keys of head-dim 32 db + i are one 8-byte entry
             return kb.ds_read_b64(kb.vregs(2, align=2), self.addr_v[db % len(self.addr_v)],
-                                  offset=cfg.tile_bytes + key * rb + 256 * db)
+                                  offset=cfg.tile_bytes + key * rb + 256 * db
+                                  + self.read_off())
         # Four zero-extended 16-bit reads, paired by one VALU op each at the MFMA.
         # (ds_read_u16_d16_hi into the first read's register would save that op, but a d16
         # load reads the half it keeps: LLVM and the sanitizer want lgkmcnt(0) between.)
-        return [kb.ds_read_u16(None, self.addr_v[0], offset=(key + kk) * rb + 64 * db)
+        return [kb.ds_read_u16(None, self.addr_v[0],
+                               offset=(key + kk) * rb + 64 * db + self.read_off())
                 for kk in range(4)]
 
     def loop(self) -> None:
@@ -1804,6 +1825,12 @@ class _Builder:
     def key_loop_scf(self, count, masked: bool, then_scores: bool = False) -> None:
         """`count` (int or SGPR, may be 0) iterations of the loop body as an scf.for."""
         del then_scores  # one S buffer: the body leaves nothing in flight
+        if self.cfg.stage_imm:  # two blocks a trip (stages p, 1 - p), the odd one after
+            pairs, odd = divmod(count, 2)
+            self.scf_loop(pairs, lambda: (self.body(masked), self.body(masked)))
+            if odd:
+                self.body(masked)
+            return
         self.scf_loop(count, lambda: self.body(masked))
 
     def key_loop_pingpong_scf(self, count, masked: bool, then_scores: bool = False) -> None:
@@ -2022,6 +2049,14 @@ class _Builder:
             self.next_k = kb.v_add_u32(None, cfg.tile_bytes, self.copy_k)
         self.next_v = kb.v_add_u32(None, cfg.tile_bytes, self.copy_v)
 
+    def read_off(self) -> int:
+        """stage_offsets immediate: the DS offset of the stage this block reads (else 0)."""
+        return self.phase * self.cfg.stage_bytes if self.cfg.stage_imm else 0
+
+    def write_off(self) -> int:
+        """stage_offsets immediate: the DS offset of the stage this block's copy writes."""
+        return (1 - self.phase) * self.cfg.stage_bytes if self.cfg.stage_imm else 0
+
     def toggle(self, regs: dict) -> None:
         """Point LDS read addresses at the other buffer stage."""
         for x, reg in regs.items():
@@ -2036,15 +2071,22 @@ class _Builder:
         self.prefetch_tiles(self.key_off)
         self.wdst = dict(self.base_dst)
         kb.s_barrier()
+        self.phase = 1  # stage_offsets immediate: write_off() 0, stage 0
         for emit in self.pending + self.pending_v:
             emit(kb)
         self.pending, self.pending_v = [], []
-        self.wdst = {x: kb.v_xor_b32(None, cfg.stage_bytes, reg) for x, reg in self.wdst.items()}
+        self.phase = 0
+        if not cfg.stage_imm:
+            self.wdst = {x: kb.v_xor_b32(None, cfg.stage_bytes, reg)
+                         for x, reg in self.wdst.items()}
 
     def next_stage(self) -> None:
         """End of a double-buffered iteration: the next block's tiles are complete (this
         wave's DMA by token, the others' by the barrier); swap the buffers."""
         cfg, kb = self.cfg, self.kb
+        if cfg.stage_imm:  # the next block names the other stages in its offsets
+            self.phase ^= 1
+            return
         if cfg.reg_stages:  # (the barrier is at the top of the next block)
             for regs in (self.addr_k, self.addr_v, self.wdst):
                 self.toggle(regs)
