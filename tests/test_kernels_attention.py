@@ -929,8 +929,11 @@ def test_placement_auto_choices():
     for target, params in (("gfx942", {}), ("gfx950", {"waves": 4}),
                            ("gfx950", {"waves": 2, "block_n": 64})):
         cfg = check(target, gen.resolve(params))
+        # (gfx942 with two LDS stages: the V^T reads 6 P V MFMAs ahead)
         assert (cfg.exp_under_pv, cfg.max_under_s, cfg.setprio, cfg.v_ahead) == (
-            False, False, "s_mfma" if target == "gfx942" else "none", 4)
+            False, False, "s_mfma" if target == "gfx942" else "none",
+            6 if target == "gfx942" else 4)
+    assert check("gfx942", gen.resolve({"stages": 1})).v_ahead == 4
 
 
 # o_staging lds (the gfx942 default): O through the wave's part of the LDS, stored
