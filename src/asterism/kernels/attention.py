@@ -28,7 +28,9 @@ barrier per block), then each wave:
    operand is read from LDS transposed (ds_read_b64_tr_b16 on gfx950, ds_read_u16_d16 /
    _d16_hi pairs on gfx942).
 
-At the end O^T / l is converted and stored, 4 head-dim values (8 bytes) per store. Ragged
+At the end O^T / l is converted and stored: on gfx950 8 head-dim values (16 bytes) per lane
+and store after a v_permlane32_swap_b32; on gfx942 through the LDS (o_staging), read back
+row-contiguous and stored 8 bytes a lane, 8 lanes on 64 contiguous bytes. Ragged
 sequence lengths use the buffer descriptors' range checks: K/V rows past seq_k read as zero
 (and are masked), O rows past seq_q are not written.
 """
