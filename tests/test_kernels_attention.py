@@ -820,9 +820,11 @@ def test_gfx942_two_stages_one_barrier_per_block():
     # rows) and their 4 ds_write_b128 (2 K, 2 V^T) into the other stage, after the loads.
     from asterism.kernels.run import run_case as run_timed
 
-    # (o_staging direct: no epilogue barrier before O goes through the LDS)
+    # (o_staging direct: no epilogue barrier before O goes through the LDS; block_barrier
+    # top: test_gfx942_block_barrier_in_the_pv_phase checks the default, pv)
     case = kernels.get(GEN).build("gfx942", dict(heads=1, seq_q=64, seq_k=256,
-                                                 head_dim=128, o_staging="direct"))
+                                                 head_dim=128, o_staging="direct",
+                                                 block_barrier="top"))
     t = run_timed(case, timing=True, check=False).timing_result
     assert len(t.waves) == 8
     for w in t.waves:
@@ -1015,3 +1017,41 @@ def test_gfx942_stage_offsets_immediate(extra):
     assert len(tog) == blocks and all(tog[:-1]), tog
     with pytest.raises(KernelParamError, match="stage_offsets: immediate is for gfx942"):
         gen.build("gfx942", dict(params, causal=True, stage_offsets="immediate"))
+
+
+def test_gfx942_block_barrier_in_the_pv_phase():
+    # block_barrier pv (the default with two stages): in the timing model's run each wave
+    # passes one barrier per key block, PV_BARRIER_LAG P V MFMAs before the end of the block
+    # before it, after that block's 4 ds_write_b128 of the next tiles: after the prologue's
+    # barriers (Q staging, first copy, the loop's first) the intervals hold 64 MFMAs and 4
+    # writes each, the last one PV_BARRIER_LAG MFMAs, then the O staging's. With top every
+    # block's 64 MFMAs follow its barrier.
+    from asterism.kernels.attention import PV_BARRIER_LAG
+    from asterism.kernels.run import run_case as run_timed
+
+    params = dict(heads=1, seq_q=64, seq_k=256, head_dim=128)
+    excess, err = run_case(kernels.get(GEN).build("gfx942", params))
+    assert excess <= 0, f"max error {err} above the tolerance"
+
+    def intervals(p) -> list[tuple[int, int]]:
+        t = run_timed(kernels.get(GEN).build("gfx942", p), timing=True,
+                      check=False).timing_result
+        w = t.waves[0]
+        segs, cur = [], [0, 0]
+        for rec in w.records:
+            op = t.code[rec[4] - 1][1].split()[0]
+            if op == "s_barrier":
+                segs.append(tuple(cur))
+                cur = [0, 0]
+            elif op.startswith("v_mfma"):
+                cur[0] += 1
+            elif op == "ds_write_b128":
+                cur[1] += 1
+        segs.append(tuple(cur))
+        return segs
+
+    pv = intervals(params)
+    lag = PV_BARRIER_LAG
+    assert pv[3:] == [(64 - lag, 4), (64, 4), (64, 4), (64, 4), (lag, 0), (0, 0)], pv
+    top = intervals(dict(params, block_barrier="top"))
+    assert top[3:] == [(64, 4)] * 4 + [(0, 0)], top

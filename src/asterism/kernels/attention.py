@@ -79,6 +79,9 @@ STAGE_LOAD_SPACING = 4
 # barrier per block the waves start their S MFMAs together and the LDS port queues less)
 STAGES_K_AHEAD = 2
 PV_READ_AHEAD = 4  # the same for the V^T reads of gfx950 (2 ds_read_b64_tr_b16 per MFMA)
+# block_barrier pv: P V MFMAs after the barrier (modeled at 1x2x512x128: 1 46546, 2 46506,
+# 3 46634, 4 47066, 6 53646: more and the barrier waits for reads the MFMAs need first)
+PV_BARRIER_LAG = 2
 AUTO_V_AHEAD = 2  # v_ahead auto with 8 waves and one S buffer on gfx950 (modeled faster)
 # v_ahead auto with gfx942's two stages (one ds_read_b64 per P V MFMA; modeled 46750 vs 46894
 # with 4 at 1x2x512x128, 84894 vs 85230 at 1x2x1024x128, causal 90254 vs 90562)
@@ -211,6 +214,12 @@ PARAMS = (
           "immediate where the trip counts are known when the kernel is built (not causal, "
           "loop scf), else toggle (modeled 47022 vs 47790 cycles at 1x2x512x128)",
           choices=("auto", "immediate", "toggle")),
+    Param("block_barrier", "auto", "gfx942 two stages: where the one barrier of a key block "
+          "goes. top = before the block's S MFMAs; pv = in the previous block's P V phase, 2 "
+          "MFMAs before its end (after the copy's LDS writes; the V^T reads done): the last "
+          "P V MFMAs cover the barrier and the next block's first K reads; auto = pv with "
+          "two stages (modeled 46506 vs 46750 cycles at 1x2x512x128, 84314 vs 84894 at "
+          "1x2x1024x128, causal 89030 vs 90254)", choices=("auto", "top", "pv")),
     Param("lse", False, "also write the log-sum-exp of each row (natural log, float32 "
           "[batch, heads, seq_q]: what a backward pass reads) to the output buffer lse"),
     Param("loop", "scf", "how the key loops are written: scf = scf.for (kb.loop) whose "
@@ -291,6 +300,7 @@ class Config:
     q_lds: bool = False  # gfx942: Q staged through LDS with row-contiguous loads
     o_lds: bool = False  # gfx942: O through LDS, stored row-contiguous (o_staging lds)
     stage_imm: bool = False  # gfx942 two stages: stages in the DS offsets, two blocks a trip
+    pv_barrier: bool = False  # gfx942 two stages: the block's barrier in the previous P V phase
     # s_setprio: none, group (waves 4-7 once), mfma, stage, scores or s_mfma (per phase)
     setprio: str = "none"
     exp_under_pv: bool = False  # gfx950: tiles 1..'s fma / exp / pack under the P V MFMAs
@@ -624,6 +634,12 @@ def check(target: str, p: dict[str, Any]) -> Config:
         import dataclasses
 
         cfg = dataclasses.replace(cfg, stage_imm=True)
+    require(p["block_barrier"] != "pv" or cfg.reg_stages, "block_barrier",
+            "pv is for gfx942 with two LDS stages")
+    if p["block_barrier"] != "top" and cfg.reg_stages:
+        import dataclasses
+
+        cfg = dataclasses.replace(cfg, pv_barrier=True)
     require(not cfg.reg_stages or cfg.prefetch, "stages",
             "2 on gfx942 fills the other stage from registers loaded a block ahead: it needs "
             "prefetch=true")
@@ -1712,6 +1728,14 @@ class _Builder:
                 raise NotImplementedError(
                     f"{NAME}: the P packing of a tile would come after its P V MFMAs "
                     f"({cfg.tiles} tiles, {len(space)} MFMAs, {len(late_items)} items)")
+        if cfg.pv_barrier:
+            # The next block's barrier PV_BARRIER_LAG MFMAs before the end: after the LDS
+            # writes (the waits pass adds lgkmcnt(0) for them and the V^T reads before it).
+            keep = len(space) - PV_BARRIER_LAG
+            per = -(-(len(late_items) + 1) // keep)
+            late_items = late_items + [lambda kb: None] * (per * keep - 1 - len(late_items))
+            late_items += [lambda kb: kb.s_barrier()]
+            late_items += [lambda kb: None] * (per * len(space) - len(late_items))
         late = Stream("valu", late_items) if late_items else None
         tr = cfg.features.ds_read_tr
         one_read = tr or cfg.vt  # gfx942 rows: 4 ds_read_u16 + 2 VALU per operand
@@ -1953,7 +1977,8 @@ class _Builder:
                 # them; the others' by it), and every wave is done with the stage the writes
                 # below fill (the block before last). At the top, not the bottom: the last
                 # block's waves go on to their stores without meeting.
-                kb.s_barrier()
+                if not cfg.pv_barrier:
+                    kb.s_barrier()
                 # The next block's loads under the S MFMAs, one after every
                 # STAGE_LOAD_SPACING-th (no-ops pad the stream), a whole phase ahead of
                 # their LDS writes under this block's P V MFMAs, into the other stage (past
@@ -2084,6 +2109,8 @@ class _Builder:
             emit(kb)
         self.pending, self.pending_v = [], []
         self.phase = 0
+        if cfg.pv_barrier:  # (the loop's barriers are in the P V phases)
+            kb.s_barrier()
         if not cfg.stage_imm:
             self.wdst = {x: kb.v_xor_b32(None, cfg.stage_bytes, reg)
                          for x, reg in self.wdst.items()}
