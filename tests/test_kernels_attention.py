@@ -931,11 +931,8 @@ def test_placement_auto_choices():
     for target, params in (("gfx942", {}), ("gfx950", {"waves": 4}),
                            ("gfx950", {"waves": 2, "block_n": 64})):
         cfg = check(target, gen.resolve(params))
-        # (gfx942 with two LDS stages: the V^T reads 6 P V MFMAs ahead)
         assert (cfg.exp_under_pv, cfg.max_under_s, cfg.setprio, cfg.v_ahead) == (
-            False, False, "s_mfma" if target == "gfx942" else "none",
-            6 if target == "gfx942" else 4)
-    assert check("gfx942", gen.resolve({"stages": 1})).v_ahead == 4
+            False, False, "s_mfma" if target == "gfx942" else "none", 4)
 
 
 # o_staging lds (the gfx942 default): O through the wave's part of the LDS, stored
@@ -988,7 +985,8 @@ def test_gfx942_stage_offsets_immediate(extra):
     from asterism.kernels.attention import check
     from asterism.kernels.run import run_case as run_timed
 
-    params = dict(heads=1, seq_q=64, head_dim=128, **extra)
+    # (block_barrier top: one barrier at the top of each block delimits the blocks)
+    params = dict(heads=1, seq_q=64, head_dim=128, block_barrier="top", **extra)
     gen = kernels.get(GEN)
     assert check("gfx942", gen.resolve(params)).stage_imm
     assert not check("gfx942", gen.resolve(dict(params, causal=True))).stage_imm

@@ -83,9 +83,6 @@ PV_READ_AHEAD = 4  # the same for the V^T reads of gfx950 (2 ds_read_b64_tr_b16 
 # 3 46634, 4 47066, 6 53646: more and the barrier waits for reads the MFMAs need first)
 PV_BARRIER_LAG = 2
 AUTO_V_AHEAD = 2  # v_ahead auto with 8 waves and one S buffer on gfx950 (modeled faster)
-# v_ahead auto with gfx942's two stages (one ds_read_b64 per P V MFMA; modeled 46750 vs 46894
-# with 4 at 1x2x512x128, 84894 vs 85230 at 1x2x1024x128, causal 90254 vs 90562)
-STAGES_V_AHEAD = 6
 DMA_M0_SGPR = 64  # first SGPR of the pinned DMA M0 values (gfx950)
 BUFFER_WORD3 = 0x00020000  # raw buffer, 32-bit data format (range-checked, stride 0)
 REFERENCE_BLOCK_BYTES = 64 << 20  # float64 scores the reference holds at once, at most
@@ -218,8 +215,8 @@ PARAMS = (
           "goes. top = before the block's S MFMAs; pv = in the previous block's P V phase, 2 "
           "MFMAs before its end (after the copy's LDS writes; the V^T reads done): the last "
           "P V MFMAs cover the barrier and the next block's first K reads; auto = pv with "
-          "two stages (modeled 46506 vs 46750 cycles at 1x2x512x128, 84314 vs 84894 at "
-          "1x2x1024x128, causal 89030 vs 90254)", choices=("auto", "top", "pv")),
+          "two stages (modeled 46502 vs 46894 cycles at 1x2x512x128, 84310 vs 85230 at "
+          "1x2x1024x128, causal 89034 vs 90562)", choices=("auto", "top", "pv")),
     Param("lse", False, "also write the log-sum-exp of each row (natural log, float32 "
           "[batch, heads, seq_q]: what a backward pass reads) to the output buffer lse"),
     Param("loop", "scf", "how the key loops are written: scf = scf.for (kb.loop) whose "
@@ -257,8 +254,9 @@ PARAMS = (
           choices=(0, 1, 2, 3, 4, 5, 6)),
     Param("v_ahead", 0, "P V MFMAs the V^T reads run ahead of their MFMA (gfx950: 2 "
           "ds_read_b64_tr_b16 per MFMA; gfx942 with v_layout transposed: one ds_read_b64) "
-          "(1-6; 0: 2 on gfx950 with 8 waves and one S buffer, 6 on gfx942 with two LDS "
-          "stages (modeled 46750 vs 46894 with 4 at 1x2x512x128), else 4)",
+          "(1-6; 0: 2 on gfx950 with 8 waves and one S buffer, else 4; gfx942 with two "
+          "stages and block_barrier pv: 6 modeled the same as 4, 46506 vs 46502 at "
+          "1x2x512x128)",
           choices=(0, 1, 2, 3, 4, 5, 6)),
     Param("seed", 0, "random seed of the inputs"),
 )
@@ -671,8 +669,7 @@ def check(target: str, p: dict[str, Any]) -> Config:
 def _placement(cfg: Config, p: dict[str, Any]) -> Config:
     """The softmax placement and priority choices, `auto` resolved: on gfx950 with 8 waves
     and one S buffer exp_under_pv and max_under_s on, setprio stage, v_ahead 2 (modeled
-    fastest at 1x8x4096x128, see docs/kernels.md); elsewhere off, none and 4 (v_ahead 6 with
-    gfx942's two LDS stages)."""
+    fastest at 1x8x4096x128, see docs/kernels.md); elsewhere off, none and 4."""
     import dataclasses
 
     tuned = cfg.waves == 8 and cfg.s_buffers == 1
@@ -684,8 +681,7 @@ def _placement(cfg: Config, p: dict[str, Any]) -> Config:
         max_under_s=p["max_under_s"] == "on" or (p["max_under_s"] == "auto" and auto),
         setprio=(cfg.features.fa_setprio if tuned else "none")
         if p["setprio"] == "auto" else p["setprio"],
-        v_ahead=p["v_ahead"] or (AUTO_V_AHEAD if auto else STAGES_V_AHEAD if cfg.reg_stages
-                                 else PV_READ_AHEAD))
+        v_ahead=p["v_ahead"] or (AUTO_V_AHEAD if auto else PV_READ_AHEAD))
 
 
 def _causal_order(p: dict[str, Any], block_m: int, chip) -> str:
