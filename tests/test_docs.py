@@ -593,7 +593,7 @@ _ATT942 = ("asterism kernels compare flash_attention_fwd flash_attention_fwd@awa
            "flash_attention_fwd@stage1 flash_attention_fwd@start flash_attention_fwd@split "
            "flash_attention_fwd@n32 flash_attention_fwd@rows flash_attention_fwd@noprefetch "
            "flash_attention_fwd@qdirect flash_attention_fwd@odirect flash_attention_fwd@toggle "
-           "flash_attention_fwd@v4 flash_attention_fwd@plain flash_attention_fwd@before "
+           "flash_attention_fwd@top flash_attention_fwd@plain flash_attention_fwd@before "
            "aiter_fmha_fwd --target gfx942 --shape 1x2x512x128 --param "
            "flash_attention_fwd@away.bf16_round=nearest_away --param "
            "flash_attention_fwd@rtz.bf16_round=truncate --param "
@@ -610,7 +610,7 @@ _ATT942 = ("asterism kernels compare flash_attention_fwd flash_attention_fwd@awa
            "flash_attention_fwd@qdirect.q_staging=direct --param "
            "flash_attention_fwd@odirect.o_staging=direct --param "
            "flash_attention_fwd@toggle.stage_offsets=toggle --param "
-           "flash_attention_fwd@v4.v_ahead=4 --param "
+           "flash_attention_fwd@top.block_barrier=top --param "
            "flash_attention_fwd@plain.lds_layout=plain --param "
            "flash_attention_fwd@before.v_layout=rows --param "
            "flash_attention_fwd@before.prefetch=false --param "
@@ -635,7 +635,8 @@ def kernels_attention_gfx942_techniques(run, doc: str | None = None):
     doc = doc or _doc_text("docs/kernels.md")
     labels = ["default (two LDS stages named in the DS offsets, block_n 64, V^T at copy "
               "time, Q and O through LDS, `k_read=b128`, `setprio=s_mfma`, `k_ahead=2`, "
-              "`v_ahead=6`, `max_exchange=on_rescale`, round to nearest even)",
+              "the block's barrier in the P V phase before it, `max_exchange=on_rescale`, "
+              "round to nearest even)",
               "`bf16_round=nearest_away`", "`bf16_round=truncate` (AITER's rounding)",
               "`setprio=none` (issue by age)", "`setprio=scores`", "`k_ahead=3`",
               "`k_read=b64`", "`max_exchange=every_block`",
@@ -648,7 +649,7 @@ def kernels_attention_gfx942_techniques(run, doc: str | None = None):
               "`q_staging=direct` (a lane loads its own Q row)",
               "`o_staging=direct` (a lane stores 8 bytes of its own O row: 8 rows a clock)",
               "`stage_offsets=toggle` (the stage flipped by v_xor_b32 after each block)",
-              "`v_ahead=4`",
+              "`block_barrier=top` (the block's barrier before its S MFMAs)",
               "`lds_layout=plain` (no swizzle: K, Q and V^T conflicts)",
               "`v_layout=rows prefetch=false q_staging=direct` (the three copy techniques "
               "off, one stage; the scheduling of the P V phase stays)",
