@@ -247,6 +247,32 @@ def test_replayed_cold_scalar_load_is_a_scalar_cache_miss():
     assert (tm.memory["smem_miss"], tm.memory["hbm"]) == (1064, 600)
 
 
+def test_accept_scalar_takes_the_kernel_argument_loads_measured_latency():
+    """pa_mqa, wave se1_sm0 (as in test_measured_latency_from_links_by_hand): its s_waitcnt
+    at line 6 drained the argument loads issued at 173060 and 173064 and ended at
+    173080 + 760. --memory accept-scalar gives the loads those latencies (780, 776), so the
+    modeled wait ends there too; accept charges the model's scalar miss instead."""
+    from asterism.profile.att import read_att
+    from asterism.profile.replay import _run
+
+    trace = read_att(SHARED / "pa_mqa_logits_fp4_small")
+    ends = {}
+    for memory in ("accept", "accept-scalar"):
+        _t, tm, prog, kept, by_row, n_measured, _g, _p = _run(trace, "gfx950", memory, None)
+        k = next(i for i, (w, _r) in enumerate(kept) if w.filename == "se1_sm0_sl0_wv0.json")
+        wait = next(r for r in by_row[k].records if r[4] == 6)  # (time, ., stall, duration, line)
+        ends[memory] = wait[0] + wait[3]
+        if memory == "accept-scalar":  # only scalar loads get a measured latency
+            assert n_measured > 0
+            assert all(prog.statics[prog.index_of_line[line]].mem == "smem"
+                       for line in (1, 2))
+        else:
+            assert n_measured == 0
+    assert ends["accept-scalar"] == 173080 + 760
+    # the model's miss (1064, the captures' median) is longer than these two loads took
+    assert tm.memory["smem_miss"] > 780 and ends["accept"] > ends["accept-scalar"]
+
+
 def test_replayed_scalar_loads_hit_by_base_register_and_offset():
     """Without addresses, a scalar load reads the line its base registers and offset name:
     0x0 and 0x20 of s[0:1] (the kernel argument pointer, never written) share one 128-byte

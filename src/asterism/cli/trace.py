@@ -241,12 +241,16 @@ def register(verb) -> None:
     rp.set_defaults(fn=cmd_trace_replay)
     rp.add_argument("dir", help="ATT folder (a real capture, or a modeled run)")
     rp.add_argument("--target", default="gfx950", help="the captured chip (default gfx950)")
-    rp.add_argument("--memory", choices=("model", "measured", "accept"), default="model",
+    rp.add_argument("--memory", choices=("model", "measured", "accept", "accept-scalar"),
+                    default="model",
                     help="memory latencies from the model (default) or from the capture "
                          "(waitcnt links, s_endpgm, vector memory acceptance): tests the rest "
                          "of the model on its own; accept: only the vector memory path's "
                          "acceptance (what the lanes' addresses cost at issue) from the "
-                         "capture, every latency modeled")
+                         "capture, every latency modeled; accept-scalar: accept, and the "
+                         "scalar loads' latencies from the capture (the kernel-argument "
+                         "loads, whose latency the dispatch sets: 772-1476 cycles across "
+                         "the shipped captures)")
     rp.add_argument("--barrier-groups", choices=("workgroup", "cu"), default="workgroup",
                     help="one barrier per workgroup, inferred from the measured barrier "
                          "releases and launch times (default; a capture names no "
@@ -268,7 +272,7 @@ def register(verb) -> None:
     ca.add_argument("--target", default="gfx950", help="the captured chip (default gfx950)")
     ca.add_argument("--rounds", type=int, default=3,
                     help="passes over the parameters (default 3; fewer: faster, coarser)")
-    ca.add_argument("--memory", choices=("model", "accept"), default="model",
+    ca.add_argument("--memory", choices=("model", "accept", "accept-scalar"), default="model",
                     help="replay memory mode (see `trace replay --memory`; default model)")
     ca.add_argument("--leave-one-out", action="store_true",
                     help="also fit on every capture but one and predict the held-out one, "
