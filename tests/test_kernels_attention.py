@@ -972,6 +972,10 @@ def test_o_staging_refused_where_it_does_not_apply():
     assert not check("gfx950", gen.resolve({})).o_lds
     with pytest.raises(KernelParamError, match="o_staging: lds is the gfx942 choice"):
         gen.build("gfx950", {"o_staging": "lds"})
+    with pytest.raises(KernelParamError, match="o_staging: lds needs 8 x 32 O rows"):
+        gen.build("gfx942", {"o_staging": "lds", "stages": 1, "block_n": 32})
+    with pytest.raises(KernelParamError, match="block_barrier: pv is for gfx942 with two"):
+        gen.build("gfx942", {"block_barrier": "pv", "stages": 1})
 
 
 @pytest.mark.parametrize("extra", [dict(seq_k=192), dict(seq_k=300), dict(seq_k=64)],

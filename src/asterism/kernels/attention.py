@@ -598,10 +598,12 @@ def check(target: str, p: dict[str, Any]) -> Config:
         import dataclasses
 
         cfg = dataclasses.replace(cfg, q_lds=True)
-    require(p["o_staging"] != "lds" or (not feats.permlane_swap and q_fits), "o_staging",
-            f"lds is the gfx942 choice and needs {cfg.waves} x 32 O rows "
-            f"({cfg.waves * ROWS_PER_WAVE * cfg.row_bytes} bytes) within the kernel's "
-            f"{cfg.lds_bytes} bytes of LDS")
+    require(p["o_staging"] != "lds" or not feats.permlane_swap, "o_staging",
+            "lds is the gfx942 choice (gfx950 stores 16 bytes a lane after "
+            "v_permlane32_swap_b32)")
+    require(p["o_staging"] != "lds" or q_fits, "o_staging",
+            f"lds needs {cfg.waves} x 32 O rows ({cfg.waves * ROWS_PER_WAVE * cfg.row_bytes} "
+            f"bytes) within the kernel's {cfg.lds_bytes} bytes of LDS")
     if not feats.permlane_swap and p["o_staging"] != "direct" and q_fits:
         import dataclasses
 
