@@ -592,7 +592,8 @@ _ATT942 = ("asterism kernels compare flash_attention_fwd flash_attention_fwd@awa
            "flash_attention_fwd@k3 flash_attention_fwd@b64 flash_attention_fwd@every "
            "flash_attention_fwd@stage1 flash_attention_fwd@start flash_attention_fwd@split "
            "flash_attention_fwd@n32 flash_attention_fwd@rows flash_attention_fwd@noprefetch "
-           "flash_attention_fwd@qdirect flash_attention_fwd@plain flash_attention_fwd@before "
+           "flash_attention_fwd@qdirect flash_attention_fwd@odirect flash_attention_fwd@toggle "
+           "flash_attention_fwd@top flash_attention_fwd@plain flash_attention_fwd@before "
            "aiter_fmha_fwd --target gfx942 --shape 1x2x512x128 --param "
            "flash_attention_fwd@away.bf16_round=nearest_away --param "
            "flash_attention_fwd@rtz.bf16_round=truncate --param "
@@ -607,6 +608,9 @@ _ATT942 = ("asterism kernels compare flash_attention_fwd flash_attention_fwd@awa
            "flash_attention_fwd@n32.block_n=32 --param flash_attention_fwd@rows.v_layout=rows "
            "--param flash_attention_fwd@noprefetch.prefetch=false --param "
            "flash_attention_fwd@qdirect.q_staging=direct --param "
+           "flash_attention_fwd@odirect.o_staging=direct --param "
+           "flash_attention_fwd@toggle.stage_offsets=toggle --param "
+           "flash_attention_fwd@top.block_barrier=top --param "
            "flash_attention_fwd@plain.lds_layout=plain --param "
            "flash_attention_fwd@before.v_layout=rows --param "
            "flash_attention_fwd@before.prefetch=false --param "
@@ -629,8 +633,9 @@ def _technique_table(doc: str, out: str, labels: list[str]) -> list[str]:
 def kernels_attention_gfx942_techniques(run, doc: str | None = None):
     """kernels.md: the gfx942 per-technique table and the side-by-side sentence."""
     doc = doc or _doc_text("docs/kernels.md")
-    labels = ["default (two LDS stages, block_n 64, V^T at copy time, Q through LDS, "
-              "`k_read=b128`, `setprio=s_mfma`, `k_ahead=2`, `max_exchange=on_rescale`, "
+    labels = ["default (two LDS stages named in the DS offsets, block_n 64, V^T at copy "
+              "time, Q and O through LDS, `k_read=b128`, `setprio=s_mfma`, `k_ahead=2`, "
+              "the block's barrier in the P V phase before it, `max_exchange=on_rescale`, "
               "round to nearest even)",
               "`bf16_round=nearest_away`", "`bf16_round=truncate` (AITER's rounding)",
               "`setprio=none` (issue by age)", "`setprio=scores`", "`k_ahead=3`",
@@ -642,6 +647,9 @@ def kernels_attention_gfx942_techniques(run, doc: str | None = None):
               "`v_layout=rows` (4 `ds_read_u16` per V^T operand)",
               "`prefetch=false` (one stage, loads between the barriers)",
               "`q_staging=direct` (a lane loads its own Q row)",
+              "`o_staging=direct` (a lane stores 8 bytes of its own O row: 8 rows a clock)",
+              "`stage_offsets=toggle` (the stage flipped by v_xor_b32 after each block)",
+              "`block_barrier=top` (the block's barrier before its S MFMAs)",
               "`lds_layout=plain` (no swizzle: K, Q and V^T conflicts)",
               "`v_layout=rows prefetch=false q_staging=direct` (the three copy techniques "
               "off, one stage; the scheduling of the P V phase stays)",

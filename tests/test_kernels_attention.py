@@ -428,7 +428,8 @@ def test_packed_f32_math():
     on = {"packed": "true"}
     n = 16 * 2  # S registers per lane at block_n 64; two key blocks: two ping-pong bodies
     assert count(on, "v_pk_fma_f32") == 2 * n // 2
-    assert count(on, "v_pk_mul_f32") == 2 * (1 + 64 // 2)  # l and the 64 O registers (d128)
+    # l and the 64 O registers (d128) per body, and O / l once in the epilogue
+    assert count(on, "v_pk_mul_f32") == 2 * (1 + 64 // 2) + 64 // 2
     assert count(on, "v_pk_add_f32") == 2 * n // 2
     assert count({"packed": "false"}, "v_pk_") == 0
 
@@ -467,8 +468,10 @@ def test_auto_packing_keeps_packed_f32_out_of_the_mfma_holds(target):
     assert inside == 0 and total > 0
     inside, _ = packed_in_mfma_hold(target, {"packed": "true"})
     assert inside > 0
-    # 8 waves: two per SIMD, each wave's softmax under the other's MFMAs: none packed.
-    assert packed_in_mfma_hold(target, {"waves": 8, "seq_q": 256}) == (0, 0)
+    # 8 waves: two per SIMD, each wave's softmax under the other's MFMAs: none packed in the
+    # loop; only the epilogue's O / l (64 O registers at d128: 32 v_pk_mul_f32), after it.
+    assert packed_in_mfma_hold(target, {"waves": 8, "seq_q": 256}) == (0, 32)
+    assert packed_in_mfma_hold(target, {"waves": 8, "seq_q": 256, "packed": "false"}) == (0, 0)
 
 
 # Causal row-tile orders: pairs (n - 1 - x, x) with an odd tile count (the middle workgroup
@@ -748,8 +751,10 @@ def test_gfx942_split_lds_writes_barrier_placement():
     # block's writes follow it) and has written its V^T (written before its S MFMAs).
     from asterism.kernels.run import run_case as run_timed
 
+    # (o_staging direct: no epilogue barrier before O goes through the LDS)
     case = kernels.get(GEN).build("gfx942", dict(heads=1, seq_q=64, seq_k=256,
-                                                 head_dim=128, lds_writes="split"))
+                                                 head_dim=128, lds_writes="split",
+                                                 o_staging="direct"))
     t = run_timed(case, timing=True, check=False).timing_result
     assert len(t.waves) == 8
     for w in t.waves:
@@ -815,8 +820,11 @@ def test_gfx942_two_stages_one_barrier_per_block():
     # rows) and their 4 ds_write_b128 (2 K, 2 V^T) into the other stage, after the loads.
     from asterism.kernels.run import run_case as run_timed
 
+    # (o_staging direct: no epilogue barrier before O goes through the LDS; block_barrier
+    # top: test_gfx942_block_barrier_in_the_pv_phase checks the default, pv)
     case = kernels.get(GEN).build("gfx942", dict(heads=1, seq_q=64, seq_k=256,
-                                                 head_dim=128))
+                                                 head_dim=128, o_staging="direct",
+                                                 block_barrier="top"))
     t = run_timed(case, timing=True, check=False).timing_result
     assert len(t.waves) == 8
     for w in t.waves:
@@ -925,3 +933,127 @@ def test_placement_auto_choices():
         cfg = check(target, gen.resolve(params))
         assert (cfg.exp_under_pv, cfg.max_under_s, cfg.setprio, cfg.v_ahead) == (
             False, False, "s_mfma" if target == "gfx942" else "none", 4)
+
+
+# o_staging lds (the gfx942 default): O through the wave's part of the LDS, stored
+# row-contiguous; ragged rows past seq_q (not written), d64 and d128, a causal pair (the
+# second pass's Q staging reuses the LDS), 2 and 8 waves.
+O_STAGING_CASES = [
+    dict(heads=1, seq_q=50, seq_k=130, head_dim=128, waves=2),
+    dict(heads=1, seq_q=300, head_dim=64, causal=True, causal_order="paired"),
+    dict(heads=2, heads_kv=1, seq_q=200, seq_k=64, head_dim=128, lse=True),
+]
+
+
+@pytest.mark.parametrize("extra", O_STAGING_CASES, ids=["ragged-d128", "d64-paired", "gqa-8w"])
+def test_gfx942_o_staging_through_lds(extra):
+    from asterism.kernels.attention import check
+
+    gen = kernels.get(GEN)
+    assert check("gfx942", gen.resolve(extra)).o_lds
+    case = gen.build("gfx942", extra)
+    excess, err = run_case(case)
+    assert excess <= 0, f"max error {err} above the tolerance"
+    text = {mode: str(gen.build("gfx942", dict(extra, o_staging=mode)).module)
+            for mode in ("lds", "direct")}
+    # 8 bytes (4 head-dims) per lane and write, 32 rows x head_dim per wave.
+    # (A causal pair stores twice: once per row-tile pass.)
+    writes = 32 * extra["head_dim"] * 2 // (64 * 8) * (2 if "causal_order" in extra else 1)
+    assert text["lds"].count("ds_write_b64") == writes
+    assert text["direct"].count("ds_write_b64") == 0
+    assert text["lds"].count("buffer_store_dwordx2") == text["direct"].count(
+        "buffer_store_dwordx2")
+
+
+def test_o_staging_refused_where_it_does_not_apply():
+    from asterism.kernels.attention import check
+
+    gen = kernels.get(GEN)
+    assert not check("gfx950", gen.resolve({})).o_lds
+    with pytest.raises(KernelParamError, match="o_staging: lds is the gfx942 choice"):
+        gen.build("gfx950", {"o_staging": "lds"})
+    with pytest.raises(KernelParamError, match="o_staging: lds needs 8 x 32 O rows"):
+        gen.build("gfx942", {"o_staging": "lds", "stages": 1, "block_n": 32})
+    with pytest.raises(KernelParamError, match="block_barrier: pv is for gfx942 with two"):
+        gen.build("gfx942", {"block_barrier": "pv", "stages": 1})
+
+
+@pytest.mark.parametrize("extra", [dict(seq_k=192), dict(seq_k=300), dict(seq_k=64)],
+                         ids=["odd-3", "ragged-4+1", "one"])
+def test_gfx942_stage_offsets_immediate(extra):
+    # stage_offsets immediate (the non-causal gfx942 default): two key blocks a trip, each
+    # naming its LDS stages in the DS offsets; an odd count's last block after the loop
+    # (odd 3, ragged: 4 full blocks then the masked one, a single block). In the timing
+    # model's run no wave executes a v_xor_b32 in its key blocks (toggle: the read and
+    # write addresses flipped after each block).
+    from asterism.kernels.attention import check
+    from asterism.kernels.run import run_case as run_timed
+
+    # (block_barrier top: one barrier at the top of each block delimits the blocks)
+    params = dict(heads=1, seq_q=64, head_dim=128, block_barrier="top", **extra)
+    gen = kernels.get(GEN)
+    assert check("gfx942", gen.resolve(params)).stage_imm
+    assert not check("gfx942", gen.resolve(dict(params, causal=True))).stage_imm
+    case = gen.build("gfx942", params)
+    excess, err = run_case(case)
+    assert excess <= 0, f"max error {err} above the tolerance"
+
+    def xors_per_block(p) -> list[int]:
+        t = run_timed(gen.build("gfx942", p), timing=True, check=False).timing_result
+        w = t.waves[0]
+        counts, cur = [], 0
+        for rec in w.records:
+            op = t.code[rec[4] - 1][1].split()[0]
+            if op == "s_barrier":
+                counts.append(cur)
+                cur = 0
+            elif op.startswith("v_xor_b32"):
+                cur += 1
+        # after the Q staging and first-copy barriers, up to the epilogue's (O through LDS)
+        return counts[3:]
+
+    blocks = -(-extra["seq_k"] // 64)
+    imm = xors_per_block(params)
+    assert len(imm) == blocks and not any(imm[:-1]), imm
+    tog = xors_per_block(dict(params, stage_offsets="toggle"))
+    assert len(tog) == blocks and all(tog[:-1]), tog
+    with pytest.raises(KernelParamError, match="stage_offsets: immediate is for gfx942"):
+        gen.build("gfx942", dict(params, causal=True, stage_offsets="immediate"))
+
+
+def test_gfx942_block_barrier_in_the_pv_phase():
+    # block_barrier pv (the default with two stages): in the timing model's run each wave
+    # passes one barrier per key block, PV_BARRIER_LAG P V MFMAs before the end of the block
+    # before it, after that block's 4 ds_write_b128 of the next tiles: after the prologue's
+    # barriers (Q staging, first copy, the loop's first) the intervals hold 64 MFMAs and 4
+    # writes each, the last one PV_BARRIER_LAG MFMAs, then the O staging's. With top every
+    # block's 64 MFMAs follow its barrier.
+    from asterism.kernels.attention import PV_BARRIER_LAG
+    from asterism.kernels.run import run_case as run_timed
+
+    params = dict(heads=1, seq_q=64, seq_k=256, head_dim=128)
+    excess, err = run_case(kernels.get(GEN).build("gfx942", params))
+    assert excess <= 0, f"max error {err} above the tolerance"
+
+    def intervals(p) -> list[tuple[int, int]]:
+        t = run_timed(kernels.get(GEN).build("gfx942", p), timing=True,
+                      check=False).timing_result
+        w = t.waves[0]
+        segs, cur = [], [0, 0]
+        for rec in w.records:
+            op = t.code[rec[4] - 1][1].split()[0]
+            if op == "s_barrier":
+                segs.append(tuple(cur))
+                cur = [0, 0]
+            elif op.startswith("v_mfma"):
+                cur[0] += 1
+            elif op == "ds_write_b128":
+                cur[1] += 1
+        segs.append(tuple(cur))
+        return segs
+
+    pv = intervals(params)
+    lag = PV_BARRIER_LAG
+    assert pv[3:] == [(64 - lag, 4), (64, 4), (64, 4), (64, 4), (lag, 0), (0, 0)], pv
+    top = intervals(dict(params, block_barrier="top"))
+    assert top[3:] == [(64, 4)] * 4 + [(0, 0)], top

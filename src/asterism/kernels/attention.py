@@ -28,7 +28,9 @@ barrier per block), then each wave:
    operand is read from LDS transposed (ds_read_b64_tr_b16 on gfx950, ds_read_u16_d16 /
    _d16_hi pairs on gfx942).
 
-At the end O^T / l is converted and stored, 4 head-dim values (8 bytes) per store. Ragged
+At the end O^T / l is converted and stored: on gfx950 8 head-dim values (16 bytes) per lane
+and store after a v_permlane32_swap_b32; on gfx942 through the LDS (o_staging), read back
+row-contiguous and stored 8 bytes a lane, 8 lanes on 64 contiguous bytes. Ragged
 sequence lengths use the buffer descriptors' range checks: K/V rows past seq_k read as zero
 (and are masked), O rows past seq_q are not written.
 """
@@ -77,6 +79,9 @@ STAGE_LOAD_SPACING = 4
 # barrier per block the waves start their S MFMAs together and the LDS port queues less)
 STAGES_K_AHEAD = 2
 PV_READ_AHEAD = 4  # the same for the V^T reads of gfx950 (2 ds_read_b64_tr_b16 per MFMA)
+# block_barrier pv: P V MFMAs after the barrier (modeled at 1x2x512x128: 1 46546, 2 46506,
+# 3 46634, 4 47066, 6 53646: more and the barrier waits for reads the MFMAs need first)
+PV_BARRIER_LAG = 2
 AUTO_V_AHEAD = 2  # v_ahead auto with 8 waves and one S buffer on gfx950 (modeled faster)
 DMA_M0_SGPR = 64  # first SGPR of the pinned DMA M0 values (gfx950)
 BUFFER_WORD3 = 0x00020000  # raw buffer, 32-bit data format (range-checked, stride 0)
@@ -189,6 +194,29 @@ PARAMS = (
           "LDS (chunks XOR-swizzled by row), then read in the MFMA layout; direct = each lane "
           "loads its own row (32 rows, 32 cache lines per instruction); auto = lds on gfx942 "
           "where 32 rows per wave fit the kernel's LDS", choices=("auto", "lds", "direct")),
+    Param("o_staging", "auto", "how O reaches memory on gfx942: lds = each wave writes its "
+          "32 O rows from the MFMA layout to its part of the LDS (16 ds_write_b64 at "
+          "d128), reads them back row-contiguous (ds_read_b64) and stores them with "
+          "buffer_store_dwordx2 whose 8 lanes a clock write one 64-byte block (AITER's "
+          "gfx942 kernel stages O through LDS too); one barrier first; direct = each lane "
+          "stores 4 head-dims (8 bytes) of its own row (8 rows, 8 blocks a clock); auto = "
+          "lds on gfx942 where 32 rows per wave fit the kernel's LDS (modeled 47790 vs "
+          "51770 cycles at 1x2x512x128, with the epilogue's v_pk_mul_f32)",
+          choices=("auto", "lds", "direct")),
+    Param("stage_offsets", "auto", "gfx942 two stages: how the LDS stage alternates. "
+          "immediate = the key loop runs two blocks per trip and each block names its stages "
+          "in the ds_read / ds_write offsets (no VALU per block; an odd block count leaves "
+          "one block after the loop), toggle = the loop carries the read and write addresses "
+          "and flips them by v_xor_b32 after each block (12 at d128, 8 waves); auto = "
+          "immediate where the trip counts are known when the kernel is built (not causal, "
+          "loop scf), else toggle (modeled 47022 vs 47790 cycles at 1x2x512x128)",
+          choices=("auto", "immediate", "toggle")),
+    Param("block_barrier", "auto", "gfx942 two stages: where the one barrier of a key block "
+          "goes. top = before the block's S MFMAs; pv = in the previous block's P V phase, 2 "
+          "MFMAs before its end (after the copy's LDS writes; the V^T reads done): the last "
+          "P V MFMAs cover the barrier and the next block's first K reads; auto = pv with "
+          "two stages (modeled 46502 vs 46894 cycles at 1x2x512x128, 84310 vs 85230 at "
+          "1x2x1024x128, causal 89034 vs 90562)", choices=("auto", "top", "pv")),
     Param("lse", False, "also write the log-sum-exp of each row (natural log, float32 "
           "[batch, heads, seq_q]: what a backward pass reads) to the output buffer lse"),
     Param("loop", "scf", "how the key loops are written: scf = scf.for (kb.loop) whose "
@@ -226,7 +254,9 @@ PARAMS = (
           choices=(0, 1, 2, 3, 4, 5, 6)),
     Param("v_ahead", 0, "P V MFMAs the V^T reads run ahead of their MFMA (gfx950: 2 "
           "ds_read_b64_tr_b16 per MFMA; gfx942 with v_layout transposed: one ds_read_b64) "
-          "(1-6; 0: 2 on gfx950 with 8 waves and one S buffer, else 4)",
+          "(1-6; 0: 2 on gfx950 with 8 waves and one S buffer, else 4; gfx942 with two "
+          "stages and block_barrier pv: 6 modeled the same as 4, 46506 vs 46502 at "
+          "1x2x512x128)",
           choices=(0, 1, 2, 3, 4, 5, 6)),
     Param("seed", 0, "random seed of the inputs"),
 )
@@ -257,6 +287,7 @@ class Config:
     packed: bool = False
     # packed auto: a v_pk_*_f32 within an MFMA's packed-VALU hold becomes two unpacked ops
     unpack_near_mfma: bool = False
+    packed_store: bool = False  # O / l in the epilogue by v_pk_mul_f32 (packed auto, true)
     causal_order: str = "in_order"
     truncate: bool = False  # gfx942 bf16: round toward zero
     loop: str = "scf"  # key loops: scf.for or blocks and branches
@@ -265,6 +296,9 @@ class Config:
     k_bytes: int = 16  # bytes of a lane's K read (8 on gfx942 with k_read b64)
     prefetch: bool = False  # gfx942: next block's K/V loaded into the S registers early
     q_lds: bool = False  # gfx942: Q staged through LDS with row-contiguous loads
+    o_lds: bool = False  # gfx942: O through LDS, stored row-contiguous (o_staging lds)
+    stage_imm: bool = False  # gfx942 two stages: stages in the DS offsets, two blocks a trip
+    pv_barrier: bool = False  # gfx942 two stages: the block's barrier in the previous P V phase
     # s_setprio: none, group (waves 4-7 once), mfma, stage, scores or s_mfma (per phase)
     setprio: str = "none"
     exp_under_pv: bool = False  # gfx950: tiles 1..'s fma / exp / pack under the P V MFMAs
@@ -523,6 +557,7 @@ def check(target: str, p: dict[str, Any]) -> Config:
                  # other's MFMAs by design, so every packed op would be held: none packed
                  packed=p["packed"] == "true" or (p["packed"] == "auto" and waves <= 4),
                  unpack_near_mfma=p["packed"] == "auto" and waves <= 4,
+                 packed_store=p["packed"] != "false",
                  causal_order=_causal_order(p, block_m, chip),
                  truncate=p["bf16_round"] == "truncate", loop=p["loop"],
                  away=p["bf16_round"] == "nearest_away",
@@ -563,6 +598,16 @@ def check(target: str, p: dict[str, Any]) -> Config:
         import dataclasses
 
         cfg = dataclasses.replace(cfg, q_lds=True)
+    require(p["o_staging"] != "lds" or not feats.permlane_swap, "o_staging",
+            "lds is the gfx942 choice (gfx950 stores 16 bytes a lane after "
+            "v_permlane32_swap_b32)")
+    require(p["o_staging"] != "lds" or q_fits, "o_staging",
+            f"lds needs {cfg.waves} x 32 O rows ({cfg.waves * ROWS_PER_WAVE * cfg.row_bytes} "
+            f"bytes) within the kernel's {cfg.lds_bytes} bytes of LDS")
+    if not feats.permlane_swap and p["o_staging"] != "direct" and q_fits:
+        import dataclasses
+
+        cfg = dataclasses.replace(cfg, o_lds=True)
     if not feats.lds_dma and p["prefetch"] and cfg.tile_bytes % (16 * 64 * cfg.waves) == 0:
         import dataclasses
 
@@ -581,6 +626,20 @@ def check(target: str, p: dict[str, Any]) -> Config:
     require(cfg.tile_bytes % (16 * 64 * cfg.waves) == 0, "waves",
             f"{cfg.waves} waves cannot split a {cfg.block_n}x{cfg.head_dim} tile into 16-byte "
             f"loads evenly ({cfg.tile_bytes} bytes); use fewer waves or a larger block_n")
+    static = not cfg.causal and cfg.loop == "scf"  # every trip count an int
+    require(p["stage_offsets"] != "immediate" or (cfg.reg_stages and static), "stage_offsets",
+            "immediate is for gfx942 with two LDS stages, loop=scf and trip counts known at "
+            "build time (not causal)")
+    if cfg.reg_stages and static and p["stage_offsets"] != "toggle":
+        import dataclasses
+
+        cfg = dataclasses.replace(cfg, stage_imm=True)
+    require(p["block_barrier"] != "pv" or cfg.reg_stages, "block_barrier",
+            "pv is for gfx942 with two LDS stages")
+    if p["block_barrier"] != "top" and cfg.reg_stages:
+        import dataclasses
+
+        cfg = dataclasses.replace(cfg, pv_barrier=True)
     require(not cfg.reg_stages or cfg.prefetch, "stages",
             "2 on gfx942 fills the other stage from registers loaded a block ahead: it needs "
             "prefetch=true")
@@ -706,6 +765,8 @@ class _Builder:
 
         self.cfg = cfg
         self.late_packs: list = []  # gfx942: P packing of tiles 1.. (accumulate)
+        # stage_offsets immediate: the LDS stage this block reads (0 / 1; writes the other)
+        self.phase = 0
         self.kb = KernelBuilder(NAME, cfg.target, workgroup_size=(64 * cfg.waves, 1, 1),
                                 lds_size=cfg.lds_bytes)
 
@@ -1024,7 +1085,7 @@ class _Builder:
         data = kb.join(kb.v_perm_b32(None, x[1], x[0], lo), kb.v_perm_b32(None, x[3], x[2], lo),
                        kb.v_perm_b32(None, x[1], x[0], hi), kb.v_perm_b32(None, x[3], x[2], hi),
                        align=4)
-        kb.ds_write_b128(self.wdst[q], data, offset=offset)
+        kb.ds_write_b128(self.wdst[q], data, offset=offset + self.write_off())
 
     @property
     def copy_regs(self):
@@ -1188,7 +1249,7 @@ class _Builder:
         def write(kb, offset):
             addr = self.wdst["k" if offset < cfg.tile_bytes else "v"]
             at = regs[offset]
-            kb.ds_write_b128(addr, S[at:at + 4], offset=offset)
+            kb.ds_write_b128(addr, S[at:at + 4], offset=offset + self.write_off())
 
         regs = {}
         for rsrc, base in tiles:
@@ -1341,7 +1402,7 @@ class _Builder:
         def read_k(kb, u, r):
             addr, off = self.swizzle_offset(self.addr_k, 2 * cfg.k_bytes * r, mask)
             data = read(kb.vregs(cfg.k_bytes // 4, align=2), addr,
-                        offset=32 * u * cfg.row_bytes + off)
+                        offset=32 * u * cfg.row_bytes + off + self.read_off())
             if per == 1:
                 frags[u, r] = data
                 return
@@ -1665,6 +1726,14 @@ class _Builder:
                 raise NotImplementedError(
                     f"{NAME}: the P packing of a tile would come after its P V MFMAs "
                     f"({cfg.tiles} tiles, {len(space)} MFMAs, {len(late_items)} items)")
+        if cfg.pv_barrier:
+            # The next block's barrier PV_BARRIER_LAG MFMAs before the end: after the LDS
+            # writes (the waits pass adds lgkmcnt(0) for them and the V^T reads before it).
+            keep = len(space) - PV_BARRIER_LAG
+            per = -(-(len(late_items) + 1) // keep)
+            late_items = late_items + [lambda kb: None] * (per * keep - 1 - len(late_items))
+            late_items += [lambda kb: kb.s_barrier()]
+            late_items += [lambda kb: None] * (per * len(space) - len(late_items))
         late = Stream("valu", late_items) if late_items else None
         tr = cfg.features.ds_read_tr
         one_read = tr or cfg.vt  # gfx942 rows: 4 ds_read_u16 + 2 VALU per operand
@@ -1686,11 +1755,13 @@ class _Builder:
             return kb.join(*kb.split(first), *kb.split(second), align=4)
         if cfg.vt:  # V^T in LDS: the 4 keys of head-dim 32 db + i are one 8-byte entry
             return kb.ds_read_b64(kb.vregs(2, align=2), self.addr_v[db % len(self.addr_v)],
-                                  offset=cfg.tile_bytes + key * rb + 256 * db)
+                                  offset=cfg.tile_bytes + key * rb + 256 * db
+                                  + self.read_off())
         # Four zero-extended 16-bit reads, paired by one VALU op each at the MFMA.
         # (ds_read_u16_d16_hi into the first read's register would save that op, but a d16
         # load reads the half it keeps: LLVM and the sanitizer want lgkmcnt(0) between.)
-        return [kb.ds_read_u16(None, self.addr_v[0], offset=(key + kk) * rb + 64 * db)
+        return [kb.ds_read_u16(None, self.addr_v[0],
+                               offset=(key + kk) * rb + 64 * db + self.read_off())
                 for kk in range(4)]
 
     def loop(self) -> None:
@@ -1784,6 +1855,12 @@ class _Builder:
     def key_loop_scf(self, count, masked: bool, then_scores: bool = False) -> None:
         """`count` (int or SGPR, may be 0) iterations of the loop body as an scf.for."""
         del then_scores  # one S buffer: the body leaves nothing in flight
+        if self.cfg.stage_imm:  # two blocks a trip (stages p, 1 - p), the odd one after
+            pairs, odd = divmod(count, 2)
+            self.scf_loop(pairs, lambda: (self.body(masked), self.body(masked)))
+            if odd:
+                self.body(masked)
+            return
         self.scf_loop(count, lambda: self.body(masked))
 
     def key_loop_pingpong_scf(self, count, masked: bool, then_scores: bool = False) -> None:
@@ -1898,7 +1975,8 @@ class _Builder:
                 # them; the others' by it), and every wave is done with the stage the writes
                 # below fill (the block before last). At the top, not the bottom: the last
                 # block's waves go on to their stores without meeting.
-                kb.s_barrier()
+                if not cfg.pv_barrier:
+                    kb.s_barrier()
                 # The next block's loads under the S MFMAs, one after every
                 # STAGE_LOAD_SPACING-th (no-ops pad the stream), a whole phase ahead of
                 # their LDS writes under this block's P V MFMAs, into the other stage (past
@@ -2002,6 +2080,14 @@ class _Builder:
             self.next_k = kb.v_add_u32(None, cfg.tile_bytes, self.copy_k)
         self.next_v = kb.v_add_u32(None, cfg.tile_bytes, self.copy_v)
 
+    def read_off(self) -> int:
+        """stage_offsets immediate: the DS offset of the stage this block reads (else 0)."""
+        return self.phase * self.cfg.stage_bytes if self.cfg.stage_imm else 0
+
+    def write_off(self) -> int:
+        """stage_offsets immediate: the DS offset of the stage this block's copy writes."""
+        return (1 - self.phase) * self.cfg.stage_bytes if self.cfg.stage_imm else 0
+
     def toggle(self, regs: dict) -> None:
         """Point LDS read addresses at the other buffer stage."""
         for x, reg in regs.items():
@@ -2016,15 +2102,24 @@ class _Builder:
         self.prefetch_tiles(self.key_off)
         self.wdst = dict(self.base_dst)
         kb.s_barrier()
+        self.phase = 1  # stage_offsets immediate: write_off() 0, stage 0
         for emit in self.pending + self.pending_v:
             emit(kb)
         self.pending, self.pending_v = [], []
-        self.wdst = {x: kb.v_xor_b32(None, cfg.stage_bytes, reg) for x, reg in self.wdst.items()}
+        self.phase = 0
+        if cfg.pv_barrier:  # (the loop's barriers are in the P V phases)
+            kb.s_barrier()
+        if not cfg.stage_imm:
+            self.wdst = {x: kb.v_xor_b32(None, cfg.stage_bytes, reg)
+                         for x, reg in self.wdst.items()}
 
     def next_stage(self) -> None:
         """End of a double-buffered iteration: the next block's tiles are complete (this
         wave's DMA by token, the others' by the barrier); swap the buffers."""
         cfg, kb = self.cfg, self.kb
+        if cfg.stage_imm:  # the next block names the other stages in its offsets
+            self.phase ^= 1
+            return
         if cfg.reg_stages:  # (the barrier is at the top of the next block)
             for regs in (self.addr_k, self.addr_v, self.wdst):
                 self.toggle(regs)
@@ -2066,10 +2161,15 @@ class _Builder:
         own = kb.v_add_f32(None, st[2], st[3])
         total = kb.v_add_f32(None, own, self.exchange_sum(own))
         inv = kb.v_rcp_f32(None, total)
+        if cfg.packed_store and not cfg.o_agprs:
+            self.inv_pair = kb.join(inv, kb.v_mov_b32(None, inv), align=2)
         if cfg.lse:
             self.store_lse(total)
         if cfg.features.permlane_swap:
             self.store_dwordx4(inv)
+            return
+        if cfg.o_lds:
+            self.store_through_lds(inv)
             return
         voff = self.row_offset(self.query_row(), kb.v_lshlrev_b32(None, 3, self.half))
         soff = 0
@@ -2078,6 +2178,58 @@ class _Builder:
                 data = kb.join(*self.packed_group(inv, db, g), align=2)
                 kb.buffer_store_dwordx2(data, voff, self.ro, soff, offen=True,
                                         offset=2 * (32 * db + 8 * g))
+
+    def store_through_lds(self, inv) -> None:
+        """gfx942 o_staging lds: the wave's 32 O rows into its 32 x row_bytes part of the
+        LDS from the MFMA layout (lane (i, h): 8 bytes, head-dims 32 db + 8 g + 4 h.., of row
+        i), read back row-contiguous 8 bytes a lane (lane t: row t / per + rows k, piece
+        t % per) and stored with one buffer_store_dwordx2 per `rows` rows (8 lanes a clock
+        write one 64-byte block). 16-byte chunk c of row r sits at c ^ (r % 8) and its 8-byte
+        halves swap when r & 8: a write phase (16 lanes: 16 rows, one half) and a read phase
+        (16 lanes: 128 bytes of one row) each hit 32 distinct banks. A barrier first: other
+        waves may still read the last K/V tiles there."""
+        cfg, kb = self.cfg, self.kb
+        kb.s_barrier()
+        half = kb.v_xor_b32(None, self.half, kb.v_bfe_u32(None, self.lane32, 3, 1))
+        base = self.row_offset(self.row_in_wg, kb.v_lshlrev_b32(None, 3, half))
+        offsets = [16 * (4 * db + g) for db in range(cfg.head_dim // 32) for g in range(4)]
+        addr = self.swizzled(base, self.lane32, 8, 4, offsets)
+        mask = self.swizzle_mask(8, 4)
+        for db in range(cfg.head_dim // 32):
+            for g in range(4):
+                data = kb.join(*self.packed_group(inv, db, g), align=2)
+                reg, imm = self.swizzle_offset(addr, 16 * (4 * db + g), mask)
+                kb.ds_write_b64(reg, data, offset=imm)
+        per = cfg.row_bytes // 8
+        rows = 64 // per
+        lane = kb.v_and_b32(None, 63, self.tid)
+        t_row = kb.v_lshrrev_b32(None, _log2(per), lane)
+        piece = kb.v_and_b32(None, per - 1, lane)
+        wave_rows = kb.v_lshrrev_b32(None, 1, kb.v_and_b32(None, 0xFFFFFFC0, self.tid))
+        row = kb.v_add_u32(None, wave_rows, t_row)  # row of the workgroup's tile, for k = 0
+        # Row r = t_row + rows k (t_row < rows, a power of two): r % 8 = t_row ^ (rows k % 8)
+        # and r & 8 = rows k & 8, XORed into the address bits 3-6 per read.
+        chunk = kb.v_xor_b32(None, kb.v_lshrrev_b32(None, 1, piece), t_row)
+        src = self.row_offset(row, kb.v_lshl_add_u32(None, chunk, 4, kb.v_lshlrev_b32(
+            None, 3, kb.v_and_b32(None, 1, piece))))
+
+        def flip(k: int) -> int:
+            return 16 * (rows * k % 8) + 8 * ((rows * k >> 3) & 1)
+
+        regs = {x: src if x == 0 else kb.v_xor_b32(None, x, src)
+                for x in sorted({flip(k) for k in range(32 // rows)})}
+        data = [kb.ds_read_b64(kb.vregs(2, align=2), regs[flip(k)],
+                               offset=k * rows * cfg.row_bytes)
+                for k in range(32 // rows)]
+        # Raw buffers range-check voffset + offset: rows past seq_q are not written.
+        dst = self.row_offset(kb.v_add_u32(None, self.row0, row),
+                              kb.v_lshlrev_b32(None, 3, piece))
+        voffs = {0: dst}
+        for k, d in enumerate(data):
+            hi, lo = divmod(k * rows * cfg.row_bytes, 4096)
+            if hi not in voffs:
+                voffs[hi] = kb.v_add_u32(None, 4096 * hi, dst)
+            kb.buffer_store_dwordx2(d, voffs[hi], self.ro, 0, offen=True, offset=lo)
 
     def store_lse(self, total) -> None:
         """LSE = ln 2 * (m + log2 l): m is the running max in base-2 units (possibly stale by
@@ -2096,7 +2248,12 @@ class _Builder:
         r = 16 * db + 4 * g
         acc = [kb.v_accvgpr_read_b32(None, acc_o[r + k]) if self.cfg.o_agprs else acc_o[r + k]
                for k in range(4)]
-        vals = [kb.v_mul_f32(None, inv, a) for a in acc]
+        if self.cfg.packed_store and not self.cfg.o_agprs:
+            # After the loop: one v_pk_mul_f32 per two values (AITER's gfx942 epilogue too).
+            vals = [v for k in (0, 2) for v in kb.split(kb.v_pk_mul_f32(
+                kb.vregs(2, align=2), self.inv_pair, acc_o[r + k:r + k + 2]))]
+        else:
+            vals = [kb.v_mul_f32(None, inv, a) for a in acc]
         return [self.pack(vals[0], vals[1]), self.pack(vals[2], vals[3])]
 
     def store_dwordx4(self, inv) -> None:
