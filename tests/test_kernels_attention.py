@@ -733,6 +733,23 @@ def test_gfx942_split_lds_writes_refused_without_the_register_copy():
         gen.build("gfx950", {"lds_writes": "split"})
 
 
+def ops_between_barriers(t, w, counted) -> list[tuple[int, int]]:
+    """Per stretch between a wave's s_barrier records in a timing result: how many of its
+    executed instructions start with v_mfma, and how many satisfy `counted(opcode)`."""
+    segs, cur = [], [0, 0]
+    for rec in w.records:
+        op = t.code[rec[4] - 1][1].split()[0]
+        if op == "s_barrier":
+            segs.append(tuple(cur))
+            cur = [0, 0]
+        elif op.startswith("v_mfma"):
+            cur[0] += 1
+        elif counted(op):
+            cur[1] += 1
+    segs.append(tuple(cur))
+    return segs
+
+
 @pytest.mark.parametrize("target", ["gfx942", "gfx950"])
 def test_max_exchange_on_rescale_keeps_every_rescale(target):
     # on_rescale: the lane exchange of the row max only in the rescale branch; the growing
@@ -758,17 +775,7 @@ def test_gfx942_split_lds_writes_barrier_placement():
     t = run_timed(case, timing=True, check=False).timing_result
     assert len(t.waves) == 8
     for w in t.waves:
-        segs, cur = [], [0, 0]
-        for rec in w.records:
-            op = t.code[rec[4] - 1][1].split()[0]
-            if op == "s_barrier":
-                segs.append(tuple(cur))
-                cur = [0, 0]
-            elif op.startswith("v_mfma"):
-                cur[0] += 1
-            elif op.startswith("v_exp"):
-                cur[1] += 1
-        segs.append(tuple(cur))
+        segs = ops_between_barriers(t, w, lambda op: op.startswith("v_exp"))
         blocks = segs[3:]  # after the Q staging, first-copy and first block barriers
         assert len(blocks) == 4 and w.barriers == 6, (w.wave, segs)
         for before, after in zip(blocks[::2], blocks[1::2], strict=True):
@@ -1038,19 +1045,7 @@ def test_gfx942_block_barrier_in_the_pv_phase():
     def intervals(p) -> list[tuple[int, int]]:
         t = run_timed(kernels.get(GEN).build("gfx942", p), timing=True,
                       check=False).timing_result
-        w = t.waves[0]
-        segs, cur = [], [0, 0]
-        for rec in w.records:
-            op = t.code[rec[4] - 1][1].split()[0]
-            if op == "s_barrier":
-                segs.append(tuple(cur))
-                cur = [0, 0]
-            elif op.startswith("v_mfma"):
-                cur[0] += 1
-            elif op == "ds_write_b128":
-                cur[1] += 1
-        segs.append(tuple(cur))
-        return segs
+        return ops_between_barriers(t, t.waves[0], lambda op: op == "ds_write_b128")
 
     pv = intervals(params)
     lag = PV_BARRIER_LAG
