@@ -865,6 +865,16 @@ class _Builder:
             getattr(kb, load)(Q[n * r:n * (r + 1)], voff, self.rq, soff,
                               offen=True, offset=2 * chunk * r)
 
+    def lane_row(self, per: int):
+        """A wave's lanes over its rows, `per` lanes a row (a power of two): (the lane's row
+        within one read, its piece of the row, its row of the workgroup's tile for k = 0)."""
+        kb = self.kb
+        lane = kb.v_and_b32(None, 63, self.tid)
+        t_row = kb.v_lshrrev_b32(None, _log2(per), lane)
+        piece = kb.v_and_b32(None, per - 1, lane)
+        wave_rows = kb.v_lshrrev_b32(None, 1, kb.v_and_b32(None, 0xFFFFFFC0, self.tid))
+        return t_row, piece, kb.v_add_u32(None, wave_rows, t_row)
+
     def load_q_lds(self) -> None:
         """gfx942 q_staging lds: the wave's 32 Q rows by row-contiguous buffer_load_dwordx4
         (lane t: row t / per + rows * k, chunk t % per, per = row_bytes / 16 chunks a row,
@@ -876,11 +886,7 @@ class _Builder:
         cfg, kb = self.cfg, self.kb
         per = cfg.row_bytes // 16
         rows = 64 // per
-        lane = kb.v_and_b32(None, 63, self.tid)
-        t_row = kb.v_lshrrev_b32(None, _log2(per), lane)
-        chunk = kb.v_and_b32(None, per - 1, lane)
-        wave_rows = kb.v_lshrrev_b32(None, 1, kb.v_and_b32(None, 0xFFFFFFC0, self.tid))
-        row = kb.v_add_u32(None, wave_rows, t_row)  # row of the workgroup's tile, for k = 0
+        t_row, chunk, row = self.lane_row(per)
         src = self.row_offset(kb.v_add_u32(None, self.row0, row),
                               kb.v_lshlrev_b32(None, 4, chunk))
         voffs = {0: src}
@@ -2202,11 +2208,7 @@ class _Builder:
                 kb.ds_write_b64(reg, data, offset=imm)
         per = cfg.row_bytes // 8
         rows = 64 // per
-        lane = kb.v_and_b32(None, 63, self.tid)
-        t_row = kb.v_lshrrev_b32(None, _log2(per), lane)
-        piece = kb.v_and_b32(None, per - 1, lane)
-        wave_rows = kb.v_lshrrev_b32(None, 1, kb.v_and_b32(None, 0xFFFFFFC0, self.tid))
-        row = kb.v_add_u32(None, wave_rows, t_row)  # row of the workgroup's tile, for k = 0
+        t_row, piece, row = self.lane_row(per)
         # Row r = t_row + rows k (t_row < rows, a power of two): r % 8 = t_row ^ (rows k % 8)
         # and r & 8 = rows k & 8, XORed into the address bits 3-6 per read.
         chunk = kb.v_xor_b32(None, kb.v_lshrrev_b32(None, 1, piece), t_row)
